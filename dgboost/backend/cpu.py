@@ -1,0 +1,110 @@
+"""The CPU backend: NumPy arrays and the Numba kernels of ``_cpu_kernels``."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _cpu_kernels as K
+from .base import SplitResult
+
+__all__ = ["CPUBackend"]
+
+# Upper bound on the per-thread partial histograms of one build call; larger levels are
+# built in batches of nodes.
+_PARTIAL_HIST_BYTES = 256 << 20
+
+
+class CPUBackend:
+    """NumPy + Numba implementation of :class:`~dgboost.backend.base.Backend`."""
+
+    name = "cpu"
+    xp = np
+
+    def __init__(self, nthread: int = 0):
+        import numba
+
+        if nthread and nthread > 0:
+            numba.set_num_threads(min(int(nthread), numba.config.NUMBA_NUM_THREADS))
+
+    def asarray(self, array):
+        return np.asarray(array)
+
+    def to_host(self, array) -> np.ndarray:
+        return np.asarray(array)
+
+    def bin_values(self, values, cut_values, cut_ptrs, dtype):
+        out = np.empty(values.shape, dtype=dtype)
+        K.bin_values(np.ascontiguousarray(values, np.float32), cut_values, cut_ptrs,
+                     int(np.iinfo(dtype).max), out)
+        return out
+
+    def quantise(self, grad, hess, scale_g, scale_h, keep=None):
+        out = np.empty((grad.shape[0], 2), dtype=np.int64)
+        out[:, 0] = np.rint(grad.astype(np.float64) * scale_g)
+        out[:, 1] = np.rint(hess.astype(np.float64) * scale_h)
+        if keep is not None:
+            out[~keep] = 0
+        return out
+
+    def build_histograms(self, bins, cut_ptrs, gpair, rows, begins, ends):
+        begins = np.asarray(begins, dtype=np.int64)
+        ends = np.asarray(ends, dtype=np.int64)
+        total_bins = int(cut_ptrs[-1])
+        out = np.zeros((begins.shape[0], total_bins, 2), dtype=np.int64)
+        missing = int(np.iinfo(bins.dtype).max)
+        n_rows = int((ends - begins).sum())
+        threads = max(1, min(K.n_threads(), n_rows // 8192))
+        per_node = threads * total_bins * 16
+        batch = max(1, _PARTIAL_HIST_BYTES // max(per_node, 1))
+        for s in range(0, begins.shape[0], batch):
+            K.build_histograms(bins, cut_ptrs, gpair, rows, begins[s:s + batch], ends[s:s + batch],
+                               missing, threads, out[s:s + batch])
+        return out
+
+    def evaluate_splits(self, hist, totals, cut_ptrs, feature_mask, scale_g, scale_h, params):
+        n = hist.shape[0]
+        feature = np.empty(n, np.int32)
+        split_bin = np.empty(n, np.int32)
+        default_left = np.empty(n, np.bool_)
+        gain = np.empty(n, np.float64)
+        left = np.empty((n, 2), np.int64)
+        K.evaluate_splits(hist, totals, cut_ptrs, np.ascontiguousarray(feature_mask, np.bool_),
+                          1.0 / scale_g, 1.0 / scale_h, float(params.reg_lambda), float(params.alpha),
+                          float(params.gamma), float(params.min_child_weight),
+                          float(params.max_delta_step), feature, split_bin, default_left, gain, left)
+        return SplitResult(feature, split_bin, default_left, gain, left)
+
+    def leaf_weights(self, sums, scale_g, scale_h, params):
+        out = np.empty(sums.shape[0], np.float64)
+        K.leaf_weights(np.ascontiguousarray(sums, np.int64), 1.0 / scale_g, 1.0 / scale_h,
+                       float(params.reg_lambda), float(params.alpha), float(params.min_child_weight),
+                       float(params.max_delta_step), out)
+        return out
+
+    def partition(self, bins, rows, begins, ends, feature, split_bin, default_left):
+        left_counts = np.empty(len(begins), np.int64)
+        K.partition(bins, rows, np.asarray(begins, np.int64), np.asarray(ends, np.int64),
+                    np.asarray(feature, np.int32), np.asarray(split_bin, np.int32),
+                    np.asarray(default_left, np.bool_), int(np.iinfo(bins.dtype).max), left_counts)
+        return left_counts
+
+    def add_leaf_values(self, margin, rows, begins, ends, values, group):
+        K.add_leaf_values(margin, rows, np.asarray(begins, np.int64), np.asarray(ends, np.int64),
+                          np.asarray(values, np.float32), int(group))
+
+    def predict_margin(self, ensemble, values, tree_begin, tree_end, out):
+        """Add trees ``[tree_begin, tree_end)`` of ``ensemble`` to ``out`` (float32 (n, n_groups))."""
+        if tree_end <= tree_begin:
+            return out
+        K.predict_margin(ensemble.left, ensemble.right, ensemble.feature, ensemble.split_value,
+                         ensemble.default_left.view(np.bool_), ensemble.value, ensemble.offsets(),
+                         ensemble.groups(), np.ascontiguousarray(values, np.float32),
+                         int(tree_begin), int(tree_end), out)
+        return out
+
+    def predict_leaf(self, ensemble, values, tree_begin, tree_end):
+        out = np.empty((values.shape[0], max(tree_end - tree_begin, 0)), np.int32)
+        if tree_end > tree_begin:
+            K.predict_leaf(ensemble.left, ensemble.right, ensemble.feature, ensemble.split_value,
+                           ensemble.default_left.view(np.bool_), ensemble.offsets(),
+                           np.ascontiguousarray(values, np.float32), int(tree_begin), int(tree_end), out)
+        return out

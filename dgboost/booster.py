@@ -1,0 +1,342 @@
+"""Booster: a trained model; prediction, feature checks, saving and loading.
+
+The model itself is an :class:`~dgboost.tree.Ensemble` plus a small metadata dict (the
+objective, base score, feature names, best iteration, training parameters): the same
+``meta`` layout that :mod:`dgboost.model_io` writes to JSON.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from .backend import get_backend
+from .data import DMatrix, as_feature_matrix
+from .errors import DGBoostTypeError, DGBoostValueError
+from .tree import Ensemble
+
+__all__ = ["Booster"]
+
+
+class Booster:
+    """A gradient-boosted tree model.
+
+    Parameters
+    ----------
+    params : dict, optional
+        Ignored apart from ``nthread``/``device`` used for prediction (XGBoost compatibility).
+    model_file : str or os.PathLike or bytes or bytearray, optional
+        A dgboost or XGBoost JSON model file (or its text) to load.
+    """
+
+    def __init__(self, params: dict | None = None, model_file=None):
+        self.ensemble = Ensemble(1, 0.0)
+        self.meta: dict[str, Any] = _default_meta()
+        self._predict_params = dict(params or {})
+        if model_file is not None:
+            if isinstance(model_file, (bytes, bytearray)):
+                self._load_text(bytes(model_file).decode("utf-8", errors="replace"))
+            else:
+                self.load_model(model_file)
+
+    # -- construction from training ---------------------------------------------------------
+    @classmethod
+    def _from_training(cls, ensemble, params, objective, base_score, feature_names, feature_types,
+                       n_features, previous=None) -> "Booster":
+        b = cls()
+        b.ensemble = ensemble
+        meta = _default_meta()
+        meta.update(previous.meta if previous is not None else {})
+        meta.update({
+            "objective": objective.name if hasattr(objective, "name") else "custom",
+            "objective_params": {"huber_slope": params.huber_slope,
+                                 "scale_pos_weight": params.scale_pos_weight,
+                                 "max_delta_step": params.max_delta_step_poisson},
+            "base_score": float(base_score),
+            "num_class": params.num_class if ensemble.n_groups > 1 else 0,
+            "num_feature": int(n_features),
+            "feature_names": list(feature_names) if feature_names is not None else None,
+            "feature_types": list(feature_types) if feature_types is not None else None,
+            "params": params.to_dict(),
+        })
+        b.meta = meta
+        return b
+
+    def _set_ensemble(self, ensemble) -> None:
+        self.ensemble = ensemble
+
+    def _set_best(self, best_round, best_score) -> None:
+        self.meta["best_iteration"] = None if best_round is None else int(best_round)
+        self.meta["best_score"] = None if best_score is None else float(best_score)
+
+    # -- properties -----------------------------------------------------------------------
+    @property
+    def feature_names(self) -> list[str] | None:
+        return self.meta.get("feature_names")
+
+    @feature_names.setter
+    def feature_names(self, names) -> None:
+        if names is not None and len(names) != self.num_features():
+            raise DGBoostValueError(f"{len(names)} feature names for {self.num_features()} features")
+        self.meta["feature_names"] = None if names is None else [str(n) for n in names]
+
+    @property
+    def feature_types(self):
+        return self.meta.get("feature_types")
+
+    @property
+    def best_iteration(self) -> int:
+        best = self.meta.get("best_iteration")
+        if best is None:
+            raise AttributeError("best_iteration is only set when training used evaluation sets")
+        return best
+
+    @property
+    def best_score(self) -> float:
+        best = self.meta.get("best_score")
+        if best is None:
+            raise AttributeError("best_score is only set when training used evaluation sets")
+        return best
+
+    def num_features(self) -> int:
+        return int(self.meta.get("num_feature") or 0)
+
+    def _trees_per_round(self) -> int:
+        return self.ensemble.n_groups * int(self.meta.get("num_parallel_tree") or 1)
+
+    def num_boosted_rounds(self) -> int:
+        return self.ensemble.n_trees // self._trees_per_round()
+
+    def attr(self, key: str):
+        return self.meta.get("attributes", {}).get(key)
+
+    def set_attr(self, **kwargs) -> None:
+        attrs = self.meta.setdefault("attributes", {})
+        for k, v in kwargs.items():
+            if v is None:
+                attrs.pop(k, None)
+            else:
+                attrs[k] = str(v)
+
+    def attributes(self) -> dict:
+        return dict(self.meta.get("attributes", {}))
+
+    def copy(self) -> "Booster":
+        import copy
+
+        b = Booster()
+        b.ensemble = self.ensemble.copy()
+        b.meta = copy.deepcopy(self.meta)
+        return b
+
+    def __getitem__(self, item) -> "Booster":
+        """Slice by boosting rounds: ``booster[2:5]`` keeps rounds 2, 3 and 4."""
+        if not isinstance(item, slice) or item.step not in (None, 1):
+            raise DGBoostTypeError("a Booster can only be sliced by rounds with step 1, e.g. booster[0:10]")
+        begin, end, _ = item.indices(self.num_boosted_rounds())
+        b = self.copy()
+        per = self._trees_per_round()
+        b.ensemble = self.ensemble.slice(begin * per, max(begin, end) * per)
+        b.meta["best_iteration"] = None
+        b.meta["best_score"] = None
+        return b
+
+    # -- prediction -----------------------------------------------------------------------
+    def _objective(self):
+        from .objective import get_objective
+        from .params import parse_params
+
+        params = {"objective": self.meta["objective"], "num_class": self.meta.get("num_class") or 0}
+        for key in ("huber_slope", "scale_pos_weight"):
+            if key in self.meta.get("objective_params", {}):
+                params[key] = self.meta["objective_params"][key]
+        if params["objective"] not in _KNOWN_OBJECTIVES:
+            return None
+        return get_objective(parse_params(params))
+
+    def _features(self, data, validate_features: bool = True) -> np.ndarray:
+        if isinstance(data, DMatrix):
+            values, names = data.data, data.feature_names
+        else:
+            values, names = as_feature_matrix(data)
+        n = self.num_features()
+        if n and values.shape[1] != n:
+            raise DGBoostValueError(f"data has {values.shape[1]} features but the model was trained "
+                                    f"with {n}")
+        mine = self.feature_names
+        if validate_features and mine is not None and names is not None and list(names) != list(mine):
+            missing = [m for m in mine if m not in names][:3]
+            extra = [m for m in names if m not in mine][:3]
+            detail = f"expected {mine[:5]}..., " if not missing and not extra else ""
+            raise DGBoostValueError(f"feature names differ from the model's: {detail}missing {missing}, "
+                                    f"unexpected {extra}")
+        return values
+
+    def _tree_range(self, iteration_range) -> tuple[int, int]:
+        per = self._trees_per_round()
+        if iteration_range is None or tuple(iteration_range) == (0, 0):
+            return 0, self.ensemble.n_trees
+        begin, end = (int(v) for v in iteration_range)
+        rounds = self.num_boosted_rounds()
+        if not 0 <= begin <= end <= rounds:
+            raise DGBoostValueError(f"iteration_range {iteration_range} is outside the model's 0..{rounds} rounds")
+        return begin * per, end * per
+
+    def predict(self, data, output_margin: bool = False, pred_leaf: bool = False,
+                pred_contribs: bool = False, approx_contribs: bool = False,
+                pred_interactions: bool = False, validate_features: bool = True,
+                training: bool = False, iteration_range=None, strict_shape: bool = False,
+                base_margin=None):
+        """Predict for ``data`` (a DMatrix or anything :class:`DMatrix` accepts).
+
+        Returns
+        -------
+        ndarray
+            float32 predictions (n,) or (n, n_groups) for multi-output models; margins with
+            ``output_margin``; int32 leaf indices (n, n_trees) with ``pred_leaf``; SHAP
+            values (n, F+1) / (n, n_groups, F+1) with ``pred_contribs``; interaction values
+            (n, F+1, F+1) / (n, n_groups, F+1, F+1) with ``pred_interactions``.
+        """
+        values = self._features(data, validate_features)
+        t0, t1 = self._tree_range(iteration_range)
+        backend = get_backend("cpu", int(self._predict_params.get("nthread", 0) or 0))
+        if pred_leaf:
+            return backend.predict_leaf(self.ensemble, values, t0, t1)
+        n_groups = self.ensemble.n_groups
+        if isinstance(data, DMatrix) and data.base_margin is not None and base_margin is None:
+            base_margin = data.base_margin
+        if pred_contribs or pred_interactions:
+            from .explain.api import booster_contributions
+
+            return booster_contributions(self, values, t0, t1, interactions=pred_interactions,
+                                         base_margin=base_margin)
+        margin = np.empty((values.shape[0], n_groups), np.float32)
+        if base_margin is not None:
+            bm = np.asarray(base_margin, np.float32).reshape(values.shape[0], -1)
+            if bm.shape[1] != n_groups:
+                raise DGBoostValueError(f"base_margin has {bm.shape[1]} columns, the model has {n_groups} outputs")
+            margin[:] = bm
+        else:
+            margin[:] = self.ensemble.base_margin.astype(np.float32)
+        backend.predict_margin(self.ensemble, values, t0, t1, margin)
+        if output_margin:
+            out = margin
+        else:
+            objective = self._objective()
+            out = margin if objective is None else objective.transform(margin)
+        if out.ndim == 2 and out.shape[1] == 1 and not strict_shape:
+            out = out[:, 0]
+        return out
+
+    def inplace_predict(self, data, iteration_range=None, predict_type: str = "value",
+                        missing: float = np.nan, validate_features: bool = True, base_margin=None,
+                        strict_shape: bool = False):
+        dm = DMatrix(data, missing=missing)
+        return self.predict(dm, output_margin=predict_type == "margin", iteration_range=iteration_range,
+                            validate_features=validate_features, base_margin=base_margin,
+                            strict_shape=strict_shape)
+
+    # -- persistence ----------------------------------------------------------------------
+    def save_model(self, fname) -> None:
+        """Write the model as dgboost JSON (atomically: a temporary file, then a rename)."""
+        from .model_io import save_model
+
+        save_model(os.fspath(fname), self.ensemble, self.meta)
+
+    def load_model(self, fname) -> None:
+        """Load a dgboost or XGBoost JSON model file (a path, or a bytearray of its text)."""
+        if isinstance(fname, (bytes, bytearray)):
+            self._load_text(bytes(fname).decode("utf-8", errors="replace"))
+            return
+        from .model_io import load_model
+
+        self.ensemble, meta = load_model(os.fspath(fname))
+        self.meta = {**_default_meta(), **meta}
+
+    def _load_text(self, text: str) -> None:
+        from .model_io import model_from_json
+
+        self.ensemble, meta = model_from_json(text)
+        self.meta = {**_default_meta(), **meta}
+
+    def save_raw(self, raw_format: str = "json") -> bytearray:
+        if raw_format != "json":
+            raise DGBoostValueError("only raw_format='json' is supported")
+        return bytearray(self.to_json().encode("utf-8"))
+
+    def to_json(self) -> str:
+        from .model_io import model_to_json
+
+        return model_to_json(self.ensemble, self.meta)
+
+    def export_xgboost_json(self, fname) -> None:
+        """Write the model in XGBoost's JSON format (loadable by ``xgboost.Booster(model_file=...)``)."""
+        from .model_io import export_xgboost_json
+
+        export_xgboost_json(os.fspath(fname), self.ensemble, self.meta)
+
+    @classmethod
+    def from_xgboost(cls, model) -> "Booster":
+        """Import an ``xgboost.Booster``, an XGBoost sklearn model, or an XGBoost JSON file."""
+        from .model_io import import_xgboost_booster
+
+        b = cls()
+        if hasattr(model, "get_booster"):
+            model = model.get_booster()
+        if hasattr(model, "save_raw"):
+            b.ensemble, meta = import_xgboost_booster(model)
+            b.meta = {**_default_meta(), **meta}
+        else:
+            b.load_model(model)
+        return b
+
+    def get_dump(self, fmap: str = "", with_stats: bool = False, dump_format: str = "text") -> list[str]:
+        if dump_format != "text":
+            raise DGBoostValueError("only dump_format='text' is supported")
+        from .model_io import dump_text
+
+        return dump_text(self.ensemble, self.meta, with_stats=with_stats)
+
+    def get_score(self, fmap: str = "", importance_type: str = "weight") -> dict[str, float]:
+        """Feature importance: weight (split count), gain/cover (mean), total_gain/total_cover."""
+        kinds = ("weight", "gain", "cover", "total_gain", "total_cover")
+        if importance_type not in kinds:
+            raise DGBoostValueError(f"importance_type must be one of {kinds}, got {importance_type!r}")
+        e = self.ensemble
+        inner = e.feature >= 0
+        feats = e.feature[inner]
+        n = max(self.num_features(), int(feats.max(initial=-1)) + 1)
+        counts = np.bincount(feats, minlength=n).astype(np.float64)
+        if importance_type == "weight":
+            score = counts
+        else:
+            source = e.gain[inner].astype(np.float64) if "gain" in importance_type else e.cover[inner]
+            score = np.bincount(feats, weights=source, minlength=n)
+            if not importance_type.startswith("total"):
+                score = np.divide(score, counts, out=np.zeros_like(score), where=counts > 0)
+        names = self.feature_names or [f"f{i}" for i in range(n)]
+        return {names[i]: float(score[i]) for i in range(n) if counts[i] > 0}
+
+    def __getstate__(self):
+        return {"ensemble": self.ensemble, "meta": self.meta, "_predict_params": self._predict_params}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def __repr__(self) -> str:
+        return (f"Booster(objective={self.meta.get('objective')!r}, rounds={self.num_boosted_rounds()}, "
+                f"features={self.num_features()})")
+
+
+_KNOWN_OBJECTIVES = {
+    "reg:squarederror", "reg:logistic", "reg:pseudohubererror", "reg:absoluteerror",
+    "binary:logistic", "binary:logitraw", "multi:softprob", "multi:softmax",
+    "count:poisson", "rank:pairwise", "rank:ndcg",
+}
+
+
+def _default_meta() -> dict:
+    return {"objective": "reg:squarederror", "objective_params": {}, "base_score": 0.5, "num_class": 0,
+            "num_feature": 0, "feature_names": None, "feature_types": None, "best_iteration": None,
+            "best_score": None, "params": {}, "attributes": {}}

@@ -1,0 +1,56 @@
+"""The Communicator protocol and the trivial single-process communicator.
+
+The boosting loop only ever talks to a communicator, so one process is simply a
+cluster of size one (DESIGN.md §1.2). Collectives take and return NumPy arrays on
+the CPU backend (CuPy arrays on the CUDA backend); ``allreduce_sum`` on integer arrays
+is exact and therefore independent of the order in which ranks are summed.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["Communicator", "LocalComm"]
+
+
+@runtime_checkable
+class Communicator(Protocol):
+    """What the training loop needs from a group of cooperating workers."""
+
+    @property
+    def rank(self) -> int: ...
+
+    @property
+    def world_size(self) -> int: ...
+
+    def allreduce_sum(self, array: Any) -> Any:
+        """Element-wise sum of ``array`` over all ranks; every rank gets the result."""
+
+    def allreduce_max(self, array: Any) -> Any:
+        """Element-wise maximum of ``array`` over all ranks."""
+
+    def allgather(self, array: Any) -> Any:
+        """Concatenate the 1-D or 2-D ``array`` of every rank along axis 0, in rank order."""
+
+    def broadcast(self, obj: Any, root: int = 0) -> Any:
+        """Return ``obj`` as held by ``root`` on every rank (any picklable object)."""
+
+
+class LocalComm:
+    """The communicator of a cluster of one: every collective is the identity."""
+
+    rank = 0
+    world_size = 1
+
+    def allreduce_sum(self, array):
+        return np.array(array, copy=True)
+
+    def allreduce_max(self, array):
+        return np.array(array, copy=True)
+
+    def allgather(self, array):
+        return np.array(array, copy=True)
+
+    def broadcast(self, obj, root: int = 0):
+        return obj

@@ -1,0 +1,230 @@
+"""One validated parameter object with XGBoost-compatible names and aliases.
+
+Unknown names raise :class:`~dgboost.errors.ParameterError` with the closest valid
+name; values are type-checked and range-checked before any data is touched.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Mapping
+
+from .errors import ParameterError
+
+__all__ = ["TrainParams", "parse_params", "OBJECTIVES", "METRICS"]
+
+OBJECTIVES = (
+    "reg:squarederror", "reg:logistic", "reg:pseudohubererror", "reg:absoluteerror",
+    "binary:logistic", "binary:logitraw", "multi:softprob", "multi:softmax",
+    "count:poisson", "rank:pairwise", "rank:ndcg",
+)
+METRICS = ("rmse", "mae", "logloss", "error", "auc", "mlogloss", "merror", "ndcg", "map",
+           "poisson-nloglik", "mphe")
+
+# alias -> canonical name (XGBoost's and scikit-learn's spellings)
+_ALIASES = {
+    "learning_rate": "eta",
+    "reg_lambda": "lambda",
+    "lambda_l2": "lambda",
+    "reg_alpha": "alpha",
+    "lambda_l1": "alpha",
+    "min_split_loss": "gamma",
+    "random_state": "seed",
+    "n_jobs": "nthread",
+    "nthreads": "nthread",
+    "num_class": "num_class",
+    "max_leaf_nodes": "max_leaves",
+    "min_child_samples": None,  # LightGBM name with no exact equivalent: reject below
+}
+
+# parameters that XGBoost users pass and that make no difference to this engine
+_ACCEPTED_AND_IGNORED = {"tree_method", "booster", "verbosity", "silent", "validate_parameters",
+                         "disable_default_eval_metric", "predictor", "updater", "process_type",
+                         "num_parallel_tree", "multi_strategy", "max_cat_to_onehot",
+                         "enable_categorical", "use_rmm", "importance_type"}
+
+
+def _check_range(name: str, value: float, low: float | None, high: float | None,
+                 low_open: bool = False, high_open: bool = False) -> None:
+    if isinstance(value, float) and math.isnan(value):
+        raise ParameterError(f"parameter {name!r} is NaN")
+    if low is not None and (value < low or (low_open and value == low)):
+        bound = ">" if low_open else ">="
+        raise ParameterError(f"parameter {name!r}={value!r} is out of range: expected {bound} {low}")
+    if high is not None and (value > high or (high_open and value == high)):
+        bound = "<" if high_open else "<="
+        raise ParameterError(f"parameter {name!r}={value!r} is out of range: expected {bound} {high}")
+
+
+@dataclass
+class TrainParams:
+    """Every training parameter, validated. Field names are XGBoost's canonical names.
+
+    ``objective`` may be a callable ``(preds, dtrain) -> (grad, hess)``; ``eval_metric``
+    a list of metric names (``"ndcg@10"`` style suffixes allowed) or a callable.
+    """
+
+    objective: Any = "reg:squarederror"
+    eval_metric: Any = None
+    eta: float = 0.3
+    gamma: float = 0.0
+    max_depth: int = 6
+    max_leaves: int = 0
+    grow_policy: str = "depthwise"
+    min_child_weight: float = 1.0
+    max_delta_step: float = 0.0
+    subsample: float = 1.0
+    colsample_bytree: float = 1.0
+    colsample_bylevel: float = 1.0
+    colsample_bynode: float = 1.0
+    reg_lambda: float = 1.0  # "lambda" is a Python keyword
+    alpha: float = 0.0
+    max_bin: int = 256
+    base_score: float | None = None
+    seed: int = 0
+    nthread: int = 0
+    num_class: int = 0
+    scale_pos_weight: float = 1.0
+    huber_slope: float = 1.0
+    max_delta_step_poisson: float = 0.7
+    lambdarank_pair_method: str = "topk"
+    lambdarank_num_pair_per_sample: int = 0
+    ndcg_exp_gain: bool = True
+    device: str = "cpu"
+    sketch_sample_rows: int = 1 << 20
+
+    def validate(self) -> "TrainParams":
+        if not callable(self.objective) and self.objective not in OBJECTIVES:
+            raise ParameterError(_suggest("objective", str(self.objective), OBJECTIVES))
+        _check_range("eta", self.eta, 0.0, None)
+        _check_range("gamma", self.gamma, 0.0, None)
+        _check_range("max_depth", self.max_depth, 0, 64)
+        _check_range("max_leaves", self.max_leaves, 0, None)
+        if self.grow_policy not in ("depthwise", "lossguide"):
+            raise ParameterError(_suggest("grow_policy", self.grow_policy, ("depthwise", "lossguide")))
+        if self.max_depth == 0 and self.max_leaves == 0:
+            raise ParameterError("max_depth=0 (unlimited) needs max_leaves > 0 to bound the tree")
+        if self.max_depth == 0 and self.grow_policy == "depthwise":
+            raise ParameterError("max_depth=0 is only allowed with grow_policy='lossguide'")
+        _check_range("min_child_weight", self.min_child_weight, 0.0, None)
+        _check_range("max_delta_step", self.max_delta_step, 0.0, None)
+        _check_range("subsample", self.subsample, 0.0, 1.0, low_open=True)
+        for name in ("colsample_bytree", "colsample_bylevel", "colsample_bynode"):
+            _check_range(name, getattr(self, name), 0.0, 1.0, low_open=True)
+        _check_range("lambda", self.reg_lambda, 0.0, None)
+        _check_range("alpha", self.alpha, 0.0, None)
+        _check_range("max_bin", self.max_bin, 2, 65535)
+        _check_range("num_class", self.num_class, 0, None)
+        _check_range("scale_pos_weight", self.scale_pos_weight, 0.0, None, low_open=True)
+        _check_range("huber_slope", self.huber_slope, 0.0, None, low_open=True)
+        _check_range("max_delta_step_poisson", self.max_delta_step_poisson, 0.0, None)
+        _check_range("nthread", self.nthread, 0, None)
+        _check_range("sketch_sample_rows", self.sketch_sample_rows, 1024, None)
+        if self.lambdarank_pair_method not in ("topk", "mean"):
+            raise ParameterError(_suggest("lambdarank_pair_method", self.lambdarank_pair_method,
+                                          ("topk", "mean")))
+        if self.base_score is not None:
+            if not math.isfinite(self.base_score):
+                raise ParameterError(f"base_score must be finite, got {self.base_score!r}")
+        if self.objective in ("multi:softprob", "multi:softmax") and self.num_class < 2:
+            raise ParameterError(f"objective {self.objective!r} needs num_class >= 2, "
+                                 f"got num_class={self.num_class}")
+        if self.device not in ("cpu", "cuda") and not str(self.device).startswith("cuda:"):
+            raise ParameterError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+        return self
+
+    @property
+    def n_groups(self) -> int:
+        """Number of trees per boosting round (output groups)."""
+        return self.num_class if self.objective in ("multi:softprob", "multi:softmax") else 1
+
+    def to_dict(self) -> dict:
+        """The parameters as XGBoost spells them (JSON-able; callables dropped)."""
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if callable(value):
+                continue
+            out["lambda" if f.name == "reg_lambda" else f.name] = value
+        return out
+
+
+_FIELD_NAMES = {("lambda" if f.name == "reg_lambda" else f.name): f.name for f in fields(TrainParams)}
+_INT_FIELDS = {"max_depth", "max_leaves", "max_bin", "seed", "nthread", "num_class",
+               "lambdarank_num_pair_per_sample", "sketch_sample_rows"}
+_FLOAT_FIELDS = {f.name for f in fields(TrainParams) if f.type in ("float", "float | None")}
+
+
+def _suggest(what: str, given: str, choices) -> str:
+    close = difflib.get_close_matches(str(given), list(choices), n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; expected one of {sorted(choices)}"
+    return f"unknown {what} {given!r}{hint}"
+
+
+def _coerce(name: str, value: Any) -> Any:
+    if name in _INT_FIELDS:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                isinstance(value, float) and not value.is_integer()):
+            try:
+                if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+                    return int(value)
+            except ValueError:
+                pass
+            raise ParameterError(f"parameter {name!r} must be an integer, got {value!r}")
+        return int(value)
+    if name in _FLOAT_FIELDS:
+        if value is None and name == "base_score":
+            return None
+        if isinstance(value, bool):
+            raise ParameterError(f"parameter {name!r} must be a number, got {value!r}")
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ParameterError(f"parameter {name!r} must be a number, got {value!r}") from None
+    return value
+
+
+def parse_params(params: Mapping[str, Any] | TrainParams | None) -> TrainParams:
+    """Validate a user's parameter dict (XGBoost names or aliases) into :class:`TrainParams`.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown name (with the closest valid name), a wrong type or a value
+        out of range.
+    """
+    if isinstance(params, TrainParams):
+        return params.validate()
+    params = dict(params or {})
+    kwargs: dict[str, Any] = {}
+    metrics: list = []
+    for key, value in params.items():
+        if not isinstance(key, str):
+            raise ParameterError(f"parameter names must be strings, got {key!r}")
+        if key in _ACCEPTED_AND_IGNORED:
+            if key == "tree_method" and value not in ("hist", "auto", "gpu_hist", "approx", None):
+                raise ParameterError(f"tree_method={value!r} is not supported: dgboost always uses 'hist'")
+            if key == "booster" and value not in ("gbtree", None):
+                raise ParameterError(f"booster={value!r} is not supported: dgboost trains 'gbtree' only")
+            continue
+        canonical = _ALIASES.get(key, key)
+        if canonical is None:
+            raise ParameterError(f"parameter {key!r} has no dgboost equivalent")
+        if canonical == "eval_metric":
+            metrics.extend([value] if isinstance(value, str) or callable(value) else list(value))
+            continue
+        if canonical not in _FIELD_NAMES:
+            raise ParameterError(_suggest("parameter", key, list(_FIELD_NAMES) + list(_ALIASES)))
+        field_name = _FIELD_NAMES[canonical]
+        if field_name in kwargs:
+            raise ParameterError(f"parameter {canonical!r} given twice (as {key!r} and an alias)")
+        kwargs[field_name] = _coerce(canonical, value)
+    if metrics:
+        for m in metrics:
+            if not callable(m) and str(m).split("@")[0].rstrip("-") not in METRICS:
+                raise ParameterError(_suggest("eval_metric", str(m), METRICS))
+        kwargs["eval_metric"] = metrics
+    if kwargs.get("device", "cpu") == "gpu":
+        kwargs["device"] = "cuda"
+    return TrainParams(**kwargs).validate()

@@ -1,0 +1,162 @@
+"""Quantile cuts from a deterministic hashed sample (DESIGN.md §5.1).
+
+A row belongs to the sketch sample when ``hash(seed, global_row_index)`` falls below a
+threshold, so the sample is the same set of rows however the data is partitioned across
+workers. Ranks allgather their sampled values and weights and every rank computes the
+same weighted quantiles, in an order-independent way (values are sorted together with
+their weights before any summation).
+
+Cut semantics follow XGBoost: feature ``f`` has cut values ``c_0 < c_1 < ... < c_{m-1}``;
+a value ``x`` falls in bin ``b`` when ``c_{b-1} <= x < c_b``; a split at bin ``b`` sends
+``x < c_b`` left.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .comm.base import Communicator, LocalComm
+
+__all__ = ["Cuts", "splitmix64", "hashed_uniform", "sketch_sample_mask", "compute_cuts",
+           "weighted_cut_values"]
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser, vectorised over a uint64 array (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        z = np.asarray(x, dtype=np.uint64) + _GOLDEN
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def hashed_uniform(seed: int, stream: int, global_index: np.ndarray) -> np.ndarray:
+    """A float64 in [0, 1) per global row index, a pure function of (seed, stream, index).
+
+    ``stream`` separates independent uses (sketch sampling, subsampling in round r...).
+    """
+    with np.errstate(over="ignore"):
+        key = splitmix64(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * np.uint64(0x100000001B3)
+                         ^ splitmix64(np.uint64(stream & 0xFFFFFFFFFFFFFFFF)))
+        h = splitmix64(np.asarray(global_index, dtype=np.uint64) ^ key)
+    return (h >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+
+
+_SKETCH_STREAM = 0x5EED
+
+
+def sketch_sample_mask(n_local: int, row_offset: int, n_global: int, seed: int,
+                       sample_rows: int) -> np.ndarray:
+    """Boolean mask (n_local,) of the rows that enter the quantile sketch."""
+    if n_global <= sample_rows:
+        return np.ones(n_local, dtype=bool)
+    u = hashed_uniform(seed, _SKETCH_STREAM, np.arange(row_offset, row_offset + n_local, dtype=np.int64))
+    return u < sample_rows / n_global
+
+
+@dataclass
+class Cuts:
+    """Histogram cut values of all features, concatenated (XGBoost's ``cut_ptrs`` layout).
+
+    Attributes
+    ----------
+    values : ndarray of float32, shape (total_bins,)
+        Cut values of feature ``f`` are ``values[ptrs[f]:ptrs[f+1]]``, strictly increasing;
+        the last one lies above the largest sampled value.
+    ptrs : ndarray of int64, shape (F + 1,)
+    """
+
+    values: np.ndarray
+    ptrs: np.ndarray
+
+    @property
+    def n_features(self) -> int:
+        return int(self.ptrs.shape[0] - 1)
+
+    @property
+    def total_bins(self) -> int:
+        return int(self.ptrs[-1])
+
+    def n_bins(self) -> np.ndarray:
+        """Number of bins of each feature; int64 (F,)."""
+        return np.diff(self.ptrs)
+
+    def feature_cuts(self, f: int) -> np.ndarray:
+        return self.values[self.ptrs[f]:self.ptrs[f + 1]]
+
+
+def weighted_cut_values(values: np.ndarray, weights: np.ndarray, max_bin: int) -> np.ndarray:
+    """Cut values of one feature from its (non-missing) sample.
+
+    Parameters
+    ----------
+    values : ndarray of float32, shape (m,)
+    weights : ndarray of float64, shape (m,)
+    max_bin : int
+
+    Returns
+    -------
+    ndarray of float32, strictly increasing, at most ``max_bin`` values; at least one.
+    """
+    if values.size == 0:
+        return np.array([np.float32(1e-5)], dtype=np.float32)
+    order = np.lexsort((weights, values))  # value, then weight: same order for the same multiset
+    v = values[order]
+    w = weights[order]
+    unique, start = np.unique(v, return_index=True)
+    uw = np.add.reduceat(w, start)
+    top = np.float32(unique[-1])
+    last = np.float32(top + (abs(top) + np.float32(1e-5)))
+    if unique.size <= max_bin:
+        # every distinct value gets its own bin: x < u_{i+1} separates u_i from u_{i+1}
+        cuts = unique[1:]
+    else:
+        cum_before = np.concatenate([[0.0], np.cumsum(uw)[:-1]])
+        total = cum_before[-1] + uw[-1]
+        targets = np.arange(1, max_bin) * (total / max_bin)
+        idx = np.searchsorted(cum_before, targets, side="left")
+        idx = np.unique(idx[(idx > 0) & (idx < unique.size)])
+        cuts = unique[idx]
+    return np.concatenate([cuts.astype(np.float32), [last]]).astype(np.float32)
+
+
+def compute_cuts(values: np.ndarray, weight: np.ndarray | None, max_bin: int, seed: int = 0,
+                 row_offset: int = 0, n_global: int | None = None,
+                 comm: Communicator | None = None, sample_rows: int = 1 << 18) -> Cuts:
+    """Weighted quantile cuts of every feature, identical on every rank.
+
+    Parameters
+    ----------
+    values : ndarray of float32, shape (n_local, F)
+        This rank's rows; NaN is missing.
+    weight : ndarray of float32, shape (n_local,), or None
+    max_bin : int
+    seed : int
+    row_offset : int
+        Global index of this rank's first row.
+    n_global : int, optional
+        Total number of rows on all ranks (computed with an allreduce when omitted).
+    comm : Communicator, optional
+    sample_rows : int
+        Expected number of rows in the sketch sample.
+    """
+    comm = comm or LocalComm()
+    n_local, n_features = values.shape
+    if n_global is None:
+        n_global = int(comm.allreduce_sum(np.array([n_local], dtype=np.int64))[0])
+    mask = sketch_sample_mask(n_local, row_offset, n_global, seed, sample_rows)
+    sample = comm.allgather(np.ascontiguousarray(values[mask], dtype=np.float32))
+    if weight is None:
+        sample_w = np.ones(sample.shape[0], dtype=np.float64)
+    else:
+        sample_w = comm.allgather(np.asarray(weight[mask], dtype=np.float64))
+    per_feature = []
+    for f in range(n_features):
+        column = sample[:, f]
+        keep = ~np.isnan(column)
+        per_feature.append(weighted_cut_values(column[keep], sample_w[keep], max_bin))
+    ptrs = np.concatenate([[0], np.cumsum([c.size for c in per_feature])]).astype(np.int64)
+    return Cuts(values=np.concatenate(per_feature).astype(np.float32), ptrs=ptrs)

@@ -1,0 +1,318 @@
+"""``train()``: the boosting loop, written once for every device and any number of workers.
+
+Each round: objective -> float32 gradients -> int64 fixed point with a scale agreed
+through the communicator -> one tree per output group (grower) -> margins updated from the
+leaves' row segments. Evaluation sets are predicted incrementally with the new trees.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .backend import get_backend
+from .binned import BinnedMatrix
+from .comm.base import Communicator, LocalComm
+from .data import DMatrix
+from .errors import DGBoostTypeError, DGBoostValueError
+from .grower import FeatureSampler, TreeGrower
+from .params import TrainParams, parse_params
+from .quantile import compute_cuts, hashed_uniform
+from .tree import Ensemble
+
+__all__ = ["train", "TrainingCallback", "fixed_point_scale"]
+
+_SUBSAMPLE_STREAM = 0x5AB5
+
+
+class TrainingCallback:
+    """Hooks called by :func:`train` (same method names as ``xgboost.callback.TrainingCallback``).
+
+    ``before_iteration`` / ``after_iteration`` returning True stop training.
+    """
+
+    def before_training(self, model):
+        return model
+
+    def after_training(self, model):
+        return model
+
+    def before_iteration(self, model, epoch: int, evals_log: dict) -> bool:
+        return False
+
+    def after_iteration(self, model, epoch: int, evals_log: dict) -> bool:
+        return False
+
+
+def fixed_point_scale(max_abs: float, n_global: int) -> float:
+    """A power of two ``s`` such that ``sum(|round(x * s)|)`` over ``n_global`` values of
+    magnitude <= ``max_abs`` stays below 2**62 (so int64 histogram sums cannot overflow).
+
+    Being a function of a maximum (exact under any reduction order) and a count, the scale
+    is identical on every rank for any partitioning of the rows.
+    """
+    if not max_abs > 0.0 or not math.isfinite(max_abs):
+        return 1.0
+    exponent = math.floor(62 - math.log2(max_abs * max(n_global, 1)))
+    return math.ldexp(1.0, min(exponent, 1000))
+
+
+class _Data:
+    """One DMatrix prepared on one rank: features, binned rows (training only), margins."""
+
+    def __init__(self, dmat: DMatrix, n_groups: int, base_margin: np.ndarray):
+        self.dmat = dmat
+        self.values = dmat.data
+        n = dmat.num_row()
+        if dmat.base_margin is not None:
+            if dmat.base_margin.shape[1] != n_groups:
+                raise DGBoostValueError(
+                    f"base_margin has {dmat.base_margin.shape[1]} columns, the model has {n_groups} outputs")
+            self.margin = dmat.base_margin.astype(np.float32).copy()
+        else:
+            self.margin = np.empty((n, n_groups), np.float32)
+            self.margin[:] = base_margin.astype(np.float32)
+
+
+def _check_features(dmat: DMatrix, n_features: int, names, what: str) -> None:
+    if dmat.num_col() != n_features:
+        raise DGBoostValueError(f"{what} has {dmat.num_col()} features, training data has {n_features}")
+    if names is not None and dmat.feature_names is not None and list(dmat.feature_names) != list(names):
+        diff = [f"{a!r} vs {b!r}" for a, b in zip(dmat.feature_names, names) if a != b][:3]
+        raise DGBoostValueError(f"{what} has different feature names from the training data: {', '.join(diff)}")
+
+
+def _row_offset(comm: Communicator, n_local: int) -> tuple[int, int]:
+    counts = np.asarray(comm.allgather(np.array([n_local], dtype=np.int64)))
+    return int(counts[:comm.rank].sum()), int(counts.sum())
+
+
+def _format_eta(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_round: int = 10,
+          evals: Sequence[tuple[DMatrix, str]] = (), obj: Callable | None = None,
+          custom_metric: Callable | None = None, maximize: bool | None = None,
+          early_stopping_rounds: int | None = None, evals_result: dict | None = None,
+          verbose_eval: bool | int = True, xgb_model=None,
+          callbacks: Iterable[TrainingCallback] = (), comm: Communicator | None = None,
+          feval: Callable | None = None):
+    """Train a gradient-boosted tree model (XGBoost's ``xgboost.train`` signature).
+
+    Parameters
+    ----------
+    params : dict or TrainParams
+        XGBoost parameter names (see :class:`~dgboost.params.TrainParams`).
+    dtrain : DMatrix
+        Training rows of this rank (all rows when training in one process).
+    num_boost_round : int
+    evals : sequence of (DMatrix, name)
+        Evaluated after every round; the last metric of the last set drives early stopping.
+    obj : callable, optional
+        Custom objective ``obj(margin, dtrain) -> (grad, hess)``.
+    custom_metric : callable, optional
+        ``custom_metric(predt, dmatrix) -> (name, value)``.
+    maximize : bool, optional
+        Whether early stopping maximises the metric (default: from the metric).
+    early_stopping_rounds : int, optional
+    evals_result : dict, optional
+        Filled as ``{eval_name: {metric_name: [values...]}}``.
+    verbose_eval : bool or int
+        Print the evaluation every round (True) or every ``verbose_eval`` rounds.
+    xgb_model : Booster or path, optional
+        Continue training from this model.
+    callbacks : iterable of TrainingCallback
+    comm : Communicator, optional
+        Defaults to the single-process :class:`~dgboost.comm.LocalComm`.
+
+    Returns
+    -------
+    Booster
+    """
+    from .booster import Booster
+    from .metric import get_metric
+    from .objective import CustomObjective, get_objective
+
+    p = parse_params(params)
+    comm = comm or LocalComm()
+    if not isinstance(dtrain, DMatrix):
+        raise DGBoostTypeError(f"dtrain must be a dgboost.DMatrix, got {type(dtrain).__name__}")
+    if int(num_boost_round) != num_boost_round or num_boost_round < 0:
+        raise DGBoostValueError(f"num_boost_round must be a non-negative integer, got {num_boost_round!r}")
+    if early_stopping_rounds is not None and (int(early_stopping_rounds) != early_stopping_rounds
+                                              or early_stopping_rounds < 1):
+        raise DGBoostValueError(f"early_stopping_rounds must be a positive integer, got {early_stopping_rounds!r}")
+    if early_stopping_rounds is not None and not evals:
+        raise DGBoostValueError("early_stopping_rounds needs at least one evaluation set in evals")
+    for item in evals:
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], DMatrix)):
+            raise DGBoostTypeError("evals must be a sequence of (DMatrix, name) pairs")
+    custom_metric = custom_metric or feval
+    if callable(p.objective):
+        obj, p.objective = p.objective, "reg:squarederror"
+    if dtrain.label is None and obj is None:
+        raise DGBoostValueError("dtrain has no label: pass label= to DMatrix")
+    backend = get_backend(p.device, p.nthread)
+
+    # -- the starting model ---------------------------------------------------------------
+    if xgb_model is not None and not isinstance(xgb_model, Booster):
+        xgb_model = Booster(model_file=xgb_model)
+    if xgb_model is not None and obj is None and xgb_model.meta["objective"] != p.objective:
+        raise DGBoostValueError(f"cannot continue a {xgb_model.meta['objective']!r} model with "
+                                f"objective {p.objective!r}")
+    objective = get_objective(p) if obj is None else CustomObjective(obj, p, p.n_groups)
+    n_groups = objective.n_outputs()
+    if obj is None:
+        objective.validate_labels(dtrain.label, dtrain.weight, dtrain.group_ptr)
+    names = dtrain.feature_names
+    n_features = dtrain.num_col()
+    for dm, name in evals:
+        _check_features(dm, n_features, names, f"evaluation set {name!r}")
+
+    if xgb_model is not None:
+        ensemble = xgb_model.ensemble.copy()
+        if ensemble.n_groups != n_groups:
+            raise DGBoostValueError("the model to continue has a different number of outputs")
+        base_score = xgb_model.meta["base_score"]
+        begin_round = xgb_model.num_boosted_rounds()
+    else:
+        if p.base_score is not None:
+            base_score = float(p.base_score)
+        elif obj is None:
+            base_score = float(objective.base_score(dtrain.label, dtrain.weight, comm))
+        else:
+            base_score = 0.5 if n_groups > 1 else 0.0
+        ensemble = Ensemble(n_groups, objective.margin_from_score(base_score) if obj is None else base_score)
+        begin_round = 0
+
+    # -- data: cuts agreed by all ranks, binned rows, margins -----------------------------
+    row_offset, n_global = _row_offset(comm, dtrain.num_row())
+    max_bin = dtrain.max_bin or p.max_bin
+    cuts = compute_cuts(dtrain.data, dtrain.weight, max_bin, seed=p.seed, row_offset=row_offset,
+                        n_global=n_global, comm=comm, sample_rows=p.sketch_sample_rows)
+    binned = BinnedMatrix.from_values(dtrain.data, cuts, backend)
+    train_data = _Data(dtrain, n_groups, ensemble.base_margin)
+    eval_data = [_Data(dm, n_groups, ensemble.base_margin) for dm, _ in evals]
+    for d in [train_data] + eval_data:
+        backend.predict_margin(ensemble, d.values, 0, ensemble.n_trees, d.margin)
+
+    metrics = _metrics_for(p, objective, custom_metric, get_metric)
+    sampler = FeatureSampler(n_features, p.seed, p.colsample_bytree, p.colsample_bylevel, p.colsample_bynode)
+    grower = TreeGrower(backend, comm, p, binned, sampler)
+    global_index = np.arange(row_offset, row_offset + dtrain.num_row(), dtype=np.int64)
+
+    booster = Booster._from_training(ensemble, p, objective, base_score, names, dtrain.feature_types,
+                                     n_features, xgb_model)
+    callbacks = list(callbacks)
+    for cb in callbacks:
+        booster = cb.before_training(booster) or booster
+    history: dict = {} if evals_result is None else evals_result
+    history.clear()
+    verbose = comm.rank == 0 and bool(verbose_eval)
+    every = int(verbose_eval) if verbose_eval and not isinstance(verbose_eval, bool) else 1
+    best_score, best_round, maximize_flag = None, None, maximize
+    started = time.perf_counter()
+
+    for r in range(begin_round, begin_round + int(num_boost_round)):
+        if any(cb.before_iteration(booster, r, history) for cb in callbacks):
+            break
+        if obj is not None:
+            objective.dtrain = dtrain
+        grad, hess = objective.gradient(train_data.margin, dtrain.label, dtrain.weight,
+                                        dtrain.group_ptr, r)
+        grad = np.asarray(grad, np.float32).reshape(dtrain.num_row(), n_groups)
+        hess = np.asarray(hess, np.float32).reshape(dtrain.num_row(), n_groups)
+        if not (np.isfinite(grad).all() and np.isfinite(hess).all()):
+            raise DGBoostValueError(f"round {r}: the objective produced non-finite gradients or hessians")
+        keep = None
+        if p.subsample < 1.0:
+            keep = hashed_uniform(p.seed, _SUBSAMPLE_STREAM + r, global_index) < p.subsample
+        new_first = ensemble.n_trees
+        for k in range(n_groups):
+            g, h = grad[:, k], hess[:, k]
+            local_max = np.array([np.abs(g).max(initial=0.0), np.abs(h).max(initial=0.0)], np.float64)
+            gmax, hmax = comm.allreduce_max(local_max)
+            scale_g, scale_h = fixed_point_scale(gmax, n_global), fixed_point_scale(hmax, n_global)
+            gpair = backend.quantise(g, h, scale_g, scale_h, keep)
+            grown = grower.grow(gpair, scale_g, scale_h, tree_index=ensemble.n_trees)
+            tree = grown.tree
+            if objective.adaptive_leaves:
+                _refit_leaves(objective, tree, grown, train_data.margin[:, k], dtrain, keep, p, comm)
+            ensemble.append(tree, k)
+            backend.add_leaf_values(train_data.margin, grown.rows, grown.begins, grown.ends,
+                                    tree.value[grown.leaf_nodes], k)
+        for d in eval_data:
+            backend.predict_margin(ensemble, d.values, new_first, ensemble.n_trees, d.margin)
+        booster._set_ensemble(ensemble)
+
+        # -- evaluation, logging, early stopping ------------------------------------------
+        line = [f"[{r}]"]
+        for d, (dm, name) in zip(eval_data, evals):
+            for m in metrics:
+                value = _evaluate(m, d, dm, objective, comm, obj is not None)
+                history.setdefault(name, {}).setdefault(m.name, []).append(value)
+                line.append(f"{name}-{m.name}:{value:.5f}")
+        if evals and metrics:
+            last_name, last_metric = evals[-1][1], metrics[-1]
+            score = history[last_name][last_metric.name][-1]
+            if maximize_flag is None:
+                maximize_flag = last_metric.higher_is_better
+            if best_score is None or (score > best_score if maximize_flag else score < best_score):
+                best_score, best_round = score, r
+            booster._set_best(best_round, best_score)
+        done = r - begin_round + 1
+        if verbose and (done % every == 0 or done == num_boost_round):
+            elapsed = time.perf_counter() - started
+            eta = elapsed / done * (num_boost_round - done)
+            print("\t".join(line) + (f"\t(eta {_format_eta(eta)})" if num_boost_round - done else ""),
+                  file=sys.stderr if not evals else sys.stdout, flush=True)
+        if any(cb.after_iteration(booster, r, history) for cb in callbacks):
+            break
+        if early_stopping_rounds is not None and best_round is not None and r - best_round >= early_stopping_rounds:
+            if verbose:
+                print(f"Stopping. Best iteration: [{best_round}]", flush=True)
+            break
+    for cb in callbacks:
+        booster = cb.after_training(booster) or booster
+    return booster
+
+
+def _metrics_for(p: TrainParams, objective, custom_metric, get_metric) -> list:
+    names = list(p.eval_metric) if p.eval_metric else []
+    metrics = [get_metric(m, objective) for m in names]
+    if custom_metric is not None:
+        metrics.append(get_metric(custom_metric, objective))
+    if not metrics and not callable(p.objective) and getattr(objective, "default_metric", None):
+        metrics.append(get_metric(objective.default_metric, objective))
+    return metrics
+
+
+def _evaluate(metric, d: _Data, dm: DMatrix, objective, comm, custom_objective: bool) -> float:
+    if getattr(metric, "is_custom", False):
+        preds = d.margin if custom_objective else objective.transform(d.margin)
+        return float(metric.evaluate_custom(preds, dm))
+    if dm.label is None:
+        raise DGBoostValueError("an evaluation set has no label")
+    return float(metric.evaluate(d.margin, dm.label, dm.weight, dm.group_ptr, objective, comm))
+
+
+def _refit_leaves(objective, tree, grown, margin, dtrain: DMatrix, keep, p: TrainParams, comm) -> None:
+    """Objectives like reg:absoluteerror re-fit each leaf to a quantile of its residuals."""
+    n = dtrain.num_row()
+    leaf_of_row = np.full(n, -1, dtype=np.int64)
+    for i, (b, e) in enumerate(zip(grown.begins, grown.ends)):
+        leaf_of_row[grown.rows[b:e]] = i
+    residual = (dtrain.label.astype(np.float64) - margin.astype(np.float64)).astype(np.float32)
+    weight = dtrain.weight if dtrain.weight is not None else np.ones(n, np.float32)
+    if keep is not None:
+        weight = np.where(keep, weight, np.float32(0.0))
+    values = np.asarray(objective.leaf_values(residual, weight, leaf_of_row, len(grown.leaf_nodes), comm),
+                        dtype=np.float64)
+    old = tree.value[grown.leaf_nodes].astype(np.float64)
+    refit = np.where(np.isnan(values), old, values * p.eta)
+    tree.value[grown.leaf_nodes] = refit.astype(np.float32)
