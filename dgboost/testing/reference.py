@@ -1,0 +1,70 @@
+"""Plain NumPy reference predictors, for tests only.
+
+Every tree is walked for all rows at once, one level per step (no recursion, no
+compiled code), with XGBoost's float32 semantics: ``X`` is cast to float32, a row goes
+left when ``x < split_value`` (compared in float32) and a missing (NaN) value goes left
+when ``default_left`` is set.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["leaf_index_reference", "predict_margin_reference", "predict_margin_reference_f32"]
+
+
+def _as_f32_matrix(X) -> np.ndarray:
+    X = np.asarray(X, dtype=np.float32)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-d, got shape {X.shape}")
+    return X
+
+
+def leaf_index_reference(ensemble, X) -> np.ndarray:
+    """Local leaf index reached by every row in every tree; int64 (n_rows, n_trees)."""
+    X = _as_f32_matrix(X)
+    n = X.shape[0]
+    off = np.asarray(ensemble.offsets(), dtype=np.int64)
+    L, R = ensemble.left, ensemble.right
+    F, S, D = ensemble.feature, ensemble.split_value, ensemble.default_left.astype(bool)
+    rows = np.arange(n)
+    out = np.empty((n, ensemble.n_trees), dtype=np.int64)
+    for t in range(ensemble.n_trees):
+        node = np.full(n, off[t], dtype=np.int64)
+        size = off[t + 1] - off[t]
+        for _ in range(size):  # a path has at most `size` nodes
+            active = L[node] >= 0
+            if not active.any():
+                break
+            nd = node[active]
+            x = X[rows[active], F[nd]]
+            go_left = np.where(np.isnan(x), D[nd], x < S[nd])
+            node[active] = off[t] + np.where(go_left, L[nd], R[nd])
+        else:
+            raise ValueError(f"tree {t} has a cycle")
+        out[:, t] = node - off[t]
+    return out
+
+
+def predict_margin_reference(ensemble, X) -> np.ndarray:
+    """Margin of every row: base_margin plus the leaf values, summed in float64; (n, n_groups)."""
+    leaves = leaf_index_reference(ensemble, X)
+    off = ensemble.offsets()
+    groups = ensemble.groups()
+    out = np.tile(np.asarray(ensemble.base_margin, dtype=np.float64), (leaves.shape[0], 1))
+    V = ensemble.value.astype(np.float64)
+    for t in range(ensemble.n_trees):
+        out[:, groups[t]] += V[off[t] + leaves[:, t]]
+    return out
+
+
+def predict_margin_reference_f32(ensemble, X) -> np.ndarray:
+    """As :func:`predict_margin_reference`, but accumulated in float32 tree by tree, starting
+    from the float32 base margin, as XGBoost's CPU predictor does; float32 (n, n_groups)."""
+    leaves = leaf_index_reference(ensemble, X)
+    off = ensemble.offsets()
+    groups = ensemble.groups()
+    out = np.tile(np.asarray(ensemble.base_margin, dtype=np.float32), (leaves.shape[0], 1))
+    V = ensemble.value.astype(np.float32)
+    for t in range(ensemble.n_trees):
+        out[:, groups[t]] += V[off[t] + leaves[:, t]]
+    return out

@@ -1,0 +1,424 @@
+"""Import and export of XGBoost's JSON model format (as XGBoost 3.4 writes it).
+
+``import_xgboost_dict`` reads what ``xgboost.Booster.save_model("m.json")`` writes
+(``gbtree``; ``dart`` and 3.x dropout models by scaling each tree by its ``weight_drop``;
+any ``num_parallel_tree``; one output per tree) into an :class:`~dgboost.tree.Ensemble`
+and a meta dict; ``export_xgboost_dict`` writes the reverse, which ``xgboost.Booster``
+loads. Categorical splits, vector-leaf (multi-target) trees and ``gblinear`` are refused
+with :class:`~dgboost.errors.ModelFormatError`.
+
+Correspondence (per node): ``left_children/right_children`` -> left/right,
+``parents`` (root: 2147483647) -> parent (root: -1), ``split_indices`` -> feature (-1 at
+leaves), ``split_conditions`` -> split_value at inner nodes and value at leaves,
+``base_weights`` -> value at inner nodes, ``loss_changes`` -> gain, ``sum_hessian`` -> cover
+(float32 in XGBoost), ``default_left`` -> default_left. ``base_score`` is in output space;
+the ensemble's base_margin is its margin under the objective's link.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from dgboost.errors import ModelFormatError
+from dgboost.model_io import (_as_array, _atomic_write_json, _build_ensemble, _check_meta_vs_ensemble,
+                              _int, _margin_from_score, _normalize_meta, _require,
+                              _score_from_margin, _validate_arrays, validate_ensemble)
+from dgboost.tree import NODE_ARRAYS, Ensemble
+
+__all__ = ["export_xgboost_dict", "export_xgboost_json", "import_xgboost_dict",
+           "import_xgboost_booster", "XGBOOST_FORMAT_VERSION"]
+
+#: the XGBoost version whose JSON layout the exporter writes
+XGBOOST_FORMAT_VERSION = (3, 4, 1)
+_ROOT_PARENT = 2147483647
+
+_REG_LOSS = ("reg_loss_param", {"scale_pos_weight": 1})
+_LAMBDARANK = ("lambdarank_param", {
+    "lambdarank_bias_norm": 1, "lambdarank_normalization": 1,
+    "lambdarank_num_pair_per_sample": 4294967295, "lambdarank_pair_method": "topk",
+    "lambdarank_score_normalization": 1, "lambdarank_unbiased": 0, "ndcg_exp_gain": 1})
+# objective -> (parameter section XGBoost expects, its parameters with defaults) or None
+_OBJECTIVE_SECTIONS: dict[str, tuple[str, dict] | None] = {
+    "reg:squarederror": _REG_LOSS, "reg:linear": _REG_LOSS, "reg:logistic": _REG_LOSS,
+    "binary:logistic": _REG_LOSS, "binary:logitraw": _REG_LOSS, "reg:gamma": _REG_LOSS,
+    "reg:squaredlogerror": None, "reg:absoluteerror": None, "binary:hinge": None,
+    "survival:cox": None,
+    "reg:pseudohubererror": ("pseudo_huber_param", {"huber_slope": 1}),
+    "reg:quantileerror": ("quantile_loss_param", {"quantile_alpha": None}),
+    "count:poisson": ("poisson_regression_param", {"max_delta_step": 0.7}),
+    "reg:tweedie": ("tweedie_regression_param", {"tweedie_variance_power": 1.5}),
+    "multi:softmax": ("softmax_multiclass_param", {"num_class": None}),
+    "multi:softprob": ("softmax_multiclass_param", {"num_class": None}),
+    "rank:ndcg": _LAMBDARANK, "rank:pairwise": _LAMBDARANK, "rank:map": _LAMBDARANK,
+    "survival:aft": ("aft_loss_param", {"aft_loss_distribution": "normal",
+                                        "aft_loss_distribution_scale": 1}),
+}
+
+
+# -- small parsers ------------------------------------------------------------------------
+def _parse_param(s):
+    """XGBoost stores parameters as strings: "1" -> 1, "0.7" -> 0.7, "[3E-1]" -> [0.3]."""
+    if not isinstance(s, str):
+        return s
+    t = s.strip()
+    try:
+        return int(t)
+    except ValueError:
+        pass
+    try:
+        return float(t)
+    except ValueError:
+        pass
+    if t.startswith("[") and t.endswith("]"):
+        try:
+            return [float(x) for x in t[1:-1].split(",") if x.strip()]
+        except ValueError:
+            pass
+    return s
+
+
+def _fmt_param(v) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(_fmt_param(x) for x in v) + "]"
+    return str(v)
+
+
+def _parse_base_score(s, where: str) -> list[float]:
+    if isinstance(s, (int, float)) and not isinstance(s, bool):
+        vals = [s]
+    elif isinstance(s, str):
+        t = s.strip()
+        if t.startswith("[") and t.endswith("]"):
+            t = t[1:-1]
+        try:
+            vals = [float(x) for x in t.split(",")]
+        except ValueError:
+            raise ModelFormatError(f"{where} {s!r} is not a number or a list of numbers") from None
+    else:
+        raise ModelFormatError(f"{where} must be a string, got {type(s).__name__}")
+    out = [float(np.float32(v)) for v in vals]
+    if not all(np.isfinite(out)):
+        raise ModelFormatError(f"{where} {s!r} has a non-finite value")
+    return out
+
+
+def _fmt_f32(x: float) -> str:
+    return np.format_float_scientific(np.float32(x), unique=True, exp_digits=1).upper()
+
+
+# -- import -------------------------------------------------------------------------------
+_TREE_FIELDS = {  # XGBoost name -> (dtype read as, finite required)
+    "left_children": (np.int64, True), "right_children": (np.int64, True),
+    "parents": (np.int64, True), "split_indices": (np.int64, True),
+    "split_conditions": (np.float32, True), "default_left": (np.int64, True),
+    "loss_changes": (np.float32, True), "sum_hessian": (np.float32, True),  # float32 in XGBoost
+    "base_weights": (np.float32, True),
+}
+
+
+def _bfs_order(left: np.ndarray, right: np.ndarray, where: str) -> np.ndarray:
+    """Nodes reachable from the root, breadth first (iterative; errors on revisits)."""
+    n = left.shape[0]
+    seen = np.zeros(n, dtype=bool)
+    seen[0] = True
+    order = [0]
+    k = 0
+    while k < len(order):
+        i = order[k]
+        k += 1
+        for c in (left[i], right[i]):
+            if c < 0:
+                continue
+            if c >= n:
+                raise ModelFormatError(f"{where}: child index out of range at node {i}: {c}")
+            if seen[c]:
+                raise ModelFormatError(f"{where}: node reachable twice or cycle at node {c}")
+            seen[c] = True
+            order.append(int(c))
+    return np.asarray(order, dtype=np.int64)
+
+
+def _renumber(arrs: dict, order: np.ndarray) -> dict:
+    """Keep the nodes in ``order`` and renumber them 0..len(order)-1 in that order."""
+    new = np.full(arrs["left"].shape[0], -1, dtype=np.int64)
+    new[order] = np.arange(order.shape[0])
+    out = {k: v[order] for k, v in arrs.items()}
+    inner = out["left"] >= 0
+    out["left"] = np.where(inner, new[out["left"]], -1)
+    out["right"] = np.where(inner, new[out["right"]], -1)
+    parent = np.full(order.shape[0], -1, dtype=np.int64)
+    idx = np.flatnonzero(inner)
+    parent[out["left"][idx]] = idx
+    parent[out["right"][idx]] = idx
+    out["parent"] = parent
+    return out
+
+
+def _read_tree(t: dict, where: str) -> dict:
+    tp = _require(t, "tree_param", where)
+    n = _int(_parse_param(_require(tp, "num_nodes", f"{where}.tree_param")), f"{where}.num_nodes", lo=1)
+    slv = _parse_param(tp.get("size_leaf_vector", "1"))
+    if slv not in (0, 1):
+        raise ModelFormatError(f"{where}: multi-target (vector-leaf) trees are not supported "
+                               f"(size_leaf_vector = {slv})")
+    st = t.get("split_type")
+    if st is not None and np.any(_as_array(st, np.int64, f"{where}.split_type") != 0):
+        raise ModelFormatError(f"{where}: categorical splits are not supported")
+    if t.get("categories") or t.get("categories_nodes"):
+        raise ModelFormatError(f"{where}: categorical splits are not supported")
+    raw = {}
+    for name, (dt, finite) in _TREE_FIELDS.items():
+        a = _as_array(_require(t, name, where), dt, f"{where}.{name}", finite=finite)
+        if a.shape[0] != n:
+            raise ModelFormatError(f"{where}.{name} has length {a.shape[0]}, expected num_nodes = {n}")
+        raw[name] = a
+    left, right = raw["left_children"], raw["right_children"]
+    leaf = left < 0
+    parents = raw["parents"]
+    arrs = {
+        "left": left, "right": right,
+        "parent": np.where((parents == _ROOT_PARENT) | (parents < 0), -1, parents),
+        "feature": np.where(leaf, -1, raw["split_indices"]),
+        "split_value": np.where(leaf, np.float32(0), raw["split_conditions"]),
+        "default_left": raw["default_left"],
+        "gain": raw["loss_changes"], "cover": raw["sum_hessian"],
+        "value": np.where(leaf, raw["split_conditions"], raw["base_weights"]),
+    }
+    if _parse_param(tp.get("num_deleted", "0")) not in (0, "0"):
+        arrs = _renumber(arrs, _bfs_order(left, right, where))  # deleted nodes are unreachable
+    for name, hi in (("feature", np.iinfo(np.int32).max), ("default_left", 1)):
+        a = arrs[name]
+        bad = np.flatnonzero((a < (-1 if name == "feature" else 0)) | (a > hi))
+        if bad.size:
+            i = int(bad[0])
+            raise ModelFormatError(f"{where}: {name} out of range at node {i}: {a[i]}")
+    return arrs
+
+
+def _concat(per_tree: list[dict]) -> dict:
+    return {k: np.concatenate([np.empty(0, dt)] + [a[k] for a in per_tree]).astype(dt)
+            for k, dt in NODE_ARRAYS.items()}
+
+
+def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
+    """Read a parsed XGBoost JSON model; returns ``(ensemble, meta)`` (validated)."""
+    learner = _require(d, "learner", "")
+    gb = _require(learner, "gradient_booster", "learner")
+    name = _require(gb, "name", "learner.gradient_booster")
+    weight_drop = None
+    if name == "gbtree":
+        model = _require(gb, "model", "learner.gradient_booster")
+    elif name == "dart":
+        if "gbtree" in gb:
+            model = _require(_require(gb, "gbtree", "learner.gradient_booster"), "model",
+                             "learner.gradient_booster.gbtree")
+        else:
+            model = _require(gb, "model", "learner.gradient_booster")
+        weight_drop = gb.get("weight_drop")
+    else:
+        raise ModelFormatError(f"XGBoost booster {name!r} is not supported (only gbtree and dart)")
+    where = "learner.gradient_booster.model"
+    if isinstance(model, dict) and "weight_drop" in model:
+        weight_drop = model["weight_drop"]
+    lmp = _require(learner, "learner_model_param", "learner")
+    w = "learner.learner_model_param"
+    num_class = _int(_parse_param(_require(lmp, "num_class", w)), f"{w}.num_class")
+    num_feature = _int(_parse_param(_require(lmp, "num_feature", w)), f"{w}.num_feature")
+    num_target = _int(_parse_param(lmp.get("num_target", "1")), f"{w}.num_target", lo=1)
+    n_groups = num_class if num_class > 0 else num_target
+    obj_sec = _require(learner, "objective", "learner")
+    objective = _require(obj_sec, "name", "learner.objective")
+    if not isinstance(objective, str):
+        raise ModelFormatError("learner.objective.name must be a string")
+    scores = _parse_base_score(_require(lmp, "base_score", w), f"{w}.base_score")
+    if len(scores) not in (1, n_groups):
+        raise ModelFormatError(f"{w}.base_score has {len(scores)} values for {n_groups} outputs")
+    base_margin = [_margin_from_score(objective, s) for s in np.broadcast_to(scores, (n_groups,))]
+
+    trees = _require(model, "trees", where)
+    tree_info = _as_array(_require(model, "tree_info", where), np.int64, f"{where}.tree_info")
+    if not isinstance(trees, list):
+        raise ModelFormatError(f"{where}.trees must be a list")
+    if tree_info.shape[0] != len(trees):
+        raise ModelFormatError(f"{where}.tree_info has length {tree_info.shape[0]} but there are "
+                               f"{len(trees)} trees")
+    gmp = model.get("gbtree_model_param", {})
+    if "num_trees" in gmp and _parse_param(gmp["num_trees"]) != len(trees):
+        raise ModelFormatError(f"{where}.gbtree_model_param.num_trees is {gmp['num_trees']!r} but "
+                               f"there are {len(trees)} trees")
+    npt = _int(_parse_param(gmp.get("num_parallel_tree", "1")), f"{where}.num_parallel_tree", lo=1)
+    cats = model.get("cats") or {}
+    if isinstance(cats, dict) and cats.get("enc"):
+        raise ModelFormatError(f"{where}: categorical features (cats.enc) are not supported")
+    if tree_info.size and (tree_info.min() < 0 or tree_info.max() >= n_groups):
+        raise ModelFormatError(f"{where}.tree_info has an output group out of range 0..{n_groups - 1}")
+    if weight_drop is not None:
+        weight_drop = _as_array(weight_drop, np.float32, f"{where}.weight_drop")
+        if weight_drop.shape[0] != len(trees):
+            raise ModelFormatError(f"{where}.weight_drop has length {weight_drop.shape[0]} for "
+                                   f"{len(trees)} trees")
+
+    per_tree = [_read_tree(t, f"{where}.trees[{i}]") for i, t in enumerate(trees)]
+    if weight_drop is not None:
+        for arrs, wd in zip(per_tree, weight_drop):
+            if wd != 1:
+                arrs["value"] = (arrs["value"].astype(np.float32) * wd).astype(np.float32)
+    sizes = np.array([a["left"].shape[0] for a in per_tree], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    arrays = _concat(per_tree)
+    bm = np.asarray(base_margin, dtype=np.float64)
+    _validate_arrays(n_groups, bm, offsets, tree_info.astype(np.int32), arrays, num_feature,
+                     where="XGBoost model", require_order=False)
+    # dgboost numbers children after their parents: renumber trees that do not
+    par, idx = arrays["parent"], np.arange(offsets[-1]) - np.repeat(offsets[:-1], sizes)
+    bad_trees = np.unique(np.repeat(np.arange(len(sizes)), sizes)[(par >= 0) & (par >= idx)])
+    if bad_trees.size:
+        for t in bad_trees:
+            lo, hi = offsets[t], offsets[t + 1]
+            local = {k: v[lo:hi].astype(np.int64) if k in ("left", "right", "parent") else v[lo:hi]
+                     for k, v in arrays.items()}
+            per_tree[t] = _renumber(local, _bfs_order(local["left"], local["right"], "XGBoost model"))
+        arrays = _concat(per_tree)
+
+    attrs = dict(learner.get("attributes") or {})
+    best_iteration = attrs.pop("best_iteration", None)
+    best_score = attrs.pop("best_score", None)
+    objective_params = {}
+    for sec_name, sec in obj_sec.items():
+        if sec_name != "name" and isinstance(sec, dict):
+            objective_params.update({k: _parse_param(v) for k, v in sec.items()})
+    if objective in ("multi:softmax", "multi:softprob"):
+        objective_params.pop("num_class", None)
+    meta = {
+        "objective": objective,
+        "objective_params": objective_params,
+        "base_score": scores[0] if len(scores) == 1 else scores,
+        "num_class": num_class,
+        "num_feature": num_feature,
+        "feature_names": list(learner.get("feature_names") or []) or None,
+        "feature_types": list(learner.get("feature_types") or []) or None,
+        "best_iteration": None if best_iteration is None else _parse_param(best_iteration),
+        "best_score": None if best_score is None else _parse_param(best_score),
+        "params": {"num_parallel_tree": npt} if npt > 1 else {},
+        "attributes": attrs,
+    }
+    meta = _normalize_meta(meta, "XGBoost learner")
+    return _build_ensemble(n_groups, bm, offsets, tree_info, arrays), meta
+
+
+def import_xgboost_booster(booster) -> tuple[Ensemble, dict]:
+    """Import an in-memory ``xgboost.Booster`` (through ``save_raw("json")``)."""
+    raw = booster.save_raw(raw_format="json")
+    try:
+        d = json.loads(bytes(raw).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ModelFormatError(f"xgboost.Booster.save_raw('json') did not give JSON: {e}") from None
+    return import_xgboost_dict(d)
+
+
+# -- export -------------------------------------------------------------------------------
+def _objective_section(meta: dict) -> dict:
+    name = meta["objective"]
+    if name not in _OBJECTIVE_SECTIONS:
+        raise ModelFormatError(f"cannot export objective {name!r} to XGBoost JSON (known: "
+                               f"{sorted(_OBJECTIVE_SECTIONS)})")
+    out = {"name": "reg:squarederror" if name == "reg:linear" else name}
+    spec = _OBJECTIVE_SECTIONS[name]
+    if spec is None:
+        return out
+    section, defaults = spec
+    params = {}
+    for k, default in defaults.items():
+        v = meta["objective_params"].get(k, default)
+        if k == "num_class":
+            v = meta["num_class"]
+        if v is None:
+            raise ModelFormatError(f"cannot export objective {name!r}: objective_params needs {k!r}")
+        if k == "quantile_alpha" and not isinstance(v, (list, tuple)):
+            v = [v]
+        params[k] = _fmt_param(v)
+    out[section] = params
+    return out
+
+
+def export_xgboost_dict(ensemble: Ensemble, meta: dict) -> dict:
+    """The model as the dict XGBoost 3.4's ``Booster.save_model("m.json")`` writes."""
+    meta = _normalize_meta(meta, "meta")
+    nf = meta["num_feature"]
+    validate_ensemble(ensemble, nf)
+    _check_meta_vs_ensemble(meta, ensemble.n_groups)
+    objective = _objective_section(meta)
+    n_groups = ensemble.n_groups
+    num_class = meta["num_class"]
+    scores = [_score_from_margin(meta["objective"], m) for m in ensemble.base_margin]
+    off = ensemble.offsets()
+    groups = ensemble.groups()
+    n_trees = ensemble.n_trees
+    L, R, P, F = ensemble.left, ensemble.right, ensemble.parent, ensemble.feature
+    S, D, G, C, V = (ensemble.split_value, ensemble.default_left, ensemble.gain, ensemble.cover,
+                     ensemble.value)
+    trees = []
+    for t in range(n_trees):
+        lo, hi = int(off[t]), int(off[t + 1])
+        leaf = L[lo:hi] < 0
+        trees.append({
+            "base_weights": V[lo:hi].tolist(),
+            "categories": [], "categories_nodes": [], "categories_segments": [], "categories_sizes": [],
+            "default_left": D[lo:hi].astype(np.int64).tolist(),
+            "id": t,
+            "left_children": L[lo:hi].tolist(),
+            "loss_changes": G[lo:hi].tolist(),
+            "parents": np.where(P[lo:hi] < 0, _ROOT_PARENT, P[lo:hi]).tolist(),
+            "right_children": R[lo:hi].tolist(),
+            "split_conditions": np.where(leaf, V[lo:hi], S[lo:hi]).astype(np.float32).tolist(),
+            "split_indices": np.where(leaf & (F[lo:hi] < 0), 0, F[lo:hi]).tolist(),
+            "split_type": [0] * (hi - lo),
+            "sum_hessian": C[lo:hi].astype(np.float32).tolist(),
+            "tree_param": {"num_deleted": "0", "num_feature": str(nf), "num_nodes": str(hi - lo),
+                           "size_leaf_vector": "1"},
+        })
+    npt = int(meta["params"].get("num_parallel_tree", 1) or 1)
+    per_round = n_groups * npt
+    if n_trees % per_round:
+        per_round = 1
+    attrs = {str(k): str(v) for k, v in meta["attributes"].items()}
+    if meta["best_iteration"] is not None:
+        attrs["best_iteration"] = str(meta["best_iteration"])
+    if meta["best_score"] is not None:
+        attrs["best_score"] = repr(meta["best_score"])
+    learner = {
+        "attributes": attrs,
+        "feature_names": list(meta["feature_names"] or []),
+        "feature_types": list(meta["feature_types"] or []),
+        "gradient_booster": {
+            "model": {
+                "cats": {"enc": [], "feature_segments": [], "sorted_idx": []},
+                "gbtree_model_param": {"num_parallel_tree": str(npt), "num_trees": str(n_trees)},
+                "iteration_indptr": list(range(0, n_trees + 1, per_round)),
+                "tree_info": groups.astype(np.int64).tolist(),
+                "trees": trees,
+            },
+            "name": "gbtree",
+        },
+        "learner_model_param": {
+            "base_score": "[" + ",".join(_fmt_f32(s) for s in scores) + "]",
+            "boost_from_average": "1",
+            "num_class": str(num_class),
+            "num_feature": str(nf),
+            "num_target": str(n_groups if num_class == 0 else 1),
+        },
+        "objective": objective,
+    }
+    return {"learner": learner, "version": list(XGBOOST_FORMAT_VERSION)}
+
+
+def export_xgboost_json(path, ensemble: Ensemble, meta: dict) -> None:
+    """Write an XGBoost JSON model file atomically (``xgboost.Booster(model_file=path)`` loads it)."""
+    _atomic_write_json(path, export_xgboost_dict(ensemble, meta))

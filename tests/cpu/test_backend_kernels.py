@@ -1,0 +1,133 @@
+"""Each Numba kernel of the CPU backend against its plain NumPy twin."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from dgboost.backend import _reference as ref
+from dgboost.backend.cpu import CPUBackend
+from dgboost.quantile import compute_cuts
+from dgboost.tree import Ensemble, Tree
+
+BACKEND = CPUBackend()
+
+
+def _data(seed, n=500, f=6, missing=0.2, max_bin=16):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, f)).astype(np.float32)
+    x[:, 0] = np.round(x[:, 0])  # few distinct values
+    x[rng.random(x.shape) < missing] = np.nan
+    x[:, -1] = np.nan if f > 2 else x[:, -1]  # an all-missing column
+    cuts = compute_cuts(x, None, max_bin)
+    return rng, x, cuts
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), max_bin=st.sampled_from([2, 3, 16, 255, 300]))
+def test_binning_kernel_matches_numpy_searchsorted(seed, max_bin):
+    _, x, cuts = _data(seed, max_bin=max_bin)
+    dtype = np.uint8 if cuts.n_bins().max() <= 255 else np.uint16
+    got = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(dtype))
+    np.testing.assert_array_equal(got, ref.bin_values(x, cuts.values, cuts.ptrs, dtype))
+
+
+def test_binning_puts_values_below_a_cut_left_of_it():
+    _, x, cuts = _data(1)
+    bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
+    for f in range(x.shape[1]):
+        c = cuts.feature_cuts(f)
+        ok = ~np.isnan(x[:, f])
+        b = bins[ok, f].astype(int)
+        # x < c[b] always; x >= c[b-1] whenever b > 0
+        assert np.all(x[ok, f] < c[b]) or np.all(b == c.size - 1)
+        assert np.all(x[ok, f][b > 0] >= c[b[b > 0] - 1])
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), n_nodes=st.integers(1, 5))
+def test_histogram_kernel_matches_numpy_add_at(seed, n_nodes):
+    rng, x, cuts = _data(seed, n=3000)
+    bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
+    gpair = rng.integers(-10**12, 10**12, size=(x.shape[0], 2))
+    rows = rng.permutation(x.shape[0]).astype(np.int32)
+    edges = np.sort(rng.integers(0, x.shape[0], size=2 * n_nodes)).reshape(n_nodes, 2)
+    got = BACKEND.build_histograms(bins, cuts.ptrs, gpair, rows, edges[:, 0], edges[:, 1])
+    want = ref.build_histograms(bins, cuts.ptrs, gpair, rows, edges[:, 0], edges[:, 1])
+    np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), lam=st.sampled_from([0.0, 1.0, 5.0]),
+       alpha=st.sampled_from([0.0, 0.5]), mcw=st.sampled_from([0.0, 1.0, 20.0]),
+       mds=st.sampled_from([0.0, 0.7]), gamma=st.sampled_from([0.0, 2.0]))
+def test_split_evaluation_kernel_matches_the_reference(seed, lam, alpha, mcw, mds, gamma):
+    rng, x, cuts = _data(seed, n=800)
+    bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
+    scale = 2.0 ** 40
+    g = rng.normal(size=x.shape[0])
+    h = rng.uniform(0.1, 1.0, size=x.shape[0])
+    gpair = BACKEND.quantise(g, h, scale, scale)
+    rows = np.arange(x.shape[0], dtype=np.int32)
+    hist = BACKEND.build_histograms(bins, cuts.ptrs, gpair, rows, [0, 0], [400, 800])
+    totals = np.stack([gpair[:400].sum(0), gpair.sum(0)])
+    mask = rng.random((2, x.shape[1])) < 0.8
+    p = SimpleNamespace(reg_lambda=lam, alpha=alpha, gamma=gamma, min_child_weight=mcw, max_delta_step=mds)
+    got = BACKEND.evaluate_splits(hist, totals, cuts.ptrs, mask, scale, scale, p)
+    want = ref.evaluate_splits(hist, totals, cuts.ptrs, mask, scale, scale, p)
+    for i, (f, b, dl, gain, left) in enumerate(want):
+        assert got.feature[i] == f
+        if f >= 0:
+            assert (got.bin[i], bool(got.default_left[i])) == (b, dl)
+            assert got.gain[i] == pytest.approx(gain, rel=1e-12)
+            assert tuple(got.left_sum[i]) == left
+
+
+def test_partition_kernel_is_stable_and_matches_the_reference():
+    rng, x, cuts = _data(7, n=2000)
+    bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
+    rows = np.arange(x.shape[0], dtype=np.int32)
+    begins, ends = np.array([0, 700, 1500]), np.array([700, 1500, 2000])
+    feature, split_bin, dl = np.array([1, 2, 0]), np.array([3, 0, 1]), np.array([True, False, True])
+    want_rows, want_counts = ref.partition(bins, rows, begins, ends, feature, split_bin, dl)
+    counts = BACKEND.partition(bins, rows, begins, ends, feature, split_bin, dl)
+    np.testing.assert_array_equal(rows, want_rows)
+    np.testing.assert_array_equal(counts, want_counts)
+    for b, e, c in zip(begins, ends, counts):  # stable: each side keeps increasing row order
+        assert np.all(np.diff(rows[b:b + c]) > 0) and np.all(np.diff(rows[b + c:e]) > 0)
+
+
+def _random_ensemble(rng, n_trees=5, n_features=4, n_groups=2):
+    ens = Ensemble(n_groups, rng.normal(size=n_groups))
+    for t in range(n_trees):
+        left, right, parent, feature, split = [-1], [-1], [-1], [-1], [0.0]
+        frontier = [0]
+        while frontier and len(left) < 15:
+            node = frontier.pop(0)
+            for side in (0, 1):
+                left.append(-1); right.append(-1); parent.append(node); feature.append(-1); split.append(0.0)
+                (left if side == 0 else right)[node] = len(left) - 1
+                frontier.append(len(left) - 1)
+            feature[node] = int(rng.integers(n_features))
+            split[node] = float(rng.normal())
+        n = len(left)
+        ens.append(Tree(left=left, right=right, parent=parent, feature=feature, split_value=split,
+                        default_left=rng.integers(0, 2, n), gain=np.zeros(n), cover=np.ones(n),
+                        value=rng.normal(size=n)), t % n_groups)
+    return ens
+
+
+def test_prediction_kernel_matches_a_plain_tree_walk():
+    rng = np.random.default_rng(3)
+    ens = _random_ensemble(rng)
+    x = rng.normal(size=(300, 4)).astype(np.float32)
+    x[rng.random(x.shape) < 0.2] = np.nan
+    got = np.zeros((300, 2), np.float32)
+    want = np.zeros((300, 2), np.float32)
+    BACKEND.predict_margin(ens, x, 1, 5, got)
+    ref.predict_margin(ens, x, 1, 5, want)
+    np.testing.assert_array_equal(got, want)
+    leaves = BACKEND.predict_leaf(ens, x, 0, 5)
+    assert leaves.shape == (300, 5)
+    for t in range(5):
+        assert np.all(ens.left[ens.offsets()[t] + leaves[:, t]] == -1)
