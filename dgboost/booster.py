@@ -52,8 +52,8 @@ class Booster:
             "objective": objective.name if hasattr(objective, "name") else "custom",
             "objective_params": {"huber_slope": params.huber_slope,
                                  "scale_pos_weight": params.scale_pos_weight,
-                                 "max_delta_step": params.max_delta_step_poisson},
-            "base_score": float(base_score),
+                                 "max_delta_step": params.max_delta_step},
+            "base_score": base_score if isinstance(base_score, list) else float(base_score),
             "num_class": params.num_class if ensemble.n_groups > 1 else 0,
             "num_feature": int(n_features),
             "feature_names": list(feature_names) if feature_names is not None else None,
@@ -225,6 +225,8 @@ class Booster:
         else:
             objective = self._objective()
             out = margin if objective is None else objective.transform(margin)
+        if strict_shape and out.ndim == 1:
+            out = out[:, None]
         if out.ndim == 2 and out.shape[1] == 1 and not strict_shape:
             out = out[:, 0]
         return out

@@ -87,7 +87,6 @@ class TrainParams:
     num_class: int = 0
     scale_pos_weight: float = 1.0
     huber_slope: float = 1.0
-    max_delta_step_poisson: float = 0.7
     lambdarank_pair_method: str = "topk"
     lambdarank_num_pair_per_sample: int = 0
     ndcg_exp_gain: bool = True
@@ -118,7 +117,6 @@ class TrainParams:
         _check_range("num_class", self.num_class, 0, None)
         _check_range("scale_pos_weight", self.scale_pos_weight, 0.0, None, low_open=True)
         _check_range("huber_slope", self.huber_slope, 0.0, None, low_open=True)
-        _check_range("max_delta_step_poisson", self.max_delta_step_poisson, 0.0, None)
         _check_range("nthread", self.nthread, 0, None)
         _check_range("sketch_sample_rows", self.sketch_sample_rows, 1024, None)
         if self.lambdarank_pair_method not in ("topk", "mean"):
@@ -225,6 +223,10 @@ def parse_params(params: Mapping[str, Any] | TrainParams | None) -> TrainParams:
             if not callable(m) and str(m).split("@")[0].rstrip("-") not in METRICS:
                 raise ParameterError(_suggest("eval_metric", str(m), METRICS))
         kwargs["eval_metric"] = metrics
+    if kwargs.get("objective") == "count:poisson" and "max_delta_step" not in kwargs:
+        # XGBoost's learner sets this for Poisson regression: it safeguards both the
+        # hessian and the size of every leaf step
+        kwargs["max_delta_step"] = 0.7
     if kwargs.get("device", "cpu") == "gpu":
         kwargs["device"] = "cuda"
     return TrainParams(**kwargs).validate()

@@ -156,7 +156,7 @@ def compute_cuts(values: np.ndarray, weight: np.ndarray | None, max_bin: int, se
     per_feature = []
     for f in range(n_features):
         column = sample[:, f]
-        keep = ~np.isnan(column)
+        keep = ~np.isnan(column) & (sample_w > 0)  # a zero-weight row must not place a cut
         per_feature.append(weighted_cut_values(column[keep], sample_w[keep], max_bin))
     ptrs = np.concatenate([[0], np.cumsum([c.size for c in per_feature])]).astype(np.int64)
     return Cuts(values=np.concatenate(per_feature).astype(np.float32), ptrs=ptrs)

@@ -136,7 +136,7 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
     """
     from .booster import Booster
     from .metric import get_metric
-    from .objective import CustomObjective, get_objective
+    from .objective import CustomObjective, get_objective, score_from_margin
 
     p = parse_params(params)
     comm = comm or LocalComm()
@@ -182,12 +182,14 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
         begin_round = xgb_model.num_boosted_rounds()
     else:
         if p.base_score is not None:
-            base_score = float(p.base_score)
+            margins = np.full(n_groups, objective.margin_from_score(float(p.base_score)))
         elif obj is None:
-            base_score = float(objective.base_score(dtrain.label, dtrain.weight, comm))
+            margins = np.asarray(objective.base_margins(dtrain.label, dtrain.weight, comm), np.float64)
         else:
-            base_score = 0.5 if n_groups > 1 else 0.0
-        ensemble = Ensemble(n_groups, objective.margin_from_score(base_score) if obj is None else base_score)
+            margins = np.zeros(n_groups)
+        ensemble = Ensemble(n_groups, margins)
+        scores = [float(score_from_margin(objective.name, m)) for m in margins]
+        base_score = scores[0] if n_groups == 1 else scores
         begin_round = 0
 
     # -- data: cuts agreed by all ranks, binned rows, margins -----------------------------
@@ -266,7 +268,7 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
                 best_score, best_round = score, r
             booster._set_best(best_round, best_score)
         done = r - begin_round + 1
-        if verbose and (done % every == 0 or done == num_boost_round):
+        if verbose and ((done - 1) % every == 0 or done == num_boost_round):
             elapsed = time.perf_counter() - started
             eta = elapsed / done * (num_boost_round - done)
             print("\t".join(line) + (f"\t(eta {_format_eta(eta)})" if num_boost_round - done else ""),

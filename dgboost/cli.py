@@ -1,0 +1,442 @@
+"""The ``dgboost`` command line: ``demo``, ``train`` and ``predict``.
+
+::
+
+    dgboost demo --rows 100000 --rounds 50
+    dgboost train --config train.yaml
+    dgboost predict --model model.json --data test.csv --output predictions.csv
+
+Errors that dgboost raises on purpose (:class:`~dgboost.errors.DGBoostError`: bad data,
+bad parameters, bad config, bad model file) are printed as one ``Error: ...`` line on
+stderr with exit code 2, without a traceback. Progress goes through ``train()``'s own
+verbose output (round, metrics, ETA); ``--quiet`` leaves only errors and final outputs.
+
+A training config (YAML or JSON; relative paths are relative to the config file)::
+
+    data: train.csv            # CSV or Parquet
+    label: target              # label column (default "label")
+    weight: w                  # optional weight column
+    validation: valid.csv      # optional; evaluated every round, drives early stopping
+    params: {objective: binary:logistic, max_depth: 6, eta: 0.1, eval_metric: [logloss, auc]}
+    num_boost_round: 200
+    early_stopping_rounds: 20  # optional, needs validation
+    output: model.json         # where the model is written
+    verbose_eval: 10           # optional: print every 10 rounds (default 1)
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+import numpy as np
+
+from . import __version__
+from .errors import DGBoostError, DGBoostTypeError, DGBoostValueError
+
+__all__ = ["main", "TrainConfig", "load_config", "resolve_device"]
+
+
+# ----------------------------------------------------------------------------- errors
+class CLIError(click.ClickException):
+    """A user-facing failure: ``Error: <message>`` on stderr, exit code 2."""
+
+    exit_code = 2
+
+
+def _errors_to_exit_code(fn: Callable) -> Callable:
+    """Turn DGBoostError (and file-system errors) into a one-line ``Error:`` and exit code 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except DGBoostError as exc:
+            raise CLIError(str(exc)) from None
+        except OSError as exc:
+            where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+            raise CLIError(f"{exc.strerror or exc}{where}") from None
+
+    return wrapper
+
+
+def _say(quiet: bool, message: str = "", err: bool = True) -> None:
+    """Progress text on stderr (nothing with --quiet)."""
+    if not quiet:
+        click.echo(message, err=err)
+
+
+# ----------------------------------------------------------------------------- device
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` when a GPU, CuPy and dgboost's CUDA backend are all usable, else ``cpu``."""
+    if device != "auto":
+        return device
+    try:
+        import cupy  # noqa: F401
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return "cpu"
+        from .backend import get_backend
+
+        get_backend("cuda")
+    except Exception:  # noqa: BLE001 - any failure means "no usable GPU here"
+        return "cpu"
+    return "cuda"
+
+
+# ----------------------------------------------------------------------------- tables
+def _table(title: str, rows: list[tuple[str, str]]) -> str:
+    width = max(len(k) for k, _ in rows)
+    vwidth = max(len(v) for _, v in rows)
+    line = "-" * (width + vwidth + 3)
+    body = "\n".join(f"{k.ljust(width)} : {v}" for k, v in rows)
+    return f"{title}\n{line}\n{body}\n{line}"
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.2f} s" if s < 120 else f"{s / 60:.1f} min"
+
+
+# ----------------------------------------------------------------------------- demo
+@dataclass
+class DemoRun:
+    """Everything one demo run produced; each step reads and extends it, and every
+    ``summary`` row ends up in the final table (later steps, e.g. a Dask cluster or SHAP,
+    add their own rows)."""
+
+    rows: int
+    rounds: int
+    device: str
+    quiet: bool
+    seed: int = 0
+    test_fraction: float = 0.2
+    missing_rate: float = 0.1
+    data: dict = field(default_factory=dict)
+    booster: Any = None
+    history: dict = field(default_factory=dict)
+    summary: list = field(default_factory=list)
+
+
+def demo_data(run: DemoRun) -> None:
+    """Synthetic binary data (10% missing) and a held-out split."""
+    from .datasets import make_synthetic
+
+    X, y, _ = make_synthetic(run.rows, task="binary", missing_rate=run.missing_rate, seed=run.seed)
+    n_test = max(1, int(round(run.rows * run.test_fraction)))
+    if run.rows - n_test < 1:
+        raise DGBoostValueError(f"--rows {run.rows} is too small for a train/test split")
+    run.data = {"X_train": X[:-n_test], "y_train": y[:-n_test], "X_test": X[-n_test:], "y_test": y[-n_test:]}
+    run.summary += [("rows (train / test)", f"{run.rows - n_test:,} / {n_test:,}"),
+                    ("features", str(X.shape[1])),
+                    ("missing values", f"{run.missing_rate:.0%}")]
+
+
+def demo_train(run: DemoRun) -> None:
+    """Train binary:logistic with the test split as evaluation set (progress: train()'s own)."""
+    from .data import DMatrix
+    from .training import train
+
+    d = run.data
+    dtrain = DMatrix(d["X_train"], label=d["y_train"])
+    dtest = DMatrix(d["X_test"], label=d["y_test"], ref=dtrain)
+    params = {"objective": "binary:logistic", "eval_metric": ["logloss", "auc"], "max_depth": 6,
+              "eta": 0.1, "device": run.device, "seed": run.seed}
+    every = max(1, run.rounds // 10)
+    _say(run.quiet, f"training {run.rounds} rounds on {dtrain.num_row():,} rows x {dtrain.num_col()} "
+                    f"features (device {run.device})")
+    started = time.perf_counter()
+    run.booster = train(params, dtrain, num_boost_round=run.rounds, evals=[(dtest, "test")],
+                        evals_result=run.history, verbose_eval=False if run.quiet else every)
+    elapsed = time.perf_counter() - started
+    run.summary += [("rounds", str(run.booster.num_boosted_rounds())), ("device", run.device),
+                    ("train time", _seconds(elapsed))]
+
+
+def demo_evaluate(run: DemoRun) -> None:
+    """Test-set AUC and logloss of the final model."""
+    test = run.history.get("test", {})
+    if "auc" in test:
+        run.summary.append(("test AUC", f"{test['auc'][-1]:.4f}"))
+    if "logloss" in test:
+        run.summary.append(("test logloss", f"{test['logloss'][-1]:.4f}"))
+
+
+DEMO_STEPS: list[Callable[[DemoRun], None]] = [demo_data, demo_train, demo_evaluate]
+
+
+# ----------------------------------------------------------------------------- train config
+CONFIG_KEYS = ("data", "label", "weight", "validation", "params", "num_boost_round",
+               "early_stopping_rounds", "output", "verbose_eval")
+
+
+@dataclass
+class TrainConfig:
+    """A validated training config (see the module docstring for the file format)."""
+
+    data: Path
+    output: Path
+    label: str = "label"
+    weight: str | None = None
+    validation: Path | None = None
+    params: dict = field(default_factory=dict)
+    num_boost_round: int = 100
+    early_stopping_rounds: int | None = None
+    verbose_eval: int = 1
+
+
+def _read_config_file(path: Path) -> Any:
+    text = path.read_text(encoding="utf-8")
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DGBoostValueError(f"config {path} is not valid JSON: {exc}") from None
+    try:
+        import yaml
+    except ImportError:
+        if suffix in (".yaml", ".yml"):
+            raise DGBoostValueError(f"config {path} is YAML, which needs PyYAML: pip install pyyaml") from None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DGBoostValueError(f"config {path} is not valid JSON: {exc}") from None
+    try:
+        return yaml.safe_load(text)  # YAML is a superset of JSON
+    except yaml.YAMLError as exc:
+        raise DGBoostValueError(f"config {path} is not valid YAML/JSON: {exc}") from None
+
+
+def _int_key(cfg: dict, key: str, default, minimum: int) -> Any:
+    value = cfg.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise DGBoostValueError(f"config key {key!r} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def load_config(path: str | os.PathLike) -> TrainConfig:
+    """Read and check a YAML/JSON training config; relative paths are resolved against its folder.
+
+    Raises
+    ------
+    DGBoostValueError
+        For a file that does not parse, unknown keys (with the closest valid one), a missing
+        ``data``/``output``, or values of the wrong type.
+    """
+    path = Path(path)
+    cfg = _read_config_file(path)
+    if not isinstance(cfg, dict):
+        raise DGBoostValueError(f"config {path} must be a mapping of keys to values, got {type(cfg).__name__}")
+    for key in cfg:
+        if key not in CONFIG_KEYS:
+            close = difflib.get_close_matches(str(key), CONFIG_KEYS, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; expected keys: {', '.join(CONFIG_KEYS)}"
+            raise DGBoostValueError(f"unknown config key {key!r}{hint}")
+    for key, what in (("data", "the training data path"), ("output", "the model path to write")):
+        if not cfg.get(key):
+            raise DGBoostValueError(f"config {path} needs a {key!r} entry ({what})")
+    for key in ("data", "output", "validation", "label", "weight"):
+        if cfg.get(key) is not None and not isinstance(cfg[key], str):
+            raise DGBoostValueError(f"config key {key!r} must be a string, got {cfg[key]!r}")
+    params = cfg.get("params") or {}
+    if not isinstance(params, dict):
+        raise DGBoostValueError(f"config key 'params' must be a mapping of parameter names to values, got {params!r}")
+    base = path.parent
+
+    def resolve(p):
+        return None if p is None else (Path(p) if Path(p).is_absolute() else base / p)
+
+    return TrainConfig(data=resolve(cfg["data"]), output=resolve(cfg["output"]),
+                       label=cfg.get("label") or "label", weight=cfg.get("weight"),
+                       validation=resolve(cfg.get("validation")), params=dict(params),
+                       num_boost_round=_int_key(cfg, "num_boost_round", 100, 0),
+                       early_stopping_rounds=_int_key(cfg, "early_stopping_rounds", None, 1),
+                       verbose_eval=_int_key(cfg, "verbose_eval", 1, 0))
+
+
+# ----------------------------------------------------------------------------- tables on disk
+def read_table(path: str | os.PathLike):
+    """A CSV (any other extension) or Parquet (.parquet/.pq) file as a DataFrame; .npy as an array."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise DGBoostValueError(f"data file not found: {path}")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            return pd.read_parquet(path)
+        if suffix == ".npy":
+            return np.load(path, allow_pickle=False)
+        return pd.read_csv(path)
+    except ImportError as exc:
+        raise DGBoostValueError(f"reading {path} needs an optional package: {exc}") from None
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise DGBoostValueError(f"cannot read {path}: {exc}") from None
+
+
+def _split_columns(frame, label: str, weight: str | None, path) -> tuple:
+    if not hasattr(frame, "columns"):
+        raise DGBoostValueError(f"{path}: training data needs named columns (CSV or Parquet)")
+    columns = [str(c) for c in frame.columns]
+    for what, name in (("label", label), ("weight", weight)):
+        if name is not None and name not in columns:
+            close = difflib.get_close_matches(name, columns, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; columns are {columns[:10]}"
+            raise DGBoostValueError(f"{path}: no {what} column {name!r}{hint}")
+    y = frame[label].to_numpy()
+    w = frame[weight].to_numpy() if weight is not None else None
+    X = frame.drop(columns=[c for c in (label, weight) if c is not None])
+    return X, y, w
+
+
+def _write_atomic(path: Path, write: Callable[[str], None]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_predictions(path: str | os.PathLike, preds: np.ndarray, index=None) -> None:
+    """Write predictions by extension: .npy (the array), .parquet/.pq, else CSV with a header
+    (``prediction``, or ``prediction_0..k-1`` for several outputs)."""
+    import pandas as pd
+
+    path = Path(path)
+    preds = np.asarray(preds)
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        _write_atomic(path, lambda tmp: np.save(tmp, preds))
+        return
+    flat = preds.reshape(preds.shape[0], -1)
+    names = ["prediction"] if flat.shape[1] == 1 else [f"prediction_{i}" for i in range(flat.shape[1])]
+    frame = pd.DataFrame(flat, columns=names, index=index)
+    if suffix in (".parquet", ".pq"):
+        try:
+            _write_atomic(path, lambda tmp: frame.to_parquet(tmp, index=False))
+        except ImportError as exc:
+            raise DGBoostValueError(f"writing {path} needs an optional package: {exc}") from None
+    else:
+        _write_atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
+
+
+# ----------------------------------------------------------------------------- commands
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="dgboost")
+def main() -> None:
+    """dgboost: gradient-boosted trees on one or many GPUs, with exact TreeSHAP."""
+
+
+@main.command()
+@click.option("--rows", type=click.IntRange(min=10), default=100_000, show_default=True,
+              help="Rows of synthetic data (20% held out for testing).")
+@click.option("--rounds", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Boosting rounds.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+              help="auto: cuda when a GPU and CuPy are usable, else cpu.")
+@click.option("--quiet", is_flag=True, help="Print only the summary table (and errors).")
+@_errors_to_exit_code
+def demo(rows: int, rounds: int, device: str, quiet: bool) -> None:
+    """Train on synthetic binary data (10% missing) and print a summary."""
+    run = DemoRun(rows=rows, rounds=rounds, device=resolve_device(device), quiet=quiet)
+    for step in DEMO_STEPS:
+        step(run)
+    click.echo(_table("dgboost demo", run.summary))
+
+
+@main.command("train")
+@click.option("--config", "config_path", required=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="YAML or JSON training config.")
+@click.option("--quiet", is_flag=True, help="No progress output (errors only).")
+@_errors_to_exit_code
+def train_command(config_path: Path, quiet: bool) -> None:
+    """Train a model from a YAML/JSON config and write it as JSON."""
+    from .data import DMatrix
+    from .params import parse_params
+    from .training import train
+
+    cfg = load_config(config_path)
+    parse_params(cfg.params)  # bad parameters fail before any data is read
+    if cfg.early_stopping_rounds is not None and cfg.validation is None:
+        raise DGBoostValueError("early_stopping_rounds needs a 'validation' data path in the config")
+    X, y, w = _split_columns(read_table(cfg.data), cfg.label, cfg.weight, cfg.data)
+    dtrain = DMatrix(X, label=y, weight=w)
+    evals = []
+    if cfg.validation is not None:
+        Xv, yv, wv = _split_columns(read_table(cfg.validation), cfg.label, cfg.weight, cfg.validation)
+        evals.append((DMatrix(Xv, label=yv, weight=wv, ref=dtrain), "validation"))
+    _say(quiet, f"training {cfg.num_boost_round} rounds on {dtrain.num_row():,} rows x "
+                f"{dtrain.num_col()} features from {cfg.data}")
+    started = time.perf_counter()
+    verbose = False if quiet or not cfg.verbose_eval else cfg.verbose_eval
+    booster = train(cfg.params, dtrain, num_boost_round=cfg.num_boost_round, evals=evals,
+                    early_stopping_rounds=cfg.early_stopping_rounds, verbose_eval=verbose)
+    elapsed = time.perf_counter() - started
+    best = booster.meta.get("best_iteration")
+    detail = ""
+    if cfg.early_stopping_rounds is not None and best is not None:
+        # keep the rounds up to the best one, so `dgboost predict` uses the best model
+        best_score = booster.meta.get("best_score")
+        booster = booster[: best + 1]
+        booster._set_best(best, best_score)
+        detail = f", best iteration {best}"
+    cfg.output.parent.mkdir(parents=True, exist_ok=True)
+    booster.save_model(cfg.output)
+    _say(quiet, f"wrote {cfg.output} ({booster.num_boosted_rounds()} rounds{detail}; "
+                f"trained in {_seconds(elapsed)})")
+
+
+@main.command()
+@click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="dgboost or XGBoost JSON model.")
+@click.option("--data", "data_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="CSV, Parquet or .npy features.")
+@click.option("--output", "output_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write predictions: .csv (default), .npy or .parquet.")
+@click.option("--margin", is_flag=True, help="Write raw margins instead of transformed predictions.")
+@click.option("--label-column", default=None, help="Column to drop before predicting (e.g. the label).")
+@click.option("--quiet", is_flag=True, help="No progress output (errors only).")
+@_errors_to_exit_code
+def predict(model_path: str, data_path: str, output_path: Path, margin: bool, label_column: str | None,
+            quiet: bool) -> None:
+    """Predict with a saved model and write the predictions."""
+    from .booster import Booster
+
+    booster = Booster(model_file=model_path)
+    data = read_table(data_path)
+    if hasattr(data, "columns"):
+        columns = [str(c) for c in data.columns]
+        if label_column is not None:
+            if label_column not in columns:
+                raise DGBoostValueError(f"{data_path}: no column {label_column!r} to drop "
+                                        f"(columns are {columns[:10]})")
+            data = data.drop(columns=[c for c in data.columns if str(c) == label_column])
+        names = booster.feature_names
+        if names is not None and set(names) <= {str(c) for c in data.columns}:
+            data = data[names]  # the model's columns, in the model's order
+    elif label_column is not None:
+        raise DGBoostTypeError(f"{data_path} has no column names: --label-column needs CSV or Parquet data")
+    preds = booster.predict(data, output_margin=margin)
+    write_predictions(output_path, preds)
+    _say(quiet, f"wrote {len(preds):,} predictions to {output_path}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

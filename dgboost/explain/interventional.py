@@ -1,0 +1,208 @@
+"""Interventional (marginal) TreeSHAP over a background data set, on the path table.
+
+For a row ``x`` and a background row ``r`` the game is ``g(S) = f(x_S, r_{not S})``. A leaf
+is reached by the hybrid row iff every element of its path is on for the hybrid value of its
+feature. With per-path on-bits ``bx`` (for x) and ``br`` (for r), element by element:
+
+* on for both: no constraint; off for both: the leaf is never reached (skip the path);
+* on for x only: the feature must come from x (set X); on for r only: from r (set R).
+
+(Each feature appears once per path, so elements are features.) The leaf's value ``v`` then
+contributes ``+v * (|X|-1)! |R|! / n!`` to each feature of X and ``-v * |X|! (|R|-1)! / n!``
+to each feature of R, n = |X| + |R| (Lundberg et al. 2020, interventional Tree SHAP). Values
+are averaged over the background rows; the bias column is the base margin plus the mean
+model output over the background, so each row sums to its margin.
+
+On-bits are kept in int64 words of 63 elements (``word_offsets`` per path), so any path
+length works; one word covers every path of up to 63 distinct features.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ..errors import DGBoostValueError
+from .paths import PathTable, as_path_table
+
+__all__ = ["shap_values_interventional", "path_on_bits"]
+
+_WORD_BITS = 63
+_CHUNK_BYTES = 64 << 20  # on-bit words of the rows of X held at once
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _popcount(x):
+    x = x - ((x >> 1) & 0x5555555555555555)
+    x = (x & 0x3333333333333333) + ((x >> 2) & 0x3333333333333333)
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0F
+    x = x + (x >> 8)
+    x = x + (x >> 16)
+    x = x + (x >> 32)
+    return x & 0x7F
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _on_bits(Xf, path_offsets, feature, lower, upper, miss, word_offsets, out):
+    """out[r, w]: on-bits (63 per int64 word) of every non-bias element for row r."""
+    n = Xf.shape[0]
+    n_paths = path_offsets.shape[0] - 1
+    fmax = np.float32(3.4028234663852886e38)
+    for r in prange(n):
+        for p in range(n_paths):
+            s = path_offsets[p] + 1
+            k = path_offsets[p + 1] - s
+            w0 = word_offsets[p]
+            for w in range(word_offsets[p + 1] - w0):
+                out[r, w0 + w] = 0
+            for j in range(k):
+                x = Xf[r, feature[s + j]]
+                if x > fmax:
+                    x = fmax
+                if x != x:
+                    on = miss[s + j] != 0
+                else:
+                    on = lower[s + j] <= x and x < upper[s + j]
+                if on:
+                    out[r, w0 + j // 63] |= np.int64(1) << (j % 63)
+
+
+@njit(cache=True, nogil=True)
+def _full_words(path_offsets, word_offsets):
+    n_paths = path_offsets.shape[0] - 1
+    full = np.zeros(word_offsets[-1], dtype=np.int64)
+    for p in range(n_paths):
+        k = path_offsets[p + 1] - path_offsets[p] - 1
+        for j in range(k):
+            full[word_offsets[p] + j // 63] |= np.int64(1) << (j % 63)
+    return full
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _interventional_kernel(xbits, rbitsT, full, path_offsets, word_offsets, feature, path_v,
+                           path_group, wtab, out):
+    n = xbits.shape[0]
+    n_ref = rbitsT.shape[1]
+    n_paths = path_offsets.shape[0] - 1
+    inv_ref = 1.0 / n_ref
+    for r in prange(n):
+        for p in range(n_paths):
+            s = path_offsets[p] + 1
+            k = path_offsets[p + 1] - s
+            if k == 0:
+                continue
+            w0 = word_offsets[p]
+            nw = word_offsets[p + 1] - w0
+            g = path_group[p]
+            v = path_v[p] * inv_ref
+            row = out[r, g]
+            for q in range(n_ref):
+                ok = True
+                nx = 0
+                nr = 0
+                for w in range(nw):
+                    xw = xbits[r, w0 + w]
+                    rw = rbitsT[w0 + w, q]
+                    if (xw | rw) != full[w0 + w]:
+                        ok = False
+                        break
+                    nx += _popcount(xw & ~rw)
+                    nr += _popcount(rw & ~xw)
+                if not ok or nx + nr == 0:
+                    continue
+                nt = nx + nr
+                wx = v * wtab[nt, nx - 1] if nx > 0 else 0.0
+                wr = v * wtab[nt, nx] if nr > 0 else 0.0
+                for w in range(nw):
+                    xw = xbits[r, w0 + w]
+                    rw = rbitsT[w0 + w, q]
+                    mx = xw & ~rw
+                    mr = rw & ~xw
+                    base = s + w * 63
+                    while mx != 0:
+                        low = mx & (-mx)
+                        j = _popcount(low - 1)
+                        row[feature[base + j]] += wx
+                        mx ^= low
+                    while mr != 0:
+                        low = mr & (-mr)
+                        j = _popcount(low - 1)
+                        row[feature[base + j]] -= wr
+                        mr ^= low
+
+
+@njit(cache=True, nogil=True)
+def _background_mean(rbitsT, full, path_offsets, word_offsets, path_v, path_group, n_groups):
+    n_ref = rbitsT.shape[1]
+    n_paths = path_offsets.shape[0] - 1
+    out = np.zeros(n_groups, dtype=np.float64)
+    for q in range(n_ref):
+        for p in range(n_paths):
+            w0 = word_offsets[p]
+            ok = True
+            for w in range(word_offsets[p + 1] - w0):
+                if rbitsT[w0 + w, q] != full[w0 + w]:
+                    ok = False
+                    break
+            if ok:
+                out[path_group[p]] += path_v[p]
+    return out / n_ref
+
+
+def _shapley_weights(max_n: int) -> np.ndarray:
+    """wtab[n, s] = s! (n - s - 1)! / n!  for 1 <= n <= max_n, 0 <= s < n."""
+    w = np.zeros((max_n + 1, max_n + 1), dtype=np.float64)
+    for n in range(1, max_n + 1):
+        w[n, 0] = 1.0 / n
+        for s in range(n - 1):
+            w[n, s + 1] = w[n, s] * (s + 1) / (n - s - 1)
+    return w
+
+
+def path_on_bits(table: PathTable, Xf: np.ndarray):
+    """``(bits, word_offsets)``: per-row on-bits of every path (int64 words of 63 elements)."""
+    k = table.path_lengths - 1
+    words = (k + _WORD_BITS - 1) // _WORD_BITS
+    word_offsets = np.zeros(table.n_paths + 1, dtype=np.int64)
+    np.cumsum(words, out=word_offsets[1:])
+    bits = np.empty((Xf.shape[0], int(word_offsets[-1])), dtype=np.int64)
+    _on_bits(Xf, table.path_offsets, table.feature, table.lower, table.upper,
+             table.is_missing_branch, word_offsets, bits)
+    return bits, word_offsets
+
+
+def shap_values_interventional(model, X, background) -> np.ndarray:
+    """Interventional SHAP values over ``background``; float64 ``(n, n_groups, F + 1)``.
+
+    ``model``: an Ensemble, :class:`PathTable` or PackedTable. ``X`` and ``background``:
+    (rows, F) numeric with the same columns, NaN = missing (each follows the default
+    directions). The bias column is ``base_margin + mean over background of the trees'
+    output``. Cost O(n * n_background * n_paths) word tests plus O(k) per reached leaf;
+    memory: the background's on-bits (n_background * n_paths int64 words), rows in chunks.
+    """
+    from .treeshap import prepare_rows
+
+    table = as_path_table(model)
+    Xf = prepare_rows(X, table.n_features)
+    Bf = prepare_rows(background, table.n_features)
+    if Bf.shape[0] == 0:
+        raise DGBoostValueError("background must have at least one row")
+    if Bf.shape[1] != Xf.shape[1]:
+        raise DGBoostValueError(f"background has {Bf.shape[1]} columns, X has {Xf.shape[1]}")
+    n, F = Xf.shape
+    out = np.zeros((n, table.n_groups, F + 1), dtype=np.float64)
+    rbits, word_offsets = path_on_bits(table, Bf)
+    rbitsT = np.ascontiguousarray(rbits.T)
+    full = _full_words(table.path_offsets, word_offsets)
+    bias = table.base_margin + _background_mean(rbitsT, full, table.path_offsets, word_offsets,
+                                                table.path_v, table.path_group, table.n_groups)
+    if n:
+        wtab = _shapley_weights(max(table.max_length - 1, 1))
+        # rows in chunks so their on-bit words stay around _CHUNK_BYTES
+        chunk = max(1, min(n, _CHUNK_BYTES // (8 * max(int(word_offsets[-1]), 1))))
+        for r0 in range(0, n, chunk):
+            xbits, _ = path_on_bits(table, Xf[r0:r0 + chunk])
+            _interventional_kernel(xbits, rbitsT, full, table.path_offsets, word_offsets,
+                                   table.feature, table.path_v, table.path_group, wtab,
+                                   out[r0:r0 + chunk])
+    out[:, :, F] = bias
+    return out

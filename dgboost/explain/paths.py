@@ -1,0 +1,341 @@
+"""Path table: every root-to-leaf path of an ensemble as a flat, GPU-shaped list of elements.
+
+TreeSHAP only needs, for every leaf, the splits on its root-to-leaf path. Following
+GPUTreeShap, the ensemble is flattened into one *path element* per (path, split); a path
+is the contiguous run of elements ``path_offsets[p]:path_offsets[p + 1]``.
+
+Element layout (one entry per element in each array, all C-contiguous)::
+
+    path_idx           int32    path the element belongs to (elements of a path are contiguous)
+    feature            int32    split feature; -1 for the bias element
+    lower, upper       float32  the branch admits  lower <= x < upper  (x cast to float32)
+    is_missing_branch  uint8    1 when missing (NaN) values take this branch
+    zero_fraction      float64  child cover / parent cover (product over merged splits)
+    v                  float64  leaf value of the path (repeated on every element)
+    group              int32    output group of the path's tree (repeated on every element)
+
+Per-path arrays: ``path_offsets`` (int64, n_paths + 1), ``path_v`` (float64),
+``path_group`` (int32), ``path_tree`` (int32).
+
+Element 0 of every path is the *bias element*: feature -1, interval (-inf, inf),
+is_missing_branch 1, zero_fraction 1. The non-bias elements follow in root-to-leaf
+order of the first split on each feature; repeated features on a path are merged into one
+element (intervals intersected, zero fractions multiplied, missing flags AND-ed), so every
+feature appears at most once per path.
+
+An element is *on* for a row ``x`` when ``lower <= x[feature] < upper``, or ``x[feature]``
+is NaN and ``is_missing_branch`` is 1. ``x`` is compared as float32, like the model's
+thresholds. ``+inf`` inputs are treated as the largest float32 (thresholds are finite).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from .._layout import PATH_ELEMENT
+from ..errors import ModelFormatError
+
+__all__ = ["PathTable", "extract_paths", "PATH_ELEMENT_DTYPE", "as_path_table"]
+
+# One path element as a C struct (40 bytes; dgboost._layout.PATH_ELEMENT, mirrored by
+# kernels/common.cuh ``PathElement``), for shipping the table to a device in one buffer.
+PATH_ELEMENT_DTYPE = PATH_ELEMENT
+
+_ELEMENT_ARRAYS = {
+    "path_idx": np.int32, "feature": np.int32, "lower": np.float32, "upper": np.float32,
+    "is_missing_branch": np.uint8, "zero_fraction": np.float64, "v": np.float64,
+    "group": np.int32,
+}
+_PATH_ARRAYS = {"path_offsets": np.int64, "path_v": np.float64, "path_group": np.int32,
+                "path_tree": np.int32}
+
+
+@dataclass(eq=False)
+class PathTable:
+    """All root-to-leaf paths of an ensemble (see the module docstring for the layout).
+
+    Attributes
+    ----------
+    path_idx, feature, group : ndarray of int32, shape (n_elements,)
+    lower, upper : ndarray of float32, shape (n_elements,)
+    is_missing_branch : ndarray of uint8, shape (n_elements,)
+    zero_fraction, v : ndarray of float64, shape (n_elements,)
+    path_offsets : ndarray of int64, shape (n_paths + 1,)
+    path_v : ndarray of float64, shape (n_paths,)
+    path_group, path_tree : ndarray of int32, shape (n_paths,)
+    n_groups : int
+    base_margin : ndarray of float64, shape (n_groups,)
+    n_features : int
+        1 + the largest feature index used by any split (0 when no tree splits).
+    """
+
+    path_idx: np.ndarray
+    feature: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    is_missing_branch: np.ndarray
+    zero_fraction: np.ndarray
+    v: np.ndarray
+    group: np.ndarray
+    path_offsets: np.ndarray
+    path_v: np.ndarray
+    path_group: np.ndarray
+    path_tree: np.ndarray
+    n_groups: int
+    base_margin: np.ndarray
+    n_features: int
+
+    def __post_init__(self):
+        for name, dt in {**_ELEMENT_ARRAYS, **_PATH_ARRAYS}.items():
+            setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=dt))
+        self.base_margin = np.ascontiguousarray(
+            np.broadcast_to(np.asarray(self.base_margin, dtype=np.float64), (self.n_groups,)))
+        self.n_groups = int(self.n_groups)
+        self.n_features = int(self.n_features)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_weight_tables", None)  # a cache (see treeshap.shap_values_table)
+        return state
+
+    # -- sizes --------------------------------------------------------------------------
+    @property
+    def n_paths(self) -> int:
+        return int(self.path_offsets.shape[0] - 1)
+
+    @property
+    def n_elements(self) -> int:
+        return int(self.feature.shape[0])
+
+    @property
+    def path_lengths(self) -> np.ndarray:
+        """Elements per path, bias element included; int64, shape (n_paths,)."""
+        return np.diff(self.path_offsets)
+
+    @property
+    def max_length(self) -> int:
+        return int(self.path_lengths.max()) if self.n_paths else 0
+
+    def expected_value(self) -> np.ndarray:
+        """Cover-weighted mean of the trees' outputs per group (base margin not included).
+
+        ``sum over paths of v * prod(zero_fraction)``; float64, shape (n_groups,).
+        """
+        prod = np.multiply.reduceat(self.zero_fraction, self.path_offsets[:-1]) \
+            if self.n_paths else np.empty(0)
+        out = np.zeros(self.n_groups, dtype=np.float64)
+        np.add.at(out, self.path_group, self.path_v * prod)
+        return out
+
+    def to_records(self) -> np.ndarray:
+        """Elements as one array of :data:`PATH_ELEMENT_DTYPE` records (padding zeroed)."""
+        rec = np.zeros(self.n_elements, dtype=PATH_ELEMENT_DTYPE)
+        for name in _ELEMENT_ARRAYS:
+            rec[name] = getattr(self, name)
+        return rec
+
+    def select_paths(self, order: np.ndarray) -> "PathTable":
+        """A new table holding paths ``order`` (in that order), renumbered 0..len(order)-1."""
+        order = np.asarray(order, dtype=np.int64)
+        lengths = self.path_lengths[order]
+        offsets = np.zeros(order.shape[0] + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        # gather index of every element of the new table
+        starts = self.path_offsets[:-1][order]
+        idx = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1], dtype=np.int64)
+        new_path = np.repeat(np.arange(order.shape[0], dtype=np.int32), lengths)
+        return PathTable(
+            path_idx=new_path, feature=self.feature[idx], lower=self.lower[idx],
+            upper=self.upper[idx], is_missing_branch=self.is_missing_branch[idx],
+            zero_fraction=self.zero_fraction[idx], v=self.v[idx], group=self.group[idx],
+            path_offsets=offsets, path_v=self.path_v[order], path_group=self.path_group[order],
+            path_tree=self.path_tree[order], n_groups=self.n_groups,
+            base_margin=self.base_margin, n_features=self.n_features)
+
+
+# ---------------------------------------------------------------------------------------
+# extraction (Numba, iterative DFS; no recursion, any depth)
+# ---------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _walk_counts(left, right, tree_offsets):
+    """Number of leaves and sum over leaves of (depth + 1), raising on malformed trees."""
+    n_trees = tree_offsets.shape[0] - 1
+    n_leaves = 0
+    n_elem = 0
+    for t in range(n_trees):
+        base = tree_offsets[t]
+        n = tree_offsets[t + 1] - base
+        if n <= 0:
+            raise ValueError("tree with no nodes in the ensemble")
+        stack = np.empty(n + 1, dtype=np.int64)
+        depth = np.empty(n + 1, dtype=np.int64)
+        stack[0] = 0
+        depth[0] = 0
+        top = 1
+        visited = 0
+        while top > 0:
+            top -= 1
+            node = stack[top]
+            d = depth[top]
+            visited += 1
+            if visited > n:
+                raise ValueError("tree nodes reachable more than once (cycle or shared child)")
+            lc = left[base + node]
+            rc = right[base + node]
+            if lc < 0:
+                n_leaves += 1
+                n_elem += d + 1
+            else:
+                if lc >= n or rc < 0 or rc >= n:
+                    raise ValueError("child index out of range in tree")
+                if top + 2 > n + 1:
+                    raise ValueError("tree nodes reachable more than once (cycle or shared child)")
+                stack[top] = rc
+                depth[top] = d + 1
+                stack[top + 1] = lc
+                depth[top + 1] = d + 1
+                top += 2
+    return n_leaves, n_elem
+
+
+@njit(cache=True, nogil=True)
+def _walk_fill(left, right, feature, split_value, default_left, cover, value, tree_offsets,
+               tree_group, n_features, max_elem,
+               o_feature, o_lower, o_upper, o_miss, o_zf, o_offsets, o_pv, o_pg, o_pt):
+    """Write every path (bias first, repeated features merged); returns element count."""
+    n_trees = tree_offsets.shape[0] - 1
+    seen = np.full(max(n_features, 1), -1, dtype=np.int64)  # feature -> path stamp
+    slot = np.zeros(max(n_features, 1), dtype=np.int64)     # feature -> element index
+    ninf = np.float32(-np.inf)
+    pinf = np.float32(np.inf)
+    pos = 0
+    p = 0
+    for t in range(n_trees):
+        base = tree_offsets[t]
+        n = tree_offsets[t + 1] - base
+        stack = np.empty(n + 1, dtype=np.int64)
+        depth = np.empty(n + 1, dtype=np.int64)
+        on_path = np.empty(n + 1, dtype=np.int64)  # on_path[d] = node at depth d
+        stack[0] = 0
+        depth[0] = 0
+        top = 1
+        while top > 0:
+            top -= 1
+            node = stack[top]
+            d = depth[top]
+            on_path[d] = node
+            lc = left[base + node]
+            if lc >= 0:
+                stack[top] = right[base + node]
+                depth[top] = d + 1
+                stack[top + 1] = lc
+                depth[top + 1] = d + 1
+                top += 2
+                continue
+            # leaf: emit the path root -> leaf
+            o_offsets[p] = pos
+            o_pv[p] = value[base + node]
+            o_pg[p] = tree_group[t]
+            o_pt[p] = t
+            o_feature[pos] = -1
+            o_lower[pos] = ninf
+            o_upper[pos] = pinf
+            o_miss[pos] = 1
+            o_zf[pos] = 1.0
+            pos += 1
+            for a in range(d):
+                parent = base + on_path[a]
+                child = on_path[a + 1]
+                f = feature[parent]
+                went_left = child == left[parent]
+                s = split_value[parent]
+                lo = ninf
+                hi = pinf
+                if went_left:
+                    hi = s
+                else:
+                    lo = s
+                miss = 1 if (default_left[parent] != 0) == went_left else 0
+                pc = cover[parent]
+                zf = cover[base + child] / pc if pc > 0 else 0.0
+                if seen[f] == p:
+                    j = slot[f]
+                    if lo > o_lower[j]:
+                        o_lower[j] = lo
+                    if hi < o_upper[j]:
+                        o_upper[j] = hi
+                    o_miss[j] = o_miss[j] & miss
+                    o_zf[j] *= zf
+                else:
+                    seen[f] = p
+                    slot[f] = pos
+                    o_feature[pos] = f
+                    o_lower[pos] = lo
+                    o_upper[pos] = hi
+                    o_miss[pos] = miss
+                    o_zf[pos] = zf
+                    pos += 1
+            p += 1
+            if pos > max_elem:  # cannot happen: max_elem is an upper bound
+                raise ValueError("internal error: path element overflow")
+    o_offsets[p] = pos
+    return pos
+
+
+def extract_paths(ensemble) -> PathTable:
+    """One path per leaf of every tree of ``ensemble`` (a :class:`dgboost.tree.Ensemble`).
+
+    Paths are emitted tree by tree, leaves left to right. See the module docstring for
+    the element layout. Raises ``ValueError`` for malformed trees (child indices out of
+    range, cycles) as :class:`~dgboost.errors.ModelFormatError` (a ``ValueError``).
+    """
+    offsets = np.ascontiguousarray(ensemble.offsets(), dtype=np.int64)
+    groups = np.ascontiguousarray(ensemble.groups(), dtype=np.int32)
+    left = np.ascontiguousarray(ensemble.left, dtype=np.int32)
+    right = np.ascontiguousarray(ensemble.right, dtype=np.int32)
+    feature = np.ascontiguousarray(ensemble.feature, dtype=np.int32)
+    split_value = np.ascontiguousarray(ensemble.split_value, dtype=np.float32)
+    default_left = np.ascontiguousarray(ensemble.default_left, dtype=np.uint8)
+    cover = np.ascontiguousarray(ensemble.cover, dtype=np.float64)
+    value = np.ascontiguousarray(ensemble.value, dtype=np.float32)
+
+    internal = left >= 0
+    if np.any(internal & (feature < 0)):
+        raise ModelFormatError("invalid ensemble: an inner node has a negative split feature")
+    n_features = int(feature[internal].max()) + 1 if np.any(internal) else 0
+
+    try:
+        n_paths, n_bound = _walk_counts(left, right, offsets)
+    except ValueError as err:  # raised inside Numba with a fixed message
+        raise ModelFormatError(f"invalid ensemble: {err}") from None
+    o_feature = np.empty(n_bound, np.int32)
+    o_lower = np.empty(n_bound, np.float32)
+    o_upper = np.empty(n_bound, np.float32)
+    o_miss = np.empty(n_bound, np.uint8)
+    o_zf = np.empty(n_bound, np.float64)
+    o_offsets = np.empty(n_paths + 1, np.int64)
+    o_pv = np.empty(n_paths, np.float64)
+    o_pg = np.empty(n_paths, np.int32)
+    o_pt = np.empty(n_paths, np.int32)
+    n_elem = _walk_fill(left, right, feature, split_value, default_left, cover, value, offsets,
+                        groups, n_features, n_bound,
+                        o_feature, o_lower, o_upper, o_miss, o_zf, o_offsets, o_pv, o_pg, o_pt)
+    lengths = np.diff(o_offsets)
+    path_idx = np.repeat(np.arange(n_paths, dtype=np.int32), lengths)
+    return PathTable(
+        path_idx=path_idx, feature=o_feature[:n_elem], lower=o_lower[:n_elem],
+        upper=o_upper[:n_elem], is_missing_branch=o_miss[:n_elem], zero_fraction=o_zf[:n_elem],
+        v=np.repeat(o_pv, lengths), group=np.repeat(o_pg, lengths), path_offsets=o_offsets,
+        path_v=o_pv, path_group=o_pg, path_tree=o_pt, n_groups=ensemble.n_groups,
+        base_margin=ensemble.base_margin, n_features=n_features)
+
+
+def as_path_table(model) -> PathTable:
+    """``model`` if it already is a :class:`PathTable`, else :func:`extract_paths` of it."""
+    if isinstance(model, PathTable):
+        return model
+    if hasattr(model, "table") and isinstance(getattr(model, "table"), PathTable):
+        return model.table  # a PackedTable
+    return extract_paths(model)

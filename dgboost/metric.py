@@ -1,0 +1,346 @@
+"""Evaluation metrics with XGBoost's names and definitions.
+
+A metric sees the margins ``(n, k)`` and applies the objective's ``eval_transform`` where
+XGBoost applies its prediction transform (probabilities for logistic/softmax objectives).
+Row-wise metrics combine ``(sum w * loss, sum w)`` over ranks with :func:`exact_sum`, so a
+value does not depend on how the rows are partitioned; AUC gathers the (prediction, label,
+weight) triples and computes the exact area; ranking metrics are per query group (groups
+never span ranks) and averaged with the group weights.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+from typing import Callable
+
+import numpy as np
+from scipy.special import gammaln
+
+from .errors import DGBoostValueError, ParameterError
+from .objective import Objective, exact_sum
+
+__all__ = ["Metric", "CustomMetric", "get_metric", "METRIC_NAMES"]
+
+METRIC_NAMES = ("rmse", "mae", "logloss", "error", "auc", "mlogloss", "merror", "ndcg", "map",
+                "poisson-nloglik", "mphe")
+_EPS = 1e-16  # XGBoost's probability clip for logloss, mlogloss and poisson-nloglik
+_HIGHER_IS_BETTER = ("auc", "aucpr", "ndcg", "map", "pre")
+
+
+def _weights(weight, n: int) -> np.ndarray:
+    return np.ones(n) if weight is None else np.asarray(weight, np.float64).reshape(n)
+
+
+def _predictions(margin, objective: Objective) -> np.ndarray:
+    """What XGBoost's metrics see: the objective's evaluation transform, as float64 (n, k)."""
+    m = np.asarray(margin, np.float32)
+    m = m.reshape(m.shape[0], -1)
+    pred = objective.eval_transform(m) if objective is not None else m
+    return np.asarray(pred, np.float64).reshape(m.shape[0], -1)
+
+
+class Metric:
+    """An evaluation metric.
+
+    Attributes
+    ----------
+    name : str
+        Display name, e.g. ``"ndcg@5"``, ``"error@0.7"``.
+    higher_is_better : bool
+    """
+
+    name: str = ""
+    higher_is_better: bool = False
+    is_custom: bool = False
+
+    def evaluate(self, margin, label, weight, group_ptr, objective: Objective, comm) -> float:
+        """The metric over all rows of all ranks (identical on every rank).
+
+        Parameters
+        ----------
+        margin : ndarray of float32, shape (n, k)
+        label : ndarray of float32, shape (n,)
+        weight : ndarray of float32, shape (n,) (ranking: (n,) constant per group, or (n_groups,)), or None
+        group_ptr : ndarray of int64, shape (n_groups + 1,), or None
+        objective : Objective
+        comm : Communicator
+        """
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+# ---------------------------------------------------------------------------- row-wise
+class _RowMetric(Metric):
+    """Weighted mean of a per-row loss (``sqrt`` of it for rmse)."""
+
+    def __init__(self, name: str, loss: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                 multiclass: bool = False, root: bool = False):
+        self.name, self._loss, self._multiclass, self._root = name, loss, multiclass, root
+
+    def evaluate(self, margin, label, weight, group_ptr, objective, comm) -> float:
+        y = np.asarray(label, np.float64).ravel()
+        pred = _predictions(margin, objective)
+        if pred.shape[0] != len(y):
+            raise DGBoostValueError(f"{self.name}: {pred.shape[0]} predictions for {len(y)} labels")
+        if self._multiclass:
+            if pred.shape[1] < 2:
+                raise DGBoostValueError(f"{self.name} needs a multi-class objective (num_class >= 2)")
+            bad = (y < 0) | (y >= pred.shape[1]) | (y != np.floor(y))
+            if bad.any():
+                raise DGBoostValueError(f"{self.name}: labels must be integers in 0..{pred.shape[1] - 1}; "
+                                        f"got {y[bad][:3].tolist()}")
+        elif pred.shape[1] != 1:
+            raise DGBoostValueError(f"{self.name} needs one prediction per row, got {pred.shape[1]}")
+        else:
+            pred = pred[:, 0]
+        w = _weights(weight, len(y))
+        s, sw = exact_sum(np.stack([w * self._loss(pred, y), w], axis=1), comm)
+        value = s / sw if sw != 0 else s  # XGBoost's GetFinal
+        return float(math.sqrt(value) if self._root else value)
+
+
+def _logloss(p, y):
+    p = np.clip(p, _EPS, 1.0 - _EPS)
+    return -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
+
+
+def _error_at(threshold: float):
+    return lambda p, y: np.where(p > threshold, 1.0 - y, y)
+
+
+def _poisson_nloglik(p, y):
+    p = np.maximum(p, _EPS)
+    return gammaln(y + 1.0) + p - np.log(p) * y
+
+
+def _mphe(slope: float):
+    return lambda p, y: slope * slope * (np.sqrt(1.0 + ((y - p) / slope) ** 2) - 1.0)
+
+
+def _mlogloss(p, y):
+    return -np.log(np.maximum(p[np.arange(len(y)), y.astype(np.int64)], _EPS))
+
+
+def _merror(p, y):
+    return (np.argmax(p, axis=1) != y.astype(np.int64)).astype(np.float64)  # first max, as XGBoost
+
+
+# --------------------------------------------------------------------------------- AUC
+def _binary_auc(pred, y, w) -> tuple[float, float]:
+    """Weighted ROC area (trapezoids over tied predictions) and fp*tp, as XGBoost's BinaryAUC.
+
+    Rows are put in a canonical order (prediction desc, then label, then weight) so the
+    floating-point sums do not depend on the order in which ranks were gathered.
+    """
+    order = np.lexsort((w, y, -pred))
+    pred, y, w = pred[order], y[order], w[order]
+    tp_cum, fp_cum = np.cumsum(y * w), np.cumsum((1.0 - y) * w)
+    last = np.r_[pred[1:] != pred[:-1], True]  # end of each run of tied predictions
+    tp, fp = tp_cum[last], fp_cum[last]
+    tp_prev, fp_prev = np.r_[0.0, tp[:-1]], np.r_[0.0, fp[:-1]]
+    area = float(np.sum((fp - fp_prev) * (tp + tp_prev) / 2.0))
+    tp_all, fp_all = (tp[-1], fp[-1]) if len(tp) else (0.0, 0.0)
+    if tp_all <= 0 or fp_all <= 0:
+        return 0.0, 0.0
+    return area, fp_all * tp_all
+
+
+class _AUC(Metric):
+    name, higher_is_better = "auc", True
+
+    def evaluate(self, margin, label, weight, group_ptr, objective, comm) -> float:
+        y = np.asarray(label, np.float64).ravel()
+        pred = _predictions(margin, objective)
+        if group_ptr is not None:
+            return self._ranking(pred[:, 0], y, np.asarray(group_ptr, np.int64), comm)
+        w = _weights(weight, len(y))
+        # one collective for every rank's rows: AUC is not a sum of per-rank parts
+        table = comm.allgather(np.concatenate([pred, y[:, None], w[:, None]], axis=1))
+        pred, y, w = table[:, :-2], table[:, -2], table[:, -1]
+        if len(y) == 0:
+            return math.nan
+        if pred.shape[1] == 1:
+            area, norm = _binary_auc(pred[:, 0], y, w)
+            return area / norm if norm > 0 else math.nan
+        # multi-class: one-vs-rest, averaged with the class weights (XGBoost's MultiClassOVR)
+        total, weight_sum = 0.0, 0.0
+        for c in range(pred.shape[1]):
+            area, norm = _binary_auc(pred[:, c], (y == c).astype(np.float64), w)
+            if norm <= 0:
+                return math.nan
+            tp = float(np.sum(w[y == c]))
+            total, weight_sum = total + area / norm * tp, weight_sum + tp
+        return total / weight_sum if weight_sum > 0 else math.nan
+
+    @staticmethod
+    def _ranking(pred, y, gp, comm) -> float:
+        """Mean over query groups of the fraction of correctly ordered pairs (XGBoost's
+        GroupRankingROC; groups with fewer than 3 documents are left out)."""
+        scores = np.zeros(len(gp) - 1)
+        valid = np.zeros(len(gp) - 1)
+        for g in range(len(gp) - 1):
+            p, lab = pred[gp[g]:gp[g + 1]], y[gp[g]:gp[g + 1]]
+            if len(lab) < 3:
+                continue
+            order = np.argsort(-lab, kind="stable")
+            diff = p[order][:, None] - p[order][None, :]
+            upper = np.triu(np.ones((len(lab), len(lab)), bool), 1)
+            scores[g] = np.where(diff > 0, 1.0, np.where(diff == 0, 0.5, 0.0))[upper].mean()
+            valid[g] = 1.0
+        # one row per group, so the sum does not depend on which rank holds which group
+        total, n_valid = exact_sum(np.stack([scores, valid], axis=1), comm)
+        return float(total / n_valid) if n_valid > 0 else math.nan
+
+
+# ----------------------------------------------------------------------------- ranking
+class _RankMetric(Metric):
+    """ndcg / map at k: per query group, averaged with group weights."""
+
+    higher_is_better = True
+
+    def __init__(self, kind: str, k: int | None, minus: bool, exp_gain: bool, display: str | None = None):
+        self.kind, self.k, self.minus, self.exp_gain = kind, k, minus, exp_gain
+        self.name = display or kind + (f"@{k}" if k is not None else "") + ("-" if minus else "")
+
+    def evaluate(self, margin, label, weight, group_ptr, objective, comm) -> float:
+        y = np.asarray(label, np.float64).ravel()
+        pred = _predictions(margin, objective)[:, 0].astype(np.float32)
+        gp = np.array([0, len(y)], np.int64) if group_ptr is None else np.asarray(group_ptr, np.int64)
+        n_groups = len(gp) - 1
+        if weight is None:
+            gw = np.ones(n_groups)
+        else:
+            w = np.asarray(weight, np.float64).ravel()
+            gw = w if len(w) == n_groups and len(w) != len(y) else w[np.minimum(gp[:-1], max(len(y) - 1, 0))]
+        self._check_labels(y)
+        scores = np.array([self._group(pred[gp[g]:gp[g + 1]], y[gp[g]:gp[g + 1]]) for g in range(n_groups)])
+        s, sw = exact_sum(np.stack([gw * scores, gw], axis=1), comm)
+        return float(s / sw) if sw > 0 else math.nan
+
+    def _check_labels(self, y):
+        if self.kind == "map":
+            if not np.isin(y, (0.0, 1.0)).all():
+                raise DGBoostValueError("map can only be used with binary relevance labels (0 or 1)")
+        elif self.exp_gain and ((y < 0) | (y != np.floor(y)) | (y > 31)).any():
+            raise DGBoostValueError("ndcg with exponential gain needs integer relevance labels in 0..31 "
+                                    "(set ndcg_exp_gain=False for other labels)")
+
+    def _group(self, p, y) -> float:
+        n = len(y)
+        k = n if self.k is None else min(self.k, n)
+        ranked = y[np.argsort(-p, kind="stable")]  # ties keep input order, as XGBoost
+        if self.kind == "ndcg":
+            disc = 1.0 / np.log2(np.arange(k) + 2.0)
+            gain = (lambda v: np.exp2(v) - 1.0) if self.exp_gain else (lambda v: v)
+            idcg = float(np.sum(gain(np.sort(y)[::-1][:k]) * disc))
+            if idcg == 0.0:
+                return 0.0 if self.minus else 1.0
+            return float(np.sum(gain(ranked[:k]) * disc)) / idcg
+        hits = np.cumsum(ranked)
+        n_rel = float(hits[-1]) if n else 0.0
+        if n_rel == 0.0:
+            return 0.0 if self.minus else 1.0
+        ap = float(np.sum(hits[:k] / np.arange(1, k + 1) * ranked[:k]))
+        return ap / min(n_rel, float(k))
+
+
+# ------------------------------------------------------------------------------ custom
+class CustomMetric(Metric):
+    """Wraps ``fn(predt, dmatrix) -> (name, value)`` (or a list of such pairs: the first is used).
+
+    ``name`` is the function's name until the first call, then the name it returns;
+    ``higher_is_better`` is True for names starting with auc, aucpr, ndcg, map or pre.
+    """
+
+    is_custom = True
+
+    def __init__(self, fn: Callable):
+        if not callable(fn):
+            raise ParameterError(f"a custom metric must be callable, got {type(fn).__name__}")
+        self.fn, self.dmatrix = fn, None
+        self._set_name(getattr(fn, "__name__", "custom"))
+
+    def _set_name(self, name: str) -> None:
+        self.name = str(name)
+        self.higher_is_better = self.name.split("@")[0].rstrip("-") in _HIGHER_IS_BETTER
+
+    def evaluate_custom(self, preds, dmatrix) -> float:
+        """Call the user's function on ``preds`` (as XGBoost would pass them) and ``dmatrix``."""
+        out = self.fn(preds, dmatrix)
+        if isinstance(out, list) and out and isinstance(out[0], tuple):
+            out = out[0]
+        if not isinstance(out, tuple) or len(out) != 2:
+            raise DGBoostValueError("a custom metric must return (name, value)")
+        self._set_name(out[0])
+        value = float(out[1])
+        return value
+
+    def evaluate(self, margin, label, weight, group_ptr, objective, comm) -> float:
+        preds = objective.transform(margin) if objective is not None else np.asarray(margin)
+        return self.evaluate_custom(preds, self.dmatrix)
+
+
+# ---------------------------------------------------------------------------- factory
+def get_metric(name_or_callable, objective: Objective | None) -> Metric:
+    """A :class:`Metric` from an XGBoost metric name or a custom metric callable.
+
+    Names: rmse, mae, logloss, error, error@t, auc, mlogloss, merror, ndcg, ndcg@k, map,
+    map@k (ndcg/map accept a trailing ``-``: groups without relevant documents score 0),
+    poisson-nloglik, mphe.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown name (with the closest known one) or a malformed suffix.
+    """
+    if callable(name_or_callable):
+        return CustomMetric(name_or_callable)
+    name = str(name_or_callable)
+    base, _, arg = name.partition("@")
+    minus = False
+    if base.endswith("-") and not arg:
+        base, minus = base[:-1], True
+    if base not in METRIC_NAMES:
+        close = difflib.get_close_matches(base, METRIC_NAMES, n=1, cutoff=0.4)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; expected one of {sorted(METRIC_NAMES)}"
+        raise ParameterError(f"unknown eval_metric {name!r}{hint}")
+    params = getattr(objective, "params", None)
+    if base in ("ndcg", "map"):
+        if arg.endswith("-"):
+            arg, minus = arg[:-1], True
+        try:
+            k = int(arg) if arg else None
+        except ValueError:
+            raise ParameterError(f"eval_metric {name!r}: expected {base}@<int>, e.g. {base}@10") from None
+        if k is not None and k < 1:
+            raise ParameterError(f"eval_metric {name!r}: the cut-off must be >= 1")
+        if k is None and not (getattr(objective, "needs_group", False)
+                              and getattr(params, "lambdarank_pair_method", "topk") == "mean"):
+            # XGBoost 3.x scores a bare "ndcg"/"map" at its default top-k of 32; only the
+            # default metric of a "mean"-pairs ranking objective covers the whole list
+            k = 32
+        return _RankMetric(base, k, minus, bool(getattr(params, "ndcg_exp_gain", True)),
+                           display=name)
+    if arg and base != "error":
+        raise ParameterError(f"eval_metric {name!r}: only error, ndcg and map take an '@' argument")
+    if base == "error":
+        try:
+            threshold = float(arg) if arg else 0.5
+        except ValueError:
+            raise ParameterError(f"eval_metric {name!r}: expected error@<threshold>, "
+                                 f"e.g. error@0.7") from None
+        return _RowMetric(name, _error_at(threshold))
+    if base == "auc":
+        return _AUC()
+    # name -> (per-row loss, needs class probabilities, take the square root of the mean)
+    simple = {"rmse": (lambda p, y: (y - p) ** 2, False, True),
+              "mae": (lambda p, y: np.abs(y - p), False, False),
+              "logloss": (_logloss, False, False),
+              "poisson-nloglik": (_poisson_nloglik, False, False),
+              "mlogloss": (_mlogloss, True, False),
+              "merror": (_merror, True, False),
+              "mphe": (_mphe(float(getattr(params, "huber_slope", 1.0))), False, False)}
+    loss, multiclass, root = simple[base]
+    return _RowMetric(base, loss, multiclass=multiclass, root=root)

@@ -1,0 +1,116 @@
+"""Bad input is rejected with a dgboost.DGBoostError that names the problem."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dgboost as dg
+
+X = np.random.default_rng(0).normal(size=(50, 3)).astype(np.float32)
+Y = (X[:, 0] > 0).astype(np.float32)
+
+
+@pytest.mark.parametrize("label, match", [
+    (np.where(np.arange(50) == 3, np.nan, Y), "label contains NaN"),
+    (np.where(np.arange(50) == 3, np.inf, Y), "label contains NaN or infinite"),
+    (Y[:40], "label has 40 entries but data has 50 rows"),
+])
+def test_bad_labels_are_rejected(label, match):
+    with pytest.raises(dg.DGBoostError, match=match):
+        dg.DMatrix(X, label)
+
+
+@pytest.mark.parametrize("weight, match", [
+    (np.full(50, np.nan), "weight contains NaN"),
+    (np.full(50, -1.0), "weight contains negative"),
+    (np.ones(10), "weight has 10 entries"),
+])
+def test_bad_weights_are_rejected(weight, match):
+    with pytest.raises(dg.DGBoostError, match=match):
+        dg.DMatrix(X, Y, weight=weight)
+
+
+def test_non_numeric_columns_are_named_in_the_error():
+    frame = pd.DataFrame({"ok": [1.0, 2.0], "city": ["a", "b"]})
+    with pytest.raises(dg.DGBoostTypeError, match="'city'"):
+        dg.DMatrix(frame, [0, 1])
+    with pytest.raises(dg.DGBoostTypeError, match="dtype object"):
+        dg.DMatrix(np.array([[1, "x"]], dtype=object))
+
+
+@pytest.mark.parametrize("data", [np.empty((0, 3)), np.empty((3, 0)), np.ones(3)])
+def test_empty_or_one_dimensional_data_is_rejected(data):
+    with pytest.raises(dg.DGBoostError):
+        dg.DMatrix(data)
+
+
+def test_infinite_feature_values_are_rejected():
+    x = X.copy()
+    x[4, 1] = np.inf
+    with pytest.raises(dg.DGBoostError, match="infinite values .*row 4, column 1"):
+        dg.DMatrix(x, Y)
+
+
+def test_classification_labels_outside_the_classes_are_rejected():
+    with pytest.raises(dg.DGBoostError, match="label"):
+        dg.train({"objective": "binary:logistic"}, dg.DMatrix(X, Y * 2), 1, verbose_eval=False)
+    with pytest.raises(dg.DGBoostError, match="label"):
+        dg.train({"objective": "multi:softprob", "num_class": 2}, dg.DMatrix(X, np.arange(50) % 3), 1,
+                 verbose_eval=False)
+
+
+def test_unknown_parameters_suggest_the_nearest_name():
+    with pytest.raises(dg.ParameterError, match="did you mean 'max_depth'"):
+        dg.train({"max_dpeth": 3}, dg.DMatrix(X, Y), 1)
+    with pytest.raises(dg.ParameterError, match="did you mean 'binary:logistic'"):
+        dg.train({"objective": "binary:logistc"}, dg.DMatrix(X, Y), 1)
+
+
+@pytest.mark.parametrize("params", [{"eta": -0.1}, {"max_depth": -1}, {"subsample": 0.0}, {"subsample": 1.5},
+                                    {"max_bin": 1}, {"colsample_bytree": 2}, {"lambda": -1},
+                                    {"max_depth": "deep"}, {"objective": "multi:softmax", "num_class": 1}])
+def test_out_of_range_parameters_are_rejected(params):
+    with pytest.raises(dg.ParameterError):
+        dg.train(params, dg.DMatrix(X, Y), 1)
+
+
+def test_predicting_with_a_different_feature_count_or_names_fails():
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    b = dg.train({}, dg.DMatrix(frame, Y), 2, verbose_eval=False)
+    with pytest.raises(dg.DGBoostError, match="2 features but the model was trained with 3"):
+        b.predict(dg.DMatrix(X[:, :2]))
+    with pytest.raises(dg.DGBoostError, match="feature names differ"):
+        b.predict(dg.DMatrix(frame.rename(columns={"c": "z"})))
+    with pytest.raises(dg.DGBoostError, match="different feature names"):
+        dg.train({}, dg.DMatrix(frame, Y), 1, evals=[(dg.DMatrix(frame.rename(columns={"a": "q"}), Y), "v")])
+
+
+def test_truncated_or_tampered_model_files_are_rejected(tmp_path):
+    b = dg.train({}, dg.DMatrix(X, Y), 2, verbose_eval=False)
+    path = tmp_path / "m.json"
+    b.save_model(path)
+    text = path.read_text()
+    (tmp_path / "cut.json").write_text(text[: len(text) // 2])
+    with pytest.raises(dg.ModelFormatError):
+        dg.Booster(model_file=tmp_path / "cut.json")
+    doc = json.loads(text)
+    arrays = doc["ensemble"]
+    arrays["left"][0] = 0  # the root is its own child: a cycle
+    (tmp_path / "cycle.json").write_text(json.dumps(doc))
+    with pytest.raises(dg.ModelFormatError):
+        dg.Booster(model_file=tmp_path / "cycle.json")
+    doc = json.loads(text)
+    doc["ensemble"]["right"][0] = 10_000
+    (tmp_path / "range.json").write_text(json.dumps(doc))
+    with pytest.raises(dg.ModelFormatError):
+        dg.Booster(model_file=tmp_path / "range.json")
+
+
+def test_training_without_labels_or_with_bad_evals_fails_clearly():
+    with pytest.raises(dg.DGBoostError, match="no label"):
+        dg.train({}, dg.DMatrix(X), 1)
+    with pytest.raises(dg.DGBoostError, match="evals"):
+        dg.train({}, dg.DMatrix(X, Y), 1, evals=[X])
+    with pytest.raises(dg.DGBoostError, match="early_stopping_rounds"):
+        dg.train({}, dg.DMatrix(X, Y), 1, early_stopping_rounds=2)

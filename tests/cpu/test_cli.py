@@ -1,0 +1,192 @@
+"""The ``dgboost`` command line: demo, train from a config, predict, and one-line errors."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import dgboost
+from dgboost.cli import load_config, main, resolve_device
+from dgboost.datasets import make_synthetic
+
+
+@pytest.fixture()
+def runner():
+    return CliRunner()
+
+
+@pytest.fixture()
+def csv_data(tmp_path):
+    """A small regression table split into train / valid / test CSV files."""
+    X, y, _ = make_synthetic(500, n_features=5, task="regression", seed=11)
+    frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(5)])
+    frame["target"] = y
+    frame["w"] = np.linspace(0.5, 1.5, len(frame))
+    paths = {}
+    for name, part in (("train", frame[:300]), ("valid", frame[300:400]), ("test", frame[400:])):
+        paths[name] = tmp_path / f"{name}.csv"
+        part.to_csv(paths[name], index=False)
+    return paths
+
+
+def _write_config(tmp_path, name="config.json", **overrides):
+    config = {"data": "train.csv", "label": "target", "weight": "w", "validation": "valid.csv",
+              "params": {"max_depth": 3, "eta": 0.3, "eval_metric": "rmse"},
+              "num_boost_round": 12, "output": "models/model.json"}
+    config.update(overrides)
+    path = tmp_path / name
+    path.write_text(json.dumps(config))
+    return path
+
+
+def _assert_one_line_error(result, *fragments):
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in errors[0]
+
+
+# ----------------------------------------------------------------------------- demo
+def test_demo_with_tiny_data_prints_progress_and_a_summary_table(runner):
+    result = runner.invoke(main, ["demo", "--rows", "600", "--rounds", "4", "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "test-auc" in out and "test-logloss" in out  # train()'s per-round progress
+    for label in ("rows (train / test)", "480 / 120", "features", "28", "rounds", "train time",
+                  "test AUC", "test logloss"):
+        assert label in out
+    auc = float(out.split("test AUC")[1].split(":")[1].split()[0])
+    assert 0.5 < auc <= 1.0
+
+
+def test_demo_quiet_prints_only_the_summary(runner):
+    result = runner.invoke(main, ["demo", "--rows", "300", "--rounds", "2", "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "test-auc" not in result.output
+    assert result.stderr == ""
+    assert "test AUC" in result.stdout
+
+
+def test_device_auto_falls_back_to_cpu_without_a_usable_gpu():
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device("auto") in ("cpu", "cuda")
+
+
+# ----------------------------------------------------------------------------- train + predict
+def test_train_from_a_json_config_then_predict_writes_one_row_per_input_row(runner, tmp_path, csv_data):
+    config = _write_config(tmp_path)
+    result = runner.invoke(main, ["train", "--config", str(config)])
+    assert result.exit_code == 0, result.output
+    assert "validation-rmse" in result.stdout
+    model_path = tmp_path / "models" / "model.json"
+    assert model_path.is_file()
+    booster = dgboost.Booster(model_file=model_path)
+    assert booster.num_boosted_rounds() == 12
+    assert booster.feature_names == [f"x{i}" for i in range(5)]
+
+    out = tmp_path / "pred.csv"
+    result = runner.invoke(main, ["predict", "--model", str(model_path), "--data", str(csv_data["test"]),
+                                  "--output", str(out), "--label-column", "target"])
+    assert result.exit_code == 0, result.output
+    preds = pd.read_csv(out)
+    assert list(preds.columns) == ["prediction"]
+    assert len(preds) == 100
+    test = pd.read_csv(csv_data["test"])
+    expected = booster.predict(test[[f"x{i}" for i in range(5)]])
+    np.testing.assert_allclose(preds["prediction"].to_numpy(), expected, rtol=1e-6)
+
+
+def test_predict_writes_npy_margins_and_selects_the_models_columns_by_name(runner, tmp_path, csv_data):
+    config = _write_config(tmp_path, params={"objective": "binary:logistic", "max_depth": 2},
+                           label="x0", weight=None, validation=None, num_boost_round=3)
+    frame = pd.read_csv(csv_data["train"])
+    frame["x0"] = (frame["x0"] > 0).astype(int)
+    frame.to_csv(csv_data["train"], index=False)
+    assert runner.invoke(main, ["train", "--config", str(config), "--quiet"]).exit_code == 0
+    model_path = tmp_path / "models" / "model.json"
+    out = tmp_path / "margins.npy"
+    # no --label-column: the columns the model knows are picked by name (x0 and w are ignored)
+    result = runner.invoke(main, ["predict", "--model", str(model_path), "--data", str(csv_data["test"]),
+                                  "--output", str(out), "--margin", "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert result.output == ""
+    margins = np.load(out)
+    assert margins.shape == (100,)
+    assert (margins < 0).any() or (margins > 0).any()
+    assert not ((margins >= 0) & (margins <= 1)).all()  # margins, not probabilities
+
+
+def test_train_from_a_yaml_config_with_early_stopping_keeps_the_best_rounds(runner, tmp_path, csv_data):
+    pytest.importorskip("yaml")
+    config = tmp_path / "config.yaml"
+    config.write_text("data: train.csv\nlabel: target\nvalidation: valid.csv\n"
+                      "params:\n  max_depth: 6\n  eta: 1.0\n"
+                      "num_boost_round: 200\nearly_stopping_rounds: 2\noutput: m.json\n")
+    result = runner.invoke(main, ["train", "--config", str(config)])
+    assert result.exit_code == 0, result.output
+    booster = dgboost.Booster(model_file=tmp_path / "m.json")
+    assert booster.num_boosted_rounds() < 200
+    assert booster.best_iteration == booster.num_boosted_rounds() - 1
+    assert "best iteration" in result.stderr
+
+
+def test_load_config_resolves_paths_against_the_config_folder(tmp_path, csv_data):
+    cfg = load_config(_write_config(tmp_path))
+    assert cfg.data == tmp_path / "train.csv"
+    assert cfg.output == tmp_path / "models" / "model.json"
+    assert cfg.num_boost_round == 12 and cfg.early_stopping_rounds is None
+
+
+# ----------------------------------------------------------------------------- errors
+def test_a_config_with_an_unknown_key_exits_2_with_a_one_line_message(runner, tmp_path, csv_data):
+    config = _write_config(tmp_path, paramz={"max_depth": 3})
+    result = runner.invoke(main, ["train", "--config", str(config)])
+    _assert_one_line_error(result, "paramz", "params")
+
+
+def test_a_config_with_a_bad_parameter_exits_2_naming_the_parameter(runner, tmp_path, csv_data):
+    config = _write_config(tmp_path, params={"max_dept": 3})
+    result = runner.invoke(main, ["train", "--config", str(config)])
+    _assert_one_line_error(result, "max_dept", "max_depth")
+    assert not (tmp_path / "models").exists()
+
+
+@pytest.mark.parametrize("content, fragment", [
+    ("{not json", "not valid"),
+    ("[1, 2]", "mapping"),
+    ('{"output": "m.json"}', "'data'"),
+    ('{"data": "train.csv", "output": "m.json", "num_boost_round": "ten"}', "num_boost_round"),
+])
+def test_malformed_configs_exit_2_without_a_traceback(runner, tmp_path, csv_data, content, fragment):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    result = runner.invoke(main, ["train", "--config", str(path)])
+    _assert_one_line_error(result, fragment)
+
+
+def test_a_missing_label_column_or_data_file_exits_2(runner, tmp_path, csv_data):
+    result = runner.invoke(main, ["train", "--config", str(_write_config(tmp_path, label="y"))])
+    _assert_one_line_error(result, "'y'")
+    result = runner.invoke(main, ["train", "--config", str(_write_config(tmp_path, data="nope.csv"))])
+    _assert_one_line_error(result, "nope.csv")
+
+
+def test_predict_with_a_file_that_is_not_a_model_exits_2(runner, tmp_path, csv_data):
+    result = runner.invoke(main, ["predict", "--model", str(csv_data["train"]), "--data", str(csv_data["test"]),
+                                  "--output", str(tmp_path / "p.csv")])
+    _assert_one_line_error(result)
+    assert not (tmp_path / "p.csv").exists()
+
+
+def test_predict_with_the_wrong_features_exits_2(runner, tmp_path, csv_data):
+    assert runner.invoke(main, ["train", "--config", str(_write_config(tmp_path)), "--quiet"]).exit_code == 0
+    narrow = tmp_path / "narrow.csv"
+    pd.read_csv(csv_data["test"])[["x0", "x1"]].to_csv(narrow, index=False)
+    result = runner.invoke(main, ["predict", "--model", str(tmp_path / "models" / "model.json"),
+                                  "--data", str(narrow), "--output", str(tmp_path / "p.csv")])
+    _assert_one_line_error(result, "features")

@@ -1,0 +1,510 @@
+"""Objectives: gradients against finite differences and XGBoost 3.4, exact distributed
+intercepts and leaf medians, LambdaMART against a plain NumPy reference, label checks."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dgboost.comm import LocalComm, run_in_threads
+from dgboost.errors import DGBoostError, DGBoostValueError, ParameterError
+from dgboost.objective import (CustomObjective, exact_sum, get_objective, lambdarank_gradient,
+                               margin_from_score, score_from_margin, weighted_quantile)
+from dgboost.params import parse_params
+
+xgb = pytest.importorskip("xgboost")
+
+RNG_SEED = 20240611
+
+
+def objective(name, **kw):
+    return get_objective(parse_params(dict(objective=name, **kw)))
+
+
+# ------------------------------------------------------------ textbook losses (the oracle)
+def _sig(m):
+    return 1.0 / (1.0 + np.exp(-m))
+
+
+LOSSES = {  # per-row loss L(margin (n, k), label) in float64, written independently of the module
+    "reg:squarederror": lambda m, y, p: 0.5 * (m[:, 0] - y) ** 2,
+    "reg:pseudohubererror": lambda m, y, p: p["huber_slope"] ** 2 * (
+        np.sqrt(1 + ((m[:, 0] - y) / p["huber_slope"]) ** 2) - 1),
+    "reg:absoluteerror": lambda m, y, p: np.abs(m[:, 0] - y),
+    "binary:logistic": lambda m, y, p: -np.where(y == 1, p["scale_pos_weight"], 1.0) * (
+        y * np.log(_sig(m[:, 0])) + (1 - y) * np.log(1 - _sig(m[:, 0]))),
+    "reg:logistic": lambda m, y, p: -(y * np.log(_sig(m[:, 0])) + (1 - y) * np.log(1 - _sig(m[:, 0]))),
+    "binary:logitraw": lambda m, y, p: -(y * np.log(_sig(m[:, 0])) + (1 - y) * np.log(1 - _sig(m[:, 0]))),
+    "count:poisson": lambda m, y, p: np.exp(m[:, 0]) - y * m[:, 0],
+    "multi:softprob": lambda m, y, p: -(m[np.arange(len(y)), y.astype(int)] - np.log(np.exp(m).sum(1))),
+    "multi:softmax": lambda m, y, p: -(m[np.arange(len(y)), y.astype(int)] - np.log(np.exp(m).sum(1))),
+}
+PARAMS = {"reg:pseudohubererror": {"huber_slope": 1.7}, "binary:logistic": {"scale_pos_weight": 2.5},
+          "count:poisson": {"max_delta_step": 0.0},
+          "multi:softprob": {"num_class": 3}, "multi:softmax": {"num_class": 3}}
+
+
+def labels_for(name, n, rng):
+    if name.startswith("multi"):
+        return rng.integers(0, 3, n).astype(np.float32)
+    if name in ("binary:logistic", "binary:logitraw"):
+        return (rng.random(n) < 0.4).astype(np.float32)
+    if name == "reg:logistic":
+        return rng.random(n).astype(np.float32)
+    if name == "count:poisson":
+        return rng.poisson(2.0, n).astype(np.float32)
+    return (rng.normal(size=n) * 2).astype(np.float32)
+
+
+def _fd_case(name):
+    rng = np.random.default_rng(RNG_SEED)
+    obj = objective(name, **PARAMS.get(name, {}))
+    n, k = 40, obj.n_outputs()
+    y = labels_for(name, n, rng)
+    m = rng.normal(size=(n, k)).astype(np.float32)
+    if name == "reg:absoluteerror":  # keep away from the kink at m == y
+        m[np.abs(m[:, 0] - y) < 0.05, 0] += 0.2
+    return obj, m, y, {**{"huber_slope": 1.0, "scale_pos_weight": 1.0}, **PARAMS.get(name, {})}
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_gradients_match_finite_differences_of_the_loss(name):
+    obj, m, y, p = _fd_case(name)
+    g, _ = obj.gradient(m, y, None, None, 0)
+    assert g.dtype == np.float32 and g.shape == m.shape
+    eps, m64 = 1e-5, m.astype(np.float64)
+    for c in range(m.shape[1]):
+        up, down = m64.copy(), m64.copy()
+        up[:, c] += eps
+        down[:, c] -= eps
+        fd = (LOSSES[name](up, y, p) - LOSSES[name](down, y, p)) / (2 * eps)
+        np.testing.assert_allclose(g[:, c], fd, rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("name", sorted(set(LOSSES) - {"reg:absoluteerror"}))
+def test_hessians_match_finite_differences_of_the_gradient(name):
+    obj, m, y, _ = _fd_case(name)
+    _, h = obj.gradient(m, y, None, None, 0)
+    eps = 1e-3
+    for c in range(m.shape[1]):
+        up, down = m.copy(), m.copy()
+        up[:, c] += eps
+        down[:, c] -= eps
+        fd = (obj.gradient(up, y, None, None, 0)[0][:, c].astype(np.float64)
+              - obj.gradient(down, y, None, None, 0)[0][:, c]) / (2 * eps)
+        # XGBoost's softmax hessian is 2 p (1 - p): twice the diagonal second derivative
+        factor = 2.0 if name.startswith("multi") else 1.0
+        np.testing.assert_allclose(h[:, c], factor * fd, rtol=2e-3, atol=2e-4)
+
+
+def test_poisson_hessian_is_inflated_by_max_delta_step():
+    y = np.array([0, 1, 3], np.float32)
+    m = np.array([[0.1], [-0.5], [1.0]], np.float32)
+    h0 = objective("count:poisson", max_delta_step=0.0).gradient(m, y, None, None, 0)[1]
+    h7 = objective("count:poisson").gradient(m, y, None, None, 0)[1]  # XGBoost default 0.7
+    np.testing.assert_allclose(h7, h0 * np.exp(0.7), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES) + ["rank:ndcg", "rank:pairwise"])
+def test_weighted_gradients_are_weight_times_unweighted(name):
+    rng = np.random.default_rng(1)
+    obj = objective(name, **PARAMS.get(name, {}))
+    n = 30
+    if name.startswith("rank"):
+        y = rng.integers(0, 3, n).astype(np.float32)
+        gp = np.array([0, 10, 22, 30])
+        w = np.repeat(rng.random(3) + 0.5, np.diff(gp)).astype(np.float32)
+        obj.weight_norm = 1.0  # compare raw weighting, not XGBoost's normalisation
+    else:
+        y, gp = labels_for(name, n, rng), None
+        w = (rng.random(n) * 2).astype(np.float32)
+    m = rng.normal(size=(n, obj.n_outputs())).astype(np.float32)
+    g1, h1 = obj.gradient(m, y, None, gp, 0)
+    gw, hw = obj.gradient(m, y, w, gp, 0)
+    np.testing.assert_allclose(gw, g1 * w[:, None], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(hw, h1 * w[:, None], rtol=1e-6, atol=1e-7)
+
+
+# ------------------------------------------------------------------ XGBoost as the oracle
+def xgb_grad_hess(params, label, base_margin, weight=None, group=None):
+    """XGBoost's own per-row gradient pairs: one exact-greedy round, lambda=0, one row per
+    leaf (feature = row index). A leaf's sum_hessian is h and its weight is -g/h."""
+    n = len(label)
+    d = xgb.DMatrix(np.arange(n, dtype=np.float64)[:, None], label, weight=weight, nthread=1,
+                    base_margin=base_margin)
+    if group is not None:
+        d.set_group(group)
+    p = dict(params, eta=1.0, max_depth=12, min_child_weight=0, gamma=0, tree_method="exact",
+             nthread=1, base_score=0.5)
+    p["lambda"] = 0.0
+    b = xgb.train(p, d, 1)
+    leaves = b.predict(d, pred_leaf=True).reshape(n, -1).astype(np.int64)
+    trees = json.loads(b.save_raw("json"))["learner"]["gradient_booster"]["model"]["trees"]
+    g, h, single = (np.zeros(leaves.shape), np.zeros(leaves.shape), np.zeros(leaves.shape, bool))
+    for c in range(leaves.shape[1]):
+        hs, bw = np.array(trees[c]["sum_hessian"]), np.array(trees[c]["base_weights"])
+        u, cnt = np.unique(leaves[:, c], return_counts=True)
+        single[:, c] = np.isin(leaves[:, c], u[cnt == 1])
+        h[:, c] = hs[leaves[:, c]]
+        g[:, c] = -bw[leaves[:, c]] * h[:, c]
+    return g, h, single
+
+
+XGB_CASES = [("reg:squarederror", {}), ("reg:pseudohubererror", {"huber_slope": 1.5}),
+             ("binary:logistic", {"scale_pos_weight": 2.5}), ("reg:logistic", {}),
+             ("binary:logitraw", {}), ("count:poisson", {}), ("multi:softprob", {"num_class": 3}),
+             ("multi:softmax", {"num_class": 3}), ("rank:ndcg", {}), ("rank:pairwise", {}),
+             ("rank:ndcg", {"lambdarank_num_pair_per_sample": 5}), ("rank:ndcg", {"ndcg_exp_gain": False}),
+             ("rank:pairwise", {"lambdarank_num_pair_per_sample": 3})]
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("name,extra", XGB_CASES)
+def test_gradients_match_xgboost(name, extra, weighted):
+    rng = np.random.default_rng(7)
+    n = 60
+    obj = objective(name, **extra)
+    k = obj.n_outputs()
+    group, gp = None, None
+    if name.startswith("rank"):
+        y = rng.integers(0, 4, n).astype(np.float32)
+        group = [20, 25, 15]
+        gp = np.r_[0, np.cumsum(group)]
+        w = (rng.random(3) + 0.5).astype(np.float32) if weighted else None  # per group
+    else:
+        y = labels_for(name, n, rng)
+        w = (rng.random(n) + 0.5).astype(np.float32) if weighted else None
+    margin = rng.normal(size=(n, k)).astype(np.float32)
+    g, h, single = xgb_grad_hess(dict(objective=name, **extra), y, margin.ravel(), w, group)
+    ours_g, ours_h = obj.gradient(margin, y, w, gp, 0)
+    if name == "count:poisson":  # XGBoost also clips the leaf step at 0.7 there
+        single &= np.abs(g / h) < 0.69
+    assert single.sum() >= n // 4
+    np.testing.assert_allclose(ours_g[single], g[single], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(ours_h[single], h[single], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("name", ["reg:squarederror", "reg:pseudohubererror", "binary:logistic",
+                                  "reg:logistic", "binary:logitraw", "count:poisson"])
+def test_base_score_matches_xgboost_intercept(name, weighted):
+    rng = np.random.default_rng(3)
+    n = 101
+    y = labels_for(name, n, rng)
+    w = (rng.random(n) + 0.5).astype(np.float32) if weighted else None
+    b = xgb.train({"objective": name, "nthread": 1, "max_depth": 1},
+                  xgb.DMatrix(rng.normal(size=(n, 2)), y, weight=w, nthread=1), 1)
+    cfg = json.loads(b.save_config())["learner"]["learner_model_param"]["base_score"]
+    expected = float(json.loads(cfg)[0]) if cfg.startswith("[") else float(cfg)
+    assert objective(name).base_score(y, w, LocalComm()) == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("name,metric", [
+    ("reg:squarederror", "rmse"), ("reg:pseudohubererror", "mphe"), ("reg:absoluteerror", "mae"),
+    ("binary:logistic", "logloss"), ("reg:logistic", "rmse"), ("binary:logitraw", "logloss"),
+    ("count:poisson", "poisson-nloglik"), ("multi:softprob", "mlogloss"), ("rank:ndcg", "ndcg@32"),
+    ("rank:pairwise", "ndcg@32")])
+def test_default_metric_is_xgboosts(name, metric):
+    assert objective(name, **PARAMS.get(name, {})).default_metric == metric
+    assert objective("rank:ndcg", lambdarank_pair_method="mean").default_metric == "ndcg"
+
+
+# -------------------------------------------------------------- intercepts and medians
+def test_absoluteerror_base_score_is_the_median_or_lower_weighted_median():
+    rng = np.random.default_rng(5)
+    obj = objective("reg:absoluteerror")
+    for n in (1, 2, 7, 10):
+        y = rng.normal(size=n).astype(np.float32)
+        assert obj.base_score(y, None, LocalComm()) == pytest.approx(float(np.median(y)), rel=1e-6)
+    y = np.array([5, 1, 3, 2, 4], np.float32)
+    w = np.array([1, 1, 1, 1, 4], np.float32)  # cumulative by value: 1 2 3 4 8, half of 8 -> 4
+    assert obj.base_score(y, w, LocalComm()) == 4.0
+    assert obj.base_score(y, np.ones(5, np.float32) * 0.5, LocalComm()) == 3.0
+
+
+def _reference_quantile(v, w):
+    """XGBoost's common::Quantile (w None) / WeightedQuantile at alpha 0.5, by sorting."""
+    if len(v) == 0 or (w is not None and w.sum() == 0):
+        return np.nan
+    if w is None:
+        return float(np.float32(np.median(v.astype(np.float64))))
+    o = np.argsort(v, kind="stable")
+    cdf = np.cumsum(w[o].astype(np.float64))
+    return float(v[o][min(np.searchsorted(cdf, 0.5 * cdf[-1], "left"), len(v) - 1)])
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_leaf_values_are_xgboost_quantiles_of_each_leaf(weighted):
+    rng = np.random.default_rng(11)
+    n, n_leaves = 500, 7
+    residual = np.round(rng.normal(size=n) * 4).astype(np.float32) / 2  # many ties
+    residual[:5] = [-0.0, 0.0, -3.5, 1e-30, -1e30]
+    leaf = rng.integers(-1, n_leaves - 1, n)  # leaf n_leaves-1 stays empty, -1 is ignored
+    w = (rng.integers(0, 4, n) / 4).astype(np.float32) if weighted else None
+    got = objective("reg:absoluteerror").leaf_values(residual, w, leaf, n_leaves, LocalComm())
+    want = [_reference_quantile(residual[leaf == j], None if w is None else w[leaf == j])
+            for j in range(n_leaves)]
+    np.testing.assert_array_equal(got, want)
+    assert np.isnan(got[-1])
+
+
+def _split_rows(n, world, rng):
+    perm = rng.permutation(n)
+    cuts = np.sort(rng.integers(0, n + 1, world - 1))
+    return np.split(perm, cuts)
+
+
+@pytest.mark.parametrize("world", [1, 2, 3])
+def test_base_score_and_leaf_values_identical_for_any_partition(world):
+    rng = np.random.default_rng(100 + world)
+    n = 300
+    y = (rng.normal(size=n) * 3).astype(np.float32)
+    yb, yp = (rng.random(n) < 0.3).astype(np.float32), rng.poisson(3, n).astype(np.float32)
+    w = (rng.random(n) * 2).astype(np.float32)
+    leaf = rng.integers(-1, 5, n)
+    names = [("reg:squarederror", y), ("reg:pseudohubererror", y), ("reg:absoluteerror", y),
+             ("binary:logistic", yb), ("count:poisson", yp)]
+
+    def compute(comm, rows):
+        out = [objective(nm).base_score(lab[rows], ww, comm)
+               for nm, lab in names for ww in (None, w[rows])]
+        ae = objective("reg:absoluteerror")
+        out.append(ae.leaf_values(y[rows], w[rows], leaf[rows], 6, comm))
+        out.append(ae.leaf_values(y[rows], None, leaf[rows], 6, comm))
+        out.append(exact_sum(np.stack([y[rows], w[rows]], 1), comm))
+        return out
+
+    reference = compute(LocalComm(), np.arange(n))
+    parts = _split_rows(n, world, rng)
+    for result in run_in_threads(world, lambda comm, r: compute(comm, parts[r])):
+        for a, b in zip(result, reference):
+            np.testing.assert_array_equal(a, b)  # bit-identical, not merely close
+
+
+def test_exact_sum_is_accurate_and_order_free():
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(10_000, 2)) * np.array([1.0, 1e-8])
+    s = exact_sum(v, LocalComm())
+    np.testing.assert_allclose(s, np.sum(v.astype(np.longdouble), axis=0).astype(np.float64), rtol=1e-12)
+    np.testing.assert_array_equal(exact_sum(v[::-1], LocalComm()), s)
+    np.testing.assert_array_equal(exact_sum(np.zeros((0, 2)), LocalComm()), [0.0, 0.0])
+
+
+def test_weighted_quantile_ignores_zero_weight_rows_and_reports_empty_segments():
+    v = np.array([100, 1, 2, 3], np.float32)
+    got = weighted_quantile(v, np.array([0, 1, 1, 1], np.float32), np.array([0, 0, 0, 0]), 2, LocalComm())
+    assert got[0] == 2.0 and np.isnan(got[1])
+
+
+# ------------------------------------------------------------------------ LambdaMART
+M64 = (1 << 64) - 1
+
+
+def _mix(x):
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M64
+    return x ^ (x >> 31)
+
+
+def reference_lambdarank(pred, label, gptr, gweight, *, topk, num_pair, ndcg, exp_gain=True,
+                         score_normalization=True, normalization=True, seed=0, iteration=0,
+                         group_offset=0):
+    """Plain NumPy LambdaMART (XGBoost's LambdaGrad + MakePairs), vectorised over pairs."""
+    n = len(pred)
+    G, H = np.zeros(n), np.zeros(n)
+    for g in range(len(gptr) - 1):
+        b, e = gptr[g], gptr[g + 1]
+        cnt = e - b
+        if cnt < 2:
+            continue
+        p, y = pred[b:e].astype(np.float32), label[b:e].astype(np.float64)
+        rank = np.argsort(-p, kind="stable")
+        yr, pr = y[rank], p[rank]
+        if topk:
+            ii, jj = np.triu_indices(cnt, 1)
+            ii, jj = ii[ii < num_pair], jj[ii < num_pair]
+        else:
+            by_label = np.argsort(-yr, kind="stable")
+            key = _mix(_mix(_mix(seed) ^ iteration) ^ (group_offset + g))
+            pairs, i = [], 0
+            while i < cnt:
+                j = i + 1
+                while j < cnt and yr[by_label[j]] == yr[by_label[i]]:
+                    j += 1
+                n_out = int(i + cnt - j)
+                for s in range(num_pair if n_out else 0):
+                    for d in range(i, j):
+                        r = _mix(key ^ ((d * num_pair + s) & M64)) % n_out
+                        pairs.append((by_label[d], by_label[r + (j - i if r >= i else 0)]))
+                i = j
+            ii, jj = (np.array(pairs, dtype=np.int64).reshape(-1, 2).T)
+        hi, lo = np.where(yr[ii] >= yr[jj], ii, jj), np.where(yr[ii] >= yr[jj], jj, ii)
+        keep = yr[hi] != yr[lo]
+        hi, lo = hi[keep], lo[keep]
+        disc = 1.0 / np.log2(np.arange(cnt) + 2.0)
+        if ndcg:
+            gain = 2.0 ** yr - 1.0 if exp_gain else yr
+            top = min(cnt, num_pair) if topk else cnt
+            idcg = np.sum(np.sort(gain)[::-1][:top] * disc[:top])
+            delta = np.abs((gain[hi] - gain[lo]) * (disc[hi] - disc[lo])) * (1 / idcg if idcg else 0.0)
+        else:
+            delta = np.ones(len(hi))
+        diff = (pr[hi] - pr[lo]).astype(np.float64)
+        if score_normalization and pr[0] != pr[-1]:
+            delta = delta / (np.abs(diff) + 0.01)
+        with np.errstate(over="ignore"):
+            sig = 1.0 / (1.0 + np.exp(-diff))
+        lam = ((sig - 1.0) * delta).astype(np.float32).astype(np.float64)
+        hes = (np.maximum(sig * (1 - sig), 1e-16) * delta * 2).astype(np.float32).astype(np.float64)
+        gg, hh = np.zeros(cnt), np.zeros(cnt)
+        np.add.at(gg, hi, lam)
+        np.add.at(gg, lo, -lam)
+        np.add.at(hh, hi, hes)
+        np.add.at(hh, lo, hes)
+        total = -2.0 * lam.sum()
+        norm = 1.0
+        if normalization:
+            norm = 1.0 / num_pair if not topk else (np.log2(1 + total) / total if total > 0 else 1.0)
+        G[b + rank], H[b + rank] = gg * gweight[g] * norm, hh * gweight[g] * norm
+    return G.astype(np.float32), H.astype(np.float32)
+
+
+def _ranking_data(rng, sizes=(0, 1, 2, 7, 40, 13, 3)):
+    gptr = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+    n = int(gptr[-1])
+    label = rng.integers(0, 4, n).astype(np.float32)
+    pred = np.round(rng.normal(size=n) * 2, 1).astype(np.float32)  # ties in predictions
+    pred[gptr[4]:gptr[5]][:5] = 0.0
+    return pred, label, gptr, rng.random(len(sizes)) + 0.5
+
+
+@pytest.mark.parametrize("topk,num_pair", [(True, 32), (True, 3), (False, 1), (False, 4)])
+@pytest.mark.parametrize("ndcg,exp_gain", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("norms", [(True, True), (False, False), (True, False)])
+def test_compiled_lambdarank_equals_numpy_reference(topk, num_pair, ndcg, exp_gain, norms):
+    pred, label, gptr, gw = _ranking_data(np.random.default_rng(num_pair))
+    kw = dict(topk=topk, num_pair=num_pair, ndcg=ndcg, exp_gain=exp_gain, score_normalization=norms[0],
+              normalization=norms[1], seed=5, iteration=3, group_offset=11)
+    g, h = lambdarank_gradient(pred, label, gptr, gw, **kw)
+    rg, rh = reference_lambdarank(pred, label, gptr, gw, **kw)
+    np.testing.assert_allclose(g, rg, rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(h, rh, rtol=2e-6, atol=1e-7)
+    assert np.all(h >= 0)
+
+
+@pytest.mark.parametrize("name,method", [("rank:ndcg", "topk"), ("rank:pairwise", "topk"),
+                                         ("rank:ndcg", "mean"), ("rank:pairwise", "mean")])
+def test_lambda_gradients_sum_to_zero_within_each_group(name, method):
+    pred, label, gptr, _ = _ranking_data(np.random.default_rng(2))
+    g, _ = objective(name, lambdarank_pair_method=method).gradient(pred[:, None], label, None, gptr, 4)
+    assert np.abs(g).sum() > 0
+    for b, e in zip(gptr[:-1], gptr[1:]):
+        assert abs(float(g[b:e].astype(np.float64).sum())) <= 1e-6 * max(1.0, np.abs(g[b:e]).sum())
+
+
+def test_mean_pair_sampling_is_a_hash_of_global_group_index_not_of_the_partition():
+    pred, label, gptr, gw = _ranking_data(np.random.default_rng(9))
+    kw = dict(topk=False, num_pair=2, ndcg=True, seed=1, iteration=7)
+    whole = lambdarank_gradient(pred, label, gptr, gw, **kw)
+    np.testing.assert_array_equal(whole[0], lambdarank_gradient(pred, label, gptr, gw, **kw)[0])
+    cut = 4  # groups 0..3 on one rank, 4.. on another
+    r = gptr[cut]
+    first = lambdarank_gradient(pred[:r], label[:r], gptr[:cut + 1], gw[:cut], **kw)
+    second = lambdarank_gradient(pred[r:], label[r:], gptr[cut:] - r, gw[cut:], group_offset=cut, **kw)
+    np.testing.assert_array_equal(np.concatenate([first[0], second[0]]), whole[0])
+    other = lambdarank_gradient(pred, label, gptr, gw, **dict(kw, iteration=8))
+    assert not np.array_equal(other[0], whole[0])
+
+
+def test_groups_with_equal_labels_get_zero_gradient():
+    g, h = objective("rank:ndcg").gradient(np.arange(5, dtype=np.float32)[:, None],
+                                           np.full(5, 2, np.float32), None, np.array([0, 5]), 0)
+    assert not g.any() and not h.any()
+
+
+def test_rank_weight_normalisation_is_agreed_over_ranks():
+    obj = objective("rank:ndcg")
+    gptr = np.array([0, 3, 5, 9])
+    w = np.repeat(np.array([1.0, 2.0, 3.0], np.float32), np.diff(gptr))
+    obj.prepare(np.zeros(9, np.float32), w, gptr, LocalComm())
+    assert obj.weight_norm == pytest.approx(3 / 6)  # n_groups / sum(group weights), as XGBoost
+    with pytest.raises(DGBoostValueError, match="per query group"):
+        obj.validate_labels(np.zeros(9, np.float32), np.arange(9, dtype=np.float32), gptr)
+
+
+# ---------------------------------------------------------------- links and validation
+def test_transforms_follow_xgboost():
+    m = np.array([[-2.0], [0.0], [3.0]], np.float32)
+    np.testing.assert_allclose(objective("binary:logistic").transform(m), _sig(m[:, 0]), rtol=1e-6)
+    np.testing.assert_allclose(objective("count:poisson").transform(m), np.exp(m[:, 0]), rtol=1e-6)
+    np.testing.assert_array_equal(objective("binary:logitraw").transform(m), m[:, 0])
+    mm = np.array([[1.0, 3.0, 3.0], [0.0, -1.0, 2.0]], np.float32)
+    p = objective("multi:softprob", num_class=3).transform(mm)
+    np.testing.assert_allclose(p.sum(1), 1.0, rtol=1e-6)
+    np.testing.assert_array_equal(objective("multi:softmax", num_class=3).transform(mm), [1.0, 2.0])
+
+
+@pytest.mark.parametrize("name,score", [("binary:logistic", 0.2), ("count:poisson", 3.0),
+                                        ("reg:squarederror", -1.5), ("binary:logitraw", 0.3)])
+def test_margin_and_score_links_are_inverse(name, score):
+    assert score_from_margin(name, margin_from_score(name, score)) == pytest.approx(score, rel=1e-12)
+    assert objective(name).margin_from_score(score) == margin_from_score(name, score)
+
+
+def test_out_of_range_base_score_is_a_parameter_error():
+    with pytest.raises(ParameterError, match=r"\(0, 1\)"):
+        margin_from_score("binary:logistic", 1.0)
+    with pytest.raises(ParameterError, match="> 0"):
+        margin_from_score("count:poisson", 0.0)
+
+
+@pytest.mark.parametrize("name,kw,label,weight,group,match", [
+    ("binary:logistic", {}, [0, 1, 2], None, None, r"\[0, 1\].*label\[2\]=2\.0"),
+    ("reg:logistic", {}, [0, -0.5], None, None, r"\[0, 1\]"),
+    ("multi:softprob", {"num_class": 3}, [0, 1, 3], None, None, r"0\.\.2"),
+    ("multi:softmax", {"num_class": 3}, [0, 1.5], None, None, "integers"),
+    ("count:poisson", {}, [1, -1], None, None, "non-negative"),
+    ("reg:squarederror", {}, [1, np.nan], None, None, "finite"),
+    ("reg:squarederror", {}, [1, 2], [1, -1], None, "non-negative"),
+    ("reg:squarederror", {}, [1, 2], [1, 1, 1], None, "one weight per row"),
+    ("rank:ndcg", {}, [0, 1, 2], None, None, "query groups"),
+    ("rank:ndcg", {}, [0, 1, 2.5], None, [0, 3], "0..31"),
+    ("rank:ndcg", {}, [0, 1, 40], None, [0, 3], "ndcg_exp_gain"),
+    ("rank:pairwise", {}, [0, 1, 2], None, [0, 2], "group_ptr"),
+])
+def test_bad_labels_raise_errors_that_name_the_problem(name, kw, label, weight, group, match):
+    obj = objective(name, **kw)
+    with pytest.raises(DGBoostError, match=match):
+        obj.validate_labels(np.asarray(label, np.float32),
+                            None if weight is None else np.asarray(weight, np.float32),
+                            None if group is None else np.asarray(group, np.int64))
+
+
+def test_unknown_objective_suggests_the_closest_name():
+    p = parse_params({})
+    p.objective = "binary:logistc"
+    with pytest.raises(ParameterError, match="binary:logistic"):
+        get_objective(p)
+
+
+def test_custom_objective_gets_raw_margins_and_its_shapes_are_checked():
+    seen = {}
+
+    def fn(preds, dtrain):
+        seen["shape"], seen["dtrain"] = preds.shape, dtrain
+        return preds - 1.0, np.ones_like(preds)
+
+    p = parse_params({"num_class": 3})
+    obj = CustomObjective(fn, p, 3)
+    obj.dtrain = "the dmatrix"
+    m = np.zeros((4, 3), np.float32)
+    g, h = obj.gradient(m, np.zeros(4, np.float32), None, None, 0)
+    assert seen == {"shape": (4, 3), "dtrain": "the dmatrix"} and g.shape == (4, 3)
+    np.testing.assert_array_equal(g, -1.0)
+    one = CustomObjective(lambda pr, d: (pr.ravel(), pr.ravel()), p, 1)
+    assert one.gradient(np.ones((4, 1), np.float32), np.zeros(4), None, None, 0)[0].shape == (4, 1)
+    with pytest.raises(DGBoostValueError, match="shape"):
+        CustomObjective(lambda pr, d: (pr[:2], pr[:2]), p, 3).gradient(m, np.zeros(4), None, None, 0)
+    with pytest.raises(DGBoostValueError, match="non-finite"):
+        CustomObjective(lambda pr, d: (np.full_like(pr, np.nan), pr), p, 3).gradient(m, np.zeros(4), None, None, 0)

@@ -1,0 +1,165 @@
+"""The boosting loop: determinism, partition independence, growth policies, resuming."""
+import numpy as np
+import pytest
+
+import dgboost as dg
+from dgboost.comm import run_in_threads
+
+
+def _data(n=3000, f=8, seed=0, missing=0.2, task="binary"):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, f)).astype(np.float32)
+    signal = x[:, 0] + np.sin(2 * x[:, 1]) + x[:, 2] * x[:, 3]
+    x[rng.random(x.shape) < missing] = np.nan
+    if task == "binary":
+        y = (signal + rng.normal(scale=0.5, size=n) > 0).astype(np.float32)
+    else:
+        y = (signal + rng.normal(scale=0.3, size=n)).astype(np.float32)
+    return x, y
+
+
+BASE = {"objective": "binary:logistic", "max_depth": 5, "eta": 0.3, "max_bin": 32}
+
+
+def _train_partitioned(params, x, y, bounds, rounds=5, weight=None):
+    """Train with rows split at ``bounds`` across len(bounds)+1 thread ranks."""
+    edges = [0, *bounds, len(y)]
+
+    def rank_fn(comm, rank):
+        lo, hi = edges[rank], edges[rank + 1]
+        w = None if weight is None else weight[lo:hi]
+        d = dg.DMatrix(x[lo:hi], y[lo:hi], weight=w)
+        return dg.train(params, d, rounds, verbose_eval=False, comm=comm).to_json()
+
+    return run_in_threads(len(edges) - 1, rank_fn)
+
+
+def test_the_same_inputs_and_seed_give_a_byte_identical_model_file(tmp_path):
+    x, y = _data()
+    params = {**BASE, "subsample": 0.8, "colsample_bynode": 0.7, "seed": 11}
+    paths = []
+    for k in range(2):
+        b = dg.train(params, dg.DMatrix(x, y), 6, verbose_eval=False)
+        paths.append(tmp_path / f"m{k}.json")
+        b.save_model(paths[-1])
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+
+
+@pytest.mark.parametrize("params", [
+    BASE,
+    {**BASE, "subsample": 0.7, "colsample_bytree": 0.8, "colsample_bylevel": 0.8, "seed": 3},
+    {**BASE, "grow_policy": "lossguide", "max_leaves": 12, "max_depth": 0},
+    {**BASE, "objective": "reg:squarederror", "min_child_weight": 5, "alpha": 0.1, "max_delta_step": 0.5},
+])
+def test_the_model_does_not_depend_on_how_rows_are_partitioned_across_ranks(params):
+    x, y = _data(n=2400, task="binary" if params["objective"].startswith("binary") else "regression")
+    w = np.random.default_rng(1).uniform(0.5, 2.0, size=len(y)).astype(np.float32)
+    single = dg.train(params, dg.DMatrix(x, y, weight=w), 5, verbose_eval=False).to_json()
+    for bounds in ([1200], [300, 1000, 1999]):
+        models = _train_partitioned(params, x, y, bounds, weight=w)
+        assert all(m == single for m in models)
+
+
+def test_a_rank_without_rows_still_takes_part():
+    x, y = _data(n=1000)
+    single = dg.train(BASE, dg.DMatrix(x, y), 3, verbose_eval=False).to_json()
+    # ranks 0 and 2 get one row, rank 1 the rest; a rank with a single row still works
+    models = _train_partitioned(BASE, x, y, [1, 999], rounds=3)
+    assert models[0] == single
+
+
+def test_training_reduces_the_training_loss_every_round():
+    x, y = _data()
+    result = {}
+    d = dg.DMatrix(x, y)
+    dg.train({**BASE, "eval_metric": "logloss"}, d, 10, evals=[(d, "train")], evals_result=result,
+             verbose_eval=False)
+    loss = result["train"]["logloss"]
+    assert len(loss) == 10 and all(b < a for a, b in zip(loss, loss[1:]))
+
+
+def test_depthwise_trees_respect_max_depth_and_lossguide_trees_respect_max_leaves():
+    x, y = _data()
+    d = dg.DMatrix(x, y)
+    deep = dg.train({**BASE, "max_depth": 3}, d, 3, verbose_eval=False)
+    assert max(t.depth() for t in deep.ensemble.trees()) == 3
+    lg = dg.train({**BASE, "grow_policy": "lossguide", "max_leaves": 7, "max_depth": 0}, d, 3,
+                  verbose_eval=False)
+    assert all(t.n_leaves == 7 for t in lg.ensemble.trees())
+    assert max(t.depth() for t in lg.ensemble.trees()) >= 3
+
+
+def test_predictions_equal_the_margins_accumulated_during_training():
+    x, y = _data()
+    d = dg.DMatrix(x, y)
+    result = {}
+    b = dg.train({**BASE, "eval_metric": "logloss"}, d, 8, evals=[(d, "t")], evals_result=result,
+                 verbose_eval=False)
+    p = b.predict(d)
+    eps = 1e-16
+    logloss = -np.mean(y * np.log(np.maximum(p, eps)) + (1 - y) * np.log(np.maximum(1 - p, eps)))
+    assert logloss == pytest.approx(result["t"]["logloss"][-1], rel=1e-5)
+
+
+def test_gamma_and_min_child_weight_prune_splits():
+    x, y = _data()
+    d = dg.DMatrix(x, y)
+    plain = dg.train(BASE, d, 3, verbose_eval=False).ensemble.n_nodes
+    assert dg.train({**BASE, "gamma": 5.0}, d, 3, verbose_eval=False).ensemble.n_nodes < plain
+    assert dg.train({**BASE, "min_child_weight": 50}, d, 3, verbose_eval=False).ensemble.n_nodes < plain
+    assert dg.train({**BASE, "gamma": 1e9}, d, 3, verbose_eval=False).ensemble.n_nodes == 3
+
+
+def test_resuming_training_continues_from_the_given_model():
+    x, y = _data()
+    d = dg.DMatrix(x, y)
+    first = dg.train(BASE, d, 4, verbose_eval=False)
+    more = dg.train(BASE, d, 3, xgb_model=first, verbose_eval=False)
+    assert more.num_boosted_rounds() == 7
+    np.testing.assert_array_equal(more[0:4].predict(d), first.predict(d))
+    full = dg.train(BASE, d, 7, verbose_eval=False)
+    # the continued model grows the same trees as an uninterrupted run
+    np.testing.assert_allclose(more.predict(d), full.predict(d), rtol=1e-6)
+
+
+def test_early_stopping_records_the_best_iteration():
+    x, y = _data(n=2000)
+    xv, yv = _data(n=1000, seed=5)
+    dtr, dva = dg.DMatrix(x, y), dg.DMatrix(xv, yv)
+    b = dg.train({**BASE, "eta": 1.0, "max_depth": 8}, dtr, 200, evals=[(dva, "valid")],
+                 early_stopping_rounds=3, verbose_eval=False)
+    assert b.num_boosted_rounds() == b.best_iteration + 4
+    assert b.num_boosted_rounds() < 200
+
+
+def test_iteration_range_and_slicing_agree():
+    x, y = _data()
+    d = dg.DMatrix(x, y)
+    b = dg.train(BASE, d, 6, verbose_eval=False)
+    np.testing.assert_array_equal(b.predict(d, iteration_range=(0, 3)), b[:3].predict(d))
+    np.testing.assert_array_equal(b.predict(d, iteration_range=(2, 5), output_margin=True),
+                                  b[2:5].predict(d, output_margin=True))
+
+
+def test_callbacks_are_called_and_can_stop_training():
+    x, y = _data()
+    calls = []
+
+    class StopAtThree(dg.TrainingCallback):
+        def after_iteration(self, model, epoch, evals_log):
+            calls.append(epoch)
+            return epoch == 2
+
+    b = dg.train(BASE, dg.DMatrix(x, y), 10, callbacks=[StopAtThree()], verbose_eval=False)
+    assert calls == [0, 1, 2] and b.num_boosted_rounds() == 3
+
+
+def test_progress_lines_show_round_metric_and_time_left(capsys):
+    x, y = _data(n=500)
+    d = dg.DMatrix(x, y)
+    dg.train(BASE, d, 4, evals=[(d, "train")], verbose_eval=2)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("[0]\ttrain-logloss:") and "eta" in out[0]
+    assert [line.split("\t")[0] for line in out] == ["[0]", "[2]", "[3]"]
+    dg.train(BASE, d, 4, evals=[(d, "train")], verbose_eval=False)
+    assert capsys.readouterr().out == ""
