@@ -12,11 +12,12 @@ from .data import DMatrix
 from .errors import (DGBoostError, DGBoostTypeError, DGBoostValueError, ModelFormatError,
                      ParameterError)
 from .training import TrainingCallback, train
+from .explain.explainer import TreeExplainer
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Booster", "DMatrix", "train", "TrainingCallback",
+    "Booster", "DMatrix", "train", "TrainingCallback", "TreeExplainer",
     "DGBoostError", "DGBoostValueError", "DGBoostTypeError", "ModelFormatError", "ParameterError",
     "__version__",
 ]

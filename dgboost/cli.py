@@ -1,10 +1,11 @@
-"""The ``dgboost`` command line: ``demo``, ``train`` and ``predict``.
+"""The ``dgboost`` command line: ``demo``, ``train``, ``predict`` and ``explain``.
 
 ::
 
     dgboost demo --rows 100000 --rounds 50
     dgboost train --config train.yaml
     dgboost predict --model model.json --data test.csv --output predictions.csv
+    dgboost explain --model model.json --data test.csv --output shap.csv [--interactions]
 
 Errors that dgboost raises on purpose (:class:`~dgboost.errors.DGBoostError`: bad data,
 bad parameters, bad config, bad model file) are printed as one ``Error: ...`` line on
@@ -436,6 +437,95 @@ def predict(model_path: str, data_path: str, output_path: Path, margin: bool, la
     preds = booster.predict(data, output_margin=margin)
     write_predictions(output_path, preds)
     _say(quiet, f"wrote {len(preds):,} predictions to {output_path}")
+
+
+def shap_column_names(features: list[str], output_names, interactions: bool) -> list[str]:
+    """Column names of a SHAP file: features + ``bias`` (``a:b`` pairs for interactions),
+    suffixed ``[<output>]`` when the model has several outputs (``output_names``)."""
+    cols = list(features) + ["bias"]
+    if interactions:
+        cols = [f"{a}:{b}" for a in cols for b in cols]
+    if output_names is None:
+        return cols
+    return [f"{c}[{g}]" for g in output_names for c in cols]
+
+
+def write_explanations(path: str | os.PathLike, values: np.ndarray, features: list[str],
+                       output_names=None, interactions: bool = False) -> None:
+    """Write SHAP values by extension: .npy (the array: (n, F+1), (n, k, F+1), or (n[, k],
+    F+1, F+1) with interactions), .parquet/.pq, else CSV with named columns."""
+    import pandas as pd
+
+    path = Path(path)
+    values = np.asarray(values)
+    if path.suffix.lower() == ".npy":
+        _write_atomic(path, lambda tmp: np.save(tmp, values))
+        return
+    flat = values.reshape(values.shape[0], -1)
+    frame = pd.DataFrame(flat, columns=shap_column_names(features, output_names, interactions))
+    if path.suffix.lower() in (".parquet", ".pq"):
+        try:
+            _write_atomic(path, lambda tmp: frame.to_parquet(tmp, index=False))
+        except ImportError as exc:
+            raise DGBoostValueError(f"writing {path} needs an optional package: {exc}") from None
+    else:
+        _write_atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
+
+
+@main.command()
+@click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="dgboost or XGBoost JSON model, or a LightGBM text model.")
+@click.option("--data", "data_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="CSV, Parquet or .npy features.")
+@click.option("--output", "output_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write SHAP values: .csv (default), .npy or .parquet.")
+@click.option("--interactions", is_flag=True, help="Write SHAP interaction values instead.")
+@click.option("--algorithm", type=click.Choice(["auto", "path", "table"]), default="auto",
+              show_default=True, help="How SHAP values are computed (same numbers).")
+@click.option("--label-column", default=None, help="Column to drop before explaining (e.g. the label).")
+@click.option("--quiet", is_flag=True, help="No progress output (errors only).")
+@_errors_to_exit_code
+def explain(model_path: str, data_path: str, output_path: Path, interactions: bool, algorithm: str,
+            label_column: str | None, quiet: bool) -> None:
+    """Exact SHAP values (or interaction values) of a saved model for every row of a file.
+
+    Columns: one per feature plus "bias" (the expected value); each row sums to the model's
+    raw output (margin). Multi-output models get one block of columns per output, named
+    "<feature>[<output>]"; interaction files have "<a>:<b>" columns.
+    """
+    from .explain.explainer import TreeExplainer
+
+    explainer = TreeExplainer(model_path, algorithm=algorithm, progress=not quiet)
+    data = read_table(data_path)
+    if hasattr(data, "columns"):
+        columns = [str(c) for c in data.columns]
+        if label_column is not None:
+            if label_column not in columns:
+                raise DGBoostValueError(f"{data_path}: no column {label_column!r} to drop "
+                                        f"(columns are {columns[:10]})")
+            data = data.drop(columns=[c for c in data.columns if str(c) == label_column])
+        names = explainer.meta.get("feature_names")
+        if names is not None and set(names) <= {str(c) for c in data.columns}:
+            data = data[names]  # the model's columns, in the model's order
+    elif label_column is not None:
+        raise DGBoostTypeError(f"{data_path} has no column names: --label-column needs CSV or Parquet data")
+    n_rows = len(data)
+    if n_rows == 0:
+        raise DGBoostValueError(f"{data_path} has no rows to explain")
+    _say(quiet, f"explaining {n_rows:,} rows with {explainer.ensemble.n_trees} trees "
+                f"({'interaction values' if interactions else 'SHAP values'})")
+    values = explainer.contributions(data, interactions=interactions)
+    if explainer.n_outputs == 1:
+        values = values[:, 0]
+    features = [str(c) for c in data.columns] if hasattr(data, "columns") else \
+        explainer._names_for(values.shape[-1] - 1)
+    outputs = None
+    if explainer.n_outputs > 1:
+        outputs = explainer.output_names if explainer.output_names is not None \
+            else list(range(explainer.n_outputs))
+    write_explanations(output_path, values, features, outputs, interactions)
+    _say(quiet, f"wrote {'interaction values' if interactions else 'SHAP values'} of {n_rows:,} rows "
+                f"to {output_path}")
 
 
 if __name__ == "__main__":  # pragma: no cover

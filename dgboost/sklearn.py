@@ -511,6 +511,19 @@ class DGBModel(BaseEstimator):
         return self._Booster.predict(dm, pred_leaf=True,
                                      iteration_range=self._iteration_range(iteration_range))
 
+    def shap_values(self, X, **kwargs) -> np.ndarray:
+        """Exact SHAP values of the margin, as ``shap.TreeExplainer(model).shap_values(X)``:
+        float64 (n, F), or (n, F, k) for k classes; ``shap_values(X).sum(1) +
+        dgboost.TreeExplainer(model).expected_value`` is ``predict(X, output_margin=True)``.
+
+        Uses the same rounds as ``predict`` (up to the best iteration after early stopping).
+        Keyword arguments go to :meth:`dgboost.TreeExplainer.shap_values`.
+        """
+        from .explain.explainer import TreeExplainer
+
+        dm = self._predict_dmatrix(X)
+        return TreeExplainer(self).shap_values(dm.data, **kwargs)
+
     @property
     def feature_importances_(self) -> np.ndarray:
         """Normalised importance per feature (XGBoost's default for trees: mean split gain)."""

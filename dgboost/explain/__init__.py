@@ -5,6 +5,9 @@ Pipeline (DESIGN.md section 4)::
     Ensemble --extract_paths--> PathTable --pack--> PackedTable (32-lane bins for a GPU)
              --build_tables--> WeightTables (optional, Fast TreeSHAP v2)
              --shap_values_* / shap_interactions / shap_values_interventional--> arrays
+
+User-facing: :class:`TreeExplainer` (shap's interface) over :func:`to_ensemble` (importers
+for dgboost, XGBoost, LightGBM and scikit-learn models).
 """
 from .paths import PATH_ELEMENT_DTYPE, PathTable, as_path_table, extract_paths
 from .binpack import (BIN_CAPACITY, PackedTable, best_fit_decreasing, bin_items,
@@ -12,10 +15,15 @@ from .binpack import (BIN_CAPACITY, PackedTable, best_fit_decreasing, bin_items,
 from .tables import WeightTables, build_tables
 from .treeshap import (shap_interactions, shap_values, shap_values_interventional,
                        shap_values_path, shap_values_table)
+from .importers import ThresholdEncoder, UnsupportedModelError, to_ensemble
+from .explainer import AdditivityError, Explanation, TreeExplainer
+from .api import booster_contributions
 
 __all__ = [
     "PATH_ELEMENT_DTYPE", "PathTable", "as_path_table", "extract_paths",
     "BIN_CAPACITY", "PackedTable", "best_fit_decreasing", "bin_items", "first_fit_decreasing",
     "next_fit", "pack", "WeightTables", "build_tables", "shap_interactions", "shap_values",
     "shap_values_interventional", "shap_values_path", "shap_values_table",
+    "TreeExplainer", "Explanation", "AdditivityError", "to_ensemble", "UnsupportedModelError",
+    "ThresholdEncoder", "booster_contributions",
 ]

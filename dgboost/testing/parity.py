@@ -63,7 +63,7 @@ def within_tolerance(r: ParityResult) -> bool:
     return r.relative_gap <= 0.01
 
 
-def _synthetic(kind: str, n: int = 6000, f: int = 12, seed: int = 0):
+def _synthetic(kind: str, n: int = 20000, f: int = 12, seed: int = 0):
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(n, f)).astype(np.float32)
     s = x[:, 0] + np.sin(2 * x[:, 1]) + 0.5 * x[:, 2] * x[:, 3] + np.abs(x[:, 4]) - 0.8

@@ -9,10 +9,12 @@ from hypothesis import strategies as st
 from dgboost.explain import (build_tables, extract_paths, pack, shap_interactions,
                              shap_values, shap_values_interventional, shap_values_path,
                              shap_values_table)
-from dgboost.explain.tables import table_entries
+from dgboost.explain.tables import (InteractionTables, build_interaction_tables,
+                                    interaction_table_entries, table_entries)
 from dgboost.testing.shap_oracle import (brute_force_interactions, brute_force_interventional,
                                          brute_force_shap, chain_tree, ensemble_from_xgboost,
-                                         predict_margin, random_ensemble, random_rows)
+                                         predict_margin, random_ensemble, random_rows,
+                                         random_tree)
 from dgboost.tree import Ensemble, Tree
 
 # (seed, n_features, n_trees per group, max_depth, n_groups)
@@ -257,6 +259,239 @@ def test_extra_columns_get_zero_values_and_too_few_columns_are_an_error():
 
 
 # ---------------------------------------------------------------------------------------
+# interaction values: quadrature and table methods against O(k^3) and brute force
+# ---------------------------------------------------------------------------------------
+INTERACTION_VARIANTS = [("quadrature", {}), ("table", {}), ("table", {"max_k": 16}),
+                        ("table", {"max_k": 3}), ("table", {"max_table_bytes": 0})]
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("method,kw", INTERACTION_VARIANTS)
+def test_interaction_methods_equal_the_o_k3_method_and_brute_force(case, method, kw):
+    # random trees on few features: repeated features on a path (merged), NaN rows
+    _, ens, X = make_case(*case, n_rows=14)
+    table = extract_paths(ens)
+    got = shap_interactions(table, X, method=method, **kw)
+    np.testing.assert_allclose(got, shap_interactions(table, X, method="path"), rtol=0,
+                               atol=1e-9)
+    np.testing.assert_allclose(got, brute_force_interactions(ens, X), rtol=0, atol=1e-6)
+
+
+def _exact_pair_weight(z, o, i, j):
+    """W_ij = sum_{S subset of on others} |S|!(m-|S|)!/(m+1)! prod_{others not in S} z, in
+    rationals (m = number of other elements)."""
+    from fractions import Fraction
+    from math import factorial
+
+    poly = [Fraction(1)]  # coefficients of prod over others of (z_l + o_l t)
+    for l in range(len(z)):
+        if l in (i, j):
+            continue
+        new = [Fraction(0)] * (len(poly) + 1)
+        for d, c in enumerate(poly):
+            new[d] += c * Fraction(float(z[l]))
+            if o[l]:
+                new[d + 1] += c
+        poly = new
+    m = len(poly) - 1
+    return sum(c * Fraction(factorial(d) * factorial(m - d), factorial(m + 1))
+               for d, c in enumerate(poly))
+
+
+def test_long_paths_fall_back_to_quadrature_and_stay_exact():
+    from fractions import Fraction
+
+    rng = np.random.default_rng(31)
+    # deep trees on few features: merged paths are short enough for brute force
+    ens = Ensemble(base_margin=-0.5)
+    ens.append(chain_tree(rng, n_features=9, depth=40))
+    ens.append(random_tree(rng, 9, 8))
+    X = random_rows(rng, 15, 9)
+    table = extract_paths(ens)
+    bf = brute_force_interactions(ens, X)
+    for method, kw in INTERACTION_VARIANTS:
+        np.testing.assert_allclose(shap_interactions(table, X, method=method, **kw), bf,
+                                   rtol=0, atol=1e-6)
+    # 36 distinct features on one path: no table (k > max_k), quadrature with 18 nodes;
+    # exact rational weights for some pairs of that path alone
+    ens = Ensemble()
+    ens.append(chain_tree(rng, n_features=50, depth=36, distinct=True))
+    X = random_rows(rng, 6, 50, nan_prob=0.05)
+    table = extract_paths(ens)
+    p = int(np.argmax(table.path_lengths))
+    one = table.select_paths([p])
+    s, e = one.path_offsets[0] + 1, one.path_offsets[1]
+    k = e - s
+    assert k == 36
+    tabs = build_interaction_tables(one, max_k=30)
+    assert tabs.coverage(one) == 0.0  # 36 > max_k
+    got = shap_interactions(one, X, method="table", tables=tabs)
+    np.testing.assert_array_equal(got, shap_interactions(one, X))
+    ref = shap_interactions(one, X, method="path")  # UNWIND: ~1e-11 here, worse deeper
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-8)
+    z, feat, v = one.zero_fraction[s:e], one.feature[s:e], Fraction(float(one.path_v[0]))
+    X32 = X.astype(np.float32)
+    for r in range(3):
+        x = X32[r, feat]
+        o = [bool((one.lower[s + l] <= x[l] < one.upper[s + l])
+                  or (np.isnan(x[l]) and one.is_missing_branch[s + l])) for l in range(k)]
+        for i, j in [(0, 1), (3, 35), (17, 18), (20, 33)]:
+            w = _exact_pair_weight(z, o, i, j)
+            val = float(v / 2 * (int(o[i]) - Fraction(float(z[i])))
+                        * (int(o[j]) - Fraction(float(z[j]))) * w)
+            assert got[r, 0, feat[i], feat[j]] == pytest.approx(val, rel=1e-12, abs=1e-15)
+            assert got[r, 0, feat[j], feat[i]] == got[r, 0, feat[i], feat[j]]
+    # additivity and SHAP values for the whole model
+    X = random_rows(rng, 20, 50, nan_prob=0.05)
+    inter = shap_interactions(ens, X)
+    np.testing.assert_allclose(inter.sum((-1, -2)), predict_margin(ens, X), rtol=1e-9,
+                               atol=1e-9)
+    np.testing.assert_allclose(inter.sum(-1), shap_values_path(ens, X), rtol=0, atol=1e-9)
+
+
+def test_interaction_tables_hold_the_pair_weights_and_the_shap_weights():
+    from math import factorial
+
+    _, ens, X = make_case(32, 7, 3, 6, 1, n_rows=30)
+    table = extract_paths(ens)
+    tabs = build_interaction_tables(table, max_k=16)
+    shap_tabs = build_tables(table)
+    assert isinstance(tabs, InteractionTables) and tabs.coverage(table) == 1.0
+    k_all = table.path_lengths - 1
+    assert tabs.n_bytes == 8 * int(interaction_table_entries(k_all).sum())
+    for p in range(table.n_paths):
+        s, e = table.path_offsets[p] + 1, table.path_offsets[p + 1]
+        z, k = table.zero_fraction[s:e], e - s
+        if k == 0:
+            continue
+        off, half = tabs.table_offsets[p], 1 << (k - 1)
+        # the SHAP part is the WeightTables table of the path
+        np.testing.assert_allclose(
+            tabs.values[off:off + k * half],
+            shap_tabs.values[shap_tabs.table_offsets[p]:shap_tabs.table_offsets[p] + k * half],
+            rtol=0, atol=1e-13)
+        pair = 0
+        for i in range(k):
+            for j in range(i + 1, k):
+                others = [l for l in range(k) if l not in (i, j)]
+                for P in range(1 << (k - 2)):
+                    on = {others[b] for b in range(k - 2) if (P >> b) & 1}
+                    w = 0.0
+                    for msk in range(1 << len(on)):
+                        S = {sorted(on)[b] for b in range(len(on)) if (msk >> b) & 1}
+                        w += factorial(len(S)) * factorial(k - 2 - len(S)) / factorial(k - 1) \
+                            * np.prod([z[l] for l in others if l not in S])
+                    got = tabs.values[off + k * half + pair * (1 << (k - 2)) + P]
+                    assert got == pytest.approx(w, abs=1e-13)
+                pair += 1
+    # an InteractionTables is also a WeightTables for shap_values_table
+    np.testing.assert_allclose(shap_values_table(table, X, tables=tabs),
+                               shap_values_path(table, X), rtol=0, atol=1e-9)
+
+
+def test_interaction_table_budget_prefers_short_paths_and_zero_budget_falls_back():
+    _, ens, X = make_case(33, 10, 10, 6, 2, n_rows=60)
+    table = extract_paths(ens)
+    ref = shap_interactions(table, X, method="path")
+    full = build_interaction_tables(table, max_k=16)
+    assert full.coverage(table) == 1.0
+    some = build_interaction_tables(table, max_table_bytes=full.n_bytes // 4, max_k=16)
+    none = build_interaction_tables(table, max_table_bytes=0, max_k=16)
+    short = build_interaction_tables(table)
+    k = table.path_lengths - 1
+    assert some.n_bytes <= full.n_bytes // 4 and 0 < some.coverage(table) < 1
+    assert k[some.has_table & (k > 0)].max() <= k[~some.has_table].min()
+    assert none.n_bytes == 0 and none.coverage(table) == 0.0
+    assert not np.any(short.has_table[k > short.max_k])
+    for tabs in (full, some, none, short):
+        np.testing.assert_allclose(shap_interactions(table, X, method="table", tables=tabs),
+                                   ref, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(shap_interactions(table, X, method="table", max_table_bytes=0),
+                               ref, rtol=0, atol=1e-9)
+
+
+def test_interaction_tables_are_cached_per_budget_and_not_pickled():
+    import pickle
+
+    _, ens, X = make_case(34, 5, 3, 4, 1, n_rows=10)
+    table = extract_paths(ens)
+    a = shap_interactions(table, X, method="table")
+    cache = table._weight_tables
+    assert len(cache) == 1
+    tabs = next(iter(cache.values()))
+    shap_interactions(table, X, method="table")
+    assert len(cache) == 1 and next(iter(cache.values())) is tabs
+    shap_interactions(table, X, method="table", max_k=8)
+    shap_interactions(table, X)  # quadrature builds nothing
+    assert len(cache) == 2
+    clone = pickle.loads(pickle.dumps(table))
+    assert not hasattr(clone, "_weight_tables")
+    np.testing.assert_array_equal(shap_interactions(clone, X, method="table"), a)
+
+
+def test_interaction_arguments_are_checked():
+    _, ens, X = make_case(35, 4, 2, 3, 1, n_rows=5)
+    table = extract_paths(ens)
+    with pytest.raises(ValueError, match="method"):
+        shap_interactions(table, X, method="exact")
+    with pytest.raises(TypeError, match="InteractionTables"):
+        shap_interactions(table, X, method="table", tables=build_tables(table))
+    other = extract_paths(make_case(36, 4, 3, 3, 1)[1])
+    with pytest.raises(ValueError, match="different path table"):
+        shap_interactions(table, X, method="table", tables=build_interaction_tables(other))
+    with pytest.raises(ValueError, match="block_rows"):
+        shap_interactions(table, X, block_rows=0)
+    for method in ("quadrature", "table", "path"):
+        assert shap_interactions(table, X[:0], method=method).shape == (0, 1, 5, 5)
+
+
+def test_interaction_values_do_not_depend_on_blocks_or_threads():
+    import numba
+
+    _, ens, X = make_case(37, 8, 4, 6, 2, n_rows=53)
+    table = extract_paths(ens)
+    tabs = build_interaction_tables(table, max_k=5)
+    threads = numba.get_num_threads()
+    try:
+        for method, kw in (("quadrature", {}), ("table", {"tables": tabs})):
+            ref = shap_interactions(table, X, method=method, **kw)
+            for block in (1, 6, 1000):
+                np.testing.assert_array_equal(
+                    shap_interactions(table, X, method=method, block_rows=block, **kw), ref)
+            for nt in {1, min(2, numba.config.NUMBA_NUM_THREADS)}:
+                numba.set_num_threads(nt)
+                np.testing.assert_array_equal(shap_interactions(table, X, method=method, **kw),
+                                              ref)
+            numba.set_num_threads(threads)
+    finally:
+        numba.set_num_threads(threads)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31), n_features=st.integers(1, 9), depth=st.integers(0, 7),
+       n_groups=st.integers(1, 3), n_rows=st.integers(0, 20),
+       nan_prob=st.sampled_from([0.0, 0.3, 1.0]), zero_cover=st.sampled_from([0.0, 0.3]),
+       max_k=st.integers(0, 8))
+def test_interaction_methods_agree_for_any_shape(seed, n_features, depth, n_groups, n_rows,
+                                                 nan_prob, zero_cover, max_k):
+    rng = np.random.default_rng(seed)
+    ens = random_ensemble(rng, n_features, n_trees=3, max_depth=depth, n_groups=n_groups,
+                          zero_cover_prob=zero_cover)
+    X = random_rows(rng, n_rows, n_features, nan_prob=nan_prob)
+    table = extract_paths(ens)
+    ref = shap_interactions(table, X, method="path")
+    quad = shap_interactions(table, X)
+    tab = shap_interactions(table, X, method="table", max_k=max_k)
+    assert quad.shape == (n_rows, n_groups, n_features + 1, n_features + 1)
+    np.testing.assert_allclose(quad, ref, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(tab, ref, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(quad, np.swapaxes(quad, -1, -2))
+    np.testing.assert_allclose(quad.sum(-1), shap_values_path(table, X), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(quad.sum((-1, -2)), predict_margin(ens, X), rtol=1e-9,
+                               atol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------
 # XGBoost
 # ---------------------------------------------------------------------------------------
 xgb = pytest.importorskip("xgboost")
@@ -310,6 +545,18 @@ def test_interaction_values_match_xgboost_pred_interactions(objective, depth):
     Xq = X[:40]
     expected = xgb_layout(booster.predict(xgb.DMatrix(Xq), pred_interactions=True), ens.n_groups)
     np.testing.assert_allclose(shap_interactions(ens, Xq), expected, rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("method,kw", [("table", {"max_k": 16}), ("path", {})])
+@pytest.mark.parametrize("objective,depth", XGB_CASES)
+def test_other_interaction_methods_match_xgboost_pred_interactions(objective, depth, method,
+                                                                   kw):
+    booster, X = train_xgboost(objective, depth, rounds=4)
+    ens = ensemble_from_xgboost(booster)
+    Xq = X[:40]
+    expected = xgb_layout(booster.predict(xgb.DMatrix(Xq), pred_interactions=True), ens.n_groups)
+    np.testing.assert_allclose(shap_interactions(ens, Xq, method=method, **kw), expected,
+                               rtol=0, atol=1e-4)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("dgboost.model_io") is None,

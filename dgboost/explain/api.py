@@ -1,0 +1,77 @@
+"""Glue between :class:`~dgboost.booster.Booster` and the TreeSHAP engine.
+
+``Booster.predict(pred_contribs=True / pred_interactions=True)`` calls
+:func:`booster_contributions`, which returns XGBoost's layout:
+
+* contributions: float32 ``(n, F + 1)`` for one output group, ``(n, n_groups, F + 1)``
+  for several (multiclass); the bias (base margin + expected tree output) is last;
+* interactions: float32 ``(n, F + 1, F + 1)`` / ``(n, n_groups, F + 1, F + 1)``, the bias
+  at ``[F, F]``.
+
+A per-row ``base_margin`` replaces the model's base margin in the bias entry, as XGBoost
+does. The path table of the requested tree range is built once per booster (and its
+weight tables once per path table) and cached on the booster; it is not pickled.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DGBoostValueError
+from .paths import PathTable, extract_paths
+
+__all__ = ["booster_contributions", "booster_path_table"]
+
+_CACHE_ATTR = "_explain_cache"
+
+
+def booster_path_table(booster, t0: int = 0, t1: int | None = None) -> PathTable:
+    """The :class:`PathTable` of trees ``[t0, t1)`` of ``booster.ensemble``, cached on the
+    booster (one entry, invalidated when the ensemble object or its size changes)."""
+    ens = booster.ensemble
+    n_trees = ens.n_trees
+    t1 = n_trees if t1 is None else int(t1)
+    key = (int(t0), t1, n_trees, ens.n_nodes)
+    cache = booster.__dict__.get(_CACHE_ATTR)
+    if cache is not None and cache[0] is ens and cache[1] == key:
+        return cache[2]
+    sub = ens if (t0 == 0 and t1 == n_trees) else ens.slice(int(t0), t1)
+    table = extract_paths(sub)
+    booster.__dict__[_CACHE_ATTR] = (ens, key, table)
+    return table
+
+
+def replace_base_margin(out: np.ndarray, table: PathTable, base_margin, interactions: bool) -> None:
+    """Swap the model's base margin for a per-row ``base_margin`` in the bias entries of
+    ``out`` (engine layout (n, G, F+1) or (n, G, F+1, F+1)), in place."""
+    n, G = out.shape[0], out.shape[1]
+    bm = np.asarray(base_margin, dtype=np.float64)
+    if bm.size != n * G:
+        raise DGBoostValueError(f"base_margin has {bm.size} values; expected {n} rows x {G} outputs")
+    delta = bm.reshape(n, G) - table.base_margin[None, :]
+    if interactions:
+        out[:, :, -1, -1] += delta
+    else:
+        out[:, :, -1] += delta
+
+
+def booster_contributions(booster, values: np.ndarray, t0: int, t1: int, *,
+                          interactions: bool = False, base_margin=None,
+                          method: str = "table") -> np.ndarray:
+    """SHAP contributions or interactions of trees ``[t0, t1)`` in XGBoost's layout (float32).
+
+    ``values``: float32 (n, F), already checked against the booster's features.
+    """
+    from .treeshap import shap_interactions, shap_values
+
+    table = booster_path_table(booster, t0, t1)
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    if interactions:
+        out = shap_interactions(table, values)
+    else:
+        out = shap_values(table, values, method=method)
+    if base_margin is not None:
+        replace_base_margin(out, table, base_margin, interactions)
+    out = out.astype(np.float32)
+    if out.shape[1] == 1:
+        out = out[:, 0]
+    return out

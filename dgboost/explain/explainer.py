@@ -1,0 +1,616 @@
+"""``TreeExplainer``: exact SHAP values of tree models, with ``shap.TreeExplainer``'s interface.
+
+::
+
+    import dgboost
+    explainer = dgboost.TreeExplainer(model)            # dgboost, XGBoost, LightGBM, sklearn
+    phi = explainer.shap_values(X)                      # (n, F) or (n, F, k)
+    phi.sum(1) + explainer.expected_value               # == the model's raw output
+    shap.plots.beeswarm(explainer(X))                   # a shap.Explanation
+
+Output layout (shap >= 0.45, the current convention):
+
+* ``shap_values(X)``: float64 ``(n, F)`` for one output, ``(n, F, k)`` for ``k`` outputs
+  (classes; also 2 for scikit-learn tree/forest classifiers, which explain both class
+  probabilities, as shap does); the bias is not included. ``expected_value`` is a float
+  for one output, a float64 array ``(k,)`` otherwise.
+* ``shap_interaction_values(X)``: ``(n, F, F)`` or ``(n, F, F, k)``.
+* A 1-D ``X`` is one row and gives 1-D / 2-D outputs, as in shap.
+* ``contributions(X)``: the engine's own layout, float64 ``(n, k, F + 1)`` with the bias
+  last (XGBoost's ``pred_contribs`` with the group axis always present).
+
+What is explained is the model's *raw* output (``model_output="raw"``): the margin for
+gradient boosting (log-odds for binary classifiers), the prediction for regressors, the
+class probabilities for scikit-learn tree / forest classifiers.
+
+``feature_perturbation``: ``"tree_path_dependent"`` (the covers recorded in the trees
+stand for the background; with ``data`` given, the covers are recounted from ``data``,
+as shap does, unreached nodes getting a cover of 1e-6 like shap's), ``"interventional"`` (average over the background ``data``), or
+``"auto"``: interventional when ``data`` is given, else tree-path-dependent.
+``algorithm`` (path-dependent values): ``"table"`` (precomputed Shapley weight tables per
+path, O(depth) per row and path, where they fit a memory budget), ``"path"`` (per-row
+EXTEND/UNWIND, O(depth^2)) or ``"auto"`` (``"table"`` for SHAP values, the engine's
+default method for interaction values; an explicit choice is passed on to the interaction
+kernel). All give the same numbers. The path table and the weight tables are built once
+per explainer.
+
+Rows are processed in blocks; a progress line on stderr shows for ``progress=True`` (or
+by default when stderr is a terminal and there are at least :data:`PROGRESS_MIN_ROWS` rows).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from ..errors import DGBoostTypeError, DGBoostValueError
+from .importers import to_ensemble
+from .paths import extract_paths
+from .tables import DEFAULT_MAX_TABLE_BYTES
+
+__all__ = ["TreeExplainer", "Explanation", "AdditivityError", "PROGRESS_MIN_ROWS"]
+
+#: rows from which the progress line shows by default (when stderr is a terminal)
+PROGRESS_MIN_ROWS = 100_000
+
+_PERTURBATIONS = ("auto", "tree_path_dependent", "interventional")
+_ALGORITHMS = ("auto", "path", "table")
+# rough cost units per row chunk (path elements x background rows ...): a few per second
+_CHUNK_COST = 4e7
+
+
+class AdditivityError(DGBoostValueError):
+    """SHAP values plus the expected value do not add up to the model's output."""
+
+
+@dataclass
+class Explanation:
+    """Stand-in for ``shap.Explanation`` when shap is not installed (same attribute names)."""
+
+    values: np.ndarray
+    base_values: np.ndarray
+    data: np.ndarray | None = None
+    feature_names: list | None = None
+    output_names: list | None = None
+
+    @property
+    def shape(self):
+        return self.values.shape
+
+
+# ---------------------------------------------------------------------------------------
+# progress line
+# ---------------------------------------------------------------------------------------
+class _Progress:
+    """``label: 12,000/50,000 rows (24%), 3,100 rows/s, ETA 12 s`` on stderr."""
+
+    def __init__(self, total: int, enabled: bool, label: str, stream=None):
+        self.total = total
+        self.enabled = enabled and total > 0
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.start = time.perf_counter()
+        self.last = -1e9
+        self.interval = 0.25 if self.tty else 5.0
+
+    def update(self, done: int) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if done < self.total and now - self.last < self.interval:
+            return
+        self.last = now
+        elapsed = max(now - self.start, 1e-9)
+        rate = done / elapsed
+        eta = (self.total - done) / rate if rate > 0 else float("inf")
+        text = (f"{self.label}: {done:,}/{self.total:,} rows ({100.0 * done / self.total:.0f}%), "
+                f"{rate:,.0f} rows/s, " + (f"ETA {eta:.0f} s" if done < self.total
+                                           else f"done in {elapsed:.1f} s"))
+        if self.tty:
+            self.stream.write("\r" + text + ("\n" if done >= self.total else ""))
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def _progress_enabled(progress, n_rows: int) -> bool:
+    if progress is None:
+        return n_rows >= PROGRESS_MIN_ROWS and bool(getattr(sys.stderr, "isatty", lambda: False)())
+    return bool(progress)
+
+
+# ---------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _count_covers(parent, offsets, leaves, out):
+    """out[node] = number of rows whose path passes the node (leaves: local leaf ids)."""
+    n_rows, n_trees = leaves.shape
+    for t in range(n_trees):
+        base = offsets[t]
+        for r in range(n_rows):
+            node = leaves[r, t]
+            while node >= 0:
+                out[base + node] += 1.0
+                node = parent[base + node]
+
+
+def _accepts_method(fn) -> bool:
+    """Whether the engine function takes ``method=`` (interaction kernels with a choice)."""
+    import inspect
+
+    try:
+        return "method" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _is_default_names(names) -> bool:
+    return all(str(n) == f"f{i}" or str(n) == f"Column_{i}" for i, n in enumerate(names))
+
+
+def _check_numeric_frame(X, what: str) -> None:
+    import pandas as pd
+
+    for col, dt in zip(X.columns, X.dtypes):
+        if not (pd.api.types.is_numeric_dtype(dt) or pd.api.types.is_bool_dtype(dt)):
+            raise DGBoostTypeError(f"{what} column {col!r} has dtype {dt}: expected numbers "
+                                   "(encode categories as numbers first)")
+
+
+def _float64_matrix(X, what: str) -> tuple[np.ndarray, list | None]:
+    """Rows as float64 (for models whose splits compare float64 values)."""
+    names = None
+    if hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "to_numpy"):
+        if type(X).__module__.split(".")[0] == "cudf":
+            X = X.to_pandas()
+        _check_numeric_frame(X, what)
+        names = [str(c) for c in X.columns]
+        arr = X.astype("float64").to_numpy(dtype=np.float64, na_value=np.nan)
+    elif hasattr(X, "tocoo") and hasattr(X, "nnz"):
+        arr = np.asarray(X.toarray(), dtype=np.float64)
+    else:
+        if type(X).__module__.split(".")[0] == "cupy":
+            X = X.get()
+        arr = np.asarray(X)
+        if arr.dtype == object or arr.dtype.kind in "USVMmc":
+            raise DGBoostTypeError(f"{what} has dtype {arr.dtype}: expected numeric values")
+        arr = arr.astype(np.float64)
+    return np.ascontiguousarray(arr), names
+
+
+# ---------------------------------------------------------------------------------------
+# the explainer
+# ---------------------------------------------------------------------------------------
+class TreeExplainer:
+    """Exact TreeSHAP for dgboost, XGBoost, LightGBM and scikit-learn tree models.
+
+    Parameters
+    ----------
+    model
+        A dgboost Booster / estimator, ``xgboost.Booster`` / ``XGB*`` estimator,
+        ``lightgbm.Booster`` / ``LGBM*`` estimator, a scikit-learn tree, forest or gradient
+        boosting model, a dgboost/XGBoost JSON or LightGBM text model file, or
+        ``(Ensemble, meta)`` (see :func:`dgboost.explain.importers.to_ensemble`).
+    data : array-like or DataFrame, optional
+        Background rows: the reference distribution for ``"interventional"`` SHAP, or the
+        rows that recount the trees' covers for ``"tree_path_dependent"``.
+    feature_perturbation : {"auto", "tree_path_dependent", "interventional"}
+    algorithm : {"auto", "path", "table"}
+        How path-dependent SHAP values are computed (same numbers either way).
+    device : {"cpu"}
+        Where the engine runs (the CPU engine; other devices raise).
+    model_output : {"raw"}
+        Only the raw model output is explained (see the module docstring).
+    feature_names : list of str, optional
+        Names for plots and frames (default: the model's, else the DataFrame's, else f0...).
+    progress : bool, optional
+        Show a progress line on stderr (default: for long inputs on a terminal).
+    max_table_bytes : int
+        Memory budget of the per-path weight tables (``algorithm="table"``).
+
+    Attributes
+    ----------
+    expected_value : float or ndarray
+        The mean model output over the background (covers, or ``data``); shap's convention.
+    table : PathTable
+        The path table (built once); ``ensemble`` and ``meta`` from the importer.
+    """
+
+    def __init__(self, model, data=None, feature_perturbation: str = "auto",
+                 algorithm: str = "auto", device: str = "cpu", *, model_output: str = "raw",
+                 feature_names=None, progress: bool | None = None,
+                 max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES):
+        if feature_perturbation not in _PERTURBATIONS:
+            raise DGBoostValueError(f"feature_perturbation must be one of {_PERTURBATIONS}, got "
+                                    f"{feature_perturbation!r}")
+        if algorithm not in _ALGORITHMS:
+            raise DGBoostValueError(f"algorithm must be one of {_ALGORITHMS}, got {algorithm!r}")
+        if model_output not in ("raw", "margin"):
+            raise DGBoostValueError(
+                f"model_output={model_output!r} is not supported: TreeExplainer explains the raw "
+                "model output (margins for boosting, probabilities for sklearn tree classifiers)")
+        self.device = self._check_device(device)
+        if feature_perturbation == "auto":
+            feature_perturbation = "interventional" if data is not None else "tree_path_dependent"
+        if feature_perturbation == "interventional" and data is None:
+            raise DGBoostValueError("feature_perturbation='interventional' needs background data "
+                                    "(data=...)")
+        self.feature_perturbation = feature_perturbation
+        self.algorithm = "table" if algorithm == "auto" else algorithm
+        self._interaction_method = None if algorithm == "auto" else algorithm
+        self.model_output = "raw"
+        self.progress = progress
+        self.max_table_bytes = int(max_table_bytes)
+
+        ensemble, meta = to_ensemble(model)
+        self.meta = meta
+        self._encoder = meta.get("input_encoder")
+        self.n_outputs = int(ensemble.n_groups)
+        self.n_features = int(meta.get("num_feature") or 0)
+        self._model_names = meta.get("feature_names")
+        self.output_names = meta.get("output_names")
+
+        self.data = None
+        self._data_names = None
+        if data is not None:
+            self.data, self._data_names = self._rows(data, "background data")
+            if self.data.shape[0] == 0:
+                raise DGBoostValueError("background data is empty (0 rows)")
+        self.feature_names = self._resolve_names(feature_names)
+
+        booster = meta.get("booster")
+        if feature_perturbation == "tree_path_dependent" and self.data is not None:
+            ensemble = self._recount_covers(ensemble, self.data)
+            self.table = extract_paths(ensemble)
+        elif booster is not None:
+            from .api import booster_path_table
+
+            self.table = booster_path_table(booster, *meta["tree_range"])
+        else:
+            self.table = extract_paths(ensemble)
+        self.ensemble = ensemble
+        if self.n_features and self.table.n_features > self.n_features:
+            raise DGBoostValueError(f"the model splits on feature {self.table.n_features - 1} but "
+                                    f"declares {self.n_features} features")
+        self._weight_tables = None
+
+        if feature_perturbation == "interventional":
+            ev = self._margin64(self.data).mean(axis=0)
+        else:
+            ev = self.table.base_margin + self.table.expected_value()
+        self._expected = np.asarray(ev, dtype=np.float64)
+
+    # -- configuration -----------------------------------------------------------------
+    @staticmethod
+    def _check_device(device: str) -> str:
+        if device in ("cpu", None):
+            return "cpu"
+        if isinstance(device, str) and (device.startswith("cuda") or device == "gpu"):
+            raise DGBoostValueError(f"device={device!r}: the CUDA TreeSHAP engine is not available "
+                                    "in this build; use device='cpu'")
+        raise DGBoostValueError(f"device must be 'cpu' (or 'cuda' where available), got {device!r}")
+
+    @property
+    def expected_value(self):
+        """A float for one output, a float64 array (k,) for k outputs (shap's convention)."""
+        return float(self._expected[0]) if self.n_outputs == 1 else self._expected.copy()
+
+    def _resolve_names(self, given):
+        if given is not None:
+            names = [str(n) for n in given]
+            if self.n_features and len(names) != self.n_features:
+                raise DGBoostValueError(f"{len(names)} feature names for {self.n_features} features")
+            return names
+        if self._model_names:
+            return list(self._model_names)
+        if self._data_names:
+            return list(self._data_names)
+        return None
+
+    def _names_for(self, F: int) -> list[str]:
+        if self.feature_names is not None and len(self.feature_names) == F:
+            return list(self.feature_names)
+        return [f"f{i}" for i in range(F)]
+
+    # -- rows ----------------------------------------------------------------------------
+    def _rows(self, X, what: str):
+        """(values, names): raw rows checked against the model (float32, or float64 for
+        models with an input encoder)."""
+        if X is None:
+            raise DGBoostTypeError(f"{what} is None: expected a 2-D array or DataFrame")
+        shape = getattr(X, "shape", None)
+        if shape is not None and len(shape) == 2 and shape[0] == 0:
+            raise DGBoostValueError(f"{what} is empty: shape {tuple(shape)} (0 rows)")
+        if self._encoder is not None:
+            values, names = _float64_matrix(X, what)
+        else:
+            from ..data import as_feature_matrix
+
+            arr = X
+            if shape is None and not hasattr(X, "columns"):
+                arr = np.asarray(X)
+            values, names = as_feature_matrix(arr)
+        if values.ndim != 2:
+            raise DGBoostValueError(f"{what} must be 2-D (rows x features), got shape {values.shape}")
+        if values.shape[0] == 0:
+            raise DGBoostValueError(f"{what} is empty: shape {values.shape} (0 rows)")
+        if self._encoder is not None and np.isinf(values).any():
+            r, c = np.argwhere(np.isinf(values))[0]
+            raise DGBoostValueError(f"{what} contains infinite values (first at row {r}, column {c})")
+        F = values.shape[1]
+        if self.n_features and F != self.n_features:
+            raise DGBoostValueError(f"{what} has {F} columns but the model has {self.n_features} "
+                                    "features")
+        if not self.n_features and F < self.table_n_features_hint():
+            raise DGBoostValueError(f"{what} has {F} columns but the model splits on feature "
+                                    f"{self.table_n_features_hint() - 1}")
+        model_names = self._model_names
+        if names is not None and model_names and not _is_default_names(model_names) \
+                and list(names) != list(model_names):
+            missing = [m for m in model_names if m not in names][:3]
+            extra = [m for m in names if m not in model_names][:3]
+            detail = "same names in another order" if not missing and not extra else \
+                f"missing {missing}, unexpected {extra}"
+            raise DGBoostValueError(f"{what} columns differ from the model's feature names: {detail}")
+        bg = self._data_names
+        if names is not None and bg is not None and what != "background data" \
+                and list(names) != list(bg) and not model_names:
+            raise DGBoostValueError(f"{what} columns {list(names)[:5]}... differ from the "
+                                    f"background data's {list(bg)[:5]}...")
+        if self.data is not None and what != "background data" and F != self.data.shape[1]:
+            raise DGBoostValueError(f"{what} has {F} columns, the background data has "
+                                    f"{self.data.shape[1]}")
+        return values, names
+
+    def table_n_features_hint(self) -> int:
+        table = getattr(self, "table", None)
+        return table.n_features if table is not None else 0
+
+    def _engine_rows(self, values: np.ndarray) -> np.ndarray:
+        if self._encoder is not None:
+            return self._encoder(values)
+        return np.ascontiguousarray(values, dtype=np.float32)
+
+    def _prepare(self, X):
+        """(engine rows float32, raw values, names, flat) for a user's X."""
+        flat = False
+        if not hasattr(X, "columns"):
+            arr = X if hasattr(X, "shape") else np.asarray(X)
+            if getattr(arr, "ndim", 2) == 1:
+                X = np.asarray(arr).reshape(1, -1)
+                flat = True
+        values, names = self._rows(X, "X")
+        return self._engine_rows(values), values, names, flat
+
+    # -- covers and margins ----------------------------------------------------------------
+    def _leaves(self, rows_f32: np.ndarray, ensemble) -> np.ndarray:
+        from ..backend import get_backend
+
+        return get_backend("cpu").predict_leaf(ensemble, np.ascontiguousarray(rows_f32, np.float32),
+                                               0, ensemble.n_trees)
+
+    def _recount_covers(self, ensemble, data_values: np.ndarray):
+        """A copy of ``ensemble`` whose covers count the background rows (shap's rule for
+        tree_path_dependent with data). Nodes no background row reaches get a cover of
+        1e-6, as in shap >= 0.47, so they keep a negligible but defined weight."""
+        rows = self._engine_rows(data_values)
+        leaves = self._leaves(rows, ensemble)
+        cover = np.zeros(ensemble.n_nodes, dtype=np.float64)
+        _count_covers(np.ascontiguousarray(ensemble.parent, np.int64),
+                      np.ascontiguousarray(ensemble.offsets(), np.int64),
+                      np.ascontiguousarray(leaves, np.int64), cover)
+        cover[cover == 0.0] = 1e-6
+        out = ensemble.copy()
+        out.arrays["cover"] = cover
+        return out
+
+    def _margin64(self, values: np.ndarray) -> np.ndarray:
+        """The model's raw output in float64, (n, k): base margin + leaf values."""
+        ens = self.ensemble
+        rows = self._engine_rows(values)
+        leaves = self._leaves(rows, ens).astype(np.int64)
+        out = np.tile(ens.base_margin, (rows.shape[0], 1))
+        vals = ens.value.astype(np.float64)
+        offs = ens.offsets()
+        groups = ens.groups()
+        for t in range(ens.n_trees):
+            out[:, groups[t]] += vals[offs[t] + leaves[:, t]]
+        return out
+
+    def predict(self, X) -> np.ndarray:
+        """The raw output being explained, float64: (n,) for one output, (n, k) otherwise."""
+        _, values, _, flat = self._prepare(X)
+        out = self._margin64(values)
+        out = out[:, 0] if self.n_outputs == 1 else out
+        return out[0] if flat else out
+
+    # -- engine ------------------------------------------------------------------------------
+    def weight_tables(self):
+        """The per-path Shapley weight tables (built on first use, then kept)."""
+        if self._weight_tables is None:
+            from .treeshap import cached_tables
+
+            self._weight_tables = cached_tables(self.table, self.max_table_bytes)
+        return self._weight_tables
+
+    def _chunk_rows(self, interactions: bool) -> int:
+        from numba import get_num_threads
+
+        table = self.table
+        per_row = max(table.n_elements, 1)
+        if interactions:
+            k = table.path_lengths.mean() if table.n_paths else 1.0
+            per_row *= max(k, 1.0) ** 2
+            per_row += 8 * self.n_outputs * (table.n_features + 1) ** 2
+        elif self.feature_perturbation == "interventional":
+            per_row = max(table.n_paths, 1) * self.data.shape[0]
+        rows = int(_CHUNK_COST / per_row)
+        floor = 64 if interactions else 256 * max(get_num_threads(), 1)
+        return max(floor, min(rows, 1 << 20))
+
+    def _engine(self, rows: np.ndarray, interactions: bool) -> np.ndarray:
+        from .treeshap import shap_interactions, shap_values_path, shap_values_table
+
+        if interactions:
+            method = self._interaction_method
+            if method is not None and _accepts_method(shap_interactions):
+                return shap_interactions(self.table, rows, method=method)
+            return shap_interactions(self.table, rows)
+        if self.feature_perturbation == "interventional":
+            from .interventional import shap_values_interventional
+
+            return shap_values_interventional(self.table, rows, self._engine_rows(self.data))
+        if self.algorithm == "path":
+            return shap_values_path(self.table, rows)
+        return shap_values_table(self.table, rows, tables=self.weight_tables())
+
+    def _run(self, rows: np.ndarray, interactions: bool, progress, write) -> None:
+        """Run the engine over row chunks, handing each (r0, r1, result) to ``write``."""
+        n = rows.shape[0]
+        chunk = self._chunk_rows(interactions)
+        bar = _Progress(n, _progress_enabled(self.progress if progress is None else progress, n),
+                        "SHAP interaction values" if interactions else "SHAP values")
+        for r0 in range(0, n, chunk):
+            r1 = min(n, r0 + chunk)
+            write(r0, r1, self._engine(rows[r0:r1], interactions))
+            bar.update(r1)
+
+    def contributions(self, X, *, interactions: bool = False, progress: bool | None = None
+                      ) -> np.ndarray:
+        """Engine layout, float64: ``(n, k, F + 1)`` (bias last) or, with ``interactions``,
+        ``(n, k, F + 1, F + 1)``. Rows sum to the model's raw output."""
+        if interactions:
+            self._check_interactions()
+        return self._contributions(self._prepare(X), interactions, progress)
+
+    def _contributions(self, prepared, interactions: bool, progress) -> np.ndarray:
+        rows = prepared[0]
+        F = rows.shape[1]
+        shape = (rows.shape[0], self.n_outputs) + ((F + 1, F + 1) if interactions else (F + 1,))
+        out = np.empty(shape, dtype=np.float64)
+
+        def write(r0, r1, res):
+            out[r0:r1] = res
+        self._run(rows, interactions, progress, write)
+        return out
+
+    def _check_interactions(self) -> None:
+        if self.feature_perturbation != "tree_path_dependent":
+            raise DGBoostValueError("SHAP interaction values are only defined here for "
+                                    "feature_perturbation='tree_path_dependent' (as in shap)")
+
+    def shap_values(self, X, *, check_additivity: bool = True, progress: bool | None = None
+                    ) -> np.ndarray:
+        """SHAP values, float64 ``(n, F)`` for one output, ``(n, F, k)`` for k outputs (bias
+        not included: see :attr:`expected_value`); a 1-D ``X`` gives ``(F,)`` / ``(F, k)``.
+
+        With ``check_additivity`` the row sums plus the expected value are checked against
+        the model's raw output (:class:`AdditivityError` if they differ by more than 1e-6
+        relative); it costs one prediction pass.
+        """
+        return self._shap_values(self._prepare(X), check_additivity, progress)
+
+    def _shap_values(self, prepared, check_additivity: bool, progress) -> np.ndarray:
+        rows, values, _, flat = prepared
+        n, F = rows.shape
+        G = self.n_outputs
+        out = np.empty((n, F, G), dtype=np.float64)
+        total = np.empty((n, G), dtype=np.float64) if check_additivity else None
+
+        def write(r0, r1, res):
+            out[r0:r1] = np.moveaxis(res[:, :, :F], 1, 2)
+            if total is not None:
+                total[r0:r1] = res.sum(axis=2)
+        self._run(rows, False, progress, write)
+        if check_additivity:
+            self._check_sums(total, values)
+        out = out.reshape(n, F) if G == 1 else out
+        return out[0] if flat else out
+
+    def _check_sums(self, total: np.ndarray, values: np.ndarray) -> None:
+        margin = self._margin64(values)
+        scale = 1.0 + np.abs(margin) + np.abs(self._expected)[None, :]
+        err = np.abs(total - margin) / scale
+        if err.size and err.max() > 1e-6:
+            r, g = np.unravel_index(int(np.argmax(err)), err.shape)
+            raise AdditivityError(
+                f"SHAP values do not add up to the model output for row {r} (output {g}): "
+                f"{total[r, g]:.9g} vs {margin[r, g]:.9g}; please report this with the model")
+
+    def shap_interaction_values(self, X, *, progress: bool | None = None) -> np.ndarray:
+        """SHAP interaction values, float64 ``(n, F, F)`` or ``(n, F, F, k)``; rows sum to
+        the SHAP values, the diagonal holds the main effects."""
+        self._check_interactions()
+        return self._interactions(self._prepare(X), progress)
+
+    def _interactions(self, prepared, progress) -> np.ndarray:
+        rows, _, _, flat = prepared
+        n, F = rows.shape
+        G = self.n_outputs
+        out = np.empty((n, F, F, G), dtype=np.float64)
+
+        def write(r0, r1, res):
+            out[r0:r1] = np.moveaxis(res[:, :, :F, :F], 1, 3)
+        self._run(rows, True, progress, write)
+        out = out.reshape(n, F, F) if G == 1 else out
+        return out[0] if flat else out
+
+    def shap_frame(self, X, *, progress: bool | None = None):
+        """A pandas DataFrame of contributions: columns = feature names (X's, else the
+        model's) + ``"bias"`` for one output, ``"<name>[<output>]"`` for several; X's index
+        is kept. Usable as ``ddf.map_partitions(explainer.shap_frame)``."""
+        import pandas as pd
+
+        prepared = self._prepare(X)
+        out = self._contributions(prepared, False, progress)
+        F = out.shape[2] - 1
+        names = prepared[2]
+        cols = (list(names) if names is not None else self._names_for(F)) + ["bias"]
+        index = X.index if hasattr(X, "index") and hasattr(X, "columns") else None
+        if self.n_outputs == 1:
+            return pd.DataFrame(out[:, 0, :], columns=cols, index=index)
+        labels = self.output_names if self.output_names is not None else range(self.n_outputs)
+        names = [f"{c}[{g}]" for g in labels for c in cols]
+        return pd.DataFrame(out.reshape(out.shape[0], -1), columns=names, index=index)
+
+    def __call__(self, X, *, interactions: bool = False, check_additivity: bool = True,
+                 progress: bool | None = None):
+        """A ``shap.Explanation`` (or :class:`Explanation` without shap) for ``X``, ready for
+        ``shap.plots.beeswarm`` / ``waterfall``."""
+        if interactions:
+            self._check_interactions()
+        prepared = self._prepare(X)
+        if interactions:
+            values = self._interactions(prepared, progress)
+        else:
+            values = self._shap_values(prepared, check_additivity, progress)
+        _, raw, names, flat = prepared
+        data = np.asarray(raw, dtype=np.float64)
+        data = data[0] if flat else data
+        n = 1 if flat else values.shape[0]
+        if self.n_outputs > 1:
+            base = np.tile(self._expected, (n, 1))
+        else:
+            base = np.full(n, self._expected[0])
+        if flat:
+            base = base[0]
+        fnames = list(names) if names is not None else self._names_for(raw.shape[1])
+        try:
+            import shap
+        except ImportError:
+            return Explanation(values, base, data, fnames, self.output_names)
+        kwargs: dict[str, Any] = {"base_values": base, "data": data, "feature_names": fnames}
+        if self.output_names is not None and not interactions:
+            kwargs["output_names"] = [str(o) for o in self.output_names]
+        return shap.Explanation(values, **kwargs)
+
+    def __repr__(self) -> str:
+        return (f"TreeExplainer({self.meta.get('source')} {self.meta.get('model_type')}, "
+                f"{self.ensemble.n_trees} trees, {self.n_outputs} output(s), "
+                f"feature_perturbation={self.feature_perturbation!r}, algorithm={self.algorithm!r})")
