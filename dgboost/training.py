@@ -268,11 +268,15 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
                 best_score, best_round = score, r
             booster._set_best(best_round, best_score)
         done = r - begin_round + 1
+        if done == 1:
+            # the first round pays one-off costs (kernel compilation); time left is
+            # estimated from the rounds after it
+            started = time.perf_counter()
         if verbose and ((done - 1) % every == 0 or done == num_boost_round):
-            elapsed = time.perf_counter() - started
-            eta = elapsed / done * (num_boost_round - done)
-            print("\t".join(line) + (f"\t(eta {_format_eta(eta)})" if num_boost_round - done else ""),
-                  file=sys.stderr if not evals else sys.stdout, flush=True)
+            left = num_boost_round - done
+            eta = (time.perf_counter() - started) / (done - 1) * left if done > 1 else None
+            suffix = f"\t(eta {_format_eta(eta)})" if left and eta is not None else ""
+            print("\t".join(line) + suffix, file=sys.stderr if not evals else sys.stdout, flush=True)
         if any(cb.after_iteration(booster, r, history) for cb in callbacks):
             break
         if early_stopping_rounds is not None and best_round is not None and r - best_round >= early_stopping_rounds:

@@ -1,6 +1,7 @@
 // Records shared between Python (dgboost/_layout.py, dgboost/tree.py) and the CUDA kernels.
 // A GPU test checks sizes and offsets against the NumPy dtypes.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 namespace dgboost {
@@ -38,3 +39,10 @@ struct PathElement {
 };
 
 }  // namespace dgboost
+
+// The Python side (dgboost/_layout.py) uses the same sizes and offsets.
+static_assert(sizeof(dgboost::GradPairInt) == 16, "GradPairInt layout");
+static_assert(sizeof(dgboost::Node) == 24, "Node layout");
+static_assert(sizeof(dgboost::PathElement) == 40, "PathElement layout");
+static_assert(offsetof(dgboost::PathElement, zero_fraction) == 24, "PathElement layout");
+static_assert(offsetof(dgboost::PathElement, v) == 32, "PathElement layout");

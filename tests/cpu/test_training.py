@@ -159,7 +159,7 @@ def test_progress_lines_show_round_metric_and_time_left(capsys):
     d = dg.DMatrix(x, y)
     dg.train(BASE, d, 4, evals=[(d, "train")], verbose_eval=2)
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("[0]\ttrain-logloss:") and "eta" in out[0]
+    assert out[0].startswith("[0]\ttrain-logloss:") and "eta" in out[1]
     assert [line.split("\t")[0] for line in out] == ["[0]", "[2]", "[3]"]
     dg.train(BASE, d, 4, evals=[(d, "train")], verbose_eval=False)
     assert capsys.readouterr().out == ""
