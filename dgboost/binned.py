@@ -8,7 +8,7 @@ same indices (ELLPACK); the CPU keeps whole bytes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -35,6 +35,17 @@ class BinnedMatrix:
 
     bins: np.ndarray
     cuts: Cuts
+    _columns: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def bins_by_feature(self) -> np.ndarray:
+        """Column-major (F, n) copy of ``bins`` (made once), for reading one feature of many rows."""
+        if self._columns is None:
+            self._columns = np.empty(self.bins.shape[::-1], dtype=self.bins.dtype)
+            # column by column: each pass reads the rows once, sequentially
+            for f in range(self.bins.shape[1]):
+                self._columns[f] = self.bins[:, f]
+        return self._columns
 
     @property
     def missing_bin(self) -> int:

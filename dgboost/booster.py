@@ -103,7 +103,8 @@ class Booster:
         return int(self.meta.get("num_feature") or 0)
 
     def _trees_per_round(self) -> int:
-        return self.ensemble.n_groups * int(self.meta.get("num_parallel_tree") or 1)
+        forest = self.meta.get("num_parallel_tree") or self.meta.get("params", {}).get("num_parallel_tree")
+        return self.ensemble.n_groups * int(forest or 1)
 
     def num_boosted_rounds(self) -> int:
         return self.ensemble.n_trees // self._trees_per_round()

@@ -158,7 +158,8 @@ class TreeGrower:
         self.rows = np.arange(n_local, dtype=np.int32)
         tree_mask = self.sampler.tree_mask(tree_index)
         t = _Nodes()
-        root_sum = comm.allreduce_sum(np.asarray(gpair.sum(axis=0), dtype=np.int64))
+        # column sums: numpy's axis-0 reduction over an (n, 2) array is several times slower
+        root_sum = comm.allreduce_sum(np.array([gpair[:, 0].sum(), gpair[:, 1].sum()], dtype=np.int64))
         t.add(-1, root_sum, 0, 0, n_local)
         # candidates: node id -> (histogram, split result index) for nodes that may be split
         pending: dict[int, tuple] = {}
@@ -200,7 +201,11 @@ class TreeGrower:
         dls = np.array([pending[n][1].default_left[pending[n][2]] for n in node_ids], np.bool_)
         begins = np.array([t.begin[n] for n in node_ids], np.int64)
         ends = np.array([t.end[n] for n in node_ids], np.int64)
-        left_counts = backend.partition(self.binned.bins, self.rows, begins, ends, feats, bins_, dls)
+        left_counts = backend.partition(self.binned.bins_by_feature, self.rows, begins, ends, feats, bins_, dls)
+        # global row counts of the children pick the smaller one to build: the same choice on
+        # every rank, and the least work (a hessian sum can favour the child with more rows)
+        global_left = comm.allreduce_sum(np.asarray(left_counts, np.int64))
+        global_size = comm.allreduce_sum(ends - begins)
         children: list[int] = []
         build_nodes: list[int] = []
         other_nodes: list[int] = []
@@ -220,20 +225,21 @@ class TreeGrower:
             t.left[nid], t.right[nid] = lid, rid
             children += [lid, rid]
             if self._can_split_at(depth):
-                # the smaller child (by global hessian, identical on all ranks) is built
-                small, large = (lid, rid) if left_sum[1] <= right_sum[1] else (rid, lid)
+                n_left = int(global_left[k])
+                small, large = (lid, rid) if 2 * n_left <= int(global_size[k]) else (rid, lid)
                 build_nodes.append(small)
                 other_nodes.append(large)
                 parents_of_build.append(nid)
         if build_nodes:
-            built = backend.build_histograms(self.binned.bins, self.cut_ptrs, self.gpair, self.rows,
-                                             [t.begin[n] for n in build_nodes],
-                                             [t.end[n] for n in build_nodes])
-            built = comm.allreduce_sum(built)
-            parent_hists = np.stack([pending[p][0] for p in parents_of_build])
-            siblings = parent_hists - built
+            m = len(build_nodes)
+            built = comm.allreduce_sum(backend.build_histograms(
+                self.binned.bins, self.cut_ptrs, self.gpair, self.rows,
+                [t.begin[n] for n in build_nodes], [t.end[n] for n in build_nodes]))
+            hists = np.empty((2 * m,) + built.shape[1:], dtype=built.dtype)
+            hists[:m] = built
+            for k, parent in enumerate(parents_of_build):  # sibling = parent - built child
+                np.subtract(pending[parent][0], built[k], out=hists[m + k])
             eval_ids = build_nodes + other_nodes
-            hists = np.concatenate([built, siblings])
             res = self._evaluate(eval_ids, hists, t, tree_index, tree_mask)
             for k, nid in enumerate(eval_ids):
                 pending[nid] = (hists[k], res, k)

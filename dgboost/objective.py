@@ -10,19 +10,16 @@ partitioning of the rows (DESIGN.md §1.3).
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from typing import Callable
 
+import numba
 import numpy as np
 
 from .comm.base import LocalComm
 from .errors import DGBoostValueError, ParameterError
 from .params import TrainParams
-
-try:  # numba is optional: without it the ranking loops run as plain Python
-    import numba
-except ImportError:  # pragma: no cover - exercised only where numba is missing
-    numba = None
+from ._lambdarank import lambdarank_gradient
+from .exact import exact_sum, weighted_quantile
 
 __all__ = [
     "Objective", "SquaredError", "PseudoHuberError", "AbsoluteError", "RegLogistic",
@@ -38,153 +35,23 @@ _LOGISTIC = ("reg:logistic", "binary:logistic")
 _PRIOR_FLOOR = 1e-6   # smallest class prior used for a multiclass intercept
 
 
-# ----------------------------------------------------------------------------- exact sums
-def exact_sum(columns: np.ndarray, comm) -> np.ndarray:
-    """Sum each column over all rows of all ranks, identically for any row partitioning.
-
-    Parameters
-    ----------
-    columns : ndarray, shape (n,) or (n, m)
-        Finite values (any float dtype; converted to float64).
-    comm : Communicator
-
-    Returns
-    -------
-    ndarray of float64, shape (m,)
-        Column sums. Every term is rounded to a fixed-point grid whose power-of-two step is
-        agreed by all ranks (from the global max |value| and row count), so the int64 sums
-        are associative and exact; the absolute error is at most
-        ``n_total**2 * max|value| * 2**-62`` (a mean is off by ``n_total * 2**-62`` of the
-        largest term at most).
-    """
-    v = np.asarray(columns, dtype=np.float64)
-    v = v.reshape(len(v), -1) if v.ndim != 2 else v
-    m = v.shape[1]
-    if not np.isfinite(v).all():
-        raise DGBoostValueError("cannot sum non-finite values (NaN or inf in labels, weights or predictions)")
-    n_total = int(comm.allreduce_sum(np.array([v.shape[0]], np.int64))[0])
-    amax = np.asarray(comm.allreduce_max(np.abs(v).max(axis=0, initial=0.0)), np.float64)
-    # amax * n_total < 2**e, so |sum of quantised terms| <= 2**62 fits int64 with room to spare
-    _, e = np.frexp(amax * max(n_total, 1))
-    shift = np.where(amax > 0, 62 - e, 0).astype(np.int64)
-    q = np.rint(np.ldexp(v, shift[None, :])).astype(np.int64)
-    total = np.asarray(comm.allreduce_sum(q.sum(axis=0, dtype=np.int64)), np.int64).reshape(m)
-    return np.ldexp(total.astype(np.float64), -shift)
-
-
-# ----------------------------------------------------------------------- exact quantiles
-def _ordered_keys(x: np.ndarray) -> np.ndarray:
-    """Map float32 to uint32 so that integer order equals float order (-0.0 just below +0.0)."""
-    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    return np.where(bits & np.uint32(0x80000000), ~bits, bits | np.uint32(0x80000000)).astype(np.uint32)
-
-
-def _keys_to_float(keys: np.ndarray) -> np.ndarray:
-    keys = np.asarray(keys, dtype=np.uint32)
-    bits = np.where(keys & np.uint32(0x80000000), keys & np.uint32(0x7FFFFFFF), ~keys).astype(np.uint32)
-    return bits.view(np.float32)
-
-
-def _select(keys, seg, counts_or_weights, target_seg, threshold, comm) -> np.ndarray:
-    """Smallest key K per target with sum over rows of its segment with key <= K >= threshold.
-
-    A fixed 32-step bisection over the uint32 key space; every step is one int64 allreduce of
-    one partial sum per target, so all ranks agree and the answer does not depend on how rows
-    are spread. ``counts_or_weights`` are non-negative int64 per row.
-    """
-    combined = (seg.astype(np.uint64) << np.uint64(32)) | keys.astype(np.uint64)
-    order = np.argsort(combined, kind="stable")
-    ckeys = combined[order]
-    cum = np.concatenate([[0], np.cumsum(counts_or_weights[order], dtype=np.int64)])
-    tseg = np.asarray(target_seg, np.uint64) << np.uint64(32)
-    start = np.searchsorted(ckeys, tseg, side="left")
-    lo = np.zeros(len(tseg), np.uint64)
-    hi = np.full(len(tseg), 0xFFFFFFFF, np.uint64)
-    for _ in range(32):  # fixed count: every rank runs the same number of collectives
-        mid = (lo + hi) >> np.uint64(1)
-        pos = np.searchsorted(ckeys, tseg | mid, side="right")
-        total = np.asarray(comm.allreduce_sum(cum[pos] - cum[start]), np.int64)
-        ok = total >= threshold
-        hi = np.where(ok, mid, hi)
-        lo = np.where(ok, lo, mid + np.uint64(1))
-    return lo.astype(np.uint32)
-
-
-def weighted_quantile(values, weight, segment, n_segments: int, comm, alpha: float = 0.5) -> np.ndarray:
-    """XGBoost's quantile of ``values`` within each segment, exact over all ranks.
-
-    Parameters
-    ----------
-    values : ndarray of float32, shape (n,)
-    weight : ndarray of float32, shape (n,), or None
-        None reproduces XGBoost's unweighted ``common::Quantile`` (linear interpolation
-        between order statistics: the mean of the two middle values for an even count).
-        Weights reproduce ``common::WeightedQuantile``: the smallest value whose cumulative
-        weight reaches ``alpha`` times the segment's total (weights are quantised to int64
-        with a global scale, so ties at the threshold are decided exactly).
-    segment : ndarray of int, shape (n,)
-        Segment (leaf) of each row in ``0..n_segments-1``; rows with a negative segment are ignored.
-    n_segments : int
-    comm : Communicator
-    alpha : float
-
-    Returns
-    -------
-    ndarray of float64, shape (n_segments,)
-        NaN for segments with no rows (or no positive weight) on any rank.
-    """
-    values = np.asarray(values, dtype=np.float32).ravel()
-    segment = np.asarray(segment).ravel().astype(np.int64)
-    if values.shape != segment.shape:
-        raise DGBoostValueError(f"values {values.shape} and segments {segment.shape} differ in length")
-    if np.isnan(values).any():
-        raise DGBoostValueError("cannot take a quantile of NaN residuals")
-    keep = (segment >= 0) & (segment < n_segments)
-    if weight is not None:
-        weight = np.asarray(weight, dtype=np.float64).ravel()
-        if weight.shape != values.shape or not np.isfinite(weight).all() or (weight < 0).any():
-            raise DGBoostValueError("weights must be finite, non-negative and one per row")
-        weight = weight[keep]
-    values, segment = values[keep], segment[keep]
-    keys = _ordered_keys(values)
-    ones = np.ones(len(values), np.int64)
-    counts = np.asarray(comm.allreduce_sum(np.bincount(segment, minlength=n_segments).astype(np.int64)))
-    if weight is None:
-        # XGBoost's Quantile: x = alpha (n + 1); interpolate between order stats k and k + 1,
-        # clamped to the extremes when alpha <= 1 / (n + 1) or alpha >= n / (n + 1)
-        n = counts.astype(np.float64)
-        x = alpha * (n + 1)
-        inner = (alpha > 1.0 / (n + 1)) & (alpha < n / (n + 1))
-        rank0 = np.where(inner, np.floor(x) - 1, np.where(alpha <= 1.0 / (n + 1), 0, n - 1))
-        rank0 = np.maximum(rank0, 0).astype(np.int64)
-        frac = np.where(inner, x - 1 - rank0, 0.0)
-        rank1 = np.minimum(rank0 + (frac > 0), np.maximum(counts - 1, 0))
-        segs = np.arange(n_segments)
-        found = _keys_to_float(_select(keys, segment, ones, np.concatenate([segs, segs]),
-                                       np.concatenate([rank0, rank1]) + 1, comm)).astype(np.float64)
-        v0, v1 = found[:n_segments], found[n_segments:]
-        res = np.float32(v0 + frac * (v1 - v0)).astype(np.float64)  # XGBoost returns float
-        return np.where(counts > 0, res, np.nan)
-    n_total = int(comm.allreduce_sum(np.array([len(values)], np.int64))[0])
-    wmax = float(np.asarray(comm.allreduce_max(np.array([weight.max(initial=0.0)])))[0])
-    if wmax == 0.0:
-        return np.full(n_segments, np.nan)
-    _, e = math.frexp(wmax * max(n_total, 1))
-    q = np.rint(np.ldexp(weight, 61 - e)).astype(np.int64)
-    local = np.zeros(n_segments, np.int64)
-    np.add.at(local, segment, q)
-    totals = np.asarray(comm.allreduce_sum(local), np.int64)
-    frac_alpha = Fraction(alpha)
-    thresholds = np.array([max(1, -((-frac_alpha.numerator * int(t)) // frac_alpha.denominator))
-                           for t in totals.tolist()], np.int64)  # ceil(alpha * total), exact
-    found = _keys_to_float(_select(keys, segment, q, np.arange(n_segments), thresholds, comm))
-    return np.where(totals > 0, found.astype(np.float64), np.nan)
-
-
 # ---------------------------------------------------------------------------- helpers
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     return 0.5 * (1.0 + np.tanh(0.5 * x))  # overflow-free logistic function
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _logistic_gradient(margin, label, weight, scale_pos_weight, out_g, out_h):
+    """Logistic-loss gradient and hessian per row, computed in float64, stored as float32."""
+    for i in numba.prange(margin.shape[0]):
+        p = 0.5 * (1.0 + math.tanh(0.5 * np.float64(margin[i])))
+        y = np.float64(label[i])
+        w = 1.0 if weight.shape[0] == 0 else np.float64(weight[i])
+        if y == 1.0:
+            w *= scale_pos_weight
+        out_g[i] = (p - y) * w
+        out_h[i] = max(p * (1.0 - p), _EPS) * w
 
 
 def _check_weight(weight, n: int) -> None:
@@ -389,6 +256,18 @@ class RegLogistic(Objective):
         p = _sigmoid(m)
         return p - y, np.maximum(p * (1.0 - p), _EPS)
 
+    def gradient(self, margin, label, weight, group_ptr, iteration: int):
+        # the same float64 arithmetic as _grad_hess, fused into one pass: on a million rows
+        # the NumPy version spends most of its time on temporaries
+        n = len(label)
+        g = np.empty((n, 1), np.float32)
+        h = np.empty((n, 1), np.float32)
+        w = np.empty(0, np.float32) if weight is None else np.asarray(weight, np.float32)
+        _logistic_gradient(np.asarray(margin, np.float32).reshape(n, -1)[:, 0],
+                           np.asarray(label, np.float32), w, float(self.params.scale_pos_weight),
+                           g[:, 0], h[:, 0])
+        return g, h
+
     def _row_weight(self, weight, y):
         spw = float(self.params.scale_pos_weight)
         if spw == 1.0:
@@ -523,153 +402,6 @@ class SoftmaxMultiClass(SoftprobMultiClass):
     def transform(self, margin):
         m = np.asarray(margin).reshape(np.shape(margin)[0], -1)
         return np.argmax(m, axis=1).astype(np.float32)  # first maximum, as XGBoost
-
-
-# ------------------------------------------------------------------------ LambdaMART
-def _jit(fn):
-    return numba.njit(cache=True, nogil=True)(fn) if numba is not None else fn
-
-
-@_jit
-def _mix64(x):
-    """splitmix64 finaliser (uint64 in, uint64 out): the pair sampler's hash."""
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
-
-
-@_jit
-def _pair_lambda(rh, rl, rank, pred, yr, discount, inv_idcg, ndcg, exp_gain, score_norm, spread, gg, hh):
-    """Add one pair's lambda (XGBoost's LambdaGrad) to gg/hh, indexed by rank position;
-    return its contribution ``-2 * lambda`` to the group's normaliser."""
-    if yr[rh] == yr[rl]:
-        return 0.0
-    if yr[rh] < yr[rl]:
-        rh, rl = rl, rh
-    diff = pred[rank[rh]] - pred[rank[rl]]  # float32 arithmetic, as XGBoost
-    delta = 1.0
-    if ndcg:
-        gh = 2.0 ** yr[rh] - 1.0 if exp_gain else float(yr[rh])
-        gl = 2.0 ** yr[rl] - 1.0 if exp_gain else float(yr[rl])
-        delta = abs((gh - gl) * (discount[rh] - discount[rl]) * inv_idcg)
-    if score_norm and spread:
-        delta /= abs(float(diff)) + 0.01
-    sig = 1.0 / (1.0 + math.exp(-float(diff))) if diff > -700.0 else 0.0
-    lam = np.float32((sig - 1.0) * delta)  # XGBoost stores each pair's lambda as float32
-    hes = np.float32(max(sig * (1.0 - sig), 1e-16) * delta * 2.0)
-    gg[rh] += lam
-    hh[rh] += hes
-    gg[rl] -= lam
-    hh[rl] += hes
-    return -2.0 * float(lam)
-
-
-@_jit
-def _lambdarank_kernel(pred, label, gptr, order, ideal, by_label, gweight, discount, gg, hh, topk,
-                       num_pair, ndcg, exp_gain, score_norm, normalize, seed, iteration, group_offset,
-                       out_g, out_h):
-    """Per-group pair loops. ``order`` lists each group's rows by descending prediction,
-    ``ideal`` each group's labels in descending order and ``by_label`` the positions of
-    ``order`` by descending label (all stable, sorted by the caller in NumPy, which also keeps
-    the compiled code small); ``gg``/``hh`` are scratch space of the largest group's size."""
-    for g in range(len(gptr) - 1):
-        b, cnt = gptr[g], gptr[g + 1] - gptr[g]
-        if cnt < 2:
-            continue
-        rank = order[b:b + cnt]
-        yr = label[rank]
-        inv_idcg = 0.0
-        if ndcg:
-            idcg = 0.0
-            for i in range(min(cnt, num_pair) if topk else cnt):
-                idcg += discount[i] * (2.0 ** ideal[b + i] - 1.0 if exp_gain else ideal[b + i])
-            inv_idcg = 1.0 / idcg if idcg != 0.0 else 0.0
-        spread = pred[rank[0]] != pred[rank[cnt - 1]]
-        for i in range(cnt):
-            gg[i] = 0.0
-            hh[i] = 0.0
-        sum_lambda = 0.0
-        if topk:
-            for i in range(min(cnt, num_pair)):
-                for j in range(i + 1, cnt):
-                    sum_lambda += _pair_lambda(i, j, rank, pred, yr, discount, inv_idcg, ndcg,
-                                               exp_gain, score_norm, spread, gg, hh)
-        else:
-            # XGBoost's "mean" sampler: buckets of equal label; each document draws partners
-            # from outside its bucket. The draw is a hash, so it is reproducible anywhere.
-            key = _mix64(_mix64(_mix64(np.uint64(seed)) ^ np.uint64(iteration))
-                         ^ np.uint64(group_offset + g))
-            i = 0
-            while i < cnt:
-                j = i + 1
-                while j < cnt and yr[by_label[b + i] - b] == yr[by_label[b + j] - b]:
-                    j += 1
-                n_out = i + cnt - j
-                if n_out > 0:
-                    for s in range(num_pair):
-                        for d in range(i, j):
-                            h = _mix64(key ^ (np.uint64(d) * np.uint64(num_pair) + np.uint64(s)))
-                            r = np.int64(h % np.uint64(n_out))
-                            if r >= i:
-                                r = r - i + j
-                            sum_lambda += _pair_lambda(by_label[b + d] - b, by_label[b + r] - b, rank,
-                                                       pred, yr, discount, inv_idcg, ndcg, exp_gain,
-                                                       score_norm, spread, gg, hh)
-                i = j
-        norm = 1.0
-        if normalize:
-            if not topk:
-                norm = 1.0 / num_pair
-            elif sum_lambda > 0.0:
-                norm = math.log2(1.0 + sum_lambda) / sum_lambda  # LightGBM-style, as XGBoost topk
-        w = gweight[g] * norm
-        for r in range(cnt):
-            out_g[rank[r]] = gg[r] * w
-            out_h[rank[r]] = hh[r] * w
-
-
-def lambdarank_gradient(pred, label, group_ptr, group_weight, *, topk: bool, num_pair: int,
-                        ndcg: bool, exp_gain: bool = True, score_normalization: bool = True,
-                        normalization: bool = True, seed: int = 0, iteration: int = 0,
-                        group_offset: int = 0):
-    """LambdaMART gradients of every query group (XGBoost 3.x ``rank:pairwise``/``rank:ndcg``).
-
-    Parameters
-    ----------
-    pred, label : ndarray of float32, shape (n,)
-    group_ptr : ndarray of int64, shape (n_groups + 1,)
-    group_weight : ndarray of float64, shape (n_groups,)
-        Final multiplier of each group (user weight times XGBoost's weight normalisation).
-    topk, num_pair : pair method ``topk`` with truncation ``num_pair``, or ``mean`` with
-        ``num_pair`` sampled partners per document.
-    ndcg, exp_gain : delta-NDCG weighting (gain ``2^rel - 1`` or ``rel``); else RankNet.
-    score_normalization : divide each delta by ``|s_i - s_j| + 0.01``.
-    normalization : scale a group by ``log2(1 + S) / S`` (topk) or ``1 / num_pair`` (mean).
-    seed, iteration, group_offset : key of the hash that samples pairs (``mean`` only).
-
-    Returns
-    -------
-    grad, hess : ndarray of float32, shape (n,)
-    """
-    pred = np.ascontiguousarray(pred, dtype=np.float32)
-    label = np.ascontiguousarray(label, dtype=np.float32)
-    gptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
-    n = len(pred)
-    # stable sorts within groups, done once in NumPy (keeps the compiled loop small)
-    gid = np.repeat(np.arange(len(gptr) - 1), np.diff(gptr))
-    order = np.lexsort((-pred, gid))
-    ideal = label[np.lexsort((-label, gid))]
-    by_label = np.lexsort((-label[order], gid))
-    max_n = int(np.diff(gptr).max(initial=1))
-    discount = 1.0 / np.log2(np.arange(max_n) + 2.0)
-    out_g, out_h = np.zeros(n), np.zeros(n)
-    with np.errstate(over="ignore"):  # uint64 hashing wraps on purpose (plain-Python fallback)
-        _lambdarank_kernel(pred, label, gptr, order, ideal, by_label,
-                           np.ascontiguousarray(group_weight, dtype=np.float64), discount,
-                           np.zeros(max_n), np.zeros(max_n), bool(topk), int(num_pair), bool(ndcg),
-                           bool(exp_gain), bool(score_normalization), bool(normalization),
-                           int(seed) & 0x7FFFFFFFFFFFFFFF, int(iteration), int(group_offset), out_g, out_h)
-    return out_g.astype(np.float32), out_h.astype(np.float32)
 
 
 class _LambdaRank(Objective):

@@ -91,7 +91,7 @@ class TrainParams:
     lambdarank_num_pair_per_sample: int = 0
     ndcg_exp_gain: bool = True
     device: str = "cpu"
-    sketch_sample_rows: int = 1 << 20
+    sketch_sample_rows: int = 1 << 18
 
     def validate(self) -> "TrainParams":
         if not callable(self.objective) and self.objective not in OBJECTIVES:
@@ -203,6 +203,12 @@ def parse_params(params: Mapping[str, Any] | TrainParams | None) -> TrainParams:
         if key in _ACCEPTED_AND_IGNORED:
             if key == "tree_method" and value not in ("hist", "auto", "gpu_hist", "approx", None):
                 raise ParameterError(f"tree_method={value!r} is not supported: dgboost always uses 'hist'")
+            if key == "num_parallel_tree" and value not in (1, None):
+                raise ParameterError(f"num_parallel_tree={value!r} is not supported: dgboost grows one "
+                                     "tree per output and round")
+            if key == "multi_strategy" and value not in ("one_output_per_tree", None):
+                raise ParameterError(f"multi_strategy={value!r} is not supported: dgboost grows one "
+                                     "tree per output ('one_output_per_tree')")
             if key == "booster" and value not in ("gbtree", None):
                 raise ParameterError(f"booster={value!r} is not supported: dgboost trains 'gbtree' only")
             continue

@@ -103,11 +103,15 @@ def weighted_cut_values(values: np.ndarray, weights: np.ndarray, max_bin: int) -
     """
     if values.size == 0:
         return np.array([np.float32(1e-5)], dtype=np.float32)
-    order = np.lexsort((weights, values))  # value, then weight: same order for the same multiset
-    v = values[order]
-    w = weights[order]
-    unique, start = np.unique(v, return_index=True)
-    uw = np.add.reduceat(w, start)
+    if np.all(weights == weights[0]):
+        unique, counts = np.unique(values, return_counts=True)
+        uw = counts * float(weights[0])
+    else:
+        order = np.lexsort((weights, values))  # value, then weight: same order for the same multiset
+        v = values[order]
+        w = weights[order]
+        unique, start = np.unique(v, return_index=True)
+        uw = np.add.reduceat(w, start)
     top = np.float32(unique[-1])
     last = np.float32(top + (abs(top) + np.float32(1e-5)))
     if unique.size <= max_bin:

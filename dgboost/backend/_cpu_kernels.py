@@ -42,7 +42,12 @@ def bin_values(values, cut_values, cut_ptrs, missing_bin, out):
 
 
 @njit(**_KW)
-def _accumulate(bins, cut_ptrs, gpair, rows, start, stop, missing_bin, hist):
+def _accumulate(bins, cut_ptrs, gpair, rows, start, stop, missing_bin, hist, k):
+    """hist[k] += the rows ``rows[start:stop]``.
+
+    ``hist`` is passed whole with the node index ``k``: a slice taken inside a ``prange``
+    body loses its contiguous layout in Numba and makes every update several times slower.
+    """
     n_features = bins.shape[1]
     for p in range(start, stop):
         r = rows[p]
@@ -54,8 +59,8 @@ def _accumulate(bins, cut_ptrs, gpair, rows, start, stop, missing_bin, hist):
             b = bins[r, f]
             if b != missing_bin:
                 idx = cut_ptrs[f] + b
-                hist[idx, 0] += g
-                hist[idx, 1] += h
+                hist[k, idx, 0] += g
+                hist[k, idx, 1] += h
 
 
 @njit(parallel=True, **_KW)
@@ -73,9 +78,9 @@ def build_histograms(bins, cut_ptrs, gpair, rows, begins, ends, missing_bin, n_t
     total = cum[n_nodes]
     if n_threads <= 1:
         for i in range(n_nodes):
-            _accumulate(bins, cut_ptrs, gpair, rows, begins[i], ends[i], missing_bin, out[i])
+            _accumulate(bins, cut_ptrs, gpair, rows, begins[i], ends[i], missing_bin, out, i)
         return
-    partial = np.zeros((n_threads, n_nodes, out.shape[1], 2), dtype=np.int64)
+    partial = np.zeros((n_threads * n_nodes, out.shape[1], 2), dtype=np.int64)
     for t in prange(n_threads):
         lo = total * t // n_threads
         hi = total * (t + 1) // n_threads
@@ -86,24 +91,47 @@ def build_histograms(bins, cut_ptrs, gpair, rows, begins, ends, missing_bin, n_t
                 node += 1
             stop = min(hi, cum[node + 1])
             shift = begins[node] - cum[node]
-            _accumulate(bins, cut_ptrs, gpair, rows, pos + shift, stop + shift, missing_bin, partial[t, node])
+            _accumulate(bins, cut_ptrs, gpair, rows, pos + shift, stop + shift, missing_bin, partial,
+                        t * n_nodes + node)
             pos = stop
+    total_bins = out.shape[1]
     for i in prange(n_nodes):
         for t in range(n_threads):
-            out[i] += partial[t, i]
+            src = t * n_nodes + i
+            for b in range(total_bins):
+                out[i, b, 0] += partial[src, b, 0]
+                out[i, b, 1] += partial[src, b, 1]
+
+
+@njit(**_KW)
+def _threshold_l1(G, alpha):
+    """G shrunk towards zero by alpha (the L1 penalty's soft threshold)."""
+    if G > alpha:
+        return G - alpha
+    if G < -alpha:
+        return G + alpha
+    return 0.0
+
+
+@njit(parallel=True, **_KW)
+def build_histograms_by_node(bins, cut_ptrs, gpair, rows, begins, ends, missing_bin, task_ptr,
+                             task_nodes, out):
+    """out[i] += sums of node i, whole nodes per thread (no partial histograms to zero and add).
+
+    Used when there are many more nodes than threads: thread t builds the nodes
+    ``task_nodes[task_ptr[t]:task_ptr[t + 1]]`` (a balanced assignment made by the caller).
+    """
+    for t in prange(task_ptr.shape[0] - 1):
+        for k in range(task_ptr[t], task_ptr[t + 1]):
+            i = task_nodes[k]
+            _accumulate(bins, cut_ptrs, gpair, rows, begins[i], ends[i], missing_bin, out, i)
 
 
 @njit(**_KW)
 def _leaf_weight(G, H, lam, alpha, mcw, mds):
     if H < mcw or H <= 0.0:
         return 0.0
-    if G > alpha:
-        num = G - alpha
-    elif G < -alpha:
-        num = G + alpha
-    else:
-        num = 0.0
-    w = -num / (H + lam)
+    w = -_threshold_l1(G, alpha) / (H + lam)
     if mds != 0.0 and abs(w) > mds:
         w = mds if w > 0 else -mds
     return w
@@ -114,12 +142,7 @@ def _gain(G, H, lam, alpha, mcw, mds):
     if H < mcw or H <= 0.0:
         return 0.0
     if mds == 0.0:
-        if G > alpha:
-            t = G - alpha
-        elif G < -alpha:
-            t = G + alpha
-        else:
-            t = 0.0
+        t = _threshold_l1(G, alpha)
         return t * t / (H + lam)
     w = _leaf_weight(G, H, lam, alpha, mcw, mds)
     return -(2.0 * G * w + (H + lam) * w * w) - 2.0 * alpha * abs(w)
@@ -204,8 +227,15 @@ def leaf_weights(sums, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, out):
 
 
 @njit(parallel=True, **_KW)
-def partition(bins, rows, begins, ends, feature, split_bin, default_left, missing_bin, left_counts):
-    """Stable partition of each node's segment of ``rows``: left rows first, order kept."""
+def partition(bins_by_feature, rows, begins, ends, feature, split_bin, default_left, missing_bin,
+              left_counts):
+    """Stable partition of each node's segment of ``rows``: left rows first, order kept.
+
+    ``bins_by_feature`` is the (F, n) column-major copy of the bins: a node reads one
+    feature of its rows, so a column keeps those reads close together. The loop is
+    branch-free (each row is written to both sides, one counter advances) because the
+    left/right outcome is unpredictable.
+    """
     for i in prange(begins.shape[0]):
         b0 = begins[i]
         e0 = ends[i]
@@ -217,17 +247,12 @@ def partition(bins, rows, begins, ends, feature, split_bin, default_left, missin
         nr = 0
         for p in range(b0, e0):
             r = rows[p]
-            b = bins[r, f]
-            if b == missing_bin:
-                go_left = dl
-            else:
-                go_left = b <= sb
-            if go_left:
-                rows[b0 + nl] = r
-                nl += 1
-            else:
-                right[nr] = r
-                nr += 1
+            b = bins_by_feature[f, r]
+            go = (b <= sb) if b != missing_bin else dl
+            rows[b0 + nl] = r
+            right[nr] = r
+            nl += go
+            nr += 1 - go
         for q in range(nr):
             rows[b0 + nl + q] = right[q]
         left_counts[i] = nl

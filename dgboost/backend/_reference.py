@@ -87,13 +87,13 @@ def evaluate_splits(hist, totals, cut_ptrs, feature_mask, scale_g, scale_h, p):
     return out
 
 
-def partition(bins, rows, begins, ends, feature, split_bin, default_left):
+def partition(bins_by_feature, rows, begins, ends, feature, split_bin, default_left):
     rows = rows.copy()
-    missing = np.iinfo(bins.dtype).max
+    missing = np.iinfo(bins_by_feature.dtype).max
     counts = []
     for b, e, f, sb, dl in zip(begins, ends, feature, split_bin, default_left):
         seg = rows[b:e]
-        col = bins[seg, f]
+        col = bins_by_feature[f, seg]
         left = np.where(col == missing, bool(dl), col <= sb)
         rows[b:e] = np.concatenate([seg[left], seg[~left]])
         counts.append(int(left.sum()))

@@ -71,8 +71,11 @@ class Backend(Protocol):
     def evaluate_splits(self, hist, totals, cut_ptrs, feature_mask, scale_g, scale_h,
                         params: SplitParams) -> SplitResult: ...
 
-    def partition(self, bins, rows, begins, ends, feature, split_bin, default_left):
-        """Stable in-place partition of each node's segment; returns left counts int64 (n,)."""
+    def partition(self, bins_by_feature, rows, begins, ends, feature, split_bin, default_left):
+        """Stable in-place partition of each node's segment; returns left counts int64 (n,).
+
+        ``bins_by_feature`` is the column-major (F, n) copy of the bins.
+        """
 
     def add_leaf_values(self, margin, rows, begins, ends, values, group: int) -> None: ...
 

@@ -13,6 +13,23 @@ __all__ = ["CPUBackend"]
 _PARTIAL_HIST_BYTES = 256 << 20
 
 
+def _balance(sizes: np.ndarray, n_threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy largest-first assignment of nodes to threads by row count.
+
+    Returns (task_ptr int64 (n_threads + 1,), task_nodes int64 (n,)): thread t gets
+    ``task_nodes[task_ptr[t]:task_ptr[t + 1]]``.
+    """
+    load = np.zeros(n_threads, dtype=np.int64)
+    owner = np.empty(sizes.shape[0], dtype=np.int64)
+    for i in np.argsort(-sizes, kind="stable"):
+        t = int(np.argmin(load))
+        owner[i] = t
+        load[t] += sizes[i]
+    task_nodes = np.argsort(owner, kind="stable")
+    task_ptr = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n_threads))])
+    return task_ptr.astype(np.int64), task_nodes.astype(np.int64)
+
+
 class CPUBackend:
     """NumPy + Numba implementation of :class:`~dgboost.backend.base.Backend`."""
 
@@ -53,6 +70,11 @@ class CPUBackend:
         missing = int(np.iinfo(bins.dtype).max)
         n_rows = int((ends - begins).sum())
         threads = max(1, min(K.n_threads(), n_rows // 8192))
+        if threads > 1 and begins.shape[0] >= 4 * threads:
+            task_ptr, task_nodes = _balance(ends - begins, threads)
+            K.build_histograms_by_node(bins, cut_ptrs, gpair, rows, begins, ends, missing,
+                                       task_ptr, task_nodes, out)
+            return out
         per_node = threads * total_bins * 16
         batch = max(1, _PARTIAL_HIST_BYTES // max(per_node, 1))
         for s in range(0, begins.shape[0], batch):
@@ -80,11 +102,12 @@ class CPUBackend:
                        float(params.max_delta_step), out)
         return out
 
-    def partition(self, bins, rows, begins, ends, feature, split_bin, default_left):
+    def partition(self, bins_by_feature, rows, begins, ends, feature, split_bin, default_left):
         left_counts = np.empty(len(begins), np.int64)
-        K.partition(bins, rows, np.asarray(begins, np.int64), np.asarray(ends, np.int64),
+        K.partition(bins_by_feature, rows, np.asarray(begins, np.int64), np.asarray(ends, np.int64),
                     np.asarray(feature, np.int32), np.asarray(split_bin, np.int32),
-                    np.asarray(default_left, np.bool_), int(np.iinfo(bins.dtype).max), left_counts)
+                    np.asarray(default_left, np.bool_), int(np.iinfo(bins_by_feature.dtype).max),
+                    left_counts)
         return left_counts
 
     def add_leaf_values(self, margin, rows, begins, ends, values, group):

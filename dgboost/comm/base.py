@@ -38,19 +38,23 @@ class Communicator(Protocol):
 
 
 class LocalComm:
-    """The communicator of a cluster of one: every collective is the identity."""
+    """The communicator of a cluster of one: every collective is the identity.
+
+    Results may be the very array passed in (no copy): callers treat collective results
+    as read-only or as their own.
+    """
 
     rank = 0
     world_size = 1
 
     def allreduce_sum(self, array):
-        return np.array(array, copy=True)
+        return np.asarray(array)
 
     def allreduce_max(self, array):
-        return np.array(array, copy=True)
+        return np.asarray(array)
 
     def allgather(self, array):
-        return np.array(array, copy=True)
+        return np.asarray(array)
 
     def broadcast(self, obj, root: int = 0):
         return obj

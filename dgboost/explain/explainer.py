@@ -199,7 +199,9 @@ class TreeExplainer:
         ``(Ensemble, meta)`` (see :func:`dgboost.explain.importers.to_ensemble`).
     data : array-like or DataFrame, optional
         Background rows: the reference distribution for ``"interventional"`` SHAP, or the
-        rows that recount the trees' covers for ``"tree_path_dependent"``.
+        rows that recount the trees' covers for ``"tree_path_dependent"``. All rows are used
+        (shap's TreeExplainer keeps a random 100 of them; pass ``shap.sample(data, 100)``-
+        sized backgrounds to compare).
     feature_perturbation : {"auto", "tree_path_dependent", "interventional"}
     algorithm : {"auto", "path", "table"}
         How path-dependent SHAP values are computed (same numbers either way).
@@ -347,9 +349,9 @@ class TreeExplainer:
         if self.n_features and F != self.n_features:
             raise DGBoostValueError(f"{what} has {F} columns but the model has {self.n_features} "
                                     "features")
-        if not self.n_features and F < self.table_n_features_hint():
+        if not self.n_features and F < self._table_n_features():
             raise DGBoostValueError(f"{what} has {F} columns but the model splits on feature "
-                                    f"{self.table_n_features_hint() - 1}")
+                                    f"{self._table_n_features() - 1}")
         model_names = self._model_names
         if names is not None and model_names and not _is_default_names(model_names) \
                 and list(names) != list(model_names):
@@ -368,7 +370,7 @@ class TreeExplainer:
                                     f"{self.data.shape[1]}")
         return values, names
 
-    def table_n_features_hint(self) -> int:
+    def _table_n_features(self) -> int:
         table = getattr(self, "table", None)
         return table.n_features if table is not None else 0
 

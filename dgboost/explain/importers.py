@@ -80,9 +80,9 @@ def sklearn_split_values(threshold) -> np.ndarray:
     t = np.asarray(threshold, dtype=np.float64)
     with np.errstate(over="ignore"):
         f = t.astype(np.float32)
-    above = f.astype(np.float64) > t  # rounded up (or overflowed to +inf): step back down
-    f = np.where(above, np.nextafter(f, np.float32(-np.inf)), f)
-    return np.nextafter(f, np.float32(np.inf)).astype(np.float32)
+        above = f.astype(np.float64) > t  # rounded up (or overflowed to +inf): step back down
+        f = np.where(above, np.nextafter(f, np.float32(-np.inf)), f)
+        return np.nextafter(f, np.float32(np.inf)).astype(np.float32)
 
 
 @dataclass(eq=False)
@@ -208,8 +208,16 @@ def _meta(source: str, model, ensemble: Ensemble, *, objective=None, output="mar
 # ---------------------------------------------------------------------------------------
 # dgboost and XGBoost
 # ---------------------------------------------------------------------------------------
+def _trees_per_round(meta: dict, n_groups: int) -> int:
+    """Trees per boosting round; ``num_parallel_tree`` may sit at the top of ``meta`` or in
+    ``meta["params"]`` (where the XGBoost importer and training put it)."""
+    npt = meta.get("num_parallel_tree") or (meta.get("params") or {}).get("num_parallel_tree") or 1
+    return n_groups * int(npt)
+
+
 def _from_dgboost_booster(booster, model=None, rounds=None) -> tuple[Ensemble, dict]:
-    t0, t1 = _tree_range(booster.ensemble.n_trees, rounds, booster._trees_per_round())
+    per = _trees_per_round(booster.meta, booster.ensemble.n_groups)
+    t0, t1 = _tree_range(booster.ensemble.n_trees, rounds, per)
     ens = _slice(booster.ensemble, t0, t1)
     m = booster.meta
     return ens, _meta("dgboost", model if model is not None else booster, ens,
@@ -221,7 +229,7 @@ def _from_dgboost_booster(booster, model=None, rounds=None) -> tuple[Ensemble, d
 
 def _from_model_io(ensemble: Ensemble, meta: dict, model, source: str,
                    rounds=None) -> tuple[Ensemble, dict]:
-    per = ensemble.n_groups * int((meta.get("params") or {}).get("num_parallel_tree", 1) or 1)
+    per = _trees_per_round(meta, ensemble.n_groups)
     ens = _slice(ensemble, *_tree_range(ensemble.n_trees, rounds, per))
     names = getattr(model, "classes_", None) if ens.n_groups > 1 else None
     return ens, _meta(source, model, ens, objective=meta.get("objective"),

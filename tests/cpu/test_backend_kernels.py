@@ -89,8 +89,9 @@ def test_partition_kernel_is_stable_and_matches_the_reference():
     rows = np.arange(x.shape[0], dtype=np.int32)
     begins, ends = np.array([0, 700, 1500]), np.array([700, 1500, 2000])
     feature, split_bin, dl = np.array([1, 2, 0]), np.array([3, 0, 1]), np.array([True, False, True])
-    want_rows, want_counts = ref.partition(bins, rows, begins, ends, feature, split_bin, dl)
-    counts = BACKEND.partition(bins, rows, begins, ends, feature, split_bin, dl)
+    columns = np.ascontiguousarray(bins.T)
+    want_rows, want_counts = ref.partition(columns, rows, begins, ends, feature, split_bin, dl)
+    counts = BACKEND.partition(columns, rows, begins, ends, feature, split_bin, dl)
     np.testing.assert_array_equal(rows, want_rows)
     np.testing.assert_array_equal(counts, want_counts)
     for b, e, c in zip(begins, ends, counts):  # stable: each side keeps increasing row order

@@ -2,8 +2,6 @@
 against the models' own predictions and against ``shap.TreeExplainer``."""
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -178,6 +176,7 @@ def lgb_models():
             "multiclass": lgb.LGBMClassifier(**kw).fit(X, Y3)}
 
 
+@pytest.mark.filterwarnings("ignore:LightGBM binary classifier:UserWarning")
 def test_lightgbm_models_match_shap_path_dependent_and_interventional():
     shap = pytest.importorskip("shap")
     for task, model in lgb_models().items():
@@ -263,13 +262,17 @@ def test_xgboost_sklearn_models_and_json_files_are_imported(tmp_path):
         list(meta["output_names"]) == [0, 1, 2]
 
 
-def test_xgboost_sklearn_models_with_early_stopping_explain_the_rounds_predict_uses():
+@pytest.mark.parametrize("num_parallel_tree", [1, 2])
+def test_xgboost_sklearn_models_with_early_stopping_explain_the_rounds_predict_uses(
+        num_parallel_tree):
     xgb = pytest.importorskip("xgboost")
     model = xgb.XGBRegressor(n_estimators=60, max_depth=3, learning_rate=0.5,
-                             early_stopping_rounds=3)
+                             early_stopping_rounds=3, num_parallel_tree=num_parallel_tree,
+                             subsample=0.8)
     model.fit(X[:400], Y[:400], eval_set=[(X[400:], Y[400:])], verbose=False)
     assert model.best_iteration + 1 < 60
     e = TreeExplainer(model)
+    assert e.ensemble.n_trees == (model.best_iteration + 1) * num_parallel_tree
     np.testing.assert_allclose(e.shap_values(X[:50]).sum(1) + e.expected_value,
                                model.predict(X[:50], output_margin=True), rtol=1e-5, atol=1e-5)
 
@@ -312,11 +315,14 @@ def test_unsupported_models_raise_dgboost_errors_that_name_them():
        x=st.floats(allow_nan=False, allow_infinity=False, width=32))
 def test_sklearn_thresholds_convert_to_exactly_the_same_float32_decisions(t, x):
     s = sklearn_split_values(np.array([t]))[0]
-    xs = np.float32(x)
-    assert bool(xs < s) == bool(np.float64(xs) <= t)
-    for near in (np.nextafter(np.float32(t) if np.isfinite(np.float32(t)) else np.float32(0),
-                              np.float32(np.inf)),):
-        assert bool(near < s) == bool(np.float64(near) <= t)
+    with np.errstate(over="ignore"):
+        t32 = np.float32(t)
+        candidates = [np.float32(x)]
+        if np.isfinite(t32):  # the float32 values right around the threshold
+            candidates += [t32, np.nextafter(t32, np.float32(np.inf)),
+                           np.nextafter(t32, np.float32(-np.inf))]
+    for xs in candidates:
+        assert bool(xs < s) == bool(np.float64(xs) <= t)
 
 
 @settings(max_examples=100, deadline=None)

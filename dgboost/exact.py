@@ -1,0 +1,158 @@
+"""Exact reductions across ranks: sums and weighted quantiles that do not depend on how
+rows are partitioned or ordered (DESIGN.md §1.3).
+
+Sums are taken in 64-bit fixed point with a power-of-two step agreed by all ranks; quantiles
+are found by bisection over the ordered bit patterns of float32 values with integer counts.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from .errors import DGBoostValueError
+
+__all__ = ["exact_sum", "weighted_quantile"]
+
+# ----------------------------------------------------------------------------- exact sums
+def exact_sum(columns: np.ndarray, comm) -> np.ndarray:
+    """Sum each column over all rows of all ranks, identically for any row partitioning.
+
+    Parameters
+    ----------
+    columns : ndarray, shape (n,) or (n, m)
+        Finite values (any float dtype; converted to float64).
+    comm : Communicator
+
+    Returns
+    -------
+    ndarray of float64, shape (m,)
+        Column sums. Every term is rounded to a fixed-point grid whose power-of-two step is
+        agreed by all ranks (from the global max |value| and row count), so the int64 sums
+        are associative and exact; the absolute error is at most
+        ``n_total**2 * max|value| * 2**-62`` (a mean is off by ``n_total * 2**-62`` of the
+        largest term at most).
+    """
+    v = np.asarray(columns, dtype=np.float64)
+    v = v.reshape(len(v), -1) if v.ndim != 2 else v
+    m = v.shape[1]
+    if not np.isfinite(v).all():
+        raise DGBoostValueError("cannot sum non-finite values (NaN or inf in labels, weights or predictions)")
+    n_total = int(comm.allreduce_sum(np.array([v.shape[0]], np.int64))[0])
+    amax = np.asarray(comm.allreduce_max(np.abs(v).max(axis=0, initial=0.0)), np.float64)
+    # amax * n_total < 2**e, so |sum of quantised terms| <= 2**62 fits int64 with room to spare
+    _, e = np.frexp(amax * max(n_total, 1))
+    shift = np.where(amax > 0, 62 - e, 0).astype(np.int64)
+    q = np.rint(np.ldexp(v, shift[None, :])).astype(np.int64)
+    total = np.asarray(comm.allreduce_sum(q.sum(axis=0, dtype=np.int64)), np.int64).reshape(m)
+    return np.ldexp(total.astype(np.float64), -shift)
+
+
+# ----------------------------------------------------------------------- exact quantiles
+def _ordered_keys(x: np.ndarray) -> np.ndarray:
+    """Map float32 to uint32 so that integer order equals float order (-0.0 just below +0.0)."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    return np.where(bits & np.uint32(0x80000000), ~bits, bits | np.uint32(0x80000000)).astype(np.uint32)
+
+
+def _keys_to_float(keys: np.ndarray) -> np.ndarray:
+    keys = np.asarray(keys, dtype=np.uint32)
+    bits = np.where(keys & np.uint32(0x80000000), keys & np.uint32(0x7FFFFFFF), ~keys).astype(np.uint32)
+    return bits.view(np.float32)
+
+
+def _select(keys, seg, counts_or_weights, target_seg, threshold, comm) -> np.ndarray:
+    """Smallest key K per target with sum over rows of its segment with key <= K >= threshold.
+
+    A fixed 32-step bisection over the uint32 key space; every step is one int64 allreduce of
+    one partial sum per target, so all ranks agree and the answer does not depend on how rows
+    are spread. ``counts_or_weights`` are non-negative int64 per row.
+    """
+    combined = (seg.astype(np.uint64) << np.uint64(32)) | keys.astype(np.uint64)
+    order = np.argsort(combined, kind="stable")
+    ckeys = combined[order]
+    cum = np.concatenate([[0], np.cumsum(counts_or_weights[order], dtype=np.int64)])
+    tseg = np.asarray(target_seg, np.uint64) << np.uint64(32)
+    start = np.searchsorted(ckeys, tseg, side="left")
+    lo = np.zeros(len(tseg), np.uint64)
+    hi = np.full(len(tseg), 0xFFFFFFFF, np.uint64)
+    for _ in range(32):  # fixed count: every rank runs the same number of collectives
+        mid = (lo + hi) >> np.uint64(1)
+        pos = np.searchsorted(ckeys, tseg | mid, side="right")
+        total = np.asarray(comm.allreduce_sum(cum[pos] - cum[start]), np.int64)
+        ok = total >= threshold
+        hi = np.where(ok, mid, hi)
+        lo = np.where(ok, lo, mid + np.uint64(1))
+    return lo.astype(np.uint32)
+
+
+def weighted_quantile(values, weight, segment, n_segments: int, comm, alpha: float = 0.5) -> np.ndarray:
+    """XGBoost's quantile of ``values`` within each segment, exact over all ranks.
+
+    Parameters
+    ----------
+    values : ndarray of float32, shape (n,)
+    weight : ndarray of float32, shape (n,), or None
+        None reproduces XGBoost's unweighted ``common::Quantile`` (linear interpolation
+        between order statistics: the mean of the two middle values for an even count).
+        Weights reproduce ``common::WeightedQuantile``: the smallest value whose cumulative
+        weight reaches ``alpha`` times the segment's total (weights are quantised to int64
+        with a global scale, so ties at the threshold are decided exactly).
+    segment : ndarray of int, shape (n,)
+        Segment (leaf) of each row in ``0..n_segments-1``; rows with a negative segment are ignored.
+    n_segments : int
+    comm : Communicator
+    alpha : float
+
+    Returns
+    -------
+    ndarray of float64, shape (n_segments,)
+        NaN for segments with no rows (or no positive weight) on any rank.
+    """
+    values = np.asarray(values, dtype=np.float32).ravel()
+    segment = np.asarray(segment).ravel().astype(np.int64)
+    if values.shape != segment.shape:
+        raise DGBoostValueError(f"values {values.shape} and segments {segment.shape} differ in length")
+    if np.isnan(values).any():
+        raise DGBoostValueError("cannot take a quantile of NaN residuals")
+    keep = (segment >= 0) & (segment < n_segments)
+    if weight is not None:
+        weight = np.asarray(weight, dtype=np.float64).ravel()
+        if weight.shape != values.shape or not np.isfinite(weight).all() or (weight < 0).any():
+            raise DGBoostValueError("weights must be finite, non-negative and one per row")
+        weight = weight[keep]
+    values, segment = values[keep], segment[keep]
+    keys = _ordered_keys(values)
+    ones = np.ones(len(values), np.int64)
+    counts = np.asarray(comm.allreduce_sum(np.bincount(segment, minlength=n_segments).astype(np.int64)))
+    if weight is None:
+        # XGBoost's Quantile: x = alpha (n + 1); interpolate between order stats k and k + 1,
+        # clamped to the extremes when alpha <= 1 / (n + 1) or alpha >= n / (n + 1)
+        n = counts.astype(np.float64)
+        x = alpha * (n + 1)
+        inner = (alpha > 1.0 / (n + 1)) & (alpha < n / (n + 1))
+        rank0 = np.where(inner, np.floor(x) - 1, np.where(alpha <= 1.0 / (n + 1), 0, n - 1))
+        rank0 = np.maximum(rank0, 0).astype(np.int64)
+        frac = np.where(inner, x - 1 - rank0, 0.0)
+        rank1 = np.minimum(rank0 + (frac > 0), np.maximum(counts - 1, 0))
+        segs = np.arange(n_segments)
+        found = _keys_to_float(_select(keys, segment, ones, np.concatenate([segs, segs]),
+                                       np.concatenate([rank0, rank1]) + 1, comm)).astype(np.float64)
+        v0, v1 = found[:n_segments], found[n_segments:]
+        res = np.float32(v0 + frac * (v1 - v0)).astype(np.float64)  # XGBoost returns float
+        return np.where(counts > 0, res, np.nan)
+    n_total = int(comm.allreduce_sum(np.array([len(values)], np.int64))[0])
+    wmax = float(np.asarray(comm.allreduce_max(np.array([weight.max(initial=0.0)])))[0])
+    if wmax == 0.0:
+        return np.full(n_segments, np.nan)
+    _, e = math.frexp(wmax * max(n_total, 1))
+    q = np.rint(np.ldexp(weight, 61 - e)).astype(np.int64)
+    local = np.zeros(n_segments, np.int64)
+    np.add.at(local, segment, q)
+    totals = np.asarray(comm.allreduce_sum(local), np.int64)
+    frac_alpha = Fraction(alpha)
+    thresholds = np.array([max(1, -((-frac_alpha.numerator * int(t)) // frac_alpha.denominator))
+                           for t in totals.tolist()], np.int64)  # ceil(alpha * total), exact
+    found = _keys_to_float(_select(keys, segment, q, np.arange(n_segments), thresholds, comm))
+    return np.where(totals > 0, found.astype(np.float64), np.nan)
