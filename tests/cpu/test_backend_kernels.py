@@ -132,3 +132,40 @@ def test_prediction_kernel_matches_a_plain_tree_walk():
     assert leaves.shape == (300, 5)
     for t in range(5):
         assert np.all(ens.left[ens.offsets()[t] + leaves[:, t]] == -1)
+
+
+@pytest.mark.parametrize("n_nodes", [1, 3, 12, 40])
+def test_multithreaded_histogram_paths_match_numpy_add_at(n_nodes):
+    # enough rows for several threads: few nodes share rows across threads (partial
+    # histograms), many nodes are handed out whole
+    rng, x, cuts = _data(11, n=60_000, f=5)
+    bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
+    gpair = rng.integers(-10**12, 10**12, size=(x.shape[0], 2))
+    rows = rng.permutation(x.shape[0]).astype(np.int32)
+    edges = np.sort(rng.choice(x.shape[0], size=2 * n_nodes, replace=False)).reshape(n_nodes, 2)
+    got = BACKEND.build_histograms(bins, cuts.ptrs, gpair, rows, edges[:, 0], edges[:, 1])
+    want = ref.build_histograms(bins, cuts.ptrs, gpair, rows, edges[:, 0], edges[:, 1])
+    np.testing.assert_array_equal(got, want)
+
+
+def test_leaf_values_are_added_to_exactly_the_rows_of_each_leaf():
+    rng = np.random.default_rng(5)
+    margin = rng.normal(size=(1000, 3)).astype(np.float32)
+    rows = rng.permutation(1000).astype(np.int32)
+    begins, ends = np.array([0, 100, 600]), np.array([100, 600, 1000])
+    values = np.array([0.5, -1.25, 2.0], np.float32)
+    want = margin.copy()
+    for b, e, v in zip(begins, ends, values):
+        want[rows[b:e], 1] += v
+    BACKEND.add_leaf_values(margin, rows, begins, ends, values, 1)
+    np.testing.assert_array_equal(margin, want)
+
+
+def test_leaf_weight_kernel_matches_the_reference_formula():
+    p = SimpleNamespace(reg_lambda=1.5, alpha=0.3, gamma=0.0, min_child_weight=2.0, max_delta_step=0.4)
+    scale = 2.0 ** 30
+    sums = np.array([[3 * scale, 10 * scale], [-0.1 * scale, 5 * scale], [5 * scale, 1 * scale],
+                     [-40 * scale, 7 * scale]], dtype=np.int64)
+    got = BACKEND.leaf_weights(sums, scale, scale, p)
+    want = [ref._weight(g / scale, h / scale, p) for g, h in sums]
+    np.testing.assert_allclose(got, want, rtol=1e-15)
