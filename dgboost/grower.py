@@ -144,7 +144,7 @@ class TreeGrower:
 
         Parameters
         ----------
-        gpair : int64 (n_local, 2)
+        gpair : int32 (n_local, 2)
             Quantised (gradient, hessian) of this rank's rows; (0, 0) for rows left out.
         scale_g, scale_h : float
             The fixed-point scales (identical on every rank).
@@ -159,7 +159,8 @@ class TreeGrower:
         tree_mask = self.sampler.tree_mask(tree_index)
         t = _Nodes()
         # column sums: numpy's axis-0 reduction over an (n, 2) array is several times slower
-        root_sum = comm.allreduce_sum(np.array([gpair[:, 0].sum(), gpair[:, 1].sum()], dtype=np.int64))
+        root_sum = comm.allreduce_sum(np.array([gpair[:, 0].sum(dtype=np.int64),
+                                                gpair[:, 1].sum(dtype=np.int64)], dtype=np.int64))
         t.add(-1, root_sum, 0, 0, n_local)
         # candidates: node id -> (histogram, split result index) for nodes that may be split
         pending: dict[int, tuple] = {}

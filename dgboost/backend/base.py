@@ -6,7 +6,7 @@ kernels in ``kernels/``. Integer histograms make both backends produce identical
 
 Array conventions (``xp`` is numpy or cupy):
 - ``bins``: uint8/uint16 (n, F), missing = dtype max.
-- ``gpair``: int64 (n, 2), quantised gradient and hessian of each row.
+- ``gpair``: int32 (n, 2), quantised gradient and hessian of each row (|value| <= 2**30).
 - ``rows``: int32 (n,), a permutation of the local rows in which every node's rows are the
   contiguous segment ``rows[begin:end]``.
 - ``hist``: int64 (n_nodes, total_bins, 2).
@@ -63,7 +63,10 @@ class Backend(Protocol):
     def bin_values(self, values, cut_values, cut_ptrs, dtype): ...
 
     def quantise(self, grad, hess, scale_g: float, scale_h: float, keep=None):
-        """int64 (n, 2) fixed-point gradient pairs; rows where ``keep`` is False get (0, 0)."""
+        """int32 (n, 2) fixed-point gradient pairs; rows where ``keep`` is False get (0, 0).
+
+        Histograms sum them in int64.
+        """
 
     def build_histograms(self, bins, cut_ptrs, gpair, rows, begins, ends):
         """int64 (len(begins), total_bins, 2): sums of ``gpair`` per node and bin."""

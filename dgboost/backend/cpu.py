@@ -55,7 +55,8 @@ class CPUBackend:
         return out
 
     def quantise(self, grad, hess, scale_g, scale_h, keep=None):
-        out = np.empty((grad.shape[0], 2), dtype=np.int64)
+        """int32 (n, 2) fixed-point pairs (the scales keep every value within 2**30)."""
+        out = np.empty((grad.shape[0], 2), dtype=np.int32)
         out[:, 0] = np.rint(grad.astype(np.float64) * scale_g)
         out[:, 1] = np.rint(hess.astype(np.float64) * scale_h)
         if keep is not None:

@@ -64,7 +64,7 @@ def test_histogram_kernel_matches_numpy_add_at(seed, n_nodes):
 def test_split_evaluation_kernel_matches_the_reference(seed, lam, alpha, mcw, mds, gamma):
     rng, x, cuts = _data(seed, n=800)
     bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
-    scale = 2.0 ** 40
+    scale = 2.0 ** 26
     g = rng.normal(size=x.shape[0])
     h = rng.uniform(0.1, 1.0, size=x.shape[0])
     gpair = BACKEND.quantise(g, h, scale, scale)

@@ -163,3 +163,13 @@ def test_progress_lines_show_round_metric_and_time_left(capsys):
     assert [line.split("\t")[0] for line in out] == ["[0]", "[2]", "[3]"]
     dg.train(BASE, d, 4, evals=[(d, "train")], verbose_eval=False)
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("max_abs", [1e-30, 3e-7, 0.5, 1.0, 1.5, 2.0 ** 20, 7e12])
+def test_fixed_point_scale_keeps_every_quantised_value_within_int32(max_abs):
+    from dgboost.training import fixed_point_scale
+
+    s = fixed_point_scale(max_abs, 10**6)
+    assert abs(round(max_abs * s)) <= 2 ** 30
+    assert max_abs * s > 2 ** 29  # and uses the range: at least 29 bits of resolution
+    assert np.log2(s) == int(np.log2(s))  # a power of two: scaling is exact
