@@ -95,6 +95,8 @@ def _check_features(dmat: DMatrix, n_features: int, names, what: str) -> None:
 
 
 def _row_offset(comm: Communicator, n_local: int) -> tuple[int, int]:
+    """(global index of this rank's first item, total number of items) for items laid out
+    rank after rank."""
     counts = np.asarray(comm.allgather(np.array([n_local], dtype=np.int64)))
     return int(counts[:comm.rank].sum()), int(counts.sum())
 
@@ -178,6 +180,12 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
     n_groups = objective.n_outputs()
     if obj is None:
         objective.validate_labels(dtrain.label, dtrain.weight, dtrain.group_ptr)
+        if hasattr(objective, "prepare"):
+            # ranking: weight normalisation over all ranks' query groups, and each rank's
+            # first global group index (pair sampling hashes it)
+            objective.prepare(dtrain.label, dtrain.weight, dtrain.group_ptr, comm)
+            n_local_groups = 0 if dtrain.group_ptr is None else len(dtrain.group_ptr) - 1
+            objective.group_offset, _ = _row_offset(comm, n_local_groups)
     names = dtrain.feature_names
     n_features = dtrain.num_col()
     for dm, name in evals:
@@ -226,6 +234,9 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
     history.clear()
     verbose = comm.rank == 0 and bool(verbose_eval)
     every = int(verbose_eval) if verbose_eval and not isinstance(verbose_eval, bool) else 1
+    if not evals and isinstance(verbose_eval, bool):
+        # nothing to evaluate: a progress line (round, time left) every tenth of the run
+        every = max(1, int(num_boost_round) // 10)
     best_score, best_round, maximize_flag = None, None, maximize
     started = time.perf_counter()
 

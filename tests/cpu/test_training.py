@@ -173,3 +173,23 @@ def test_fixed_point_scale_keeps_every_quantised_value_within_int32(max_abs):
     assert abs(round(max_abs * s)) <= 2 ** 30
     assert max_abs * s > 2 ** 29  # and uses the range: at least 29 bits of resolution
     assert np.log2(s) == int(np.log2(s))  # a power of two: scaling is exact
+
+
+@pytest.mark.parametrize("objective", ["rank:ndcg", "rank:pairwise"])
+def test_ranking_models_do_not_depend_on_how_query_groups_are_partitioned(objective):
+    rng = np.random.default_rng(4)
+    n_groups, size = 60, 10
+    x = rng.normal(size=(n_groups * size, 5)).astype(np.float32)
+    y = np.clip(np.round(x[:, 0] + rng.normal(scale=0.5, size=len(x)) + 1), 0, 3).astype(np.float32)
+    w = rng.uniform(0.5, 2.0, size=n_groups).repeat(size).astype(np.float32)
+    params = {"objective": objective, "max_depth": 4, "max_bin": 32,
+              "lambdarank_pair_method": "mean", "lambdarank_num_pair_per_sample": 2}
+    group = np.full(n_groups, size)
+    single = dg.train(params, dg.DMatrix(x, y, weight=w, group=group), 4, verbose_eval=False).to_json()
+
+    def rank_fn(comm, rank):
+        lo, hi = (0, 250) if rank == 0 else (250, 600)  # whole groups on each rank
+        d = dg.DMatrix(x[lo:hi], y[lo:hi], weight=w[lo:hi], group=np.full((hi - lo) // size, size))
+        return dg.train(params, d, 4, verbose_eval=False, comm=comm).to_json()
+
+    assert all(m == single for m in run_in_threads(2, rank_fn))
