@@ -252,14 +252,12 @@ def test_packed_table_lays_each_bin_out_contiguously(method):
     assert packed.utilisation == pytest.approx(t.n_elements / (32 * packed.n_bins))
 
 
-def test_packing_many_paths_is_fast():
-    import time
+def test_packing_two_hundred_thousand_paths_is_valid_for_every_method():
+    # speed is measured by benchmarks, not asserted here; this runs the O(n log n)
+    # structures at a size where a quadratic method would not finish the test suite
     sizes = np.random.default_rng(9).integers(1, 33, size=200_000)
     for method in METHODS:
-        bin_items(sizes[:10], method)  # compile / load
-        t0 = time.perf_counter()
         bins, n_bins, _ = bin_items(sizes, method)
-        assert time.perf_counter() - t0 < 2.0
         check_packing(sizes, bins, 32)
 
 
