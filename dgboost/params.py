@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import numbers
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping
 
@@ -162,13 +163,10 @@ def _suggest(what: str, given: str, choices) -> str:
 
 def _coerce(name: str, value: Any) -> Any:
     if name in _INT_FIELDS:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-                isinstance(value, float) and not value.is_integer()):
-            try:
-                if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-                    return int(value)
-            except ValueError:
-                pass
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return int(value)  # config files may carry numbers as text
+        if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                or not float(value).is_integer()):
             raise ParameterError(f"parameter {name!r} must be an integer, got {value!r}")
         return int(value)
     if name in _FLOAT_FIELDS:
