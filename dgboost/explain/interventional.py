@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..errors import DGBoostValueError
-from .paths import PathTable, as_path_table
+from .paths import PathTable, as_path_table, element_is_on
 
 __all__ = ["shap_values_interventional", "path_on_bits"]
 
@@ -58,11 +58,7 @@ def _on_bits(Xf, path_offsets, feature, lower, upper, miss, word_offsets, out):
                 x = Xf[r, feature[s + j]]
                 if x > fmax:
                     x = fmax
-                if x != x:
-                    on = miss[s + j] != 0
-                else:
-                    on = lower[s + j] <= x and x < upper[s + j]
-                if on:
+                if element_is_on(x, lower[s + j], upper[s + j], miss[s + j] != 0):
                     out[r, w0 + j // 63] |= np.int64(1) << (j % 63)
 
 

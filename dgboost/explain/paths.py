@@ -37,7 +37,7 @@ from numba import njit
 from .._layout import PATH_ELEMENT
 from ..errors import ModelFormatError
 
-__all__ = ["PathTable", "extract_paths", "PATH_ELEMENT_DTYPE", "as_path_table"]
+__all__ = ["PathTable", "extract_paths", "PATH_ELEMENT_DTYPE", "as_path_table", "element_is_on"]
 
 # One path element as a C struct (40 bytes; dgboost._layout.PATH_ELEMENT, mirrored by
 # kernels/common.cuh ``PathElement``), for shipping the table to a device in one buffer.
@@ -339,3 +339,10 @@ def as_path_table(model) -> PathTable:
     if hasattr(model, "table") and isinstance(getattr(model, "table"), PathTable):
         return model.table  # a PackedTable
     return extract_paths(model)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def element_is_on(x, lower, upper, on_missing):
+    """The one rule of an element being "on" for a value: ``lower <= x < upper``, or ``x`` is
+    missing (NaN) and the element lies on the missing branch."""
+    return ((x >= lower) & (x < upper)) | ((x != x) & on_missing)

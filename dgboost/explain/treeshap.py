@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..errors import DGBoostTypeError, DGBoostValueError
-from .paths import PathTable, as_path_table
+from .paths import PathTable, as_path_table, element_is_on
 from .tables import (DEFAULT_MAX_K, DEFAULT_MAX_K_INTERACTIONS, DEFAULT_MAX_TABLE_BYTES,
                      InteractionTables, WeightTables, build_interaction_tables, build_tables,
                      gauss_legendre_01)
@@ -115,7 +115,7 @@ def _block_on(Xt, feature, lower, upper, miss, s, k, nb, on):
         oj = on[j]
         for r in range(nb):
             x = xr[r]
-            oj[r] = 1.0 if ((x >= lo) & (x < hi)) | ((x != x) & ms) else 0.0
+            oj[r] = 1.0 if element_is_on(x, lo, hi, ms) else 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -221,7 +221,7 @@ def _shap_kernel(Xf, path_offsets, feature, lower, upper, miss, zf, path_v, path
                     ms = miss[s + j] != 0
                     for r in range(nb):
                         x = xr[r]
-                        o = ((x >= lo) & (x < hi)) | ((x != x) & ms)
+                        o = element_is_on(x, lo, hi, ms)
                         bits[r] |= np.int64(o) << j
                 half = np.int64(1) << (k - 1)
                 for i in range(k):
@@ -493,7 +493,7 @@ def _interaction_block(Xf, r0, nb, path_offsets, feature, lower, upper, miss, zf
                 c = cz[j]
                 for r in range(nb):
                     x = xr[r]
-                    o = ((x >= lo) & (x < hi)) | ((x != x) & ms)
+                    o = element_is_on(x, lo, hi, ms)
                     bits[r] |= np.int64(o) << j
                     c[r] = (1.0 if o else 0.0) - z
             # main effects: SHAP values on the diagonal; keep B without bit i
