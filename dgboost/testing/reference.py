@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["leaf_index_reference", "predict_margin_reference", "predict_margin_reference_f32"]
+__all__ = ["add_tree_outputs", "leaf_index_reference", "predict_margin_reference",
+           "predict_margin_reference_f32"]
 
 
 def _as_f32_matrix(X) -> np.ndarray:
@@ -45,26 +46,31 @@ def leaf_index_reference(ensemble, X) -> np.ndarray:
     return out
 
 
-def predict_margin_reference(ensemble, X) -> np.ndarray:
-    """Margin of every row: base_margin plus the leaf values, summed in float64; (n, n_groups)."""
+def add_tree_outputs(ensemble, X, out, tree_begin: int = 0, tree_end: int | None = None) -> np.ndarray:
+    """``out[:, group(t)] += leaf value`` for trees ``[tree_begin, tree_end)``, tree by tree in
+    ``out``'s dtype; returns ``out`` (n, n_groups)."""
+    tree_end = ensemble.n_trees if tree_end is None else tree_end
     leaves = leaf_index_reference(ensemble, X)
     off = ensemble.offsets()
     groups = ensemble.groups()
-    out = np.tile(np.asarray(ensemble.base_margin, dtype=np.float64), (leaves.shape[0], 1))
-    V = ensemble.value.astype(np.float64)
-    for t in range(ensemble.n_trees):
+    V = ensemble.value.astype(out.dtype)
+    for t in range(tree_begin, tree_end):
         out[:, groups[t]] += V[off[t] + leaves[:, t]]
     return out
+
+
+def _margin(ensemble, X, dtype) -> np.ndarray:
+    n = _as_f32_matrix(X).shape[0]
+    out = np.tile(np.asarray(ensemble.base_margin, dtype=dtype), (n, 1))
+    return add_tree_outputs(ensemble, X, out)
+
+
+def predict_margin_reference(ensemble, X) -> np.ndarray:
+    """Margin of every row: base_margin plus the leaf values, summed in float64; (n, n_groups)."""
+    return _margin(ensemble, X, np.float64)
 
 
 def predict_margin_reference_f32(ensemble, X) -> np.ndarray:
     """As :func:`predict_margin_reference`, but accumulated in float32 tree by tree, starting
     from the float32 base margin, as XGBoost's CPU predictor does; float32 (n, n_groups)."""
-    leaves = leaf_index_reference(ensemble, X)
-    off = ensemble.offsets()
-    groups = ensemble.groups()
-    out = np.tile(np.asarray(ensemble.base_margin, dtype=np.float32), (leaves.shape[0], 1))
-    V = ensemble.value.astype(np.float32)
-    for t in range(ensemble.n_trees):
-        out[:, groups[t]] += V[off[t] + leaves[:, t]]
-    return out
+    return _margin(ensemble, X, np.float32)

@@ -25,6 +25,7 @@ from math import factorial
 
 import numpy as np
 
+from dgboost.testing.reference import predict_margin_reference
 from dgboost.tree import Ensemble, Tree
 
 __all__ = ["predict_margin", "brute_force_shap", "brute_force_interactions",
@@ -46,26 +47,9 @@ def _go_left(tree: Tree, node: int, col: np.ndarray) -> np.ndarray:
                     col < tree.split_value[node])
 
 
-def _tree_predict(tree: Tree, X32: np.ndarray) -> np.ndarray:
-    node = np.zeros(X32.shape[0], dtype=np.int64)
-    while True:
-        inner = tree.left[node] >= 0
-        if not inner.any():
-            return tree.value[node].astype(np.float64)
-        idx = np.flatnonzero(inner)
-        nd = node[idx]
-        x = X32[idx, tree.feature[nd]]
-        left = np.where(np.isnan(x), tree.default_left[nd] != 0, x < tree.split_value[nd])
-        node[idx] = np.where(left, tree.left[nd], tree.right[nd])
-
-
 def predict_margin(ensemble: Ensemble, X) -> np.ndarray:
-    """Margin ``(n, n_groups)``: base margin plus the sum of each group's trees."""
-    X32 = _rows32(X)
-    out = np.tile(ensemble.base_margin, (X32.shape[0], 1))
-    for t, g in enumerate(ensemble.groups()):
-        out[:, g] += _tree_predict(ensemble.tree(t), X32)
-    return out
+    """Margin ``(n, n_groups)``: base margin plus the sum of each group's trees (float64)."""
+    return predict_margin_reference(ensemble, X)
 
 
 # ---------------------------------------------------------------------------------------
@@ -166,9 +150,9 @@ def _check_players(players):
 # ---------------------------------------------------------------------------------------
 # public oracles
 # ---------------------------------------------------------------------------------------
-def brute_force_shap(ensemble: Ensemble, X) -> np.ndarray:
-    """Path-dependent Shapley values by subset enumeration; ``(n, n_groups, F + 1)``."""
-    X32 = _rows32(X)
+def _shapley_by_tree(ensemble: Ensemble, X32: np.ndarray, values) -> np.ndarray:
+    """Sum over trees of the Shapley values of ``values(tree, players)`` (a v[S, row] table);
+    the bias column gets the base margin plus each tree's v[empty set]."""
     n, F = X32.shape
     out = np.zeros((n, ensemble.n_groups, F + 1))
     out[:, :, F] = ensemble.base_margin
@@ -176,13 +160,19 @@ def brute_force_shap(ensemble: Ensemble, X) -> np.ndarray:
         tree = ensemble.tree(t)
         players = _players(tree)
         _check_players(players)
-        v = _path_dependent_values(tree, X32, players)
+        v = values(tree, players)
         out[:, g, F] += v[0]
         if players:
             phi = _shapley(v, len(players))
             for i, f in enumerate(players):
                 out[:, g, f] += phi[i]
     return out
+
+
+def brute_force_shap(ensemble: Ensemble, X) -> np.ndarray:
+    """Path-dependent Shapley values by subset enumeration; ``(n, n_groups, F + 1)``."""
+    X32 = _rows32(X)
+    return _shapley_by_tree(ensemble, X32, lambda tree, players: _path_dependent_values(tree, X32, players))
 
 
 def brute_force_interactions(ensemble: Ensemble, X) -> np.ndarray:
@@ -207,20 +197,8 @@ def brute_force_interactions(ensemble: Ensemble, X) -> np.ndarray:
 def brute_force_interventional(ensemble: Ensemble, X, background) -> np.ndarray:
     """Interventional Shapley values over ``background``; ``(n, n_groups, F + 1)``."""
     X32, B32 = _rows32(X), _rows32(background)
-    n, F = X32.shape
-    out = np.zeros((n, ensemble.n_groups, F + 1))
-    out[:, :, F] = ensemble.base_margin
-    for t, g in enumerate(ensemble.groups()):
-        tree = ensemble.tree(t)
-        players = _players(tree)
-        _check_players(players)
-        v = _interventional_values(tree, X32, B32, players)
-        out[:, g, F] += v[0]
-        if players:
-            phi = _shapley(v, len(players))
-            for i, f in enumerate(players):
-                out[:, g, f] += phi[i]
-    return out
+    return _shapley_by_tree(ensemble, X32,
+                            lambda tree, players: _interventional_values(tree, X32, B32, players))
 
 
 # ---------------------------------------------------------------------------------------
