@@ -103,8 +103,9 @@ class Booster:
         return int(self.meta.get("num_feature") or 0)
 
     def _trees_per_round(self) -> int:
-        forest = self.meta.get("num_parallel_tree") or self.meta.get("params", {}).get("num_parallel_tree")
-        return self.ensemble.n_groups * int(forest or 1)
+        from .model_io import trees_per_round
+
+        return trees_per_round(self.meta, self.ensemble.n_groups)
 
     def num_boosted_rounds(self) -> int:
         return self.ensemble.n_trees // self._trees_per_round()

@@ -37,7 +37,7 @@ from dgboost.tree import NODE_ARRAYS, Ensemble
 __all__ = [
     "SCHEMA_VERSION", "META_KEYS",
     "model_to_dict", "model_from_dict", "model_to_json", "model_from_json",
-    "save_model", "load_model", "validate_ensemble", "dump_text",
+    "save_model", "load_model", "validate_ensemble", "dump_text", "trees_per_round",
     "export_xgboost_dict", "export_xgboost_json", "import_xgboost_dict",
     "import_xgboost_booster",
 ]
@@ -536,6 +536,12 @@ def import_xgboost_booster(booster) -> tuple[Ensemble, dict]:
 # -- text dump ----------------------------------------------------------------------------
 def _g(x) -> str:
     return "%.9g" % float(np.float32(x))
+
+
+def trees_per_round(meta: dict, n_groups: int) -> int:
+    """Trees in one boosting round: one per output group, times ``num_parallel_tree``
+    (kept in ``meta["params"]`` by the XGBoost importer; absent means 1)."""
+    return int(n_groups) * int((meta.get("params") or {}).get("num_parallel_tree") or 1)
 
 
 def dump_text(ensemble: Ensemble, meta: dict, with_stats: bool = False) -> list[str]:

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import DGBoostTypeError, DGBoostValueError, ModelFormatError
+from ..model_io import trees_per_round
 from ..tree import Ensemble, Tree
 
 __all__ = ["to_ensemble", "UnsupportedModelError", "ThresholdEncoder", "sklearn_split_values"]
@@ -208,15 +209,8 @@ def _meta(source: str, model, ensemble: Ensemble, *, objective=None, output="mar
 # ---------------------------------------------------------------------------------------
 # dgboost and XGBoost
 # ---------------------------------------------------------------------------------------
-def _trees_per_round(meta: dict, n_groups: int) -> int:
-    """Trees per boosting round; ``num_parallel_tree`` may sit at the top of ``meta`` or in
-    ``meta["params"]`` (where the XGBoost importer and training put it)."""
-    npt = meta.get("num_parallel_tree") or (meta.get("params") or {}).get("num_parallel_tree") or 1
-    return n_groups * int(npt)
-
-
 def _from_dgboost_booster(booster, model=None, rounds=None) -> tuple[Ensemble, dict]:
-    per = _trees_per_round(booster.meta, booster.ensemble.n_groups)
+    per = trees_per_round(booster.meta, booster.ensemble.n_groups)
     t0, t1 = _tree_range(booster.ensemble.n_trees, rounds, per)
     ens = _slice(booster.ensemble, t0, t1)
     m = booster.meta
@@ -229,7 +223,7 @@ def _from_dgboost_booster(booster, model=None, rounds=None) -> tuple[Ensemble, d
 
 def _from_model_io(ensemble: Ensemble, meta: dict, model, source: str,
                    rounds=None) -> tuple[Ensemble, dict]:
-    per = _trees_per_round(meta, ensemble.n_groups)
+    per = trees_per_round(meta, ensemble.n_groups)
     ens = _slice(ensemble, *_tree_range(ensemble.n_trees, rounds, per))
     names = getattr(model, "classes_", None) if ens.n_groups > 1 else None
     return ens, _meta(source, model, ens, objective=meta.get("objective"),

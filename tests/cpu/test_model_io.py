@@ -575,3 +575,20 @@ def test_random_trees_exported_to_xgboost_predict_like_the_reference(seed, n_tre
     assert ens2 == ens
     # XGBoost writes its objective's parameters with their defaults
     assert meta2 == dict(meta, objective_params={} if multiclass else {"scale_pos_weight": 1})
+
+
+def test_imported_random_forest_rounds_count_parallel_trees_as_one_round():
+    import xgboost as xgb
+
+    import dgboost as dg
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4)).astype(np.float32)
+    y = X[:, 0] + rng.normal(scale=0.1, size=300)
+    booster = xgb.train({"num_parallel_tree": 3, "max_depth": 3, "subsample": 0.8, "colsample_bynode": 0.8},
+                        xgb.DMatrix(X, label=y), 4)
+    model = dg.Booster.from_xgboost(booster)
+    assert model.num_boosted_rounds() == 4
+    np.testing.assert_allclose(model.predict(X, iteration_range=(0, 2), output_margin=True),
+                               booster.predict(xgb.DMatrix(X), iteration_range=(0, 2), output_margin=True),
+                               atol=1e-5)
