@@ -177,7 +177,9 @@ class TreeGrower:
             while heap and (max_leaves <= 0 or n_leaves < max_leaves):
                 _, nid = heapq.heappop(heap)
                 for child in self._expand([nid], pending, t, tree_index, tree_mask):
-                    hist, res, k = pending[child]
+                    if child not in pending:  # at max_depth: a leaf, never evaluated
+                        continue
+                    _, res, k = pending[child]
                     if res.feature[k] >= 0:
                         heapq.heappush(heap, (-res.gain[k], child))
                 n_leaves += 1

@@ -9,7 +9,7 @@ import difflib
 import math
 import numbers
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from .errors import ParameterError
 

@@ -87,6 +87,10 @@ def test_depthwise_trees_respect_max_depth_and_lossguide_trees_respect_max_leave
                   verbose_eval=False)
     assert all(t.n_leaves == 7 for t in lg.ensemble.trees())
     assert max(t.depth() for t in lg.ensemble.trees()) >= 3
+    both = dg.train({**BASE, "grow_policy": "lossguide", "max_leaves": 16, "max_depth": 2}, d, 3,
+                    verbose_eval=False)
+    assert all(t.depth() <= 2 and t.n_leaves <= 4 for t in both.ensemble.trees())
+    assert max(t.n_leaves for t in both.ensemble.trees()) == 4
 
 
 def test_predictions_equal_the_margins_accumulated_during_training():
