@@ -334,9 +334,11 @@ def _refit_leaves(objective, tree, grown, margin, dtrain: DMatrix, keep, p: Trai
     for i, (b, e) in enumerate(zip(grown.begins, grown.ends)):
         leaf_of_row[grown.rows[b:e]] = i
     residual = (dtrain.label.astype(np.float64) - margin.astype(np.float64)).astype(np.float32)
-    weight = dtrain.weight if dtrain.weight is not None else np.ones(n, np.float32)
+    # unweighted rows take XGBoost's interpolated median (weight None); weights, or rows
+    # left out by subsampling (weight 0), take the weighted median
+    weight = dtrain.weight
     if keep is not None:
-        weight = np.where(keep, weight, np.float32(0.0))
+        weight = np.where(keep, np.ones(n, np.float32) if weight is None else weight, np.float32(0.0))
     values = np.asarray(objective.leaf_values(residual, weight, leaf_of_row, len(grown.leaf_nodes), comm),
                         dtype=np.float64)
     old = tree.value[grown.leaf_nodes].astype(np.float64)

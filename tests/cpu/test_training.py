@@ -197,3 +197,11 @@ def test_ranking_models_do_not_depend_on_how_query_groups_are_partitioned(object
         return dg.train(params, d, 4, verbose_eval=False, comm=comm).to_json()
 
     assert all(m == single for m in run_in_threads(2, rank_fn))
+
+
+@pytest.mark.parametrize("subsample", [1.0, 0.7])
+def test_absolute_error_leaf_refits_do_not_depend_on_the_partitioning(subsample):
+    x, y = _data(n=1500, task="regression")
+    params = {**BASE, "objective": "reg:absoluteerror", "subsample": subsample, "seed": 5}
+    single = dg.train(params, dg.DMatrix(x, y), 4, verbose_eval=False).to_json()
+    assert all(m == single for m in _train_partitioned(params, x, y, [400, 1100], rounds=4))
