@@ -39,11 +39,13 @@ def versions(*modules: str) -> dict:
     return out
 
 
-def write_result(name: str, payload: dict) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
+def write_result(name: str, payload: dict, path: str | os.PathLike | None = None) -> Path:
+    """Write ``payload`` (plus name, date and machine) as JSON to ``path``, by default
+    ``benchmarks/results/<name>.json``."""
+    path = Path(path) if path is not None else RESULTS / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"benchmark": name, "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                "machine": machine(), **payload}
-    path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return path
 

@@ -26,9 +26,44 @@ def _rows() -> list[str]:
     return rows
 
 
+def _mib(v) -> str:
+    return "-" if v is None else f"{v / (1 << 20):,.0f}"
+
+
+def _train_gpu_section() -> list[str]:
+    """Per-case details of ``train_gpu.json`` (written by benchmarks/train_gpu.py), if present."""
+    path = ROOT / "benchmarks" / "results" / "train_gpu.json"
+    if not path.exists():
+        return []
+    r = json.loads(path.read_text())
+    hw = r.get("hardware", {}).get("name", "?")
+    v = r.get("versions", {})
+    lines = ["", f"GPU training on {hw}, dgboost {v.get('dgboost')} vs XGBoost {v.get('xgboost')} `hist` "
+             f"(median of {r.get('repeats')} alternating runs; ratios dgboost / XGBoost, lower is better; "
+             f"peak memory from cudaMemGetInfo):", "",
+             "| case | rows x features | rounds | dgboost ms/round | XGBoost ms/round | ratio | whole-run ratio "
+             "| test metric dgboost / XGBoost | peak MiB dgboost / XGBoost |",
+             "|---|---|---|---|---|---|---|---|---|"]
+
+    def med(d, key, scale=1.0, spec=".2f"):
+        m = (d.get(key) or {}).get("median")
+        return "-" if m is None else format(m * scale, spec)
+
+    for name, c in r.get("cases", {}).items():
+        a, b = c.get("dgboost") or {}, c.get("xgboost") or {}
+        ratios = c.get("ratios_dgboost_over_xgboost") or {}
+        ratio = "-" if ratios.get("per_round") is None else f"{ratios['per_round']:.2f}"
+        whole = "-" if ratios.get("total") is None else f"{ratios['total']:.2f}"
+        lines.append(f"| {name} ({c.get('what', '')}) | {c['rows_train']:,} x {c['features']} | {c['rounds']} "
+                     f"| {med(a, 'per_round_s', 1e3)} | {med(b, 'per_round_s', 1e3)} | {ratio} | {whole} "
+                     f"| {c['metric_name']} {med(a, 'metric', spec='.4f')} / {med(b, 'metric', spec='.4f')} "
+                     f"| {_mib(a.get('peak_memory_bytes_max'))} / {_mib(b.get('peak_memory_bytes_max'))} |")
+    return lines
+
+
 def render() -> str:
     head = ["| benchmark | measure | dgboost / reference | note | hardware |", "|---|---|---|---|---|"]
-    return "\n".join(head + _rows())
+    return "\n".join(head + _rows() + _train_gpu_section())
 
 
 def main() -> int:

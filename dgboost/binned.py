@@ -1,14 +1,16 @@
 """BinnedMatrix: every feature value replaced by its local bin index.
 
-Rows are stored row-major (``bins[row, feature]``) because histogram building walks a
-node's rows and touches all their features. Missing values carry the sentinel
-``missing_bin`` (the dtype's maximum) and are never accumulated into a histogram: a node's
-missing sums are its totals minus the feature's bin sums. The CUDA backend bit-packs the
-same indices (ELLPACK); the CPU keeps whole bytes.
+What ``bins`` holds is the backend's own layout, made by ``backend.bin_values``: on the CPU a
+row-major uint8/uint16 (n, F) array (histogram building walks a node's rows and touches all
+their features), with the sentinel ``missing_bin`` (the dtype's maximum) for missing
+values; on the GPU an ELLPACK matrix of bit-packed indices where missing is one more symbol.
+Missing values are never accumulated into a histogram: a node's missing sums are its totals
+minus the feature's bin sums.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -28,28 +30,33 @@ class BinnedMatrix:
 
     Attributes
     ----------
-    bins : ndarray of uint8 or uint16, shape (n, F)
-        Local bin of each value; ``missing_bin`` where the value is missing.
+    bins : ndarray of uint8 or uint16, shape (n, F), or the backend's bin matrix
+        Local bin of each value; ``missing_bin`` where the value is missing (CPU layout).
     cuts : Cuts
+    backend : Backend, optional
+        The backend that made ``bins`` (it also makes the partition layout).
     """
 
-    bins: np.ndarray
+    bins: Any
     cuts: Cuts
-    _columns: np.ndarray | None = field(default=None, repr=False, compare=False)
+    backend: Any = field(default=None, repr=False, compare=False)
+    _columns: Any = field(default=None, repr=False, compare=False)
 
     @property
-    def bins_by_feature(self) -> np.ndarray:
-        """Column-major (F, n) copy of ``bins`` (made once), for reading one feature of many rows."""
+    def bins_by_feature(self):
+        """The layout the backend partitions from (made once): on the CPU a column-major (F, n)
+        copy of ``bins``, for reading one feature of many rows."""
         if self._columns is None:
-            self._columns = np.empty(self.bins.shape[::-1], dtype=self.bins.dtype)
-            # column by column: each pass reads the rows once, sequentially
-            for f in range(self.bins.shape[1]):
-                self._columns[f] = self.bins[:, f]
+            if self.backend is None:
+                from .backend.cpu import CPUBackend
+
+                self.backend = CPUBackend()
+            self._columns = self.backend.column_layout(self.bins)
         return self._columns
 
     @property
     def missing_bin(self) -> int:
-        return int(np.iinfo(self.bins.dtype).max)
+        return int(getattr(self.bins, "missing", None) or np.iinfo(self.bins.dtype).max)
 
     @property
     def n_rows(self) -> int:
@@ -60,7 +67,7 @@ class BinnedMatrix:
         return int(self.bins.shape[1])
 
     @classmethod
-    def from_values(cls, values: np.ndarray, cuts: Cuts, backend) -> "BinnedMatrix":
-        """Bin ``values`` (float32 (n, F), NaN = missing) with ``cuts`` on ``backend``."""
+    def from_values(cls, values, cuts: Cuts, backend) -> "BinnedMatrix":
+        """Bin ``values`` (float32 (n, F), NaN = missing; host or device) with ``cuts`` on ``backend``."""
         dtype = bin_dtype_for(cuts)
-        return cls(bins=backend.bin_values(values, cuts.values, cuts.ptrs, dtype), cuts=cuts)
+        return cls(bins=backend.bin_values(values, cuts.values, cuts.ptrs, dtype), cuts=cuts, backend=backend)

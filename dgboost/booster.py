@@ -6,14 +6,18 @@ objective, base score, feature names, best iteration, training parameters): the 
 """
 from __future__ import annotations
 
+import functools
 import os
+import warnings
 from typing import Any
 
 import numpy as np
 
 from .backend import get_backend
-from .data import DMatrix, as_feature_matrix
-from .errors import DGBoostTypeError, DGBoostValueError
+from ._array import is_device_array, to_host
+from .data import DMatrix, _small_to_host, as_feature_matrix
+from .errors import DGBoostTypeError, DGBoostValueError, ParameterError
+from .params import normalize_device
 from .tree import Ensemble
 
 __all__ = ["Booster"]
@@ -25,20 +29,62 @@ class Booster:
     Parameters
     ----------
     params : dict, optional
-        Ignored apart from ``nthread``/``device`` used for prediction (XGBoost compatibility).
+        Ignored apart from ``nthread``/``device`` used for prediction (XGBoost compatibility);
+        see :meth:`set_param`.
     model_file : str or os.PathLike or bytes or bytearray, optional
         A dgboost or XGBoost JSON model file (or its text) to load.
+
+    Notes
+    -----
+    Where prediction runs: CuPy / cuDF input is predicted on its GPU and gives CuPy
+    arrays; other input is predicted on the booster's ``device`` (set with
+    :meth:`set_param`, else the device it was trained with) and gives NumPy arrays. When
+    that device is a GPU and none is usable, prediction warns once and runs on the CPU,
+    so models move freely between GPU and CPU-only machines.
     """
 
     def __init__(self, params: dict | None = None, model_file=None):
         self.ensemble = Ensemble(1, 0.0)
         self.meta: dict[str, Any] = _default_meta()
-        self._predict_params = dict(params or {})
+        self._predict_params: dict[str, Any] = {}
+        self.set_param(dict(params or {}))
         if model_file is not None:
             if isinstance(model_file, (bytes, bytearray)):
                 self._load_text(bytes(model_file).decode("utf-8", errors="replace"))
             else:
                 self.load_model(model_file)
+
+    def set_param(self, params, value=None) -> None:
+        """Set prediction parameters, as ``xgboost.Booster.set_param``.
+
+        Parameters
+        ----------
+        params : dict or str or iterable of (str, value) pairs
+            ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"gpu"``) and ``nthread``
+            (alias ``n_jobs``) change where and how :meth:`predict` runs; other names are
+            kept and ignored (the model is already trained).
+        value : optional
+            The value when ``params`` is a single name.
+
+        Raises
+        ------
+        ParameterError
+            For an invalid device string.
+        """
+        if isinstance(params, str):
+            items = [(params, value)]
+        elif isinstance(params, dict):
+            items = list(params.items())
+        else:
+            items = list(params)
+        for key, val in items:
+            key = "nthread" if key == "n_jobs" else key
+            if key == "device" and val is not None:
+                val = normalize_device(val)
+            if val is None:
+                self._predict_params.pop(key, None)
+            else:
+                self._predict_params[key] = val
 
     # -- construction from training ---------------------------------------------------------
     @classmethod
@@ -130,6 +176,7 @@ class Booster:
         b = Booster()
         b.ensemble = self.ensemble.copy()
         b.meta = copy.deepcopy(self.meta)
+        b._predict_params = dict(self._predict_params)  # where it predicts goes with the model
         return b
 
     def __getitem__(self, item) -> "Booster":
@@ -185,6 +232,40 @@ class Booster:
             raise DGBoostValueError(f"iteration_range {iteration_range} is outside the model's 0..{rounds} rounds")
         return begin * per, end * per
 
+    def _prediction_device(self) -> str:
+        """The device asked for: :meth:`set_param`'s, else the training parameters'."""
+        device = self._predict_params.get("device")
+        if device is not None:
+            return device
+        stored = (self.meta.get("params") or {}).get("device", "cpu")
+        try:
+            return normalize_device(stored)
+        except ParameterError:
+            # a model file from elsewhere may carry a device string we do not know: the
+            # model itself does not depend on it, so predict where it always works
+            return "cpu"
+
+    def _prediction_backend(self, values):
+        """The backend that predicts ``values`` (a NumPy or CuPy float32 (n, F) matrix).
+
+        Device data is predicted where it lives. Host data goes to the requested device,
+        or to the CPU, with one warning per booster, when no CUDA device is usable here.
+        """
+        nthread = int(self._predict_params.get("nthread", 0) or 0)
+        if is_device_array(values):
+            return get_backend(f"cuda:{values.device.id}", nthread)
+        device = self._prediction_device()
+        if device != "cpu":
+            usable, reason = _cuda_status()
+            if not usable:
+                if not getattr(self, "_warned_cpu_fallback", False):
+                    warnings.warn(f"device={device!r} was requested for prediction but no CUDA device "
+                                  f"is usable ({reason}); predicting on the CPU instead",
+                                  UserWarning, stacklevel=3)
+                    self._warned_cpu_fallback = True
+                device = "cpu"
+        return get_backend(device, nthread)
+
     def predict(self, data, output_margin: bool = False, pred_leaf: bool = False,
                 pred_contribs: bool = False, approx_contribs: bool = False,
                 pred_interactions: bool = False, validate_features: bool = True,
@@ -192,35 +273,49 @@ class Booster:
                 base_margin=None):
         """Predict for ``data`` (a DMatrix or anything :class:`DMatrix` accepts).
 
+        Runs on the data's GPU for CuPy / cuDF data (or a DMatrix made from them), else
+        on the booster's ``device`` (see :meth:`set_param`; the CPU, with a warning, when
+        no GPU is usable). SHAP values are computed on the CPU for now.
+
         Returns
         -------
-        ndarray
+        numpy.ndarray or cupy.ndarray
             float32 predictions (n,) or (n, n_groups) for multi-output models; margins with
             ``output_margin``; int32 leaf indices (n, n_trees) with ``pred_leaf``; SHAP
             values (n, F+1) / (n, n_groups, F+1) with ``pred_contribs``; interaction values
-            (n, F+1, F+1) / (n, n_groups, F+1, F+1) with ``pred_interactions``.
+            (n, F+1, F+1) / (n, n_groups, F+1, F+1) with ``pred_interactions``. A CuPy
+            array on the data's GPU for device data (except SHAP values, always NumPy),
+            a NumPy array otherwise.
         """
         values = self._features(data, validate_features)
         t0, t1 = self._tree_range(iteration_range)
-        backend = get_backend("cpu", int(self._predict_params.get("nthread", 0) or 0))
-        if pred_leaf:
-            return backend.predict_leaf(self.ensemble, values, t0, t1)
-        n_groups = self.ensemble.n_groups
         if isinstance(data, DMatrix) and data.base_margin is not None and base_margin is None:
             base_margin = data.base_margin
         if pred_contribs or pred_interactions:
             from .explain.api import booster_contributions
 
-            return booster_contributions(self, values, t0, t1, interactions=pred_interactions,
-                                         base_margin=base_margin)
-        margin = np.empty((values.shape[0], n_groups), np.float32)
+            # the TreeSHAP engine is CPU-only for now: explain a host copy
+            host_values = to_host(values)
+            return booster_contributions(self, host_values, t0, t1, interactions=pred_interactions,
+                                         base_margin=_small_to_host(base_margin))
+        on_device = is_device_array(values)
+        backend = self._prediction_backend(values)
+        values = backend.asarray(values)
+        if pred_leaf:
+            leaves = backend.predict_leaf(self.ensemble, values, t0, t1)
+            return leaves if on_device else backend.to_host(leaves)
+        xp = backend.xp
+        n, n_groups = values.shape[0], self.ensemble.n_groups
+        # a fresh buffer: predict_margin adds into it, and must never write into the
+        # caller's (or the DMatrix's) base_margin
+        margin = xp.empty((n, n_groups), xp.float32)
         if base_margin is not None:
-            bm = np.asarray(base_margin, np.float32).reshape(values.shape[0], -1)
+            bm = np.asarray(_small_to_host(base_margin), np.float32).reshape(n, -1)
             if bm.shape[1] != n_groups:
                 raise DGBoostValueError(f"base_margin has {bm.shape[1]} columns, the model has {n_groups} outputs")
-            margin[:] = bm
+            margin[...] = backend.asarray(bm)
         else:
-            margin[:] = self.ensemble.base_margin.astype(np.float32)
+            margin[...] = backend.asarray(self.ensemble.base_margin.astype(np.float32))
         backend.predict_margin(self.ensemble, values, t0, t1, margin)
         if output_margin:
             out = margin
@@ -231,11 +326,17 @@ class Booster:
             out = out[:, None]
         if out.ndim == 2 and out.shape[1] == 1 and not strict_shape:
             out = out[:, 0]
-        return out
+        return out if on_device else backend.to_host(out)
 
     def inplace_predict(self, data, iteration_range=None, predict_type: str = "value",
                         missing: float = np.nan, validate_features: bool = True, base_margin=None,
                         strict_shape: bool = False):
+        """Predict ``data`` without a separate DMatrix step (XGBoost's ``inplace_predict``).
+
+        CuPy / cuDF input is predicted on its GPU and gives a CuPy array; other input
+        gives a NumPy array (see :meth:`predict`). ``predict_type`` is ``"value"`` or
+        ``"margin"``.
+        """
         dm = DMatrix(data, missing=missing)
         return self.predict(dm, output_margin=predict_type == "margin", iteration_range=iteration_range,
                             validate_features=validate_features, base_margin=base_margin,
@@ -331,6 +432,22 @@ class Booster:
     def __repr__(self) -> str:
         return (f"Booster(objective={self.meta.get('objective')!r}, rounds={self.num_boosted_rounds()}, "
                 f"features={self.num_features()})")
+
+
+@functools.lru_cache(maxsize=1)
+def _cuda_status() -> tuple[bool, str]:
+    """(whether a CUDA device is usable from this process, why not). Asked once per process."""
+    try:
+        import cupy
+
+        count = int(cupy.cuda.runtime.getDeviceCount())
+    except ImportError:
+        return False, "CuPy is not installed"
+    except Exception as exc:  # noqa: BLE001 - no driver, or a driver too old: no GPU for us
+        return False, f"{type(exc).__name__}: {exc}"
+    if count < 1:
+        return False, "no CUDA device found"
+    return True, ""
 
 
 _KNOWN_OBJECTIVES = {

@@ -1,32 +1,64 @@
 """Input adapters: everything a user may pass becomes a float32 row-major matrix plus meta info.
 
 Accepted: NumPy arrays (numeric or bool), pandas DataFrames (numeric, bool and nullable
-numeric columns), scipy.sparse CSR/CSC (absent entries are missing, as in XGBoost),
-CuPy / cuDF objects (copied to the host on the CPU backend) and anything with
-``__array__``. Values equal to ``missing`` become NaN. Infinite values are rejected
-(XGBoost does the same) because no cut can separate them meaningfully.
+numeric columns), scipy.sparse CSR/CSC (absent entries are missing, as in XGBoost; densified
+on the host), CuPy arrays and cuDF DataFrames, and anything with ``__array__``. Values equal
+to ``missing`` become NaN. Infinite values are rejected (XGBoost does the same) because no
+cut can separate them meaningfully.
+
+Where the matrix lives: CuPy and cuDF feature data stay on their GPU (the matrix is then a
+C-contiguous float32 CuPy array; conversion, ``missing`` and the inf check run on the
+device, at the cost of one scalar read), everything else becomes a NumPy array. Labels,
+weights, base margins, groups and query ids are always brought to the host as NumPy: they
+are one or a few values per row, and their validation is NumPy code.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
 
+from ._array import array_module, is_device_array
 from .errors import DGBoostTypeError, DGBoostValueError
 
 __all__ = ["DMatrix", "as_feature_matrix"]
 
 
-def _pandas_to_matrix(frame) -> tuple[np.ndarray, list[str]]:
+def _top_module(obj: Any) -> str:
+    return type(obj).__module__.split(".")[0]
+
+
+def _small_to_host(value: Any) -> Any:
+    """A CuPy array or cuDF Series/DataFrame as NumPy/pandas; anything else unchanged.
+
+    Used for the per-row meta information only (labels, weights, margins, groups, qid).
+    cuDF nulls become NaN (``to_pandas`` of a numeric column with nulls gives float64 NaN,
+    or a nullable pandas dtype that the checks below reject as non-finite or non-numeric).
+    """
+    if value is None:
+        return None
+    if is_device_array(value):
+        return value.get()
+    if _top_module(value) == "cudf" and hasattr(value, "to_pandas"):
+        return value.to_pandas()
+    return value
+
+
+def _numeric_dtype(dtype) -> bool:
+    """Numeric (not complex) or bool, for NumPy, pandas and cuDF column dtypes alike."""
     import pandas as pd
 
-    bad = []
-    columns = []
-    for name, dtype in frame.dtypes.items():
-        if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
-            columns.append(name)
-        else:
-            bad.append(f"{name!r} ({dtype})")
+    try:
+        ok = pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype)
+    except Exception:  # noqa: BLE001 - a dtype pandas does not understand is not numeric to us
+        return False
+    return bool(ok) and not pd.api.types.is_complex_dtype(dtype)
+
+
+def _check_columns(frame) -> list[str]:
+    """Names of the columns of a pandas or cuDF frame after checking their dtypes."""
+    bad = [f"{name!r} ({dtype})" for name, dtype in frame.dtypes.items() if not _numeric_dtype(dtype)]
     if bad:
         raise DGBoostTypeError(
             "columns must be numeric or bool; these are not: " + ", ".join(bad)
@@ -34,9 +66,54 @@ def _pandas_to_matrix(frame) -> tuple[np.ndarray, list[str]]:
     names = [str(c) for c in frame.columns]
     if len(set(names)) != len(names):
         raise DGBoostValueError("DataFrame column names must be unique")
+    return names
+
+
+def _pandas_to_matrix(frame) -> tuple[np.ndarray, list[str]]:
+    names = _check_columns(frame)
     # to_numpy with na_value handles nullable (Int64/boolean/Float64) columns
     values = frame.to_numpy(dtype=np.float32, na_value=np.nan)
     return values, names
+
+
+def _cudf_column_to_cupy(series):
+    """One cuDF column as a float32 CuPy vector with NaN for nulls.
+
+    The cast comes first: ``fillna(nan)`` on an integer or bool column cannot hold NaN,
+    while a float32 column keeps the null mask through the cast and fills it exactly.
+    """
+    column = series.astype("float32")
+    try:
+        return column.to_cupy(na_value=np.nan)
+    except TypeError:  # a cuDF without to_cupy(na_value=...): fill the nulls, then take .values
+        return column.fillna(np.nan).values
+
+
+def _cudf_to_matrix(frame):
+    """A cuDF DataFrame as a C-contiguous float32 CuPy matrix (n, F), converted on its GPU.
+
+    Columns are written one by one into a column-major buffer (each write contiguous),
+    then transposed once into the row-major layout the backends read.
+    """
+    import cupy
+
+    names = _check_columns(frame)
+    n, n_features = len(frame), len(names)
+    out = cupy.empty((n, n_features), dtype=cupy.float32, order="F")
+    for j, name in enumerate(frame.columns):
+        out[:, j] = _cudf_column_to_cupy(frame[name])
+    return cupy.ascontiguousarray(out), names
+
+
+def _cupy_to_matrix(data):
+    """A CuPy array as float32 on its own device (a no-op for C-contiguous float32 input)."""
+    import cupy
+
+    if data.dtype.kind == "c":
+        raise DGBoostTypeError("complex values are not supported")
+    if data.dtype.kind not in "biuf":
+        raise DGBoostTypeError(f"data has dtype {data.dtype}: expected numeric or bool values")
+    return cupy.ascontiguousarray(data, dtype=cupy.float32)
 
 
 def _sparse_to_matrix(matrix) -> np.ndarray:
@@ -47,7 +124,7 @@ def _sparse_to_matrix(matrix) -> np.ndarray:
 
 
 def as_feature_matrix(data: Any, missing: float = np.nan,
-                      feature_names: Sequence[str] | None = None) -> tuple[np.ndarray, list[str] | None]:
+                      feature_names: Sequence[str] | None = None) -> tuple[Any, list[str] | None]:
     """Convert ``data`` to a C-contiguous float32 matrix with NaN for missing values.
 
     Parameters
@@ -61,6 +138,7 @@ def as_feature_matrix(data: Any, missing: float = np.nan,
     Returns
     -------
     values : ndarray of float32, shape (n, F)
+        A CuPy array on the input's GPU for CuPy and cuDF input, a NumPy array otherwise.
     feature_names : list of str or None
 
     Raises
@@ -73,16 +151,16 @@ def as_feature_matrix(data: Any, missing: float = np.nan,
     names = None
     if data is None:
         raise DGBoostTypeError("data is None: expected a 2-D array, DataFrame or sparse matrix")
-    module = type(data).__module__.split(".")[0]
-    if module == "cudf":
-        data = data.to_pandas()
-        module = "pandas"
-    if module == "cupy":
-        data = data.get()
-    if module == "pandas" and hasattr(data, "dtypes") and hasattr(data, "columns"):
+    module = _top_module(data)
+    if module == "cudf" and hasattr(data, "dtypes") and hasattr(data, "columns"):
+        values, names = _cudf_to_matrix(data)
+    elif module in ("pandas", "cudf") and hasattr(data, "to_frame"):
+        kind = "a pandas" if module == "pandas" else "a cuDF"
+        raise DGBoostValueError(f"data is {kind} Series (1-D): expected a 2-D table; use series.to_frame()")
+    elif is_device_array(data):
+        values = _cupy_to_matrix(data)
+    elif module == "pandas" and hasattr(data, "dtypes") and hasattr(data, "columns"):
         values, names = _pandas_to_matrix(data)
-    elif module == "pandas" and hasattr(data, "to_frame"):
-        raise DGBoostValueError("data is a pandas Series (1-D): expected a 2-D table; use series.to_frame()")
     elif hasattr(data, "tocoo") and hasattr(data, "nnz"):
         values = _sparse_to_matrix(data)
     else:
@@ -101,13 +179,17 @@ def as_feature_matrix(data: Any, missing: float = np.nan,
         raise DGBoostValueError(f"data must be 2-D (rows x features), got {values.ndim}-D with shape {values.shape}")
     if values.shape[0] == 0 or values.shape[1] == 0:
         raise DGBoostValueError(f"data is empty: shape {values.shape}")
-    values = np.ascontiguousarray(values, dtype=np.float32)
-    if missing is not None and not np.isnan(missing):
-        values = np.where(values == np.float32(missing), np.float32(np.nan), values)
-    if np.isinf(values).any():
-        rows, cols = np.nonzero(np.isinf(values))
+    # the same code for both devices: xp is numpy or cupy, and stays on the data's device
+    xp = array_module(values)
+    values = xp.ascontiguousarray(values, dtype=xp.float32)
+    if missing is not None and not math.isnan(missing):
+        values = xp.where(values == xp.float32(missing), xp.float32(np.nan), values)
+    infinite = xp.isinf(values)
+    if bool(infinite.any()):  # on a GPU: one scalar read; the position only when raising
+        first = int(xp.argmax(infinite.ravel()))
+        row, col = divmod(first, values.shape[1])
         raise DGBoostValueError(
-            f"data contains infinite values (first at row {rows[0]}, column {cols[0]}); "
+            f"data contains infinite values (first at row {row}, column {col}); "
             "replace them or mark them missing")
     if feature_names is not None:
         names = [str(n) for n in feature_names]
@@ -121,9 +203,7 @@ def as_feature_matrix(data: Any, missing: float = np.nan,
 def _as_vector(name: str, value: Any, n: int, allow_negative: bool = True) -> np.ndarray | None:
     if value is None:
         return None
-    module = type(value).__module__.split(".")[0]
-    if module == "cupy":
-        value = value.get()
+    value = _small_to_host(value)
     try:
         vec = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -148,9 +228,11 @@ class DMatrix:
     Parameters
     ----------
     data : array-like, shape (n, F)
-        See :func:`as_feature_matrix` for accepted types.
+        See :func:`as_feature_matrix` for accepted types. CuPy and cuDF data stay on
+        their GPU.
     label, weight, base_margin : array-like, shape (n,), optional
-        ``base_margin`` may also be (n, n_groups) for multiclass models.
+        ``base_margin`` may also be (n, n_groups) for multiclass models. CuPy / cuDF
+        values are copied to the host (they are small and validated with NumPy).
     group : array-like of int, optional
         Sizes of consecutive query groups (ranking); must sum to ``n``.
     qid : array-like of int, shape (n,), optional
@@ -161,6 +243,15 @@ class DMatrix:
         Number of histogram bins; overrides the training parameter for this data.
     ref : DMatrix, optional
         Reuse the quantile cuts of ``ref`` (validation data binned like the training data).
+
+    Attributes
+    ----------
+    data : numpy.ndarray or cupy.ndarray of float32, shape (n, F)
+        C-contiguous features, NaN for missing; a CuPy array (on the input's GPU) exactly
+        when the input was a CuPy array or a cuDF DataFrame.
+    label, weight : numpy.ndarray of float32, shape (n,), or None
+    base_margin : numpy.ndarray of float32, shape (n, n_groups), or None
+    group_ptr : numpy.ndarray of int64, shape (n_groups + 1,), or None
     """
 
     def __init__(self, data, label=None, weight=None, base_margin=None, group=None, qid=None,
@@ -176,7 +267,7 @@ class DMatrix:
         self.weight = _as_vector("weight", weight, n, allow_negative=False)
         self.base_margin = None
         if base_margin is not None:
-            bm = np.asarray(base_margin, dtype=np.float32)
+            bm = np.asarray(_small_to_host(base_margin), dtype=np.float32)
             if bm.ndim == 1:
                 bm = bm[:, None]
             if bm.ndim != 2 or bm.shape[0] != n or not np.isfinite(bm).all():
@@ -225,7 +316,7 @@ def _group_pointer(group, qid, n: int) -> np.ndarray | None:
     if group is not None and qid is not None:
         raise DGBoostValueError("give either group or qid, not both")
     if qid is not None:
-        q = np.asarray(qid)
+        q = np.asarray(_small_to_host(qid))
         if q.shape != (n,):
             raise DGBoostValueError(f"qid must have one entry per row ({n}), got shape {q.shape}")
         if (np.diff(q) < 0).any():
@@ -234,7 +325,7 @@ def _group_pointer(group, qid, n: int) -> np.ndarray | None:
         group = sizes
     if group is None:
         return None
-    sizes = np.asarray(group)
+    sizes = np.asarray(_small_to_host(group))
     if sizes.ndim != 1 or sizes.dtype.kind not in "iu" and not np.all(np.mod(sizes, 1) == 0):
         raise DGBoostValueError("group must be a 1-D array of integer group sizes")
     sizes = sizes.astype(np.int64)

@@ -11,6 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ._array import array_module, to_host
 from .errors import DGBoostValueError
 
 __all__ = ["exact_sum", "weighted_quantile"]
@@ -21,8 +22,11 @@ def exact_sum(columns: np.ndarray, comm) -> np.ndarray:
 
     Parameters
     ----------
-    columns : ndarray, shape (n,) or (n, m)
-        Finite values (any float dtype; converted to float64).
+    columns : ndarray or cupy.ndarray, shape (n,) or (n, m)
+        Finite values (any float dtype; converted to float64). A CuPy array is reduced on
+        its device: only the (m,) column maxima and the (m,) int64 partial sums come to the
+        host, and the result is bit-identical to that of the same values in NumPy (max,
+        ``ldexp``, ``rint`` and int64 sums are exact in any order).
     comm : Communicator
 
     Returns
@@ -34,18 +38,22 @@ def exact_sum(columns: np.ndarray, comm) -> np.ndarray:
         ``n_total**2 * max|value| * 2**-62`` (a mean is off by ``n_total * 2**-62`` of the
         largest term at most).
     """
-    v = np.asarray(columns, dtype=np.float64)
+    xp = array_module(columns)
+    v = xp.asarray(columns, dtype=xp.float64)
     v = v.reshape(len(v), -1) if v.ndim != 2 else v
     m = v.shape[1]
-    if not np.isfinite(v).all():
+    if not bool(xp.isfinite(v).all()):
         raise DGBoostValueError("cannot sum non-finite values (NaN or inf in labels, weights or predictions)")
     n_total = int(comm.allreduce_sum(np.array([v.shape[0]], np.int64))[0])
-    amax = np.asarray(comm.allreduce_max(np.abs(v).max(axis=0, initial=0.0)), np.float64)
+    # CuPy's max has no ``initial``: an empty block contributes 0, as initial=0.0 would
+    local_max = to_host(xp.abs(v).max(axis=0)) if v.shape[0] else np.zeros(m)
+    amax = np.asarray(comm.allreduce_max(local_max), np.float64)
     # amax * n_total < 2**e, so |sum of quantised terms| <= 2**62 fits int64 with room to spare
     _, e = np.frexp(amax * max(n_total, 1))
     shift = np.where(amax > 0, 62 - e, 0).astype(np.int64)
-    q = np.rint(np.ldexp(v, shift[None, :])).astype(np.int64)
-    total = np.asarray(comm.allreduce_sum(q.sum(axis=0, dtype=np.int64)), np.int64).reshape(m)
+    q = xp.rint(xp.ldexp(v, xp.asarray(shift)[None, :])).astype(np.int64)
+    local_total = to_host(q.sum(axis=0, dtype=np.int64))
+    total = np.asarray(comm.allreduce_sum(local_total), np.int64).reshape(m)
     return np.ldexp(total.astype(np.float64), -shift)
 
 

@@ -155,12 +155,10 @@ class TreeGrower:
         self.gpair = gpair
         n_local = self.binned.n_rows
         backend, comm = self.backend, self.comm
-        self.rows = np.arange(n_local, dtype=np.int32)
+        self.rows = backend.xp.arange(n_local, dtype=np.int32)
         tree_mask = self.sampler.tree_mask(tree_index)
         t = _Nodes()
-        # column sums: numpy's axis-0 reduction over an (n, 2) array is several times slower
-        root_sum = comm.allreduce_sum(np.array([gpair[:, 0].sum(dtype=np.int64),
-                                                gpair[:, 1].sum(dtype=np.int64)], dtype=np.int64))
+        root_sum = comm.allreduce_sum(backend.gpair_totals(gpair))
         t.add(-1, root_sum, 0, 0, n_local)
         # candidates: node id -> (histogram, split result index) for nodes that may be split
         pending: dict[int, tuple] = {}
@@ -168,7 +166,7 @@ class TreeGrower:
             hist = comm.allreduce_sum(backend.build_histograms(
                 self.binned.bins, self.cut_ptrs, gpair, self.rows, [0], [n_local]))
             res = self._evaluate([0], hist, t, tree_index, tree_mask)
-            pending[0] = (hist[0], res, 0)
+            pending[0] = ((hist, 0), res, 0)
 
         max_leaves = self.params.max_leaves
         n_leaves = 1
@@ -234,21 +232,28 @@ class TreeGrower:
                 other_nodes.append(large)
                 parents_of_build.append(nid)
         if build_nodes:
-            m = len(build_nodes)
             built = comm.allreduce_sum(backend.build_histograms(
                 self.binned.bins, self.cut_ptrs, self.gpair, self.rows,
                 [t.begin[n] for n in build_nodes], [t.end[n] for n in build_nodes]))
-            hists = np.empty((2 * m,) + built.shape[1:], dtype=built.dtype)
-            hists[:m] = built
-            for k, parent in enumerate(parents_of_build):  # sibling = parent - built child
-                np.subtract(pending[parent][0], built[k], out=hists[m + k])
+            siblings = self._stack_parents([pending[p][0] for p in parents_of_build])
+            siblings -= built  # sibling = parent - built child
+            hists = backend.xp.concatenate([built, siblings])
             eval_ids = build_nodes + other_nodes
             res = self._evaluate(eval_ids, hists, t, tree_index, tree_mask)
             for k, nid in enumerate(eval_ids):
-                pending[nid] = (hists[k], res, k)
+                pending[nid] = ((hists, k), res, k)
         for nid in node_ids:
             del pending[nid]
         return children
+
+    def _stack_parents(self, parents: list):
+        """The parents' histograms as one new array, gathered by row index where they are rows of
+        one earlier batch (always, with depthwise growth): one gather instead of one copy per node."""
+        xp = self.backend.xp
+        first = parents[0]
+        if all(p[0] is first[0] for p in parents):
+            return first[0][xp.asarray(np.array([p[1] for p in parents], np.int64))]
+        return xp.stack([p[0][p[1]] for p in parents])
 
     def _finish(self, t: _Nodes) -> GrownTree:
         p = self.params

@@ -6,6 +6,14 @@ Row-wise metrics combine ``(sum w * loss, sum w)`` over ranks with :func:`exact_
 value does not depend on how the rows are partitioned; AUC gathers the (prediction, label,
 weight) triples and computes the exact area; ranking metrics are per query group (groups
 never span ranks) and averaged with the group weights.
+
+Margins, labels and weights may be NumPy or CuPy arrays (the array module is taken from the
+margin). Row metrics run on the device and bring only their (m,) column maxima and int64
+partial sums to the host (:func:`exact_sum`), so their values are those of the NumPy
+computation up to the float64 ulp of CuPy's ``log``/``exp``/``tanh``/``gammaln``. AUC without
+groups on one rank sorts on the device with the same algorithm (parallel cumulative sums may
+round differently in the last ulp); on several ranks, and for ranking AUC, NDCG and MAP, the
+rows are copied to the host and the NumPy code runs unchanged.
 """
 from __future__ import annotations
 
@@ -16,6 +24,7 @@ from typing import Callable
 import numpy as np
 from scipy.special import gammaln
 
+from ._array import array_module, to_host
 from .errors import DGBoostValueError, ParameterError
 from .objective import Objective, exact_sum
 
@@ -27,16 +36,28 @@ _EPS = 1e-16  # XGBoost's probability clip for logloss, mlogloss and poisson-nlo
 _HIGHER_IS_BETTER = ("auc", "aucpr", "ndcg", "map", "pre")
 
 
-def _weights(weight, n: int) -> np.ndarray:
-    return np.ones(n) if weight is None else np.asarray(weight, np.float64).reshape(n)
+def _weights(weight, n: int, xp=np):
+    """Row weights as float64 (n,) in module ``xp`` (ones when ``weight`` is None)."""
+    return xp.ones(n) if weight is None else xp.asarray(weight, xp.float64).reshape(n)
 
 
-def _predictions(margin, objective: Objective) -> np.ndarray:
-    """What XGBoost's metrics see: the objective's evaluation transform, as float64 (n, k)."""
-    m = np.asarray(margin, np.float32)
+def _predictions(margin, objective: Objective):
+    """What XGBoost's metrics see: the objective's evaluation transform, as float64 (n, k),
+    in the array module of ``margin``."""
+    xp = array_module(margin)
+    m = xp.asarray(margin, np.float32)
     m = m.reshape(m.shape[0], -1)
     pred = objective.eval_transform(m) if objective is not None else m
-    return np.asarray(pred, np.float64).reshape(m.shape[0], -1)
+    return xp.asarray(pred, xp.float64).reshape(m.shape[0], -1)
+
+
+def _gammaln(x):
+    """``log|Gamma(x)|`` from SciPy, or from ``cupyx.scipy.special`` for a CuPy ``x``."""
+    if array_module(x) is np:
+        return gammaln(x)
+    from cupyx.scipy.special import gammaln as device_gammaln  # only with CuPy arrays
+
+    return device_gammaln(x)
 
 
 class Metric:
@@ -58,12 +79,16 @@ class Metric:
 
         Parameters
         ----------
-        margin : ndarray of float32, shape (n, k)
-        label : ndarray of float32, shape (n,)
-        weight : ndarray of float32, shape (n,) (ranking: (n,) constant per group, or (n_groups,)), or None
+        margin : ndarray or cupy.ndarray of float32, shape (n, k)
+        label : ndarray or cupy.ndarray of float32, shape (n,)   (same module as ``margin``)
+        weight : float32 array of shape (n,) (ranking: (n,) constant per group, or (n_groups,)), or None
         group_ptr : ndarray of int64, shape (n_groups + 1,), or None
         objective : Objective
         comm : Communicator
+
+        Returns
+        -------
+        float
         """
         raise NotImplementedError
 
@@ -73,58 +98,73 @@ class Metric:
 
 # ---------------------------------------------------------------------------- row-wise
 class _RowMetric(Metric):
-    """Weighted mean of a per-row loss (``sqrt`` of it for rmse)."""
+    """Weighted mean of a per-row loss (``sqrt`` of it for rmse).
 
-    def __init__(self, name: str, loss: Callable[[np.ndarray, np.ndarray], np.ndarray],
-                 multiclass: bool = False, root: bool = False):
+    ``loss(pred, y, xp)`` maps float64 predictions ((n,), or (n, k) for multi-class) and
+    labels (n,) to float64 (n,) losses, with the array module ``xp`` of its inputs; it runs
+    where the rows are (host or device).
+    """
+
+    def __init__(self, name: str, loss: Callable, multiclass: bool = False, root: bool = False):
         self.name, self._loss, self._multiclass, self._root = name, loss, multiclass, root
 
     def evaluate(self, margin, label, weight, group_ptr, objective, comm) -> float:
-        y = np.asarray(label, np.float64).ravel()
+        xp = array_module(margin)
+        y = xp.asarray(label, xp.float64).ravel()
         pred = _predictions(margin, objective)
         if pred.shape[0] != len(y):
             raise DGBoostValueError(f"{self.name}: {pred.shape[0]} predictions for {len(y)} labels")
         if self._multiclass:
             if pred.shape[1] < 2:
                 raise DGBoostValueError(f"{self.name} needs a multi-class objective (num_class >= 2)")
-            bad = (y < 0) | (y >= pred.shape[1]) | (y != np.floor(y))
-            if bad.any():
+            bad = (y < 0) | (y >= pred.shape[1]) | (y != xp.floor(y))
+            if bool(bad.any()):
                 raise DGBoostValueError(f"{self.name}: labels must be integers in 0..{pred.shape[1] - 1}; "
                                         f"got {y[bad][:3].tolist()}")
         elif pred.shape[1] != 1:
             raise DGBoostValueError(f"{self.name} needs one prediction per row, got {pred.shape[1]}")
         else:
             pred = pred[:, 0]
-        w = _weights(weight, len(y))
-        s, sw = exact_sum(np.stack([w * self._loss(pred, y), w], axis=1), comm)
+        w = _weights(weight, len(y), xp)
+        # reduced where the rows are: only per-column maxima and int64 sums reach the host
+        s, sw = exact_sum(xp.stack([w * self._loss(pred, y, xp), w], axis=1), comm)
         value = s / sw if sw != 0 else s  # XGBoost's GetFinal
         return float(math.sqrt(value) if self._root else value)
 
 
-def _logloss(p, y):
-    p = np.clip(p, _EPS, 1.0 - _EPS)
-    return -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
+def _rmse(p, y, xp):
+    return (y - p) ** 2
+
+
+def _mae(p, y, xp):
+    return xp.abs(y - p)
+
+
+def _logloss(p, y, xp):
+    p = xp.clip(p, _EPS, 1.0 - _EPS)
+    return -(y * xp.log(p) + (1.0 - y) * xp.log1p(-p))
 
 
 def _error_at(threshold: float):
-    return lambda p, y: np.where(p > threshold, 1.0 - y, y)
+    return lambda p, y, xp: xp.where(p > threshold, 1.0 - y, y)
 
 
-def _poisson_nloglik(p, y):
-    p = np.maximum(p, _EPS)
-    return gammaln(y + 1.0) + p - np.log(p) * y
+def _poisson_nloglik(p, y, xp):
+    p = xp.maximum(p, _EPS)
+    return _gammaln(y + 1.0) + p - xp.log(p) * y
 
 
 def _mphe(slope: float):
-    return lambda p, y: slope * slope * (np.sqrt(1.0 + ((y - p) / slope) ** 2) - 1.0)
+    return lambda p, y, xp: slope * slope * (xp.sqrt(1.0 + ((y - p) / slope) ** 2) - 1.0)
 
 
-def _mlogloss(p, y):
-    return -np.log(np.maximum(p[np.arange(len(y)), y.astype(np.int64)], _EPS))
+def _mlogloss(p, y, xp):
+    return -xp.log(xp.maximum(p[xp.arange(len(y)), y.astype(np.int64)], _EPS))
 
 
-def _merror(p, y):
-    return (np.argmax(p, axis=1) != y.astype(np.int64)).astype(np.float64)  # first max, as XGBoost
+def _merror(p, y, xp):
+    # NumPy's and CuPy's argmax both return the first maximum, as XGBoost
+    return (xp.argmax(p, axis=1) != y.astype(np.int64)).astype(np.float64)
 
 
 # --------------------------------------------------------------------------------- AUC
@@ -133,32 +173,58 @@ def _binary_auc(pred, y, w) -> tuple[float, float]:
 
     Rows are put in a canonical order (prediction desc, then label, then weight) so the
     floating-point sums do not depend on the order in which ranks were gathered.
+
+    Parameters
+    ----------
+    pred, y, w : float64 arrays of shape (n,), all NumPy or all CuPy (sorted where they are)
+
+    Returns
+    -------
+    (float, float)
+        The area and its normaliser ``fp * tp`` (both 0 when a class is absent).
     """
-    order = np.lexsort((w, y, -pred))
+    xp = array_module(pred)
+    # a (3, n) key array: the form both numpy.lexsort and cupy.lexsort take (last row first)
+    order = xp.lexsort(xp.stack([w, y, -pred]))
     pred, y, w = pred[order], y[order], w[order]
-    tp_cum, fp_cum = np.cumsum(y * w), np.cumsum((1.0 - y) * w)
-    last = np.r_[pred[1:] != pred[:-1], True]  # end of each run of tied predictions
+    tp_cum, fp_cum = xp.cumsum(y * w), xp.cumsum((1.0 - y) * w)
+    last = xp.concatenate([pred[1:] != pred[:-1], xp.ones(1, bool)])  # end of each run of ties
     tp, fp = tp_cum[last], fp_cum[last]
-    tp_prev, fp_prev = np.r_[0.0, tp[:-1]], np.r_[0.0, fp[:-1]]
-    area = float(np.sum((fp - fp_prev) * (tp + tp_prev) / 2.0))
-    tp_all, fp_all = (tp[-1], fp[-1]) if len(tp) else (0.0, 0.0)
+    zero = xp.zeros(1)
+    tp_prev, fp_prev = xp.concatenate([zero, tp[:-1]]), xp.concatenate([zero, fp[:-1]])
+    area = float(xp.sum((fp - fp_prev) * (tp + tp_prev) / 2.0))
+    tp_all, fp_all = (float(tp[-1]), float(fp[-1])) if len(tp) else (0.0, 0.0)
     if tp_all <= 0 or fp_all <= 0:
         return 0.0, 0.0
     return area, fp_all * tp_all
 
 
 class _AUC(Metric):
+    """ROC AUC: binary, multi-class one-vs-rest, or per query group (XGBoost's definitions).
+
+    Device arrays: without groups on a single rank, the rows are sorted and summed on the
+    device (same algorithm and tie handling as on the host). With several ranks the rows are
+    gathered through the host (AUC is not a sum of per-rank parts), and ranking AUC copies
+    the rows to the host (a per-group loop).
+    """
+
     name, higher_is_better = "auc", True
 
     def evaluate(self, margin, label, weight, group_ptr, objective, comm) -> float:
-        y = np.asarray(label, np.float64).ravel()
-        pred = _predictions(margin, objective)
-        if group_ptr is not None:
+        if group_ptr is not None:  # host fallback for the per-group loop
+            margin, label = to_host(margin), to_host(label)
+            y = np.asarray(label, np.float64).ravel()
+            pred = _predictions(margin, objective)
             return self._ranking(pred[:, 0], y, np.asarray(group_ptr, np.int64), comm)
-        w = _weights(weight, len(y))
-        # one collective for every rank's rows: AUC is not a sum of per-rank parts
-        table = comm.allgather(np.concatenate([pred, y[:, None], w[:, None]], axis=1))
-        pred, y, w = table[:, :-2], table[:, -2], table[:, -1]
+        xp = array_module(margin)
+        y = xp.asarray(label, xp.float64).ravel()
+        pred = _predictions(margin, objective)
+        w = _weights(weight, len(y), xp)
+        if comm.world_size > 1:
+            # one collective for every rank's rows: AUC is not a sum of per-rank parts
+            table = comm.allgather(np.concatenate([to_host(pred), to_host(y)[:, None],
+                                                   to_host(w)[:, None]], axis=1))
+            pred, y, w = table[:, :-2], table[:, -2], table[:, -1]
         if len(y) == 0:
             return math.nan
         if pred.shape[1] == 1:
@@ -170,7 +236,7 @@ class _AUC(Metric):
             area, norm = _binary_auc(pred[:, c], (y == c).astype(np.float64), w)
             if norm <= 0:
                 return math.nan
-            tp = float(np.sum(w[y == c]))
+            tp = float(w[y == c].sum())
             total, weight_sum = total + area / norm * tp, weight_sum + tp
         return total / weight_sum if weight_sum > 0 else math.nan
 
@@ -196,7 +262,11 @@ class _AUC(Metric):
 
 # ----------------------------------------------------------------------------- ranking
 class _RankMetric(Metric):
-    """ndcg / map at k: per query group, averaged with group weights."""
+    """ndcg / map at k: per query group, averaged with group weights.
+
+    Device arrays are copied to the host first (a per-group loop), so the value is the
+    NumPy one exactly.
+    """
 
     higher_is_better = True
 
@@ -205,6 +275,7 @@ class _RankMetric(Metric):
         self.name = display or kind + (f"@{k}" if k is not None else "") + ("-" if minus else "")
 
     def evaluate(self, margin, label, weight, group_ptr, objective, comm) -> float:
+        margin, label, weight = to_host(margin), to_host(label), to_host(weight)  # host fallback
         y = np.asarray(label, np.float64).ravel()
         pred = _predictions(margin, objective)[:, 0].astype(np.float32)
         gp = np.array([0, len(y)], np.int64) if group_ptr is None else np.asarray(group_ptr, np.int64)
@@ -278,8 +349,10 @@ class CustomMetric(Metric):
         return value
 
     def evaluate(self, margin, label, weight, group_ptr, objective, comm) -> float:
-        preds = objective.transform(margin) if objective is not None else np.asarray(margin)
-        return self.evaluate_custom(preds, self.dmatrix)
+        """Call the user's function on NumPy predictions (device margins are copied to the
+        host, as XGBoost passes NumPy arrays to custom metrics)."""
+        preds = objective.transform(margin) if objective is not None else margin
+        return self.evaluate_custom(to_host(preds), self.dmatrix)
 
 
 # ---------------------------------------------------------------------------- factory
@@ -335,8 +408,8 @@ def get_metric(name_or_callable, objective: Objective | None) -> Metric:
     if base == "auc":
         return _AUC()
     # name -> (per-row loss, needs class probabilities, take the square root of the mean)
-    simple = {"rmse": (lambda p, y: (y - p) ** 2, False, True),
-              "mae": (lambda p, y: np.abs(y - p), False, False),
+    simple = {"rmse": (_rmse, False, True),
+              "mae": (_mae, False, False),
               "logloss": (_logloss, False, False),
               "poisson-nloglik": (_poisson_nloglik, False, False),
               "mlogloss": (_mlogloss, True, False),

@@ -6,6 +6,14 @@ already multiplied by the row weights. Whatever is combined across ranks (interc
 adaptive leaf values) is computed *exactly*: sums are taken in 64-bit fixed point and
 quantiles by bisection over integer counts, so the result is the same for any
 partitioning of the rows (DESIGN.md §1.3).
+
+Gradients and transforms are written once against an array module ``xp`` chosen from the
+margin (:func:`dgboost._array.array_module`): NumPy margins give NumPy results, CuPy
+margins give CuPy results computed on the device with the same float64 formulas. The two
+agree to float32 rounding: CuPy's float64 ``tanh``/``exp`` (CUDA's libm) may differ from
+NumPy's by one unit in the last place, which rounding to float32 almost always hides.
+Ranking and custom objectives compute on the host (see their docstrings). Validation and
+intercepts (``validate_labels``, ``base_score``, ``base_margins``) take host arrays only.
 """
 from __future__ import annotations
 
@@ -15,6 +23,7 @@ from typing import Callable
 import numba
 import numpy as np
 
+from ._array import array_module, to_host
 from .comm.base import LocalComm
 from .errors import DGBoostValueError, ParameterError
 from .params import TrainParams
@@ -36,9 +45,11 @@ _PRIOR_FLOOR = 1e-6   # smallest class prior used for a multiclass intercept
 
 
 # ---------------------------------------------------------------------------- helpers
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
-    return 0.5 * (1.0 + np.tanh(0.5 * x))  # overflow-free logistic function
+def _sigmoid(x):
+    """Logistic function in float64, in the array module of ``x``."""
+    xp = array_module(x)
+    x = xp.asarray(x, dtype=xp.float64)
+    return 0.5 * (1.0 + xp.tanh(0.5 * x))  # overflow-free logistic function
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -138,28 +149,47 @@ class Objective:
 
     # -- gradients -----------------------------------------------------------------------
     def gradient(self, margin, label, weight, group_ptr, iteration: int):
-        """Gradients and hessians, float32 (n, k), multiplied by the row weights."""
-        m = np.asarray(margin, np.float64).reshape(len(label), -1)[:, 0]
-        y = np.asarray(label, np.float64)
-        g, h = self._grad_hess(m, y)
-        w = self._row_weight(weight, y)
+        """Gradients and hessians, multiplied by the row weights.
+
+        Parameters
+        ----------
+        margin : ndarray or cupy.ndarray of float32, shape (n, k)
+        label : ndarray or cupy.ndarray of float32, shape (n,)
+        weight : ndarray or cupy.ndarray of float32, shape (n,), or None
+        group_ptr : ndarray of int64, shape (n_groups + 1,), or None   (host; ranking only)
+        iteration : int
+
+        Returns
+        -------
+        grad, hess : float32 arrays of shape (n, k), in the array module of ``margin``
+            (labels and weights are moved to it if they live elsewhere).
+        """
+        xp = array_module(margin)
+        m = xp.asarray(margin, xp.float64).reshape(len(label), -1)[:, 0]
+        y = xp.asarray(label, xp.float64)
+        g, h = self._grad_hess(m, y, xp)
+        w = self._row_weight(weight, y, xp)
         if w is not None:
             g, h = g * w, h * w
         return g.astype(np.float32)[:, None], h.astype(np.float32)[:, None]
 
-    def _grad_hess(self, m: np.ndarray, y: np.ndarray):  # pragma: no cover - abstract
+    def _grad_hess(self, m, y, xp):  # pragma: no cover - abstract
+        """Unweighted float64 (n,) gradient and hessian from float64 (n,) margins and labels."""
         raise NotImplementedError
 
-    def _row_weight(self, weight, y):
-        return None if weight is None else np.asarray(weight, np.float64)
+    def _row_weight(self, weight, y, xp):
+        return None if weight is None else xp.asarray(weight, xp.float64)
 
-    def transform(self, margin) -> np.ndarray:
-        """Margin (n, k) float32 -> prediction: (n,) for one output."""
-        return np.asarray(margin, np.float32).reshape(np.shape(margin)[0], -1)[:, 0].copy()
+    def transform(self, margin):
+        """Margin (n, k) float32 -> prediction: float32 (n,) for one output, same array module."""
+        xp = array_module(margin)
+        m = xp.asarray(margin, np.float32)
+        return m.reshape(m.shape[0], -1)[:, 0].copy()
 
-    def eval_transform(self, margin) -> np.ndarray:
+    def eval_transform(self, margin):
         """What metrics see; equals :meth:`transform` except for ``multi:softmax`` and
-        ``binary:logitraw`` (probabilities, see their docstrings)."""
+        ``binary:logitraw`` (probabilities, see their docstrings). Same array module as
+        ``margin``."""
         return self.transform(margin)
 
     def leaf_values(self, residual, weight, leaf_of_row, n_leaves: int, comm) -> np.ndarray:
@@ -175,8 +205,8 @@ class SquaredError(Objective):
 
     name, default_metric = "reg:squarederror", "rmse"
 
-    def _grad_hess(self, m, y):
-        return m - y, np.ones_like(m)
+    def _grad_hess(self, m, y, xp):
+        return m - y, xp.ones_like(m)
 
 
 class PseudoHuberError(Objective):
@@ -187,16 +217,16 @@ class PseudoHuberError(Objective):
 
     name, default_metric = "reg:pseudohubererror", "mphe"
 
-    def _grad_hess(self, m, y):
+    def _grad_hess(self, m, y, xp):
         z = m - y
         slope = float(self.params.huber_slope)
         scale = 1.0 + (z / slope) ** 2
-        scale_sqrt = np.sqrt(scale)
+        scale_sqrt = xp.sqrt(scale)
         return z / scale_sqrt, 1.0 / (scale * scale_sqrt)
 
     def base_score(self, label, weight, comm) -> float:
         y = np.asarray(label, np.float64)
-        g, h = self._grad_hess(np.zeros_like(y), y)
+        g, h = self._grad_hess(np.zeros_like(y), y, np)
         w = np.ones_like(y) if weight is None else np.asarray(weight, np.float64)
         sg, sh = exact_sum(np.stack([w * g, w * h], axis=1), comm)
         return float(-sg / max(sh, 1e-6)) + 0.0  # + 0.0: no -0.0
@@ -213,8 +243,8 @@ class AbsoluteError(Objective):
 
     name, default_metric, adaptive_leaves = "reg:absoluteerror", "mae", True
 
-    def _grad_hess(self, m, y):
-        return np.sign(m - y), np.ones_like(m)
+    def _grad_hess(self, m, y, xp):
+        return xp.sign(m - y), xp.ones_like(m)
 
     def base_score(self, label, weight, comm) -> float:
         y = np.asarray(label, np.float32)
@@ -252,11 +282,15 @@ class RegLogistic(Objective):
         if bad.any():
             raise DGBoostValueError(f"{self.name}: labels must be in [0, 1]; {_describe_bad(label, bad)}")
 
-    def _grad_hess(self, m, y):
+    def _grad_hess(self, m, y, xp):
         p = _sigmoid(m)
-        return p - y, np.maximum(p * (1.0 - p), _EPS)
+        return p - y, xp.maximum(p * (1.0 - p), _EPS)
 
     def gradient(self, margin, label, weight, group_ptr, iteration: int):
+        if array_module(margin) is not np:
+            # device arrays: the generic path does the same float64 arithmetic as the Numba
+            # loop below, as CuPy expressions (tanh may differ by 1 ulp in float64)
+            return super().gradient(margin, label, weight, group_ptr, iteration)
         # the same float64 arithmetic as _grad_hess, fused into one pass: on a million rows
         # the NumPy version spends most of its time on temporaries
         n = len(label)
@@ -268,12 +302,12 @@ class RegLogistic(Objective):
                            g[:, 0], h[:, 0])
         return g, h
 
-    def _row_weight(self, weight, y):
+    def _row_weight(self, weight, y, xp):
         spw = float(self.params.scale_pos_weight)
         if spw == 1.0:
-            return super()._row_weight(weight, y)
-        w = np.ones_like(y) if weight is None else np.asarray(weight, np.float64)
-        return np.where(y == 1.0, w * spw, w)
+            return super()._row_weight(weight, y, xp)
+        w = xp.ones_like(y) if weight is None else xp.asarray(weight, xp.float64)
+        return xp.where(y == 1.0, w * spw, w)
 
     def base_score(self, label, weight, comm) -> float:
         return float(np.clip(self._weighted_mean(label, weight, comm, 0.5), _PROB_CLIP, 1 - _PROB_CLIP))
@@ -323,15 +357,16 @@ class PoissonRegression(Objective):
             raise DGBoostValueError(f"{self.name}: labels must be non-negative counts; "
                                     f"{_describe_bad(label, bad)}")
 
-    def _grad_hess(self, m, y):
+    def _grad_hess(self, m, y, xp):
         mds = float(self.params.max_delta_step)
-        return np.exp(m) - y, np.exp(m + mds)
+        return xp.exp(m) - y, xp.exp(m + mds)
 
     def base_score(self, label, weight, comm) -> float:
         return max(self._weighted_mean(label, weight, comm, 1.0), _PROB_CLIP)
 
     def transform(self, margin):
-        return np.exp(super().transform(margin).astype(np.float64)).astype(np.float32)
+        m = super().transform(margin)
+        return array_module(m).exp(m.astype(np.float64)).astype(np.float32)
 
 
 class SoftprobMultiClass(Objective):
@@ -371,24 +406,28 @@ class SoftprobMultiClass(Objective):
         return log_prior - log_prior.mean()
 
     @staticmethod
-    def _softmax(margin) -> np.ndarray:
-        z = np.asarray(margin, np.float64)
-        z = np.exp(z - z.max(axis=1, keepdims=True))
+    def _softmax(margin):
+        """Row-wise softmax in float64, (n, k) -> (n, k), in the array module of ``margin``."""
+        xp = array_module(margin)
+        z = xp.asarray(margin, xp.float64)
+        z = xp.exp(z - z.max(axis=1, keepdims=True))
         return z / z.sum(axis=1, keepdims=True)
 
     def gradient(self, margin, label, weight, group_ptr, iteration: int):
+        xp = array_module(margin)
         n, k = len(label), self.n_outputs()
-        p = self._softmax(np.asarray(margin).reshape(n, k))
-        onehot = np.zeros_like(p)
-        onehot[np.arange(n), np.asarray(label).astype(np.int64)] = 1.0
-        g, h = p - onehot, np.maximum(2.0 * p * (1.0 - p), _EPS)
+        p = self._softmax(xp.asarray(margin).reshape(n, k))
+        onehot = xp.zeros_like(p)
+        onehot[xp.arange(n), xp.asarray(label).astype(np.int64)] = 1.0
+        g, h = p - onehot, xp.maximum(2.0 * p * (1.0 - p), _EPS)
         if weight is not None:
-            w = np.asarray(weight, np.float64)[:, None]
+            w = xp.asarray(weight, xp.float64)[:, None]
             g, h = g * w, h * w
         return g.astype(np.float32), h.astype(np.float32)
 
     def transform(self, margin):
-        return self._softmax(np.asarray(margin).reshape(np.shape(margin)[0], -1)).astype(np.float32)
+        m = array_module(margin).asarray(margin)
+        return self._softmax(m.reshape(m.shape[0], -1)).astype(np.float32)
 
     def eval_transform(self, margin):
         return SoftprobMultiClass.transform(self, margin)
@@ -400,8 +439,10 @@ class SoftmaxMultiClass(SoftprobMultiClass):
     name = "multi:softmax"
 
     def transform(self, margin):
-        m = np.asarray(margin).reshape(np.shape(margin)[0], -1)
-        return np.argmax(m, axis=1).astype(np.float32)  # first maximum, as XGBoost
+        xp = array_module(margin)
+        m = xp.asarray(margin)
+        m = m.reshape(m.shape[0], -1)
+        return xp.argmax(m, axis=1).astype(np.float32)  # first maximum (NumPy and CuPy), as XGBoost
 
 
 class _LambdaRank(Objective):
@@ -414,6 +455,10 @@ class _LambdaRank(Objective):
     Set :attr:`group_offset` to the global index of this rank's first query group so the
     sample does not depend on the partitioning. Weights are per group (a per-row weight
     must be constant within each group). No position debiasing.
+
+    Device arrays: the gradient is computed on the host (the Numba kernel of
+    ``_lambdarank.py``): margins, labels and weights are copied to the host and the result
+    is uploaded to the margin's array module, so it equals the NumPy result exactly.
     """
 
     needs_group = True
@@ -490,6 +535,9 @@ class _LambdaRank(Objective):
     def gradient(self, margin, label, weight, group_ptr, iteration: int):
         if group_ptr is None:
             raise DGBoostValueError(f"{self.name} needs query groups (group_ptr is None)")
+        xp = array_module(margin)
+        # host fallback: the pair loops are a Numba kernel (see the class docstring)
+        margin, label, weight = to_host(margin), to_host(label), to_host(weight)
         gp = np.asarray(group_ptr, np.int64)
         n_groups = len(gp) - 1
         gw = np.ones(n_groups) if weight is None else self._group_weight(weight, gp)
@@ -502,7 +550,7 @@ class _LambdaRank(Objective):
             exp_gain=self.exp_gain, score_normalization=self.score_normalization,
             normalization=self.normalization, seed=int(self.params.seed), iteration=int(iteration),
             group_offset=int(self.group_offset))
-        return g[:, None], h[:, None]
+        return xp.asarray(g[:, None]), xp.asarray(h[:, None])
 
 
 class LambdaRankPairwise(_LambdaRank):
@@ -523,6 +571,9 @@ class CustomObjective(Objective):
     ``preds`` are raw margins: (n,) for one output, (n, k) otherwise. Set :attr:`dtrain`
     before :meth:`gradient`. Returned arrays may be (n,), (n, k) or flat (n * k,); they are
     used as given (the user applies weights), and must be finite.
+
+    Device arrays: ``fn`` always receives NumPy margins (as XGBoost passes them); the margins
+    are copied to the host and ``grad``/``hess`` are uploaded to the margin's array module.
     """
 
     name, default_metric = "custom", "rmse"
@@ -540,6 +591,8 @@ class CustomObjective(Objective):
         return float(score)
 
     def gradient(self, margin, label, weight, group_ptr, iteration: int):
+        xp = array_module(margin)
+        margin = to_host(margin)  # host fallback, see the class docstring
         n, k = np.shape(margin)[0], self._k
         m = np.asarray(margin, np.float32).reshape(n, k)
         out = self.fn(m[:, 0].copy() if k == 1 else m.copy(), self.dtrain)
@@ -547,17 +600,17 @@ class CustomObjective(Objective):
             raise DGBoostValueError("a custom objective must return a pair (grad, hess)")
         res = []
         for what, arr in zip(("grad", "hess"), out):
-            a = np.asarray(arr, dtype=np.float32)
+            a = np.asarray(to_host(arr), dtype=np.float32)  # the user may return CuPy arrays
             if a.size != n * k:
                 raise DGBoostValueError(f"custom objective returned {what} of shape {a.shape}; expected "
                                         f"{(n,) if k == 1 else (n, k)} ({n} rows x {k} outputs)")
             if not np.isfinite(a).all():
                 raise DGBoostValueError(f"custom objective returned non-finite values in {what}")
-            res.append(a.reshape(n, k))
+            res.append(xp.asarray(a.reshape(n, k)))
         return res[0], res[1]
 
     def transform(self, margin):
-        m = np.asarray(margin, np.float32)
+        m = array_module(margin).asarray(margin, np.float32)
         return m.reshape(m.shape[0], -1)[:, 0].copy() if self._k == 1 else m.reshape(m.shape[0], -1).copy()
 
 

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from .errors import ParameterError
 
-__all__ = ["TrainParams", "parse_params", "OBJECTIVES", "METRICS"]
+__all__ = ["TrainParams", "parse_params", "normalize_device", "OBJECTIVES", "METRICS"]
 
 OBJECTIVES = (
     "reg:squarederror", "reg:logistic", "reg:pseudohubererror", "reg:absoluteerror",
@@ -44,6 +44,41 @@ _ACCEPTED_AND_IGNORED = {"tree_method", "booster", "verbosity", "silent", "valid
                          "disable_default_eval_metric", "predictor", "updater", "process_type",
                          "num_parallel_tree", "multi_strategy", "max_cat_to_onehot",
                          "enable_categorical", "use_rmm", "importance_type"}
+
+
+def normalize_device(device: Any) -> str:
+    """The canonical spelling of a device string, as XGBoost accepts them.
+
+    Parameters
+    ----------
+    device : str
+        ``"cpu"``, ``"cuda"``, ``"cuda:N"``, or XGBoost's aliases ``"gpu"`` / ``"gpu:N"``
+        (N a non-negative integer ordinal); case and surrounding blanks are ignored.
+
+    Returns
+    -------
+    str
+        ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+
+    Raises
+    ------
+    ParameterError
+        For anything else (``"tpu"``, ``"cuda:x"``, ``"cuda:-1"``, a non-string...).
+    """
+    expected = "expected 'cpu', 'cuda', 'cuda:N' or 'gpu' (N a GPU ordinal such as 0)"
+    if not isinstance(device, str):
+        raise ParameterError(f"parameter 'device' must be a string, got {device!r}: {expected}")
+    text = device.strip().lower()
+    kind, sep, ordinal = text.partition(":")
+    if kind == "cpu" and not sep:
+        return "cpu"
+    if kind in ("cuda", "gpu"):
+        if not sep:
+            return "cuda"
+        if ordinal.isdigit() and ordinal.isascii():
+            return f"cuda:{int(ordinal)}"
+        raise ParameterError(f"device {device!r} has an invalid GPU ordinal {ordinal!r}: {expected}")
+    raise ParameterError(f"unknown device {device!r}: {expected}")
 
 
 def _check_range(name: str, value: float, low: float | None, high: float | None,
@@ -129,8 +164,7 @@ class TrainParams:
         if self.objective in ("multi:softprob", "multi:softmax") and self.num_class < 2:
             raise ParameterError(f"objective {self.objective!r} needs num_class >= 2, "
                                  f"got num_class={self.num_class}")
-        if self.device not in ("cpu", "cuda") and not str(self.device).startswith("cuda:"):
-            raise ParameterError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+        self.device = normalize_device(self.device)
         return self
 
     @property
@@ -231,6 +265,4 @@ def parse_params(params: Mapping[str, Any] | TrainParams | None) -> TrainParams:
         # XGBoost's learner sets this for Poisson regression: it safeguards both the
         # hessian and the size of every leaf step
         kwargs["max_delta_step"] = 0.7
-    if kwargs.get("device", "cpu") == "gpu":
-        kwargs["device"] = "cuda"
     return TrainParams(**kwargs).validate()

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._array import array_module, is_device_array, to_host
 from .comm.base import Communicator, LocalComm
 
 __all__ = ["Cuts", "splitmix64", "hashed_uniform", "sketch_sample_mask", "compute_cuts",
@@ -24,36 +25,40 @@ __all__ = ["Cuts", "splitmix64", "hashed_uniform", "sketch_sample_mask", "comput
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
-def splitmix64(x: np.ndarray) -> np.ndarray:
-    """The splitmix64 finaliser, vectorised over a uint64 array (wrapping arithmetic)."""
+def splitmix64(x, xp=np):
+    """The splitmix64 finaliser, vectorised over a uint64 array of module ``xp`` (wrapping
+    integer arithmetic: NumPy and CuPy give the same bits)."""
     with np.errstate(over="ignore"):
-        z = np.asarray(x, dtype=np.uint64) + _GOLDEN
+        z = xp.asarray(x, dtype=xp.uint64) + _GOLDEN
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         return z ^ (z >> np.uint64(31))
 
 
-def hashed_uniform(seed: int, stream: int, global_index: np.ndarray) -> np.ndarray:
+def hashed_uniform(seed: int, stream: int, global_index):
     """A float64 in [0, 1) per global row index, a pure function of (seed, stream, index).
 
     ``stream`` separates independent uses (sketch sampling, subsampling in round r...).
+    ``global_index`` may be a NumPy or a CuPy integer array; the result lives in the same
+    module and holds the same values (integer hashing, one exact conversion and scaling).
     """
+    xp = array_module(global_index)
     with np.errstate(over="ignore"):
         key = splitmix64(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * np.uint64(0x100000001B3)
                          ^ splitmix64(np.uint64(stream & 0xFFFFFFFFFFFFFFFF)))
-        h = splitmix64(np.asarray(global_index, dtype=np.uint64) ^ key)
-    return (h >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+        h = splitmix64(xp.asarray(global_index, dtype=xp.uint64) ^ key, xp)
+    return (h >> np.uint64(11)).astype(xp.float64) * (1.0 / (1 << 53))
 
 
 _SKETCH_STREAM = 0x5EED
 
 
 def sketch_sample_mask(n_local: int, row_offset: int, n_global: int, seed: int,
-                       sample_rows: int) -> np.ndarray:
-    """Boolean mask (n_local,) of the rows that enter the quantile sketch."""
+                       sample_rows: int, xp=np):
+    """Boolean mask (n_local,) of the rows that enter the quantile sketch, in module ``xp``."""
     if n_global <= sample_rows:
-        return np.ones(n_local, dtype=bool)
-    u = hashed_uniform(seed, _SKETCH_STREAM, np.arange(row_offset, row_offset + n_local, dtype=np.int64))
+        return xp.ones(n_local, dtype=bool)
+    u = hashed_uniform(seed, _SKETCH_STREAM, xp.arange(row_offset, row_offset + n_local, dtype=np.int64))
     return u < sample_rows / n_global
 
 
@@ -162,9 +167,11 @@ def compute_cuts(values: np.ndarray, weight: np.ndarray | None, max_bin: int, se
 
     Parameters
     ----------
-    values : ndarray of float32, shape (n_local, F)
-        This rank's rows; NaN is missing.
+    values : numpy.ndarray or cupy.ndarray of float32, shape (n_local, F)
+        This rank's rows; NaN is missing. For a CuPy array only the sampled rows are
+        copied to the host; the cuts are the same as for ``values.get()``.
     weight : ndarray of float32, shape (n_local,), or None
+        NumPy or CuPy.
     max_bin : int
     seed : int
     row_offset : int
@@ -179,12 +186,13 @@ def compute_cuts(values: np.ndarray, weight: np.ndarray | None, max_bin: int, se
     n_local, n_features = values.shape
     if n_global is None:
         n_global = int(comm.allreduce_sum(np.array([n_local], dtype=np.int64))[0])
-    mask = sketch_sample_mask(n_local, row_offset, n_global, seed, sample_rows)
-    sample = comm.allgather(np.ascontiguousarray(values[mask], dtype=np.float32))
+    # hashed where the rows are: a device matrix is sampled on the device
+    mask = sketch_sample_mask(n_local, row_offset, n_global, seed, sample_rows, array_module(values))
+    sample = comm.allgather(_sampled_rows_on_host(values, mask))
     if weight is None:
         sample_w = np.ones(sample.shape[0], dtype=np.float64)
     else:
-        sample_w = comm.allgather(np.asarray(weight[mask], dtype=np.float64))
+        sample_w = comm.allgather(np.asarray(_sampled_rows_on_host(weight, mask), dtype=np.float64))
     per_feature = []
     for f in range(n_features):
         column = sample[:, f]
@@ -192,3 +200,21 @@ def compute_cuts(values: np.ndarray, weight: np.ndarray | None, max_bin: int, se
         per_feature.append(weighted_cut_values(column[keep], sample_w[keep], max_bin))
     ptrs = np.concatenate([[0], np.cumsum([c.size for c in per_feature])]).astype(np.int64)
     return Cuts(values=np.concatenate(per_feature).astype(np.float32), ptrs=ptrs)
+
+
+def _sampled_rows_on_host(array, mask: np.ndarray) -> np.ndarray:
+    """``array[mask]`` as C-contiguous host data (float32 for values, as given for weights).
+
+    The mask is a hash of global row indices, computed where the rows are; for a CuPy array
+    the rows are gathered on the device so that only the sample, not the whole matrix,
+    crosses to the host.
+    """
+    if is_device_array(array):
+        import cupy
+
+        host = array[cupy.asarray(mask)].get()
+    else:
+        host = array[to_host(mask)]
+    if host.ndim == 2:
+        return np.ascontiguousarray(host, dtype=np.float32)
+    return np.asarray(host)

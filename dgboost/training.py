@@ -70,20 +70,24 @@ def fixed_point_scale(max_abs: float, n_global: int) -> float:
 
 
 class _Data:
-    """One DMatrix prepared on one rank: features, binned rows (training only), margins."""
+    """One DMatrix prepared on one rank, on the backend's device: features, labels, margins."""
 
-    def __init__(self, dmat: DMatrix, n_groups: int, base_margin: np.ndarray):
+    def __init__(self, dmat: DMatrix, n_groups: int, base_margin: np.ndarray, backend):
         self.dmat = dmat
-        self.values = dmat.data
+        self.backend = backend
+        self.values = backend.asarray(dmat.data)
+        self.label = None if dmat.label is None else backend.asarray(np.asarray(dmat.label, np.float32))
+        self.weight = None if dmat.weight is None else backend.asarray(np.asarray(dmat.weight, np.float32))
         n = dmat.num_row()
         if dmat.base_margin is not None:
             if dmat.base_margin.shape[1] != n_groups:
                 raise DGBoostValueError(
                     f"base_margin has {dmat.base_margin.shape[1]} columns, the model has {n_groups} outputs")
-            self.margin = dmat.base_margin.astype(np.float32).copy()
+            margin = dmat.base_margin.astype(np.float32).copy()
         else:
-            self.margin = np.empty((n, n_groups), np.float32)
-            self.margin[:] = base_margin.astype(np.float32)
+            margin = np.empty((n, n_groups), np.float32)
+            margin[:] = base_margin.astype(np.float32)
+        self.margin = backend.asarray(margin)
 
 
 def _check_features(dmat: DMatrix, n_features: int, names, what: str) -> None:
@@ -214,16 +218,24 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
     max_bin = dtrain.max_bin or p.max_bin
     cuts = compute_cuts(dtrain.data, dtrain.weight, max_bin, seed=p.seed, row_offset=row_offset,
                         n_global=n_global, comm=comm, sample_rows=p.sketch_sample_rows)
+    # deep trees rarely fill a level: the estimate counts at most 256 nodes' histograms, and a
+    # wider level that does not fit fails then, with its own size in the message
+    level_nodes = 2 if p.grow_policy == "lossguide" else 1 << min(max(p.max_depth, 1), 8)
+    if p.max_leaves > 0:
+        level_nodes = min(level_nodes, p.max_leaves)
+    backend.check_training_memory(dtrain.num_row(), n_features, int(cuts.n_bins().max()), int(cuts.ptrs[-1]),
+                                  n_groups, level_nodes, not isinstance(dtrain.data, np.ndarray))
     binned = BinnedMatrix.from_values(dtrain.data, cuts, backend)
-    train_data = _Data(dtrain, n_groups, ensemble.base_margin)
-    eval_data = [_Data(dm, n_groups, ensemble.base_margin) for dm, _ in evals]
+    train_data = _Data(dtrain, n_groups, ensemble.base_margin, backend)
+    eval_data = [_Data(dm, n_groups, ensemble.base_margin, backend) for dm, _ in evals]
     for d in [train_data] + eval_data:
         backend.predict_margin(ensemble, d.values, 0, ensemble.n_trees, d.margin)
 
     metrics = _metrics_for(p, objective, custom_metric, get_metric)
     sampler = FeatureSampler(n_features, p.seed, p.colsample_bytree, p.colsample_bylevel, p.colsample_bynode)
     grower = TreeGrower(backend, comm, p, binned, sampler)
-    global_index = np.arange(row_offset, row_offset + dtrain.num_row(), dtype=np.int64)
+    # on the backend's device: the subsample mask of every round is hashed there
+    global_index = backend.xp.arange(row_offset, row_offset + dtrain.num_row(), dtype=np.int64)
 
     booster = Booster._from_training(ensemble, p, objective, base_score, names, dtrain.feature_types,
                                      n_features, xgb_model)
@@ -245,26 +257,27 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
             break
         if obj is not None:
             objective.dtrain = dtrain
-        grad, hess = objective.gradient(train_data.margin, dtrain.label, dtrain.weight,
+        grad, hess = objective.gradient(train_data.margin, train_data.label, train_data.weight,
                                         dtrain.group_ptr, r)
-        grad = np.asarray(grad, np.float32).reshape(dtrain.num_row(), n_groups)
-        hess = np.asarray(hess, np.float32).reshape(dtrain.num_row(), n_groups)
-        if not (np.isfinite(grad).all() and np.isfinite(hess).all()):
-            raise DGBoostValueError(f"round {r}: the objective produced non-finite gradients or hessians")
+        xp = backend.xp
+        grad = xp.asarray(grad, dtype=np.float32).reshape(dtrain.num_row(), n_groups)
+        hess = xp.asarray(hess, dtype=np.float32).reshape(dtrain.num_row(), n_groups)
         keep = None
         if p.subsample < 1.0:
             keep = hashed_uniform(p.seed, _SUBSAMPLE_STREAM + r, global_index) < p.subsample
         new_first = ensemble.n_trees
         for k in range(n_groups):
             g, h = grad[:, k], hess[:, k]
-            local_max = np.array([np.abs(g).max(initial=0.0), np.abs(h).max(initial=0.0)], np.float64)
+            local_max = backend.abs_max(g, h)
+            if not np.isfinite(local_max).all():
+                raise DGBoostValueError(f"round {r}: the objective produced non-finite gradients or hessians")
             gmax, hmax = comm.allreduce_max(local_max)
             scale_g, scale_h = fixed_point_scale(gmax, n_global), fixed_point_scale(hmax, n_global)
             gpair = backend.quantise(g, h, scale_g, scale_h, keep)
             grown = grower.grow(gpair, scale_g, scale_h, tree_index=ensemble.n_trees)
             tree = grown.tree
             if objective.adaptive_leaves:
-                _refit_leaves(objective, tree, grown, train_data.margin[:, k], dtrain, keep, p, comm)
+                _refit_leaves(objective, tree, grown, train_data.margin[:, k], dtrain, keep, p, comm, backend)
             ensemble.append(tree, k)
             backend.add_leaf_values(train_data.margin, grown.rows, grown.begins, grown.ends,
                                     tree.value[grown.leaf_nodes], k)
@@ -320,19 +333,28 @@ def _metrics_for(p: TrainParams, objective, custom_metric, get_metric) -> list:
 
 def _evaluate(metric, d: _Data, dm: DMatrix, objective, comm, custom_objective: bool) -> float:
     if getattr(metric, "is_custom", False):
-        preds = d.margin if custom_objective else objective.transform(d.margin)
+        # a user's metric function gets host arrays, as XGBoost gives it NumPy predictions
+        margin = d.backend.to_host(d.margin)
+        preds = margin if custom_objective else objective.transform(margin)
         return float(metric.evaluate_custom(preds, dm))
     if dm.label is None:
         raise DGBoostValueError("an evaluation set has no label")
-    return float(metric.evaluate(d.margin, dm.label, dm.weight, dm.group_ptr, objective, comm))
+    return float(metric.evaluate(d.margin, d.label, d.weight, dm.group_ptr, objective, comm))
 
 
-def _refit_leaves(objective, tree, grown, margin, dtrain: DMatrix, keep, p: TrainParams, comm) -> None:
-    """Objectives like reg:absoluteerror re-fit each leaf to a quantile of its residuals."""
+def _refit_leaves(objective, tree, grown, margin, dtrain: DMatrix, keep, p: TrainParams, comm,
+                  backend) -> None:
+    """Objectives like reg:absoluteerror re-fit each leaf to a quantile of its residuals.
+
+    The exact quantile search is host code: rows, margins and the sample mask come to the host.
+    """
     n = dtrain.num_row()
+    margin = backend.to_host(margin)
+    rows = backend.to_host(grown.rows)
+    keep = None if keep is None else backend.to_host(keep)
     leaf_of_row = np.full(n, -1, dtype=np.int64)
     for i, (b, e) in enumerate(zip(grown.begins, grown.ends)):
-        leaf_of_row[grown.rows[b:e]] = i
+        leaf_of_row[rows[b:e]] = i
     residual = (dtrain.label.astype(np.float64) - margin.astype(np.float64)).astype(np.float32)
     # unweighted rows take XGBoost's interpolated median (weight None); weights, or rows
     # left out by subsampling (weight 0), take the weighted median

@@ -1,10 +1,17 @@
-// Records shared between Python (dgboost/_layout.py, dgboost/tree.py) and the CUDA kernels.
-// A GPU test checks sizes and offsets against the NumPy dtypes.
+// Records and helpers shared by every kernel, and with Python (dgboost/_layout.py,
+// dgboost/tree.py). NVRTC has no C++ standard library: fixed-width integers come from
+// CuPy's bundled libcu++ (<cuda/std/cstdint>). Offsets are checked by the layout tests
+// (offsetof is not a constant expression under NVRTC).
 #pragma once
-#include <cstddef>
-#include <cstdint>
+#include <cuda/std/cstdint>
 
 namespace dgboost {
+
+using int32_t = cuda::std::int32_t;
+using int64_t = cuda::std::int64_t;
+using uint8_t = cuda::std::uint8_t;
+using uint32_t = cuda::std::uint32_t;
+using uint64_t = cuda::std::uint64_t;
 
 // Quantised gradient pair: fixed point with a scale agreed by every worker, so that
 // histogram sums are exact and independent of summation order.
@@ -38,11 +45,41 @@ struct PathElement {
   double v;              // leaf value of the path
 };
 
+// ELLPACK symbol ``index`` of a bit stream packed at ``bits`` bits per symbol, low bits
+// first. The buffer carries one padding word, so reading the word after the last is safe.
+__device__ __forceinline__ uint32_t read_symbol(const uint32_t* __restrict__ packed, int bits,
+                                                uint64_t index) {
+  const uint64_t bit = index * static_cast<uint64_t>(bits);
+  const uint64_t word = bit >> 5;
+  const uint32_t shift = static_cast<uint32_t>(bit & 31u);
+  const uint64_t pair = static_cast<uint64_t>(__ldg(packed + word)) |
+                        (static_cast<uint64_t>(__ldg(packed + word + 1)) << 32);
+  return static_cast<uint32_t>(pair >> shift) & ((1u << bits) - 1u);
+}
+
+// Integer atomics on signed 64-bit sums: two's complement addition of the unsigned bit
+// pattern is the signed sum, exact and independent of the order of arrival.
+__device__ __forceinline__ void atomic_add_i64(int64_t* address, int64_t value) {
+  atomicAdd(reinterpret_cast<unsigned long long*>(address), static_cast<unsigned long long>(value));
+}
+
+// Add a 32-bit signed value to a 64-bit sum with 32-bit atomics (XGBoost's AtomicAdd64As32
+// idea): the low word takes the value, the high word its sign extension plus the carry out
+// of the low word, and only when that is non-zero. Each call adds exactly the value, so the
+// final sum is exact in any order; most calls cost one native 32-bit atomic instead of a
+// 64-bit one.
+__device__ __forceinline__ void atomic_add_i32_to_i64(int64_t* address, int32_t value) {
+  unsigned int* words = reinterpret_cast<unsigned int*>(address);
+  const unsigned int low = static_cast<unsigned int>(value);
+  const unsigned int old = atomicAdd(words, low);
+  const unsigned int carry = (old + low < old) ? 1u : 0u;
+  const unsigned int high = (value < 0 ? 0xffffffffu : 0u) + carry;
+  if (high != 0u) atomicAdd(words + 1, high);
+}
+
 }  // namespace dgboost
 
-// The Python side (dgboost/_layout.py) uses the same sizes and offsets.
+// The Python side (dgboost/_layout.py) uses the same sizes.
 static_assert(sizeof(dgboost::GradPairInt) == 16, "GradPairInt layout");
 static_assert(sizeof(dgboost::Node) == 24, "Node layout");
 static_assert(sizeof(dgboost::PathElement) == 40, "PathElement layout");
-static_assert(offsetof(dgboost::PathElement, zero_fraction) == 24, "PathElement layout");
-static_assert(offsetof(dgboost::PathElement, v) == 32, "PathElement layout");

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._array import to_host
 from . import _cpu_kernels as K
 from .base import SplitResult
 
@@ -30,6 +31,15 @@ def _balance(sizes: np.ndarray, n_threads: int) -> tuple[np.ndarray, np.ndarray]
     return task_ptr.astype(np.int64), task_nodes.astype(np.int64)
 
 
+def leaf_weights_on_host(sums, scale_g: float, scale_h: float, params) -> np.ndarray:
+    """float64 (n,) leaf weights from quantised int64 (n, 2) sums (every backend's leaves)."""
+    out = np.empty(sums.shape[0], np.float64)
+    K.leaf_weights(np.ascontiguousarray(sums, np.int64), 1.0 / scale_g, 1.0 / scale_h,
+                   float(params.reg_lambda), float(params.alpha), float(params.min_child_weight),
+                   float(params.max_delta_step), out)
+    return out
+
+
 class CPUBackend:
     """NumPy + Numba implementation of :class:`~dgboost.backend.base.Backend`."""
 
@@ -43,16 +53,37 @@ class CPUBackend:
             numba.set_num_threads(min(int(nthread), numba.config.NUMBA_NUM_THREADS))
 
     def asarray(self, array):
-        return np.asarray(array)
+        return to_host(array)
 
     def to_host(self, array) -> np.ndarray:
-        return np.asarray(array)
+        return to_host(array)
 
     def bin_values(self, values, cut_values, cut_ptrs, dtype):
         out = np.empty(values.shape, dtype=dtype)
         K.bin_values(np.ascontiguousarray(values, np.float32), cut_values, cut_ptrs,
                      int(np.iinfo(dtype).max), out)
         return out
+
+    def check_training_memory(self, *args, **kwargs) -> None:
+        """Host memory is not checked ahead: NumPy raises MemoryError with the size itself."""
+        return None
+
+    def column_layout(self, bins: np.ndarray) -> np.ndarray:
+        """Column-major (F, n) copy of ``bins`` for the partition kernel (one feature, many rows)."""
+        columns = np.empty(bins.shape[::-1], dtype=bins.dtype)
+        # column by column: each pass reads the rows once, sequentially
+        for f in range(bins.shape[1]):
+            columns[f] = bins[:, f]
+        return columns
+
+    def abs_max(self, grad, hess) -> np.ndarray:
+        """float64 (2,): max |grad| and max |hess| (NaN or inf when the input has them)."""
+        return np.array([np.abs(grad).max(initial=0.0), np.abs(hess).max(initial=0.0)], np.float64)
+
+    def gpair_totals(self, gpair) -> np.ndarray:
+        """int64 (2,): column sums of ``gpair`` (int32 (n, 2))."""
+        # column by column: numpy's axis-0 reduction over an (n, 2) array is several times slower
+        return np.array([gpair[:, 0].sum(dtype=np.int64), gpair[:, 1].sum(dtype=np.int64)], np.int64)
 
     def quantise(self, grad, hess, scale_g, scale_h, keep=None):
         """int32 (n, 2) fixed-point pairs (the scales keep every value within 2**30)."""
@@ -97,11 +128,7 @@ class CPUBackend:
         return SplitResult(feature, split_bin, default_left, gain, left)
 
     def leaf_weights(self, sums, scale_g, scale_h, params):
-        out = np.empty(sums.shape[0], np.float64)
-        K.leaf_weights(np.ascontiguousarray(sums, np.int64), 1.0 / scale_g, 1.0 / scale_h,
-                       float(params.reg_lambda), float(params.alpha), float(params.min_child_weight),
-                       float(params.max_delta_step), out)
-        return out
+        return leaf_weights_on_host(sums, scale_g, scale_h, params)
 
     def partition(self, bins_by_feature, rows, begins, ends, feature, split_bin, default_left):
         left_counts = np.empty(len(begins), np.int64)

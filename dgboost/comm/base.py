@@ -37,6 +37,13 @@ class Communicator(Protocol):
         """Return ``obj`` as held by ``root`` on every rank (any picklable object)."""
 
 
+def _as_array(array):
+    """``array`` itself when it is already an array (NumPy or a device array), else NumPy's."""
+    if isinstance(array, np.ndarray) or hasattr(array, "__cuda_array_interface__"):
+        return array
+    return np.asarray(array)
+
+
 class LocalComm:
     """The communicator of a cluster of one: every collective is the identity.
 
@@ -48,13 +55,13 @@ class LocalComm:
     world_size = 1
 
     def allreduce_sum(self, array):
-        return np.asarray(array)
+        return _as_array(array)
 
     def allreduce_max(self, array):
-        return np.asarray(array)
+        return _as_array(array)
 
     def allgather(self, array):
-        return np.asarray(array)
+        return _as_array(array)
 
     def broadcast(self, obj, root: int = 0):
         return obj

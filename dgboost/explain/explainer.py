@@ -332,12 +332,14 @@ class TreeExplainer:
         if self._encoder is not None:
             values, names = _float64_matrix(X, what)
         else:
+            from .._array import to_host
             from ..data import as_feature_matrix
 
             arr = X
             if shape is None and not hasattr(X, "columns"):
                 arr = np.asarray(X)
             values, names = as_feature_matrix(arr)
+            values = to_host(values)  # CuPy / cuDF rows: the TreeSHAP engine here is CPU-only
         if values.ndim != 2:
             raise DGBoostValueError(f"{what} must be 2-D (rows x features), got shape {values.shape}")
         if values.shape[0] == 0:

@@ -1,0 +1,541 @@
+"""dgboost vs XGBoost ``hist`` on one GPU: time per round, whole run, test metric, peak memory.
+
+Both libraries train in the same run, on the same GPU, on the same data with the same
+parameters (eta 0.1, max_bin 256), on synthetic tables shaped like the data sets of the
+GPU boosting papers:
+
+======================  ==========================  ===============================  ======
+case                    shape (training rows)       task / parameters                rounds
+======================  ==========================  ===============================  ======
+``higgs``               10M x 28                    binary:logistic, depth 8         200
+``covtype``             581K x 54                   multi:softprob, 8 classes, d. 8  100
+``year``                515K x 90                   reg:squarederror, depth 8        200
+``bosch``               1M x 968, 80% missing       binary:logistic, depth 8         50
+``higgs_lossguide``     10M x 28                    lossguide, max_leaves 255        200
+======================  ==========================  ===============================  ======
+
+The data is drawn on the device with CuPy (a seeded generator; labels from a fixed
+random linear plus nonlinear function of the features, see :func:`make_data`), so both
+libraries get device arrays; another 10% of rows is held out for the test metric (AUC for
+binary, accuracy for multiclass, RMSE for regression, computed with scikit-learn/NumPy on
+host copies, so neither library's metric code is involved).
+
+For each case and library, ``--repeats`` runs, the libraries taking turns (the order
+flips every repeat), after one small warm-up run of each (kernel loading, dgboost's NVRTC
+compilation):
+
+* whole run: DMatrix/QuantileDMatrix construction plus training, to a device synchronise;
+* per round: a training callback stamps ``time.perf_counter()`` after
+  ``cudaDeviceSynchronize`` at the end of every round; the median of the round times after
+  the first ``--warm-rounds`` rounds;
+* peak device memory above the level before the run, from ``cudaMemGetInfo`` sampled at
+  every round's end (the same measure for both libraries: XGBoost allocates outside CuPy);
+  for dgboost also the exact high-water mark of CuPy's memory pool, recorded by a wrapping
+  allocator;
+* host synchronisations per tree, where ``dgboost.backend.cuda.SYNC_COUNTER`` exists.
+
+Medians and (min, max) over the repeats are reported, with the ratios dgboost / XGBoost;
+peak memory is reported as the largest of the repeats, since caching allocators can only
+hide memory in later runs. ``--device cpu`` runs exactly the same code on NumPy data
+with both libraries on the CPU (no memory figures), to check the harness anywhere.
+
+    python benchmarks/train_gpu.py                          # the full run, ~GPU minutes
+    python benchmarks/train_gpu.py --scale 0.05 --repeats 1 # a quick look
+    python benchmarks/train_gpu.py --device cpu --scale 0.002 --rounds-scale 0.1
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import RESULTS, machine, versions, write_result  # noqa: E402
+
+LIBRARIES = ("dgboost", "xgboost")
+MiB = float(1 << 20)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark case: the data's shape and task, the parameters, the rounds."""
+
+    rows: int                   # training rows at --scale 1 (10% more are held out)
+    features: int
+    task: str                   # binary | multiclass | regression
+    rounds: int
+    params: dict = field(default_factory=dict)
+    n_classes: int = 2
+    missing_rate: float = 0.0
+    what: str = ""
+
+    @property
+    def data_key(self) -> tuple:
+        return (self.rows, self.features, self.task, self.n_classes, self.missing_rate)
+
+
+CASES = {
+    "higgs": Case(10_000_000, 28, "binary", 200, {"max_depth": 8}, what="Higgs-like"),
+    "covtype": Case(581_012, 54, "multiclass", 100, {"max_depth": 8}, n_classes=8, what="covtype-like"),
+    "year": Case(515_345, 90, "regression", 200, {"max_depth": 8}, what="YearPrediction-like"),
+    "bosch": Case(1_000_000, 968, "binary", 50, {"max_depth": 8}, missing_rate=0.8, what="Bosch-like"),
+    "higgs_lossguide": Case(10_000_000, 28, "binary", 200,
+                            {"grow_policy": "lossguide", "max_leaves": 255, "max_depth": 0},
+                            what="Higgs-like, lossguide"),
+}
+OBJECTIVE = {"binary": "binary:logistic", "multiclass": "multi:softprob", "regression": "reg:squarederror"}
+METRIC = {"binary": "auc", "multiclass": "accuracy", "regression": "rmse"}
+
+
+# ---------------------------------------------------------------------------------------
+# data: the same code for NumPy and CuPy
+# ---------------------------------------------------------------------------------------
+def make_data(xp, n_rows: int, n_features: int, task: str, *, n_classes: int = 2,
+              missing_rate: float = 0.0, seed: int = 0):
+    """Standard-normal features and labels from a fixed random function of them.
+
+    The score is ``X @ w`` (random weights of unit norm, mostly on the first 16 features,
+    drawn on the host from ``seed`` so that it is the same function for either array
+    module) plus interactions and thresholds on the first six features; the labels add Gaussian (binary, regression) or Gumbel
+    (multiclass) noise. Missing values (NaN) are placed at random after labelling.
+
+    Parameters
+    ----------
+    xp : module
+        ``numpy`` or ``cupy``: where the arrays are made.
+    n_rows, n_features : int
+    task : {"binary", "multiclass", "regression"}
+    n_classes : int
+    missing_rate : float
+    seed : int
+
+    Returns
+    -------
+    X : xp.ndarray of float32, shape (n_rows, n_features)
+    y : xp.ndarray of float32, shape (n_rows,)
+    """
+    f32 = xp.float32
+    rng = xp.random.default_rng(seed)
+    X = rng.standard_normal((n_rows, n_features), dtype=f32)
+    host = np.random.default_rng(seed + 1)
+    k = n_classes if task == "multiclass" else 1
+    # most of the linear signal in the first 16 features, a little in every other one, so
+    # that wide tables (Bosch-like) stay learnable
+    scale = np.where(np.arange(n_features) < 16, 1.0, 0.2)[:, None]
+    w = host.standard_normal((n_features, k)) * scale
+    w = xp.asarray((w / np.linalg.norm(w, axis=0)).astype(np.float32))
+    amp = xp.asarray(host.uniform(-1.5, 1.5, k).astype(np.float32)) if k > 1 else f32(1.0)
+    c = [X[:, j % n_features] for j in range(6)]
+    nonlinear = (f32(1.2) * xp.sin(f32(1.5) * c[0]) * c[1] + f32(0.8) * xp.tanh(c[2] * c[3])
+                 + f32(0.6) * (c[4] > 0) * c[5] - f32(0.4) * xp.abs(c[3]))
+    score = X @ w + nonlinear[:, None] * amp
+    score -= score.mean(axis=0)
+    if task == "binary":
+        y = (score[:, 0] + f32(0.5) * rng.standard_normal(n_rows, dtype=f32) > 0).astype(f32)
+    elif task == "regression":
+        y = (score[:, 0] + f32(0.5) * rng.standard_normal(n_rows, dtype=f32)).astype(f32)
+    elif task == "multiclass":
+        u = rng.random((n_rows, k), dtype=f32)
+        gumbel = -xp.log(-xp.log(u + f32(1e-12)) + f32(1e-12))
+        y = xp.argmax(f32(2.0) * score + gumbel, axis=1).astype(f32)
+    else:
+        raise ValueError(f"unknown task {task!r}")
+    del score, nonlinear
+    if missing_rate > 0:
+        # where, not a masked assignment: CuPy's boolean setitem needs an int64 index per value
+        X = xp.where(rng.random((n_rows, n_features), dtype=f32) < f32(missing_rate), f32(np.nan), X)
+    return X, y
+
+
+def _host(a) -> np.ndarray:
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
+
+
+def _auc(y: np.ndarray, score: np.ndarray) -> float:
+    """ROC AUC: scikit-learn's, or the rank-sum formula (ties get average ranks) without it."""
+    try:
+        from sklearn.metrics import roc_auc_score
+    except ImportError:
+        _, inverse, counts = np.unique(score, return_inverse=True, return_counts=True)
+        ends = np.cumsum(counts)
+        ranks = (ends - (counts - 1) / 2.0)[inverse]
+        pos = y > 0.5
+        n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+        return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+    return float(roc_auc_score(y, score))
+
+
+def held_out_metric(task: str, y, pred) -> float:
+    """AUC (binary), accuracy (multiclass) or RMSE (regression) on host copies."""
+    y, pred = _host(y).astype(np.float64), _host(pred).astype(np.float64)
+    if task == "binary":
+        return _auc(y, pred.reshape(len(y)))
+    if task == "multiclass":
+        return float(np.mean(pred.reshape(len(y), -1).argmax(axis=1) == y))
+    return float(np.sqrt(np.mean((pred.reshape(len(y)) - y) ** 2)))
+
+
+# ---------------------------------------------------------------------------------------
+# the device: synchronise, memory figures (no-ops on the CPU)
+# ---------------------------------------------------------------------------------------
+class Device:
+    """What the harness needs of the device: its array module, a synchronise, memory
+    figures. On the CPU the figures are None."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.cuda = name.startswith("cuda")
+        if self.cuda:
+            import cupy
+
+            self.cupy = cupy
+            self.xp = cupy
+            self.pool = cupy.get_default_memory_pool()
+            self.pool_peak = 0
+            # every CuPy allocation goes through _malloc, which records the pool's
+            # high-water mark exactly (use can only peak right after an allocation)
+            cupy.cuda.set_allocator(self._malloc)
+        else:
+            self.xp = np
+            self.pool = None
+        self.reset()
+
+    def _malloc(self, size: int):
+        mem = self.pool.malloc(size)
+        used = self.pool.used_bytes()
+        if used > self.pool_peak:
+            self.pool_peak = used
+        return mem
+
+    def sync(self) -> None:
+        if self.cuda:
+            self.cupy.cuda.runtime.deviceSynchronize()
+
+    def _used(self) -> int:
+        free, total = self.cupy.cuda.runtime.memGetInfo()
+        return int(total - free)
+
+    def reset(self) -> None:
+        """Free what can be freed and make the current use the baseline of both figures."""
+        gc.collect()
+        self.pool_base = self.pool_peak = self.used_base = self.used_peak = 0
+        if self.cuda:
+            self.sync()
+            self.pool.free_all_blocks()
+            self.pool_base = self.pool_peak = self.pool.used_bytes()
+            self.used_base = self.used_peak = self._used()
+
+    def sample(self) -> None:
+        """Record the device memory in use now (cudaMemGetInfo: every allocator)."""
+        if self.cuda:
+            self.used_peak = max(self.used_peak, self._used())
+
+    def peaks(self) -> tuple[int | None, int | None]:
+        """(memGetInfo peak, CuPy pool peak), in bytes above the baselines."""
+        if not self.cuda:
+            return None, None
+        return self.used_peak - self.used_base, self.pool_peak - self.pool_base
+
+    def hardware(self) -> dict:
+        if not self.cuda:
+            return {"device": "cpu", "name": machine().get("cpu_model", "?")}
+        rt = self.cupy.cuda.runtime
+        props = rt.getDeviceProperties(0)
+        name = props["name"]
+        return {"device": self.name, "name": name.decode() if isinstance(name, bytes) else str(name),
+                "total_memory_bytes": int(props["totalGlobalMem"]),
+                "multiprocessors": int(props["multiProcessorCount"]),
+                "compute_capability": f"{props['major']}.{props['minor']}"}
+
+    def versions(self) -> dict:
+        out = versions("dgboost", "xgboost", "numpy", "cupy")
+        if self.cuda:
+            rt = self.cupy.cuda.runtime
+
+            def dotted(v: int) -> str:
+                return f"{v // 1000}.{v % 1000 // 10}"
+
+            out["cuda_runtime"] = dotted(rt.runtimeGetVersion())
+            out["cuda_driver"] = dotted(rt.driverGetVersion())
+        return out
+
+
+def _round_clock(base, device: Device):
+    """A training callback (of either library) that stamps the end of every round after a
+    device synchronise, and samples the device memory there."""
+
+    class RoundClock(base):
+        def __init__(self):
+            super().__init__()
+            self.stamps = []
+
+        def before_training(self, model):
+            device.sync()
+            self.stamps.append(time.perf_counter())
+            return model
+
+        def after_iteration(self, model, epoch, evals_log):
+            device.sync()
+            self.stamps.append(time.perf_counter())
+            device.sample()
+            return False
+
+        def per_round(self, skip: int) -> float:
+            """Median seconds per round, leaving out the first ``skip`` rounds (warm-up)."""
+            rounds = np.diff(self.stamps)
+            return float(np.median(rounds[skip:] if rounds.size > skip else rounds))
+
+    return RoundClock()
+
+
+def _sync_counter():
+    """dgboost's CUDA backend's ``SYNC_COUNTER`` dict, if it has one."""
+    try:
+        return getattr(importlib.import_module("dgboost.backend.cuda"), "SYNC_COUNTER", None)
+    except Exception:  # noqa: BLE001 - no CUDA backend: no counter
+        return None
+
+
+# ---------------------------------------------------------------------------------------
+# one library, one run
+# ---------------------------------------------------------------------------------------
+def _params(lib: str, case: Case, device: Device, threads: int) -> dict:
+    p = {"objective": OBJECTIVE[case.task], "eta": 0.1, "max_bin": 256, "seed": 0, "device": device.name,
+         **case.params}
+    if case.task == "multiclass":
+        p["num_class"] = case.n_classes
+    if not device.cuda:
+        p["nthread"] = threads
+    if lib == "xgboost":
+        p["tree_method"] = "hist"
+    return p
+
+
+def run_once(lib: str, case: Case, data, rounds: int, device: Device, args) -> dict:
+    """Train ``lib`` once on ``data``; whole-run and per-round time, metric, memory."""
+    Xtr, ytr, Xte, yte = data
+    params = _params(lib, case, device, args.threads)
+    device.reset()
+    counter = _sync_counter() if lib == "dgboost" else None
+    before = dict(counter) if counter is not None else None
+    if lib == "dgboost":
+        import dgboost as dg
+
+        clock = _round_clock(dg.TrainingCallback, device)
+        start = time.perf_counter()
+        dtrain = dg.DMatrix(Xtr, ytr)
+        booster = dg.train(params, dtrain, rounds, verbose_eval=False, callbacks=[clock])
+    else:
+        import xgboost as xgb
+
+        clock = _round_clock(xgb.callback.TrainingCallback, device)
+        start = time.perf_counter()
+        dtrain = xgb.QuantileDMatrix(Xtr, ytr, max_bin=256, nthread=args.threads or None)
+        booster = xgb.train(params, dtrain, rounds, callbacks=[clock])
+    device.sync()
+    total = time.perf_counter() - start
+    device.sample()
+    mem_used, mem_pool = device.peaks()
+    out = {"total_s": total, "per_round_s": clock.per_round(args.warm_rounds),
+           "peak_memory_bytes": mem_used, "cupy_pool_peak_bytes": mem_pool if lib == "dgboost" else None}
+    if counter is not None:
+        syncs = counter.get("syncs", 0) - before.get("syncs", 0)
+        trees = counter.get("trees", 0) - before.get("trees", 0)
+        out["syncs_per_tree"] = syncs / trees if trees else None
+    del dtrain
+    if lib == "dgboost":
+        import dgboost as dg
+
+        pred = booster.predict(dg.DMatrix(Xte))
+    else:
+        pred = booster.inplace_predict(Xte)
+    out["metric"] = held_out_metric(case.task, yte, pred)
+    del booster, pred
+    device.reset()
+    return out
+
+
+def _spread(values: list) -> dict | None:
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return {"median": float(np.median(values)), "min": float(np.min(values)), "max": float(np.max(values)),
+            "runs": [float(v) for v in values]}
+
+
+def run_case(name: str, case: Case, data, args, device: Device) -> dict:
+    rounds = max(args.warm_rounds + 3, int(round(case.rounds * args.rounds_scale)))
+    runs: dict[str, list] = {lib: [] for lib in args.libraries}
+    errors: dict[str, str] = {}
+    # warm-up on a slice: loads kernels and compiles dgboost's NVRTC modules, so neither
+    # library pays one-off costs inside the measured runs
+    n_warm = min(20_000, data[0].shape[0])
+    warm = (data[0][:n_warm], data[1][:n_warm], data[2], data[3])
+    for lib in args.libraries:
+        try:
+            run_once(lib, case, warm, args.warm_rounds + 1, device, args)
+        except Exception as exc:  # noqa: BLE001 - a failing library is reported, the rest goes on
+            errors[lib] = f"{type(exc).__name__}: {exc}"
+            print(f"  {lib} failed on {name}: {errors[lib]}", flush=True)
+    # the libraries take turns, the order flipping every repeat, so that a slower or
+    # faster spell of the machine does not land on one of them only
+    for rep in range(args.repeats):
+        order = list(args.libraries) if rep % 2 == 0 else list(reversed(args.libraries))
+        for lib in order:
+            if lib in errors:
+                continue
+            try:
+                r = run_once(lib, case, data, rounds, device, args)
+            except Exception as exc:  # noqa: BLE001
+                errors[lib] = f"{type(exc).__name__}: {exc}"
+                print(f"  {lib} failed on {name}: {errors[lib]}", flush=True)
+                continue
+            runs[lib].append(r)
+            mem = "" if r["peak_memory_bytes"] is None else f", peak {r['peak_memory_bytes'] / MiB:.0f} MiB"
+            syncs = "" if r.get("syncs_per_tree") is None else f", {r['syncs_per_tree']:.1f} syncs/tree"
+            print(f"  [{rep}] {lib:8s} {r['per_round_s'] * 1e3:9.2f} ms/round {r['total_s']:8.2f} s total, "
+                  f"{METRIC[case.task]} {r['metric']:.4f}{mem}{syncs}", flush=True)
+    result = {"what": case.what, "task": case.task, "rows_train": int(data[0].shape[0]),
+              "rows_test": int(data[2].shape[0]), "features": case.features, "missing_rate": case.missing_rate,
+              "rounds": rounds, "metric_name": METRIC[case.task],
+              "params": {lib: _params(lib, case, device, args.threads) for lib in args.libraries}}
+    for lib in args.libraries:
+        rs = runs[lib]
+        mem = [r["peak_memory_bytes"] for r in rs]
+        pool = [r["cupy_pool_peak_bytes"] for r in rs]
+        result[lib] = {
+            "per_round_s": _spread([r["per_round_s"] for r in rs]),
+            "total_s": _spread([r["total_s"] for r in rs]),
+            "metric": _spread([r["metric"] for r in rs]),
+            "peak_memory_bytes": _spread(mem),
+            "peak_memory_bytes_max": max((m for m in mem if m is not None), default=None),
+            "cupy_pool_peak_bytes": _spread(pool),
+            "syncs_per_tree": _spread([r.get("syncs_per_tree") for r in rs]),
+            "error": errors.get(lib),
+        }
+    a, b = result.get("dgboost"), result.get("xgboost")
+    if a and b and a["per_round_s"] and b["per_round_s"]:
+        result["ratios_dgboost_over_xgboost"] = {
+            "per_round": a["per_round_s"]["median"] / b["per_round_s"]["median"],
+            "total": a["total_s"]["median"] / b["total_s"]["median"],
+            "peak_memory": (a["peak_memory_bytes_max"] / b["peak_memory_bytes_max"]
+                            if a["peak_memory_bytes_max"] and b["peak_memory_bytes_max"] else None),
+        }
+    return result
+
+
+# ---------------------------------------------------------------------------------------
+# report
+# ---------------------------------------------------------------------------------------
+def _fmt(v, spec: str, scale: float = 1.0) -> str:
+    return "-" if v is None else format(v * scale, spec)
+
+
+def summary_lines(cases: dict) -> list[str]:
+    """The closing table: one line per case."""
+    head = (f"{'case':16s} {'dgb ms/rnd':>10s} {'xgb ms/rnd':>10s} {'ratio':>6s} {'whole':>6s} "
+            f"{'metric':>8s} {'dgboost':>8s} {'xgboost':>8s} {'dgb MiB':>8s} {'(pool)':>8s} {'xgb MiB':>8s} "
+            f"{'syncs/tree':>10s}")
+    lines = [head]
+    for name, r in cases.items():
+        a, b = r.get("dgboost") or {}, r.get("xgboost") or {}
+        ratios = r.get("ratios_dgboost_over_xgboost") or {}
+
+        def med(d, key):
+            return (d.get(key) or {}).get("median")
+
+        lines.append(
+            f"{name:16s} {_fmt(med(a, 'per_round_s'), '10.2f', 1e3)} {_fmt(med(b, 'per_round_s'), '10.2f', 1e3)} "
+            f"{_fmt(ratios.get('per_round'), '6.2f')} {_fmt(ratios.get('total'), '6.2f')} "
+            f"{r['metric_name']:>8s} {_fmt(med(a, 'metric'), '8.4f')} {_fmt(med(b, 'metric'), '8.4f')} "
+            f"{_fmt(a.get('peak_memory_bytes_max'), '8.0f', 1 / MiB)} "
+            f"{_fmt((a.get('cupy_pool_peak_bytes') or {}).get('max'), '8.0f', 1 / MiB)} "
+            f"{_fmt(b.get('peak_memory_bytes_max'), '8.0f', 1 / MiB)} "
+            f"{_fmt(med(a, 'syncs_per_tree'), '10.1f')}")
+    return lines
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply every row count (e.g. 0.05)")
+    ap.add_argument("--rounds-scale", type=float, default=1.0, help="multiply every case's rounds")
+    ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, from {','.join(CASES)}")
+    ap.add_argument("--repeats", type=int, default=3, help="alternating runs of each library")
+    ap.add_argument("--warm-rounds", type=int, default=5, help="rounds left out of the per-round median")
+    ap.add_argument("--libraries", default=",".join(LIBRARIES), help="comma-separated: dgboost,xgboost")
+    ap.add_argument("--device", default="cuda", help="cuda (CuPy data) or cpu (NumPy data: harness check)")
+    ap.add_argument("--threads", type=int, default=0, help="nthread on --device cpu (0: all)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=None, help="JSON path (default benchmarks/results/train_gpu.json; "
+                                                "with --device cpu a file in the temp folder)")
+    args = ap.parse_args(argv)
+    args.cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    args.libraries = [lib.strip() for lib in args.libraries.split(",") if lib.strip()]
+    unknown = [c for c in args.cases if c not in CASES] + [lib for lib in args.libraries if lib not in LIBRARIES]
+    if unknown:
+        ap.error(f"unknown case(s) or library(ies): {unknown}")
+    if args.out is None:
+        args.out = (RESULTS / "train_gpu.json" if args.device.startswith("cuda")
+                    else Path(tempfile.gettempdir()) / "dgboost_train_gpu_cpu_check.json")
+
+    device = Device(args.device)
+    hardware = device.hardware()
+    print(f"{hardware['name']} ({args.device}); scale {args.scale}, rounds x{args.rounds_scale}, "
+          f"{args.repeats} repeats", flush=True)
+    results, data, data_key = {}, None, None
+    for name in args.cases:
+        case = CASES[name]
+        n_train = max(1000, int(round(case.rows * args.scale)))
+        n_test = max(200, n_train // 9)  # 10% of all rows
+        key = case.data_key + (n_train,)
+        if key != data_key:  # cases sharing a table (higgs, higgs_lossguide) draw it once
+            data = None
+            device.reset()
+            X, y = make_data(device.xp, n_train + n_test, case.features, case.task, n_classes=case.n_classes,
+                             missing_rate=case.missing_rate, seed=args.seed)
+            data, data_key = (X[:n_train], y[:n_train], X[n_train:], y[n_train:]), key
+            del X, y
+            device.sync()
+        print(f"{name}: {n_train:,} x {case.features} ({case.what})", flush=True)
+        results[name] = run_case(name, case, data, args, device)
+    payload = {
+        "device": args.device, "hardware": hardware, "versions": device.versions(),
+        "scale": args.scale, "rounds_scale": args.rounds_scale, "repeats": args.repeats,
+        "warm_rounds": args.warm_rounds, "seed": args.seed, "cases": results,
+        "notes": ("per_round_s: median over repeats of each run's median round time after warm_rounds; "
+                  "peak_memory_bytes: cudaMemGetInfo in use above the level before the run, sampled "
+                  "at every round's end (both libraries); cupy_pool_peak_bytes: exact high-water mark "
+                  "of CuPy's default pool above its level before the run (dgboost only: XGBoost "
+                  "allocates outside CuPy); ratios are dgboost / XGBoost (lower is better for time "
+                  "and memory)"),
+        "table": [
+            {"what": f"training time per round on the GPU, {r['what']} {r['rows_train']:,} x {r['features']}, "
+                     f"{r['rounds']} rounds (vs XGBoost hist, device=cuda)",
+             "ratio": r["ratios_dgboost_over_xgboost"]["per_round"], "note": "lower is better"}
+            for r in results.values() if r.get("ratios_dgboost_over_xgboost")
+        ] if args.device.startswith("cuda") else [],
+    }
+    path = write_result("train_gpu", payload, args.out)
+    counter = _sync_counter()
+    if counter is None and args.device.startswith("cuda"):
+        print("dgboost.backend.cuda has no SYNC_COUNTER: host synchronisations per tree not reported")
+    print(f"results in {path}")
+    print("\n".join(summary_lines(results)))
+    failed = [f"{c}/{lib}" for c, r in results.items() for lib in args.libraries if (r.get(lib) or {}).get("error")]
+    if failed:
+        print(f"failed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""Array-module dispatch: code written once against ``xp`` runs on NumPy or CuPy arrays.
+
+The module is chosen from the arrays themselves, never from a device string, and CuPy is
+imported only when a CuPy array is actually present (so CPU-only installs never touch it).
+"""
+from __future__ import annotations
+
+from types import ModuleType
+
+import numpy as np
+
+__all__ = ["array_module", "is_device_array", "to_host"]
+
+
+def is_device_array(a) -> bool:
+    """True when ``a`` is a CuPy array (checked by type, without importing CuPy)."""
+    return type(a).__module__.startswith("cupy")
+
+
+def array_module(*arrays) -> ModuleType:
+    """The array module of the arguments: ``cupy`` if any of them is a CuPy array, else ``numpy``.
+
+    Parameters
+    ----------
+    *arrays : ndarray, cupy.ndarray, scalar or None
+        Anything; only CuPy arrays change the answer.
+
+    Returns
+    -------
+    module
+        ``cupy`` or ``numpy``.
+    """
+    if any(is_device_array(a) for a in arrays):
+        import cupy  # only reached when the caller already holds a CuPy array
+
+        return cupy
+    return np
+
+
+def to_host(a):
+    """A NumPy array with the values of ``a`` (a copy for a CuPy array, else ``np.asarray(a)``).
+
+    ``None`` stays ``None`` (optional weights pass through).
+
+    Parameters
+    ----------
+    a : ndarray, cupy.ndarray, array-like or None
+
+    Returns
+    -------
+    ndarray or None
+        Same shape and dtype as ``a``.
+    """
+    if a is None:
+        return None
+    if is_device_array(a):
+        return a.get()
+    return np.asarray(a)

@@ -1,0 +1,399 @@
+"""The CUDA backend: CuPy arrays and the kernels in ``kernels/`` (compiled by ``_nvrtc``).
+
+Every stage of a boosting round runs on the device: binning into an ELLPACK matrix,
+quantisation, histograms (shared-memory int64 atomics per feature group), split evaluation,
+stable partition, margin updates and prediction. What crosses to the host in a round is
+small and counted in :data:`SYNC_COUNTER`: the per-tree gradient maxima and root sums, the
+left-row counts after each partition and the split decisions of each level (one array).
+Leaf weights are computed on the host from the split decisions' integer sums, which are
+there already; they use the CPU engine's own kernel, so both devices give the same leaves.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DGBoostError, DGBoostValueError
+from .cpu import leaf_weights_on_host
+from ._ellpack import EllpackMatrix, feature_groups, symbol_bits
+from ._nvrtc import get_module
+from .base import SplitResult
+
+__all__ = ["CUDABackend", "SYNC_COUNTER", "DeviceMemoryError"]
+
+#: Host reads made by the backend (``syncs``) and trees grown (``trees``), for benchmarks.
+SYNC_COUNTER = {"syncs": 0, "trees": 0}
+
+_THREADS = 256
+_HIST_THREADS = 512
+_HIST_BLOCKS_PER_SM = 4
+_CANDIDATE_BYTES = 32  # split.cu's Candidate record
+
+
+class DeviceMemoryError(DGBoostError, MemoryError):
+    """The GPU ran out of memory; the message gives the estimate and the input size."""
+
+
+def _grid(n: int, sm_count: int, threads: int = _THREADS) -> int:
+    return int(max(1, min((int(n) + threads - 1) // threads, sm_count * 32)))
+
+
+class CUDABackend:
+    """CuPy + NVRTC implementation of :class:`~dgboost.backend.base.Backend`.
+
+    Parameters
+    ----------
+    device_id : int
+        The CUDA device (``device="cuda:N"``); it becomes the current device of the
+        calling thread.
+    """
+
+    name = "cuda"
+    #: Fill every kernel output with 0xFF bytes before a kernel writes it (tests: an element a
+    #: kernel forgets to write then shows up as NaN or -1 instead of a plausible zero).
+    poison = False
+
+    def __init__(self, device_id: int = 0):
+        try:
+            import cupy
+        except ImportError:
+            raise DGBoostValueError("device='cuda' needs CuPy: pip install 'dgboost[cuda13]' "
+                                    "(or [cuda12])") from None
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as exc:  # noqa: BLE001 - no driver is the same as no device here
+            raise DGBoostValueError(f"device='cuda' but no CUDA device is usable: {exc}") from None
+        if not 0 <= device_id < count:
+            raise DGBoostValueError(f"device 'cuda:{device_id}' does not exist: {count} CUDA device(s) visible")
+        self.xp = cupy
+        self._functions: dict = {}
+        self._ptr_cache: dict = {}
+        self.device_id = int(device_id)
+        self.device = cupy.cuda.Device(self.device_id)
+        self.device.use()
+        attrs = self.device.attributes
+        self.sm_count = int(attrs["MultiProcessorCount"])
+        self.shared_bytes = int(attrs.get("MaxSharedMemoryPerBlockOptin", attrs["MaxSharedMemoryPerBlock"]))
+        per_sm = int(attrs.get("MaxSharedMemoryPerMultiprocessor", self.shared_bytes))
+        # a feature group's histogram takes a quarter of an SM's shared memory, so that four
+        # histogram blocks share each SM and hide each other's scattered loads
+        self.group_bytes = max(16 * 256, min(self.shared_bytes, per_sm // _HIST_BLOCKS_PER_SM - 1024))
+
+    # -- plumbing --------------------------------------------------------------------------
+    def _kernel(self, file: str, name: str):
+        # cached per backend: assembling and hashing the source on every launch costs more
+        # than many of the launches themselves
+        kernel = self._functions.get((file, name))
+        if kernel is None:
+            kernel = self._functions[(file, name)] = get_module(file).get_function(name)
+        return kernel
+
+    def _device_ptrs(self, cut_ptrs) -> object:
+        """int32 copy of ``cut_ptrs`` on the device, uploaded once per cuts array."""
+        key = id(cut_ptrs)
+        hit = self._ptr_cache.get(key)
+        if hit is None or hit[0] is not cut_ptrs:
+            hit = (cut_ptrs, self.xp.asarray(np.asarray(cut_ptrs).astype(np.int32)))
+            self._ptr_cache = {key: hit}
+        return hit[1]
+
+    def _launch(self, file: str, name: str, n: int, args, threads: int = _THREADS, shared: int = 0, grid=None):
+        kernel = self._kernel(file, name)
+        if shared > 48 * 1024:
+            kernel.max_dynamic_shared_size_bytes = shared
+        if grid is None:
+            grid = _grid(n, self.sm_count, threads)
+        kernel(grid if isinstance(grid, tuple) else (int(grid),), (threads,), args, shared_mem=shared)
+
+    def _read(self, array) -> np.ndarray:
+        SYNC_COUNTER["syncs"] += 1
+        return self.xp.asnumpy(array)
+
+    def asarray(self, array):
+        return self.xp.asarray(array)
+
+    def to_host(self, array) -> np.ndarray:
+        if isinstance(array, np.ndarray):
+            return array
+        return self._read(array)
+
+    def empty(self, shape, dtype):
+        try:
+            out = self.xp.empty(shape, dtype=dtype)
+            if self.poison:
+                out.view(self.xp.uint8).fill(0xFF)
+            return out
+        except self.xp.cuda.memory.OutOfMemoryError:
+            need = int(np.prod(shape)) * np.dtype(dtype).itemsize
+            free, total = self.xp.cuda.runtime.memGetInfo()
+            raise DeviceMemoryError(
+                f"out of GPU memory allocating {need / 2**20:.1f} MiB {np.dtype(dtype)} {tuple(shape)} "
+                f"on cuda:{self.device_id} ({free / 2**20:.0f} MiB free of {total / 2**20:.0f} MiB); "
+                "reduce the rows per worker, max_bin or max_depth") from None
+
+    def zeros(self, shape, dtype):
+        out = self.empty(shape, dtype)
+        out.fill(0)
+        return out
+
+    def check_training_memory(self, n_rows: int, n_features: int, max_bins: int, total_bins: int,
+                              n_groups: int, level_nodes: int, values_on_device: bool) -> int:
+        """Raise :class:`DeviceMemoryError` before training starts if it cannot fit.
+
+        The estimate (bytes, returned) adds the bin matrix, the per-row arrays of a round
+        (row order, quantised pairs, partition flags/scan/buffer, margins, float32 and
+        float64 gradient temporaries of the objective), the float32 input if it must be
+        uploaded, and the histograms of the widest level (built, siblings and parents).
+        """
+        bits = symbol_bits(max_bins)
+        estimate = (n_rows * n_features * bits) // 8
+        estimate += n_rows * (4 + 8 + 12 + n_groups * (4 + 8 + 16) + 8)
+        if not values_on_device:
+            estimate += n_rows * n_features * 4
+        estimate += 3 * level_nodes * total_bins * 16
+        free, total = self.xp.cuda.runtime.memGetInfo()
+        pool = self.xp.get_default_memory_pool()
+        available = free + pool.free_bytes()
+        if estimate > available:
+            raise DeviceMemoryError(
+                f"training needs about {estimate / 2**30:.2f} GiB of GPU memory for {n_rows} rows x "
+                f"{n_features} features ({bits}-bit bins, {total_bins} bins, up to {level_nodes} nodes per "
+                f"level) but cuda:{self.device_id} has {available / 2**30:.2f} GiB free of {total / 2**30:.2f} GiB; "
+                "use fewer rows per GPU (more Dask workers), a smaller max_bin or max_depth")
+        return estimate
+
+    # -- binning ---------------------------------------------------------------------------
+    def bin_values(self, values, cut_values, cut_ptrs, dtype=None) -> EllpackMatrix:
+        """ELLPACK matrix of ``values`` (float32 (n, F), NaN = missing; host or device)."""
+        xp = self.xp
+        values = xp.ascontiguousarray(xp.asarray(values, dtype=xp.float32))
+        n, n_features = values.shape
+        cut_ptrs = np.asarray(cut_ptrs, np.int64)
+        max_bins = int(np.diff(cut_ptrs).max()) if n_features else 1
+        bits = symbol_bits(max_bins)
+        n_entries = n * n_features
+        words = (n_entries * bits + 31) // 32 + 1
+        try:
+            packed = self.zeros(words, np.uint32)
+        except DeviceMemoryError as exc:
+            raise DeviceMemoryError(f"{exc} (bin matrix of {n} x {n_features} at {bits} bits per entry)") from None
+        dev_cuts = xp.asarray(np.asarray(cut_values, np.float32))
+        dev_ptrs = xp.asarray(cut_ptrs.astype(np.int32))
+        if n_entries:
+            self._launch("binning.cu", "bin_and_pack", n_entries,
+                         (values, np.int64(n_entries), np.int32(n_features), dev_cuts, dev_ptrs,
+                          np.int32(bits), np.uint32(max_bins), packed))
+        begin, end, fits = feature_groups(cut_ptrs, self.group_bytes // 16)
+        widest = int(max(cut_ptrs[e] - cut_ptrs[b] for b, e in zip(begin, end))) if begin.size else 0
+        return EllpackMatrix(packed=packed, bits=bits, missing=max_bins, shape=(n, n_features),
+                             cut_ptrs=dev_ptrs, group_begin=xp.asarray(begin), group_end=xp.asarray(end),
+                             group_bins=widest, use_shared=fits)
+
+    def column_layout(self, bins: EllpackMatrix) -> EllpackMatrix:
+        """The partition kernel reads the ELLPACK matrix itself (one symbol per row)."""
+        return bins
+
+    def unpack(self, bins: EllpackMatrix) -> np.ndarray:
+        """Dense host copy of the bins, uint16 (n, F), missing = ``bins.missing`` (tests)."""
+        n_entries = bins.n_rows * bins.n_features
+        out = self.empty(bins.shape, np.uint16)
+        self._launch("binning.cu", "unpack", n_entries, (bins.packed, np.int32(bins.bits), np.int64(n_entries), out))
+        return self._read(out)
+
+    # -- gradients -------------------------------------------------------------------------
+    def abs_max(self, grad, hess) -> np.ndarray:
+        """float64 (2,) host: max |grad|, max |hess| (NaN or inf when the input has them)."""
+        n = grad.shape[0]
+        if n == 0:
+            return np.zeros(2)
+        grad, hess, stride = self._same_stride(grad, hess)
+        out = self.zeros(2, np.uint32)
+        self._launch("quantise.cu", "abs_max", n, (grad, hess, np.int64(stride), np.int64(n), out))
+        return self._read(out).view(np.float32).astype(np.float64)
+
+    def _same_stride(self, grad, hess):
+        """float32 device columns with one row stride (in elements), for the gradient kernels."""
+        xp = self.xp
+        grad = xp.asarray(grad, dtype=xp.float32)
+        hess = xp.asarray(hess, dtype=xp.float32)
+        if grad.strides[0] != hess.strides[0] or grad.strides[0] % 4:
+            grad, hess = xp.ascontiguousarray(grad), xp.ascontiguousarray(hess)
+        return grad, hess, grad.strides[0] // 4
+
+    def quantise(self, grad, hess, scale_g, scale_h, keep=None):
+        xp = self.xp
+        n = grad.shape[0]
+        out = self.empty((n, 2), np.int32)
+        if n == 0:
+            return out
+        grad, hess, stride = self._same_stride(grad, hess)
+        keep_arr = xp.asarray(keep, dtype=xp.bool_) if keep is not None else xp.empty(1, xp.bool_)
+        self._launch("quantise.cu", "quantise", n,
+                     (grad, hess, np.int64(stride), keep_arr, np.int32(keep is not None), np.int64(n),
+                      np.float64(scale_g), np.float64(scale_h), out))
+        return out
+
+    def gpair_totals(self, gpair) -> np.ndarray:
+        """int64 (2,) host: the column sums of ``gpair`` (int32 (n, 2))."""
+        SYNC_COUNTER["trees"] += 1
+        out = self.zeros(2, np.int64)
+        n = gpair.shape[0]
+        if n:
+            self._launch("quantise.cu", "gpair_sums", n, (gpair, np.int64(n), out))
+        return self._read(out)
+
+    # -- histograms ------------------------------------------------------------------------
+    def _tasks(self, begins: np.ndarray, ends: np.ndarray, n_groups: int):
+        """Cut the nodes' segments into slices so that the grid fills the device."""
+        sizes = ends - begins
+        total = int(sizes.sum())
+        # one wave of resident blocks: each flushes its shared histogram once, so fewer,
+        # longer blocks move fewer global atomics
+        target_blocks = self.sm_count * _HIST_BLOCKS_PER_SM
+        chunk = max(2048, -(-total * n_groups // max(1, target_blocks)))
+        counts = np.maximum(1, -(-sizes // chunk))
+        node = np.repeat(np.arange(begins.size, dtype=np.int32), counts)
+        first = np.repeat(np.cumsum(counts) - counts, counts)
+        k = np.arange(node.size, dtype=np.int64) - first
+        starts = begins[node] + k * chunk
+        stops = np.minimum(starts + chunk, ends[node])
+        return node, starts.astype(np.int64), stops.astype(np.int64)
+
+    def build_histograms(self, bins: EllpackMatrix, cut_ptrs, gpair, rows, begins, ends):
+        xp = self.xp
+        begins = np.asarray(begins, np.int64)
+        ends = np.asarray(ends, np.int64)
+        total_bins = int(np.asarray(cut_ptrs)[-1])
+        hist = self.zeros((begins.size, total_bins, 2), np.int64)
+        if begins.size == 0 or total_bins == 0 or int((ends - begins).sum()) == 0:
+            return hist
+        node, starts, stops = self._tasks(begins, ends, bins.n_groups)
+        packed_tasks = xp.asarray(np.concatenate([starts, stops, node.astype(np.int64)]))
+        t = node.size
+        task_begin, task_end, task_node = packed_tasks[:t], packed_tasks[t:2 * t], packed_tasks[2 * t:]
+        shared = 16 * bins.group_bins if bins.use_shared else 0
+        self._launch("histogram.cu", "build_histograms", 0,
+                     (bins.packed, np.int32(bins.bits), np.int32(bins.n_features), np.uint32(bins.missing),
+                      rows, gpair, task_node, task_begin, task_end, bins.cut_ptrs, bins.group_begin,
+                      bins.group_end, np.int64(total_bins), np.int32(bins.use_shared), hist),
+                     threads=_HIST_THREADS, shared=shared, grid=(t, bins.n_groups))
+        return hist
+
+    # -- split evaluation --------------------------------------------------------------------
+    def evaluate_splits(self, hist, totals, cut_ptrs, feature_mask, scale_g, scale_h, params):
+        xp = self.xp
+        n = int(hist.shape[0])
+        n_features = len(cut_ptrs) - 1
+        dev_ptrs = self._device_ptrs(cut_ptrs)
+        # totals and feature masks in one upload: int64 (n, 2) bytes, then bool (n, F) bytes
+        host = np.concatenate([np.ascontiguousarray(totals, np.int64).view(np.uint8).ravel(),
+                               np.ascontiguousarray(feature_mask, np.bool_).view(np.uint8).ravel()])
+        packed = xp.asarray(host)
+        dev_totals = packed[:16 * n].view(xp.int64)
+        dev_mask = packed[16 * n:].view(xp.bool_)
+        cand = self.empty(n * n_features * _CANDIDATE_BYTES // 8, np.int64)
+        max_bins = int(np.diff(np.asarray(cut_ptrs)).max()) if n_features else 1
+        threads = int(min(256, max(32, -(-max_bins // 32) * 32)))
+        if n * n_features:
+            self._launch("split.cu", "best_per_feature", 0,
+                         (hist, np.int64(hist.shape[1]), dev_totals, dev_ptrs, np.int32(n_features), dev_mask,
+                          np.float64(1.0 / scale_g), np.float64(1.0 / scale_h), np.float64(params.reg_lambda),
+                          np.float64(params.alpha), np.float64(params.min_child_weight),
+                          np.float64(params.max_delta_step), cand),
+                         threads=threads, grid=n * n_features)
+        out = self.empty((n, 6), np.int64)
+        self._launch("split.cu", "best_per_node", n,
+                     (cand, np.int32(n), np.int32(n_features), np.float64(params.gamma), out), threads=64)
+        res = self._read(out)
+        return SplitResult(res[:, 0].astype(np.int32), res[:, 1].astype(np.int32), res[:, 2].astype(np.bool_),
+                           res[:, 3].copy().view(np.float64), res[:, 4:6].copy())
+
+    def leaf_weights(self, sums, scale_g, scale_h, params):
+        """float64 (n,) on the host, with the CPU engine's kernel (the sums are host arrays)."""
+        return leaf_weights_on_host(sums, scale_g, scale_h, params)
+
+    # -- partition and margins -----------------------------------------------------------------
+    def _segments(self, begins, ends):
+        begins = np.asarray(begins, np.int64)
+        sizes = np.asarray(ends, np.int64) - begins
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        return begins, offsets, int(offsets[-1])
+
+    def partition(self, bins: EllpackMatrix, rows, begins, ends, feature, split_bin, default_left):
+        xp = self.xp
+        begins, offsets, total = self._segments(begins, ends)
+        n_nodes = begins.size
+        if total == 0:
+            return np.zeros(n_nodes, np.int64)
+        # every small input in one upload: offsets, begins, feature, split bin, default left
+        meta = xp.asarray(np.concatenate([offsets, begins, np.asarray(feature, np.int64),
+                                          np.asarray(split_bin, np.int64), np.asarray(default_left, np.int64)]))
+        k = n_nodes
+        dev_offsets, dev_begins = meta[:k + 1], meta[k + 1:2 * k + 1]
+        dev_feature, dev_bin, dev_dl = meta[2 * k + 1:3 * k + 1], meta[3 * k + 1:4 * k + 1], meta[4 * k + 1:]
+        flags = self.empty(total, np.int32)
+        self._launch("partition.cu", "go_left", total,
+                     (bins.packed, np.int32(bins.bits), np.int32(bins.n_features), np.uint32(bins.missing), rows,
+                      dev_offsets, dev_begins, np.int32(n_nodes), dev_feature, dev_bin, dev_dl, np.int64(total),
+                      flags))
+        scan = xp.cumsum(flags, dtype=xp.int32)
+        lefts = self.empty(n_nodes, np.int64)
+        self._launch("partition.cu", "left_counts", n_nodes, (scan, dev_offsets, np.int32(n_nodes), lefts),
+                     threads=64)
+        buffer = self.empty(total, np.int32)
+        self._launch("partition.cu", "scatter", total,
+                     (rows, flags, scan, dev_offsets, dev_begins, lefts, np.int32(n_nodes), np.int64(total), buffer))
+        self._launch("partition.cu", "gather_back", total,
+                     (buffer, dev_offsets, dev_begins, np.int32(n_nodes), np.int64(total), rows))
+        return self._read(lefts)
+
+    def add_leaf_values(self, margin, rows, begins, ends, values, group):
+        xp = self.xp
+        begins, offsets, total = self._segments(begins, ends)
+        if total == 0:
+            return
+        meta = xp.asarray(np.concatenate([offsets, begins]))
+        n_leaves = begins.size
+        dev_values = xp.asarray(np.asarray(values, np.float32))
+        self._launch("leaf.cu", "add_leaf_values", total,
+                     (margin, np.int32(margin.shape[1]), np.int32(group), rows, meta[:n_leaves + 1],
+                      meta[n_leaves + 1:], np.int32(n_leaves), dev_values, np.int64(total)))
+
+    # -- prediction ------------------------------------------------------------------------------
+    def _trees(self, ensemble, t0: int, t1: int):
+        """Node arrays of trees [t0, t1) on the device, with offsets rebased to the slice."""
+        xp = self.xp
+        offsets = ensemble.offsets()
+        lo, hi = int(offsets[t0]), int(offsets[t1])
+        return (xp.asarray(ensemble.left[lo:hi]), xp.asarray(ensemble.right[lo:hi]),
+                xp.asarray(ensemble.feature[lo:hi]), xp.asarray(ensemble.split_value[lo:hi]),
+                xp.asarray(ensemble.default_left[lo:hi].view(np.uint8)), xp.asarray(ensemble.value[lo:hi]),
+                xp.asarray(offsets[t0:t1 + 1] - lo), xp.asarray(ensemble.groups()[t0:t1]))
+
+    def predict_margin(self, ensemble, values, tree_begin, tree_end, out):
+        """Add trees ``[tree_begin, tree_end)`` to ``out`` (float32 (n, n_groups), device or host)."""
+        if tree_end <= tree_begin or values.shape[0] == 0:
+            return out
+        xp = self.xp
+        x = xp.ascontiguousarray(xp.asarray(values, dtype=xp.float32))
+        target = out if not isinstance(out, np.ndarray) else xp.asarray(out)
+        left, right, feature, split_value, dl, value, offsets, groups = self._trees(ensemble, tree_begin, tree_end)
+        n = x.shape[0]
+        self._launch("predict.cu", "predict_margin", n,
+                     (left, right, feature, split_value, dl, value, offsets, groups, x, np.int64(n),
+                      np.int32(x.shape[1]), np.int32(0), np.int32(tree_end - tree_begin),
+                      np.int32(target.shape[1]), target))
+        if target is not out:
+            out[...] = self._read(target)
+        return out
+
+    def predict_leaf(self, ensemble, values, tree_begin, tree_end):
+        xp = self.xp
+        x = xp.ascontiguousarray(xp.asarray(values, dtype=xp.float32))
+        n, n_trees = x.shape[0], max(tree_end - tree_begin, 0)
+        out = self.empty((n, n_trees), np.int32)
+        if n_trees and n:
+            left, right, feature, split_value, dl, _, offsets, _ = self._trees(ensemble, tree_begin, tree_end)
+            self._launch("predict.cu", "predict_leaf", n,
+                         (left, right, feature, split_value, dl, offsets, x, np.int64(n), np.int32(x.shape[1]),
+                          np.int32(0), np.int32(n_trees), out))
+        return out

@@ -1,0 +1,45 @@
+"""Every CUDA kernel compiles for sm_90 on a machine without a GPU, and ships in the wheel."""
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from dgboost.backend import _nvrtc
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", _nvrtc.kernel_files())
+def test_each_kernel_file_compiles_to_ptx_for_compute_90_without_a_gpu(name):
+    ptx = _nvrtc.compile_ptx(name, "compute_90")
+    assert ".target sm_90" in ptx
+    for kernel in re.findall(r'extern "C" __global__ void (\w+)', (_nvrtc.kernel_dir() / name).read_text()):
+        assert f".entry {kernel}(" in ptx
+
+
+def test_a_kernel_that_does_not_compile_raises_with_the_compiler_log(tmp_path, monkeypatch):
+    (tmp_path / "common.cuh").write_text("#pragma once\n")
+    (tmp_path / "broken.cu").write_text('#include "common.cuh"\nextern "C" __global__ void k() { undeclared(); }\n')
+    monkeypatch.setattr(_nvrtc, "kernel_dir", lambda: tmp_path)
+    with pytest.raises(_nvrtc.DGBoostError, match="undeclared"):
+        _nvrtc.compile_ptx("broken.cu")
+
+
+def test_assembled_sources_inline_each_local_header_once():
+    text = _nvrtc.assemble("split.cu")
+    assert "#include \"common.cuh\"" not in text
+    assert text.count("struct GradPairInt {") == 1
+
+
+def test_the_fma_contraction_stays_off_so_split_gains_round_as_on_the_cpu():
+    assert "--fmad=false" in _nvrtc.compile_options()
+
+
+def test_every_package_folder_is_listed_for_the_wheel_and_kernels_ship_in_it():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(config["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "dgboost").rglob("__init__.py")}
+    assert found <= listed
+    assert config["package-dir"]["dgboost._kernels"] == "kernels"
+    assert set(config["package-data"]["dgboost._kernels"]) == {"*.cu", "*.cuh"}

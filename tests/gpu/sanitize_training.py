@@ -1,0 +1,17 @@
+"""A small GPU training job (depthwise and lossguide, missing values, sampling, multiclass) for
+compute-sanitizer: ``tests/gpu/run_sanitizer.sh`` runs it under memcheck and racecheck."""
+import dgboost
+from dgboost.datasets import make_synthetic
+
+for params, task, extra in [
+    ({"objective": "binary:logistic", "max_depth": 5, "subsample": 0.8, "colsample_bynode": 0.8}, "binary", {}),
+    ({"objective": "binary:logistic", "grow_policy": "lossguide", "max_leaves": 15, "max_depth": 0}, "binary", {}),
+    ({"objective": "multi:softprob", "num_class": 3, "max_depth": 4}, "multiclass", {"n_classes": 3}),
+]:
+    X, y, _ = make_synthetic(3000, 12, task=task, missing_rate=0.2, seed=1, **extra)
+    booster = dgboost.train({**params, "device": "cuda", "max_bin": 64}, dgboost.DMatrix(X, y), 4,
+                            verbose_eval=False)
+    booster.set_param({"device": "cuda"})
+    booster.predict(dgboost.DMatrix(X[:500]))
+    booster.predict(dgboost.DMatrix(X[:500]), pred_leaf=True)
+print("sanitized training finished")

@@ -1,0 +1,215 @@
+"""CuPy and cuDF inputs stay on the GPU, and prediction on them gives the CPU's answers as CuPy."""
+import numpy as np
+import pytest
+
+import dgboost as dg
+from dgboost.quantile import compute_cuts
+
+pytestmark = pytest.mark.gpu
+
+RNG = np.random.default_rng(11)
+N, F = 500, 5
+X = RNG.normal(size=(N, F)).astype(np.float32)
+X[RNG.random((N, F)) < 0.1] = np.nan
+X[:, 3] = np.round(X[:, 3] * 2)  # few distinct values: exercises exact cuts
+Y = (np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, 1]) > 0).astype(np.float32)
+Y3 = (np.nan_to_num(X[:, 0]) > 0.5).astype(np.float32) + (np.nan_to_num(X[:, 1]) > 0)
+
+
+@pytest.fixture(scope="module")
+def cp():
+    return pytest.importorskip("cupy")
+
+
+@pytest.fixture(scope="module")
+def binary_model():
+    return dg.train({"objective": "binary:logistic", "max_depth": 4, "eta": 0.3},
+                    dg.DMatrix(X, label=Y), num_boost_round=8, verbose_eval=False)
+
+
+@pytest.fixture(scope="module")
+def multiclass_model():
+    return dg.train({"objective": "multi:softprob", "num_class": 3, "max_depth": 3},
+                    dg.DMatrix(X, label=Y3), num_boost_round=4, verbose_eval=False)
+
+
+def _on_gpu(booster):
+    b = booster.copy()
+    b.set_param({"device": "cuda"})
+    return b
+
+
+def _close(device_out, host_out):
+    """GPU results against the CPU's: float32 sums and transforms may differ in the last ulp."""
+    np.testing.assert_allclose(device_out.get(), host_out, rtol=2e-6, atol=2e-6)
+
+
+# -- DMatrix / as_feature_matrix -----------------------------------------------------------------
+def test_a_cupy_matrix_stays_on_the_device_and_equals_the_numpy_paths_matrix(cp):
+    dm = dg.DMatrix(cp.asarray(X), label=cp.asarray(Y), weight=cp.ones(N))
+    assert isinstance(dm.data, cp.ndarray)
+    assert dm.data.dtype == cp.float32 and dm.data.flags.c_contiguous
+    np.testing.assert_array_equal(dm.data.get(), dg.DMatrix(X).data)
+    # labels and weights are small: they come to the host as NumPy
+    assert isinstance(dm.label, np.ndarray) and isinstance(dm.weight, np.ndarray)
+    np.testing.assert_array_equal(dm.label, Y)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32", "bool"])
+def test_cupy_matrices_of_other_dtypes_and_fortran_order_convert_like_numpy(cp, dtype):
+    host = np.asfortranarray((np.nan_to_num(X) * 3).astype(dtype))
+    dm = dg.DMatrix(cp.asarray(host, order="F"))
+    assert isinstance(dm.data, cp.ndarray) and dm.data.flags.c_contiguous
+    np.testing.assert_array_equal(dm.data.get(), dg.DMatrix(host).data)
+
+
+def test_the_missing_value_is_replaced_by_nan_on_the_device(cp):
+    sentinel = np.where(np.isnan(X), np.float32(-999.0), X)
+    on_device = dg.DMatrix(cp.asarray(sentinel), missing=-999.0).data
+    assert isinstance(on_device, cp.ndarray)
+    np.testing.assert_array_equal(on_device.get(), dg.DMatrix(sentinel, missing=-999.0).data)
+    np.testing.assert_array_equal(np.isnan(on_device.get()), np.isnan(X))
+
+
+def test_infinite_values_on_the_device_raise_the_same_error_as_on_the_host(cp):
+    bad = X.copy()
+    bad[7, 2] = np.inf
+    bad[9, 0] = -np.inf
+    with pytest.raises(dg.DGBoostValueError) as on_host:
+        dg.DMatrix(bad)
+    with pytest.raises(dg.DGBoostValueError) as on_device:
+        dg.DMatrix(cp.asarray(bad))
+    assert str(on_device.value) == str(on_host.value)
+    assert "row 7, column 2" in str(on_device.value)
+
+
+def test_empty_and_one_dimensional_cupy_input_is_rejected(cp):
+    with pytest.raises(dg.DGBoostValueError, match="data is empty"):
+        dg.DMatrix(cp.empty((0, 3), cp.float32))
+    with pytest.raises(dg.DGBoostValueError, match="must be 2-D"):
+        dg.DMatrix(cp.ones(5))
+    with pytest.raises(dg.DGBoostTypeError, match="complex"):
+        dg.DMatrix(cp.ones((2, 2), cp.complex64))
+
+
+# -- quantile sketch -----------------------------------------------------------------------------
+@pytest.mark.parametrize("sample_rows", [1024, 1 << 18])  # sampled, and every row
+def test_compute_cuts_on_a_cupy_matrix_equals_compute_cuts_on_its_numpy_copy(cp, sample_rows):
+    values = np.repeat(X, 8, axis=0)  # 4000 rows: more than the 1024-row sample
+    weight = RNG.random(values.shape[0]).astype(np.float32)
+    for w in (None, weight):
+        on_host = compute_cuts(values, w, 32, seed=3, sample_rows=sample_rows)
+        on_device = compute_cuts(cp.asarray(values), w, 32, seed=3, sample_rows=sample_rows)
+        np.testing.assert_array_equal(on_device.values, on_host.values)
+        np.testing.assert_array_equal(on_device.ptrs, on_host.ptrs)
+
+
+# -- prediction ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("output_margin", [False, True])
+def test_predict_on_cupy_returns_cupy_equal_to_the_cpu_prediction(cp, binary_model, output_margin):
+    expected = binary_model.predict(dg.DMatrix(X), output_margin=output_margin)
+    out = _on_gpu(binary_model).predict(dg.DMatrix(cp.asarray(X)), output_margin=output_margin)
+    assert isinstance(out, cp.ndarray) and out.shape == expected.shape and out.dtype == cp.float32
+    _close(out, expected)
+
+
+def test_cupy_input_is_predicted_on_the_gpu_even_for_a_cpu_booster(cp, binary_model):
+    out = binary_model.predict(dg.DMatrix(cp.asarray(X)))
+    assert isinstance(out, cp.ndarray)
+    _close(out, binary_model.predict(dg.DMatrix(X)))
+
+
+def test_inplace_predict_on_cupy_returns_cupy_as_xgboost_does(cp, binary_model):
+    sentinel = np.where(np.isnan(X), np.float32(-1e6), X)
+    gpu = _on_gpu(binary_model)
+    for predict_type in ("value", "margin"):
+        expected = binary_model.inplace_predict(X, predict_type=predict_type)
+        out = gpu.inplace_predict(cp.asarray(sentinel), predict_type=predict_type, missing=-1e6)
+        assert isinstance(out, cp.ndarray)
+        _close(out, expected)
+
+
+def test_numpy_input_with_device_cuda_is_predicted_on_the_gpu_and_returns_numpy(binary_model):
+    out = _on_gpu(binary_model).predict(dg.DMatrix(X))
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_allclose(out, binary_model.predict(dg.DMatrix(X)), rtol=2e-6, atol=2e-6)
+
+
+def test_multiclass_predictions_strict_shape_and_iteration_range_match_the_cpu(cp, multiclass_model):
+    gpu = _on_gpu(multiclass_model)
+    for kwargs in ({}, {"output_margin": True}, {"iteration_range": (1, 3)}, {"strict_shape": True}):
+        expected = multiclass_model.predict(dg.DMatrix(X), **kwargs)
+        out = gpu.predict(dg.DMatrix(cp.asarray(X)), **kwargs)
+        assert isinstance(out, cp.ndarray) and out.shape == expected.shape
+        _close(out, expected)
+
+
+def test_leaf_indices_on_cupy_are_cupy_and_identical_to_the_cpu(cp, multiclass_model):
+    expected = multiclass_model.predict(dg.DMatrix(X), pred_leaf=True)
+    out = _on_gpu(multiclass_model).predict(dg.DMatrix(cp.asarray(X)), pred_leaf=True)
+    assert isinstance(out, cp.ndarray) and out.dtype == cp.int32
+    np.testing.assert_array_equal(out.get(), expected)
+
+
+def test_a_cupy_base_margin_is_added_and_left_unchanged(cp, binary_model):
+    base = RNG.normal(size=N).astype(np.float32)
+    given = cp.asarray(base)
+    expected = binary_model.predict(dg.DMatrix(X, base_margin=base), output_margin=True)
+    out = _on_gpu(binary_model).predict(dg.DMatrix(cp.asarray(X), base_margin=given), output_margin=True)
+    _close(out, expected)
+    np.testing.assert_array_equal(given.get(), base)
+
+
+def test_shap_values_of_cupy_input_are_computed_on_the_host_and_returned_as_numpy(cp, binary_model):
+    expected = binary_model.predict(dg.DMatrix(X), pred_contribs=True)
+    out = _on_gpu(binary_model).predict(dg.DMatrix(cp.asarray(X)), pred_contribs=True)
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_array_equal(out, expected)
+
+
+# -- cuDF ----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cudf():
+    return pytest.importorskip("cudf")  # an optional extra: the only skip allowed here
+
+
+def _frame_with_nulls(cudf):
+    import pandas as pd
+
+    a = pd.array([1, None, 3, 4, None, 6], dtype="Int64")
+    b = pd.array([0.5, 1.5, None, 2.5, np.nan, -1.0], dtype="Float64")
+    c = pd.array([True, False, None, True, True, False], dtype="boolean")
+    host = pd.DataFrame({"a": a, "b": b, "c": c})
+    expected = np.array([[1, 0.5, 1], [np.nan, 1.5, 0], [3, np.nan, np.nan], [4, 2.5, 1],
+                         [np.nan, np.nan, 1], [6, -1.0, 0]], dtype=np.float32)
+    return cudf.DataFrame.from_pandas(host), expected
+
+
+def test_a_cudf_frame_with_nulls_stays_on_the_device_and_equals_numpy_with_nan(cp, cudf):
+    frame, expected = _frame_with_nulls(cudf)
+    dm = dg.DMatrix(frame, label=cudf.Series([0.0, 1, 0, 1, 0, 1]))
+    assert isinstance(dm.data, cp.ndarray) and dm.data.flags.c_contiguous
+    np.testing.assert_array_equal(dm.data.get(), expected)
+    np.testing.assert_array_equal(dm.data.get(), dg.DMatrix(expected).data)
+    assert dm.feature_names == ["a", "b", "c"]
+    assert isinstance(dm.label, np.ndarray)
+
+
+def test_non_numeric_cudf_columns_are_named_in_the_error(cudf):
+    frame = cudf.DataFrame({"ok": [1.0, 2.0], "city": ["a", "b"]})
+    with pytest.raises(dg.DGBoostTypeError, match="'city'"):
+        dg.DMatrix(frame)
+    with pytest.raises(dg.DGBoostValueError, match="cuDF Series"):
+        dg.DMatrix(frame["ok"])
+
+
+def test_predict_on_a_cudf_frame_returns_cupy_equal_to_numpy_with_nan(cp, cudf, binary_model):
+    import pandas as pd
+
+    host = pd.DataFrame(X, columns=[f"f{i}" for i in range(F)]).astype("Float64")
+    frame = cudf.DataFrame.from_pandas(host)  # NaN in the pandas frame: nulls in cuDF
+    named = binary_model.copy()
+    named.feature_names = list(host.columns)
+    out = named.inplace_predict(frame)
+    assert isinstance(out, cp.ndarray)
+    _close(out, named.predict(dg.DMatrix(host)))

@@ -1,0 +1,217 @@
+"""Each CUDA kernel against the CPU engine's kernel on the same inputs, outputs poisoned first."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from dgboost._layout import GRAD_PAIR_INT, NODE, PATH_ELEMENT
+from dgboost.backend.cpu import CPUBackend
+from dgboost.quantile import compute_cuts
+from dgboost.training import fixed_point_scale
+from dgboost.tree import Ensemble, Tree
+
+pytestmark = pytest.mark.gpu
+
+CPU = CPUBackend()
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    from dgboost.backend import get_backend
+
+    backend = get_backend("cuda")
+    backend.poison = True
+    yield backend
+    backend.poison = False
+
+
+def _data(seed, n=3000, f=6, missing=0.2, max_bin=16):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, f)).astype(np.float32)
+    x[:, 0] = np.round(x[:, 0])  # few distinct values
+    x[rng.random(x.shape) < missing] = np.nan
+    x[:, -1] = np.nan  # an all-missing column
+    cuts = compute_cuts(x, None, max_bin)
+    return rng, x, cuts
+
+
+def _cpu_bins(x, cuts):
+    dtype = np.uint8 if cuts.n_bins().max() <= 255 else np.uint16
+    return CPU.bin_values(x, cuts.values, cuts.ptrs, np.dtype(dtype))
+
+
+def test_record_layouts_on_the_device_match_the_numpy_dtypes(gpu):
+    import cupy
+
+    from dgboost.backend._nvrtc import get_module
+
+    out = cupy.full(19, -1, dtype=cupy.int64)
+    get_module("layout.cu").get_function("record_layout")((1,), (1,), (out,))
+    got = out.get().tolist()
+    want = [GRAD_PAIR_INT.itemsize, GRAD_PAIR_INT.fields["g"][1], GRAD_PAIR_INT.fields["h"][1], NODE.itemsize]
+    want += [NODE.fields[k][1] for k in ("left", "right", "feature", "split_value", "default_left", "value")]
+    want += [PATH_ELEMENT.itemsize]
+    want += [PATH_ELEMENT.fields[k][1] for k in ("path_idx", "feature", "group", "is_missing_branch", "lower",
+                                                  "upper", "zero_fraction", "v")]
+    assert got == want
+
+
+@pytest.mark.parametrize("max_bin", [2, 3, 16, 256, 1000])
+def test_binned_matrix_unpacks_to_the_cpu_bins(gpu, max_bin):
+    _, x, cuts = _data(max_bin, n=2000, max_bin=max_bin)
+    ell = gpu.bin_values(x, cuts.values, cuts.ptrs)
+    cpu = _cpu_bins(x, cuts).astype(np.int64)
+    cpu[cpu == np.iinfo(_cpu_bins(x, cuts).dtype).max] = ell.missing
+    np.testing.assert_array_equal(gpu.unpack(ell).astype(np.int64), cpu)
+
+
+def test_bin_matrix_with_256_bins_uses_at_most_9_bits_per_entry(gpu):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(100_000, 28)).astype(np.float32)
+    cuts = compute_cuts(x, None, 256)
+    ell = gpu.bin_values(x, cuts.values, cuts.ptrs)
+    assert ell.bits == 9
+    assert ell.bits_per_entry <= 9.001
+
+
+def test_quantised_pairs_equal_the_cpu_ones_with_and_without_a_sample_mask(gpu):
+    import cupy
+
+    rng = np.random.default_rng(1)
+    g = (rng.normal(size=(5000, 3)) * 7).astype(np.float32)
+    h = rng.uniform(0, 2, size=(5000, 3)).astype(np.float32)
+    keep = rng.random(5000) < 0.7
+    # the training loop's scales: every quantised value within 2**30
+    scale_g = fixed_point_scale(float(np.abs(g).max()), 5000)
+    scale_h = fixed_point_scale(float(np.abs(h).max()), 5000)
+    for k in range(3):
+        for mask in (None, keep):
+            got = gpu.quantise(cupy.asarray(g)[:, k], cupy.asarray(h)[:, k], scale_g, scale_h,
+                               None if mask is None else cupy.asarray(mask))
+            want = CPU.quantise(g[:, k], h[:, k], scale_g, scale_h, mask)
+            np.testing.assert_array_equal(got.get(), want)
+
+
+@pytest.mark.parametrize("seed,f,max_bin", [(0, 6, 16), (1, 28, 256), (2, 1500, 256), (3, 3, 40000)])
+def test_histograms_equal_the_cpu_ones_for_narrow_wide_and_huge_bin_counts(gpu, seed, f, max_bin):
+    import cupy
+
+    n = 40_000 if max_bin == 40000 else 3000
+    rng, x, cuts = _data(seed, n=n, f=f, max_bin=max_bin)
+    if max_bin == 40000:
+        x[:, 1] = rng.permutation(n).astype(np.float32)  # many distinct values: > shared memory
+        cuts = compute_cuts(x, None, max_bin, sample_rows=n)
+    ell = gpu.bin_values(x, cuts.values, cuts.ptrs)
+    if f == 1500:
+        assert ell.n_groups > 1
+    if max_bin == 40000:
+        assert not ell.use_shared
+    gpair = rng.integers(-2**30, 2**30, size=(x.shape[0], 2)).astype(np.int32)
+    gpair[rng.random(x.shape[0]) < 0.1] = 0
+    rows = rng.permutation(x.shape[0]).astype(np.int32)
+    edges = np.sort(rng.integers(0, x.shape[0], size=8)).reshape(4, 2)
+    got = gpu.build_histograms(ell, cuts.ptrs, cupy.asarray(gpair), cupy.asarray(rows), edges[:, 0], edges[:, 1])
+    want = CPU.build_histograms(_cpu_bins(x, cuts), cuts.ptrs, gpair, rows, edges[:, 0], edges[:, 1])
+    np.testing.assert_array_equal(got.get(), want)
+
+
+@pytest.mark.parametrize("lam,alpha,mcw,mds,gamma", [(1.0, 0.0, 1.0, 0.0, 0.0), (0.0, 0.5, 0.0, 0.7, 2.0),
+                                                   (5.0, 0.0, 20.0, 0.0, 0.0), (1.0, 0.5, 1.0, 0.7, 0.0)])
+def test_split_decisions_equal_the_cpu_ones_bit_for_bit(gpu, lam, alpha, mcw, mds, gamma):
+    import cupy
+
+    for seed in range(5):
+        rng, x, cuts = _data(seed, n=2000, f=8, max_bin=64)
+        bins = _cpu_bins(x, cuts)
+        scale = 2.0 ** 26
+        gpair = CPU.quantise(rng.normal(size=x.shape[0]), rng.uniform(0.1, 1.0, size=x.shape[0]), scale, scale)
+        rows = np.arange(x.shape[0], dtype=np.int32)
+        hist = CPU.build_histograms(bins, cuts.ptrs, gpair, rows, [0, 0, 500], [700, 2000, 510])
+        totals = np.stack([gpair[:700].sum(0), gpair.sum(0), gpair[500:510].sum(0)]).astype(np.int64)
+        mask = rng.random((3, x.shape[1])) < 0.8
+        p = SimpleNamespace(reg_lambda=lam, alpha=alpha, gamma=gamma, min_child_weight=mcw, max_delta_step=mds)
+        want = CPU.evaluate_splits(hist, totals, cuts.ptrs, mask, scale, scale, p)
+        got = gpu.evaluate_splits(cupy.asarray(hist), totals, cuts.ptrs, mask, scale, scale, p)
+        np.testing.assert_array_equal(got.feature, want.feature)
+        ok = want.feature >= 0
+        np.testing.assert_array_equal(got.bin[ok], want.bin[ok])
+        np.testing.assert_array_equal(got.default_left[ok], want.default_left[ok])
+        np.testing.assert_array_equal(got.gain, want.gain)  # identical float64 arithmetic
+        np.testing.assert_array_equal(got.left_sum[ok], want.left_sum[ok])
+
+
+def test_tied_gains_pick_the_lowest_feature_then_the_lowest_bin(gpu):
+    import cupy
+
+    x = np.tile(np.arange(8, dtype=np.float32)[:, None], (50, 3))  # three identical features
+    cuts = compute_cuts(x, None, 16)
+    bins = _cpu_bins(x, cuts)
+    gpair = CPU.quantise(np.where(x[:, 0] < 4, -1.0, 1.0), np.ones(x.shape[0]), 2.0 ** 20, 2.0 ** 20)
+    hist = CPU.build_histograms(bins, cuts.ptrs, gpair, np.arange(x.shape[0], dtype=np.int32), [0], [x.shape[0]])
+    totals = gpair.sum(0, dtype=np.int64)[None]
+    p = SimpleNamespace(reg_lambda=1.0, alpha=0.0, gamma=0.0, min_child_weight=0.0, max_delta_step=0.0)
+    got = gpu.evaluate_splits(cupy.asarray(hist), totals, cuts.ptrs, np.ones((1, 3), bool), 2.0 ** 20, 2.0 ** 20, p)
+    assert got.feature[0] == 0
+    assert got.bin[0] == 3
+
+
+def test_partition_is_stable_and_equals_the_cpu_partition(gpu):
+    import cupy
+
+    rng, x, cuts = _data(5, n=5000, f=5)
+    bins = _cpu_bins(x, cuts)
+    ell = gpu.bin_values(x, cuts.values, cuts.ptrs)
+    rows = rng.permutation(x.shape[0]).astype(np.int32)
+    begins, ends = np.array([0, 1200, 4000]), np.array([1000, 3900, 4001])
+    feature, split_bin, dl = np.array([0, 2, 3], np.int32), np.array([1, 5, 0], np.int32), np.array([True, False, True])
+    dev_rows = cupy.asarray(rows)
+    got = gpu.partition(ell, dev_rows, begins, ends, feature, split_bin, dl)
+    want = CPU.partition(CPU.column_layout(bins), rows, begins, ends, feature, split_bin, dl)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(dev_rows.get(), rows)
+
+
+def test_leaf_values_are_added_to_the_margins_of_their_rows(gpu):
+    import cupy
+
+    rng = np.random.default_rng(7)
+    rows = rng.permutation(1000).astype(np.int32)
+    begins, ends = np.array([0, 300, 301]), np.array([300, 301, 1000])
+    values = rng.normal(size=3).astype(np.float32)
+    margin = rng.normal(size=(1000, 2)).astype(np.float32)
+    dev = cupy.asarray(margin)
+    gpu.add_leaf_values(dev, cupy.asarray(rows), begins, ends, values, 1)
+    CPU.add_leaf_values(margin, rows, begins, ends, values, 1)
+    np.testing.assert_array_equal(dev.get(), margin)
+
+
+def _random_ensemble(rng, n_trees, n_features, n_groups):
+    ens = Ensemble(n_groups, np.zeros(n_groups))
+    for t in range(n_trees):
+        # a random full tree of depth 3: nodes 0..6 inner, 7..14 leaves (heap order)
+        left = np.array([2 * i + 1 if i < 7 else -1 for i in range(15)], np.int32)
+        right = np.array([2 * i + 2 if i < 7 else -1 for i in range(15)], np.int32)
+        parent = np.array([-1] + [(i - 1) // 2 for i in range(1, 15)], np.int32)
+        feature = np.where(left >= 0, rng.integers(0, n_features, 15), -1).astype(np.int32)
+        tree = Tree(left=left, right=right, parent=parent, feature=feature,
+                    split_value=rng.normal(size=15).astype(np.float32),
+                    default_left=rng.integers(0, 2, 15).astype(np.uint8), gain=np.zeros(15, np.float32),
+                    cover=np.ones(15), value=rng.normal(size=15).astype(np.float32))
+        ens.append(tree, t % n_groups)
+    return ens
+
+
+def test_prediction_kernels_equal_the_cpu_ones(gpu):
+    import cupy
+
+    rng = np.random.default_rng(3)
+    ens = _random_ensemble(rng, 12, 5, 3)
+    x = rng.normal(size=(4000, 5)).astype(np.float32)
+    x[rng.random(x.shape) < 0.2] = np.nan
+    for t0, t1 in ((0, 12), (3, 9)):
+        want = np.zeros((4000, 3), np.float32)
+        CPU.predict_margin(ens, x, t0, t1, want)
+        got = cupy.zeros((4000, 3), np.float32)
+        gpu.predict_margin(ens, cupy.asarray(x), t0, t1, got)
+        np.testing.assert_array_equal(got.get(), want)
+        np.testing.assert_array_equal(gpu.predict_leaf(ens, x, t0, t1).get(), CPU.predict_leaf(ens, x, t0, t1))

@@ -1,0 +1,35 @@
+"""GPU memory: the bin matrix is bit-packed, and training that cannot fit fails before it starts."""
+import numpy as np
+import pytest
+
+import dgboost
+from dgboost.backend.cuda import DeviceMemoryError
+from dgboost.datasets import make_synthetic
+
+pytestmark = pytest.mark.gpu
+
+
+def test_training_that_cannot_fit_fails_before_it_starts_with_the_estimate(monkeypatch):
+    import cupy
+
+    X, y, _ = make_synthetic(5000, 10, task="binary", seed=0)
+    cupy.get_default_memory_pool().free_all_blocks()
+    monkeypatch.setattr(cupy.cuda.runtime, "memGetInfo", lambda: (1 << 10, 80 << 30))
+    with pytest.raises(DeviceMemoryError, match=r"needs about .* GiB .* 5000 rows x 10 features"):
+        dgboost.train({"objective": "binary:logistic", "device": "cuda"}, dgboost.DMatrix(X, y), 2,
+                      verbose_eval=False)
+
+
+def test_a_device_allocation_that_fails_names_its_size_and_the_free_memory(monkeypatch):
+    import cupy
+
+    from dgboost.backend import get_backend
+
+    backend = get_backend("cuda")
+
+    def refuse(*args, **kwargs):
+        raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 0, 0)
+
+    monkeypatch.setattr(backend.xp, "empty", refuse)
+    with pytest.raises(DeviceMemoryError, match=r"out of GPU memory allocating .* MiB"):
+        backend.empty((1 << 20, 2), np.int64)
