@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import numba
 import numpy as np
 
 from ._array import array_module, to_host
@@ -42,19 +43,62 @@ def exact_sum(columns: np.ndarray, comm) -> np.ndarray:
     v = xp.asarray(columns, dtype=xp.float64)
     v = v.reshape(len(v), -1) if v.ndim != 2 else v
     m = v.shape[1]
-    if not bool(xp.isfinite(v).all()):
+    host = xp is np
+    if host:
+        # one fused pass per step over the rows (threads, no temporaries), same numbers
+        local_max, finite = _host_abs_max(np.ascontiguousarray(v))
+    else:
+        finite = bool(xp.isfinite(v).all())
+        # CuPy's max has no ``initial``: an empty block contributes 0, as initial=0.0 would
+        local_max = to_host(xp.abs(v).max(axis=0)) if v.shape[0] else np.zeros(m)
+    if not finite:
         raise DGBoostValueError("cannot sum non-finite values (NaN or inf in labels, weights or predictions)")
     n_total = int(comm.allreduce_sum(np.array([v.shape[0]], np.int64))[0])
-    # CuPy's max has no ``initial``: an empty block contributes 0, as initial=0.0 would
-    local_max = to_host(xp.abs(v).max(axis=0)) if v.shape[0] else np.zeros(m)
     amax = np.asarray(comm.allreduce_max(local_max), np.float64)
     # amax * n_total < 2**e, so |sum of quantised terms| <= 2**62 fits int64 with room to spare
     _, e = np.frexp(amax * max(n_total, 1))
     shift = np.where(amax > 0, 62 - e, 0).astype(np.int64)
-    q = xp.rint(xp.ldexp(v, xp.asarray(shift)[None, :])).astype(np.int64)
-    local_total = to_host(q.sum(axis=0, dtype=np.int64))
+    if host:
+        local_total = _host_fixed_point_sum(np.ascontiguousarray(v), shift)
+    else:
+        q = xp.rint(xp.ldexp(v, xp.asarray(shift)[None, :])).astype(np.int64)
+        local_total = to_host(q.sum(axis=0, dtype=np.int64))
     total = np.asarray(comm.allreduce_sum(local_total), np.int64).reshape(m)
     return np.ldexp(total.astype(np.float64), -shift)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _host_abs_max(v):
+    """Column maxima of |v| (0 for no rows) and whether every value is finite; v float64 (n, m)."""
+    n, m = v.shape
+    out = np.zeros(m)
+    finite = True
+    for j in range(m):
+        best = 0.0
+        bad = 0
+        for i in numba.prange(n):
+            x = v[i, j]
+            if not np.isfinite(x):
+                bad += 1
+            best = max(best, abs(x))
+        out[j] = best
+        finite = finite and bad == 0
+    return out, finite
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _host_fixed_point_sum(v, shift):
+    """int64 column sums of rint(ldexp(v, shift)): ldexp and rint are exact or correctly
+    rounded, so the terms equal NumPy's, and integer sums do not depend on the order."""
+    n, m = v.shape
+    out = np.zeros(m, np.int64)
+    for j in range(m):
+        s = shift[j]
+        total = 0
+        for i in numba.prange(n):
+            total += np.int64(np.rint(math.ldexp(v[i, j], s)))
+        out[j] = total
+    return out
 
 
 # ----------------------------------------------------------------------- exact quantiles
