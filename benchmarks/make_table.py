@@ -41,7 +41,7 @@ def _train_gpu_section() -> list[str]:
     lines = ["", f"GPU training on {hw}, dgboost {v.get('dgboost')} vs XGBoost {v.get('xgboost')} `hist` "
              f"(median of {r.get('repeats')} alternating runs; ratios dgboost / XGBoost, lower is better; "
              f"peak memory from cudaMemGetInfo):", "",
-             "| case | rows x features | rounds | dgboost ms/round | XGBoost ms/round | ratio | whole-run ratio "
+             "| case | rows x features | rounds | dgboost ms/round (min-max) | XGBoost ms/round (min-max) | ratio | whole-run ratio "
              "| test metric dgboost / XGBoost | peak MiB dgboost / XGBoost |",
              "|---|---|---|---|---|---|---|---|---|"]
 
@@ -49,13 +49,19 @@ def _train_gpu_section() -> list[str]:
         m = (d.get(key) or {}).get("median")
         return "-" if m is None else format(m * scale, spec)
 
+    def med_spread(d, key, scale=1.0, spec=".2f"):
+        v = d.get(key) or {}
+        if v.get("min") is None or v.get("max") is None:
+            return med(d, key, scale, spec)
+        return f"{med(d, key, scale, spec)} ({format(v['min'] * scale, spec)}-{format(v['max'] * scale, spec)})"
+
     for name, c in r.get("cases", {}).items():
         a, b = c.get("dgboost") or {}, c.get("xgboost") or {}
         ratios = c.get("ratios_dgboost_over_xgboost") or {}
         ratio = "-" if ratios.get("per_round") is None else f"{ratios['per_round']:.2f}"
         whole = "-" if ratios.get("total") is None else f"{ratios['total']:.2f}"
         lines.append(f"| {name} ({c.get('what', '')}) | {c['rows_train']:,} x {c['features']} | {c['rounds']} "
-                     f"| {med(a, 'per_round_s', 1e3)} | {med(b, 'per_round_s', 1e3)} | {ratio} | {whole} "
+                     f"| {med_spread(a, 'per_round_s', 1e3)} | {med_spread(b, 'per_round_s', 1e3)} | {ratio} | {whole} "
                      f"| {c['metric_name']} {med(a, 'metric', spec='.4f')} / {med(b, 'metric', spec='.4f')} "
                      f"| {_mib(a.get('peak_memory_bytes_max'))} / {_mib(b.get('peak_memory_bytes_max'))} |")
     return lines
