@@ -16,8 +16,43 @@ from .explain.explainer import TreeExplainer
 
 __version__ = "0.1.0"
 
+# The scikit-learn estimators are imported on first use: importing scikit-learn costs more
+# than the rest of ``import dgboost`` together.
+_SKLEARN_NAMES = {
+    "DGBModel": "DGBModel", "DGBRegressor": "DGBRegressor", "DGBClassifier": "DGBClassifier",
+    "DGBRanker": "DGBRanker", "XGBRegressor": "DGBRegressor", "XGBClassifier": "DGBClassifier",
+    "XGBRanker": "DGBRanker",
+}
+
+
+def __getattr__(name: str):
+    """Module attribute hook (PEP 562): loads :mod:`dgboost.sklearn` for its estimator names.
+
+    Parameters
+    ----------
+    name : str
+        The attribute asked for.
+
+    Returns
+    -------
+    type
+        The estimator class (``XGB*`` names are aliases of the ``DGB*`` classes).
+    """
+    if name in _SKLEARN_NAMES:
+        from . import sklearn as _sklearn
+
+        value = getattr(_sklearn, _SKLEARN_NAMES[name])
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_SKLEARN_NAMES))
+
 __all__ = [
     "Booster", "DMatrix", "train", "TrainingCallback", "TreeExplainer",
     "DGBoostError", "DGBoostValueError", "DGBoostTypeError", "ModelFormatError", "ParameterError",
+    "DGBModel", "DGBRegressor", "DGBClassifier", "DGBRanker", "XGBRegressor", "XGBClassifier", "XGBRanker",
     "__version__",
 ]

@@ -344,13 +344,41 @@ class Booster:
 
     # -- persistence ----------------------------------------------------------------------
     def save_model(self, fname) -> None:
-        """Write the model as dgboost JSON (atomically: a temporary file, then a rename)."""
+        """Write the model file (atomically: a temporary file, then a rename).
+
+        Parameters
+        ----------
+        fname : str or os.PathLike
+            A ``.json`` path. The file is XGBoost's JSON schema, so
+            ``xgboost.Booster(model_file=fname)`` loads it and predicts as this booster
+            does; what XGBoost has no place for (training parameters, exact base margins
+            and covers) is kept in a top-level ``"dgboost"`` key that XGBoost ignores (see
+            :mod:`dgboost.model_io`). Loading the file back gives the same predictions and
+            saving it again gives the same bytes.
+
+        Raises
+        ------
+        ModelFormatError
+            For a ``.ubj`` path (UBJSON is not written) and for invalid models.
+        """
         from .model_io import save_model
 
         save_model(os.fspath(fname), self.ensemble, self.meta)
 
     def load_model(self, fname) -> None:
-        """Load a dgboost or XGBoost JSON model file (a path, or a bytearray of its text)."""
+        """Load a model file (a path, or a bytearray of its text).
+
+        Parameters
+        ----------
+        fname : str or os.PathLike or bytes or bytearray
+            A file :meth:`save_model` wrote, one older dgboost versions wrote (dgboost's
+            schema 1), or an XGBoost JSON model file.
+
+        Raises
+        ------
+        ModelFormatError
+            For anything else, naming what is wrong (e.g. an unknown objective).
+        """
         if isinstance(fname, (bytes, bytearray)):
             self._load_text(bytes(fname).decode("utf-8", errors="replace"))
             return

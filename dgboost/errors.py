@@ -5,7 +5,7 @@ Every error a user can cause (bad input, bad parameter, bad model file) is a
 ``except ValueError`` in existing XGBoost-using code keeps working.
 """
 
-__all__ = ["DGBoostError", "DGBoostValueError", "DGBoostTypeError", "ModelFormatError",
+__all__ = ["DGBoostError", "DGBoostValueError", "DGBoostTypeError", "ModelFormatError", "DeviceMemoryError",
            "ParameterError"]
 
 
@@ -27,3 +27,7 @@ class ParameterError(DGBoostValueError):
 
 class ModelFormatError(DGBoostValueError):
     """A model file or model dict that is not valid dgboost / XGBoost JSON."""
+
+
+class DeviceMemoryError(DGBoostError, MemoryError):
+    """The GPU cannot hold the work; the message gives the estimate and the input size."""

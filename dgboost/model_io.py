@@ -1,8 +1,24 @@
 """Saving, loading, validating and dumping models.
 
 A model is an :class:`~dgboost.tree.Ensemble` plus a metadata dict ``meta`` (objective,
-base score, feature names, ... see :data:`META_KEYS`). On disk it is dgboost's own JSON
-schema (``schema_version`` 1)::
+base score, feature names, ... see :data:`META_KEYS`). On disk (:func:`save_model`) it is
+XGBoost's JSON schema, as ``xgboost.Booster.save_model("m.json")`` writes it (see
+:mod:`dgboost.xgboost_json`), so XGBoost loads dgboost's files as they are. What XGBoost's
+schema cannot hold travels in one extra top-level key, ``"dgboost"`` (XGBoost ignores it
+when loading and drops it when saving)::
+
+    {"learner": {...XGBoost...}, "version": [3, 4, 1],
+     "dgboost": {"schema_version": 2,
+                 "meta": {<objective, objective_params, params, base_score, ...>},
+                 "base_margin": [float64...],   # exact; XGBoost keeps a float32 base_score
+                 "cover": [float64...]}}         # exact; XGBoost keeps float32 sum_hessian
+
+On loading, the extension is used only while it still matches the XGBoost part (same
+objective, same float32 base score and covers); a file re-saved or edited elsewhere is
+read from its XGBoost part alone, with a warning.
+
+dgboost 0.x wrote its own schema (``schema_version`` 1); it is still read, and
+:func:`model_to_json` still writes it (an internal text form for comparing models)::
 
     {"format": "dgboost", "schema_version": 1,
      "learner": {<meta>},
@@ -27,6 +43,7 @@ import json
 import math
 import os
 import uuid
+import warnings
 from typing import Any
 
 import numpy as np
@@ -37,13 +54,19 @@ from dgboost.tree import NODE_ARRAYS, Ensemble
 __all__ = [
     "SCHEMA_VERSION", "META_KEYS",
     "model_to_dict", "model_from_dict", "model_to_json", "model_from_json",
-    "save_model", "load_model", "validate_ensemble", "dump_text", "trees_per_round",
+    "save_model", "load_model", "model_to_file_dict", "model_from_parsed_json",
+    "validate_ensemble", "dump_text", "trees_per_round",
     "export_xgboost_dict", "export_xgboost_json", "import_xgboost_dict",
     "import_xgboost_booster",
 ]
 
 SCHEMA_VERSION = 1
 FORMAT_NAME = "dgboost"
+#: top-level key of dgboost's additions to an XGBoost JSON model file, and their schema
+EXTENSION_KEY = "dgboost"
+EXTENSION_SCHEMA_VERSION = 2
+#: the objective of models trained with a Python callable (no link: predictions are margins)
+CUSTOM_OBJECTIVE = "custom"
 
 #: meta keys and their defaults (``...`` marks a required key)
 META_KEYS: dict[str, Any] = {
@@ -106,6 +129,42 @@ def _score_from_margin(objective: str, margin: float) -> float:
     if objective in _XGB_LOG_ONLY:
         return math.exp(margin)
     return float(_links()[1](objective, float(margin)))
+
+
+def canonical_objective(name, where: str = "objective") -> str:
+    """The objective a model file's ``name`` stands for.
+
+    Parameters
+    ----------
+    name : str
+        An objective as a model file spells it.
+    where : str
+        Where it was read, for messages.
+
+    Returns
+    -------
+    str
+        ``name``, or ``"reg:squarederror"`` for XGBoost's old name ``"reg:linear"``
+        (with a :class:`DeprecationWarning`).
+
+    Raises
+    ------
+    ModelFormatError
+        When ``name`` is neither an XGBoost objective nor dgboost's ``"custom"``: a model
+        with an objective nobody knows would silently predict margins.
+    """
+    from dgboost.xgboost_json import _OBJECTIVE_SECTIONS
+
+    if not isinstance(name, str) or not name:
+        raise ModelFormatError(f"{where} must be a non-empty string, got {name!r}")
+    if name == "reg:linear":
+        warnings.warn(f"{where} 'reg:linear' is XGBoost's deprecated name for 'reg:squarederror'; "
+                      f"reading it as 'reg:squarederror'", DeprecationWarning, stacklevel=3)
+        return "reg:squarederror"
+    if name != CUSTOM_OBJECTIVE and name not in _OBJECTIVE_SECTIONS:
+        known = sorted(set(_OBJECTIVE_SECTIONS) - {"reg:linear"})
+        raise ModelFormatError(f"{where} {name!r} is not a known objective (known: {known})")
+    return name
 
 
 # -- array and meta checks ----------------------------------------------------------------
@@ -183,8 +242,7 @@ def _normalize_meta(meta, where: str = "learner") -> dict:
     for k, v in META_KEYS.items():
         if v is not ... and k not in out:
             out[k] = v.copy() if isinstance(v, dict) else v
-    if not isinstance(out["objective"], str) or not out["objective"]:
-        raise ModelFormatError(f"{where}.objective must be a non-empty string")
+    out["objective"] = canonical_objective(out["objective"], f"{where}.objective")
     for k in ("objective_params", "params", "attributes"):
         if not isinstance(out[k], dict):
             raise ModelFormatError(f"{where}.{k} must be a JSON object")
@@ -444,20 +502,129 @@ def _parse_json(text, source: str = "model"):
         raise ModelFormatError(f"{source} is not a usable JSON model (nested too deeply)") from None
 
 
-def _from_any_dict(d, source: str):
+def model_from_parsed_json(d, source: str = "model") -> tuple[Ensemble, dict]:
+    """Read (and validate) a parsed model file of any kind dgboost reads.
+
+    Parameters
+    ----------
+    d : dict
+        A parsed model file: XGBoost JSON (with or without dgboost's ``"dgboost"``
+        extension, see the module docstring) or dgboost's schema 1.
+    source : str
+        What ``d`` is, for messages (e.g. ``"model file 'm.json'"``).
+
+    Returns
+    -------
+    (Ensemble, dict)
+        The ensemble and its meta dict.
+
+    Raises
+    ------
+    ModelFormatError
+        When ``d`` is none of these, or is not a valid model.
+    """
     if isinstance(d, dict) and d.get("format") == FORMAT_NAME:
         return model_from_dict(d)
     if isinstance(d, dict) and isinstance(d.get("learner"), dict) and "gradient_booster" in d["learner"]:
-        return import_xgboost_dict(d)
+        ensemble, meta = import_xgboost_dict(d)
+        if EXTENSION_KEY in d:
+            ensemble, meta = _apply_extension(ensemble, meta, d[EXTENSION_KEY], source)
+        return ensemble, meta
     if isinstance(d, dict) and "schema_version" in d and "format" not in d:
         raise ModelFormatError(f"{source}: missing key 'format' (expected {FORMAT_NAME!r})")
     raise ModelFormatError(f"{source} is neither a dgboost model (format = {FORMAT_NAME!r}) nor an "
                            f"XGBoost JSON model (learner.gradient_booster)")
 
 
+#: meta keys that XGBoost's own JSON holds; the extension holds the others
+_XGBOOST_META_KEYS = ("num_class", "num_feature", "feature_names", "feature_types", "best_iteration",
+                      "best_score", "attributes")
+
+
+def model_to_file_dict(ensemble: Ensemble, meta: dict) -> dict:
+    """The model as :func:`save_model` writes it: XGBoost JSON plus the ``"dgboost"`` key.
+
+    Parameters
+    ----------
+    ensemble : Ensemble
+        The trees.
+    meta : dict
+        The model's meta dict (see :data:`META_KEYS`).
+
+    Returns
+    -------
+    dict
+        ``export_xgboost_dict(ensemble, meta)`` with the extension described in the
+        module docstring (exact base margins and covers, the meta keys XGBoost has no
+        place for).
+
+    Raises
+    ------
+    ModelFormatError
+        When the model is invalid or its objective has no XGBoost equivalent.
+    """
+    meta = _normalize_meta(meta, "meta")
+    d = export_xgboost_dict(ensemble, meta)  # validates the ensemble
+    d[EXTENSION_KEY] = {
+        "schema_version": EXTENSION_SCHEMA_VERSION,
+        "meta": {k: v for k, v in meta.items() if k not in _XGBOOST_META_KEYS},
+        "base_margin": np.asarray(ensemble.base_margin, dtype=np.float64).tolist(),
+        "cover": np.asarray(ensemble.cover, dtype=np.float64).tolist(),
+    }
+    return d
+
+
+def _extension_mismatch(ensemble: Ensemble, meta: dict, ext_meta: dict, base_margin: np.ndarray,
+                        cover: np.ndarray) -> str | None:
+    """Why the extension no longer describes the XGBoost part (None when it does)."""
+    objective = ext_meta.get("objective")
+    objective = "reg:squarederror" if objective == "reg:linear" else objective  # warned once, below
+    if objective != meta["objective"] and not (objective == CUSTOM_OBJECTIVE
+                                               and meta["objective"] == "reg:squarederror"):
+        return f"its objective {objective!r} differs from learner.objective {meta['objective']!r}"
+    if base_margin.shape != (ensemble.n_groups,):
+        return f"it has {base_margin.shape[0]} base margins for {ensemble.n_groups} outputs"
+    scores = np.broadcast_to(np.asarray(meta["base_score"], dtype=np.float32), (ensemble.n_groups,))
+    mine = np.asarray([_score_from_margin(meta["objective"], m) for m in base_margin], dtype=np.float32)
+    if not np.array_equal(mine, scores):
+        return "its base margins do not match learner_model_param.base_score"
+    if cover.shape != ensemble.cover.shape or not np.array_equal(
+            cover.astype(np.float32), np.asarray(ensemble.cover).astype(np.float32)):
+        return "its covers do not match the trees' sum_hessian"
+    return None
+
+
+def _apply_extension(ensemble: Ensemble, meta: dict, ext, source: str) -> tuple[Ensemble, dict]:
+    """``(ensemble, meta)`` read from the XGBoost part, completed by dgboost's extension."""
+    where = f"{source}: {EXTENSION_KEY}"
+    if not isinstance(ext, dict):
+        raise ModelFormatError(f"{where} must be a JSON object, got {type(ext).__name__}")
+    version = _require(ext, "schema_version", EXTENSION_KEY)
+    if isinstance(version, bool) or version != EXTENSION_SCHEMA_VERSION:
+        raise ModelFormatError(f"{where}.schema_version {version!r} is not supported (this dgboost "
+                               f"reads {EXTENSION_SCHEMA_VERSION})")
+    ext_meta = _require(ext, "meta", EXTENSION_KEY)
+    if not isinstance(ext_meta, dict):
+        raise ModelFormatError(f"{where}.meta must be a JSON object")
+    base_margin = _as_array(_require(ext, "base_margin", EXTENSION_KEY), np.float64, f"{where}.base_margin")
+    cover = _as_array(_require(ext, "cover", EXTENSION_KEY), np.float64, f"{where}.cover")
+    why = _extension_mismatch(ensemble, meta, ext_meta, base_margin, cover)
+    if why is not None:
+        warnings.warn(f"{source}: ignoring dgboost's extension ({why}; was the file changed outside "
+                      f"dgboost?): the model is read from its XGBoost part alone", UserWarning, stacklevel=4)
+        return ensemble, meta
+    merged = dict(meta)
+    merged.update({k: v for k, v in ext_meta.items() if k not in _XGBOOST_META_KEYS})
+    merged = _normalize_meta(merged, f"{where}.meta")
+    arrays = {name: getattr(ensemble, name) for name in NODE_ARRAYS}
+    arrays["cover"] = cover
+    return _build_ensemble(ensemble.n_groups, base_margin, ensemble.offsets(), ensemble.groups(),
+                           arrays), merged
+
+
 def model_from_json(text: str | bytes) -> tuple[Ensemble, dict]:
     """Parse dgboost or XGBoost JSON text (str or bytes); returns ``(ensemble, meta)``."""
-    return _from_any_dict(_parse_json(text), "model")
+    return model_from_parsed_json(_parse_json(text), "model")
 
 
 def _atomic_write_text(path, text_chunks) -> None:
@@ -491,21 +658,34 @@ def _atomic_write_json(path, d: dict) -> None:
 
 
 def save_model(path, ensemble: Ensemble, meta: dict) -> None:
-    """Write the model as dgboost JSON, atomically (temp file + rename).
+    """Write the model file, atomically (temp file + rename).
 
-    Only JSON is written; a ``.ubj`` path is refused.
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Where to write; ``xgboost.Booster(model_file=path)`` loads the file (see
+        :func:`model_to_file_dict`). The same model always gives the same bytes.
+    ensemble : Ensemble
+        The trees.
+    meta : dict
+        The model's meta dict.
+
+    Raises
+    ------
+    ModelFormatError
+        For a ``.ubj`` path (only JSON is written) and for invalid models.
     """
     if os.fspath(path).lower().endswith(".ubj"):
         raise ModelFormatError(f"{os.fspath(path)!r}: UBJSON is not supported; save as .json")
-    _atomic_write_json(path, model_to_dict(ensemble, meta))
+    _atomic_write_json(path, model_to_file_dict(ensemble, meta))
 
 
 def load_model(path) -> tuple[Ensemble, dict]:
-    """Read a dgboost JSON or XGBoost JSON model file; returns ``(ensemble, meta)``."""
+    """Read a model file that dgboost or XGBoost wrote (JSON); returns ``(ensemble, meta)``."""
     with open(path, "rb") as fh:
         data = fh.read()
     source = f"model file {os.fspath(path)!r}"
-    return _from_any_dict(_parse_json(data, source), source)
+    return model_from_parsed_json(_parse_json(data, source), source)
 
 
 # -- XGBoost JSON (implemented in dgboost.xgboost_json) ----------------------------------

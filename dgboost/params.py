@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
+import warnings
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
@@ -130,6 +131,10 @@ class TrainParams:
     sketch_sample_rows: int = 1 << 18
 
     def validate(self) -> "TrainParams":
+        if self.objective == "reg:linear":
+            warnings.warn("objective 'reg:linear' is XGBoost's deprecated name for 'reg:squarederror'; "
+                          "using 'reg:squarederror'", DeprecationWarning, stacklevel=3)
+            self.objective = "reg:squarederror"
         if not callable(self.objective) and self.objective not in OBJECTIVES:
             raise ParameterError(_suggest("objective", str(self.objective), OBJECTIVES))
         _check_range("eta", self.eta, 0.0, None)
@@ -233,7 +238,11 @@ def parse_params(params: Mapping[str, Any] | TrainParams | None) -> TrainParams:
         if not isinstance(key, str):
             raise ParameterError(f"parameter names must be strings, got {key!r}")
         if key in _ACCEPTED_AND_IGNORED:
-            if key == "tree_method" and value not in ("hist", "auto", "gpu_hist", "approx", None):
+            if key == "tree_method" and value in ("approx", "exact"):
+                warnings.warn(f"tree_method={value!r}: dgboost has no {value!r} tree method and uses "
+                              f"'hist' (histograms of up to max_bin bins per feature) instead",
+                              UserWarning, stacklevel=2)
+            elif key == "tree_method" and value not in ("hist", "auto", "gpu_hist", None):
                 raise ParameterError(f"tree_method={value!r} is not supported: dgboost always uses 'hist'")
             if key == "num_parallel_tree" and value not in (1, None):
                 raise ParameterError(f"num_parallel_tree={value!r} is not supported: dgboost grows one "

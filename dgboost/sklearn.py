@@ -31,7 +31,8 @@ from .data import DMatrix
 from .errors import DGBoostTypeError, DGBoostValueError
 from .training import train
 
-__all__ = ["DGBModel", "DGBRegressor", "DGBClassifier", "DGBRanker"]
+__all__ = ["DGBModel", "DGBRegressor", "DGBClassifier", "DGBRanker", "XGBRegressor", "XGBClassifier",
+           "XGBRanker"]
 
 # attribute (a string in the booster's attributes) that keeps what the wrapper knows about a
 # model across save_model/load_model, like XGBoost's "scikit_learn" attribute
@@ -69,9 +70,14 @@ def _as_1d(name: str, y) -> np.ndarray:
     if hasattr(y, "to_numpy"):
         y = y.to_numpy()
     y = np.asarray(y)
+    if y.dtype.kind == "c":
+        # scikit-learn's wording, which its estimator checks (check_complex_data) expect
+        raise DGBoostValueError(f"Complex data not supported: the target {name} has dtype {y.dtype}")
     if y.ndim == 2 and y.shape[1] == 1:
-        warnings.warn(f"A column-vector {name} was passed when a 1-D array was expected; it is "
-                      "used as y.ravel()", DataConversionWarning, stacklevel=3)
+        # scikit-learn's wording (check_supervised_y_2d looks for it)
+        warnings.warn(f"A column-vector {name} was passed when a 1d array was expected. Please change "
+                      f"the shape of {name} to (n_samples, ), for example using ravel(); it is used as "
+                      f"{name}.ravel()", DataConversionWarning, stacklevel=3)
         y = y[:, 0]
     if y.ndim != 1:
         raise DGBoostValueError(f"{name} must be 1-D (one target per row), got shape {y.shape}")
@@ -79,10 +85,12 @@ def _as_1d(name: str, y) -> np.ndarray:
 
 
 def _check_X(X) -> None:
-    """Shape checks with scikit-learn's wording, before any conversion."""
+    """Shape and dtype checks with scikit-learn's wording, before any conversion."""
     shape = getattr(X, "shape", None)
     if shape is None:
         return
+    if getattr(getattr(X, "dtype", None), "kind", None) == "c":
+        raise DGBoostValueError(f"Complex data not supported: X has dtype {X.dtype}")
     if len(shape) == 1:
         raise DGBoostValueError(f"Expected a 2-D array, got a 1-D array of shape {tuple(shape)} instead. "
                                 "Reshape your data with X.reshape(-1, 1) for a single feature or "
@@ -99,6 +107,26 @@ def _check_weight(sample_weight) -> None:
     w = np.asarray(sample_weight, dtype=np.float64)
     if w.size and np.isfinite(w).all() and not (w > 0).any():
         raise DGBoostValueError("sample_weight is zero for every row: at least one weight must be positive")
+
+
+def _numeric_object_array(X):
+    """An object-dtype NumPy array as float64, as scikit-learn estimators accept it.
+
+    Parameters
+    ----------
+    X : object
+        Anything; only NumPy arrays of dtype object are converted.
+
+    Returns
+    -------
+    object
+        ``X`` itself, or its float64 copy. A cell that is not a number raises NumPy's
+        ``TypeError`` ("float() argument must be a string or a real number..."), which is
+        what scikit-learn's ``check_dtype_object`` expects.
+    """
+    if isinstance(X, np.ndarray) and X.dtype == object:
+        return X.astype(np.float64)
+    return X
 
 
 def _take_rows(X, idx: np.ndarray):
@@ -308,6 +336,7 @@ class DGBModel(BaseEstimator):
                  ref=None) -> DMatrix:
         _check_X(X)
         _check_weight(weight)
+        X = _numeric_object_array(X)
         return DMatrix(X, label=y, weight=weight, base_margin=base_margin, group=group, qid=qid,
                        missing=self.missing, ref=ref)
 
@@ -479,7 +508,7 @@ class DGBModel(BaseEstimator):
     def _predict_dmatrix(self, X, base_margin=None) -> DMatrix:
         booster = self.get_booster()
         _check_X(X)
-        dm = DMatrix(X, base_margin=base_margin, missing=self.missing)
+        dm = DMatrix(_numeric_object_array(X), base_margin=base_margin, missing=self.missing)
         expected = getattr(self, "n_features_in_", booster.num_features())
         if expected and dm.num_col() != expected:
             raise DGBoostValueError(f"X has {dm.num_col()} features, but {type(self).__name__} is "
@@ -612,6 +641,20 @@ class DGBClassifier(ClassifierMixin, DGBModel):
             raise DGBoostValueError(f"labels {list(np.unique(y[unknown]))[:5]} were not seen in training "
                                     f"(classes: {list(classes)[:10]})")
         return idx.astype(np.float64)
+
+    def get_xgb_params(self) -> dict:
+        """The training parameters; after ``fit`` on more than two classes they hold
+        ``objective="multi:softprob"`` (as ``XGBClassifier`` reports) and ``num_class``.
+
+        Returns
+        -------
+        dict
+            XGBoost parameter names and values, None values left out.
+        """
+        if hasattr(self, "n_classes_"):
+            # the class count is only known after fit: report what fit trains with
+            return self._class_params()[0]
+        return super().get_xgb_params()
 
     def _class_params(self) -> tuple[dict, Any]:
         params = self._train_params()
@@ -784,6 +827,12 @@ class DGBRanker(DGBModel):
         X, y, sizes, _, _ = self._query_rows(X, y, group, qid, None, None, "score")
         scores = np.asarray(self.predict(X), np.float64)
         return _mean_ndcg(scores, y, sizes, k)
+
+
+# XGBoost's class names, so that ``from dgboost import XGBClassifier`` is a drop-in import
+XGBRegressor = DGBRegressor
+XGBClassifier = DGBClassifier
+XGBRanker = DGBRanker
 
 
 def _mean_ndcg(scores: np.ndarray, y: np.ndarray, sizes, k: int | None) -> float:

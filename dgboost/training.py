@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -105,9 +104,44 @@ def _row_offset(comm: Communicator, n_local: int) -> tuple[int, int]:
     return int(counts[:comm.rank].sum()), int(counts.sum())
 
 
-def _format_eta(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+def _verbose_period(verbose_eval) -> int:
+    """Rounds between printed evaluation lines (0: print nothing), as ``xgboost.train`` reads it.
+
+    Parameters
+    ----------
+    verbose_eval : bool or int
+        True prints every round, a positive int ``k`` every ``k``-th round, False or 0 nothing.
+
+    Returns
+    -------
+    int
+        The period; 0 when nothing is printed.
+    """
+    if isinstance(verbose_eval, (bool, np.bool_)) or verbose_eval is None:
+        return int(bool(verbose_eval))
+    if int(verbose_eval) != verbose_eval or verbose_eval < 0:
+        raise DGBoostValueError(f"verbose_eval must be a bool or a non-negative integer, got {verbose_eval!r}")
+    return int(verbose_eval)
+
+
+def _format_evaluation(epoch: int, history: dict) -> str:
+    """One evaluation line exactly as XGBoost's ``EvaluationMonitor`` writes it.
+
+    Parameters
+    ----------
+    epoch : int
+        Round counted from the start of this ``train`` call (XGBoost restarts at 0 when a
+        model is continued).
+    history : dict
+        ``{data_name: {metric_name: [values]}}``; the last value of each is printed.
+
+    Returns
+    -------
+    str
+        ``[epoch]\tname-metric:value...`` with five decimals, in the history's order.
+    """
+    return f"[{epoch}]" + "".join(f"\t{data}-{metric}:{log[-1]:.5f}"
+                                  for data, metrics in history.items() for metric, log in metrics.items())
 
 
 def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_round: int = 10,
@@ -138,7 +172,9 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
     evals_result : dict, optional
         Filled as ``{eval_name: {metric_name: [values...]}}``.
     verbose_eval : bool or int
-        Print the evaluation every round (True) or every ``verbose_eval`` rounds.
+        As in ``xgboost.train``: with evaluation sets, print the metrics every round (True)
+        or every ``verbose_eval``-th round and the last one (int); False prints nothing.
+        Nothing is printed without evaluation sets.
     xgb_model : Booster or path, optional
         Continue training from this model.
     callbacks : iterable of TrainingCallback
@@ -244,13 +280,12 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
         booster = cb.before_training(booster) or booster
     history: dict = {} if evals_result is None else evals_result
     history.clear()
-    verbose = comm.rank == 0 and bool(verbose_eval)
-    every = int(verbose_eval) if verbose_eval and not isinstance(verbose_eval, bool) else 1
-    if not evals and isinstance(verbose_eval, bool):
-        # nothing to evaluate: a progress line (round, time left) every tenth of the run
-        every = max(1, int(num_boost_round) // 10)
+    # printing follows xgboost.train's EvaluationMonitor: nothing without evaluation sets
+    period = _verbose_period(verbose_eval)
+    if comm.rank != 0:
+        period = 0  # one printer, as XGBoost's monitor on rank 0
+    skipped_line = None  # the last line held back by the period: printed when training ends
     best_score, best_round, maximize_flag = None, None, maximize
-    started = time.perf_counter()
 
     for r in range(begin_round, begin_round + int(num_boost_round)):
         if any(cb.before_iteration(booster, r, history) for cb in callbacks):
@@ -286,12 +321,10 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
         booster._set_ensemble(ensemble)
 
         # -- evaluation, logging, early stopping ------------------------------------------
-        line = [f"[{r}]"]
         for d, (dm, name) in zip(eval_data, evals):
             for m in metrics:
                 value = _evaluate(m, d, dm, objective, comm, obj is not None)
                 history.setdefault(name, {}).setdefault(m.name, []).append(value)
-                line.append(f"{name}-{m.name}:{value:.5f}")
         if evals and metrics:
             last_name, last_metric = evals[-1][1], metrics[-1]
             score = history[last_name][last_metric.name][-1]
@@ -300,24 +333,27 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
             if best_score is None or (score > best_score if maximize_flag else score < best_score):
                 best_score, best_round = score, r
             booster._set_best(best_round, best_score)
-        done = r - begin_round + 1
-        if done == 1:
-            # the first round pays one-off costs (kernel compilation); time left is
-            # estimated from the rounds after it
-            started = time.perf_counter()
-        if verbose and ((done - 1) % every == 0 or done == num_boost_round):
-            left = num_boost_round - done
-            eta = (time.perf_counter() - started) / (done - 1) * left if done > 1 else None
-            suffix = f"\t(eta {_format_eta(eta)})" if left and eta is not None else ""
-            print("\t".join(line) + suffix, file=sys.stderr if not evals else sys.stdout, flush=True)
-        if any(cb.after_iteration(booster, r, history) for cb in callbacks):
+        # XGBoost runs user callbacks before its EvaluationMonitor and stops at the first
+        # that returns True, so a round a user callback stops on is not printed
+        stop = any(cb.after_iteration(booster, r, history) for cb in callbacks)
+        if period and history and not stop:
+            epoch = r - begin_round  # XGBoost counts epochs from 0 in every train() call
+            line = _format_evaluation(epoch, history)
+            if epoch % period == 0:
+                print(line, flush=True)
+                skipped_line = None
+            else:
+                skipped_line = line
+        if stop:
             break
+        # XGBoost's EarlyStopping prints nothing (the monitor's last line is the only trace)
         if early_stopping_rounds is not None and best_round is not None and r - best_round >= early_stopping_rounds:
-            if verbose:
-                print(f"Stopping. Best iteration: [{best_round}]", flush=True)
             break
     for cb in callbacks:
         booster = cb.after_training(booster) or booster
+    if skipped_line is not None:
+        # the monitor's after_training: the last round is shown even when off-period
+        print(skipped_line, flush=True)
     return booster
 
 

@@ -21,9 +21,10 @@ import json
 import numpy as np
 
 from dgboost.errors import ModelFormatError
-from dgboost.model_io import (_as_array, _atomic_write_json, _build_ensemble, _check_meta_vs_ensemble,
-                              _int, _margin_from_score, _normalize_meta, _require,
-                              _score_from_margin, _validate_arrays, validate_ensemble)
+from dgboost.model_io import (CUSTOM_OBJECTIVE, _as_array, _atomic_write_json, _build_ensemble,
+                              _check_meta_vs_ensemble, _int, _margin_from_score, _normalize_meta,
+                              _require, _score_from_margin, _validate_arrays, canonical_objective,
+                              validate_ensemble)
 from dgboost.tree import NODE_ARRAYS, Ensemble
 
 __all__ = ["export_xgboost_dict", "export_xgboost_json", "import_xgboost_dict",
@@ -234,9 +235,10 @@ def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
     num_target = _int(_parse_param(lmp.get("num_target", "1")), f"{w}.num_target", lo=1)
     n_groups = num_class if num_class > 0 else num_target
     obj_sec = _require(learner, "objective", "learner")
-    objective = _require(obj_sec, "name", "learner.objective")
-    if not isinstance(objective, str):
-        raise ModelFormatError("learner.objective.name must be a string")
+    objective = canonical_objective(_require(obj_sec, "name", "learner.objective"),
+                                    "learner.objective.name")
+    if objective == CUSTOM_OBJECTIVE:  # dgboost's marker is never an XGBoost objective name
+        raise ModelFormatError(f"learner.objective.name {objective!r} is not an XGBoost objective")
     scores = _parse_base_score(_require(lmp, "base_score", w), f"{w}.base_score")
     if len(scores) not in (1, n_groups):
         raise ModelFormatError(f"{w}.base_score has {len(scores)} values for {n_groups} outputs")
@@ -325,7 +327,14 @@ def import_xgboost_booster(booster) -> tuple[Ensemble, dict]:
 
 # -- export -------------------------------------------------------------------------------
 def _objective_section(meta: dict) -> dict:
+    """XGBoost's ``learner.objective`` object for ``meta``'s objective.
+
+    A model trained with a custom (callable) objective predicts margins; XGBoost does the
+    same with ``reg:squarederror`` (identity link), which is what XGBoost itself records.
+    """
     name = meta["objective"]
+    if name == CUSTOM_OBJECTIVE:
+        name = "reg:squarederror"
     if name not in _OBJECTIVE_SECTIONS:
         raise ModelFormatError(f"cannot export objective {name!r} to XGBoost JSON (known: "
                                f"{sorted(_OBJECTIVE_SECTIONS)})")

@@ -1,6 +1,8 @@
 """The CPU backend: NumPy arrays and the Numba kernels of ``_cpu_kernels``."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .._array import to_host
@@ -31,6 +33,45 @@ def _balance(sizes: np.ndarray, n_threads: int) -> tuple[np.ndarray, np.ndarray]
     return task_ptr.astype(np.int64), task_nodes.astype(np.int64)
 
 
+_compile_notice_done = False
+
+
+def _cpu_kernels_cached() -> bool:
+    """Whether Numba's on-disk cache holds every CPU training kernel (a cheap index read).
+
+    Returns
+    -------
+    bool
+        False when some kernel has no valid cache index (a cold cache: the first call
+        compiles); True otherwise, also when the cache cannot be inspected, so that an
+        unknown Numba layout never prints a wrong notice.
+    """
+    try:
+        from numba.core.registry import CPUDispatcher
+
+        from . import _cpu_kernels
+
+        for kernel in vars(_cpu_kernels).values():
+            cache = getattr(kernel, "_cache", None) if isinstance(kernel, CPUDispatcher) else None
+            # _load_index() is {} when the index file is missing or its source stamp is stale
+            if cache is not None and not cache._cache_file._load_index():
+                return False
+    except Exception:  # private Numba API: never let the notice break training
+        return True
+    return True
+
+
+def _announce_compilation() -> None:
+    """Say once per process, on stderr, that Numba is compiling (else ~15 s of silence)."""
+    global _compile_notice_done
+    if _compile_notice_done:
+        return
+    _compile_notice_done = True
+    if not _cpu_kernels_cached():
+        print("dgboost: compiling the CPU kernels with Numba (first run only; later runs use the "
+              "on-disk cache)...", file=sys.stderr, flush=True)
+
+
 def leaf_weights_on_host(sums, scale_g: float, scale_h: float, params) -> np.ndarray:
     """float64 (n,) leaf weights from quantised int64 (n, 2) sums (every backend's leaves)."""
     out = np.empty(sums.shape[0], np.float64)
@@ -49,6 +90,7 @@ class CPUBackend:
     def __init__(self, nthread: int = 0):
         import numba
 
+        _announce_compilation()
         if nthread and nthread > 0:
             numba.set_num_threads(min(int(nthread), numba.config.NUMBA_NUM_THREADS))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DGBoostError, DGBoostValueError
+from ..errors import DeviceMemoryError, DGBoostValueError
 from .cpu import leaf_weights_on_host
 from ._ellpack import EllpackMatrix, feature_groups, symbol_bits
 from ._nvrtc import get_module
@@ -27,10 +27,6 @@ _THREADS = 256
 _HIST_THREADS = 512
 _HIST_BLOCKS_PER_SM = 4
 _CANDIDATE_BYTES = 32  # split.cu's Candidate record
-
-
-class DeviceMemoryError(DGBoostError, MemoryError):
-    """The GPU ran out of memory; the message gives the estimate and the input size."""
 
 
 def _grid(n: int, sm_count: int, threads: int = _THREADS) -> int:

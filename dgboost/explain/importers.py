@@ -279,14 +279,14 @@ def _from_path(path) -> tuple[Ensemble, dict]:
 def _from_dict(d: dict, model) -> tuple[Ensemble, dict]:
     if "tree_info" in d and "max_feature_idx" in d:
         return _from_lightgbm_dump(d, model)
-    from ..model_io import import_xgboost_dict, model_from_dict
+    from ..model_io import EXTENSION_KEY, FORMAT_NAME, model_from_parsed_json
 
-    if "learner" in d:
-        ens, meta = import_xgboost_dict(d)
-        return _from_model_io(ens, meta, model, "xgboost")
-    if d.get("format") == "dgboost":
-        ens, meta = model_from_dict(d)
-        return _from_model_io(ens, meta, model, "dgboost")
+    if "learner" in d or d.get("format") == FORMAT_NAME:
+        # every model file dgboost writes (XGBoost JSON + extension, or its schema 1) and
+        # XGBoost's own: the one reader model_io uses
+        source = "dgboost" if d.get("format") == FORMAT_NAME or EXTENSION_KEY in d else "xgboost"
+        ens, meta = model_from_parsed_json(d, "the model")
+        return _from_model_io(ens, meta, model, source)
     raise ModelFormatError("the dict is not a dgboost/XGBoost JSON model nor a LightGBM "
                            "dump_model() dict")
 

@@ -95,13 +95,13 @@ def test_truncated_or_tampered_model_files_are_rejected(tmp_path):
     with pytest.raises(dg.ModelFormatError):
         dg.Booster(model_file=tmp_path / "cut.json")
     doc = json.loads(text)
-    arrays = doc["ensemble"]
-    arrays["left"][0] = 0  # the root is its own child: a cycle
+    tree = doc["learner"]["gradient_booster"]["model"]["trees"][0]
+    tree["left_children"][0] = 0  # the root is its own child: a cycle
     (tmp_path / "cycle.json").write_text(json.dumps(doc))
     with pytest.raises(dg.ModelFormatError):
         dg.Booster(model_file=tmp_path / "cycle.json")
     doc = json.loads(text)
-    doc["ensemble"]["right"][0] = 10_000
+    doc["learner"]["gradient_booster"]["model"]["trees"][0]["right_children"][0] = 10_000
     (tmp_path / "range.json").write_text(json.dumps(doc))
     with pytest.raises(dg.ModelFormatError):
         dg.Booster(model_file=tmp_path / "range.json")

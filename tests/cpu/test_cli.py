@@ -72,9 +72,26 @@ def test_demo_quiet_prints_only_the_summary(runner):
     assert "test AUC" in result.stdout
 
 
-def test_device_auto_falls_back_to_cpu_without_a_usable_gpu():
+def test_device_auto_picks_cuda_exactly_when_a_gpu_is_usable(monkeypatch):
+    import dgboost.backend as backends
+
     assert resolve_device("cpu") == "cpu"
-    assert resolve_device("auto") in ("cpu", "cuda")
+    monkeypatch.setattr(backends, "get_backend", lambda device: object())
+    with_gpu = resolve_device("auto")
+
+    def no_gpu(device):
+        raise dgboost.DGBoostValueError("no CUDA device")
+
+    monkeypatch.setattr(backends, "get_backend", no_gpu)
+    assert resolve_device("auto") == "cpu"
+    # with a usable backend, "auto" is "cuda" where CuPy sees a device (never on CI)
+    try:
+        import cupy
+
+        has_device = cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - no driver: no device
+        has_device = False
+    assert with_gpu == ("cuda" if has_device else "cpu")
 
 
 # ----------------------------------------------------------------------------- train + predict
@@ -101,6 +118,22 @@ def test_train_from_a_json_config_then_predict_writes_one_row_per_input_row(runn
     np.testing.assert_allclose(preds["prediction"].to_numpy(), expected, rtol=1e-6)
 
 
+def test_explain_reads_the_model_file_that_train_writes(runner, tmp_path, csv_data):
+    config = _write_config(tmp_path, num_boost_round=4)
+    assert runner.invoke(main, ["train", "--config", str(config)]).exit_code == 0
+    model_path = tmp_path / "models" / "model.json"
+    out = tmp_path / "shap.csv"
+    result = runner.invoke(main, ["explain", "--model", str(model_path), "--data", str(csv_data["test"]),
+                                  "--output", str(out), "--label-column", "target", "--quiet"])
+    assert result.exit_code == 0, result.output
+    shap = pd.read_csv(out)
+    assert list(shap.columns) == [f"x{i}" for i in range(5)] + ["bias"]
+    test = pd.read_csv(csv_data["test"])
+    margin = dgboost.Booster(model_file=model_path).predict(test[[f"x{i}" for i in range(5)]],
+                                                            output_margin=True)
+    np.testing.assert_allclose(shap.sum(axis=1).to_numpy(), margin, rtol=0, atol=1e-4)
+
+
 def test_predict_writes_npy_margins_and_selects_the_models_columns_by_name(runner, tmp_path, csv_data):
     config = _write_config(tmp_path, params={"objective": "binary:logistic", "max_depth": 2},
                            label="x0", weight=None, validation=None, num_boost_round=3)
@@ -122,7 +155,6 @@ def test_predict_writes_npy_margins_and_selects_the_models_columns_by_name(runne
 
 
 def test_train_from_a_yaml_config_with_early_stopping_keeps_the_best_rounds(runner, tmp_path, csv_data):
-    pytest.importorskip("yaml")
     config = tmp_path / "config.yaml"
     config.write_text("data: train.csv\nlabel: target\nvalidation: valid.csv\n"
                       "params:\n  max_depth: 6\n  eta: 1.0\n"

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import sklearn.ensemble as sk_ens
+import sklearn.tree as sk_tree
+
 from dgboost import DGBoostError, ModelFormatError, TreeExplainer
 from dgboost.explain import UnsupportedModelError, to_ensemble
 from dgboost.explain.importers import ThresholdEncoder, sklearn_split_values
-
-sk_tree = pytest.importorskip("sklearn.tree")
-sk_ens = pytest.importorskip("sklearn.ensemble")
 
 
 def make_data(n=600, F=5, seed=0, missing=0.0, dtype=np.float32):
@@ -71,7 +71,7 @@ SKLEARN = {
 # ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", list(SKLEARN))
 def test_sklearn_models_match_shap_path_dependent_and_interventional(kind):
-    shap = pytest.importorskip("shap")
+    import shap
     model = SKLEARN[kind]()
     Xq, bg = X[:40], X[300:340]
     for data in (None, bg):
@@ -88,7 +88,7 @@ def test_sklearn_models_match_shap_path_dependent_and_interventional(kind):
 
 
 def test_sklearn_interaction_values_match_shap():
-    shap = pytest.importorskip("shap")
+    import shap
     model = SKLEARN["random forest regressor"]()
     ref = shap.TreeExplainer(model).shap_interaction_values(X[:10])
     np.testing.assert_allclose(TreeExplainer(model).shap_interaction_values(X[:10]), ref,
@@ -96,7 +96,7 @@ def test_sklearn_interaction_values_match_shap():
 
 
 def test_sklearn_trees_with_missing_values_follow_missing_go_to_left():
-    shap = pytest.importorskip("shap")
+    import shap
     Xn, y, _, y3 = make_data(missing=0.2, seed=3)
     for model in (sk_tree.DecisionTreeClassifier(max_depth=7).fit(Xn, y3),
                   sk_ens.RandomForestRegressor(8, max_depth=7, random_state=0).fit(Xn, y)):
@@ -114,7 +114,7 @@ def test_trees_deeper_than_32_work_on_the_cpu():
     assert_additive(e, Xd[:300], model)
     np.testing.assert_allclose(TreeExplainer(model, algorithm="path").shap_values(Xd[:100]),
                                e.shap_values(Xd[:100]), rtol=0, atol=1e-9)
-    shap = pytest.importorskip("shap")
+    import shap
     ref = shap.TreeExplainer(model).shap_values(Xd[:100])
     np.testing.assert_allclose(e.shap_values(Xd[:100]), ref, rtol=0, atol=1e-5 * np.abs(ref).max())
     inter = e.shap_interaction_values(Xd[:3])
@@ -159,7 +159,7 @@ def test_multiclass_gradient_boosting_and_hist_gradient_boosting_add_up():
     for model in models:
         data = X if type(model).__name__ == "GradientBoostingClassifier" else Xn
         assert_additive(TreeExplainer(model), data[:300], model)
-    shap = pytest.importorskip("shap")
+    import shap
     ref = shap.TreeExplainer(models[1]).shap_values(Xn[:30], check_additivity=False)
     np.testing.assert_allclose(TreeExplainer(models[1]).shap_values(Xn[:30]), ref, rtol=0,
                                atol=1e-6)
@@ -169,7 +169,7 @@ def test_multiclass_gradient_boosting_and_hist_gradient_boosting_add_up():
 # LightGBM
 # ---------------------------------------------------------------------------------------
 def lgb_models():
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     kw = {"n_estimators": 15, "num_leaves": 15, "verbose": -1, "random_state": 0}
     return {"regression": lgb.LGBMRegressor(**kw).fit(X, Y),
             "binary": lgb.LGBMClassifier(**kw).fit(X, YC),
@@ -178,7 +178,7 @@ def lgb_models():
 
 @pytest.mark.filterwarnings("ignore:LightGBM binary classifier:UserWarning")
 def test_lightgbm_models_match_shap_path_dependent_and_interventional():
-    shap = pytest.importorskip("shap")
+    import shap
     for task, model in lgb_models().items():
         Xq, bg = X[:40], X[300:340]
         for data in (None, bg):
@@ -197,7 +197,7 @@ def test_lightgbm_models_match_shap_path_dependent_and_interventional():
 @pytest.mark.parametrize("params", [{}, {"zero_as_missing": True}, {"use_missing": False}],
                          ids=["missing NaN", "missing zero", "missing none"])
 def test_lightgbm_missing_rules_and_float64_thresholds_are_reproduced_exactly(params):
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     rng = np.random.default_rng(6)
     Xl = rng.normal(size=(800, 5))  # float64: LightGBM compares float64 values
     Xl[rng.random(Xl.shape) < 0.1] = np.nan
@@ -214,7 +214,7 @@ def test_lightgbm_missing_rules_and_float64_thresholds_are_reproduced_exactly(pa
 
 
 def test_lightgbm_random_forest_mode_explains_the_raw_score_like_lightgbm_and_shap():
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     model = lgb.LGBMRegressor(boosting_type="rf", n_estimators=10, bagging_freq=1,
                               bagging_fraction=0.7, verbose=-1).fit(X, Y)
     e = TreeExplainer(model)
@@ -234,7 +234,7 @@ def test_lightgbm_text_model_files_and_dump_dicts_are_read(tmp_path):
 
 
 def test_lightgbm_categorical_splits_raise_instead_of_giving_wrong_numbers():
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     frame = pd.DataFrame(X, columns=list("abcde"))
     frame["c"] = pd.Categorical(np.where(X[:, 2] > 0, "p", "q"))
     model = lgb.LGBMRegressor(n_estimators=5, verbose=-1, min_data_per_group=5).fit(frame, Y)
@@ -246,7 +246,7 @@ def test_lightgbm_categorical_splits_raise_instead_of_giving_wrong_numbers():
 # XGBoost and files
 # ---------------------------------------------------------------------------------------
 def test_xgboost_sklearn_models_and_json_files_are_imported(tmp_path):
-    xgb = pytest.importorskip("xgboost")
+    import xgboost as xgb
     Xn, y, yc, y3 = make_data(missing=0.1, seed=7)
     model = xgb.XGBClassifier(n_estimators=6, max_depth=4).fit(Xn, y3)
     contribs = model.get_booster().predict(xgb.DMatrix(Xn[:30]), pred_contribs=True)
@@ -265,7 +265,7 @@ def test_xgboost_sklearn_models_and_json_files_are_imported(tmp_path):
 @pytest.mark.parametrize("num_parallel_tree", [1, 2])
 def test_xgboost_sklearn_models_with_early_stopping_explain_the_rounds_predict_uses(
         num_parallel_tree):
-    xgb = pytest.importorskip("xgboost")
+    import xgboost as xgb
     model = xgb.XGBRegressor(n_estimators=60, max_depth=3, learning_rate=0.5,
                              early_stopping_rounds=3, num_parallel_tree=num_parallel_tree,
                              subsample=0.8)
@@ -278,7 +278,7 @@ def test_xgboost_sklearn_models_with_early_stopping_explain_the_rounds_predict_u
 
 
 def test_xgboost_categorical_splits_raise_a_model_format_error():
-    xgb = pytest.importorskip("xgboost")
+    import xgboost as xgb
     frame = pd.DataFrame(X, columns=list("abcde"))
     frame["c"] = pd.Categorical(np.where(X[:, 2] > 0, "p", "q"))
     booster = xgb.train({"max_depth": 3}, xgb.DMatrix(frame, label=Y, enable_categorical=True), 3)

@@ -7,7 +7,7 @@ are computed independently of both libraries (``dgboost.testing.parity``).
 """
 import pytest
 
-pytest.importorskip("xgboost")
+import xgboost  # noqa: F401  (a declared test dependency: a broken install must fail, not skip)
 
 from dgboost.testing.parity import CASES, run_case, within_tolerance  # noqa: E402
 

@@ -3,6 +3,8 @@ scikit-learn's parameter protocol, feature checks, persistence and ranking."""
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -12,12 +14,11 @@ from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits
 from sklearn.metrics import accuracy_score, log_loss, mean_squared_error, ndcg_score
 from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.utils import estimator_checks
+import xgboost
 
 import dgboost
 from dgboost.datasets import make_synthetic
 from dgboost.sklearn import DGBClassifier, DGBModel, DGBRanker, DGBRegressor
-
-xgboost = pytest.importorskip("xgboost")
 
 PARAMS = dict(n_estimators=40, max_depth=3, learning_rate=0.1)
 
@@ -219,10 +220,69 @@ def test_unknown_extra_parameter_is_rejected_at_fit_with_a_suggestion():
     estimator_checks.check_requires_y_none,
     estimator_checks.check_estimators_pickle,
     estimator_checks.check_fit_idempotent,
+    estimator_checks.check_complex_data,
+    estimator_checks.check_dtype_object,
+    estimator_checks.check_supervised_y_2d,
 ], ids=lambda c: c.__name__)
 @pytest.mark.parametrize("cls", [DGBRegressor, DGBClassifier], ids=lambda c: c.__name__)
 def test_scikit_learn_estimator_checks_pass(check, cls):
     check(cls.__name__, cls(n_estimators=3))
+
+
+@pytest.mark.parametrize("check", [estimator_checks.check_sample_weight_equivalence_on_dense_data,
+                                   estimator_checks.check_sample_weight_equivalence_on_sparse_data],
+                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [
+    DGBRegressor,
+    # XGBClassifier passes this check; dgboost does not yet: with 15 rows and 30 features two
+    # features split the rows identically (f1 and f14, equal gain) and the weighted fit breaks
+    # the tie differently from the fit on repeated rows. The fix belongs in the grower's
+    # tie-breaking, not in the wrapper; strict, so that the fix shows up here.
+    pytest.param(DGBClassifier, marks=pytest.mark.xfail(strict=True, reason="equal-gain split tie broken "
+                                                          "differently under integer weights")),
+], ids=lambda c: c.__name__)
+def test_integer_sample_weights_equal_repeated_rows_in_scikit_learn_checks(check, cls):
+    check(cls.__name__, cls(n_estimators=5))
+
+
+def test_multiclass_classifier_reports_multi_softprob_and_num_class_after_fit():
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    y = np.arange(60) % 3
+    ref = xgboost.XGBClassifier(n_estimators=2).fit(X, y)
+    clf = DGBClassifier(n_estimators=2)
+    assert clf.get_xgb_params()["objective"] == "binary:logistic"  # before fit: the constructor's
+    clf.fit(X, y)
+    params = clf.get_xgb_params()
+    assert params["objective"] == ref.get_xgb_params()["objective"] == "multi:softprob"
+    assert params["num_class"] == 3
+    assert clf.get_params()["objective"] == "binary:logistic"  # fit leaves the parameter alone
+    binary = DGBClassifier(n_estimators=2).fit(X, y % 2).get_xgb_params()
+    assert binary["objective"] == "binary:logistic" and "num_class" not in binary
+
+
+def test_xgboost_class_names_are_top_level_aliases_of_the_dgb_estimators():
+    assert dgboost.XGBClassifier is DGBClassifier
+    assert dgboost.XGBRegressor is DGBRegressor
+    assert dgboost.XGBRanker is DGBRanker
+    assert dgboost.DGBModel is DGBModel
+    names = {"XGBClassifier", "XGBRegressor", "XGBRanker", "DGBClassifier", "DGBRegressor", "DGBRanker"}
+    assert names <= set(dgboost.__all__) and names <= set(dir(dgboost))
+    with pytest.raises(AttributeError):
+        dgboost.NoSuchEstimator
+
+
+def test_importing_dgboost_does_not_import_scikit_learn():
+    # scikit-learn's import is slower than the rest of dgboost's: the estimators load lazily
+    code = ("import sys, dgboost; assert 'sklearn' not in sys.modules; "
+            "from dgboost import XGBClassifier; assert 'sklearn' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_object_dtype_numbers_train_and_predict_like_floats(diabetes):
+    Xtr, Xte, ytr, _ = diabetes
+    plain = DGBRegressor(n_estimators=3).fit(Xtr, ytr).predict(Xte)
+    obj = DGBRegressor(n_estimators=3).fit(Xtr.astype(object), ytr).predict(Xte.astype(object))
+    np.testing.assert_array_equal(plain, obj)
 
 
 def test_estimators_work_inside_grid_search(cancer):

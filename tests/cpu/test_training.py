@@ -1,4 +1,9 @@
-"""The boosting loop: determinism, partition independence, growth policies, resuming."""
+"""The boosting loop: determinism, partition independence, growth policies, resuming, printing."""
+import os
+import re
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -158,15 +163,139 @@ def test_callbacks_are_called_and_can_stop_training():
     assert calls == [0, 1, 2] and b.num_boosted_rounds() == 3
 
 
-def test_progress_lines_show_round_metric_and_time_left(capsys):
-    x, y = _data(n=500)
+def _printed(capsys):
+    return capsys.readouterr().out.splitlines()
+
+
+def _xgb_lines(capsys, params, x, y, xv, yv, rounds, **kw):
+    import xgboost as xgb
+
+    dtr, dva = xgb.DMatrix(x, y), xgb.DMatrix(xv, yv)
+    model = xgb.train(params, dtr, rounds, evals=[(dtr, "train"), (dva, "valid")], **kw)
+    return model, _printed(capsys)
+
+
+def _dg_lines(capsys, params, x, y, xv, yv, rounds, **kw):
+    dtr, dva = dg.DMatrix(x, y), dg.DMatrix(xv, yv)
+    model = dg.train(params, dtr, rounds, evals=[(dtr, "train"), (dva, "valid")], **kw)
+    return model, _printed(capsys)
+
+
+def _shape(lines):
+    """Round tags and metric names of printed lines (values differ in the last digits)."""
+    return [[field.rsplit(":", 1)[0] for field in line.split("\t")] for line in lines]
+
+
+@pytest.fixture
+def no_compile_notice(monkeypatch):
+    import dgboost.backend.cpu as cpu_backend
+
+    monkeypatch.setattr(cpu_backend, "_compile_notice_done", True)
+
+
+def test_training_without_evaluation_sets_prints_nothing_like_xgboost(capsys, no_compile_notice):
+    x, y = _data(n=300)
+    for verbose_eval in (True, 1, 3):
+        dg.train(BASE, dg.DMatrix(x, y), 12, verbose_eval=verbose_eval)
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
+
+
+@pytest.mark.parametrize("verbose_eval, rounds", [(True, 4), (1, 3), (3, 8), (3, 7), (5, 1), (False, 4), (0, 3)])
+def test_verbose_eval_prints_the_rounds_and_format_xgboost_prints(capsys, no_compile_notice, verbose_eval, rounds):
+    x, y = _data(n=400)
+    xv, yv = _data(n=200, seed=3)
+    params = {**BASE, "eval_metric": ["logloss", "error"]}
+    _, want = _xgb_lines(capsys, params, x, y, xv, yv, rounds, verbose_eval=verbose_eval)
+    _, got = _dg_lines(capsys, params, x, y, xv, yv, rounds, verbose_eval=verbose_eval)
+    assert _shape(got) == _shape(want)
+    # XGBoost's number format: five decimals after the name-metric key
+    assert all(re.fullmatch(r"\[\d+\](\t(train|valid)-(logloss|error):\d+\.\d{5})+", line) for line in got)
+
+
+def test_printed_values_are_the_recorded_evaluation_history(capsys, no_compile_notice):
+    x, y = _data(n=400)
+    result = {}
     d = dg.DMatrix(x, y)
-    dg.train(BASE, d, 4, evals=[(d, "train")], verbose_eval=2)
-    out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("[0]\ttrain-logloss:") and "eta" in out[1]
-    assert [line.split("\t")[0] for line in out] == ["[0]", "[2]", "[3]"]
-    dg.train(BASE, d, 4, evals=[(d, "train")], verbose_eval=False)
-    assert capsys.readouterr().out == ""
+    dg.train(BASE, d, 2, evals=[(d, "train")], evals_result=result)
+    assert _printed(capsys) == [f"[{i}]\ttrain-logloss:{v:.5f}" for i, v in enumerate(result["train"]["logloss"])]
+
+
+def test_continued_training_prints_rounds_from_zero_like_xgboost(capsys, no_compile_notice):
+    x, y = _data(n=400)
+    xv, yv = _data(n=200, seed=3)
+    first, _ = _xgb_lines(capsys, BASE, x, y, xv, yv, 3, verbose_eval=False)
+    _, want = _xgb_lines(capsys, BASE, x, y, xv, yv, 2, xgb_model=first)
+    first, _ = _dg_lines(capsys, BASE, x, y, xv, yv, 3, verbose_eval=False)
+    _, got = _dg_lines(capsys, BASE, x, y, xv, yv, 2, xgb_model=first)
+    assert _shape(got) == _shape(want) == [["[0]", "train-logloss", "valid-logloss"],
+                                           ["[1]", "train-logloss", "valid-logloss"]]
+
+
+def test_early_stopping_prints_no_message_and_shows_the_last_round_like_xgboost(capsys, no_compile_notice):
+    x, y = _data(n=2000)
+    xv, yv = _data(n=1000, seed=5)
+    params = {**BASE, "eta": 1.0, "max_depth": 8}
+    b, got = _dg_lines(capsys, params, x, y, xv, yv, 200, early_stopping_rounds=3, verbose_eval=50)
+    last = b.num_boosted_rounds() - 1
+    assert last % 50 != 0  # the stopping round is off-period: printed when training ends
+    assert [line.split("\t")[0] for line in got] == ["[0]", f"[{last}]"]
+
+
+def test_a_round_a_user_callback_stops_on_is_not_printed_like_xgboost(capsys, no_compile_notice):
+    import xgboost as xgb
+
+    def stopper(base):
+        class StopAtFour(base):
+            def after_iteration(self, model, epoch, evals_log):
+                return epoch == 4
+        return StopAtFour()
+
+    x, y = _data(n=400)
+    xv, yv = _data(n=200, seed=3)
+    _, want = _xgb_lines(capsys, BASE, x, y, xv, yv, 20, verbose_eval=3,
+                         callbacks=[stopper(xgb.callback.TrainingCallback)])
+    _, got = _dg_lines(capsys, BASE, x, y, xv, yv, 20, verbose_eval=3, callbacks=[stopper(dg.TrainingCallback)])
+    assert _shape(got) == _shape(want) and [line[0] for line in _shape(got)] == ["[0]", "[3]"]
+
+
+def test_a_negative_verbose_eval_is_rejected():
+    x, y = _data(n=100)
+    with pytest.raises(dg.DGBoostValueError, match="verbose_eval"):
+        dg.train(BASE, dg.DMatrix(x, y), 1, verbose_eval=-2)
+
+
+def test_a_cold_numba_cache_is_announced_on_stderr_once_per_process(capsys, monkeypatch):
+    import dgboost.backend.cpu as cpu_backend
+
+    monkeypatch.setattr(cpu_backend, "_compile_notice_done", False)
+    monkeypatch.setattr(cpu_backend, "_cpu_kernels_cached", lambda: False)
+    x, y = _data(n=100)
+    dg.train(BASE, dg.DMatrix(x, y), 1)
+    dg.train(BASE, dg.DMatrix(x, y), 1)
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("compiling the CPU kernels with Numba") == 1
+    assert len(captured.err.splitlines()) == 1
+
+
+def test_a_warm_numba_cache_prints_no_compilation_notice(capsys, monkeypatch):
+    import dgboost.backend.cpu as cpu_backend
+
+    monkeypatch.setattr(cpu_backend, "_compile_notice_done", False)
+    x, y = _data(n=100)
+    dg.train(BASE, dg.DMatrix(x, y), 1)  # compiles into the cache if it was cold
+    monkeypatch.setattr(cpu_backend, "_compile_notice_done", False)
+    capsys.readouterr()
+    assert cpu_backend._cpu_kernels_cached()
+    dg.train(BASE, dg.DMatrix(x, y), 1)
+    assert capsys.readouterr().err == ""
+
+
+def test_the_cache_check_sees_an_empty_numba_cache_directory_as_cold(tmp_path):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    code = "from dgboost.backend.cpu import _cpu_kernels_cached as c; print(c())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
 
 
 @pytest.mark.parametrize("max_abs", [1e-30, 3e-7, 0.5, 1.0, 1.5, 2.0 ** 20, 7e12])
@@ -205,3 +334,15 @@ def test_absolute_error_leaf_refits_do_not_depend_on_the_partitioning(subsample)
     params = {**BASE, "objective": "reg:absoluteerror", "subsample": subsample, "seed": 5}
     single = dg.train(params, dg.DMatrix(x, y), 4, verbose_eval=False).to_json()
     assert all(m == single for m in _train_partitioned(params, x, y, [400, 1100], rounds=4))
+
+
+def test_an_unweighted_absolute_error_leaf_is_eta_times_the_interpolated_median_of_its_residuals():
+    # four rows, one leaf (gamma forbids splits), base_score 0: the residuals are the labels;
+    # their interpolated median (XGBoost's) is 5.5, the lower weighted median would be 1
+    x = np.arange(4, dtype=np.float32).reshape(-1, 1)
+    y = np.array([0.0, 1.0, 10.0, 11.0], np.float32)
+    params = {"objective": "reg:absoluteerror", "base_score": 0.0, "gamma": 1e9, "eta": 0.5}
+    b = dg.train(params, dg.DMatrix(x, y), 1, verbose_eval=False)
+    margin = b.predict(dg.DMatrix(x), output_margin=True)
+    np.testing.assert_allclose(margin, 0.5 * np.median(y), rtol=1e-6)
+    np.testing.assert_allclose(margin, 2.75, rtol=1e-6)
