@@ -8,9 +8,13 @@ The training API follows XGBoost's names so that switching is a change of import
 from __future__ import annotations
 
 from .booster import Booster
-from .data import DMatrix
-from .errors import (DGBoostError, DGBoostTypeError, DGBoostValueError, ModelFormatError,
-                     ParameterError)
+from .data import DMatrix, QuantileDMatrix
+# cv.py imports pandas and scikit-learn only when called; importing it here (not lazily) keeps
+# ``dgboost.cv`` the function even after ``import dgboost.cv`` (a submodule import would
+# otherwise set the package attribute to the module)
+from .cv import cv
+from .errors import (DeviceMemoryError, DGBoostError, DGBoostTypeError, DGBoostValueError,
+                     ModelFormatError, ParameterError)
 from .training import TrainingCallback, train
 from .explain.explainer import TreeExplainer
 
@@ -23,10 +27,13 @@ _SKLEARN_NAMES = {
     "DGBRanker": "DGBRanker", "XGBRegressor": "DGBRegressor", "XGBClassifier": "DGBClassifier",
     "XGBRanker": "DGBRanker",
 }
+# plotting (matplotlib / graphviz) is imported on first use too
+_LAZY_NAMES = {"plot_importance": "plotting", "plot_tree": "plotting",
+               "to_graphviz": "plotting"}
 
 
 def __getattr__(name: str):
-    """Module attribute hook (PEP 562): loads :mod:`dgboost.sklearn` for its estimator names.
+    """Module attribute hook (PEP 562): loads :mod:`dgboost.sklearn` or :mod:`dgboost.plotting` on first use.
 
     Parameters
     ----------
@@ -35,8 +42,9 @@ def __getattr__(name: str):
 
     Returns
     -------
-    type
-        The estimator class (``XGB*`` names are aliases of the ``DGB*`` classes).
+    type or function
+        The estimator class (``XGB*`` names are aliases of the ``DGB*`` classes), or a
+        :mod:`dgboost.plotting` function.
     """
     if name in _SKLEARN_NAMES:
         from . import sklearn as _sklearn
@@ -44,15 +52,23 @@ def __getattr__(name: str):
         value = getattr(_sklearn, _SKLEARN_NAMES[name])
         globals()[name] = value
         return value
+    if name in _LAZY_NAMES:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_LAZY_NAMES[name]}", __name__), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list:
-    return sorted(set(globals()) | set(_SKLEARN_NAMES))
+    return sorted(set(globals()) | set(_SKLEARN_NAMES) | set(_LAZY_NAMES))
 
 __all__ = [
-    "Booster", "DMatrix", "train", "TrainingCallback", "TreeExplainer",
+    "Booster", "DMatrix", "QuantileDMatrix", "train", "cv", "TrainingCallback", "TreeExplainer",
+    "plot_importance", "plot_tree", "to_graphviz",
     "DGBoostError", "DGBoostValueError", "DGBoostTypeError", "ModelFormatError", "ParameterError",
+    "DeviceMemoryError",
     "DGBModel", "DGBRegressor", "DGBClassifier", "DGBRanker", "XGBRegressor", "XGBClassifier", "XGBRanker",
     "__version__",
 ]

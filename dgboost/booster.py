@@ -424,32 +424,89 @@ class Booster:
             b.load_model(model)
         return b
 
-    def get_dump(self, fmap: str = "", with_stats: bool = False, dump_format: str = "text") -> list[str]:
+    def get_dump(self, fmap="", with_stats: bool = False, dump_format: str = "text") -> list[str]:
+        """One string per tree, as ``xgboost.Booster.get_dump`` (``"text"`` or ``"json"``)."""
+        if dump_format == "json":
+            from ._booster_inspect import dump_json
+
+            return dump_json(self, fmap, with_stats)
         if dump_format != "text":
-            raise DGBoostValueError("only dump_format='text' is supported")
+            raise DGBoostValueError(f"dump_format must be 'text' or 'json', got {dump_format!r}")
         from .model_io import dump_text
 
         return dump_text(self.ensemble, self.meta, with_stats=with_stats)
 
-    def get_score(self, fmap: str = "", importance_type: str = "weight") -> dict[str, float]:
-        """Feature importance: weight (split count), gain/cover (mean), total_gain/total_cover."""
-        kinds = ("weight", "gain", "cover", "total_gain", "total_cover")
-        if importance_type not in kinds:
-            raise DGBoostValueError(f"importance_type must be one of {kinds}, got {importance_type!r}")
-        e = self.ensemble
-        inner = e.feature >= 0
-        feats = e.feature[inner]
-        n = max(self.num_features(), int(feats.max(initial=-1)) + 1)
-        counts = np.bincount(feats, minlength=n).astype(np.float64)
-        if importance_type == "weight":
-            score = counts
+    def get_fscore(self, fmap="") -> dict[str, float]:
+        """Split counts per feature (``get_score(importance_type="weight")``)."""
+        return self.get_score(fmap, importance_type="weight")
+
+    def get_score(self, fmap="", importance_type: str = "weight") -> dict[str, float]:
+        """Feature importance as ``xgboost.Booster.get_score``: ``weight`` (split count),
+        ``gain`` / ``cover`` (mean per split), ``total_gain`` / ``total_cover``. Features no
+        split uses are left out."""
+        from ._booster_inspect import feature_score
+
+        return feature_score(self, fmap, importance_type)
+
+    def trees_to_dataframe(self, fmap=""):
+        """One row per tree node as a pandas DataFrame (``xgboost.Booster.trees_to_dataframe``:
+        columns Tree, Target, Node, ID, Feature, Split, Yes, No, Missing, Gain, Cover, Category)."""
+        from ._booster_inspect import trees_dataframe
+
+        return trees_dataframe(self, fmap)
+
+    # -- training steps -------------------------------------------------------------------
+    def update(self, dtrain, iteration: int, fobj=None) -> None:
+        """Boost one round on ``dtrain`` (with the custom objective ``fobj``, if given) and
+        append it to this model, as ``xgboost.Booster.update``. It runs
+        :func:`dgboost.train` for one round continuing this model, so ``n`` calls give the
+        model ``train(..., num_boost_round=n)`` gives. ``iteration`` is accepted for
+        compatibility; the round number is the model's :meth:`num_boosted_rounds`."""
+        from ._booster_inspect import train_one_round
+
+        train_one_round(self, dtrain, fobj)
+
+    def boost(self, dtrain, iteration: int, grad=None, hess=None, fobj=None) -> None:
+        """Boost one round from the given gradient and hessian (``(n,)`` or ``(n, k)``), or
+        from ``fobj(margin, dtrain) -> (grad, hess)``, as ``xgboost.Booster.boost``."""
+        from ._booster_inspect import boost_gradients, train_one_round
+
+        if grad is not None and hess is not None and fobj is not None:
+            raise DGBoostValueError("Provide either the objective, or the gradient and hessian, not both.")
+        if grad is not None or hess is not None:
+            if grad is None or hess is None:
+                raise DGBoostValueError("boost needs both grad and hess")
+            boost_gradients(self, dtrain, grad, hess)
+        elif fobj is not None:
+            train_one_round(self, dtrain, fobj)
         else:
-            source = e.gain[inner].astype(np.float64) if "gain" in importance_type else e.cover[inner]
-            score = np.bincount(feats, weights=source, minlength=n)
-            if not importance_type.startswith("total"):
-                score = np.divide(score, counts, out=np.zeros_like(score), where=counts > 0)
-        names = self.feature_names or [f"f{i}" for i in range(n)]
-        return {names[i]: float(score[i]) for i in range(n) if counts[i] > 0}
+            raise DGBoostValueError("Invalid input for the boost function. Either the gradient or the "
+                                    "objective should have a valid value.")
+
+    def eval_set(self, evals, iteration: int = 0, feval=None, output_margin: bool = True) -> str:
+        """XGBoost's evaluation string ``[iteration]\tname-metric:value...`` for every
+        (DMatrix, name) pair and every metric of the model (``eval_metric``, else the
+        objective's default), then ``feval``'s, as ``xgboost.Booster.eval_set``."""
+        from ._booster_inspect import eval_set
+
+        return eval_set(self, evals, iteration, feval, output_margin)
+
+    def eval(self, data, name: str = "eval", iteration: int = 0) -> str:
+        """``eval_set([(data, name)], iteration)``."""
+        return self.eval_set([(data, name)], iteration)
+
+    # -- configuration --------------------------------------------------------------------
+    def save_config(self) -> str:
+        """The learner's parameters as a JSON string (XGBoost's ``save_config`` layout)."""
+        from ._booster_inspect import save_config
+
+        return save_config(self)
+
+    def load_config(self, config: str) -> None:
+        """Restore the parameters :meth:`save_config` wrote."""
+        from ._booster_inspect import load_config
+
+        load_config(self, config)
 
     def __getstate__(self):
         return {"ensemble": self.ensemble, "meta": self.meta, "_predict_params": self._predict_params}

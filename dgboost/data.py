@@ -22,7 +22,7 @@ import numpy as np
 from ._array import array_module, is_device_array
 from .errors import DGBoostTypeError, DGBoostValueError
 
-__all__ = ["DMatrix", "as_feature_matrix"]
+__all__ = ["DMatrix", "QuantileDMatrix", "as_feature_matrix"]
 
 
 def _top_module(obj: Any) -> str:
@@ -334,3 +334,53 @@ def _group_pointer(group, qid, n: int) -> np.ndarray | None:
     if sizes.sum() != n:
         raise DGBoostValueError(f"group sizes sum to {int(sizes.sum())} but data has {n} rows")
     return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+class QuantileDMatrix(DMatrix):
+    """A :class:`DMatrix` that fixes its histogram bin count, with XGBoost's name and signature.
+
+    dgboost bins the features when training starts (from ``max_bin``), so this class only
+    carries and validates ``max_bin`` and ``ref``: training on it gives the same model as
+    training on a ``DMatrix(..., max_bin=max_bin)``.
+
+    Parameters
+    ----------
+    data, label, weight, base_margin, missing, feature_names, feature_types, group, qid
+        As for :class:`DMatrix`.
+    max_bin : int, optional
+        Histogram bins per feature (default: the ``max_bin`` of ``ref`` if given, else the
+        training parameter).
+    ref : DMatrix, optional
+        The training data whose quantile cuts this (validation) data shares; its ``max_bin``
+        must agree with ``max_bin`` when both are given.
+    """
+
+    def __init__(self, data, label=None, *, weight=None, base_margin=None, missing=np.nan,
+                 silent=False, feature_names=None, feature_types=None, nthread=None,
+                 max_bin=None, ref=None, group=None, qid=None, label_lower_bound=None,
+                 label_upper_bound=None, feature_weights=None, enable_categorical=False,
+                 max_quantile_batches=None, data_split_mode=None):
+        if ref is not None and not isinstance(ref, DMatrix):
+            raise DGBoostTypeError(f"ref must be a DMatrix or QuantileDMatrix, got {type(ref).__name__}")
+        if label_lower_bound is not None or label_upper_bound is not None:
+            raise DGBoostValueError("label_lower_bound / label_upper_bound (survival objectives) "
+                                    "are not supported")
+        if feature_weights is not None:
+            raise DGBoostValueError("feature_weights are not supported")
+        if ref is not None and ref.max_bin is not None:
+            if max_bin is not None and int(max_bin) != ref.max_bin:
+                raise DGBoostValueError(f"max_bin={max_bin!r} differs from the max_bin of ref "
+                                        f"({ref.max_bin}); data binned with ref's cuts must use its bins")
+            if max_bin is None:
+                max_bin = ref.max_bin
+        if max_bin is not None and (isinstance(max_bin, bool) or not isinstance(max_bin, (int, np.integer))):
+            if not (isinstance(max_bin, (float, np.floating)) and float(max_bin).is_integer()):
+                raise DGBoostValueError(f"max_bin must be an integer >= 2, got {max_bin!r}")
+        super().__init__(data, label, weight=weight, base_margin=base_margin, group=group, qid=qid,
+                         feature_names=feature_names, feature_types=feature_types, missing=missing,
+                         max_bin=max_bin, ref=ref, nthread=nthread,
+                         enable_categorical=enable_categorical)
+
+    def __repr__(self) -> str:
+        return (f"QuantileDMatrix(rows={self.num_row()}, features={self.num_col()}, "
+                f"max_bin={self.max_bin}, label={self.label is not None})")

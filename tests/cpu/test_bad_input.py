@@ -114,3 +114,17 @@ def test_training_without_labels_or_with_bad_evals_fails_clearly():
         dg.train({}, dg.DMatrix(X, Y), 1, evals=[X])
     with pytest.raises(dg.DGBoostError, match="early_stopping_rounds"):
         dg.train({}, dg.DMatrix(X, Y), 1, early_stopping_rounds=2)
+
+
+@pytest.mark.parametrize("kw, err, match", [
+    ({"max_bin": 1}, dg.DGBoostValueError, "max_bin must be an integer >= 2"),
+    ({"max_bin": "32"}, dg.DGBoostValueError, "max_bin must be an integer >= 2"),
+    ({"max_bin": 2.5}, dg.DGBoostValueError, "max_bin must be an integer >= 2"),
+    ({"ref": X}, dg.DGBoostTypeError, "ref must be a DMatrix"),
+    ({"ref": dg.DMatrix(X[:, :2])}, dg.DGBoostValueError, "ref has 2 features but data has 3"),
+    ({"ref": dg.DMatrix(X, max_bin=16), "max_bin": 32}, dg.DGBoostValueError, "differs from the max_bin of ref"),
+    ({"label_lower_bound": Y}, dg.DGBoostValueError, "not supported"),
+])
+def test_bad_quantile_dmatrix_arguments(kw, err, match):
+    with pytest.raises(err, match=match):
+        dg.QuantileDMatrix(X, Y, **kw)
