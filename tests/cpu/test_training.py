@@ -346,3 +346,17 @@ def test_an_unweighted_absolute_error_leaf_is_eta_times_the_interpolated_median_
     margin = b.predict(dg.DMatrix(x), output_margin=True)
     np.testing.assert_allclose(margin, 0.5 * np.median(y), rtol=1e-6)
     np.testing.assert_allclose(margin, 2.75, rtol=1e-6)
+
+
+@pytest.mark.parametrize("params", [BASE, {**BASE, "subsample": 0.8, "colsample_bynode": 0.7, "seed": 5}])
+def test_a_strided_split_gives_the_model_of_its_parts_concatenated_in_rank_order(params):
+    x, y = _data(n=1500)
+    models = run_in_threads(2, lambda comm, r: dg.train(params, dg.DMatrix(x[r::2], y[r::2]), 4,
+                                                        verbose_eval=False, comm=comm).to_json())
+    order = np.concatenate([np.arange(0, len(x), 2), np.arange(1, len(x), 2)])
+    single = dg.train(params, dg.DMatrix(x[order], y[order]), 4, verbose_eval=False).to_json()
+    assert models[0] == single
+    if "subsample" in params:
+        # the rows in their original order are a different sample: the guarantee is the concatenation
+        unordered = dg.train(params, dg.DMatrix(x, y), 4, verbose_eval=False).to_json()
+        assert unordered != single
