@@ -6,14 +6,13 @@ objective, base score, feature names, best iteration, training parameters): the 
 """
 from __future__ import annotations
 
-import functools
 import os
 import warnings
 from typing import Any
 
 import numpy as np
 
-from .backend import get_backend
+from .backend import cuda_status, get_backend
 from ._array import is_device_array, to_host
 from .data import DMatrix, _small_to_host, as_feature_matrix
 from .errors import DGBoostTypeError, DGBoostValueError, ParameterError
@@ -256,7 +255,7 @@ class Booster:
             return get_backend(f"cuda:{values.device.id}", nthread)
         device = self._prediction_device()
         if device != "cpu":
-            usable, reason = _cuda_status()
+            usable, reason = cuda_status()
             if not usable:
                 if not getattr(self, "_warned_cpu_fallback", False):
                     warnings.warn(f"device={device!r} was requested for prediction but no CUDA device "
@@ -517,22 +516,6 @@ class Booster:
     def __repr__(self) -> str:
         return (f"Booster(objective={self.meta.get('objective')!r}, rounds={self.num_boosted_rounds()}, "
                 f"features={self.num_features()})")
-
-
-@functools.lru_cache(maxsize=1)
-def _cuda_status() -> tuple[bool, str]:
-    """(whether a CUDA device is usable from this process, why not). Asked once per process."""
-    try:
-        import cupy
-
-        count = int(cupy.cuda.runtime.getDeviceCount())
-    except ImportError:
-        return False, "CuPy is not installed"
-    except Exception as exc:  # noqa: BLE001 - no driver, or a driver too old: no GPU for us
-        return False, f"{type(exc).__name__}: {exc}"
-    if count < 1:
-        return False, "no CUDA device found"
-    return True, ""
 
 
 _KNOWN_OBJECTIVES = {

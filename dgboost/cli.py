@@ -80,13 +80,11 @@ def resolve_device(device: str) -> str:
     """``auto`` -> ``cuda`` when a GPU, CuPy and dgboost's CUDA backend are all usable, else ``cpu``."""
     if device != "auto":
         return device
+    from .backend import cuda_status, get_backend
+
+    if not cuda_status()[0]:
+        return "cpu"
     try:
-        import cupy  # noqa: F401
-
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            return "cpu"
-        from .backend import get_backend
-
         get_backend("cuda")
     except Exception:  # noqa: BLE001 - any failure means "no usable GPU here"
         return "cpu"

@@ -7,33 +7,22 @@ from hypothesis import given, settings, strategies as st
 
 from dgboost.backend import _reference as ref
 from dgboost.backend.cpu import CPUBackend
-from dgboost.quantile import compute_cuts
-from dgboost.tree import Ensemble, Tree
+from dgboost.testing.kernel_inputs import binning_data, random_ensemble
 
 BACKEND = CPUBackend()
-
-
-def _data(seed, n=500, f=6, missing=0.2, max_bin=16):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(n, f)).astype(np.float32)
-    x[:, 0] = np.round(x[:, 0])  # few distinct values
-    x[rng.random(x.shape) < missing] = np.nan
-    x[:, -1] = np.nan if f > 2 else x[:, -1]  # an all-missing column
-    cuts = compute_cuts(x, None, max_bin)
-    return rng, x, cuts
 
 
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 10_000), max_bin=st.sampled_from([2, 3, 16, 255, 300]))
 def test_binning_kernel_matches_numpy_searchsorted(seed, max_bin):
-    _, x, cuts = _data(seed, max_bin=max_bin)
+    _, x, cuts = binning_data(seed, max_bin=max_bin)
     dtype = np.uint8 if cuts.n_bins().max() <= 255 else np.uint16
     got = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(dtype))
     np.testing.assert_array_equal(got, ref.bin_values(x, cuts.values, cuts.ptrs, dtype))
 
 
 def test_binning_puts_values_below_a_cut_left_of_it():
-    _, x, cuts = _data(1)
+    _, x, cuts = binning_data(1)
     bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
     for f in range(x.shape[1]):
         c = cuts.feature_cuts(f)
@@ -47,7 +36,7 @@ def test_binning_puts_values_below_a_cut_left_of_it():
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), n_nodes=st.integers(1, 5))
 def test_histogram_kernel_matches_numpy_add_at(seed, n_nodes):
-    rng, x, cuts = _data(seed, n=3000)
+    rng, x, cuts = binning_data(seed, n=3000)
     bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
     gpair = rng.integers(-10**12, 10**12, size=(x.shape[0], 2))
     rows = rng.permutation(x.shape[0]).astype(np.int32)
@@ -62,7 +51,7 @@ def test_histogram_kernel_matches_numpy_add_at(seed, n_nodes):
        alpha=st.sampled_from([0.0, 0.5]), mcw=st.sampled_from([0.0, 1.0, 20.0]),
        mds=st.sampled_from([0.0, 0.7]), gamma=st.sampled_from([0.0, 2.0]))
 def test_split_evaluation_kernel_matches_the_reference(seed, lam, alpha, mcw, mds, gamma):
-    rng, x, cuts = _data(seed, n=800)
+    rng, x, cuts = binning_data(seed, n=800)
     bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
     scale = 2.0 ** 26
     g = rng.normal(size=x.shape[0])
@@ -84,7 +73,7 @@ def test_split_evaluation_kernel_matches_the_reference(seed, lam, alpha, mcw, md
 
 
 def test_partition_kernel_is_stable_and_matches_the_reference():
-    rng, x, cuts = _data(7, n=2000)
+    rng, x, cuts = binning_data(7, n=2000)
     bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
     rows = np.arange(x.shape[0], dtype=np.int32)
     begins, ends = np.array([0, 700, 1500]), np.array([700, 1500, 2000])
@@ -98,29 +87,9 @@ def test_partition_kernel_is_stable_and_matches_the_reference():
         assert np.all(np.diff(rows[b:b + c]) > 0) and np.all(np.diff(rows[b + c:e]) > 0)
 
 
-def _random_ensemble(rng, n_trees=5, n_features=4, n_groups=2):
-    ens = Ensemble(n_groups, rng.normal(size=n_groups))
-    for t in range(n_trees):
-        left, right, parent, feature, split = [-1], [-1], [-1], [-1], [0.0]
-        frontier = [0]
-        while frontier and len(left) < 15:
-            node = frontier.pop(0)
-            for side in (0, 1):
-                left.append(-1); right.append(-1); parent.append(node); feature.append(-1); split.append(0.0)
-                (left if side == 0 else right)[node] = len(left) - 1
-                frontier.append(len(left) - 1)
-            feature[node] = int(rng.integers(n_features))
-            split[node] = float(rng.normal())
-        n = len(left)
-        ens.append(Tree(left=left, right=right, parent=parent, feature=feature, split_value=split,
-                        default_left=rng.integers(0, 2, n), gain=np.zeros(n), cover=np.ones(n),
-                        value=rng.normal(size=n)), t % n_groups)
-    return ens
-
-
 def test_prediction_kernel_matches_a_plain_tree_walk():
     rng = np.random.default_rng(3)
-    ens = _random_ensemble(rng)
+    ens = random_ensemble(rng)
     x = rng.normal(size=(300, 4)).astype(np.float32)
     x[rng.random(x.shape) < 0.2] = np.nan
     got = np.zeros((300, 2), np.float32)
@@ -138,7 +107,7 @@ def test_prediction_kernel_matches_a_plain_tree_walk():
 def test_multithreaded_histogram_paths_match_numpy_add_at(n_nodes):
     # enough rows for several threads: few nodes share rows across threads (partial
     # histograms), many nodes are handed out whole
-    rng, x, cuts = _data(11, n=60_000, f=5)
+    rng, x, cuts = binning_data(11, n=60_000, f=5)
     bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
     gpair = rng.integers(-10**12, 10**12, size=(x.shape[0], 2))
     rows = rng.permutation(x.shape[0]).astype(np.int32)

@@ -10,12 +10,12 @@ import json
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
+import xgboost as xgb
 
 import dgboost as dgb
 
-xgb = pytest.importorskip("xgboost")
-pd = pytest.importorskip("pandas")
 
 IMPORTANCE_TYPES = ("weight", "gain", "cover", "total_gain", "total_cover")
 

@@ -1,6 +1,7 @@
 """dgboost.cv against xgboost.cv on the same explicit folds, and QuantileDMatrix."""
 import numpy as np
 import pytest
+import xgboost as xgb
 
 import dgboost as dg
 from dgboost.datasets import make_synthetic
@@ -12,7 +13,6 @@ PARAMS = {"objective": "binary:logistic", "max_depth": 3, "eta": 0.3, "seed": 0}
 
 
 def _xgb_cv(**kw):
-    xgb = pytest.importorskip("xgboost")
     return xgb.cv(PARAMS, xgb.DMatrix(X, Y), folds=FOLDS, **kw)
 
 
@@ -31,7 +31,6 @@ def test_cv_early_stopping_trims_rows_as_xgboost():
     # noisy labels and deep trees: the fold-mean test logloss has a clear minimum at round 2,
     # so both libraries stop at the same round although their trees differ slightly (on data
     # with a flat minimum the stopping round is too sensitive to compare across libraries)
-    xgb = pytest.importorskip("xgboost")
     rng = np.random.default_rng(2)
     n = 600
     Xn = rng.normal(size=(n, 4)).astype(np.float32)

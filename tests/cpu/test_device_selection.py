@@ -33,7 +33,7 @@ def cpu_model():
 @pytest.fixture
 def no_gpu(monkeypatch):
     """Make this process look GPU-less, whatever the machine has."""
-    monkeypatch.setattr(booster_module, "_cuda_status", lambda: (False, "no CUDA device (test)"))
+    monkeypatch.setattr(booster_module, "cuda_status", lambda: (False, "no CUDA device (test)"))
 
 
 def _fallback_warnings(caught):

@@ -8,7 +8,7 @@ from dgboost._layout import GRAD_PAIR_INT, NODE, PATH_ELEMENT
 from dgboost.backend.cpu import CPUBackend
 from dgboost.quantile import compute_cuts
 from dgboost.training import fixed_point_scale
-from dgboost.tree import Ensemble, Tree
+from dgboost.testing.kernel_inputs import binning_data, random_ensemble
 
 pytestmark = pytest.mark.gpu
 
@@ -23,16 +23,6 @@ def gpu():
     backend.poison = True
     yield backend
     backend.poison = False
-
-
-def _data(seed, n=3000, f=6, missing=0.2, max_bin=16):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(n, f)).astype(np.float32)
-    x[:, 0] = np.round(x[:, 0])  # few distinct values
-    x[rng.random(x.shape) < missing] = np.nan
-    x[:, -1] = np.nan  # an all-missing column
-    cuts = compute_cuts(x, None, max_bin)
-    return rng, x, cuts
 
 
 def _cpu_bins(x, cuts):
@@ -58,7 +48,7 @@ def test_record_layouts_on_the_device_match_the_numpy_dtypes(gpu):
 
 @pytest.mark.parametrize("max_bin", [2, 3, 16, 256, 1000])
 def test_binned_matrix_unpacks_to_the_cpu_bins(gpu, max_bin):
-    _, x, cuts = _data(max_bin, n=2000, max_bin=max_bin)
+    _, x, cuts = binning_data(max_bin, n=2000, max_bin=max_bin)
     ell = gpu.bin_values(x, cuts.values, cuts.ptrs)
     cpu = _cpu_bins(x, cuts).astype(np.int64)
     cpu[cpu == np.iinfo(_cpu_bins(x, cuts).dtype).max] = ell.missing
@@ -97,7 +87,7 @@ def test_histograms_equal_the_cpu_ones_for_narrow_wide_and_huge_bin_counts(gpu, 
     import cupy
 
     n = 40_000 if max_bin == 40000 else 3000
-    rng, x, cuts = _data(seed, n=n, f=f, max_bin=max_bin)
+    rng, x, cuts = binning_data(seed, n=n, f=f, max_bin=max_bin)
     if max_bin == 40000:
         x[:, 1] = rng.permutation(n).astype(np.float32)  # many distinct values: > shared memory
         cuts = compute_cuts(x, None, max_bin, sample_rows=n)
@@ -121,7 +111,7 @@ def test_split_decisions_equal_the_cpu_ones_bit_for_bit(gpu, lam, alpha, mcw, md
     import cupy
 
     for seed in range(5):
-        rng, x, cuts = _data(seed, n=2000, f=8, max_bin=64)
+        rng, x, cuts = binning_data(seed, n=2000, f=8, max_bin=64)
         bins = _cpu_bins(x, cuts)
         scale = 2.0 ** 26
         gpair = CPU.quantise(rng.normal(size=x.shape[0]), rng.uniform(0.1, 1.0, size=x.shape[0]), scale, scale)
@@ -158,7 +148,7 @@ def test_tied_gains_pick_the_lowest_feature_then_the_lowest_bin(gpu):
 def test_partition_is_stable_and_equals_the_cpu_partition(gpu):
     import cupy
 
-    rng, x, cuts = _data(5, n=5000, f=5)
+    rng, x, cuts = binning_data(5, n=5000, f=5)
     bins = _cpu_bins(x, cuts)
     ell = gpu.bin_values(x, cuts.values, cuts.ptrs)
     rows = rng.permutation(x.shape[0]).astype(np.int32)
@@ -185,27 +175,11 @@ def test_leaf_values_are_added_to_the_margins_of_their_rows(gpu):
     np.testing.assert_array_equal(dev.get(), margin)
 
 
-def _random_ensemble(rng, n_trees, n_features, n_groups):
-    ens = Ensemble(n_groups, np.zeros(n_groups))
-    for t in range(n_trees):
-        # a random full tree of depth 3: nodes 0..6 inner, 7..14 leaves (heap order)
-        left = np.array([2 * i + 1 if i < 7 else -1 for i in range(15)], np.int32)
-        right = np.array([2 * i + 2 if i < 7 else -1 for i in range(15)], np.int32)
-        parent = np.array([-1] + [(i - 1) // 2 for i in range(1, 15)], np.int32)
-        feature = np.where(left >= 0, rng.integers(0, n_features, 15), -1).astype(np.int32)
-        tree = Tree(left=left, right=right, parent=parent, feature=feature,
-                    split_value=rng.normal(size=15).astype(np.float32),
-                    default_left=rng.integers(0, 2, 15).astype(np.uint8), gain=np.zeros(15, np.float32),
-                    cover=np.ones(15), value=rng.normal(size=15).astype(np.float32))
-        ens.append(tree, t % n_groups)
-    return ens
-
-
 def test_prediction_kernels_equal_the_cpu_ones(gpu):
     import cupy
 
     rng = np.random.default_rng(3)
-    ens = _random_ensemble(rng, 12, 5, 3)
+    ens = random_ensemble(rng, 12, 5, 3)
     x = rng.normal(size=(4000, 5)).astype(np.float32)
     x[rng.random(x.shape) < 0.2] = np.nan
     for t0, t1 in ((0, 12), (3, 9)):

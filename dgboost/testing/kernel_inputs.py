@@ -1,0 +1,53 @@
+"""Random inputs shared by the kernel tests of every backend (tests/cpu/test_backend_kernels.py,
+tests/gpu/test_cuda_kernels.py), so both devices face the same kinds of data."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..quantile import Cuts, compute_cuts
+from ..tree import Ensemble, Tree
+
+__all__ = ["binning_data", "random_ensemble"]
+
+
+def binning_data(seed: int, n: int = 500, f: int = 6, missing: float = 0.2,
+                 max_bin: int = 16) -> tuple[np.random.Generator, np.ndarray, Cuts]:
+    """Normal features with a few-valued column, missing values and an all-missing last column.
+
+    Returns
+    -------
+    rng : numpy.random.Generator
+        The generator after drawing ``x`` (for further draws in the test).
+    x : ndarray of float32, shape (n, f)
+    cuts : Cuts
+        ``compute_cuts(x, None, max_bin)``.
+    """
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, f)).astype(np.float32)
+    x[:, 0] = np.round(x[:, 0])  # few distinct values
+    x[rng.random(x.shape) < missing] = np.nan
+    x[:, -1] = np.nan if f > 2 else x[:, -1]  # an all-missing column
+    return rng, x, compute_cuts(x, None, max_bin)
+
+
+def random_ensemble(rng: np.random.Generator, n_trees: int = 5, n_features: int = 4,
+                    n_groups: int = 2) -> Ensemble:
+    """``n_trees`` random trees of up to 15 nodes (breadth-first splits on random features and
+    thresholds, random default directions and leaf values), round-robin over ``n_groups``."""
+    ens = Ensemble(n_groups, rng.normal(size=n_groups))
+    for t in range(n_trees):
+        left, right, parent, feature, split = [-1], [-1], [-1], [-1], [0.0]
+        frontier = [0]
+        while frontier and len(left) < 15:
+            node = frontier.pop(0)
+            for side in (0, 1):
+                left.append(-1); right.append(-1); parent.append(node); feature.append(-1); split.append(0.0)
+                (left if side == 0 else right)[node] = len(left) - 1
+                frontier.append(len(left) - 1)
+            feature[node] = int(rng.integers(n_features))
+            split[node] = float(rng.normal())
+        n = len(left)
+        ens.append(Tree(left=left, right=right, parent=parent, feature=feature, split_value=split,
+                        default_left=rng.integers(0, 2, n), gain=np.zeros(n), cover=np.ones(n),
+                        value=rng.normal(size=n)), t % n_groups)
+    return ens
