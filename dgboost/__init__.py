@@ -13,8 +13,8 @@ from .data import DMatrix, QuantileDMatrix
 # ``dgboost.cv`` the function even after ``import dgboost.cv`` (a submodule import would
 # otherwise set the package attribute to the module)
 from .cv import cv
-from .errors import (DeviceMemoryError, DGBoostError, DGBoostTypeError, DGBoostValueError,
-                     ModelFormatError, ParameterError)
+from .errors import (CommunicationError, DeviceMemoryError, DGBoostError, DGBoostTypeError,
+                     DGBoostValueError, ModelFormatError, ParameterError)
 from .training import TrainingCallback, train
 from .explain.explainer import TreeExplainer
 
@@ -68,7 +68,7 @@ __all__ = [
     "Booster", "DMatrix", "QuantileDMatrix", "train", "cv", "TrainingCallback", "TreeExplainer",
     "plot_importance", "plot_tree", "to_graphviz",
     "DGBoostError", "DGBoostValueError", "DGBoostTypeError", "ModelFormatError", "ParameterError",
-    "DeviceMemoryError",
+    "DeviceMemoryError", "CommunicationError",
     "DGBModel", "DGBRegressor", "DGBClassifier", "DGBRanker", "XGBRegressor", "XGBClassifier", "XGBRanker",
     "__version__",
 ]

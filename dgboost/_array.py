@@ -9,7 +9,7 @@ from types import ModuleType
 
 import numpy as np
 
-__all__ = ["array_module", "is_device_array", "to_host"]
+__all__ = ["array_module", "as_rows", "is_device_array", "to_host"]
 
 
 def is_device_array(a) -> bool:
@@ -56,3 +56,24 @@ def to_host(a):
     if is_device_array(a):
         return a.get()
     return np.asarray(a)
+
+
+def as_rows(a, n_rows: int):
+    """``a`` viewed as a matrix of ``n_rows`` rows: ``a.reshape(n_rows, -1)`` that also works
+    for 0 rows (where NumPy cannot infer the column count).
+
+    Parameters
+    ----------
+    a : ndarray or cupy.ndarray, shape (n_rows, k) or (n_rows * k,)
+    n_rows : int
+
+    Returns
+    -------
+    ndarray or cupy.ndarray, shape (n_rows, k)
+        ``a`` itself when it is already 2-D; a 1-D array with no elements becomes (0, 1).
+    """
+    if a.ndim == 2:
+        return a
+    if n_rows == 0:
+        return a.reshape(0, 1)
+    return a.reshape(n_rows, -1)

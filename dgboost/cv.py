@@ -7,7 +7,7 @@ results, so early stopping on the fold mean (as XGBoost does it, on the last met
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 

@@ -22,7 +22,7 @@ import numpy as np
 from ._array import array_module, is_device_array
 from .errors import DGBoostTypeError, DGBoostValueError
 
-__all__ = ["DMatrix", "QuantileDMatrix", "as_feature_matrix"]
+__all__ = ["DMatrix", "QuantileDMatrix", "RankDMatrix", "as_feature_matrix"]
 
 
 def _top_module(obj: Any) -> str:
@@ -123,8 +123,8 @@ def _sparse_to_matrix(matrix) -> np.ndarray:
     return out
 
 
-def as_feature_matrix(data: Any, missing: float = np.nan,
-                      feature_names: Sequence[str] | None = None) -> tuple[Any, list[str] | None]:
+def as_feature_matrix(data: Any, missing: float = np.nan, feature_names: Sequence[str] | None = None,
+                      allow_empty_rows: bool = False) -> tuple[Any, list[str] | None]:
     """Convert ``data`` to a C-contiguous float32 matrix with NaN for missing values.
 
     Parameters
@@ -134,6 +134,8 @@ def as_feature_matrix(data: Any, missing: float = np.nan,
         The value that marks a missing entry (NaN by default).
     feature_names : sequence of str, optional
         Overrides the names found in ``data`` (DataFrame columns).
+    allow_empty_rows : bool
+        Accept 0 rows (never 0 features): a rank of a distributed job may hold no rows.
 
     Returns
     -------
@@ -177,7 +179,7 @@ def as_feature_matrix(data: Any, missing: float = np.nan,
         values = np.asarray(array, dtype=np.float32)
     if values.ndim != 2:
         raise DGBoostValueError(f"data must be 2-D (rows x features), got {values.ndim}-D with shape {values.shape}")
-    if values.shape[0] == 0 or values.shape[1] == 0:
+    if (values.shape[0] == 0 and not allow_empty_rows) or values.shape[1] == 0:
         raise DGBoostValueError(f"data is empty: shape {values.shape}")
     # the same code for both devices: xp is numpy or cupy, and stays on the data's device
     xp = array_module(values)
@@ -254,10 +256,13 @@ class DMatrix:
     group_ptr : numpy.ndarray of int64, shape (n_groups + 1,), or None
     """
 
+    _allow_empty_rows = False  # a user's DMatrix with no rows is a mistake; a rank's is not
+
     def __init__(self, data, label=None, weight=None, base_margin=None, group=None, qid=None,
                  feature_names=None, feature_types=None, missing=np.nan, max_bin=None, ref=None,
                  nthread=None, enable_categorical=False):
-        self.data, self.feature_names = as_feature_matrix(data, missing, feature_names)
+        self.data, self.feature_names = as_feature_matrix(data, missing, feature_names,
+                                                          allow_empty_rows=self._allow_empty_rows)
         n = self.data.shape[0]
         self.feature_types = list(feature_types) if feature_types is not None else None
         if self.feature_types is not None and any(t not in ("q", "float", "int", "i") for t in self.feature_types):
@@ -310,6 +315,16 @@ class DMatrix:
 
     def __repr__(self) -> str:
         return f"DMatrix(rows={self.num_row()}, features={self.num_col()}, label={self.label is not None})"
+
+
+class RankDMatrix(DMatrix):
+    """The rows one rank of a distributed job holds: a :class:`DMatrix` that may have 0 rows.
+
+    A worker that was given no partitions still takes part in every collective (with empty
+    histograms), so its share of the data is an empty matrix with the job's columns.
+    """
+
+    _allow_empty_rows = True
 
 
 def _group_pointer(group, qid, n: int) -> np.ndarray | None:

@@ -6,7 +6,7 @@ Every error a user can cause (bad input, bad parameter, bad model file) is a
 """
 
 __all__ = ["DGBoostError", "DGBoostValueError", "DGBoostTypeError", "ModelFormatError", "DeviceMemoryError",
-           "ParameterError"]
+           "ParameterError", "CommunicationError"]
 
 
 class DGBoostError(Exception):
@@ -31,3 +31,7 @@ class ModelFormatError(DGBoostValueError):
 
 class DeviceMemoryError(DGBoostError, MemoryError):
     """The GPU cannot hold the work; the message gives the estimate and the input size."""
+
+
+class CommunicationError(DGBoostError, RuntimeError):
+    """A collective between ranks failed: a peer was lost, timed out or disagreed."""

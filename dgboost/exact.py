@@ -12,7 +12,7 @@ from fractions import Fraction
 import numba
 import numpy as np
 
-from ._array import array_module, to_host
+from ._array import array_module, as_rows, to_host
 from .errors import DGBoostValueError
 
 __all__ = ["exact_sum", "weighted_quantile"]
@@ -41,7 +41,7 @@ def exact_sum(columns: np.ndarray, comm) -> np.ndarray:
     """
     xp = array_module(columns)
     v = xp.asarray(columns, dtype=xp.float64)
-    v = v.reshape(len(v), -1) if v.ndim != 2 else v
+    v = as_rows(v, len(v))
     m = v.shape[1]
     host = xp is np
     if host:

@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 from scipy.special import gammaln
 
-from ._array import array_module, to_host
+from ._array import array_module, as_rows, to_host
 from .errors import DGBoostValueError, ParameterError
 from .objective import Objective, exact_sum
 
@@ -46,9 +46,9 @@ def _predictions(margin, objective: Objective):
     in the array module of ``margin``."""
     xp = array_module(margin)
     m = xp.asarray(margin, np.float32)
-    m = m.reshape(m.shape[0], -1)
+    m = as_rows(m, m.shape[0])
     pred = objective.eval_transform(m) if objective is not None else m
-    return xp.asarray(pred, xp.float64).reshape(m.shape[0], -1)
+    return as_rows(xp.asarray(pred, xp.float64), m.shape[0])
 
 
 def _gammaln(x):

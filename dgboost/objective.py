@@ -23,7 +23,7 @@ from typing import Callable
 import numba
 import numpy as np
 
-from ._array import array_module, to_host
+from ._array import array_module, as_rows, to_host
 from .comm.base import LocalComm
 from .errors import DGBoostValueError, ParameterError
 from .params import TrainParams
@@ -165,7 +165,7 @@ class Objective:
             (labels and weights are moved to it if they live elsewhere).
         """
         xp = array_module(margin)
-        m = xp.asarray(margin, xp.float64).reshape(len(label), -1)[:, 0]
+        m = as_rows(xp.asarray(margin, xp.float64), len(label))[:, 0]
         y = xp.asarray(label, xp.float64)
         g, h = self._grad_hess(m, y, xp)
         w = self._row_weight(weight, y, xp)
@@ -184,7 +184,7 @@ class Objective:
         """Margin (n, k) float32 -> prediction: float32 (n,) for one output, same array module."""
         xp = array_module(margin)
         m = xp.asarray(margin, np.float32)
-        return m.reshape(m.shape[0], -1)[:, 0].copy()
+        return as_rows(m, m.shape[0])[:, 0].copy()
 
     def eval_transform(self, margin):
         """What metrics see; equals :meth:`transform` except for ``multi:softmax`` and
@@ -297,7 +297,7 @@ class RegLogistic(Objective):
         g = np.empty((n, 1), np.float32)
         h = np.empty((n, 1), np.float32)
         w = np.empty(0, np.float32) if weight is None else np.asarray(weight, np.float32)
-        _logistic_gradient(np.asarray(margin, np.float32).reshape(n, -1)[:, 0],
+        _logistic_gradient(as_rows(np.asarray(margin, np.float32), n)[:, 0],
                            np.asarray(label, np.float32), w, float(self.params.scale_pos_weight),
                            g[:, 0], h[:, 0])
         return g, h
@@ -427,7 +427,7 @@ class SoftprobMultiClass(Objective):
 
     def transform(self, margin):
         m = array_module(margin).asarray(margin)
-        return self._softmax(m.reshape(m.shape[0], -1)).astype(np.float32)
+        return self._softmax(as_rows(m, m.shape[0])).astype(np.float32)
 
     def eval_transform(self, margin):
         return SoftprobMultiClass.transform(self, margin)
@@ -441,7 +441,7 @@ class SoftmaxMultiClass(SoftprobMultiClass):
     def transform(self, margin):
         xp = array_module(margin)
         m = xp.asarray(margin)
-        m = m.reshape(m.shape[0], -1)
+        m = as_rows(m, m.shape[0])
         return xp.argmax(m, axis=1).astype(np.float32)  # first maximum (NumPy and CuPy), as XGBoost
 
 
@@ -545,7 +545,7 @@ class _LambdaRank(Objective):
         if norm is None:  # prepare() was not called: normalise over the local groups
             norm = self._weight_norm(weight, gp, LocalComm())
         g, h = lambdarank_gradient(
-            np.asarray(margin, np.float32).reshape(len(label), -1)[:, 0], np.asarray(label, np.float32),
+            as_rows(np.asarray(margin, np.float32), len(label))[:, 0], np.asarray(label, np.float32),
             gp, gw * norm, topk=self.topk, num_pair=self.num_pair, ndcg=self._ndcg,
             exp_gain=self.exp_gain, score_normalization=self.score_normalization,
             normalization=self.normalization, seed=int(self.params.seed), iteration=int(iteration),
@@ -611,7 +611,7 @@ class CustomObjective(Objective):
 
     def transform(self, margin):
         m = array_module(margin).asarray(margin, np.float32)
-        return m.reshape(m.shape[0], -1)[:, 0].copy() if self._k == 1 else m.reshape(m.shape[0], -1).copy()
+        return as_rows(m, m.shape[0])[:, 0].copy() if self._k == 1 else as_rows(m, m.shape[0]).copy()
 
 
 _REGISTRY: dict[str, type[Objective]] = {cls.name: cls for cls in (

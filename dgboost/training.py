@@ -7,7 +7,6 @@ leaves' row segments. Evaluation sets are predicted incrementally with the new t
 from __future__ import annotations
 
 import math
-import sys
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np

@@ -36,10 +36,12 @@ def test_the_fma_contraction_stays_off_so_split_gains_round_as_on_the_cpu():
     assert "--fmad=false" in _nvrtc.compile_options()
 
 
-def test_every_package_folder_is_listed_for_the_wheel_and_kernels_ship_in_it():
+def test_every_package_folder_is_listed_for_the_wheel_and_kernels_and_cluster_configs_ship_in_it():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     listed = set(config["packages"])
     found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "dgboost").rglob("__init__.py")}
     assert found <= listed
     assert config["package-dir"]["dgboost._kernels"] == "kernels"
     assert set(config["package-data"]["dgboost._kernels"]) == {"*.cu", "*.cuh"}
+    assert config["package-dir"]["dgboost._cluster_configs"] == "cluster_configs"
+    assert set(config["package-data"]["dgboost._cluster_configs"]) == {"*.yaml"}

@@ -1,0 +1,173 @@
+"""The host communicator: ranks in separate processes (Dask workers) through ``xgboost.collective``.
+
+XGBoost's Rabit collective (a tracker plus a ring/tree of TCP connections between the
+workers) is a maintained collective library that CPU Dask workers can all reach; dgboost
+uses it instead of a socket protocol of its own. CUDA workers that share one GPU use it too,
+because NCCL refuses two ranks on one device.
+
+Exactness: integer sums are exact whatever the reduction order. ``allgather`` is built on an
+integer sum of bytes (each rank writes its rows into its own slice of a zeroed buffer), so
+floating-point rows arrive bit for bit (a float sum would turn ``-0.0`` into ``0.0``).
+
+``xgboost.collective`` is one communicator per process, so a process runs one job's
+collectives at a time (a lock, held from ``__enter__`` to ``__exit__``).
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from .._array import array_module, to_host
+from ..errors import CommunicationError
+
+__all__ = ["CollectiveComm", "start_tracker"]
+
+_PROCESS_LOCK = threading.Lock()  # xgboost.collective is process-global
+
+
+def start_tracker(world_size: int, host: str, timeout: float = 300.0) -> tuple[Any, dict]:
+    """Start an XGBoost Rabit tracker for ``world_size`` ranks.
+
+    Parameters
+    ----------
+    world_size : int
+    host : str
+        Address the workers reach the tracker at.
+    timeout : float
+        Seconds the tracker waits for all ranks to join (and to leave).
+
+    Returns
+    -------
+    tracker : xgboost.tracker.RabitTracker
+        Keep it alive until the job ends; ``tracker.free()`` releases it early.
+    worker_args : dict
+        Passed to :class:`CollectiveComm` on every rank.
+    """
+    from xgboost.tracker import RabitTracker
+
+    # sortby="task": ranks follow the task ids CollectiveComm gives (the rank, zero-padded),
+    # not the order in which workers happen to connect
+    tracker = RabitTracker(n_workers=int(world_size), host_ip=host, sortby="task", timeout=int(timeout))
+    tracker.start()
+    return tracker, dict(tracker.worker_args())
+
+
+class CollectiveComm:
+    """Communicator of one rank over ``xgboost.collective``; use it as a context manager.
+
+    Parameters
+    ----------
+    worker_args : dict
+        From :func:`start_tracker` (tracker address and port).
+    rank, world_size : int
+        This process's rank (ranks are assigned by the caller, not by connection order).
+    timeout : float
+        Seconds any one collective may wait for its peers; a lost peer then raises
+        :class:`~dgboost.errors.CommunicationError` instead of hanging.
+
+    Notes
+    -----
+    Arrays may be NumPy or CuPy; results come back in the array module of the argument
+    (CuPy arrays are staged through the host).
+    """
+
+    def __init__(self, worker_args: dict, rank: int, world_size: int, timeout: float = 300.0):
+        self._args = dict(worker_args)
+        self._rank = int(rank)
+        self._world_size = int(world_size)
+        self._timeout = float(timeout)
+        self._entered = False
+
+    @property
+    def rank(self) -> int:
+        return self._rank
+
+    @property
+    def world_size(self) -> int:
+        return self._world_size
+
+    def __enter__(self) -> "CollectiveComm":
+        from xgboost import collective
+
+        if not _PROCESS_LOCK.acquire(timeout=self._timeout):
+            raise CommunicationError("another dgboost job holds this process's collective for longer "
+                                     f"than {self._timeout:.0f} s")
+        try:
+            collective.init(**self._args, dmlc_task_id=f"{self._rank:08d}",
+                            dmlc_timeout=max(1, int(self._timeout)))
+            got = collective.get_rank(), collective.get_world_size()
+            if got != (self._rank, self._world_size):
+                raise CommunicationError(f"collective assigned rank {got[0]} of {got[1]}, "
+                                         f"expected {self._rank} of {self._world_size}")
+        except BaseException as exc:
+            _PROCESS_LOCK.release()
+            if isinstance(exc, CommunicationError):
+                raise
+            raise CommunicationError(f"rank {self._rank} could not join the collective: {exc}") from exc
+        self._entered = True
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        from xgboost import collective
+
+        try:
+            collective.finalize()
+        except Exception:  # noqa: BLE001 - a broken group cannot be finalised cleanly; the job already failed
+            pass
+        finally:
+            self._entered = False
+            _PROCESS_LOCK.release()
+
+    def _call(self, what: str, fn, *args):
+        if not self._entered:
+            raise CommunicationError("CollectiveComm used outside its `with` block")
+        try:
+            return fn(*args)
+        except Exception as exc:  # noqa: BLE001 - XGBoostError and socket errors alike
+            raise CommunicationError(f"{what} failed on rank {self._rank} of {self._world_size} "
+                                     f"(a peer was lost or timed out after {self._timeout:.0f} s): "
+                                     f"{str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}"
+                                     ) from exc
+
+    def _reduce(self, array, op_name: str):
+        from xgboost import collective
+
+        xp = array_module(array)
+        host = np.ascontiguousarray(to_host(array))
+        out = self._call(f"allreduce_{op_name}", collective.allreduce, host, getattr(collective.Op, op_name.upper()))
+        out = np.asarray(out).reshape(host.shape)
+        return xp.asarray(out) if xp is not np else out
+
+    def allreduce_sum(self, array):
+        return self._reduce(array, "sum")
+
+    def allreduce_max(self, array):
+        return self._reduce(array, "max")
+
+    def allgather(self, array):
+        xp = array_module(array)
+        host = np.ascontiguousarray(to_host(array))
+        row_bytes = host.dtype.itemsize * int(np.prod(host.shape[1:], dtype=np.int64))
+        # rows of every rank, and the row width of every rank that has rows (widths must agree)
+        meta = np.zeros((2, self._world_size), np.int64)
+        meta[0, self._rank] = host.shape[0]
+        meta[1, self._rank] = row_bytes if host.shape[0] else 0
+        meta = self.allreduce_sum(meta)
+        widths = set(meta[1][meta[0] > 0].tolist())
+        if len(widths) > 1:
+            raise CommunicationError(f"allgather: ranks sent rows of different sizes ({sorted(widths)} bytes)")
+        offsets = np.concatenate([[0], np.cumsum(meta[0])])
+        buffer = np.zeros(int(offsets[-1]) * row_bytes, np.uint8)
+        start = int(offsets[self._rank]) * row_bytes
+        buffer[start:start + host.nbytes] = host.reshape(-1).view(np.uint8)
+        # uint8 sum: exactly one rank writes each byte, the others add zero
+        buffer = self._reduce(buffer, "sum")
+        out = buffer.view(host.dtype).reshape((int(offsets[-1]),) + host.shape[1:])
+        return xp.asarray(out) if xp is not np else out
+
+    def broadcast(self, obj, root: int = 0):
+        from xgboost import collective
+
+        return self._call("broadcast", collective.broadcast, obj, int(root))

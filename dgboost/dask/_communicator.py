@@ -1,0 +1,104 @@
+"""How the ranks of one job get a communicator: which kind, and how it is set up.
+
+A spec is a small picklable dict made on the client and sent to every rank's task:
+``{"kind": "local"}`` for one rank, ``{"kind": "host", "args": ...}`` for XGBoost's Rabit
+collective (its tracker runs on the scheduler, as in ``xgboost.dask``), or
+``{"kind": "nccl", "uid": ...}`` for NCCL between CUDA workers on distinct GPUs.
+"""
+from __future__ import annotations
+
+import contextlib
+import uuid
+
+from ..errors import DGBoostValueError
+
+__all__ = ["make_spec", "release_spec", "open_comm"]
+
+_TRACKERS: dict = {}  # on the scheduler: job id -> RabitTracker (kept alive until released)
+
+
+def _tracker_on_scheduler(world_size: int, timeout: float, job: str, dask_scheduler=None) -> dict:
+    from distributed.comm import get_address_host
+
+    from ..comm.collective import start_tracker
+
+    host = get_address_host(dask_scheduler.address)
+    tracker, args = start_tracker(world_size, host, timeout)
+    _TRACKERS[job] = tracker
+    return args
+
+
+def _free_tracker(job: str, dask_scheduler=None) -> None:
+    tracker = _TRACKERS.pop(job, None)
+    if tracker is not None:
+        try:
+            tracker.free()
+        except Exception:  # noqa: BLE001 - a tracker whose workers died cannot shut down cleanly
+            pass
+
+
+def make_spec(client, world_size: int, kind: str, timeout: float, nccl_device_ids=None) -> dict:
+    """A communicator spec for ``world_size`` ranks (see the module docstring).
+
+    Parameters
+    ----------
+    kind : {"auto", "host", "nccl"}
+        ``auto``: one rank needs none, NCCL when every rank has its own GPU, else host.
+    nccl_device_ids : list of int or None
+        The GPU of every rank (from the workers), or None for CPU workers.
+    """
+    if kind not in ("auto", "host", "nccl"):
+        raise DGBoostValueError(f"communicator must be 'auto', 'host' or 'nccl', got {kind!r}")
+    if kind == "auto":
+        if world_size == 1:
+            return {"kind": "local"}
+        distinct = nccl_device_ids is not None and len(set(nccl_device_ids)) == len(nccl_device_ids)
+        kind = "nccl" if distinct else "host"
+    job = uuid.uuid4().hex
+    if kind == "nccl":
+        if nccl_device_ids is None:
+            raise DGBoostValueError("communicator='nccl' needs CUDA workers (device='cuda')")
+        if len(set(nccl_device_ids)) != len(nccl_device_ids):
+            raise DGBoostValueError("communicator='nccl': NCCL refuses two ranks on one GPU "
+                                    f"(ranks use GPUs {nccl_device_ids}); use communicator='host'")
+        from ..comm.nccl import new_unique_id
+
+        return {"kind": "nccl", "uid": new_unique_id(), "job": job, "timeout": timeout}
+    try:
+        args = client.run_on_scheduler(_tracker_on_scheduler, world_size, timeout, job)
+        where = "scheduler"
+    except Exception:  # noqa: BLE001 - dgboost not importable on the scheduler: run it here
+        from distributed.comm import get_address_host
+
+        from ..comm.collective import start_tracker
+
+        tracker, args = start_tracker(world_size, get_address_host(client.scheduler.address), timeout)
+        _TRACKERS[job] = tracker
+        where = "client"
+    return {"kind": "host", "args": args, "job": job, "where": where, "timeout": timeout}
+
+
+def release_spec(client, spec: dict) -> None:
+    """Free what :func:`make_spec` started (the tracker), whatever the job's outcome."""
+    if spec.get("kind") != "host":
+        return
+    if spec.get("where") == "scheduler":
+        with contextlib.suppress(Exception):
+            client.run_on_scheduler(_free_tracker, spec["job"])
+    else:
+        _free_tracker(spec["job"])
+
+
+def open_comm(spec: dict, rank: int, world_size: int):
+    """The communicator of ``rank`` as a context manager (on the worker)."""
+    from ..comm.base import LocalComm
+
+    if spec["kind"] == "local":
+        return contextlib.nullcontext(LocalComm())
+    if spec["kind"] == "host":
+        from ..comm.collective import CollectiveComm
+
+        return CollectiveComm(spec["args"], rank, world_size, timeout=spec["timeout"])
+    from ..comm.nccl import NcclComm
+
+    return NcclComm(spec["uid"], rank, world_size, timeout=spec["timeout"])

@@ -1,0 +1,213 @@
+"""DaskDMatrix: a distributed training set as persisted row partitions on the workers.
+
+The collections (features, labels, weights, margins, query ids) are split into aligned row
+partitions on the client, computed and kept on the workers (one future per partition and
+field), and checked on the workers before any collective starts (:mod:`._preflight`). The
+order of the partitions is the order of the rows: the model is that of the rows concatenated
+in this order, however they are spread over workers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import DGBoostTypeError, DGBoostValueError
+
+__all__ = ["DaskDMatrix"]
+
+_FIELDS = ("data", "label", "weight", "base_margin", "qid")
+
+
+def _collection_kind(obj, name: str) -> str:
+    """'array', 'frame' (DataFrame or Series) or raise: only dask collections are accepted."""
+    import dask.array as da
+    import dask.dataframe as dd
+
+    if isinstance(obj, da.Array):
+        return "array"
+    if isinstance(obj, (dd.DataFrame, dd.Series)):
+        return "frame"
+    hint = " (wrap it with dask.array.from_array or dask.dataframe.from_pandas)" \
+        if hasattr(obj, "shape") or hasattr(obj, "columns") else ""
+    raise DGBoostTypeError(f"{name} must be a dask Array, DataFrame or Series, got {type(obj).__name__}{hint}")
+
+
+def _row_blocks(obj, name: str) -> tuple[list, tuple | None]:
+    """Delayed row blocks of a dask collection, and its row chunk sizes when known."""
+    kind = _collection_kind(obj, name)
+    if kind == "frame":
+        return list(obj.to_delayed()), None
+    if obj.ndim not in (1, 2):
+        raise DGBoostValueError(f"{name} must be 1-D or 2-D, got {obj.ndim}-D")
+    if obj.ndim == 2 and obj.numblocks[1] > 1:
+        obj = obj.rechunk({1: -1})  # a partition holds whole rows
+    blocks = obj.to_delayed().reshape(-1)
+    chunks = obj.chunks[0]
+    return list(blocks), None if any(np.isnan(c) for c in chunks) else tuple(int(c) for c in chunks)
+
+
+@dataclass
+class _Partitions:
+    """Persisted partitions: ``futures[field][i]`` is partition i of ``field`` (or None)."""
+
+    futures: dict = field(default_factory=dict)
+    n_partitions: int = 0
+
+
+class DaskDMatrix:
+    """Training or evaluation data spread over a Dask cluster (``xgboost.dask.DaskDMatrix``).
+
+    Parameters
+    ----------
+    client : distributed.Client or None
+        None uses the current default client.
+    data : dask.array.Array of shape (n, F), or dask.dataframe.DataFrame
+        Features. Partitions may hold NumPy / pandas, or CuPy / cuDF (dask_cudf) data, which
+        stays on the worker's GPU.
+    label, weight, base_margin, qid : dask Array or Series, optional
+        Row-aligned with ``data``: the same number of partitions with the same lengths
+        (checked on the workers before training). Query groups (``qid``, sorted within a
+        partition) must not span partitions.
+    missing : float, optional
+        The value that marks a missing entry (NaN when None).
+    feature_names : list of str, optional
+        Defaults to the DataFrame's columns.
+
+    Notes
+    -----
+    The partitions are computed and kept on the workers when the DaskDMatrix is made
+    (``client.compute``); they are released when it is garbage-collected.
+    """
+
+    def __init__(self, client, data, label=None, *, weight=None, base_margin=None, missing=None,
+                 silent: bool = False, feature_names=None, feature_types=None, group=None, qid=None,
+                 label_lower_bound=None, label_upper_bound=None, feature_weights=None,
+                 enable_categorical: bool = False):
+        from distributed import default_client
+
+        if group is not None:
+            raise DGBoostValueError("DaskDMatrix takes qid (a query id per row), not group sizes")
+        if label_lower_bound is not None or label_upper_bound is not None or feature_weights is not None:
+            raise DGBoostValueError("label bounds (survival) and feature_weights are not supported")
+        if feature_types is not None and any(t not in ("q", "float", "int", "i") for t in feature_types):
+            raise DGBoostValueError("only numerical feature types are supported")
+        self.client = client if client is not None else default_client()
+        self.missing = np.nan if missing is None else float(missing)
+        self.feature_types = None if feature_types is None else list(feature_types)
+        self.is_frame = _collection_kind(data, "data") == "frame"
+        if self.is_frame and hasattr(data, "columns"):
+            names = [str(c) for c in data.columns]
+        elif self.is_frame:
+            raise DGBoostTypeError("data must be a dask DataFrame or 2-D Array, not a Series")
+        else:
+            if data.ndim != 2:
+                raise DGBoostValueError(f"data must be 2-D (rows x features), got shape {data.shape}")
+            names = None
+        self.n_features = len(names) if names is not None else int(data.shape[1])
+        if feature_names is not None:
+            feature_names = [str(n) for n in feature_names]
+            if len(feature_names) != self.n_features:
+                raise DGBoostValueError(f"{len(feature_names)} feature names given for {self.n_features} features")
+        self.feature_names = feature_names if feature_names is not None else names
+        self._frame_columns = names  # what every DataFrame partition must have, in order
+
+        blocks, chunks = _row_blocks(data, "data")
+        fields = {"data": blocks}
+        for name, value in (("label", label), ("weight", weight), ("base_margin", base_margin), ("qid", qid)):
+            if value is None:
+                continue
+            vblocks, vchunks = _row_blocks(value, name)
+            if len(vblocks) != len(blocks):
+                raise DGBoostValueError(f"{name} has {len(vblocks)} partitions but data has {len(blocks)}: "
+                                        "give them the same row partitions (rechunk / repartition)")
+            if chunks is not None and vchunks is not None and vchunks != chunks:
+                i = next(i for i, (a, b) in enumerate(zip(chunks, vchunks)) if a != b)
+                raise DGBoostValueError(f"partition {i}: {name} has {vchunks[i]} rows but data has {chunks[i]}: "
+                                        "give them the same row chunks")
+            fields[name] = vblocks
+        self.has = {name: name in fields for name in _FIELDS}
+        flat = [b for name in _FIELDS if name in fields for b in fields[name]]
+        futures = self.client.compute(flat)
+        self._parts = _Partitions(n_partitions=len(blocks))
+        k = 0
+        for name in _FIELDS:
+            if name in fields:
+                self._parts.futures[name] = futures[k:k + len(blocks)]
+                k += len(blocks)
+            else:
+                self._parts.futures[name] = [None] * len(blocks)
+
+    @property
+    def n_partitions(self) -> int:
+        return self._parts.n_partitions
+
+    def partition(self, i: int) -> dict:
+        """The futures of partition ``i``: a dict field -> Future (or None)."""
+        return {name: self._parts.futures[name][i] for name in _FIELDS}
+
+    def all_futures(self) -> list:
+        return [f for name in _FIELDS for f in self._parts.futures[name] if f is not None]
+
+    def num_col(self) -> int:
+        return self.n_features
+
+    def __repr__(self) -> str:
+        return (f"DaskDMatrix(partitions={self.n_partitions}, features={self.n_features}, "
+                f"label={self.has['label']})")
+
+
+def as_rank_dmatrix(parts: list[dict], has: dict, *, missing: float, feature_names, feature_types,
+                    n_features: int):
+    """A :class:`~dgboost.data.RankDMatrix` of the partitions one rank holds, concatenated in order.
+
+    Parameters
+    ----------
+    parts : list of dict
+        Materialised partitions (field -> NumPy / pandas / CuPy / cuDF object or None), in
+        global row order.
+    has : dict of str -> bool
+        Which fields the job has. A rank without rows gets empty arrays for them, so that it
+        takes the same branches (and joins the same collectives) as the ranks with rows.
+
+    Returns
+    -------
+    RankDMatrix
+        With 0 rows (and ``n_features`` columns) when ``parts`` is empty.
+    """
+    from ..data import RankDMatrix
+
+    fields: dict[str, Any] = {}
+    for name in _FIELDS:
+        values = [p[name] for p in parts if p.get(name) is not None]
+        if values:
+            fields[name] = _concat_rows(values)
+        elif has.get(name):
+            fields[name] = np.empty((0, n_features) if name == "data" else 0, np.float32)
+        else:
+            fields[name] = None
+    return RankDMatrix(fields["data"], fields["label"], weight=fields["weight"],
+                       base_margin=fields["base_margin"], qid=fields["qid"], missing=missing,
+                       feature_names=feature_names, feature_types=feature_types)
+
+
+def _concat_rows(values: list):
+    """Concatenate row blocks of one kind (NumPy, pandas, CuPy or cuDF), keeping the kind."""
+    if len(values) == 1:
+        return values[0]
+    first = values[0]
+    module = type(first).__module__.split(".")[0]
+    if module == "pandas":
+        import pandas as pd
+
+        return pd.concat(values, axis=0)
+    if module == "cudf":
+        import cudf
+
+        return cudf.concat(values, axis=0)
+    if module == "cupy":
+        import cupy
+
+        return cupy.concatenate(values, axis=0)
+    return np.concatenate([np.asarray(v) for v in values], axis=0)

@@ -1,0 +1,123 @@
+"""Preflight: every partition is checked where it lives before any collective starts.
+
+A bad partition found inside a collective would leave the other ranks waiting; found here, it
+gives one error that names the partition (and every other bad one, up to a few).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DGBoostError, DGBoostValueError
+
+__all__ = ["check_partitions"]
+
+_MAX_REPORTED = 5
+
+
+def _check_partition(index: int, part: dict, has: dict, missing: float, feature_names, columns,
+                     n_features: int, params: dict | None) -> dict:
+    """Validate partition ``index`` as the training data of one rank would be validated.
+
+    Returns
+    -------
+    dict
+        ``rows``; ``first_qid`` / ``last_qid`` when there are query ids. Raises a
+        DGBoostError whose message starts with ``partition <index>:``.
+    """
+    from ..data import RankDMatrix
+    from ..objective import get_objective
+    from ..params import parse_params
+
+    try:
+        data = part["data"]
+        if columns is not None and hasattr(data, "columns"):
+            got = [str(c) for c in data.columns]
+            if got != list(columns):
+                extra = [c for c in got if c not in columns]
+                lacking = [c for c in columns if c not in got]
+                detail = (f"extra {extra}" if extra else "") + (", " if extra and lacking else "") + \
+                    (f"missing {lacking}" if lacking else "")
+                raise DGBoostValueError(f"its columns differ from the first partition's ({detail or 'order differs'})")
+        dm = RankDMatrix(data, part.get("label"), weight=part.get("weight"), base_margin=part.get("base_margin"),
+                         qid=part.get("qid"), missing=missing, feature_names=feature_names)
+        if dm.num_col() != n_features:
+            raise DGBoostValueError(f"it has {dm.num_col()} features, the data has {n_features}")
+        if params is not None and dm.label is not None and dm.num_row():
+            objective = get_objective(parse_params(params))
+            objective.validate_labels(dm.label, dm.weight, dm.group_ptr)
+        info = {"rows": dm.num_row()}
+        if part.get("qid") is not None and dm.num_row():
+            q = np.asarray(_to_numpy(part["qid"])).reshape(-1)
+            info["first_qid"], info["last_qid"] = q[0].item(), q[-1].item()
+        return info
+    except DGBoostError as exc:
+        raise type(exc)(f"partition {index}: {exc}") from None
+
+
+def _to_numpy(value):
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    if hasattr(value, "get"):  # CuPy
+        value = value.get()
+    return np.asarray(value)
+
+
+def check_partitions(client, dmatrix, params: dict | None, what: str = "data") -> list[dict]:
+    """Run the partition checks of ``dmatrix`` on the workers that hold the partitions.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    dmatrix : DaskDMatrix
+    params : dict or None
+        Training parameters (labels are checked against the objective), or None.
+    what : str
+        How errors name the matrix ("data", "evaluation set 'valid'").
+
+    Returns
+    -------
+    list of dict
+        Per partition: ``rows`` (and query id bounds).
+
+    Raises
+    ------
+    DGBoostValueError
+        Naming every bad partition (the first few), or a query group that spans partitions.
+    """
+    futures = [client.submit(_check_partition, i, dmatrix.partition(i), dmatrix.has, dmatrix.missing,
+                             dmatrix.feature_names, dmatrix._frame_columns, dmatrix.n_features, params,
+                             pure=False)
+               for i in range(dmatrix.n_partitions)]
+    infos, errors = [], []
+    for i, fut in enumerate(futures):
+        try:
+            infos.append(fut.result())
+        except DGBoostError as exc:
+            errors.append(str(exc))
+            infos.append(None)
+        except Exception as exc:  # noqa: BLE001 - the partition itself could not be computed (I/O, user code)
+            errors.append(f"partition {i}: could not be computed: {type(exc).__name__}: {exc}")
+            infos.append(None)
+    if errors:
+        more = f" (and {len(errors) - _MAX_REPORTED} more)" if len(errors) > _MAX_REPORTED else ""
+        lead = "; ".join(errors[:_MAX_REPORTED])
+        raise DGBoostValueError(f"{what}: {lead}{more}")
+    _check_query_groups(infos, what)
+    return infos
+
+
+def _check_query_groups(infos: list[dict], what: str) -> None:
+    """Query ids must be sorted over the whole data, and a query must lie in one partition."""
+    previous = None
+    for i, info in enumerate(infos):
+        if "first_qid" not in info:
+            continue
+        if previous is not None:
+            j, last = previous
+            if info["first_qid"] == last:
+                raise DGBoostValueError(f"{what}: query {last!r} spans partitions {j} and {i}: "
+                                        "keep each query group within one partition")
+            if info["first_qid"] < last:
+                raise DGBoostValueError(f"{what}: query ids are not sorted across partitions "
+                                        f"({last!r} in partition {j}, then {info['first_qid']!r} in {i})")
+        previous = (i, info["last_qid"])

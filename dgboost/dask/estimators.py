@@ -1,0 +1,195 @@
+"""scikit-learn estimators on Dask: the local estimators' parameters, trained by ``dgboost.dask.train``.
+
+``DaskDGBRegressor``, ``DaskDGBClassifier`` and ``DaskDGBRanker`` take the parameters of
+:class:`~dgboost.DGBRegressor` & co.; ``client`` is a property, as in ``xgboost.dask`` (None:
+the default client). ``fit`` takes dask collections; ``predict`` / ``predict_proba`` return
+lazy dask collections. The fitted booster is the same one the local estimator's training
+would give on the concatenated rows.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from ..errors import DGBoostValueError
+from ..sklearn import _SKLEARN_ATTR, DGBClassifier, DGBRanker, DGBRegressor
+from ._matrix import DaskDMatrix
+from .prediction import predict as dask_predict
+from .training import train as dask_train
+
+__all__ = ["DaskDGBRegressor", "DaskDGBClassifier", "DaskDGBRanker"]
+
+
+class _DaskEstimator:
+    """What the three Dask estimators share: the client, fitting through DaskDMatrix."""
+
+    _client = None
+
+    @property
+    def client(self):
+        """The ``distributed.Client`` to train and predict with (None: the default client)."""
+        if self._client is None:
+            from distributed import default_client
+
+            return default_client()
+        return self._client
+
+    @client.setter
+    def client(self, value) -> None:
+        self._client = value
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_client", None)  # a Client does not travel with a pickled estimator
+        return state
+
+    def _dask_matrix(self, X, y=None, weight=None, base_margin=None, qid=None) -> DaskDMatrix:
+        return DaskDMatrix(self.client, X, y, weight=weight, base_margin=base_margin, qid=qid,
+                           missing=self.missing)
+
+    def _dask_evals(self, eval_set, sample_weight_eval_set, base_margin_eval_set, qid_eval_set=None):
+        evals = []
+        for i, (Xe, ye) in enumerate(eval_set or []):
+            we = sample_weight_eval_set[i] if sample_weight_eval_set else None
+            be = base_margin_eval_set[i] if base_margin_eval_set else None
+            qe = qid_eval_set[i] if qid_eval_set else None
+            evals.append((self._dask_matrix(Xe, self._encode_dask_y(ye), we, be, qe), f"validation_{i}"))
+        return evals
+
+    def _encode_dask_y(self, y, fitting: bool = False):
+        return y
+
+    def _fit_params(self) -> dict | None:
+        return None
+
+    def _dask_fit(self, dtrain: DaskDMatrix, X, evals, verbose, xgb_model, params: dict | None = None):
+        params = self._train_params() if params is None else params
+        out = dask_train(self.client, params, dtrain, num_boost_round=self.n_estimators, evals=evals,
+                         custom_metric=self._custom_metric(), obj=self._custom_objective(),
+                         early_stopping_rounds=self.early_stopping_rounds, verbose_eval=verbose,
+                         xgb_model=self._start_model(xgb_model), callbacks=list(self.callbacks or ()))
+        self._Booster = out["booster"]
+        self.evals_result_ = out["history"] if evals else {}
+        self._set_feature_info(X, dtrain.n_features)
+        self._early_stopping_used = self.early_stopping_rounds is not None and bool(evals)
+        self._Booster.set_attr(**{_SKLEARN_ATTR: json.dumps(self._sklearn_state())})
+        return self
+
+    def fit(self, X, y, *, sample_weight=None, base_margin=None, eval_set=None, sample_weight_eval_set=None,
+            base_margin_eval_set=None, verbose: bool | int = False, xgb_model=None):
+        """Train on dask collections ``X`` (Array or DataFrame) and ``y``; see :meth:`DGBModel.fit`."""
+        dtrain = self._dask_matrix(X, self._encode_dask_y(y, fitting=True), sample_weight, base_margin)
+        evals = self._dask_evals(eval_set, sample_weight_eval_set, base_margin_eval_set)
+        return self._dask_fit(dtrain, X, evals, verbose, xgb_model, self._fit_params())
+
+    def _iteration_range_for(self, iteration_range):
+        r = self._iteration_range(iteration_range)
+        return (0, 0) if r is None else r
+
+    def predict(self, X, output_margin: bool = False, validate_features: bool = True, base_margin=None,
+                iteration_range=None):
+        """Lazy predictions of a dask Array or DataFrame (margins with ``output_margin``)."""
+        if base_margin is not None:
+            from .prediction import inplace_predict
+
+            return inplace_predict(self.client, self.get_booster(), X,
+                                   iteration_range=self._iteration_range_for(iteration_range),
+                                   predict_type="margin" if output_margin else "value",
+                                   missing=self.missing, validate_features=validate_features,
+                                   base_margin=base_margin)
+        return dask_predict(self.client, self.get_booster(), X, output_margin=output_margin,
+                            validate_features=validate_features,
+                            iteration_range=self._iteration_range_for(iteration_range))
+
+    def apply(self, X, iteration_range=None):
+        """Lazy leaf indices, (n, trees)."""
+        return dask_predict(self.client, self.get_booster(), X, pred_leaf=True,
+                            iteration_range=self._iteration_range_for(iteration_range))
+
+
+class DaskDGBRegressor(_DaskEstimator, DGBRegressor):
+    """:class:`~dgboost.DGBRegressor` on Dask (``xgboost.dask.DaskXGBRegressor``)."""
+
+
+class DaskDGBClassifier(_DaskEstimator, DGBClassifier):
+    """:class:`~dgboost.DGBClassifier` on Dask (``xgboost.dask.DaskXGBClassifier``).
+
+    The classes are found with one pass over ``y`` (``unique``) when ``fit`` starts.
+    """
+
+    def _encode_dask_y(self, y, fitting: bool = False):
+        import dask.array as da
+
+        if fitting:
+            classes = np.asarray(y.unique().compute() if hasattr(y, "unique") else da.unique(y).compute())
+            classes = np.sort(classes[~_isnan(classes)]) if classes.dtype.kind == "f" else np.sort(classes)
+            if len(classes) < 2:
+                raise DGBoostValueError(f"y has {len(classes)} class(es): a classifier needs at least 2")
+            self.classes_ = classes
+            self.n_classes_ = len(classes)
+        classes = self.classes_
+        if classes.dtype.kind in "iuf" and np.array_equal(classes, np.arange(len(classes))):
+            return y  # already 0..k-1: nothing to encode
+        return y.map_partitions(_encode_block, classes) if hasattr(y, "map_partitions") and not hasattr(y, "chunks") \
+            else y.map_blocks(_encode_block, classes, dtype=np.float64)
+
+    def _fit_params(self) -> dict:
+        return self._class_params()[0]
+
+    def predict_proba(self, X, validate_features: bool = True, base_margin=None, iteration_range=None):
+        """Lazy class probabilities, (n, n_classes)."""
+        import dask.array as da
+
+        p = dask_predict(self.client, self.get_booster(), X, validate_features=validate_features,
+                         iteration_range=self._iteration_range_for(iteration_range), strict_shape=True)
+        if not isinstance(p, da.Array):
+            p = p.to_dask_array(lengths=True)
+        if p.shape[1] == 1:
+            return p.map_blocks(lambda b: np.column_stack([1.0 - b[:, 0], b[:, 0]]).astype(np.float32),
+                                chunks=(p.chunks[0], (2,)), dtype=np.float32)
+        return p
+
+    def predict(self, X, output_margin: bool = False, validate_features: bool = True, base_margin=None,
+                iteration_range=None):
+        """Lazy class labels (from ``classes_``), or margins with ``output_margin``."""
+        if output_margin:
+            return super().predict(X, output_margin=True, validate_features=validate_features,
+                                   base_margin=base_margin, iteration_range=iteration_range)
+        proba = self.predict_proba(X, validate_features=validate_features, iteration_range=iteration_range)
+        classes = self.classes_
+        return proba.map_blocks(lambda b: classes[np.argmax(b, axis=1)], drop_axis=1, dtype=classes.dtype)
+
+
+class DaskDGBRanker(_DaskEstimator, DGBRanker):
+    """:class:`~dgboost.DGBRanker` on Dask (``xgboost.dask.DaskXGBRanker``): ``qid`` per row,
+    sorted, each query within one partition."""
+
+    def fit(self, X, y, *, qid=None, sample_weight=None, base_margin=None, eval_set=None, eval_qid=None,
+            sample_weight_eval_set=None, base_margin_eval_set=None, verbose: bool | int = False,
+            xgb_model=None, group=None):
+        """Train on dask collections with a query id per row (``qid``)."""
+        if group is not None or qid is None:
+            raise DGBoostValueError("DaskDGBRanker.fit needs qid (a dask Array/Series, a query id per row); "
+                                    "group sizes are not supported on Dask")
+        dtrain = self._dask_matrix(X, y, sample_weight, base_margin, qid)
+        evals = self._dask_evals(eval_set, sample_weight_eval_set, base_margin_eval_set, eval_qid)
+        return self._dask_fit(dtrain, X, evals, verbose, xgb_model)
+
+
+def _isnan(a: np.ndarray) -> np.ndarray:
+    return np.isnan(a) if a.dtype.kind == "f" else np.zeros(a.shape, bool)
+
+
+def _encode_block(y, classes):
+    """Class labels -> 0..k-1 (float64), for one block; unknown labels become NaN (refused later)."""
+    values = np.asarray(y)
+    idx = np.minimum(np.searchsorted(classes, values), len(classes) - 1)
+    out = idx.astype(np.float64)
+    out[classes[idx] != values] = np.nan
+    if hasattr(y, "index"):
+        import pandas as pd
+
+        return pd.Series(out, index=y.index, name=getattr(y, "name", None))
+    return out
+

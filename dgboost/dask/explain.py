@@ -1,0 +1,124 @@
+"""Distributed SHAP: the explainer goes to every worker once and is mapped over row blocks.
+
+The explainer (path table, packed bins, weight tables) is built on the client, scattered to
+every worker once, and each block of rows is explained there exactly as
+:class:`~dgboost.TreeExplainer` explains it in one process (bitwise equal values). Interaction
+outputs are ``(F+1)^2`` per row: blocks are re-chunked so that no block's output exceeds
+``max_block_bytes``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DGBoostTypeError
+from .prediction import as_booster, model_reference
+
+__all__ = ["shap_values", "shap_frame_meta"]
+
+DEFAULT_MAX_BLOCK_BYTES = 256 << 20
+
+
+def _as_explainer(model_or_explainer, background):
+    from ..explain.explainer import TreeExplainer
+
+    if isinstance(model_or_explainer, TreeExplainer):
+        return model_or_explainer
+    try:
+        model = as_booster(model_or_explainer)
+    except DGBoostTypeError:
+        model = model_or_explainer  # any model the importers read (XGBoost, LightGBM, sklearn)
+    return TreeExplainer(model, data=background, progress=False)
+
+
+def _explain_block(block, explainer, interactions: bool, trailing: tuple):
+    if block.shape[0] == 0:
+        return np.empty((0,) + tuple(trailing), np.float64)
+    if interactions:
+        return explainer.shap_interaction_values(block, progress=False)
+    return explainer.shap_values(block, progress=False)
+
+
+def _frame_partition(part, explainer):
+    if part.shape[0] == 0:
+        return shap_frame_meta(explainer, [str(c) for c in part.columns])
+    return explainer.shap_frame(part, progress=False)
+
+
+def shap_frame_meta(explainer, columns=None):
+    """The empty pandas DataFrame that ``explainer.shap_frame`` returns for 0 rows: the
+    ``meta=`` of ``ddf.map_partitions(explainer.shap_frame, meta=shap_frame_meta(explainer, ddf.columns))``.
+
+    Parameters
+    ----------
+    explainer : TreeExplainer
+    columns : list of str, optional
+        The data's feature columns (default: the explainer's feature names).
+
+    Returns
+    -------
+    pandas.DataFrame
+        No rows; float64 columns: the features and ``bias`` (per output for several outputs).
+    """
+    import pandas as pd
+
+    names = list(columns) if columns is not None else list(explainer.feature_names)
+    cols = [str(c) for c in names] + ["bias"]
+    if explainer.n_outputs > 1:
+        labels = explainer.output_names if explainer.output_names is not None else range(explainer.n_outputs)
+        cols = [f"{c}[{g}]" for g in labels for c in cols]
+    return pd.DataFrame({c: np.empty(0, np.float64) for c in cols})
+
+
+def shap_values(client, model_or_explainer, data, interactions: bool = False, background=None,
+                max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES):
+    """SHAP values of a dask Array or DataFrame, computed where the rows are; lazy.
+
+    Parameters
+    ----------
+    client : distributed.Client or None
+    model_or_explainer : TreeExplainer, Booster, ``train()``'s result, or any model
+        :class:`~dgboost.TreeExplainer` reads.
+    data : dask Array (n, F) or dask DataFrame
+    interactions : bool
+        SHAP interaction values instead of SHAP values.
+    background : array-like, optional
+        Background rows for interventional SHAP (when a model, not an explainer, is given).
+    max_block_bytes : int
+        Upper bound on one block's output (interaction outputs are re-chunked by rows to fit).
+
+    Returns
+    -------
+    dask Array or DataFrame
+        Arrays: :meth:`TreeExplainer.shap_values` layout, ``(n, F)`` / ``(n, F, k)`` (or
+        ``(n, F, F)`` / ``(n, F, F, k)`` with ``interactions``), float64, the input's row
+        chunks. DataFrames (without ``interactions``): :meth:`TreeExplainer.shap_frame` per
+        partition, index preserved, columns = features + ``bias``.
+    """
+    import dask.array as da
+    import dask.dataframe as dd
+    from distributed import default_client
+
+    client = client if client is not None else default_client()
+    explainer = _as_explainer(model_or_explainer, background)
+    ref = model_reference(explainer)
+    if isinstance(data, dd.DataFrame) and not interactions:
+        meta = shap_frame_meta(explainer, [str(c) for c in data.columns])
+        return data.map_partitions(_frame_partition, ref, meta=meta)
+    if isinstance(data, dd.DataFrame):
+        data = data.to_dask_array(lengths=True)
+    if not isinstance(data, da.Array) or data.ndim != 2:
+        raise DGBoostTypeError("data must be a 2-D dask Array or a dask DataFrame")
+    if data.numblocks[1] > 1:
+        data = data.rechunk({1: -1})
+    F, G = int(data.shape[1]), explainer.n_outputs
+    trailing = (F, F) if interactions else (F,)
+    if G > 1:
+        trailing = trailing + (G,)
+    row_bytes = 8 * int(np.prod(trailing))
+    limit = max(1, int(max_block_bytes) // row_bytes)
+    if any(c > limit for c in data.chunks[0] if not np.isnan(c)):
+        data = data.rechunk({0: limit})
+    chunks = (data.chunks[0],) + tuple((t,) for t in trailing)
+    extra = {"new_axis": list(range(2, 1 + len(trailing)))} if len(trailing) > 1 else {}
+    return da.map_blocks(_explain_block, data, ref, interactions, trailing, dtype=np.float64, chunks=chunks,
+                         meta=np.empty((0,) * len(chunks), np.float64), **extra)

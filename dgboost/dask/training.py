@@ -1,0 +1,203 @@
+"""``dgboost.dask.train``: one long-running task per worker, each a rank of ``training.train``.
+
+The job (DESIGN.md §5.2): the DaskDMatrix partitions are already computed on the workers;
+every partition is checked where it lives (preflight) before anything else; the partitions
+are placed in contiguous runs, one per worker, in rank order (:mod:`._placement`); a
+communicator is set up (Rabit tracker on the scheduler, or an NCCL id); then exactly one task
+per worker, pinned to it, concatenates its partitions (on its GPU for CuPy / cuDF data) and
+runs :func:`dgboost.training.train` with that communicator. Rank 0 returns the model.
+
+While the ranks run, the client watches them: a rank that fails, or a worker that leaves the
+cluster, ends the job with a :class:`~dgboost.errors.DGBoostError` (the other ranks' collectives
+fail or time out and free their workers), so the same client can train again.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable, Sequence
+
+from ..errors import CommunicationError, DGBoostTypeError, DGBoostValueError
+from ..training import _check_features
+from ._communicator import make_spec, open_comm, release_spec
+from ._matrix import DaskDMatrix, as_rank_dmatrix
+from ._placement import place
+from ._preflight import check_partitions
+
+__all__ = ["train"]
+
+_POLL_SECONDS = 0.5
+
+
+def _rank_task(rank: int, world_size: int, spec: dict, params: dict, train_parts: list[dict], train_meta: dict,
+               eval_sets: list, num_boost_round: int, options: dict):
+    """The body of one rank (runs on its worker).
+
+    Returns
+    -------
+    (Booster or None, dict)
+        The model on rank 0 (None elsewhere), and the evaluation history.
+    """
+    from .. import training
+    from ..params import parse_params
+
+    p = parse_params(params)
+    if str(p.device).startswith(("cuda", "gpu")):
+        _use_worker_gpu(p)
+    dtrain = as_rank_dmatrix(train_parts, **train_meta)
+    evals = [(as_rank_dmatrix(parts, **meta), name) for parts, meta, name in eval_sets]
+    history: dict = {}
+    with open_comm(spec, rank, world_size) as comm:
+        booster = training.train(params, dtrain, num_boost_round, evals=evals, evals_result=history,
+                                 comm=comm, verbose_eval=options["verbose_eval"] if rank == 0 else False,
+                                 **{k: v for k, v in options.items() if k != "verbose_eval"})
+    return (booster if rank == 0 else None), history
+
+
+def _use_worker_gpu(p) -> None:
+    """A CUDA worker trains on the GPU dask-cuda gave it (its first visible device)."""
+    import cupy
+
+    device = str(p.device)
+    index = int(device.partition(":")[2] or 0)
+    cupy.cuda.Device(index).use()
+
+
+def _worker_gpu(dask_worker=None):
+    """(visible device ordinal 0's PCI bus id) of a worker, or None without a GPU."""
+    try:
+        import cupy
+
+        return cupy.cuda.Device(0).pci_bus_id
+    except Exception:  # noqa: BLE001 - a CPU worker
+        return None
+
+
+def _holders(client, futures: list) -> list[str]:
+    who = client.who_has(futures)
+    return [sorted(who[f.key])[0] if who.get(f.key) else "" for f in futures]
+
+
+def _rank_meta(dm: DaskDMatrix) -> dict:
+    return {"has": dm.has, "missing": dm.missing, "feature_names": dm.feature_names,
+            "feature_types": dm.feature_types, "n_features": dm.n_features}
+
+
+def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
+          *, evals: Sequence[tuple[DaskDMatrix, str]] | None = None, obj: Callable | None = None,
+          feval: Callable | None = None, early_stopping_rounds: int | None = None, xgb_model=None,
+          verbose_eval: bool | int = True, callbacks: Sequence | None = None, custom_metric: Callable | None = None,
+          communicator: str = "auto", timeout: float = 300.0) -> dict:
+    """Train on a Dask cluster (``xgboost.dask.train``): every worker is one rank.
+
+    Parameters
+    ----------
+    client : distributed.Client or None
+        None uses the current default client.
+    params : dict
+        Training parameters, as for :func:`dgboost.train`. ``device="cuda"`` trains on each
+        worker's GPU (dask-cuda workers: one GPU each).
+    dtrain : DaskDMatrix
+    num_boost_round : int
+    evals : sequence of (DaskDMatrix, str), optional
+    obj, feval, custom_metric, early_stopping_rounds, xgb_model, callbacks, verbose_eval
+        As for :func:`dgboost.train` (callbacks and custom functions run on every worker;
+        only rank 0 prints).
+    communicator : {"auto", "host", "nccl"}
+        ``auto``: NCCL when every worker has its own GPU and trains on it, else XGBoost's
+        Rabit collective on the host (also for CUDA workers that share one GPU).
+    timeout : float
+        Seconds one collective may wait for a peer before the job fails.
+
+    Returns
+    -------
+    dict
+        ``{"booster": Booster, "history": {eval_name: {metric: [values...]}}}``. The model is
+        byte-identical to single-process :func:`dgboost.train` on the partitions'
+        rows concatenated in order, however the partitions are spread over workers.
+    """
+    from distributed import default_client
+
+    client = client if client is not None else default_client()
+    if not isinstance(dtrain, DaskDMatrix):
+        raise DGBoostTypeError(f"dtrain must be a dgboost.dask.DaskDMatrix, got {type(dtrain).__name__}")
+    evals = list(evals or [])
+    for item in evals:
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], DaskDMatrix)):
+            raise DGBoostTypeError("evals must be a sequence of (DaskDMatrix, name) pairs")
+    params = dict(params)
+
+    # -- preflight: every partition, where it lives, before any collective ------------------
+    for dm, name in evals:
+        _check_features(dm, dtrain.n_features, dtrain.feature_names, f"evaluation set {name!r}")
+    label_params = params if obj is None and not callable(params.get("objective")) else None
+    infos = check_partitions(client, dtrain, label_params, "training data")
+    eval_infos = [check_partitions(client, dm, label_params, f"evaluation set {name!r}") for dm, name in evals]
+    if sum(i["rows"] for i in infos) == 0:
+        raise DGBoostValueError("the training data has no rows (every partition is empty)")
+    for dm, name in evals:
+        _check_features(dm, dtrain.n_features, dtrain.feature_names, f"evaluation set {name!r}")
+
+    # -- ranks: every worker, each with a contiguous run of partitions -------------------------
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    data_futures = dtrain._parts.futures["data"]
+    placement = place(_holders(client, data_futures), [i["rows"] for i in infos], workers)
+    world = len(placement.workers)
+    device_ids = None
+    if str(params.get("device", "cpu")).startswith(("cuda", "gpu")):
+        buses = client.run(_worker_gpu)
+        ids = [buses.get(w) for w in placement.workers]
+        device_ids = ids if all(i is not None for i in ids) else None
+    spec = make_spec(client, world, communicator, timeout, device_ids)
+    try:
+        futures = []
+        for rank, worker in enumerate(placement.workers):
+            train_parts = [dtrain.partition(i) for i in placement.runs[rank]]
+            eval_sets = []
+            for (dm, name), e_infos in zip(evals, eval_infos):
+                runs = placement.runs_for(_holders(client, dm._parts.futures["data"]), [i["rows"] for i in e_infos])
+                eval_sets.append(([dm.partition(i) for i in runs[rank]], _rank_meta(dm), name))
+            options = {"obj": obj, "feval": feval, "custom_metric": custom_metric,
+                       "early_stopping_rounds": early_stopping_rounds, "xgb_model": xgb_model,
+                       "verbose_eval": verbose_eval, "callbacks": list(callbacks or [])}
+            futures.append(client.submit(_rank_task, rank, world, spec, params, train_parts, _rank_meta(dtrain),
+                                         eval_sets, num_boost_round, options, workers=[worker],
+                                         allow_other_workers=False, pure=False,
+                                         key=f"dgboost-train-rank-{rank}-{spec.get('job', 'local')}"))
+        results = _watch(client, futures, placement.workers)
+    finally:
+        release_spec(client, spec)
+    booster, history = results[0]
+    return {"booster": booster, "history": history}
+
+
+def _watch(client, futures: list, workers: list[str]) -> list[Any]:
+    """Wait for the rank tasks; fail fast when one errs or its worker leaves the cluster."""
+    from distributed import wait
+
+    while True:
+        pending = [f for f in futures if f.status == "pending"]
+        if pending:
+            try:
+                wait(pending, timeout=_POLL_SECONDS, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                pass
+        errored = [f for f in futures if f.status == "error"]
+        if errored:
+            _cancel(client, futures)
+            errored[0].result()  # raises the rank's own exception, with its traceback
+        if all(f.status == "finished" for f in futures):
+            return client.gather(futures)
+        alive = set(client.scheduler_info(n_workers=-1)["workers"])
+        lost = [(r, w) for r, w in enumerate(workers) if w not in alive and futures[r].status != "finished"]
+        if lost:
+            _cancel(client, futures)
+            rank, worker = lost[0]
+            raise CommunicationError(f"worker {worker} (rank {rank}) left the cluster during training; "
+                                     "the job was stopped (train again: the same client can be reused)")
+
+
+def _cancel(client, futures: list) -> None:
+    try:
+        client.cancel(futures, force=True)
+    except Exception as exc:  # noqa: BLE001 - cancelling is best effort; the error that matters is raised
+        print(f"dgboost.dask: could not cancel the rank tasks: {exc}", file=sys.stderr)

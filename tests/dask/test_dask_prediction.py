@@ -1,0 +1,198 @@
+"""dgboost.dask.predict / inplace_predict / shap_values and the Dask estimators: bitwise equal
+to single-process results, lazy, with the input's chunks, divisions and index."""
+from __future__ import annotations
+
+import os
+import signal
+
+import dask.array as da
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+import dgboost as dg
+import dgboost.dask as dxgb
+
+pytestmark = pytest.mark.dask
+
+CHUNKS = (300, 0, 500, 200)
+N = sum(CHUNKS)
+
+
+def _data(seed=1, classes=2):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(N, 5)).astype(np.float32)
+    x[rng.random(x.shape) < 0.1] = np.nan
+    signal = np.nan_to_num(x[:, 0]) + np.nan_to_num(x[:, 1]) * np.nan_to_num(x[:, 2])
+    if classes == 2:
+        y = (signal > 0).astype(np.float32)
+    else:
+        y = np.digitize(signal, [-0.5, 0.5]).astype(np.float32)
+    return x, y
+
+
+@pytest.fixture(scope="module")
+def binary_model():
+    x, y = _data()
+    return dg.train({"objective": "binary:logistic", "max_depth": 3, "max_bin": 32}, dg.DMatrix(x, y), 5), x
+
+
+@pytest.fixture(scope="module")
+def multiclass_model():
+    x, y = _data(classes=3)
+    params = {"objective": "multi:softprob", "num_class": 3, "max_depth": 3, "max_bin": 32}
+    return dg.train(params, dg.DMatrix(x, y), 4), x
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"output_margin": True}, {"pred_leaf": True}, {"pred_contribs": True},
+                                    {"pred_interactions": True}])
+def test_predictions_of_a_dask_array_equal_single_process_predictions_bitwise(dask_client, binary_model, kwargs):
+    booster, x = binary_model
+    client = dask_client(2)
+    X = da.from_array(x, chunks=(CHUNKS, 5))
+    out = dxgb.predict(client, booster, X, **kwargs)
+    assert isinstance(out, da.Array) and out.chunks[0] == CHUNKS
+    expected = booster.predict(dg.DMatrix(x), **kwargs)
+    got = out.compute()
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_multiclass_contributions_are_a_3d_dask_array_equal_to_single_process(dask_client, multiclass_model):
+    booster, x = multiclass_model
+    client = dask_client(2)
+    out = dxgb.predict(client, {"booster": booster}, da.from_array(x, chunks=(CHUNKS, 5)), pred_contribs=True)
+    np.testing.assert_array_equal(out.compute(), booster.predict(dg.DMatrix(x), pred_contribs=True))
+
+
+def test_predictions_of_a_dataframe_keep_its_index_and_divisions(dask_client, binary_model, multiclass_model):
+    client = dask_client(2)
+    for booster, x in (binary_model, multiclass_model):
+        frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(5)], index=np.arange(N) * 3 + 7)
+        ddf = dd.from_pandas(frame, npartitions=3)
+        out = dxgb.predict(client, booster, ddf)
+        got = out.compute()
+        expected = booster.predict(dg.DMatrix(frame))
+        assert out.divisions == ddf.divisions
+        pd.testing.assert_index_equal(got.index, frame.index)
+        np.testing.assert_array_equal(np.asarray(got), expected)
+
+
+def test_contributions_of_a_dataframe_are_named_after_the_features_and_bias(dask_client, binary_model):
+    booster, x = binary_model
+    frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(5)])
+    got = dxgb.predict(dask_client(2), booster, dd.from_pandas(frame, npartitions=2), pred_contribs=True).compute()
+    assert list(got.columns) == [f"f{i}" for i in range(5)] + ["bias"]
+    np.testing.assert_array_equal(got.to_numpy(), booster.predict(dg.DMatrix(frame), pred_contribs=True))
+
+
+def test_predicting_a_dask_dmatrix_equals_single_process(dask_client, binary_model):
+    booster, x = binary_model
+    client = dask_client(3)
+    dm = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 5)))
+    np.testing.assert_array_equal(dxgb.predict(client, booster, dm).compute(), booster.predict(dg.DMatrix(x)))
+
+
+def test_inplace_predict_with_base_margin_equals_single_process(dask_client, binary_model):
+    booster, x = binary_model
+    margin = np.linspace(-1, 1, N).astype(np.float32)
+    client = dask_client(2)
+    out = dxgb.inplace_predict(client, booster, da.from_array(x, chunks=(CHUNKS, 5)), predict_type="margin",
+                               base_margin=da.from_array(margin, chunks=(CHUNKS,)))
+    expected = booster.inplace_predict(x, predict_type="margin", base_margin=margin)
+    np.testing.assert_array_equal(out.compute(), expected)
+
+
+def test_distributed_shap_values_equal_the_explainers_bitwise(dask_client, binary_model, multiclass_model):
+    client = dask_client(2)
+    for booster, x in (binary_model, multiclass_model):
+        explainer = dg.TreeExplainer(booster)
+        got = dxgb.shap_values(client, explainer, da.from_array(x, chunks=(CHUNKS, 5))).compute()
+        np.testing.assert_array_equal(got, explainer.shap_values(x))
+
+
+def test_distributed_interaction_values_are_chunked_under_the_bound_and_equal_the_explainers(dask_client,
+                                                                                          binary_model):
+    booster, x = binary_model
+    bound = 100 * 5 * 5 * 8  # 100 rows of (F, F) float64 per block at most
+    out = dxgb.shap_values(dask_client(2), booster, da.from_array(x, chunks=(CHUNKS, 5)), interactions=True,
+                           max_block_bytes=bound)
+    assert max(out.chunks[0]) <= 100
+    np.testing.assert_array_equal(out.compute(), dg.TreeExplainer(booster).shap_interaction_values(x))
+
+
+def test_shap_of_a_dataframe_is_the_shap_frame_per_partition_with_the_index_kept(dask_client, multiclass_model):
+    booster, x = multiclass_model
+    frame = pd.DataFrame(x, columns=list("abcde"), index=np.arange(N)[::-1])
+    explainer = dg.TreeExplainer(booster)
+    out = dxgb.shap_values(dask_client(2), explainer, dd.from_pandas(frame, npartitions=3, sort=False))
+    pd.testing.assert_frame_equal(out.compute(), explainer.shap_frame(frame))
+
+
+def test_a_users_own_map_partitions_with_the_shap_frame_and_its_meta_works(dask_client, binary_model):
+    booster, x = binary_model
+    frame = pd.DataFrame(x, columns=list("abcde"))
+    ddf = dd.from_pandas(frame, npartitions=3)
+    explainer = dg.TreeExplainer(booster)
+    dask_client(2)  # the default client
+    out = ddf.map_partitions(explainer.shap_frame, meta=dxgb.shap_frame_meta(explainer, ddf.columns))
+    pd.testing.assert_frame_equal(out.compute(), explainer.shap_frame(frame))
+
+
+def test_a_worker_lost_while_shap_values_are_held_is_recomputed_and_the_result_is_right(dask_client,
+                                                                                      binary_model):
+    booster, x = binary_model
+    client = dask_client(3)
+    explainer = dg.TreeExplainer(booster)
+    out = dxgb.shap_values(client, explainer, da.from_array(x, chunks=(CHUNKS, 5))).persist()
+    from distributed import futures_of, wait
+
+    wait(futures_of(out))
+    holder = sorted(next(iter(client.who_has(futures_of(out)).values())))[0]
+    pid = client.run(os.getpid, workers=[holder])[holder]
+    os.kill(pid, signal.SIGKILL)  # the worker dies (its nanny starts a new one)
+    np.testing.assert_array_equal(out.compute(), explainer.shap_values(x))
+
+
+# -- estimators --------------------------------------------------------------------------------
+
+def test_the_dask_regressor_trains_the_local_regressors_trees(dask_client):
+    x, _ = _data()
+    y = np.nan_to_num(x[:, 0]) * 2 + np.nan_to_num(x[:, 3])
+    client = dask_client(2)
+    model = dxgb.DaskDGBRegressor(n_estimators=4, max_depth=3, max_bin=32)
+    model.client = client
+    model.fit(da.from_array(x, chunks=(CHUNKS, 5)), da.from_array(y, chunks=(CHUNKS,)))
+    local = dg.DGBRegressor(n_estimators=4, max_depth=3, max_bin=32).fit(x, y)
+    assert model.get_booster().get_dump() == local.get_booster().get_dump()
+    np.testing.assert_array_equal(model.predict(da.from_array(x, chunks=(CHUNKS, 5))).compute(), local.predict(x))
+
+
+def test_the_dask_classifier_encodes_labels_and_predicts_classes_and_probabilities(dask_client):
+    x, y = _data(classes=3)
+    labels = np.array([10, 20, 30])[y.astype(int)]
+    client = dask_client(2)
+    model = dxgb.DaskXGBClassifier(n_estimators=3, max_depth=3, max_bin=32)
+    model.client = client
+    X = da.from_array(x, chunks=(CHUNKS, 5))
+    model.fit(X, da.from_array(labels, chunks=(CHUNKS,)))
+    local = dg.DGBClassifier(n_estimators=3, max_depth=3, max_bin=32).fit(x, labels)
+    assert list(model.classes_) == [10, 20, 30]
+    np.testing.assert_array_equal(model.predict_proba(X).compute(), local.predict_proba(x))
+    np.testing.assert_array_equal(model.predict(X).compute(), local.predict(x))
+
+
+def test_the_dask_ranker_trains_on_query_ids_like_the_local_ranker(dask_client):
+    rng = np.random.default_rng(2)
+    qid = np.repeat(np.arange(40), 10)
+    x = rng.normal(size=(400, 4)).astype(np.float32)
+    y = np.clip(np.round(x[:, 0] + 1), 0, 3)
+    chunks = ((100, 200, 100),)
+    client = dask_client(2)
+    model = dxgb.DaskDGBRanker(n_estimators=3, max_depth=3, max_bin=16)
+    model.client = client
+    model.fit(da.from_array(x, chunks=chunks + ((4,),)), da.from_array(y, chunks=chunks),
+              qid=da.from_array(qid, chunks=chunks))
+    local = dg.DGBRanker(n_estimators=3, max_depth=3, max_bin=16).fit(x, y, qid=qid)
+    assert model.get_booster().get_dump() == local.get_booster().get_dump()

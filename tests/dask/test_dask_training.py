@@ -1,0 +1,203 @@
+"""dgboost.dask.train: the same model whatever the partitioning, and errors before collectives."""
+from __future__ import annotations
+
+import time
+
+import dask
+import dask.array as da
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+import dgboost as dg
+import dgboost.dask as dxgb
+from dgboost.testing.faults import KillProcessAtRound
+
+pytestmark = pytest.mark.dask
+
+# uneven partitions, one of them empty
+CHUNKS = (500, 0, 900, 250, 750)
+N = sum(CHUNKS)
+
+
+def _data(seed=0, classes=2):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(N, 6)).astype(np.float32)
+    signal = x[:, 0] + np.sin(2 * x[:, 1]) + x[:, 2] * x[:, 3]
+    x[rng.random(x.shape) < 0.15] = np.nan
+    if classes == 2:
+        y = (signal + rng.normal(scale=0.5, size=N) > 0).astype(np.float32)
+    else:
+        y = np.digitize(signal, np.quantile(signal, np.linspace(0, 1, classes + 1)[1:-1])).astype(np.float32)
+    w = (rng.random(N) + 0.5).astype(np.float32)
+    return x, y, w
+
+
+CASES = {
+    "depthwise with row and column sampling, missing values and weights": (
+        {"objective": "binary:logistic", "max_depth": 4, "max_bin": 32, "subsample": 0.8,
+         "colsample_bytree": 0.9, "colsample_bynode": 0.7, "seed": 5, "eval_metric": ["logloss", "auc"]}, 2),
+    "lossguide": ({"objective": "binary:logistic", "grow_policy": "lossguide", "max_leaves": 10, "max_depth": 0,
+                   "max_bin": 32}, 2),
+    "multiclass": ({"objective": "multi:softprob", "num_class": 3, "max_depth": 3, "max_bin": 16,
+                    "colsample_bylevel": 0.8, "seed": 1}, 3),
+}
+
+
+def _single(params, x, y, w, rounds=4, **kw):
+    dtrain = dg.DMatrix(x, y, weight=w, **kw)
+    history: dict = {}
+    booster = dg.train(params, dtrain, rounds, evals=[(dtrain, "train")], evals_result=history, verbose_eval=False)
+    return booster, history
+
+
+@pytest.mark.parametrize("n_workers", [1, 2, 3])
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_model_is_byte_identical_to_single_process_training_on_1_2_and_3_workers(dask_client, n_workers, case):
+    params, classes = CASES[case]
+    x, y, w = _data(classes=classes)
+    client = dask_client(n_workers)
+    dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 6)), da.from_array(y, chunks=(CHUNKS,)),
+                              weight=da.from_array(w, chunks=(CHUNKS,)))
+    out = dxgb.train(client, params, dtrain, 4, evals=[(dtrain, "train")], verbose_eval=False)
+    single, history = _single(params, x, y, w)
+    assert out["booster"].to_json() == single.to_json()
+    assert out["history"] == history
+
+
+def test_ranking_with_query_groups_whole_within_partitions_gives_the_single_process_model(dask_client):
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(3, 12, size=120)
+    qid = np.repeat(np.arange(len(sizes)), sizes)
+    n = len(qid)
+    x = rng.normal(size=(n, 5)).astype(np.float32)
+    y = np.clip(np.round(x[:, 0] + rng.normal(scale=0.5, size=n) + 1), 0, 3).astype(np.float32)
+    # partition boundaries at query boundaries, unevenly
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    cuts = [0, bounds[30], bounds[31], bounds[90], n]
+    chunks = tuple(int(b - a) for a, b in zip(cuts, cuts[1:]))
+    params = {"objective": "rank:ndcg", "max_depth": 3, "max_bin": 16, "eval_metric": ["ndcg@5"]}
+    client = dask_client(2)
+    dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(chunks, 5)), da.from_array(y, chunks=(chunks,)),
+                              qid=da.from_array(qid, chunks=(chunks,)))
+    out = dxgb.train(client, params, dtrain, 3, evals=[(dtrain, "train")], verbose_eval=False)
+    single, history = _single(params, x, y, None, rounds=3, qid=qid)
+    assert out["booster"].to_json() == single.to_json()
+    assert out["history"] == history
+
+
+def test_a_worker_that_holds_no_rows_still_takes_part(dask_client):
+    x, y, w = _data()
+    params = CASES["depthwise with row and column sampling, missing values and weights"][0]
+    client = dask_client(3)
+    # two partitions for three workers: one rank trains on nothing
+    chunks = (1400, N - 1400)
+    dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(chunks, 6)), da.from_array(y, chunks=(chunks,)),
+                              weight=da.from_array(w, chunks=(chunks,)))
+    out = dxgb.train(client, params, dtrain, 4, evals=[(dtrain, "train")], verbose_eval=False)
+    assert out["booster"].to_json() == _single(params, x, y, w)[0].to_json()
+
+
+def test_dataframe_partitions_train_the_single_process_model_with_feature_names(dask_client):
+    x, y, w = _data()
+    frame = pd.DataFrame(x, columns=[f"col{i}" for i in range(6)])
+    ddf = dd.from_pandas(frame, npartitions=4)
+    label = dd.from_pandas(pd.Series(y), npartitions=4)
+    params = {"objective": "binary:logistic", "max_depth": 3, "max_bin": 32}
+    client = dask_client(2)
+    out = dxgb.train(client, params, dxgb.DaskDMatrix(client, ddf, label), 3, verbose_eval=False)
+    single = dg.train(params, dg.DMatrix(frame, y), 3, verbose_eval=False)
+    assert out["booster"].feature_names == [f"col{i}" for i in range(6)]
+    assert out["booster"].to_json() == single.to_json()
+
+
+# -- errors before any collective --------------------------------------------------------------
+
+def test_labels_partitioned_unlike_the_data_are_refused_naming_the_partition(dask_client):
+    x, y, _ = _data()
+    client = dask_client(2)
+    with pytest.raises(dg.DGBoostValueError, match=r"partition 0: label has 600 rows but data has 500"):
+        dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 6)),
+                         da.from_array(y, chunks=((600, 0, 800, 250, 750),)))
+
+
+def test_nan_labels_in_one_partition_are_refused_naming_that_partition(dask_client):
+    x, y, _ = _data()
+    y = y.copy()
+    y[1500] = np.nan  # partition 3 holds rows 1400..1649
+    client = dask_client(2)
+    dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 6)), da.from_array(y, chunks=(CHUNKS,)))
+    with pytest.raises(dg.DGBoostValueError, match=r"partition 3: label contains NaN"):
+        dxgb.train(client, {"objective": "binary:logistic"}, dtrain, 2)
+
+
+def test_a_partition_with_different_columns_is_refused_naming_that_partition(dask_client):
+    parts = [pd.DataFrame({"a": [1.0, 2.0], "b": [0.0, 1.0]}), pd.DataFrame({"a": [3.0, 4.0], "c": [1.0, 0.0]})]
+    # as read_parquet gives for files written with different columns (dask checks no metadata)
+    ddf = dd.from_delayed([dask.delayed(p) for p in parts], meta=parts[0].iloc[:0], verify_meta=False)
+    label = dd.from_delayed([dask.delayed(pd.Series([0.0, 1.0]))] * 2, meta=pd.Series([], dtype=float),
+                            verify_meta=False)
+    client = dask_client(2)
+    with pytest.raises(dg.DGBoostValueError, match=r"partition 1: its columns differ .*extra \['c'\].*missing \['b'\]"):
+        dxgb.train(client, {"objective": "binary:logistic"}, dxgb.DaskDMatrix(client, ddf, label), 2)
+
+
+def test_an_evaluation_set_with_other_feature_names_is_refused(dask_client):
+    x, y, _ = _data()
+    client = dask_client(1)
+    frame = pd.DataFrame(x, columns=list("abcdef"))
+    other = frame.rename(columns={"f": "g"})
+    label = dd.from_pandas(pd.Series(y), npartitions=2)
+    dtrain = dxgb.DaskDMatrix(client, dd.from_pandas(frame, npartitions=2), label)
+    dvalid = dxgb.DaskDMatrix(client, dd.from_pandas(other, npartitions=2), label)
+    with pytest.raises(dg.DGBoostValueError, match="feature names"):
+        dxgb.train(client, {"objective": "binary:logistic"}, dtrain, 2, evals=[(dvalid, "valid")])
+
+
+def test_classification_labels_out_of_range_in_one_partition_are_refused_naming_it(dask_client):
+    x, y, _ = _data()
+    y = y.copy()
+    y[100] = 2.0  # partition 0
+    client = dask_client(2)
+    dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 6)), da.from_array(y, chunks=(CHUNKS,)))
+    with pytest.raises(dg.DGBoostValueError, match=r"partition 0: "):
+        dxgb.train(client, {"objective": "binary:logistic"}, dtrain, 2)
+
+
+def test_a_query_that_spans_two_partitions_is_refused(dask_client):
+    qid = np.repeat(np.arange(10), 10)
+    x = np.random.default_rng(0).normal(size=(100, 3)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.float32)
+    chunks = ((45, 55),)
+    client = dask_client(2)
+    dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=chunks + ((3,),)), da.from_array(y, chunks=chunks),
+                              qid=da.from_array(qid, chunks=chunks))
+    with pytest.raises(dg.DGBoostValueError, match="query 4 spans partitions 0 and 1"):
+        dxgb.train(client, {"objective": "rank:ndcg"}, dtrain, 2)
+
+
+def test_non_dask_input_is_refused_with_a_hint(dask_client):
+    client = dask_client(1)
+    with pytest.raises(dg.DGBoostTypeError, match="from_array"):
+        dxgb.DaskDMatrix(client, np.zeros((4, 2)), np.zeros(4))
+
+
+# -- a worker lost during training -------------------------------------------------------------
+
+def test_a_worker_killed_mid_training_ends_train_with_an_error_and_the_client_trains_again(dask_client, tmp_path):
+    x, y, w = _data()
+    params = {"objective": "binary:logistic", "max_depth": 4, "max_bin": 32}
+    client = dask_client(3)
+    dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 6)), da.from_array(y, chunks=(CHUNKS,)))
+    start = time.monotonic()
+    with pytest.raises(dg.DGBoostError):
+        dxgb.train(client, params, dtrain, 50, callbacks=[KillProcessAtRound(2, str(tmp_path / "killed"))],
+                   timeout=30)
+    assert time.monotonic() - start < 60
+    assert (tmp_path / "killed").exists()
+    # the partitions on the dead worker are recomputed by Dask; the model does not depend on
+    # how many workers are left
+    client.wait_for_workers(1, timeout=60)
+    out = dxgb.train(client, params, dtrain, 3)
+    assert out["booster"].to_json() == dg.train(params, dg.DMatrix(x, y), 3).to_json()
