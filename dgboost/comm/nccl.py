@@ -25,11 +25,11 @@ from ..errors import CommunicationError
 __all__ = ["NcclComm", "new_unique_id"]
 
 
-def new_unique_id() -> tuple:
-    """A fresh NCCL unique id (made on one process and handed to every rank)."""
+def new_unique_id():
+    """A fresh NCCL unique id (made on one process and handed to every rank; picklable)."""
     from cupy.cuda import nccl
 
-    return tuple(nccl.get_unique_id())
+    return nccl.get_unique_id()
 
 
 def _nccl_type(dtype):
@@ -49,7 +49,7 @@ class NcclComm:
 
     Parameters
     ----------
-    unique_id : tuple
+    unique_id : bytes
         From :func:`new_unique_id`, the same on every rank.
     rank, world_size : int
     timeout : float
@@ -62,7 +62,7 @@ class NcclComm:
     """
 
     def __init__(self, unique_id, rank: int, world_size: int, timeout: float = 300.0):
-        self._uid = tuple(unique_id)
+        self._uid = unique_id
         self._rank = int(rank)
         self._world_size = int(world_size)
         self._timeout = float(timeout)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._array import to_host
 from ..errors import DGBoostTypeError
 from .prediction import as_booster, model_reference
 
@@ -33,15 +34,24 @@ def _as_explainer(model_or_explainer, background):
 def _explain_block(block, explainer, interactions: bool, trailing: tuple):
     if block.shape[0] == 0:
         return np.empty((0,) + tuple(trailing), np.float64)
+    block = to_host(block)  # the SHAP engine runs on the host (CuPy blocks are copied there)
     if interactions:
         return explainer.shap_interaction_values(block, progress=False)
     return explainer.shap_values(block, progress=False)
 
 
 def _frame_partition(part, explainer):
+    on_gpu = type(part).__module__.split(".")[0] == "cudf"
     if part.shape[0] == 0:
-        return shap_frame_meta(explainer, [str(c) for c in part.columns])
-    return explainer.shap_frame(part, progress=False)
+        out = shap_frame_meta(explainer, [str(c) for c in part.columns])
+    else:
+        # the SHAP engine runs on the host: a cuDF partition is explained from a pandas copy
+        out = explainer.shap_frame(part.to_pandas() if on_gpu else part, progress=False)
+    if on_gpu:
+        import cudf
+
+        return cudf.DataFrame.from_pandas(out)
+    return out
 
 
 def shap_frame_meta(explainer, columns=None):

@@ -1,0 +1,98 @@
+"""dgboost.dask on one GPU: a LocalCUDACluster worker, two workers sharing the GPU through the
+host communicator, and the NCCL communicator with one rank all give the CPU engine's model.
+
+(NCCL refuses two ranks on one device, so several NCCL ranks are tested on multi-GPU
+machines only.)
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import dgboost as dg
+from dgboost.datasets import make_synthetic
+from dgboost.testing import assert_same_trees
+
+pytestmark = [pytest.mark.gpu, pytest.mark.dask]
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+
+PARAMS = {"objective": "binary:logistic", "max_depth": 5, "max_bin": 64, "subsample": 0.8,
+          "colsample_bynode": 0.8, "seed": 4}
+CHUNKS = (3000, 0, 4000, 1000)
+
+
+def _data():
+    X, y, _ = make_synthetic(sum(CHUNKS), 12, task="binary", missing_rate=0.1, seed=7)
+    return X.astype(np.float32), y.astype(np.float32)
+
+
+def _cpu_model(X, y, rounds=6):
+    return dg.train(PARAMS, dg.DMatrix(X, y), rounds)
+
+
+def _train_on(client, X, y, rounds=6, on_device=False, **kwargs):
+    import dask.array as da
+
+    import dgboost.dask as dxgb
+
+    dX = da.from_array(X, chunks=(CHUNKS, X.shape[1]))
+    if on_device:  # CuPy partitions: the rows never leave the GPU
+        import cupy
+
+        dX = dX.map_blocks(cupy.asarray, dtype=np.float32)
+    dtrain = dxgb.DaskDMatrix(client, dX, da.from_array(y, chunks=(CHUNKS,)))
+    return dxgb.train(client, {**PARAMS, "device": "cuda"}, dtrain, rounds, **kwargs)["booster"]
+
+
+@pytest.mark.parametrize("on_device", [False, True], ids=["numpy partitions", "cupy partitions"])
+def test_a_local_cuda_cluster_worker_trains_the_cpu_engines_model(on_device):
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+
+    X, y = _data()
+    with LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        model = _train_on(client, X, y, on_device=on_device)
+    assert_same_trees(model, _cpu_model(X, y), names=("LocalCUDACluster", "cpu"))
+
+
+def test_two_workers_sharing_one_gpu_train_the_cpu_engines_model_through_the_host_communicator():
+    from distributed import Client, LocalCluster
+
+    X, y = _data()
+    # dask-cuda refuses two workers on one GPU; a plain LocalCluster's two processes both use GPU 0
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        model = _train_on(client, X, y)
+    assert_same_trees(model, _cpu_model(X, y), names=("2 workers on one GPU", "cpu"))
+
+
+def test_the_nccl_communicator_with_one_rank_trains_the_cpu_engines_model():
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+
+    X, y = _data()
+    with LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        model = _train_on(client, X, y, communicator="nccl")
+    assert_same_trees(model, _cpu_model(X, y), names=("nccl", "cpu"))
+
+
+def test_nccl_collectives_with_one_rank_are_exact():
+    import cupy
+
+    from dgboost.comm.nccl import NcclComm, new_unique_id
+
+    with NcclComm(new_unique_id(), 0, 1, timeout=30) as comm:
+        ints = cupy.arange(10, dtype=cupy.int64) - 5
+        assert cupy.array_equal(comm.allreduce_sum(ints), ints)
+        assert np.array_equal(comm.allreduce_max(np.array([1.5, -2.0])), [1.5, -2.0])
+        rows = np.array([[-0.0, 1.25], [np.nan, 3.0]], np.float32)
+        got = comm.allgather(rows)
+        assert isinstance(got, np.ndarray)
+        assert got.tobytes() == rows.tobytes()  # bit for bit: -0.0 and NaN survive
+        empty = comm.allgather(cupy.empty((0, 3), cupy.float64))
+        assert empty.shape == (0, 3)
+        assert comm.broadcast({"cuts": [1, 2]}) == {"cuts": [1, 2]}
