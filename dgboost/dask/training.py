@@ -14,6 +14,7 @@ fail or time out and free their workers), so the same client can train again.
 from __future__ import annotations
 
 import sys
+import uuid
 from typing import Any, Callable, Sequence
 
 from ..errors import CommunicationError, DGBoostTypeError, DGBoostValueError
@@ -148,6 +149,8 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
         ids = [buses.get(w) for w in placement.workers]
         device_ids = ids if all(i is not None for i in ids) else None
     spec = make_spec(client, world, communicator, timeout, device_ids)
+    # a key of its own for every job: Dask would hand back a finished job's result for a reused key
+    job = uuid.uuid4().hex
     try:
         futures = []
         for rank, worker in enumerate(placement.workers):
@@ -162,7 +165,7 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
             futures.append(client.submit(_rank_task, rank, world, spec, params, train_parts, _rank_meta(dtrain),
                                          eval_sets, num_boost_round, options, workers=[worker],
                                          allow_other_workers=False, pure=False,
-                                         key=f"dgboost-train-rank-{rank}-{spec.get('job', 'local')}"))
+                                         key=f"dgboost-train-rank-{rank}-{job}"))
         results = _watch(client, futures, placement.workers)
     finally:
         release_spec(client, spec)

@@ -201,3 +201,12 @@ def test_a_worker_killed_mid_training_ends_train_with_an_error_and_the_client_tr
     client.wait_for_workers(1, timeout=60)
     out = dxgb.train(client, params, dtrain, 3)
     assert out["booster"].to_json() == dg.train(params, dg.DMatrix(x, y), 3).to_json()
+
+
+def test_two_jobs_in_a_row_on_one_worker_each_train_their_own_model(dask_client):
+    x, y, _ = _data()
+    client = dask_client(1)
+    dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 6)), da.from_array(y, chunks=(CHUNKS,)))
+    first = dxgb.train(client, {"max_depth": 2}, dtrain, 2)["booster"]
+    second = dxgb.train(client, {"max_depth": 3}, dtrain, 2)["booster"]  # not the first job's result again
+    assert second.to_json() == dg.train({"max_depth": 3}, dg.DMatrix(x, y), 2).to_json() != first.to_json()
