@@ -614,6 +614,25 @@ class TreeExplainer:
             kwargs["output_names"] = [str(o) for o in self.output_names]
         return shap.Explanation(values, **kwargs)
 
+    @property
+    def fingerprint(self) -> str:
+        """A hex digest of what determines this explainer's numbers (path table, method,
+        background): equal explainers have equal fingerprints, in any process."""
+        import hashlib
+
+        digest = hashlib.sha256(self.table.fingerprint.encode())
+        digest.update(f"{self.feature_perturbation}|{self.algorithm}|{self.max_table_bytes}".encode())
+        if self.data is not None:
+            digest.update(np.ascontiguousarray(self.data).tobytes())
+        return digest.hexdigest()
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        # the weight tables are rebuilt where the explainer lands, once per process
+        # (treeshap.cached_tables keys them by the path table's fingerprint)
+        state["_weight_tables"] = None
+        return state
+
     def __repr__(self) -> str:
         return (f"TreeExplainer({self.meta.get('source')} {self.meta.get('model_type')}, "
                 f"{self.ensemble.n_trees} trees, {self.n_outputs} output(s), "

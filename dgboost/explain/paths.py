@@ -100,6 +100,27 @@ class PathTable:
         state.pop("_weight_tables", None)  # a cache (see treeshap.shap_values_table)
         return state
 
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 of every array and size of the table (hex): equal tables, equal prints.
+
+        Computed once and pickled with the table, so a worker that receives the table can find
+        what it built for an equal one before (the weight tables) without hashing it again.
+        """
+        cached = self.__dict__.get("_fingerprint")
+        if cached is None:
+            import hashlib
+
+            digest = hashlib.sha256()
+            for name, value in sorted(vars(self).items()):
+                if name.startswith("_"):
+                    continue
+                digest.update(name.encode())
+                digest.update(np.ascontiguousarray(value).tobytes() if isinstance(value, np.ndarray)
+                              else repr(value).encode())
+            cached = self.__dict__["_fingerprint"] = digest.hexdigest()
+        return cached
+
     # -- sizes --------------------------------------------------------------------------
     @property
     def n_paths(self) -> int:

@@ -24,6 +24,9 @@ path, so a path's elements and its weight table stay in cache for all rows of th
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 import numpy as np
 from numba import njit, prange
 
@@ -38,6 +41,7 @@ __all__ = ["shap_values_path", "shap_values_table", "shap_values", "shap_interac
            "cached_interaction_tables", "DEFAULT_BLOCK_ROWS"]
 
 DEFAULT_BLOCK_ROWS = 256
+_PROCESS_LOCK = threading.Lock()
 
 
 # ---------------------------------------------------------------------------------------
@@ -253,13 +257,33 @@ def _shap_kernel(Xf, path_offsets, feature, lower, upper, miss, zf, path_v, path
                     out[r0 + r, g, f] += acc[g, f, r]
 
 
+_PROCESS_TABLES: "OrderedDict[tuple, WeightTables]" = OrderedDict()  # fingerprint -> tables, LRU
+_PROCESS_TABLES_MAX = 4
+
+
 def cached_tables(table: PathTable, max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES,
                   max_k: int = DEFAULT_MAX_K) -> WeightTables:
-    """:func:`build_tables` once per (table, budget, max_k); kept on the table (not pickled)."""
+    """:func:`build_tables` once per (table, budget, max_k) in a process.
+
+    Kept on the table (not pickled) and in a small per-process cache keyed by the table's
+    fingerprint: a Dask worker that receives copies of one explainer (one per task, e.g. in
+    ``ddf.map_partitions(explainer.shap_frame)``) builds the tables once.
+    """
     cache = table.__dict__.setdefault("_weight_tables", {})
     key = (int(max_table_bytes), int(max_k))
     if key not in cache:
-        cache[key] = build_tables(table, max_table_bytes=max_table_bytes, max_k=max_k)
+        process_key = (table.fingerprint,) + key
+        with _PROCESS_LOCK:
+            tables = _PROCESS_TABLES.get(process_key)
+            if tables is not None:
+                _PROCESS_TABLES.move_to_end(process_key)
+        if tables is None:
+            tables = build_tables(table, max_table_bytes=max_table_bytes, max_k=max_k)
+            with _PROCESS_LOCK:
+                _PROCESS_TABLES[process_key] = tables
+                while len(_PROCESS_TABLES) > _PROCESS_TABLES_MAX:
+                    _PROCESS_TABLES.popitem(last=False)
+        cache[key] = tables
     return cache[key]
 
 

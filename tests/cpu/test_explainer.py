@@ -416,3 +416,18 @@ def test_explain_command_reports_bad_input_in_one_line_with_exit_code_2(cli_file
         "explain", "--model", str(bad), "--data", str(path / "data.csv"),
         "--output", str(tmp_path / "o.csv")])
     assert result.exit_code == 2 and result.output.count("\n") == 1 and "Error: " in result.output
+
+
+def test_unpickled_copies_of_an_explainer_build_the_weight_tables_once_per_process():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 6)).astype(np.float32)
+    booster = dgboost.train({"max_depth": 4}, dgboost.DMatrix(X, X[:, 0] + X[:, 1] * X[:, 2]), 5)
+    explainer = TreeExplainer(booster, algorithm="table")
+    expected = explainer.shap_values(X)
+    shipped = pickle.dumps(explainer)
+    assert len(shipped) == len(pickle.dumps(TreeExplainer(booster, algorithm="table")))  # no tables inside
+    copies = [pickle.loads(shipped) for _ in range(2)]
+    for copy in copies:
+        np.testing.assert_array_equal(copy.shap_values(X), expected)
+    assert copies[0].weight_tables() is copies[1].weight_tables() is explainer.weight_tables()
+    assert copies[0].fingerprint == explainer.fingerprint != TreeExplainer(booster, algorithm="path").fingerprint
