@@ -158,6 +158,25 @@ def run(device: str, n_workers: int, rows: int, shap_rows: int, rounds: int, rep
     return result
 
 
+def table_lines(payload: dict) -> list[dict]:
+    """The README table's rows (``make_table.py``) for a result payload."""
+    lines = []
+    for r in payload["results"]:
+        t, s = r["train_s"], r["shap_rows_per_s"]
+        shape = (f"{payload['rows']:,} x {payload['features']}, {payload['rounds']} rounds, depth 8, "
+                 f"{r['workers']} {payload['device']} worker(s)")
+        lines.append({"what": f"dgboost.dask / xgboost.dask training time, {shape}", "ratio": r["train_ratio"],
+                      "note": f"lower is better; target <= 1.0; {t['dgboost']['median']:.2f} "
+                              f"({t['dgboost']['min']:.2f}-{t['dgboost']['max']:.2f}) vs {t['xgboost']['median']:.2f} "
+                              f"({t['xgboost']['min']:.2f}-{t['xgboost']['max']:.2f}) s from persisted arrays, "
+                              f"median of {payload['repeats']}"})
+        lines.append({"what": f"dgboost.dask / xgboost.dask SHAP rows/s, {payload['shap_rows']:,} rows, "
+                              f"{r['workers']} {payload['device']} worker(s)", "ratio": r["shap_ratio"],
+                      "note": f"higher is better; target >= 2; {s['dgboost']['median']:,.0f} vs "
+                              f"{s['xgboost']['median']:,.0f} rows/s (dgboost: CPU SHAP engine on the worker)"})
+    return lines
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cuda")
@@ -179,6 +198,7 @@ def main(argv=None) -> None:
                "params": _params(args.device, args.rounds), "machine": machine(),
                "versions": versions("dgboost", "xgboost", "dask", "distributed", "numpy", "cupy", "dask_cuda"),
                "results": results}
+    payload["table"] = table_lines(payload)
     path = write_result(f"scaling-{args.device}", payload, args.output)
     print(f"\n{'workers':>7} | {'train dgboost':>13} | {'train xgboost':>13} | {'ratio':>5} | "
           f"{'SHAP dgb rows/s':>15} | {'SHAP xgb rows/s':>15} | {'ratio':>5}")
