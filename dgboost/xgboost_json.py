@@ -118,7 +118,9 @@ def _fmt_f32(x: float) -> str:
 _TREE_FIELDS = {  # XGBoost name -> (dtype read as, finite required)
     "left_children": (np.int64, True), "right_children": (np.int64, True),
     "parents": (np.int64, True), "split_indices": (np.int64, True),
-    "split_conditions": (np.float32, True), "default_left": (np.int64, True),
+    # +-inf thresholds occur in XGBoost's GPU models (every present value goes one way);
+    # NaN ones and non-finite leaf values are refused in _read_tree
+    "split_conditions": (np.float32, False), "default_left": (np.int64, True),
     "loss_changes": (np.float32, True), "sum_hessian": (np.float32, True),  # float32 in XGBoost
     "base_weights": (np.float32, True),
 }
@@ -182,6 +184,12 @@ def _read_tree(t: dict, where: str) -> dict:
         raw[name] = a
     left, right = raw["left_children"], raw["right_children"]
     leaf = left < 0
+    conditions = raw["split_conditions"]
+    bad = np.flatnonzero(np.isnan(conditions) | (leaf & ~np.isfinite(conditions)))
+    if bad.size:
+        i = int(bad[0])
+        what = "leaf value" if leaf[i] else "split condition"
+        raise ModelFormatError(f"{where}.split_conditions has a non-finite {what} ({conditions[i]!r} at node {i})")
     parents = raw["parents"]
     arrs = {
         "left": left, "right": right,

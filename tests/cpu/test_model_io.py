@@ -596,3 +596,20 @@ def test_imported_random_forest_rounds_count_parallel_trees_as_one_round():
     np.testing.assert_allclose(model.predict(X, iteration_range=(0, 2), output_margin=True),
                                booster.predict(xgb.DMatrix(X), iteration_range=(0, 2), output_margin=True),
                                atol=1e-5)
+
+
+def test_an_infinite_split_condition_as_xgboosts_gpu_writes_loads_and_predicts_like_xgboost():
+    booster, X = _train("reg:squarederror", n_rounds=2, max_depth=3)
+    model = json.loads(booster.save_raw("json"))
+    tree = model["learner"]["gradient_booster"]["model"]["trees"][0]
+    internal = [i for i, c in enumerate(tree["left_children"]) if c >= 0]
+    # XGBoost itself gets the lowest float32 instead (its JSON reader takes no infinity): for
+    # finite values the same split, every present value going right
+    tree["split_conditions"][internal[1]] = float(np.finfo(np.float32).min)
+    edited = xgb.Booster(model_file=bytearray(json.dumps(model).encode()))
+    tree["split_conditions"][internal[1]] = -math.inf
+    ens, _ = import_xgboost_dict(json.loads(json.dumps(model)))
+    np.testing.assert_allclose(predict_margin_reference_f32(ens, X), _xgb_margin(edited, X), rtol=0, atol=4e-7)
+    tree["split_conditions"][internal[0]] = math.nan
+    with pytest.raises(ModelFormatError, match="non-finite split condition"):
+        import_xgboost_dict(model)
