@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._array import to_host
+from .._array import is_device_array, to_host
 from ..errors import DGBoostTypeError
 from .prediction import as_booster, model_reference
 
@@ -34,7 +34,9 @@ def _as_explainer(model_or_explainer, background):
 def _explain_block(block, explainer, interactions: bool, trailing: tuple):
     if block.shape[0] == 0:
         return np.empty((0,) + tuple(trailing), np.float64)
-    block = to_host(block)  # the SHAP engine runs on the host (CuPy blocks are copied there)
+    if is_device_array(block) and explainer.device == "cpu":
+        explainer = explainer.with_device("cuda")  # rows on a GPU: explained there
+    block = to_host(block)  # the explainer takes host rows (the GPU engine uploads its chunks)
     if interactions:
         return explainer.shap_interaction_values(block, progress=False)
     return explainer.shap_values(block, progress=False)

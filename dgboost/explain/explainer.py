@@ -205,8 +205,10 @@ class TreeExplainer:
     feature_perturbation : {"auto", "tree_path_dependent", "interventional"}
     algorithm : {"auto", "path", "table"}
         How path-dependent SHAP values are computed (same numbers either way).
-    device : {"cpu"}
-        Where the engine runs (the CPU engine; other devices raise).
+    device : {"cpu", "cuda"}
+        Where the engine runs. ``"cuda"``: path-dependent SHAP values by GPUTreeShap's warp
+        kernel (``kernels/treeshap_path.cu``); interaction values and interventional SHAP
+        still run on the CPU.
     model_output : {"raw"}
         Only the raw model output is explained (see the module docstring).
     feature_names : list of str, optional
@@ -294,9 +296,21 @@ class TreeExplainer:
         if device in ("cpu", None):
             return "cpu"
         if isinstance(device, str) and (device.startswith("cuda") or device == "gpu"):
-            raise DGBoostValueError(f"device={device!r}: the CUDA TreeSHAP engine is not available "
-                                    "in this build; use device='cpu'")
-        raise DGBoostValueError(f"device must be 'cpu' (or 'cuda' where available), got {device!r}")
+            from ..backend import cuda_status
+
+            usable, why = cuda_status()
+            if not usable:
+                raise DGBoostValueError(f"device={device!r}: no usable CUDA GPU ({why}); use device='cpu'")
+            return "cuda"
+        raise DGBoostValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
+
+    def with_device(self, device: str) -> "TreeExplainer":
+        """This explainer running on ``device`` (a shallow copy sharing the path table)."""
+        import copy
+
+        other = copy.copy(self)
+        other.device = self._check_device(device)
+        return other
 
     @property
     def expected_value(self):
@@ -446,6 +460,11 @@ class TreeExplainer:
     def _chunk_rows(self, interactions: bool) -> int:
         from numba import get_num_threads
 
+        if self.device == "cuda" and not interactions and self.feature_perturbation == "tree_path_dependent":
+            # one kernel launch per chunk; the output is G (F + 1) float64 per row on the device
+            per_row = 8 * self.n_outputs * (self.table.n_features + 1)
+            return max(1024, min(1 << 20, (256 << 20) // max(per_row, 1)))
+
         table = self.table
         per_row = max(table.n_elements, 1)
         if interactions:
@@ -460,6 +479,12 @@ class TreeExplainer:
 
     def _engine(self, rows: np.ndarray, interactions: bool) -> np.ndarray:
         from .treeshap import shap_interactions, shap_values_path, shap_values_table
+
+        if self.device == "cuda" and not interactions and self.feature_perturbation == "tree_path_dependent":
+            from .gpu import shap_values_device
+
+            # GPUTreeShap's warp kernel; interactions and interventional SHAP run on the CPU
+            return shap_values_device(self.table, rows).get()
 
         if interactions:
             method = self._interaction_method

@@ -334,8 +334,13 @@ def test_unsupported_models_and_options_are_rejected_by_name():
         TreeExplainer(booster, algorithm="exact")
     with pytest.raises(DGBoostError, match="model_output='probability' is not supported"):
         TreeExplainer(booster, model_output="probability")
-    with pytest.raises(DGBoostError, match="device='cuda'"):
-        TreeExplainer(booster, device="cuda")
+    from dgboost.backend import cuda_status
+
+    if not cuda_status()[0]:
+        with pytest.raises(DGBoostError, match="device='cuda': no usable CUDA GPU"):
+            TreeExplainer(booster, device="cuda")
+    with pytest.raises(DGBoostError, match="device must be 'cpu' or 'cuda'"):
+        TreeExplainer(booster, device="tpu")
     with pytest.raises(DGBoostError, match="only defined here for"):
         TreeExplainer(booster, data=X[:10]).shap_interaction_values(X[:2])
     with pytest.raises(DGBoostError, match="'s'"):

@@ -96,3 +96,20 @@ def test_nccl_collectives_with_one_rank_are_exact():
         empty = comm.allgather(cupy.empty((0, 3), cupy.float64))
         assert empty.shape == (0, 3)
         assert comm.broadcast({"cuts": [1, 2]}) == {"cuts": [1, 2]}
+
+
+def test_shap_values_of_cupy_partitions_are_computed_on_the_workers_gpu_like_the_cpu_engine():
+    import cupy
+    import dask.array as da
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+
+    import dgboost.dask as dxgb
+
+    X, y = _data()
+    booster = _cpu_model(X, y)
+    dX = da.from_array(X, chunks=(CHUNKS, X.shape[1])).map_blocks(cupy.asarray, dtype=np.float32)
+    with LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        got = dxgb.shap_values(client, booster, dX).compute()
+    np.testing.assert_allclose(got, dg.TreeExplainer(booster).shap_values(X), rtol=1e-9, atol=1e-9)
