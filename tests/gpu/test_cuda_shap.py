@@ -65,9 +65,11 @@ def test_an_imported_xgboost_model_is_explained_like_xgboost_on_the_gpu():
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 
-def test_no_rows_give_an_empty_result():
+def test_no_rows_are_refused_as_on_the_cpu():
     booster, X = _model(depth=3, rounds=3)
-    assert dg.TreeExplainer(booster, device="cuda").contributions(X[:0]).shape == (0, 1, X.shape[1] + 1)
+    for device in ("cpu", "cuda"):
+        with pytest.raises(dg.DGBoostValueError, match="X is empty"):
+            dg.TreeExplainer(booster, device=device).contributions(X[:0])
 
 
 def test_outputs_too_wide_for_a_shared_memory_tile_take_the_direct_kernel(monkeypatch):
