@@ -42,6 +42,14 @@ def _rank_task(rank: int, world_size: int, spec: dict, params: dict, train_parts
     from ..params import parse_params
 
     p = parse_params(params)
+    if not p.nthread:
+        # as xgboost.dask, a rank uses its worker's threads, not every core of a shared machine;
+        # set here, not in params: the parameters are saved with the model, which must be the
+        # single-process one byte for byte
+        import numba
+        from distributed import get_worker
+
+        numba.set_num_threads(max(1, min(int(get_worker().state.nthreads), numba.config.NUMBA_NUM_THREADS)))
     if str(p.device).startswith(("cuda", "gpu")):
         _use_worker_gpu(p)
     dtrain = as_rank_dmatrix(train_parts, **train_meta)
