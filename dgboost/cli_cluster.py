@@ -109,7 +109,6 @@ def open_cluster(config, quiet: bool = False):
         config = default_config()
     elif not isinstance(config, dict):
         config = load_config(config)
-    config = _share_cores(config)
     _say(quiet, f"starting the cluster ({_kind_words(config)})..." if config["kind"] != "existing"
          else f"connecting to the {_kind_words(config)}...")
     started = time.perf_counter()
@@ -129,26 +128,6 @@ def open_cluster(config, quiet: bool = False):
         raise
     _say(quiet, f"cluster ready in {_seconds(time.perf_counter() - started)}: {describe_cluster(client, config)}")
     return client, config
-
-
-def _share_cores(config: dict) -> dict:
-    """A ``local`` config whose workers share the cores instead of each using all of them.
-
-    Every worker process runs dgboost's Numba kernels with as many threads as the host has
-    cores, so N workers on one host oversubscribe it N times (on a 2-core machine, the demo's
-    training took 39 s with 2 workers of 2 threads each, 6-15 s with 1 thread each). Here each worker gets ``NUMBA_NUM_THREADS`` = its
-    share of the cores (at least its Dask threads), unless the config's ``env`` sets it.
-    """
-    if config.get("kind") != "local" or "NUMBA_NUM_THREADS" in (config.get("env") or {}):
-        return config
-    from dask.system import CPU_COUNT
-
-    from .cluster import _local_args
-
-    args = _local_args(config)
-    threads = int(args.get("threads_per_worker") or 1)
-    share = max(threads, CPU_COUNT // max(1, int(args["n_workers"])))
-    return {**config, "env": {**(config.get("env") or {}), "NUMBA_NUM_THREADS": share}}
 
 
 def _expected_workers(config: dict) -> int:
