@@ -113,3 +113,15 @@ def test_shap_values_of_cupy_partitions_are_computed_on_the_workers_gpu_like_the
             Client(cluster) as client:
         got = dxgb.shap_values(client, booster, dX).compute()
     np.testing.assert_allclose(got, dg.TreeExplainer(booster).shap_values(X), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.mgpu
+def test_two_gpus_train_the_cpu_engines_model_through_nccl():
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+
+    X, y = _data()
+    with LocalCUDACluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        model = _train_on(client, X, y, on_device=True, communicator="nccl")
+    assert_same_trees(model, _cpu_model(X, y), names=("2 GPUs, NCCL", "cpu"))
