@@ -194,8 +194,20 @@ def _watch(client, futures: list, workers: list[str]) -> list[Any]:
                 pass
         errored = [f for f in futures if f.status == "error"]
         if errored:
+            # read the rank's exception before cancelling the others: a cancelled future
+            # forgets it (and would raise FutureCancelledError instead)
+            exc, tb = errored[0].exception(), errored[0].traceback()
+            _cancel(client, [f for f in futures if f is not errored[0]])
+            if type(exc).__name__ == "KilledWorker":  # distributed gave up on a worker that kept dying
+                rank = futures.index(errored[0])
+                raise CommunicationError(f"the worker of rank {rank} died while training: {exc}") from exc
+            raise exc.with_traceback(tb)
+        cancelled = [r for r, f in enumerate(futures) if f.status == "cancelled"]
+        if cancelled:
             _cancel(client, futures)
-            errored[0].result()  # raises the rank's own exception, with its traceback
+            raise CommunicationError(f"the task of rank {cancelled[0]} (worker {workers[cancelled[0]]}) was "
+                                     "cancelled, e.g. because its worker was lost or restarted; the job was "
+                                     "stopped (train again: the same client can be reused)")
         if all(f.status == "finished" for f in futures):
             return client.gather(futures)
         alive = set(client.scheduler_info(n_workers=-1)["workers"])
