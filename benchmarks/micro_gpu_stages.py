@@ -53,63 +53,41 @@ def main():
     print(f"{n} x {f}; ELLPACK {ell.bits} bits, {ell.n_groups} groups, {ell.nbytes / 2**20:.0f} MiB; "
           f"d2d copy of {buf.nbytes / 2**20:.0f} MiB: {copy_ms:.3f} ms ({2 * buf.nbytes / copy_ms / 1e6:.0f} GB/s)")
 
+    from dgboost.testing.kernel_inputs import node_records
+
+    total_bins = int(cuts.ptrs[-1])
+
     root_rows = cupy.arange(n, dtype=cupy.int32)
     perm = cupy.random.permutation(n).astype(cupy.int32)
     half = n // 2
     edges = np.linspace(0, half, 129).astype(np.int64)
-    layouts = {"root (1 node, ordered)": (root_rows, np.array([0]), np.array([n])),
-               "deep (128 nodes, n/2 permuted)": (perm, edges[:-1], edges[1:])}
-    total_bins = int(cuts.ptrs[-1])
-    for mode in (0, 1, 2):
-        kern = get_module("histogram.cu", {"HIST_MODE": mode}).get_function("build_histograms")
-        for name, (rows, begins, ends) in layouts.items():
-            node, starts, stops = be._tasks(begins, ends, ell.n_groups)
-            t = node.size
-            tb, te, tn = cupy.asarray(starts), cupy.asarray(stops), cupy.asarray(node.astype(np.int64))
-            hist = cupy.zeros((begins.size, total_bins, 2), cupy.int64)
-            shared = 16 * ell.group_bins
-            kern.max_dynamic_shared_size_bytes = shared
+    layouts = {"root (1 node, ordered)": (root_rows, np.array([[0, n]])),
+               "deep (128 nodes, n/2 permuted)": (perm, np.stack([edges[:-1], edges[1:]], axis=1))}
+    key = ("histogram.cu", "build_histograms")
+    real = be._kernel(*key)
+    try:
+        for mode in (0, 1, 2):
+            # the backend launches whatever its kernel cache holds: swap in the measurement variant
+            be._functions[key] = get_module("histogram.cu", {"HIST_MODE": mode}).get_function(key[1])
+            for name, (rows, segments) in layouts.items():
+                dev_segments = cupy.asarray(segments)
+                ms = timed(lambda: be.build_histograms(ell, cuts.ptrs, gpair, rows, dev_segments))
+                entries = int((segments[:, 1] - segments[:, 0]).sum()) * f
+                print(f"hist mode {mode} {name:<32} {ms:7.3f} ms  {entries / ms / 1e6:8.1f} G entries/s")
+    finally:
+        be._functions[key] = real
 
-            def run():
-                kern((t, ell.n_groups), (512,), (ell.packed, np.int32(ell.bits), np.int32(f), np.uint32(ell.missing),
-                                                  rows, gpair, tn, tb, te, ell.cut_ptrs, ell.group_begin,
-                                                  ell.group_end, np.int64(total_bins), np.int32(1), hist),
-                     shared_mem=shared)
-            ms = timed(run)
-            entries = int((ends - begins).sum()) * f
-            print(f"hist mode {mode} {name:<32} {ms:7.3f} ms  {entries / ms / 1e6:8.1f} G entries/s  tasks {t}")
-
-    # partition sub-steps at the root and a deep level
-    for name, (rows, begins, ends) in layouts.items():
-        begins_, offsets, total = be._segments(begins, ends)
-        k = begins_.size
-        meta = cupy.asarray(np.concatenate([offsets, begins_]))
-        dev_off, dev_beg = meta[:k + 1], meta[k + 1:]
-        feat = cupy.asarray(np.arange(k, dtype=np.int64) % f)
-        sbin = cupy.full(k, 100, cupy.int64)
-        dl = cupy.ones(k, cupy.int64)
-        flags = cupy.empty(total, cupy.int32)
-        lefts = cupy.empty(k, cupy.int64)
-        buffer = cupy.empty(total, cupy.int32)
+    # the partition and the child records of a level, at the root and at a deep level
+    for name, (rows, segments) in layouts.items():
+        k = segments.shape[0]
+        records = cupy.asarray(node_records(segments[:, 0], segments[:, 1], feature=np.arange(k) % f,
+                                            split_bin=np.full(k, 100), default_left=np.ones(k)))
         work = rows.copy()
-        steps = {
-            "go_left": lambda: be._launch("partition.cu", "go_left", total,
-                                          (ell.packed, np.int32(ell.bits), np.int32(f), np.uint32(ell.missing), work,
-                                           dev_off, dev_beg, np.int32(k), feat, sbin, dl, np.int64(total), flags)),
-            "cumsum": lambda: cupy.cumsum(flags, dtype=cupy.int32),
-        }
-        steps["go_left"]()
-        scan = cupy.cumsum(flags, dtype=cupy.int32)
-        be._launch("partition.cu", "left_counts", k, (scan, dev_off, np.int32(k), lefts), threads=64)
-        steps["scatter"] = lambda: be._launch("partition.cu", "scatter", total,
-                                              (work, flags, scan, dev_off, dev_beg, lefts, np.int32(k),
-                                               np.int64(total), buffer))
-        steps["gather_back"] = lambda: be._launch("partition.cu", "gather_back", total,
-                                                  (buffer, dev_off, dev_beg, np.int32(k), np.int64(total), work))
-        steps["whole partition()"] = lambda: be.partition(ell, work, begins, ends, np.arange(k) % f,
-                                                         np.full(k, 100), np.ones(k, bool))
-        for s, fn in steps.items():
-            print(f"partition {name:<32} {s:<18} {timed(fn):7.3f} ms")
+        counts = be.partition(ell, work, records)
+        steps = {"whole partition()": lambda: be.partition(ell, work, records),
+                 "split_nodes()": lambda: be.split_nodes(records, counts, counts)}
+        for s_name, fn in steps.items():
+            print(f"partition {name:<32} {s_name:<18} {timed(fn):7.3f} ms")
 
     from types import SimpleNamespace
 
@@ -117,8 +95,9 @@ def main():
     for k in (1, 128, 256):
         hist = cupy.asarray(np.random.default_rng(0).integers(0, 1000, (k, total_bins, 2)))
         totals = hist[:, :cuts.ptrs[1]].sum(axis=1).get()
-        mask = np.ones((k, f), bool)
-        print(f"evaluate_splits {k:>4} nodes  {timed(lambda: be.evaluate_splits(hist, totals, cuts.ptrs, mask, 1.0, 1.0, p)):7.3f} ms")
+        records = cupy.asarray(node_records(np.zeros(k), np.full(k, n), sums=totals))
+        ms = timed(lambda: be.evaluate_splits(hist, records, cuts.ptrs, None, 1.0, 1.0, p))
+        print(f"evaluate_splits {k:>4} nodes  {ms:7.3f} ms")
 
 
 if __name__ == "__main__":

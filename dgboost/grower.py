@@ -6,6 +6,12 @@ those histograms across ranks (int64, exact), derive each sibling by subtraction
 evaluate the children's best splits. ``depthwise`` expands every splittable node of a
 level in one batch (the 2017 GPU paper's level-wise growth); ``lossguide`` expands the
 single best node at a time.
+
+A batch's bookkeeping stays on the backend's device as int64 node records
+(:data:`dgboost._layout.NODE_RECORD_FIELDS`: split decision, global sums, row segment):
+the partition reads its decisions there, the child records and the choice of the smaller
+child are made there, and the host reads each batch's child records once, after their
+splits are evaluated. That one read per level is all the host learns of a level.
 """
 from __future__ import annotations
 
@@ -14,7 +20,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, SPLIT_BIN, SUM_G, SUM_H
 from .binned import BinnedMatrix
+from .errors import DGBoostError
 from .tree import Tree
 
 __all__ = ["TreeGrower", "GrownTree", "FeatureSampler"]
@@ -82,7 +90,8 @@ class _Nodes:
     begin: list = field(default_factory=list)
     end: list = field(default_factory=list)
 
-    def add(self, parent: int, sums: np.ndarray, depth: int, begin: int, end: int) -> int:
+    def add(self, parent: int, record: np.ndarray, depth: int) -> int:
+        """Append a node from its host node record (split fields are filled by :meth:`split`)."""
         self.parent.append(parent)
         self.left.append(-1)
         self.right.append(-1)
@@ -90,11 +99,41 @@ class _Nodes:
         self.split_bin.append(-1)
         self.default_left.append(False)
         self.gain.append(0.0)
-        self.sums.append(np.asarray(sums, dtype=np.int64))
+        self.sums.append(np.array([record[SUM_G], record[SUM_H]], dtype=np.int64))
         self.depth.append(depth)
-        self.begin.append(begin)
-        self.end.append(end)
+        self.begin.append(int(record[BEGIN]))
+        self.end.append(int(record[END]))
         return len(self.parent) - 1
+
+    def split(self, nid: int, record: np.ndarray, left: int, right: int) -> None:
+        """Record the split of ``nid`` as evaluated in its host node record."""
+        self.feature[nid] = int(record[FEATURE])
+        self.split_bin[nid] = int(record[SPLIT_BIN])
+        self.default_left[nid] = bool(record[DEFAULT_LEFT])
+        self.gain[nid] = float(record[GAIN:GAIN + 1].view(np.float64)[0])
+        self.left[nid], self.right[nid] = left, right
+
+
+@dataclass
+class _Batch:
+    """Nodes evaluated together: their records and histograms on the device, records on the host.
+
+    Attributes
+    ----------
+    records : backend int64 (m, NODE_FIELDS)
+    hist : backend int64 (m, total_bins, 2), or None when the nodes were not evaluated
+    host : ndarray int64 (m, NODE_FIELDS), the records as read after evaluation
+    """
+
+    records: object
+    hist: object
+    host: np.ndarray
+
+    def can_split(self, row: int) -> bool:
+        return self.hist is not None and self.host[row, FEATURE] >= 0
+
+    def gain(self, row: int) -> float:
+        return float(self.host[row, GAIN:GAIN + 1].view(np.float64)[0])
 
 
 class TreeGrower:
@@ -123,20 +162,19 @@ class TreeGrower:
     def _can_split_at(self, depth: int) -> bool:
         return self.params.max_depth <= 0 or depth < self.params.max_depth
 
-    def _node_masks(self, nodes: list[int], depths: list[int], tree_index: int, tree_mask) -> np.ndarray:
-        masks = np.empty((len(nodes), self.binned.n_features), dtype=bool)
-        level_cache: dict[int, np.ndarray] = {}
-        for k, (nid, depth) in enumerate(zip(nodes, depths)):
-            if depth not in level_cache:
-                level_cache[depth] = self.sampler.level_mask(tree_mask, tree_index, depth)
-            masks[k] = self.sampler.node_mask(level_cache[depth], tree_index, nid)
-        return masks
+    def _node_masks(self, nodes: list[int], depth: int, tree_index: int, tree_mask):
+        """bool (len(nodes), F) feature masks on the backend's device, or None when every
+        feature may be used (no column sampling)."""
+        if all(r >= 1.0 for r in self.sampler.rates):
+            return None
+        level = self.sampler.level_mask(tree_mask, tree_index, depth)
+        masks = np.stack([self.sampler.node_mask(level, tree_index, nid) for nid in nodes])
+        return self.backend.asarray(masks)
 
-    def _evaluate(self, node_ids, hists, t: _Nodes, tree_index, tree_mask):
-        totals = np.stack([t.sums[i] for i in node_ids])
-        masks = self._node_masks(node_ids, [t.depth[i] for i in node_ids], tree_index, tree_mask)
-        return self.backend.evaluate_splits(hists, totals, self.cut_ptrs, masks,
-                                            self.scale_g, self.scale_h, self.params)
+    def _evaluate(self, hist, records, node_ids: list[int], depth: int, tree_index: int, tree_mask) -> None:
+        masks = self._node_masks(node_ids, depth, tree_index, tree_mask)
+        self.backend.evaluate_splits(hist, records, self.cut_ptrs, masks, self.scale_g, self.scale_h,
+                                     self.params)
 
     # -- growth ---------------------------------------------------------------------------
     def grow(self, gpair, scale_g: float, scale_h: float, tree_index: int) -> GrownTree:
@@ -157,35 +195,33 @@ class TreeGrower:
         backend, comm = self.backend, self.comm
         self.rows = backend.xp.arange(n_local, dtype=np.int32)
         tree_mask = self.sampler.tree_mask(tree_index)
-        t = _Nodes()
-        root_sum = comm.allreduce_sum(backend.gpair_totals(gpair))
-        t.add(-1, root_sum, 0, 0, n_local)
-        # candidates: node id -> (histogram, split result index) for nodes that may be split
-        pending: dict[int, tuple] = {}
+        root = backend.root_node(comm.allreduce_sum(backend.gpair_totals(gpair)), n_local)
+        hist = None
         if self._can_split_at(0):
             hist = comm.allreduce_sum(backend.build_histograms(
-                self.binned.bins, self.cut_ptrs, gpair, self.rows, [0], [n_local]))
-            res = self._evaluate([0], hist, t, tree_index, tree_mask)
-            pending[0] = ((hist, 0), res, 0)
+                self.binned.bins, self.cut_ptrs, gpair, self.rows, root))
+            self._evaluate(hist, root, [0], 0, tree_index, tree_mask)
+        batch = _Batch(root, hist, backend.to_host(root))
+        t = _Nodes()
+        t.add(-1, batch.host[0], 0)
+        # nodes that may still be split: node id -> (batch, row of the batch)
+        pending: dict[int, tuple[_Batch, int]] = {0: (batch, 0)}
 
         max_leaves = self.params.max_leaves
         n_leaves = 1
         if self.params.grow_policy == "lossguide":
-            heap = [(-pending[0][1].gain[0], 0)] if 0 in pending and pending[0][1].feature[0] >= 0 else []
+            heap = [(-batch.gain(0), 0)] if batch.can_split(0) else []
             while heap and (max_leaves <= 0 or n_leaves < max_leaves):
                 _, nid = heapq.heappop(heap)
                 for child in self._expand([nid], pending, t, tree_index, tree_mask):
-                    if child not in pending:  # at max_depth: a leaf, never evaluated
-                        continue
-                    _, res, k = pending[child]
-                    if res.feature[k] >= 0:
-                        heapq.heappush(heap, (-res.gain[k], child))
+                    child_batch, row = pending[child]
+                    if child_batch.can_split(row):
+                        heapq.heappush(heap, (-child_batch.gain(row), child))
                 n_leaves += 1
         else:
             level = [0]
             while level:
-                splittable = [nid for nid in level
-                              if nid in pending and pending[nid][1].feature[pending[nid][2]] >= 0]
+                splittable = [nid for nid in level if pending[nid][0].can_split(pending[nid][1])]
                 if max_leaves > 0:
                     splittable = splittable[:max(0, max_leaves - n_leaves)]
                 if not splittable:
@@ -194,66 +230,55 @@ class TreeGrower:
                 level = self._expand(splittable, pending, t, tree_index, tree_mask)
         return self._finish(t)
 
+    def _parents(self, node_ids: list[int], pending: dict):
+        """The batch the nodes were evaluated in, their records and their rows in it (device)."""
+        batch = pending[node_ids[0]][0]
+        rows = np.array([pending[n][1] for n in node_ids], np.int64)
+        if any(pending[n][0] is not batch for n in node_ids):
+            raise DGBoostError("internal error: nodes expanded together come from different batches")
+        index = self.backend.asarray(rows)
+        if rows.size == batch.host.shape[0] and np.array_equal(rows, np.arange(rows.size)):
+            return batch, batch.records, index
+        return batch, batch.records[index], index
+
     def _expand(self, node_ids: list[int], pending: dict, t: _Nodes, tree_index: int, tree_mask) -> list[int]:
-        """Split ``node_ids`` (all with valid splits); return the new children, evaluated where allowed."""
+        """Split ``node_ids`` (all with valid splits, all of one depth); return the new children.
+
+        Children are evaluated when their depth allows another split. The children's records
+        are laid out as [left children of node_ids..., right children of node_ids...].
+        """
         backend, comm = self.backend, self.comm
-        feats = np.array([pending[n][1].feature[pending[n][2]] for n in node_ids], np.int32)
-        bins_ = np.array([pending[n][1].bin[pending[n][2]] for n in node_ids], np.int32)
-        dls = np.array([pending[n][1].default_left[pending[n][2]] for n in node_ids], np.bool_)
-        begins = np.array([t.begin[n] for n in node_ids], np.int64)
-        ends = np.array([t.end[n] for n in node_ids], np.int64)
-        left_counts = backend.partition(self.binned.bins_by_feature, self.rows, begins, ends, feats, bins_, dls)
+        k = len(node_ids)
+        depth = t.depth[node_ids[0]] + 1
+        evaluate = self._can_split_at(depth)
+        # ids the children will get (t.add below), known before any device work: the
+        # feature masks are uploaded while the device is idle
+        first = len(t.parent)
+        child_ids = [first + 2 * j for j in range(k)] + [first + 2 * j + 1 for j in range(k)]
+        batch, parents, parent_index = self._parents(node_ids, pending)
+        masks = self._node_masks(child_ids, depth, tree_index, tree_mask) if evaluate else None
+
+        counts = backend.partition(self.binned.bins_by_feature, self.rows, parents)
         # global row counts of the children pick the smaller one to build: the same choice on
         # every rank, and the least work (a hessian sum can favour the child with more rows)
-        global_left = comm.allreduce_sum(np.asarray(left_counts, np.int64))
-        global_size = comm.allreduce_sum(ends - begins)
-        children: list[int] = []
-        build_nodes: list[int] = []
-        other_nodes: list[int] = []
-        parents_of_build: list[int] = []
-        for k, nid in enumerate(node_ids):
-            _, res, j = pending[nid]
-            t.feature[nid] = int(feats[k])
-            t.split_bin[nid] = int(bins_[k])
-            t.default_left[nid] = bool(dls[k])
-            t.gain[nid] = float(res.gain[j])
-            left_sum = res.left_sum[j].copy()
-            right_sum = t.sums[nid] - left_sum
-            depth = t.depth[nid] + 1
-            mid = int(begins[k] + left_counts[k])
-            lid = t.add(nid, left_sum, depth, int(begins[k]), mid)
-            rid = t.add(nid, right_sum, depth, mid, int(ends[k]))
-            t.left[nid], t.right[nid] = lid, rid
-            children += [lid, rid]
-            if self._can_split_at(depth):
-                n_left = int(global_left[k])
-                small, large = (lid, rid) if 2 * n_left <= int(global_size[k]) else (rid, lid)
-                build_nodes.append(small)
-                other_nodes.append(large)
-                parents_of_build.append(nid)
-        if build_nodes:
+        children, build_segments, build_left = backend.split_nodes(parents, counts, comm.allreduce_sum(counts))
+        hist = None
+        if evaluate:
             built = comm.allreduce_sum(backend.build_histograms(
-                self.binned.bins, self.cut_ptrs, self.gpair, self.rows,
-                [t.begin[n] for n in build_nodes], [t.end[n] for n in build_nodes]))
-            siblings = self._stack_parents([pending[p][0] for p in parents_of_build])
-            siblings -= built  # sibling = parent - built child
-            hists = backend.xp.concatenate([built, siblings])
-            eval_ids = build_nodes + other_nodes
-            res = self._evaluate(eval_ids, hists, t, tree_index, tree_mask)
-            for k, nid in enumerate(eval_ids):
-                pending[nid] = ((hists, k), res, k)
+                self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments))
+            hist = backend.children_histograms(batch.hist, parent_index, built, build_left)
+            backend.evaluate_splits(hist, children, self.cut_ptrs, masks, self.scale_g, self.scale_h,
+                                    self.params)
+        child_batch = _Batch(children, hist, backend.to_host(children))
+        for j, nid in enumerate(node_ids):
+            lid = t.add(nid, child_batch.host[j], depth)
+            rid = t.add(nid, child_batch.host[k + j], depth)
+            t.split(nid, batch.host[pending[nid][1]], lid, rid)
+            pending[lid] = (child_batch, j)
+            pending[rid] = (child_batch, k + j)
         for nid in node_ids:
             del pending[nid]
-        return children
-
-    def _stack_parents(self, parents: list):
-        """The parents' histograms as one new array, gathered by row index where they are rows of
-        one earlier batch (always, with depthwise growth): one gather instead of one copy per node."""
-        xp = self.backend.xp
-        first = parents[0]
-        if all(p[0] is first[0] for p in parents):
-            return first[0][xp.asarray(np.array([p[1] for p in parents], np.int64))]
-        return xp.stack([p[0][p[1]] for p in parents])
+        return list(range(first, first + 2 * k))  # left, right of each parent in turn
 
     def _finish(self, t: _Nodes) -> GrownTree:
         p = self.params

@@ -45,6 +45,22 @@ struct PathElement {
   double v;              // leaf value of the path
 };
 
+// Columns of an int64 node record (dgboost/_layout.py NODE_RECORD_FIELDS, same order): the
+// split decision, the node's global quantised sums and this rank's row segment.
+enum NodeField : int {
+  kFeature = 0,
+  kSplitBin = 1,
+  kDefaultLeft = 2,
+  kGain = 3,
+  kLeftG = 4,
+  kLeftH = 5,
+  kSumG = 6,
+  kSumH = 7,
+  kBegin = 8,
+  kEnd = 9,
+  kNodeFields = 10
+};
+
 // ELLPACK symbol ``index`` of a bit stream packed at ``bits`` bits per symbol, low bits
 // first. The buffer carries one padding word, so reading the word after the last is safe.
 __device__ __forceinline__ uint32_t read_symbol(const uint32_t* __restrict__ packed, int bits,

@@ -1,73 +1,169 @@
 // Stable partition of node row segments: left rows first, order kept within each side.
 //
-// Thread mapping: the split nodes' segments are laid end to end ("compact positions" q,
-// with seg_offsets[i] the first q of node i); one thread per compact position, grid-stride.
-// ``go_left`` reads the split feature's ELLPACK symbol of the row (one 8-byte load per row:
-// scattered, since rows are permuted) and writes a 0/1 flag. An inclusive scan of the flags
-// (CuPy's cumsum, in int32: rows are int32 indices, so positions fit) gives each row's rank among the left rows of its node;
-// ``scatter`` writes the row to its new place in a compact buffer and ``gather_back`` copies
-// the buffer over the segments. Memory traffic per row: ~4 B rows + 8 B symbol + 4 B flag
-// (read and written) + the scan + 2 x 4 B moves.
+// The decisions come from the split parents' node records on the device, so no host data is
+// needed. Each parent's segment is cut into tiles of kTile = kThreads * kItems positions
+// (``segment_offsets`` in nodes.cu numbers the tiles; tile t belongs to the last parent whose
+// first tile is <= t). Thread mapping: one block per tile in every pass, position
+// ``tile start + item * kThreads + thread`` (coalesced), blocks past the last tile exit.
+//  1. ``partition_flags``: per position, the row's split-feature symbol (one 8-byte load,
+//     scattered since rows are permuted) -> a 0/1 byte flag; the tile's left count.
+//  2. ``partition_tile_scan`` (one block): exclusive scan of the tile counts, each parent's
+//     (left, right) counts.
+//  3. ``partition_scatter``: ranks inside the tile by warp ballots, plus the tile's base,
+//     give each row its place; rows go to a buffer at their final absolute positions.
+//  4. ``partition_copy_back``: buffer -> rows over the split segments.
+// Memory traffic per row: 4 B row + 8 B symbol + 1 B flag written; 1 B flag + 4 B row read,
+// 4 B written; 8 B copied back (~30 B a row, no host round trip, no library scan).
 #include "common.cuh"
 
 using namespace dgboost;
 
-__device__ __forceinline__ int node_of(const long long* __restrict__ seg_offsets, int n_nodes, long long q) {
-  int a = 0, b = n_nodes;  // last i with seg_offsets[i] <= q
+#define kThreads 256
+#define kItems 8
+#define kTile (kThreads * kItems)
+
+// Last i in [0, n) with offsets[i] <= t (offsets non-decreasing, offsets[0] = 0).
+__device__ __forceinline__ int last_at_most(const long long* __restrict__ offsets, int n, long long t) {
+  int a = 0, b = n;
   while (b - a > 1) {
     const int mid = (a + b) >> 1;
-    if (seg_offsets[mid] <= q) a = mid; else b = mid;
+    if (offsets[mid] <= t) a = mid; else b = mid;
   }
   return a;
 }
 
-extern "C" __global__ void go_left(const unsigned int* __restrict__ packed, int bits, int n_features,
-                                   unsigned missing, const int* __restrict__ rows,
-                                   const long long* __restrict__ seg_offsets, const long long* __restrict__ begins,
-                                   int n_nodes, const long long* __restrict__ feature,
-                                   const long long* __restrict__ split_bin, const long long* __restrict__ default_left,
-                                   long long total,
-                                   int* __restrict__ flags) {
-  for (long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x; q < total;
-       q += (long long)gridDim.x * blockDim.x) {
-    const int i = node_of(seg_offsets, n_nodes, q);
-    const int r = rows[begins[i] + (q - seg_offsets[i])];
-    const unsigned s = read_symbol(packed, bits, static_cast<uint64_t>(r) * n_features + feature[i]);
-    flags[q] = s == missing ? (default_left[i] != 0 ? 1 : 0) : (static_cast<long long>(s) <= split_bin[i] ? 1 : 0);
+struct TileSpan {
+  int node;
+  long long start;  // first absolute position of the tile
+  long long stop;   // one past its last position
+  long long begin;  // the node's first position
+};
+
+__device__ __forceinline__ bool tile_span(const long long* __restrict__ parents, int k,
+                                          const long long* __restrict__ tile_offsets, TileSpan& s) {
+  const long long t = blockIdx.x;
+  if (t >= tile_offsets[k]) return false;
+  s.node = last_at_most(tile_offsets, k, t);
+  const long long* rec = parents + static_cast<long long>(s.node) * kNodeFields;
+  s.begin = rec[kBegin];
+  s.start = s.begin + (t - tile_offsets[s.node]) * kTile;
+  s.stop = min(s.start + kTile, rec[kEnd]);
+  return true;
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads) partition_flags(
+    const unsigned int* __restrict__ packed, int bits, int n_features, unsigned missing,
+    const int* __restrict__ rows, const long long* __restrict__ parents, int k,
+    const long long* __restrict__ tile_offsets, unsigned char* __restrict__ flags,
+    long long* __restrict__ tile_lefts) {
+  TileSpan s;
+  if (!tile_span(parents, k, tile_offsets, s)) return;
+  const long long* rec = parents + static_cast<long long>(s.node) * kNodeFields;
+  const long long feature = rec[kFeature], split_bin = rec[kSplitBin];
+  const unsigned char dl = rec[kDefaultLeft] != 0 ? 1 : 0;
+  int lefts = 0;
+#pragma unroll
+  for (int it = 0; it < kItems; ++it) {
+    const long long p = s.start + it * kThreads + threadIdx.x;
+    if (p < s.stop) {
+      const int r = rows[p];
+      const unsigned sym = read_symbol(packed, bits, static_cast<uint64_t>(r) * n_features + feature);
+      const unsigned char f = sym == missing ? dl : (static_cast<long long>(sym) <= split_bin ? 1 : 0);
+      flags[p] = f;
+      lefts += f;
+    }
+  }
+  __shared__ int warp_sums[kThreads / 32];
+  for (int d = 16; d > 0; d >>= 1) lefts += __shfl_down_sync(0xffffffffu, lefts, d);
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = lefts;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    long long total = 0;
+    for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
+    tile_lefts[blockIdx.x] = total;
   }
 }
 
-// ``scan`` is the inclusive prefix sum of ``flags``; left_counts[i] = left rows of node i.
-extern "C" __global__ void left_counts(const int* __restrict__ scan, const long long* __restrict__ seg_offsets,
-                                       int n_nodes, long long* __restrict__ out) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n_nodes) return;
-  const long long a = seg_offsets[i], b = seg_offsets[i + 1];
-  out[i] = b > a ? static_cast<long long>(scan[b - 1]) - (a > 0 ? scan[a - 1] : 0) : 0;
-}
-
-extern "C" __global__ void scatter(const int* __restrict__ rows, const int* __restrict__ flags,
-                                   const int* __restrict__ scan, const long long* __restrict__ seg_offsets,
-                                   const long long* __restrict__ begins, const long long* __restrict__ lefts,
-                                   int n_nodes, long long total, int* __restrict__ buffer) {
-  for (long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x; q < total;
-       q += (long long)gridDim.x * blockDim.x) {
-    const int i = node_of(seg_offsets, n_nodes, q);
-    const long long start = seg_offsets[i];
-    const long long before = start > 0 ? scan[start - 1] : 0;
-    const long long local = q - start;
-    const long long left_rank = scan[q] - before - flags[q];  // left rows before q in node i
-    const long long dest = flags[q] ? left_rank : lefts[i] + (local - left_rank);
-    buffer[start + dest] = rows[begins[i] + local];
+// One block: tile_scan[t] = left rows of the tiles before t (all parents), tile_scan[T] = total;
+// counts[j] = (left, right) rows of parent j.
+extern "C" __global__ void partition_tile_scan(const long long* __restrict__ parents, int k,
+                                               const long long* __restrict__ tile_offsets,
+                                               const long long* __restrict__ tile_lefts,
+                                               long long* __restrict__ tile_scan, long long* __restrict__ counts) {
+  __shared__ long long partial[1024];
+  const int n = static_cast<int>(tile_offsets[k]);
+  const int per = (n + blockDim.x - 1) / blockDim.x;
+  const int lo = min(n, static_cast<int>(threadIdx.x) * per);
+  const int hi = min(n, lo + per);
+  long long own = 0;
+  for (int i = lo; i < hi; ++i) own += tile_lefts[i];
+  partial[threadIdx.x] = own;
+  __syncthreads();
+  for (int d = 1; d < static_cast<int>(blockDim.x); d <<= 1) {
+    const long long v = threadIdx.x >= static_cast<unsigned>(d) ? partial[threadIdx.x - d] : 0;
+    __syncthreads();
+    partial[threadIdx.x] += v;
+    __syncthreads();
+  }
+  long long run = partial[threadIdx.x] - own;
+  for (int i = lo; i < hi; ++i) {
+    tile_scan[i] = run;
+    run += tile_lefts[i];
+  }
+  if (threadIdx.x == blockDim.x - 1) tile_scan[n] = partial[blockDim.x - 1];
+  __syncthreads();
+  for (int j = threadIdx.x; j < k; j += blockDim.x) {
+    const long long* rec = parents + static_cast<long long>(j) * kNodeFields;
+    const long long left = tile_scan[tile_offsets[j + 1]] - tile_scan[tile_offsets[j]];
+    counts[2 * j] = left;
+    counts[2 * j + 1] = rec[kEnd] - rec[kBegin] - left;
   }
 }
 
-extern "C" __global__ void gather_back(const int* __restrict__ buffer, const long long* __restrict__ seg_offsets,
-                                       const long long* __restrict__ begins, int n_nodes, long long total,
-                                       int* __restrict__ rows) {
-  for (long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x; q < total;
-       q += (long long)gridDim.x * blockDim.x) {
-    const int i = node_of(seg_offsets, n_nodes, q);
-    rows[begins[i] + (q - seg_offsets[i])] = buffer[q];
+extern "C" __global__ void __launch_bounds__(kThreads) partition_scatter(
+    const int* __restrict__ rows, const unsigned char* __restrict__ flags,
+    const long long* __restrict__ parents, int k, const long long* __restrict__ tile_offsets,
+    const long long* __restrict__ tile_scan, const long long* __restrict__ counts, int* __restrict__ buffer) {
+  TileSpan s;
+  if (!tile_span(parents, k, tile_offsets, s)) return;
+  __shared__ int warp_counts[kThreads / 32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const unsigned lanes_below = (1u << lane) - 1u;
+  // left rows of this node before this tile, and the node's left count
+  long long lefts_before = tile_scan[blockIdx.x] - tile_scan[tile_offsets[s.node]];
+  const long long node_lefts = counts[2 * s.node];
+  for (int it = 0; it < kItems; ++it) {
+    const long long p = s.start + it * kThreads + threadIdx.x;
+    const bool valid = p < s.stop;
+    const bool f = valid && flags[p] != 0;
+    const unsigned ballot = __ballot_sync(0xffffffffu, f);
+    if (lane == 0) warp_counts[warp] = __popc(ballot);
+    __syncthreads();
+    int warp_base = 0, total = 0;
+    for (int w = 0; w < kThreads / 32; ++w) {
+      const int c = warp_counts[w];
+      warp_base += w < warp ? c : 0;
+      total += c;
+    }
+    if (valid) {
+      const long long lefts_here = lefts_before + warp_base + __popc(ballot & lanes_below);
+      const long long offset = p - s.begin;  // position inside the node's segment
+      const long long dest = f ? s.begin + lefts_here : s.begin + node_lefts + (offset - lefts_here);
+      buffer[dest] = rows[p];
+    }
+    lefts_before += total;
+    __syncthreads();  // warp_counts is rewritten by the next round
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads) partition_copy_back(
+    const int* __restrict__ buffer, const long long* __restrict__ parents, int k,
+    const long long* __restrict__ tile_offsets, int* __restrict__ rows) {
+  TileSpan s;
+  if (!tile_span(parents, k, tile_offsets, s)) return;
+#pragma unroll
+  for (int it = 0; it < kItems; ++it) {
+    const long long p = s.start + it * kThreads + threadIdx.x;
+    if (p < s.stop) rows[p] = buffer[p];
   }
 }

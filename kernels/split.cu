@@ -6,7 +6,8 @@
 // pass): thread b holds the left sums of "bins <= b", tries missing-right then missing-left,
 // and keeps its best. A block arg-max (ties: lowest bin, then missing-right) writes one
 // candidate per (node, feature). Stage 2 (``best_per_node``): one thread per node scans its
-// features in order and keeps the first strictly larger gain, starting from kRtEps.
+// features in order and keeps the first strictly larger gain, starting from kRtEps, and
+// writes the decision into the node's record (the node totals are read from the records too).
 // Together that is the CPU kernel's order: first maximum over (feature, bin, direction).
 //
 // The float64 arithmetic repeats the CPU engine's expressions operation by operation and the
@@ -91,8 +92,8 @@ struct Candidate {
 };
 
 extern "C" __global__ void best_per_feature(
-    const long long* __restrict__ hist, long long total_bins, const long long* __restrict__ totals,
-    const int* __restrict__ cut_ptrs, int n_features, const bool* __restrict__ feature_mask,
+    const long long* __restrict__ hist, long long total_bins, const long long* __restrict__ records,
+    const int* __restrict__ cut_ptrs, int n_features, const bool* __restrict__ feature_mask, int use_mask,
     double inv_scale_g, double inv_scale_h, double lam, double alpha, double mcw, double mds,
     Candidate* __restrict__ out) {
   const SplitParamsDev p{inv_scale_g, inv_scale_h, lam, alpha, mcw, mds};
@@ -103,13 +104,14 @@ extern "C" __global__ void best_per_feature(
   const int node = blockIdx.x / n_features;
   const int f = blockIdx.x % n_features;
   Candidate* slot = out + blockIdx.x;
-  if (!feature_mask[static_cast<long long>(node) * n_features + f]) {
+  if (use_mask && !feature_mask[static_cast<long long>(node) * n_features + f]) {
     if (threadIdx.x == 0) { slot->gain = 0.0; slot->key = -1; slot->left_g = 0; slot->left_h = 0; }
     return;
   }
   const long long* h = hist + static_cast<long long>(node) * total_bins * 2;
   const int lo = cut_ptrs[f], hi = cut_ptrs[f + 1];
-  const long long tg = totals[2 * node], th = totals[2 * node + 1];
+  const long long tg = records[static_cast<long long>(node) * kNodeFields + kSumG];
+  const long long th = records[static_cast<long long>(node) * kNodeFields + kSumH];
   // feature sums -> missing sums
   long long fg = 0, fh = 0;
   for (int b = lo + threadIdx.x; b < hi; b += blockDim.x) { fg += h[2 * b]; fh += h[2 * b + 1]; }
@@ -179,10 +181,10 @@ extern "C" __global__ void best_per_feature(
   }
 }
 
-// Stage 2: one thread per node. ``out`` is int64 (n_nodes, 6): feature, bin, default_left,
-// gain (float64 bits), left G, left H -- one array, so the host reads the level in one copy.
+// Stage 2: one thread per node writes its decision into its record: feature, bin,
+// default_left, gain (float64 bits), left G, left H.
 extern "C" __global__ void best_per_node(const Candidate* __restrict__ cand, int n_nodes, int n_features,
-                                         double gamma, long long* __restrict__ out) {
+                                         double gamma, long long* __restrict__ records) {
   const int node = blockIdx.x * blockDim.x + threadIdx.x;
   if (node >= n_nodes) return;
   double best = KERNEL_EPS;
@@ -193,11 +195,11 @@ extern "C" __global__ void best_per_node(const Candidate* __restrict__ cand, int
     if (c.key >= 0 && c.gain > best) { best = c.gain; best_f = f; best_key = c.key; lg = c.left_g; lh = c.left_h; }
   }
   if (best_f >= 0 && best < gamma) best_f = -1;
-  long long* o = out + 6LL * node;
-  o[0] = best_f;
-  o[1] = best_f >= 0 ? best_key >> 1 : -1;
-  o[2] = best_f >= 0 ? (best_key & 1) : 0;
-  o[3] = __double_as_longlong(best_f >= 0 ? best : 0.0);
-  o[4] = best_f >= 0 ? lg : 0;
-  o[5] = best_f >= 0 ? lh : 0;
+  long long* o = records + static_cast<long long>(node) * kNodeFields;
+  o[kFeature] = best_f;
+  o[kSplitBin] = best_f >= 0 ? best_key >> 1 : -1;
+  o[kDefaultLeft] = best_f >= 0 ? (best_key & 1) : 0;
+  o[kGain] = __double_as_longlong(best_f >= 0 ? best : 0.0);
+  o[kLeftG] = best_f >= 0 ? lg : 0;
+  o[kLeftH] = best_f >= 0 ? lh : 0;
 }

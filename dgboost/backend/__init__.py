@@ -4,9 +4,9 @@ from __future__ import annotations
 import functools
 import threading
 
-from .base import Backend, SplitResult
+from .base import Backend
 
-__all__ = ["Backend", "SplitResult", "get_backend", "cuda_status"]
+__all__ = ["Backend", "get_backend", "cuda_status"]
 
 # one CUDA backend per device: it holds the device's properties, and its kernels are cached
 _cuda_backends: dict = {}

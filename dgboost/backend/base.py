@@ -10,6 +10,11 @@ Array conventions (``xp`` is numpy or cupy):
 - ``rows``: int32 (n,), a permutation of the local rows in which every node's rows are the
   contiguous segment ``rows[begin:end]``.
 - ``hist``: int64 (n_nodes, total_bins, 2).
+- ``records``: int64 (n_nodes, NODE_FIELDS) node records (``dgboost._layout``): split
+  decision, global quantised sums, local row segment. A batch of nodes lives on the device
+  as records from partition to evaluation; the host reads them once per batch.
+- ``segments``: int64 (m, 2) row segments ``[begin, end)``, or the records whose
+  ``begin``/``end`` columns give them.
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["Backend", "SplitParams", "SplitResult"]
+__all__ = ["Backend", "SplitParams"]
 
 
 class SplitParams(Protocol):
@@ -26,28 +31,6 @@ class SplitParams(Protocol):
     gamma: float
     min_child_weight: float
     max_delta_step: float
-
-
-class SplitResult:
-    """Best split of each of ``n`` nodes (host NumPy arrays).
-
-    Attributes
-    ----------
-    feature : int32 (n,)        -1 when the node has no valid split
-    bin : int32 (n,)            local bin; rows with bin <= this go left
-    default_left : bool (n,)
-    gain : float64 (n,)         loss change
-    left_sum : int64 (n, 2)     quantised (G, H) of the left child
-    """
-
-    __slots__ = ("feature", "bin", "default_left", "gain", "left_sum")
-
-    def __init__(self, feature, bin, default_left, gain, left_sum):
-        self.feature = feature
-        self.bin = bin
-        self.default_left = default_left
-        self.gain = gain
-        self.left_sum = left_sum
 
 
 class Backend(Protocol):
@@ -68,17 +51,52 @@ class Backend(Protocol):
         Histograms sum them in int64.
         """
 
-    def build_histograms(self, bins, cut_ptrs, gpair, rows, begins, ends):
-        """int64 (len(begins), total_bins, 2): sums of ``gpair`` per node and bin."""
+    def gpair_totals(self, gpair):
+        """int64 (2,) on the device: the column sums of ``gpair``."""
 
-    def evaluate_splits(self, hist, totals, cut_ptrs, feature_mask, scale_g, scale_h,
-                        params: SplitParams) -> SplitResult: ...
+    def root_node(self, sums, n_rows: int):
+        """int64 (1, NODE_FIELDS) record of the root: ``sums`` (int64 (2,), global) and rows [0, n_rows)."""
 
-    def partition(self, bins_by_feature, rows, begins, ends, feature, split_bin, default_left):
-        """Stable in-place partition of each node's segment; returns left counts int64 (n,).
+    def build_histograms(self, bins, cut_ptrs, gpair, rows, segments):
+        """int64 (m, total_bins, 2): sums of ``gpair`` per segment and bin.
 
-        ``bins_by_feature`` is the column-major (F, n) copy of the bins.
+        ``segments`` are int64 (m, 2) ``[begin, end)`` pairs or node records (m, NODE_FIELDS).
         """
+
+    def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scale_g, scale_h,
+                        params: SplitParams) -> None:
+        """Write the best split of each node into its record (feature -1 when none).
+
+        Reads the records' sums; ``feature_mask`` is bool (m, F) on the device, or None
+        for every feature. Ties go to the lowest feature, then bin, then missing-right.
+        """
+
+    def partition(self, bins_by_feature, rows, records):
+        """Stable in-place partition of each record's segment by its split decision.
+
+        Returns int64 (k, 2) local (left, right) row counts. ``bins_by_feature`` is the
+        backend's column layout of the bins (:meth:`column_layout`).
+        """
+
+    def split_nodes(self, parents, counts, global_counts):
+        """Records of the children of split ``parents`` and which child to build.
+
+        Returns ``(children, build_segments, build_left)``: children int64 (2k, NODE_FIELDS)
+        as [left children..., right children...] with their sums and local segments;
+        build_segments int64 (k, 2), the local segment of each parent's child with fewer
+        rows over all ranks (``global_counts``, int64 (k, 2); ties build the left);
+        build_left int64 (k,), 1 where that child is the left one.
+        """
+
+    def children_histograms(self, parent_hist, parent_index, built, build_left):
+        """int64 (2k, total_bins, 2) histograms of the children, laid out as their records.
+
+        Child ``build`` of parent ``j`` is ``built[j]``; its sibling is
+        ``parent_hist[parent_index[j]] - built[j]``.
+        """
+
+    def leaf_weights(self, sums, scale_g: float, scale_h: float, params) -> np.ndarray:
+        """float64 (n,) on the host, from int64 (n, 2) host sums."""
 
     def add_leaf_values(self, margin, rows, begins, ends, values, group: int) -> None: ...
 

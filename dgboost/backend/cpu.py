@@ -6,8 +6,9 @@ import sys
 import numpy as np
 
 from .._array import to_host
+from .._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, SPLIT_BIN, SUM_G, SUM_H
 from . import _cpu_kernels as K
-from .base import SplitResult
+from . import _records
 
 __all__ = ["CPUBackend"]
 
@@ -127,6 +128,15 @@ class CPUBackend:
         # column by column: numpy's axis-0 reduction over an (n, 2) array is several times slower
         return np.array([gpair[:, 0].sum(dtype=np.int64), gpair[:, 1].sum(dtype=np.int64)], np.int64)
 
+    def root_node(self, sums, n_rows: int) -> np.ndarray:
+        return _records.root_node(sums, n_rows)
+
+    def split_nodes(self, parents, counts, global_counts):
+        return _records.split_nodes(parents, counts, global_counts)
+
+    def children_histograms(self, parent_hist, parent_index, built, build_left):
+        return _records.children_histograms(parent_hist, parent_index, built, build_left)
+
     def quantise(self, grad, hess, scale_g, scale_h, keep=None):
         """int32 (n, 2) fixed-point pairs (the scales keep every value within 2**30)."""
         out = np.empty((grad.shape[0], 2), dtype=np.int32)
@@ -136,9 +146,8 @@ class CPUBackend:
             out[~keep] = 0
         return out
 
-    def build_histograms(self, bins, cut_ptrs, gpair, rows, begins, ends):
-        begins = np.asarray(begins, dtype=np.int64)
-        ends = np.asarray(ends, dtype=np.int64)
+    def build_histograms(self, bins, cut_ptrs, gpair, rows, segments):
+        begins, ends = _records.segments_of(segments)
         total_bins = int(cut_ptrs[-1])
         out = np.zeros((begins.shape[0], total_bins, 2), dtype=np.int64)
         missing = int(np.iinfo(bins.dtype).max)
@@ -156,29 +165,33 @@ class CPUBackend:
                                missing, threads, out[s:s + batch])
         return out
 
-    def evaluate_splits(self, hist, totals, cut_ptrs, feature_mask, scale_g, scale_h, params):
+    def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scale_g, scale_h, params) -> None:
         n = hist.shape[0]
         feature = np.empty(n, np.int32)
         split_bin = np.empty(n, np.int32)
         default_left = np.empty(n, np.bool_)
         gain = np.empty(n, np.float64)
         left = np.empty((n, 2), np.int64)
-        K.evaluate_splits(hist, totals, cut_ptrs, np.ascontiguousarray(feature_mask, np.bool_),
+        mask = np.ones((n, len(cut_ptrs) - 1), np.bool_) if feature_mask is None else feature_mask
+        K.evaluate_splits(hist, np.ascontiguousarray(records[:, SUM_G:SUM_H + 1]), cut_ptrs,
+                          np.ascontiguousarray(mask, np.bool_),
                           1.0 / scale_g, 1.0 / scale_h, float(params.reg_lambda), float(params.alpha),
                           float(params.gamma), float(params.min_child_weight),
                           float(params.max_delta_step), feature, split_bin, default_left, gain, left)
-        return SplitResult(feature, split_bin, default_left, gain, left)
+        _records.write_splits(records, feature, split_bin, default_left, gain, left)
 
     def leaf_weights(self, sums, scale_g, scale_h, params):
         return leaf_weights_on_host(sums, scale_g, scale_h, params)
 
-    def partition(self, bins_by_feature, rows, begins, ends, feature, split_bin, default_left):
-        left_counts = np.empty(len(begins), np.int64)
-        K.partition(bins_by_feature, rows, np.asarray(begins, np.int64), np.asarray(ends, np.int64),
-                    np.asarray(feature, np.int32), np.asarray(split_bin, np.int32),
-                    np.asarray(default_left, np.bool_), int(np.iinfo(bins_by_feature.dtype).max),
-                    left_counts)
-        return left_counts
+    def partition(self, bins_by_feature, rows, records) -> np.ndarray:
+        n = records.shape[0]
+        left_counts = np.empty(n, np.int64)
+        begins = np.ascontiguousarray(records[:, BEGIN])
+        ends = np.ascontiguousarray(records[:, END])
+        K.partition(bins_by_feature, rows, begins, ends, records[:, FEATURE].astype(np.int32),
+                    records[:, SPLIT_BIN].astype(np.int32), records[:, DEFAULT_LEFT].astype(np.bool_),
+                    int(np.iinfo(bins_by_feature.dtype).max), left_counts)
+        return np.stack([left_counts, ends - begins - left_counts], axis=1)
 
     def add_leaf_values(self, margin, rows, begins, ends, values, group):
         K.add_leaf_values(margin, rows, np.asarray(begins, np.int64), np.asarray(ends, np.int64),

@@ -3,8 +3,10 @@
 Every stage of a boosting round runs on the device: binning into an ELLPACK matrix,
 quantisation, histograms (shared-memory int64 atomics per feature group), split evaluation,
 stable partition, margin updates and prediction. What crosses to the host in a round is
-small and counted in :data:`SYNC_COUNTER`: the per-tree gradient maxima and root sums, the
-left-row counts after each partition and the split decisions of each level (one array).
+small and counted in :data:`SYNC_COUNTER`: the per-tree gradient maxima, and once per level
+the node records of the level's children (split decisions, sums, row segments: one array).
+Between those reads a level runs as kernels on device data only (partition, child records,
+histograms, siblings, evaluation), so the host never waits inside a level.
 Leaf weights are computed on the host from the split decisions' integer sums, which are
 there already; they use the CPU engine's own kernel, so both devices give the same leaves.
 """
@@ -16,7 +18,7 @@ from ..errors import DeviceMemoryError, DGBoostValueError
 from .cpu import leaf_weights_on_host
 from ._ellpack import EllpackMatrix, feature_groups, symbol_bits
 from ._nvrtc import get_module
-from .base import SplitResult
+from .._layout import BEGIN, END, NODE_FIELDS
 
 __all__ = ["CUDABackend", "SYNC_COUNTER", "DeviceMemoryError"]
 
@@ -27,6 +29,8 @@ _THREADS = 256
 _HIST_THREADS = 512
 _HIST_BLOCKS_PER_SM = 4
 _CANDIDATE_BYTES = 32  # split.cu's Candidate record
+_PARTITION_TILE = 256 * 8  # partition.cu's kThreads * kItems
+_HIST_MIN_ROWS = 2048  # the shortest slice of rows a histogram block takes
 
 
 def _grid(n: int, sm_count: int, threads: int = _THREADS) -> int:
@@ -73,6 +77,7 @@ class CUDABackend:
         # a feature group's histogram takes a quarter of an SM's shared memory, so that four
         # histogram blocks share each SM and hide each other's scattered loads
         self.group_bytes = max(16 * 256, min(self.shared_bytes, per_sm // _HIST_BLOCKS_PER_SM - 1024))
+        self._no_mask = cupy.ones(1, dtype=cupy.bool_)  # passed where every feature may be used
 
     # -- plumbing --------------------------------------------------------------------------
     def _kernel(self, file: str, name: str):
@@ -228,80 +233,104 @@ class CUDABackend:
                       np.float64(scale_g), np.float64(scale_h), out))
         return out
 
-    def gpair_totals(self, gpair) -> np.ndarray:
-        """int64 (2,) host: the column sums of ``gpair`` (int32 (n, 2))."""
+    def gpair_totals(self, gpair):
+        """int64 (2,) on the device: the column sums of ``gpair`` (int32 (n, 2))."""
         SYNC_COUNTER["trees"] += 1
         out = self.zeros(2, np.int64)
         n = gpair.shape[0]
         if n:
             self._launch("quantise.cu", "gpair_sums", n, (gpair, np.int64(n), out))
-        return self._read(out)
+        return out
+
+    # -- node records ------------------------------------------------------------------------
+    def root_node(self, sums, n_rows: int):
+        out = self.empty((1, NODE_FIELDS), np.int64)
+        self._launch("nodes.cu", "root_node", 1, (self.xp.asarray(sums, dtype=np.int64), np.int64(n_rows), out),
+                     threads=32)
+        return out
+
+    def _records(self, records, in_place: bool = False):
+        """Node records as the kernels read them: C-contiguous int64 (m, NODE_FIELDS) on the device."""
+        if records.dtype != np.int64 or records.ndim != 2 or records.shape[1] != NODE_FIELDS:
+            raise DGBoostValueError(f"node records must be int64 (m, {NODE_FIELDS}), got {records.dtype} {records.shape}")
+        if not records.flags.c_contiguous:
+            if in_place:
+                raise DGBoostValueError("node records written in place must be C-contiguous")
+            records = self.xp.ascontiguousarray(records)
+        return records
+
+    def split_nodes(self, parents, counts, global_counts):
+        parents = self._records(parents)
+        k = int(parents.shape[0])
+        children = self.empty((2 * k, NODE_FIELDS), np.int64)
+        build_segments = self.empty((k, 2), np.int64)
+        build_left = self.empty(k, np.int64)
+        self._launch("nodes.cu", "split_nodes", k,
+                     (parents, np.int32(k), counts, self.xp.ascontiguousarray(global_counts, dtype=np.int64),
+                      children, build_segments, build_left), threads=64)
+        return children, build_segments, build_left
+
+    def children_histograms(self, parent_hist, parent_index, built, build_left):
+        k, total_bins = int(built.shape[0]), int(built.shape[1])
+        out = self.empty((2 * k, total_bins, 2), np.int64)
+        if k and total_bins:
+            self._launch("nodes.cu", "children_histograms", k * total_bins,
+                         (parent_hist, parent_index, built, build_left, np.int32(k), np.int64(total_bins), out))
+        return out
+
+    def _segment_offsets(self, segments, stride: int, m: int, tile: int):
+        """int64 (m + 1,) device: exclusive sums of the segments' sizes in tiles of ``tile`` rows."""
+        out = self.empty(m + 1, np.int64)
+        self._launch("nodes.cu", "segment_offsets", 1, (segments, np.int32(stride), np.int32(m), np.int64(tile), out),
+                     threads=256, grid=1)
+        return out
 
     # -- histograms ------------------------------------------------------------------------
-    def _tasks(self, begins: np.ndarray, ends: np.ndarray, n_groups: int):
-        """Cut the nodes' segments into slices so that the grid fills the device."""
-        sizes = ends - begins
-        total = int(sizes.sum())
-        # one wave of resident blocks: each flushes its shared histogram once, so fewer,
-        # longer blocks move fewer global atomics
-        target_blocks = self.sm_count * _HIST_BLOCKS_PER_SM
-        chunk = max(2048, -(-total * n_groups // max(1, target_blocks)))
-        counts = np.maximum(1, -(-sizes // chunk))
-        node = np.repeat(np.arange(begins.size, dtype=np.int32), counts)
-        first = np.repeat(np.cumsum(counts) - counts, counts)
-        k = np.arange(node.size, dtype=np.int64) - first
-        starts = begins[node] + k * chunk
-        stops = np.minimum(starts + chunk, ends[node])
-        return node, starts.astype(np.int64), stops.astype(np.int64)
-
-    def build_histograms(self, bins: EllpackMatrix, cut_ptrs, gpair, rows, begins, ends):
+    def build_histograms(self, bins: EllpackMatrix, cut_ptrs, gpair, rows, segments):
         xp = self.xp
-        begins = np.asarray(begins, np.int64)
-        ends = np.asarray(ends, np.int64)
+        segments = xp.asarray(segments, dtype=xp.int64)
+        if segments.shape[1] == NODE_FIELDS:
+            segments = segments[:, BEGIN:END + 1]
+        segments = xp.ascontiguousarray(segments)
+        m = int(segments.shape[0])
         total_bins = int(np.asarray(cut_ptrs)[-1])
-        hist = self.zeros((begins.size, total_bins, 2), np.int64)
-        if begins.size == 0 or total_bins == 0 or int((ends - begins).sum()) == 0:
+        hist = self.zeros((m, total_bins, 2), np.int64)
+        if m == 0 or total_bins == 0 or bins.n_rows == 0:
             return hist
-        node, starts, stops = self._tasks(begins, ends, bins.n_groups)
-        packed_tasks = xp.asarray(np.concatenate([starts, stops, node.astype(np.int64)]))
-        t = node.size
-        task_begin, task_end, task_node = packed_tasks[:t], packed_tasks[t:2 * t], packed_tasks[2 * t:]
+        offsets = self._segment_offsets(segments, 2, m, 1)
+        # one wave of resident blocks: each flushes its shared histogram once per segment it
+        # touches, so fewer, longer slices move fewer global atomics
+        slices = max(1, (self.sm_count * _HIST_BLOCKS_PER_SM) // bins.n_groups)
         shared = 16 * bins.group_bins if bins.use_shared else 0
         self._launch("histogram.cu", "build_histograms", 0,
                      (bins.packed, np.int32(bins.bits), np.int32(bins.n_features), np.uint32(bins.missing),
-                      rows, gpair, task_node, task_begin, task_end, bins.cut_ptrs, bins.group_begin,
-                      bins.group_end, np.int64(total_bins), np.int32(bins.use_shared), hist),
-                     threads=_HIST_THREADS, shared=shared, grid=(t, bins.n_groups))
+                      rows, gpair, segments, offsets, np.int32(m), np.int64(_HIST_MIN_ROWS), bins.cut_ptrs,
+                      bins.group_begin, bins.group_end, np.int64(total_bins), np.int32(bins.use_shared), hist),
+                     threads=_HIST_THREADS, shared=shared, grid=(slices, bins.n_groups))
         return hist
 
     # -- split evaluation --------------------------------------------------------------------
-    def evaluate_splits(self, hist, totals, cut_ptrs, feature_mask, scale_g, scale_h, params):
-        xp = self.xp
+    def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scale_g, scale_h, params) -> None:
+        records = self._records(records, in_place=True)
         n = int(hist.shape[0])
         n_features = len(cut_ptrs) - 1
+        if n == 0:
+            return
         dev_ptrs = self._device_ptrs(cut_ptrs)
-        # totals and feature masks in one upload: int64 (n, 2) bytes, then bool (n, F) bytes
-        host = np.concatenate([np.ascontiguousarray(totals, np.int64).view(np.uint8).ravel(),
-                               np.ascontiguousarray(feature_mask, np.bool_).view(np.uint8).ravel()])
-        packed = xp.asarray(host)
-        dev_totals = packed[:16 * n].view(xp.int64)
-        dev_mask = packed[16 * n:].view(xp.bool_)
+        use_mask = feature_mask is not None
+        mask = self.xp.asarray(feature_mask, dtype=self.xp.bool_) if use_mask else self._no_mask
         cand = self.empty(n * n_features * _CANDIDATE_BYTES // 8, np.int64)
         max_bins = int(np.diff(np.asarray(cut_ptrs)).max()) if n_features else 1
         threads = int(min(256, max(32, -(-max_bins // 32) * 32)))
         if n * n_features:
             self._launch("split.cu", "best_per_feature", 0,
-                         (hist, np.int64(hist.shape[1]), dev_totals, dev_ptrs, np.int32(n_features), dev_mask,
-                          np.float64(1.0 / scale_g), np.float64(1.0 / scale_h), np.float64(params.reg_lambda),
-                          np.float64(params.alpha), np.float64(params.min_child_weight),
-                          np.float64(params.max_delta_step), cand),
+                         (hist, np.int64(hist.shape[1]), records, dev_ptrs, np.int32(n_features), mask,
+                          np.int32(use_mask), np.float64(1.0 / scale_g), np.float64(1.0 / scale_h),
+                          np.float64(params.reg_lambda), np.float64(params.alpha),
+                          np.float64(params.min_child_weight), np.float64(params.max_delta_step), cand),
                          threads=threads, grid=n * n_features)
-        out = self.empty((n, 6), np.int64)
         self._launch("split.cu", "best_per_node", n,
-                     (cand, np.int32(n), np.int32(n_features), np.float64(params.gamma), out), threads=64)
-        res = self._read(out)
-        return SplitResult(res[:, 0].astype(np.int32), res[:, 1].astype(np.int32), res[:, 2].astype(np.bool_),
-                           res[:, 3].copy().view(np.float64), res[:, 4:6].copy())
+                     (cand, np.int32(n), np.int32(n_features), np.float64(params.gamma), records), threads=64)
 
     def leaf_weights(self, sums, scale_g, scale_h, params):
         """float64 (n,) on the host, with the CPU engine's kernel (the sums are host arrays)."""
@@ -314,33 +343,31 @@ class CUDABackend:
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         return begins, offsets, int(offsets[-1])
 
-    def partition(self, bins: EllpackMatrix, rows, begins, ends, feature, split_bin, default_left):
-        xp = self.xp
-        begins, offsets, total = self._segments(begins, ends)
-        n_nodes = begins.size
-        if total == 0:
-            return np.zeros(n_nodes, np.int64)
-        # every small input in one upload: offsets, begins, feature, split bin, default left
-        meta = xp.asarray(np.concatenate([offsets, begins, np.asarray(feature, np.int64),
-                                          np.asarray(split_bin, np.int64), np.asarray(default_left, np.int64)]))
-        k = n_nodes
-        dev_offsets, dev_begins = meta[:k + 1], meta[k + 1:2 * k + 1]
-        dev_feature, dev_bin, dev_dl = meta[2 * k + 1:3 * k + 1], meta[3 * k + 1:4 * k + 1], meta[4 * k + 1:]
-        flags = self.empty(total, np.int32)
-        self._launch("partition.cu", "go_left", total,
-                     (bins.packed, np.int32(bins.bits), np.int32(bins.n_features), np.uint32(bins.missing), rows,
-                      dev_offsets, dev_begins, np.int32(n_nodes), dev_feature, dev_bin, dev_dl, np.int64(total),
-                      flags))
-        scan = xp.cumsum(flags, dtype=xp.int32)
-        lefts = self.empty(n_nodes, np.int64)
-        self._launch("partition.cu", "left_counts", n_nodes, (scan, dev_offsets, np.int32(n_nodes), lefts),
-                     threads=64)
-        buffer = self.empty(total, np.int32)
-        self._launch("partition.cu", "scatter", total,
-                     (rows, flags, scan, dev_offsets, dev_begins, lefts, np.int32(n_nodes), np.int64(total), buffer))
-        self._launch("partition.cu", "gather_back", total,
-                     (buffer, dev_offsets, dev_begins, np.int32(n_nodes), np.int64(total), rows))
-        return self._read(lefts)
+    def partition(self, bins: EllpackMatrix, rows, records):
+        records = self._records(records)
+        k = int(records.shape[0])
+        counts = self.empty((k, 2), np.int64)
+        if k == 0:
+            return counts
+        n = int(rows.shape[0])
+        tile_offsets = self._segment_offsets(records[:, BEGIN:], NODE_FIELDS, k, _PARTITION_TILE)
+        # the split segments are disjoint parts of [0, n): at most this many tiles
+        max_tiles = -(-n // _PARTITION_TILE) + k
+        flags = self.empty(max(n, 1), np.uint8)
+        tile_lefts = self.empty(max_tiles, np.int64)
+        tile_scan = self.empty(max_tiles + 1, np.int64)
+        buffer = self.empty(max(n, 1), np.int32)
+        tiled = (records, np.int32(k), tile_offsets)
+        self._launch("partition.cu", "partition_flags", 0,
+                     (bins.packed, np.int32(bins.bits), np.int32(bins.n_features), np.uint32(bins.missing), rows)
+                     + tiled + (flags, tile_lefts), threads=256, grid=max_tiles)
+        self._launch("partition.cu", "partition_tile_scan", 0, tiled + (tile_lefts, tile_scan, counts),
+                     threads=1024, grid=1)
+        self._launch("partition.cu", "partition_scatter", 0, (rows, flags) + tiled + (tile_scan, counts, buffer),
+                     threads=256, grid=max_tiles)
+        self._launch("partition.cu", "partition_copy_back", 0, (buffer,) + tiled + (rows,),
+                     threads=256, grid=max_tiles)
+        return counts
 
     def add_leaf_values(self, margin, rows, begins, ends, values, group):
         xp = self.xp

@@ -4,10 +4,33 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, SPLIT_BIN, SUM_G, SUM_H
+from ..backend._records import new_records
 from ..quantile import Cuts, compute_cuts
 from ..tree import Ensemble, Tree
 
-__all__ = ["binning_data", "random_ensemble"]
+__all__ = ["binning_data", "random_ensemble", "node_records", "random_segments"]
+
+
+def node_records(begins, ends, feature=None, split_bin=None, default_left=None, sums=None) -> np.ndarray:
+    """int64 (m, NODE_FIELDS) host node records with the given segments, decisions and sums."""
+    out = new_records(len(begins))
+    out[:, BEGIN], out[:, END] = begins, ends
+    for column, values in ((FEATURE, feature), (SPLIT_BIN, split_bin), (DEFAULT_LEFT, default_left)):
+        if values is not None:
+            out[:, column] = np.asarray(values, np.int64)
+    if sums is not None:
+        out[:, SUM_G:SUM_H + 1] = np.asarray(sums, np.int64)
+    return out
+
+
+def random_segments(rng: np.random.Generator, n: int, m: int, empty: float = 0.2) -> np.ndarray:
+    """int64 (m, 2) disjoint ``[begin, end)`` segments of ``range(n)`` in order, about
+    ``empty`` of them empty (gaps between segments are rows of no segment)."""
+    edges = np.sort(rng.choice(np.arange(1, n), size=2 * m, replace=False)).reshape(m, 2)
+    drop = rng.random(m) < empty
+    edges[drop, 1] = edges[drop, 0]
+    return edges.astype(np.int64)
 
 
 def binning_data(seed: int, n: int = 500, f: int = 6, missing: float = 0.2,

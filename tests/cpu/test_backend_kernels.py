@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from dgboost._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, LEFT_G, LEFT_H, SPLIT_BIN, SUM_G, SUM_H
 from dgboost.backend import _reference as ref
 from dgboost.backend.cpu import CPUBackend
-from dgboost.testing.kernel_inputs import binning_data, random_ensemble
+from dgboost.testing.kernel_inputs import binning_data, node_records, random_ensemble, random_segments
 
 BACKEND = CPUBackend()
 
@@ -41,9 +42,12 @@ def test_histogram_kernel_matches_numpy_add_at(seed, n_nodes):
     gpair = rng.integers(-10**12, 10**12, size=(x.shape[0], 2))
     rows = rng.permutation(x.shape[0]).astype(np.int32)
     edges = np.sort(rng.integers(0, x.shape[0], size=2 * n_nodes)).reshape(n_nodes, 2)
-    got = BACKEND.build_histograms(bins, cuts.ptrs, gpair, rows, edges[:, 0], edges[:, 1])
+    got = BACKEND.build_histograms(bins, cuts.ptrs, gpair, rows, edges)
     want = ref.build_histograms(bins, cuts.ptrs, gpair, rows, edges[:, 0], edges[:, 1])
     np.testing.assert_array_equal(got, want)
+    # node records give the same segments
+    records = node_records(edges[:, 0], edges[:, 1])
+    np.testing.assert_array_equal(BACKEND.build_histograms(bins, cuts.ptrs, gpair, rows, records), want)
 
 
 @settings(max_examples=15, deadline=None)
@@ -58,18 +62,36 @@ def test_split_evaluation_kernel_matches_the_reference(seed, lam, alpha, mcw, md
     h = rng.uniform(0.1, 1.0, size=x.shape[0])
     gpair = BACKEND.quantise(g, h, scale, scale)
     rows = np.arange(x.shape[0], dtype=np.int32)
-    hist = BACKEND.build_histograms(bins, cuts.ptrs, gpair, rows, [0, 0], [400, 800])
+    hist = BACKEND.build_histograms(bins, cuts.ptrs, gpair, rows, np.array([[0, 400], [0, 800]]))
     totals = np.stack([gpair[:400].sum(0), gpair.sum(0)])
     mask = rng.random((2, x.shape[1])) < 0.8
     p = SimpleNamespace(reg_lambda=lam, alpha=alpha, gamma=gamma, min_child_weight=mcw, max_delta_step=mds)
-    got = BACKEND.evaluate_splits(hist, totals, cuts.ptrs, mask, scale, scale, p)
+    records = node_records([0, 0], [400, 800], sums=totals)
+    BACKEND.evaluate_splits(hist, records, cuts.ptrs, mask, scale, scale, p)
     want = ref.evaluate_splits(hist, totals, cuts.ptrs, mask, scale, scale, p)
     for i, (f, b, dl, gain, left) in enumerate(want):
-        assert got.feature[i] == f
+        assert records[i, FEATURE] == f
         if f >= 0:
-            assert (got.bin[i], bool(got.default_left[i])) == (b, dl)
-            assert got.gain[i] == pytest.approx(gain, rel=1e-12)
-            assert tuple(got.left_sum[i]) == left
+            assert (records[i, SPLIT_BIN], bool(records[i, DEFAULT_LEFT])) == (b, dl)
+            assert records[i, GAIN:GAIN + 1].view(np.float64)[0] == pytest.approx(gain, rel=1e-12)
+            assert (records[i, LEFT_G], records[i, LEFT_H]) == left
+        # evaluation leaves the sums and segments alone
+        assert (records[i, SUM_G], records[i, SUM_H]) == tuple(totals[i])
+        assert (records[i, BEGIN], records[i, END]) == (0, [400, 800][i])
+
+
+def test_split_evaluation_without_a_mask_uses_every_feature():
+    rng, x, cuts = binning_data(3, n=800)
+    bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
+    gpair = BACKEND.quantise(rng.normal(size=800), rng.uniform(0.1, 1.0, size=800), 2.0 ** 26, 2.0 ** 26)
+    hist = BACKEND.build_histograms(bins, cuts.ptrs, gpair, np.arange(800, dtype=np.int32), np.array([[0, 800]]))
+    p = SimpleNamespace(reg_lambda=1.0, alpha=0.0, gamma=0.0, min_child_weight=1.0, max_delta_step=0.0)
+    unmasked = node_records([0], [800], sums=gpair.sum(0)[None])
+    masked = unmasked.copy()
+    BACKEND.evaluate_splits(hist, unmasked, cuts.ptrs, None, 2.0 ** 26, 2.0 ** 26, p)
+    BACKEND.evaluate_splits(hist, masked, cuts.ptrs, np.ones((1, x.shape[1]), bool), 2.0 ** 26, 2.0 ** 26, p)
+    assert unmasked[0, FEATURE] >= 0
+    np.testing.assert_array_equal(unmasked, masked)
 
 
 def test_partition_kernel_is_stable_and_matches_the_reference():
@@ -80,10 +102,11 @@ def test_partition_kernel_is_stable_and_matches_the_reference():
     feature, split_bin, dl = np.array([1, 2, 0]), np.array([3, 0, 1]), np.array([True, False, True])
     columns = np.ascontiguousarray(bins.T)
     want_rows, want_counts = ref.partition(columns, rows, begins, ends, feature, split_bin, dl)
-    counts = BACKEND.partition(columns, rows, begins, ends, feature, split_bin, dl)
+    counts = BACKEND.partition(columns, rows, node_records(begins, ends, feature, split_bin, dl))
     np.testing.assert_array_equal(rows, want_rows)
-    np.testing.assert_array_equal(counts, want_counts)
-    for b, e, c in zip(begins, ends, counts):  # stable: each side keeps increasing row order
+    np.testing.assert_array_equal(counts[:, 0], want_counts)
+    np.testing.assert_array_equal(counts.sum(1), ends - begins)
+    for b, e, c in zip(begins, ends, counts[:, 0]):  # stable: each side keeps increasing row order
         assert np.all(np.diff(rows[b:b + c]) > 0) and np.all(np.diff(rows[b + c:e]) > 0)
 
 
@@ -112,7 +135,7 @@ def test_multithreaded_histogram_paths_match_numpy_add_at(n_nodes):
     gpair = rng.integers(-10**12, 10**12, size=(x.shape[0], 2))
     rows = rng.permutation(x.shape[0]).astype(np.int32)
     edges = np.sort(rng.choice(x.shape[0], size=2 * n_nodes, replace=False)).reshape(n_nodes, 2)
-    got = BACKEND.build_histograms(bins, cuts.ptrs, gpair, rows, edges[:, 0], edges[:, 1])
+    got = BACKEND.build_histograms(bins, cuts.ptrs, gpair, rows, edges)
     want = ref.build_histograms(bins, cuts.ptrs, gpair, rows, edges[:, 0], edges[:, 1])
     np.testing.assert_array_equal(got, want)
 
@@ -138,3 +161,57 @@ def test_leaf_weight_kernel_matches_the_reference_formula():
     got = BACKEND.leaf_weights(sums, scale, scale, p)
     want = [ref._weight(g / scale, h / scale, p) for g, h in sums]
     np.testing.assert_allclose(got, want, rtol=1e-15)
+
+
+def test_children_records_split_each_parent_segment_and_sum():
+    rng = np.random.default_rng(4)
+    segments = random_segments(rng, 10_000, 6)
+    sums = rng.integers(-10**9, 10**9, size=(6, 2))
+    parents = node_records(segments[:, 0], segments[:, 1], sums=sums)
+    parents[:, LEFT_G] = rng.integers(-10**9, 10**9, size=6)
+    parents[:, LEFT_H] = rng.integers(0, 10**9, size=6)
+    sizes = segments[:, 1] - segments[:, 0]
+    lefts = (sizes * rng.random(6)).astype(np.int64)
+    counts = np.stack([lefts, sizes - lefts], axis=1)
+    global_counts = counts + rng.integers(0, 50, size=(6, 2))  # other ranks' rows
+    children, build, build_left = BACKEND.split_nodes(parents, counts, global_counts)
+    left, right = children[:6], children[6:]
+    np.testing.assert_array_equal(left[:, BEGIN], segments[:, 0])
+    np.testing.assert_array_equal(left[:, END], right[:, BEGIN])
+    np.testing.assert_array_equal(right[:, END], segments[:, 1])
+    np.testing.assert_array_equal(left[:, END] - left[:, BEGIN], lefts)
+    np.testing.assert_array_equal(left[:, SUM_G:SUM_H + 1] + right[:, SUM_G:SUM_H + 1], sums)
+    np.testing.assert_array_equal(left[:, SUM_G], parents[:, LEFT_G])
+    assert np.all(children[:, FEATURE] == -1)
+    smaller_left = global_counts[:, 0] <= global_counts[:, 1]
+    np.testing.assert_array_equal(build_left, smaller_left.astype(np.int64))
+    np.testing.assert_array_equal(build, np.where(smaller_left[:, None], left[:, BEGIN:END + 1],
+                                                  right[:, BEGIN:END + 1]))
+
+
+def test_children_histograms_place_the_built_child_and_subtract_its_sibling():
+    rng = np.random.default_rng(6)
+    parent_hist = rng.integers(-10**6, 10**6, size=(5, 30, 2))
+    index = np.array([4, 0, 2])
+    built = rng.integers(-10**6, 10**6, size=(3, 30, 2))
+    build_left = np.array([1, 0, 1])
+    out = BACKEND.children_histograms(parent_hist, index, built, build_left)
+    assert out.shape == (6, 30, 2)
+    for j in range(3):
+        mine, other = (out[j], out[3 + j]) if build_left[j] else (out[3 + j], out[j])
+        np.testing.assert_array_equal(mine, built[j])
+        np.testing.assert_array_equal(mine + other, parent_hist[index[j]])
+
+
+def test_node_record_columns_are_those_of_the_cuda_header():
+    import re
+    from pathlib import Path
+
+    from dgboost import _layout
+
+    header = (Path(__file__).resolve().parents[2] / "kernels" / "common.cuh").read_text()
+    enum = dict((name, int(value)) for name, value in re.findall(r"\bk(\w+) = (\d+)\b", header))
+    want = {"".join(w.capitalize() for w in field.split("_")): i
+            for i, field in enumerate(_layout.NODE_RECORD_FIELDS)}
+    assert {k: enum[k] for k in want} == want
+    assert enum["NodeFields"] == _layout.NODE_FIELDS

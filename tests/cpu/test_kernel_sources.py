@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_each_kernel_file_compiles_to_ptx_for_compute_90_without_a_gpu(name):
     ptx = _nvrtc.compile_ptx(name, "compute_90")
     assert ".target sm_90" in ptx
-    for kernel in re.findall(r'extern "C" __global__ void (\w+)', (_nvrtc.kernel_dir() / name).read_text()):
+    for kernel in re.findall(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)\(',
+                             (_nvrtc.kernel_dir() / name).read_text()):
         assert f".entry {kernel}(" in ptx
 
 

@@ -4,11 +4,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from dgboost._layout import GRAD_PAIR_INT, NODE, PATH_ELEMENT
+from dgboost._layout import (FEATURE, GAIN, GRAD_PAIR_INT, LEFT_G, LEFT_H, NODE, NODE_FIELDS, PATH_ELEMENT,
+                             SPLIT_BIN)
 from dgboost.backend.cpu import CPUBackend
 from dgboost.quantile import compute_cuts
 from dgboost.training import fixed_point_scale
-from dgboost.testing.kernel_inputs import binning_data, random_ensemble
+from dgboost.testing.kernel_inputs import binning_data, node_records, random_ensemble, random_segments
 
 pytestmark = pytest.mark.gpu
 
@@ -100,9 +101,30 @@ def test_histograms_equal_the_cpu_ones_for_narrow_wide_and_huge_bin_counts(gpu, 
     gpair[rng.random(x.shape[0]) < 0.1] = 0
     rows = rng.permutation(x.shape[0]).astype(np.int32)
     edges = np.sort(rng.integers(0, x.shape[0], size=8)).reshape(4, 2)
-    got = gpu.build_histograms(ell, cuts.ptrs, cupy.asarray(gpair), cupy.asarray(rows), edges[:, 0], edges[:, 1])
-    want = CPU.build_histograms(_cpu_bins(x, cuts), cuts.ptrs, gpair, rows, edges[:, 0], edges[:, 1])
+    got = gpu.build_histograms(ell, cuts.ptrs, cupy.asarray(gpair), cupy.asarray(rows), cupy.asarray(edges))
+    want = CPU.build_histograms(_cpu_bins(x, cuts), cuts.ptrs, gpair, rows, edges)
     np.testing.assert_array_equal(got.get(), want)
+
+
+@pytest.mark.parametrize("n,m", [(300_000, 1), (300_000, 7), (200_000, 130), (5_000, 300)])
+def test_histograms_of_many_segments_some_empty_equal_the_cpu_ones(gpu, n, m):
+    import cupy
+
+    rng, x, cuts = binning_data(n + m, n=n, f=9, max_bin=64)
+    ell = gpu.bin_values(x, cuts.values, cuts.ptrs)
+    gpair = rng.integers(-2**30, 2**30, size=(n, 2)).astype(np.int32)
+    rows = rng.permutation(n).astype(np.int32)
+    segments = random_segments(rng, n, m) if m > 1 else np.array([[0, n]])
+    records = node_records(segments[:, 0], segments[:, 1])
+    want = CPU.build_histograms(_cpu_bins(x, cuts), cuts.ptrs, gpair, rows, segments)
+    for given in (segments, records):  # segments or the node records that hold them
+        got = gpu.build_histograms(ell, cuts.ptrs, cupy.asarray(gpair), cupy.asarray(rows), cupy.asarray(given))
+        np.testing.assert_array_equal(got.get(), want)
+
+
+def _decisions(records):
+    return (records[:, FEATURE], records[:, SPLIT_BIN], records[:, 2], records[:, GAIN:GAIN + 1].view(np.float64)[:, 0],
+            records[:, LEFT_G:LEFT_H + 1])
 
 
 @pytest.mark.parametrize("lam,alpha,mcw,mds,gamma", [(1.0, 0.0, 1.0, 0.0, 0.0), (0.0, 0.5, 0.0, 0.7, 2.0),
@@ -116,18 +138,25 @@ def test_split_decisions_equal_the_cpu_ones_bit_for_bit(gpu, lam, alpha, mcw, md
         scale = 2.0 ** 26
         gpair = CPU.quantise(rng.normal(size=x.shape[0]), rng.uniform(0.1, 1.0, size=x.shape[0]), scale, scale)
         rows = np.arange(x.shape[0], dtype=np.int32)
-        hist = CPU.build_histograms(bins, cuts.ptrs, gpair, rows, [0, 0, 500], [700, 2000, 510])
+        segments = np.array([[0, 700], [0, 2000], [500, 510]])
+        hist = CPU.build_histograms(bins, cuts.ptrs, gpair, rows, segments)
         totals = np.stack([gpair[:700].sum(0), gpair.sum(0), gpair[500:510].sum(0)]).astype(np.int64)
-        mask = rng.random((3, x.shape[1])) < 0.8
         p = SimpleNamespace(reg_lambda=lam, alpha=alpha, gamma=gamma, min_child_weight=mcw, max_delta_step=mds)
-        want = CPU.evaluate_splits(hist, totals, cuts.ptrs, mask, scale, scale, p)
-        got = gpu.evaluate_splits(cupy.asarray(hist), totals, cuts.ptrs, mask, scale, scale, p)
-        np.testing.assert_array_equal(got.feature, want.feature)
-        ok = want.feature >= 0
-        np.testing.assert_array_equal(got.bin[ok], want.bin[ok])
-        np.testing.assert_array_equal(got.default_left[ok], want.default_left[ok])
-        np.testing.assert_array_equal(got.gain, want.gain)  # identical float64 arithmetic
-        np.testing.assert_array_equal(got.left_sum[ok], want.left_sum[ok])
+        for mask in (rng.random((3, x.shape[1])) < 0.8, None):
+            want = node_records(segments[:, 0], segments[:, 1], sums=totals)
+            CPU.evaluate_splits(hist, want, cuts.ptrs, mask, scale, scale, p)
+            got = cupy.asarray(node_records(segments[:, 0], segments[:, 1], sums=totals))
+            gpu.evaluate_splits(cupy.asarray(hist), got, cuts.ptrs, None if mask is None else cupy.asarray(mask),
+                                scale, scale, p)
+            got = got.get()
+            (gf, gb, gd, gg, gl), (wf, wb, wd, wg, wl) = _decisions(got), _decisions(want)
+            np.testing.assert_array_equal(gf, wf)
+            ok = wf >= 0
+            np.testing.assert_array_equal(gb[ok], wb[ok])
+            np.testing.assert_array_equal(gd[ok], wd[ok])
+            np.testing.assert_array_equal(gg[ok], wg[ok])  # identical float64 arithmetic
+            np.testing.assert_array_equal(gl[ok], wl[ok])
+            np.testing.assert_array_equal(got[:, 6:], want[:, 6:])  # sums and segments untouched
 
 
 def test_tied_gains_pick_the_lowest_feature_then_the_lowest_bin(gpu):
@@ -137,28 +166,60 @@ def test_tied_gains_pick_the_lowest_feature_then_the_lowest_bin(gpu):
     cuts = compute_cuts(x, None, 16)
     bins = _cpu_bins(x, cuts)
     gpair = CPU.quantise(np.where(x[:, 0] < 4, -1.0, 1.0), np.ones(x.shape[0]), 2.0 ** 20, 2.0 ** 20)
-    hist = CPU.build_histograms(bins, cuts.ptrs, gpair, np.arange(x.shape[0], dtype=np.int32), [0], [x.shape[0]])
-    totals = gpair.sum(0, dtype=np.int64)[None]
+    hist = CPU.build_histograms(bins, cuts.ptrs, gpair, np.arange(x.shape[0], dtype=np.int32),
+                                np.array([[0, x.shape[0]]]))
+    records = cupy.asarray(node_records([0], [x.shape[0]], sums=gpair.sum(0, dtype=np.int64)[None]))
     p = SimpleNamespace(reg_lambda=1.0, alpha=0.0, gamma=0.0, min_child_weight=0.0, max_delta_step=0.0)
-    got = gpu.evaluate_splits(cupy.asarray(hist), totals, cuts.ptrs, np.ones((1, 3), bool), 2.0 ** 20, 2.0 ** 20, p)
-    assert got.feature[0] == 0
-    assert got.bin[0] == 3
+    gpu.evaluate_splits(cupy.asarray(hist), records, cuts.ptrs, None, 2.0 ** 20, 2.0 ** 20, p)
+    got = records.get()
+    assert got[0, FEATURE] == 0
+    assert got[0, SPLIT_BIN] == 3
 
 
-def test_partition_is_stable_and_equals_the_cpu_partition(gpu):
+@pytest.mark.parametrize("n,m", [(5000, 3), (400_000, 5), (100_000, 200)])
+def test_partition_is_stable_and_equals_the_cpu_partition(gpu, n, m):
     import cupy
 
-    rng, x, cuts = binning_data(5, n=5000, f=5)
+    rng, x, cuts = binning_data(5 + m, n=n, f=5)
     bins = _cpu_bins(x, cuts)
     ell = gpu.bin_values(x, cuts.values, cuts.ptrs)
     rows = rng.permutation(x.shape[0]).astype(np.int32)
-    begins, ends = np.array([0, 1200, 4000]), np.array([1000, 3900, 4001])
-    feature, split_bin, dl = np.array([0, 2, 3], np.int32), np.array([1, 5, 0], np.int32), np.array([True, False, True])
+    # segments over many tiles, of one row, empty, and with gaps (rows of nodes not split)
+    segments = random_segments(rng, n, m) if m > 3 else np.array([[0, 1000], [1200, 3900], [4000, 4001]])
+    records = node_records(segments[:, 0], segments[:, 1], feature=rng.integers(0, 5, m),
+                           split_bin=rng.integers(0, 8, m), default_left=rng.integers(0, 2, m))
     dev_rows = cupy.asarray(rows)
-    got = gpu.partition(ell, dev_rows, begins, ends, feature, split_bin, dl)
-    want = CPU.partition(CPU.column_layout(bins), rows, begins, ends, feature, split_bin, dl)
-    np.testing.assert_array_equal(got, want)
+    got = gpu.partition(ell, dev_rows, cupy.asarray(records))
+    want = CPU.partition(CPU.column_layout(bins), rows, records)
+    np.testing.assert_array_equal(got.get(), want)
     np.testing.assert_array_equal(dev_rows.get(), rows)
+
+
+def test_children_records_and_histograms_equal_the_cpu_ones(gpu):
+    import cupy
+
+    rng = np.random.default_rng(9)
+    segments = random_segments(rng, 50_000, 40)
+    parents = node_records(segments[:, 0], segments[:, 1], sums=rng.integers(-10**9, 10**9, size=(40, 2)))
+    parents[:, LEFT_G:LEFT_H + 1] = rng.integers(-10**9, 10**9, size=(40, 2))
+    sizes = segments[:, 1] - segments[:, 0]
+    lefts = (sizes * rng.random(40)).astype(np.int64)
+    counts = np.stack([lefts, sizes - lefts], axis=1)
+    global_counts = counts + rng.integers(0, 30, size=(40, 2))
+    want = CPU.split_nodes(parents, counts, global_counts)
+    got = gpu.split_nodes(cupy.asarray(parents), cupy.asarray(counts), cupy.asarray(global_counts))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.get(), w)
+    parent_hist = rng.integers(-10**12, 10**12, size=(60, 77, 2))
+    index = rng.choice(60, size=40, replace=False).astype(np.int64)
+    built = rng.integers(-10**12, 10**12, size=(40, 77, 2))
+    want_hist = CPU.children_histograms(parent_hist, index, built, want[2])
+    got_hist = gpu.children_histograms(cupy.asarray(parent_hist), cupy.asarray(index), cupy.asarray(built),
+                                       cupy.asarray(want[2]))
+    np.testing.assert_array_equal(got_hist.get(), want_hist)
+    root = gpu.root_node(cupy.asarray(np.array([5, 7], np.int64)), 123).get()
+    np.testing.assert_array_equal(root, CPU.root_node(np.array([5, 7]), 123))
+    assert root.shape == (1, NODE_FIELDS)
 
 
 def test_leaf_values_are_added_to_the_margins_of_their_rows(gpu):

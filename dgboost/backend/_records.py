@@ -1,0 +1,73 @@
+"""Node records on the host: the CPU backend's record stages and the CUDA kernels' oracle.
+
+A node record is one int64 row of :data:`dgboost._layout.NODE_RECORD_FIELDS`. These NumPy
+functions define what the record stages compute; ``kernels/nodes.cu`` does the same on the
+device (tests compare the two).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._layout import (BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, LEFT_G, LEFT_H, NODE_FIELDS, SPLIT_BIN,
+                       SUM_G, SUM_H)
+
+__all__ = ["new_records", "root_node", "segments_of", "split_nodes", "children_histograms",
+           "write_splits"]
+
+
+def new_records(n: int) -> np.ndarray:
+    """int64 (n, NODE_FIELDS) records of unevaluated nodes (feature -1, everything else 0)."""
+    out = np.zeros((n, NODE_FIELDS), np.int64)
+    out[:, FEATURE] = -1
+    out[:, SPLIT_BIN] = -1
+    return out
+
+
+def root_node(sums, n_rows: int) -> np.ndarray:
+    """int64 (1, NODE_FIELDS): the root with global ``sums`` (int64 (2,)) and rows [0, n_rows)."""
+    out = new_records(1)
+    out[0, SUM_G:SUM_H + 1] = np.asarray(sums, np.int64)
+    out[0, END] = n_rows
+    return out
+
+
+def segments_of(segments) -> tuple[np.ndarray, np.ndarray]:
+    """(begins, ends) int64 of int64 (m, 2) segments or (m, NODE_FIELDS) records."""
+    segments = np.asarray(segments, np.int64)
+    if segments.shape[1] == NODE_FIELDS:
+        return np.ascontiguousarray(segments[:, BEGIN]), np.ascontiguousarray(segments[:, END])
+    return np.ascontiguousarray(segments[:, 0]), np.ascontiguousarray(segments[:, 1])
+
+
+def split_nodes(parents: np.ndarray, counts: np.ndarray, global_counts: np.ndarray):
+    """Children records, the segments to build and which side they are (see Backend.split_nodes)."""
+    k = parents.shape[0]
+    children = new_records(2 * k)
+    left, right = children[:k], children[k:]
+    left[:, SUM_G] = parents[:, LEFT_G]
+    left[:, SUM_H] = parents[:, LEFT_H]
+    right[:, SUM_G] = parents[:, SUM_G] - parents[:, LEFT_G]
+    right[:, SUM_H] = parents[:, SUM_H] - parents[:, LEFT_H]
+    mid = parents[:, BEGIN] + counts[:, 0]
+    left[:, BEGIN], left[:, END] = parents[:, BEGIN], mid
+    right[:, BEGIN], right[:, END] = mid, parents[:, END]
+    build_left = (global_counts[:, 0] <= global_counts[:, 1]).astype(np.int64)
+    chosen = np.where(build_left[:, None] == 1, left[:, BEGIN:END + 1], right[:, BEGIN:END + 1])
+    return children, np.ascontiguousarray(chosen), build_left
+
+
+def children_histograms(parent_hist, parent_index, built, build_left) -> np.ndarray:
+    """int64 (2k, B, 2): built children in their slots, siblings by subtraction."""
+    other = parent_hist[np.asarray(parent_index, np.int64)] - built
+    is_left = np.asarray(build_left, bool)[:, None, None]
+    return np.concatenate([np.where(is_left, built, other), np.where(is_left, other, built)])
+
+
+def write_splits(records: np.ndarray, feature, split_bin, default_left, gain, left_sum) -> None:
+    """Store evaluated splits (host arrays of one value per record) into ``records``."""
+    records[:, FEATURE] = feature
+    records[:, SPLIT_BIN] = split_bin
+    records[:, DEFAULT_LEFT] = default_left
+    records[:, GAIN] = np.asarray(gain, np.float64).view(np.int64)
+    records[:, LEFT_G] = left_sum[:, 0]
+    records[:, LEFT_H] = left_sum[:, 1]

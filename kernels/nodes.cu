@@ -1,0 +1,106 @@
+// Node records on the device: the bookkeeping of a batch of nodes between the partition and
+// the split evaluation, so that the host reads a level once (dgboost/backend/_records.py is
+// the NumPy twin and the tests' oracle).
+//
+// Thread mapping and traffic:
+// - ``root_node``: one thread writes one record (80 B).
+// - ``split_nodes``: one thread per split parent reads its record and counts and writes two
+//   child records, the segment to build and its side (~250 B per parent).
+// - ``segment_offsets``: one block scans the m segment sizes (in units of ``tile`` rows,
+//   rounded up) into m + 1 exclusive offsets; each thread owns a contiguous run of segments.
+// - ``children_histograms``: one thread per (parent, bin) cell pair (16 B): reads the parent's
+//   and the built child's cell and writes both children's (64 B per bin), grid-stride.
+#include "common.cuh"
+
+using namespace dgboost;
+
+extern "C" __global__ void root_node(const long long* __restrict__ sums, long long n_rows,
+                                     long long* __restrict__ out) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  for (int c = 0; c < kNodeFields; ++c) out[c] = 0;
+  out[kFeature] = -1;
+  out[kSplitBin] = -1;
+  out[kSumG] = sums[0];
+  out[kSumH] = sums[1];
+  out[kEnd] = n_rows;
+}
+
+// Children [left of parent 0..k-1, right of parent 0..k-1]; the child to build is the one with
+// fewer rows over all ranks (ties: the left), as in dgboost/backend/_records.py.
+extern "C" __global__ void split_nodes(const long long* __restrict__ parents, int k,
+                                       const long long* __restrict__ counts,
+                                       const long long* __restrict__ global_counts,
+                                       long long* __restrict__ children, long long* __restrict__ build_segments,
+                                       long long* __restrict__ build_left) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= k) return;
+  const long long* p = parents + static_cast<long long>(j) * kNodeFields;
+  long long* left = children + static_cast<long long>(j) * kNodeFields;
+  long long* right = children + static_cast<long long>(k + j) * kNodeFields;
+  for (int c = 0; c < kNodeFields; ++c) { left[c] = 0; right[c] = 0; }
+  left[kFeature] = right[kFeature] = -1;
+  left[kSplitBin] = right[kSplitBin] = -1;
+  left[kSumG] = p[kLeftG];
+  left[kSumH] = p[kLeftH];
+  right[kSumG] = p[kSumG] - p[kLeftG];
+  right[kSumH] = p[kSumH] - p[kLeftH];
+  const long long mid = p[kBegin] + counts[2 * j];
+  left[kBegin] = p[kBegin];
+  left[kEnd] = mid;
+  right[kBegin] = mid;
+  right[kEnd] = p[kEnd];
+  const bool is_left = global_counts[2 * j] <= global_counts[2 * j + 1];
+  build_left[j] = is_left ? 1 : 0;
+  build_segments[2 * j] = is_left ? left[kBegin] : right[kBegin];
+  build_segments[2 * j + 1] = is_left ? left[kEnd] : right[kEnd];
+}
+
+// out[i] = sum over j < i of ceil(size_j / tile), size_j = segments[j * stride + 1] -
+// segments[j * stride] (segments point at the begin column); out[m] is the total. One block.
+extern "C" __global__ void segment_offsets(const long long* __restrict__ segments, int stride, int m,
+                                           long long tile, long long* __restrict__ out) {
+  __shared__ long long partial[1024];
+  const int per = (m + blockDim.x - 1) / blockDim.x;
+  const int lo = min(m, static_cast<int>(threadIdx.x) * per);
+  const int hi = min(m, lo + per);
+  long long own = 0;
+  for (int i = lo; i < hi; ++i) {
+    const long long size = segments[static_cast<long long>(i) * stride + 1] - segments[static_cast<long long>(i) * stride];
+    own += (size + tile - 1) / tile;
+  }
+  partial[threadIdx.x] = own;
+  __syncthreads();
+  for (int d = 1; d < static_cast<int>(blockDim.x); d <<= 1) {
+    const long long v = threadIdx.x >= static_cast<unsigned>(d) ? partial[threadIdx.x - d] : 0;
+    __syncthreads();
+    partial[threadIdx.x] += v;
+    __syncthreads();
+  }
+  long long run = partial[threadIdx.x] - own;
+  for (int i = lo; i < hi; ++i) {
+    out[i] = run;
+    const long long size = segments[static_cast<long long>(i) * stride + 1] - segments[static_cast<long long>(i) * stride];
+    run += (size + tile - 1) / tile;
+  }
+  if (threadIdx.x == blockDim.x - 1) out[m] = partial[blockDim.x - 1];
+}
+
+// Child ``build`` of parent j is built[j]; its sibling is parent_hist[parent_index[j]] - built[j].
+// ``bins`` cells of (g, h) per histogram.
+extern "C" __global__ void children_histograms(const longlong2* __restrict__ parent_hist,
+                                               const long long* __restrict__ parent_index,
+                                               const longlong2* __restrict__ built,
+                                               const long long* __restrict__ build_left, int k, long long bins,
+                                               longlong2* __restrict__ out) {
+  const long long total = static_cast<long long>(k) * bins;
+  for (long long q = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; q < total;
+       q += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long j = q / bins, b = q - j * bins;
+    const longlong2 child = built[q];
+    const longlong2 parent = parent_hist[parent_index[j] * bins + b];
+    const longlong2 sibling = make_longlong2(parent.x - child.x, parent.y - child.y);
+    const bool is_left = build_left[j] != 0;
+    out[q] = is_left ? child : sibling;
+    out[(k + j) * bins + b] = is_left ? sibling : child;
+  }
+}
