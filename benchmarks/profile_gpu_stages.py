@@ -50,6 +50,8 @@ def main() -> None:
     ap.add_argument("--missing", type=float, default=0.0)
     ap.add_argument("--policy", default="depthwise")
     ap.add_argument("--json", default="")
+    ap.add_argument("--host-profile", type=int, default=0,
+                    help="also print the N host functions with the most own time in a plain run (cProfile)")
     args = ap.parse_args()
 
     rs = cupy.random.RandomState(0)
@@ -107,11 +109,24 @@ def main() -> None:
     rounds_ms = np.diff(clock.marks) * 1e3
     setup_ms = (clock.marks[0] - t0) * 1e3
 
+    if args.host_profile:
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+        dgboost.train(params, dtrain, args.rounds, verbose_eval=False)
+        cupy.cuda.runtime.deviceSynchronize()
+        profiler.disable()
+        print(f"\nhost functions by own time over {args.rounds} rounds (cProfile: slows the run)")
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(args.host_profile)
+
     device_ms = sum(totals.values())
     print(f"\n{args.rows} x {args.features}, depth {args.depth}, {args.policy}, {args.rounds} rounds on "
           f"{cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     print(f"plain run: setup (cuts, binning, margins) {setup_ms:.1f} ms, then per round median "
-          f"{np.median(rounds_ms):.2f} ms (min {rounds_ms.min():.2f}, max {rounds_ms.max():.2f})")
+          f"{np.median(rounds_ms):.2f} ms (min {rounds_ms.min():.2f}, max {rounds_ms.max():.2f}); "
+          f"first rounds {', '.join(f'{v:.1f}' for v in rounds_ms[:4])} ms")
     print(f"whole plain run {plain * 1e3 / args.rounds:.2f} ms/round; profiled run "
           f"{wall * 1e3 / args.rounds:.2f} ms/round; host syncs per tree "
           f"{syncs['syncs'] / max(1, syncs['trees']):.1f}")

@@ -10,22 +10,31 @@ single best node at a time.
 A batch's bookkeeping stays on the backend's device as int64 node records
 (:data:`dgboost._layout.NODE_RECORD_FIELDS`: split decision, global sums, row segment):
 the partition reads its decisions there, the child records and the choice of the smaller
-child are made there, and the host reads each batch's child records once, after their
-splits are evaluated. That one read per level is all the host learns of a level.
+child are made there. Where the host must choose among the nodes (``lossguide``,
+``max_leaves``, column sampling by node, which is seeded by node id) it reads each batch's
+records once, after their splits are evaluated. Otherwise depthwise trees are grown in
+*whole levels*: level d has 2**d slots, a leaf keeps its rows and its slots below hold no
+node (``NO_NODE``), so no level needs the host, and one read at the end of the tree brings
+every level back; node ids are then given in the order the per-level growth gives them,
+so both ways build the same tree.
 """
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from ._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, SPLIT_BIN, SUM_G, SUM_H
 from .binned import BinnedMatrix
-from .errors import DGBoostError
 from .tree import Tree
 
 __all__ = ["TreeGrower", "GrownTree", "FeatureSampler"]
+
+# Whole levels hold the histograms of 2**depth slots (built, siblings, parents): used while
+# that stays within these bounds, else the levels are read and compacted.
+_WHOLE_LEVEL_MAX_DEPTH = 10
+_WHOLE_LEVEL_HIST_BYTES = 4 << 30
 
 
 class FeatureSampler:
@@ -76,42 +85,58 @@ class GrownTree:
     ends: np.ndarray
 
 
-@dataclass
 class _Nodes:
-    parent: list = field(default_factory=list)
-    left: list = field(default_factory=list)
-    right: list = field(default_factory=list)
-    feature: list = field(default_factory=list)
-    split_bin: list = field(default_factory=list)
-    default_left: list = field(default_factory=list)
-    gain: list = field(default_factory=list)
-    sums: list = field(default_factory=list)      # int64 (2,) global (G, H)
-    depth: list = field(default_factory=list)
-    begin: list = field(default_factory=list)
-    end: list = field(default_factory=list)
+    """The tree grown so far: arrays indexed by node id, appended a batch at a time.
 
-    def add(self, parent: int, record: np.ndarray, depth: int) -> int:
-        """Append a node from its host node record (split fields are filled by :meth:`split`)."""
-        self.parent.append(parent)
-        self.left.append(-1)
-        self.right.append(-1)
-        self.feature.append(-1)
-        self.split_bin.append(-1)
-        self.default_left.append(False)
-        self.gain.append(0.0)
-        self.sums.append(np.array([record[SUM_G], record[SUM_H]], dtype=np.int64))
-        self.depth.append(depth)
-        self.begin.append(int(record[BEGIN]))
-        self.end.append(int(record[END]))
-        return len(self.parent) - 1
+    Children of a batch of k parents get ids ``first + 2j`` (left) and ``first + 2j + 1``
+    (right) in the parents' order, as if each split were recorded in turn.
+    """
 
-    def split(self, nid: int, record: np.ndarray, left: int, right: int) -> None:
-        """Record the split of ``nid`` as evaluated in its host node record."""
-        self.feature[nid] = int(record[FEATURE])
-        self.split_bin[nid] = int(record[SPLIT_BIN])
-        self.default_left[nid] = bool(record[DEFAULT_LEFT])
-        self.gain[nid] = float(record[GAIN:GAIN + 1].view(np.float64)[0])
-        self.left[nid], self.right[nid] = left, right
+    _FIELDS = {"parent": np.int64, "left": np.int64, "right": np.int64, "feature": np.int32,
+               "split_bin": np.int32, "default_left": np.bool_, "gain": np.float64, "depth": np.int64,
+               "begin": np.int64, "end": np.int64}
+
+    def __init__(self, capacity: int = 64):
+        self.n = 0
+        for name, dtype in self._FIELDS.items():
+            setattr(self, name, np.empty(capacity, dtype))
+        self.sums = np.empty((capacity, 2), np.int64)  # global quantised (G, H)
+
+    def _reserve(self, extra: int) -> None:
+        capacity = self.parent.shape[0]
+        if self.n + extra <= capacity:
+            return
+        capacity = max(self.n + extra, 2 * capacity)
+        for name in list(self._FIELDS) + ["sums"]:
+            old = getattr(self, name)
+            new = np.empty((capacity,) + old.shape[1:], old.dtype)
+            new[:self.n] = old[:self.n]
+            setattr(self, name, new)
+
+    def add(self, parents: np.ndarray, records: np.ndarray, depth: int) -> np.ndarray:
+        """Append nodes from their host records (split fields are set by :meth:`split`); their ids."""
+        m = records.shape[0]
+        self._reserve(m)
+        ids = np.arange(self.n, self.n + m)
+        self.parent[ids] = parents
+        self.left[ids] = self.right[ids] = -1
+        self.feature[ids] = self.split_bin[ids] = -1
+        self.default_left[ids] = False
+        self.gain[ids] = 0.0
+        self.depth[ids] = depth
+        self.sums[ids] = records[:, SUM_G:SUM_H + 1]
+        self.begin[ids] = records[:, BEGIN]
+        self.end[ids] = records[:, END]
+        self.n += m
+        return ids
+
+    def split(self, ids: np.ndarray, records: np.ndarray, left: np.ndarray, right: np.ndarray) -> None:
+        """Record the splits of nodes ``ids`` as evaluated in their host records."""
+        self.feature[ids] = records[:, FEATURE]
+        self.split_bin[ids] = records[:, SPLIT_BIN]
+        self.default_left[ids] = records[:, DEFAULT_LEFT] != 0
+        self.gain[ids] = np.ascontiguousarray(records[:, GAIN]).view(np.float64)
+        self.left[ids], self.right[ids] = left, right
 
 
 @dataclass
@@ -123,14 +148,20 @@ class _Batch:
     records : backend int64 (m, NODE_FIELDS)
     hist : backend int64 (m, total_bins, 2), or None when the nodes were not evaluated
     host : ndarray int64 (m, NODE_FIELDS), the records as read after evaluation
+    ids : ndarray int64 (m,), the node id of each row
     """
 
     records: object
     hist: object
     host: np.ndarray
+    ids: np.ndarray
 
-    def can_split(self, row: int) -> bool:
-        return self.hist is not None and self.host[row, FEATURE] >= 0
+    def splittable(self) -> np.ndarray:
+        """Rows with a valid split, in node-id order."""
+        if self.hist is None:
+            return np.zeros(0, np.int64)
+        rows = np.flatnonzero(self.host[:, FEATURE] >= 0)
+        return rows[np.argsort(self.ids[rows], kind="stable")]
 
     def gain(self, row: int) -> float:
         return float(self.host[row, GAIN:GAIN + 1].view(np.float64)[0])
@@ -162,19 +193,31 @@ class TreeGrower:
     def _can_split_at(self, depth: int) -> bool:
         return self.params.max_depth <= 0 or depth < self.params.max_depth
 
-    def _node_masks(self, nodes: list[int], depth: int, tree_index: int, tree_mask):
+    def _whole_levels(self) -> bool:
+        """Whether depthwise trees can grow without reading any level (see the module docstring)."""
+        p = self.params
+        if p.grow_policy == "lossguide" or p.max_leaves > 0 or self.sampler.rates[2] < 1.0:
+            return False
+        if not 1 <= p.max_depth <= _WHOLE_LEVEL_MAX_DEPTH:
+            return False
+        return 3 * 16 * (1 << p.max_depth) * int(self.cut_ptrs[-1]) <= _WHOLE_LEVEL_HIST_BYTES
+
+    def _level_masks(self, tree_index: int, tree_mask):
+        """bool (1, F) device masks of each depth (every node of a level shares one), or Nones."""
+        if self.sampler.rates[0] >= 1.0 and self.sampler.rates[1] >= 1.0:
+            return [None] * (self.params.max_depth + 1)
+        masks = np.stack([self.sampler.level_mask(tree_mask, tree_index, d) for d in range(self.params.max_depth + 1)])
+        device = self.backend.asarray(masks)  # one upload per tree
+        return [device[d:d + 1] for d in range(masks.shape[0])]
+
+    def _node_masks(self, nodes, depth: int, tree_index: int, tree_mask):
         """bool (len(nodes), F) feature masks on the backend's device, or None when every
         feature may be used (no column sampling)."""
         if all(r >= 1.0 for r in self.sampler.rates):
             return None
         level = self.sampler.level_mask(tree_mask, tree_index, depth)
-        masks = np.stack([self.sampler.node_mask(level, tree_index, nid) for nid in nodes])
+        masks = np.stack([self.sampler.node_mask(level, tree_index, int(nid)) for nid in nodes])
         return self.backend.asarray(masks)
-
-    def _evaluate(self, hist, records, node_ids: list[int], depth: int, tree_index: int, tree_mask) -> None:
-        masks = self._node_masks(node_ids, depth, tree_index, tree_mask)
-        self.backend.evaluate_splits(hist, records, self.cut_ptrs, masks, self.scale_g, self.scale_h,
-                                     self.params)
 
     # -- growth ---------------------------------------------------------------------------
     def grow(self, gpair, scale_g: float, scale_h: float, tree_index: int) -> GrownTree:
@@ -200,62 +243,55 @@ class TreeGrower:
         if self._can_split_at(0):
             hist = comm.allreduce_sum(backend.build_histograms(
                 self.binned.bins, self.cut_ptrs, gpair, self.rows, root))
-            self._evaluate(hist, root, [0], 0, tree_index, tree_mask)
-        batch = _Batch(root, hist, backend.to_host(root))
-        t = _Nodes()
-        t.add(-1, batch.host[0], 0)
-        # nodes that may still be split: node id -> (batch, row of the batch)
-        pending: dict[int, tuple[_Batch, int]] = {0: (batch, 0)}
+            backend.evaluate_splits(hist, root, self.cut_ptrs, self._node_masks([0], 0, tree_index, tree_mask),
+                                    scale_g, scale_h, self.params)
+        t = _Nodes(capacity=2 * max(self.params.max_leaves, 32))
+        if self._whole_levels():
+            self._grow_whole_levels(root, hist, t, tree_index, tree_mask)
+            return self._finish(t)
+        host = backend.to_host(root)
+        batch = _Batch(root, hist, host, t.add(np.array([-1]), host, 0))
 
         max_leaves = self.params.max_leaves
         n_leaves = 1
         if self.params.grow_policy == "lossguide":
-            heap = [(-batch.gain(0), 0)] if batch.can_split(0) else []
+            where = {0: (batch, 0)}  # node id -> (batch, row) of every node that may be split
+            heap = [(-batch.gain(0), 0)] if batch.splittable().size else []
             while heap and (max_leaves <= 0 or n_leaves < max_leaves):
                 _, nid = heapq.heappop(heap)
-                for child in self._expand([nid], pending, t, tree_index, tree_mask):
-                    child_batch, row = pending[child]
-                    if child_batch.can_split(row):
-                        heapq.heappush(heap, (-child_batch.gain(row), child))
+                parent_batch, row = where.pop(nid)
+                children = self._expand(parent_batch, np.array([row]), t, tree_index, tree_mask)
+                for child_row in children.splittable():
+                    child = int(children.ids[child_row])
+                    where[child] = (children, int(child_row))
+                    heapq.heappush(heap, (-children.gain(child_row), child))
                 n_leaves += 1
         else:
-            level = [0]
-            while level:
-                splittable = [nid for nid in level if pending[nid][0].can_split(pending[nid][1])]
+            while True:
+                rows = batch.splittable()
                 if max_leaves > 0:
-                    splittable = splittable[:max(0, max_leaves - n_leaves)]
-                if not splittable:
+                    rows = rows[:max(0, max_leaves - n_leaves)]
+                if not rows.size:
                     break
-                n_leaves += len(splittable)
-                level = self._expand(splittable, pending, t, tree_index, tree_mask)
+                n_leaves += rows.size
+                batch = self._expand(batch, rows, t, tree_index, tree_mask)
         return self._finish(t)
 
-    def _parents(self, node_ids: list[int], pending: dict):
-        """The batch the nodes were evaluated in, their records and their rows in it (device)."""
-        batch = pending[node_ids[0]][0]
-        rows = np.array([pending[n][1] for n in node_ids], np.int64)
-        if any(pending[n][0] is not batch for n in node_ids):
-            raise DGBoostError("internal error: nodes expanded together come from different batches")
-        index = self.backend.asarray(rows)
-        if rows.size == batch.host.shape[0] and np.array_equal(rows, np.arange(rows.size)):
-            return batch, batch.records, index
-        return batch, batch.records[index], index
+    def _expand(self, batch: _Batch, rows: np.ndarray, t: _Nodes, tree_index: int, tree_mask) -> _Batch:
+        """Split the nodes at ``rows`` of ``batch`` (valid splits, one depth, node-id order).
 
-    def _expand(self, node_ids: list[int], pending: dict, t: _Nodes, tree_index: int, tree_mask) -> list[int]:
-        """Split ``node_ids`` (all with valid splits, all of one depth); return the new children.
-
-        Children are evaluated when their depth allows another split. The children's records
-        are laid out as [left children of node_ids..., right children of node_ids...].
+        Returns the batch of their children, evaluated when their depth allows another split:
+        rows 2j and 2j + 1 are the children of the j-th node, ids in the same order.
         """
         backend, comm = self.backend, self.comm
-        k = len(node_ids)
-        depth = t.depth[node_ids[0]] + 1
+        k = rows.size
+        parent_ids = batch.ids[rows]
+        depth = int(t.depth[parent_ids[0]]) + 1
         evaluate = self._can_split_at(depth)
-        # ids the children will get (t.add below), known before any device work: the
-        # feature masks are uploaded while the device is idle
-        first = len(t.parent)
-        child_ids = [first + 2 * j for j in range(k)] + [first + 2 * j + 1 for j in range(k)]
-        batch, parents, parent_index = self._parents(node_ids, pending)
+        child_ids = t.n + np.arange(2 * k)
+        # everything uploaded for the level goes up while the device is idle (after the last read)
+        index = backend.asarray(rows)
+        parents = batch.records if np.array_equal(rows, np.arange(batch.host.shape[0])) else batch.records[index]
         masks = self._node_masks(child_ids, depth, tree_index, tree_mask) if evaluate else None
 
         counts = backend.partition(self.binned.bins_by_feature, self.rows, parents)
@@ -266,34 +302,61 @@ class TreeGrower:
         if evaluate:
             built = comm.allreduce_sum(backend.build_histograms(
                 self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments))
-            hist = backend.children_histograms(batch.hist, parent_index, built, build_left)
+            hist = backend.children_histograms(batch.hist, index, built, build_left)
             backend.evaluate_splits(hist, children, self.cut_ptrs, masks, self.scale_g, self.scale_h,
                                     self.params)
-        child_batch = _Batch(children, hist, backend.to_host(children))
-        for j, nid in enumerate(node_ids):
-            lid = t.add(nid, child_batch.host[j], depth)
-            rid = t.add(nid, child_batch.host[k + j], depth)
-            t.split(nid, batch.host[pending[nid][1]], lid, rid)
-            pending[lid] = (child_batch, j)
-            pending[rid] = (child_batch, k + j)
-        for nid in node_ids:
-            del pending[nid]
-        return list(range(first, first + 2 * k))  # left, right of each parent in turn
+        host = backend.to_host(children)
+        t.add(np.repeat(parent_ids, 2), host, depth)
+        t.split(parent_ids, batch.host[rows], child_ids[0::2], child_ids[1::2])
+        return _Batch(children, hist, host, child_ids)
+
+    def _grow_whole_levels(self, root, root_hist, t: _Nodes, tree_index: int, tree_mask) -> None:
+        """Grow every level of 2**d slots on the device, then read them all once into ``t``."""
+        backend, comm, p = self.backend, self.comm, self.params
+        masks = self._level_masks(tree_index, tree_mask)  # (the root was evaluated with its own)
+        levels, hist = [root], root_hist
+        for depth in range(1, p.max_depth + 1):
+            parents = levels[-1]
+            counts = backend.partition(self.binned.bins_by_feature, self.rows, parents)
+            children, build_segments, build_left = backend.split_nodes(parents, counts, comm.allreduce_sum(counts))
+            if depth < p.max_depth:
+                built = comm.allreduce_sum(backend.build_histograms(
+                    self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments))
+                hist = backend.children_histograms(hist, None, built, build_left)
+                backend.evaluate_splits(hist, children, self.cut_ptrs, masks[depth], self.scale_g, self.scale_h, p)
+            levels.append(children)
+        host = backend.to_host(backend.xp.concatenate(levels))
+        # node ids as the per-level growth gives them: children of the split nodes of a level,
+        # in slot order (which is id order), left then right
+        slot_ids = t.add(np.array([-1]), host[:1], 0)
+        start = 1
+        for depth in range(1, p.max_depth + 1):
+            level = host[start - slot_ids.size:start]
+            split = np.flatnonzero((slot_ids >= 0) & (level[:, FEATURE] >= 0))
+            if not split.size:
+                break
+            child_slots = np.stack([2 * split, 2 * split + 1], axis=1).ravel()
+            children = host[start:start + 2 * slot_ids.size]
+            ids = t.add(np.repeat(slot_ids[split], 2), children[child_slots], depth)
+            t.split(slot_ids[split], level[split], ids[0::2], ids[1::2])
+            start += 2 * slot_ids.size
+            slot_ids = np.full(2 * slot_ids.size, -1, np.int64)
+            slot_ids[child_slots] = ids
 
     def _finish(self, t: _Nodes) -> GrownTree:
         p = self.params
-        n = len(t.parent)
-        sums = np.stack(t.sums)
+        n = t.n
+        sums = t.sums[:n]
         weights = self.backend.leaf_weights(sums, self.scale_g, self.scale_h, p) * p.eta
-        feature = np.array(t.feature, np.int32)
-        split_bin = np.array(t.split_bin, np.int32)
+        feature = t.feature[:n].copy()
+        split_bin = t.split_bin[:n].copy()
         split_value = np.zeros(n, np.float32)
         inner = feature >= 0
         split_value[inner] = self.cut_values[self.cut_ptrs[feature[inner]] + split_bin[inner]]
-        tree = Tree(left=t.left, right=t.right, parent=t.parent, feature=feature,
-                    split_value=split_value, default_left=np.array(t.default_left, np.uint8),
-                    gain=np.array(t.gain, np.float32), cover=sums[:, 1] / self.scale_h,
+        tree = Tree(left=t.left[:n].copy(), right=t.right[:n].copy(), parent=t.parent[:n].copy(),
+                    feature=feature, split_value=split_value, default_left=t.default_left[:n].astype(np.uint8),
+                    gain=t.gain[:n].astype(np.float32), cover=sums[:, 1] / self.scale_h,
                     value=weights.astype(np.float32), split_bin=split_bin)
         leaves = np.flatnonzero(~inner)
         return GrownTree(tree=tree, rows=self.rows, leaf_nodes=leaves,
-                         begins=np.array(t.begin, np.int64)[leaves], ends=np.array(t.end, np.int64)[leaves])
+                         begins=t.begin[:n][leaves].copy(), ends=t.end[:n][leaves].copy())

@@ -60,6 +60,8 @@ enum NodeField : int {
   kEnd = 9,
   kNodeFields = 10
 };
+// ``feature`` of a slot that holds no node (a child of a leaf in a level grown whole).
+constexpr long long kNoNode = -2;
 
 // ELLPACK symbol ``index`` of a bit stream packed at ``bits`` bits per symbol, low bits
 // first. The buffer carries one padding word, so reading the word after the last is safe.

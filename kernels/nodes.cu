@@ -25,8 +25,10 @@ extern "C" __global__ void root_node(const long long* __restrict__ sums, long lo
   out[kEnd] = n_rows;
 }
 
-// Children [left of parent 0..k-1, right of parent 0..k-1]; the child to build is the one with
-// fewer rows over all ranks (ties: the left), as in dgboost/backend/_records.py.
+// Children of parent j are rows 2j (left) and 2j + 1 (right); the child to build is the one
+// with fewer rows over all ranks (ties: the left), as in dgboost/backend/_records.py. A parent
+// that is not split (feature < 0: a leaf, or no node) has two "no node" children with empty
+// segments, and nothing to build.
 extern "C" __global__ void split_nodes(const long long* __restrict__ parents, int k,
                                        const long long* __restrict__ counts,
                                        const long long* __restrict__ global_counts,
@@ -35,11 +37,18 @@ extern "C" __global__ void split_nodes(const long long* __restrict__ parents, in
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= k) return;
   const long long* p = parents + static_cast<long long>(j) * kNodeFields;
-  long long* left = children + static_cast<long long>(j) * kNodeFields;
-  long long* right = children + static_cast<long long>(k + j) * kNodeFields;
+  long long* left = children + 2LL * j * kNodeFields;
+  long long* right = left + kNodeFields;
   for (int c = 0; c < kNodeFields; ++c) { left[c] = 0; right[c] = 0; }
-  left[kFeature] = right[kFeature] = -1;
   left[kSplitBin] = right[kSplitBin] = -1;
+  if (p[kFeature] < 0) {
+    left[kFeature] = right[kFeature] = kNoNode;
+    left[kBegin] = left[kEnd] = right[kBegin] = right[kEnd] = p[kBegin];
+    build_left[j] = 1;
+    build_segments[2 * j] = build_segments[2 * j + 1] = p[kBegin];
+    return;
+  }
+  left[kFeature] = right[kFeature] = -1;
   left[kSumG] = p[kLeftG];
   left[kSumH] = p[kLeftH];
   right[kSumG] = p[kSumG] - p[kLeftG];
@@ -85,10 +94,11 @@ extern "C" __global__ void segment_offsets(const long long* __restrict__ segment
   if (threadIdx.x == blockDim.x - 1) out[m] = partial[blockDim.x - 1];
 }
 
-// Child ``build`` of parent j is built[j]; its sibling is parent_hist[parent_index[j]] - built[j].
+// Children 2j and 2j + 1 of parent j: the built one is built[j], its sibling
+// parent_hist[parent_index[j]] - built[j] (parent j itself when ``use_index`` is 0).
 // ``bins`` cells of (g, h) per histogram.
 extern "C" __global__ void children_histograms(const longlong2* __restrict__ parent_hist,
-                                               const long long* __restrict__ parent_index,
+                                               const long long* __restrict__ parent_index, int use_index,
                                                const longlong2* __restrict__ built,
                                                const long long* __restrict__ build_left, int k, long long bins,
                                                longlong2* __restrict__ out) {
@@ -97,10 +107,11 @@ extern "C" __global__ void children_histograms(const longlong2* __restrict__ par
        q += static_cast<long long>(gridDim.x) * blockDim.x) {
     const long long j = q / bins, b = q - j * bins;
     const longlong2 child = built[q];
-    const longlong2 parent = parent_hist[parent_index[j] * bins + b];
+    const long long parent_row = use_index ? parent_index[j] : j;
+    const longlong2 parent = parent_hist[parent_row * bins + b];
     const longlong2 sibling = make_longlong2(parent.x - child.x, parent.y - child.y);
     const bool is_left = build_left[j] != 0;
-    out[q] = is_left ? child : sibling;
-    out[(k + j) * bins + b] = is_left ? sibling : child;
+    out[(2 * j) * bins + b] = is_left ? child : sibling;
+    out[(2 * j + 1) * bins + b] = is_left ? sibling : child;
   }
 }

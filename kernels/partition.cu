@@ -6,7 +6,9 @@
 // first tile is <= t). Thread mapping: one block per tile in every pass, position
 // ``tile start + item * kThreads + thread`` (coalesced), blocks past the last tile exit.
 //  1. ``partition_flags``: per position, the row's split-feature symbol (one 8-byte load,
-//     scattered since rows are permuted) -> a 0/1 byte flag; the tile's left count.
+//     scattered since rows are permuted) -> a 0/1 byte flag; the tile's left count. A parent
+//     that is not split (feature < 0, in a level grown whole) sends every row left: its
+//     rows stay where they are.
 //  2. ``partition_tile_scan`` (one block): exclusive scan of the tile counts, each parent's
 //     (left, right) counts.
 //  3. ``partition_scatter``: ranks inside the tile by warp ballots, plus the tile's base,
@@ -66,9 +68,12 @@ extern "C" __global__ void __launch_bounds__(kThreads) partition_flags(
   for (int it = 0; it < kItems; ++it) {
     const long long p = s.start + it * kThreads + threadIdx.x;
     if (p < s.stop) {
-      const int r = rows[p];
-      const unsigned sym = read_symbol(packed, bits, static_cast<uint64_t>(r) * n_features + feature);
-      const unsigned char f = sym == missing ? dl : (static_cast<long long>(sym) <= split_bin ? 1 : 0);
+      unsigned char f = 1;
+      if (feature >= 0) {
+        const int r = rows[p];
+        const unsigned sym = read_symbol(packed, bits, static_cast<uint64_t>(r) * n_features + feature);
+        f = sym == missing ? dl : (static_cast<long long>(sym) <= split_bin ? 1 : 0);
+      }
       flags[p] = f;
       lefts += f;
     }

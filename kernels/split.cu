@@ -93,7 +93,7 @@ struct Candidate {
 
 extern "C" __global__ void best_per_feature(
     const long long* __restrict__ hist, long long total_bins, const long long* __restrict__ records,
-    const int* __restrict__ cut_ptrs, int n_features, const bool* __restrict__ feature_mask, int use_mask,
+    const int* __restrict__ cut_ptrs, int n_features, const bool* __restrict__ feature_mask, int mask_rows,
     double inv_scale_g, double inv_scale_h, double lam, double alpha, double mcw, double mds,
     Candidate* __restrict__ out) {
   const SplitParamsDev p{inv_scale_g, inv_scale_h, lam, alpha, mcw, mds};
@@ -104,7 +104,10 @@ extern "C" __global__ void best_per_feature(
   const int node = blockIdx.x / n_features;
   const int f = blockIdx.x % n_features;
   Candidate* slot = out + blockIdx.x;
-  if (use_mask && !feature_mask[static_cast<long long>(node) * n_features + f]) {
+  // mask_rows: 0 = every feature, 1 = one mask row for every node, else one row per node
+  const long long mask_row = mask_rows == 1 ? 0 : node;
+  const bool no_node = records[static_cast<long long>(node) * kNodeFields + kFeature] == kNoNode;
+  if (no_node || (mask_rows != 0 && !feature_mask[mask_row * n_features + f])) {
     if (threadIdx.x == 0) { slot->gain = 0.0; slot->key = -1; slot->left_g = 0; slot->left_h = 0; }
     return;
   }
@@ -187,6 +190,7 @@ extern "C" __global__ void best_per_node(const Candidate* __restrict__ cand, int
                                          double gamma, long long* __restrict__ records) {
   const int node = blockIdx.x * blockDim.x + threadIdx.x;
   if (node >= n_nodes) return;
+  if (records[static_cast<long long>(node) * kNodeFields + kFeature] == kNoNode) return;  // stays no node
   double best = KERNEL_EPS;
   int best_f = -1, best_key = 0;
   long long lg = 0, lh = 0;

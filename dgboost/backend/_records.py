@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._layout import (BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, LEFT_G, LEFT_H, NODE_FIELDS, SPLIT_BIN,
-                       SUM_G, SUM_H)
+from .._layout import (BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, LEFT_G, LEFT_H, NODE_FIELDS, NO_NODE,
+                       SPLIT_BIN, SUM_G, SUM_H)
 
 __all__ = ["new_records", "root_node", "segments_of", "split_nodes", "children_histograms",
            "write_splits"]
@@ -40,27 +40,40 @@ def segments_of(segments) -> tuple[np.ndarray, np.ndarray]:
 
 
 def split_nodes(parents: np.ndarray, counts: np.ndarray, global_counts: np.ndarray):
-    """Children records, the segments to build and which side they are (see Backend.split_nodes)."""
+    """Children records, the segments to build and which side they are (see Backend.split_nodes).
+
+    Children of parent j are rows 2j (left) and 2j + 1 (right). A parent that is not split
+    (feature < 0) gets two NO_NODE children with empty segments and builds nothing.
+    """
     k = parents.shape[0]
     children = new_records(2 * k)
-    left, right = children[:k], children[k:]
-    left[:, SUM_G] = parents[:, LEFT_G]
-    left[:, SUM_H] = parents[:, LEFT_H]
-    right[:, SUM_G] = parents[:, SUM_G] - parents[:, LEFT_G]
-    right[:, SUM_H] = parents[:, SUM_H] - parents[:, LEFT_H]
-    mid = parents[:, BEGIN] + counts[:, 0]
+    left, right = children[0::2], children[1::2]
+    split = parents[:, FEATURE] >= 0
+    left[:, SUM_G] = np.where(split, parents[:, LEFT_G], 0)
+    left[:, SUM_H] = np.where(split, parents[:, LEFT_H], 0)
+    right[:, SUM_G] = np.where(split, parents[:, SUM_G] - parents[:, LEFT_G], 0)
+    right[:, SUM_H] = np.where(split, parents[:, SUM_H] - parents[:, LEFT_H], 0)
+    mid = np.where(split, parents[:, BEGIN] + counts[:, 0], parents[:, BEGIN])
     left[:, BEGIN], left[:, END] = parents[:, BEGIN], mid
-    right[:, BEGIN], right[:, END] = mid, parents[:, END]
-    build_left = (global_counts[:, 0] <= global_counts[:, 1]).astype(np.int64)
+    right[:, BEGIN], right[:, END] = mid, np.where(split, parents[:, END], parents[:, BEGIN])
+    left[~split, FEATURE] = right[~split, FEATURE] = NO_NODE
+    build_left = ((global_counts[:, 0] <= global_counts[:, 1]) | ~split).astype(np.int64)
     chosen = np.where(build_left[:, None] == 1, left[:, BEGIN:END + 1], right[:, BEGIN:END + 1])
     return children, np.ascontiguousarray(chosen), build_left
 
 
 def children_histograms(parent_hist, parent_index, built, build_left) -> np.ndarray:
-    """int64 (2k, B, 2): built children in their slots, siblings by subtraction."""
-    other = parent_hist[np.asarray(parent_index, np.int64)] - built
+    """int64 (2k, B, 2): built children in their slots (2j, 2j + 1), siblings by subtraction.
+
+    ``parent_index`` None means parent j is row j of ``parent_hist``.
+    """
+    parents = parent_hist if parent_index is None else parent_hist[np.asarray(parent_index, np.int64)]
+    other = parents - built
     is_left = np.asarray(build_left, bool)[:, None, None]
-    return np.concatenate([np.where(is_left, built, other), np.where(is_left, other, built)])
+    out = np.empty((2 * built.shape[0],) + built.shape[1:], np.int64)
+    out[0::2] = np.where(is_left, built, other)
+    out[1::2] = np.where(is_left, other, built)
+    return out
 
 
 def write_splits(records: np.ndarray, feature, split_bin, default_left, gain, left_sum) -> None:

@@ -67,22 +67,26 @@ class Backend(Protocol):
                         params: SplitParams) -> None:
         """Write the best split of each node into its record (feature -1 when none).
 
-        Reads the records' sums; ``feature_mask`` is bool (m, F) on the device, or None
-        for every feature. Ties go to the lowest feature, then bin, then missing-right.
+        Reads the records' sums; records of slots with no node (feature NO_NODE) are left
+        as they are. ``feature_mask`` is bool (m, F) on the device, (1, F) for one mask of
+        every node, or None for every feature. Ties go to the lowest feature, then bin,
+        then missing-right.
         """
 
     def partition(self, bins_by_feature, rows, records):
         """Stable in-place partition of each record's segment by its split decision.
 
-        Returns int64 (k, 2) local (left, right) row counts. ``bins_by_feature`` is the
+        Returns int64 (k, 2) local (left, right) row counts; a record that is not split
+        (feature < 0) keeps its rows, all counted left. ``bins_by_feature`` is the
         backend's column layout of the bins (:meth:`column_layout`).
         """
 
     def split_nodes(self, parents, counts, global_counts):
         """Records of the children of split ``parents`` and which child to build.
 
-        Returns ``(children, build_segments, build_left)``: children int64 (2k, NODE_FIELDS)
-        as [left children..., right children...] with their sums and local segments;
+        Returns ``(children, build_segments, build_left)``: children int64 (2k, NODE_FIELDS),
+        rows 2j and 2j + 1 the left and right child of parent j, with their sums and local
+        segments (a parent that is not split gets two NO_NODE children with empty segments);
         build_segments int64 (k, 2), the local segment of each parent's child with fewer
         rows over all ranks (``global_counts``, int64 (k, 2); ties build the left);
         build_left int64 (k,), 1 where that child is the left one.
@@ -91,8 +95,9 @@ class Backend(Protocol):
     def children_histograms(self, parent_hist, parent_index, built, build_left):
         """int64 (2k, total_bins, 2) histograms of the children, laid out as their records.
 
-        Child ``build`` of parent ``j`` is ``built[j]``; its sibling is
-        ``parent_hist[parent_index[j]] - built[j]``.
+        The built child of parent ``j`` is ``built[j]``; its sibling is
+        ``parent_hist[parent_index[j]] - built[j]`` (``parent_hist[j]`` when
+        ``parent_index`` is None).
         """
 
     def leaf_weights(self, sums, scale_g: float, scale_h: float, params) -> np.ndarray:

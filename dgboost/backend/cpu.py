@@ -6,7 +6,7 @@ import sys
 import numpy as np
 
 from .._array import to_host
-from .._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, SPLIT_BIN, SUM_G, SUM_H
+from .._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, NO_NODE, SPLIT_BIN, SUM_G, SUM_H
 from . import _cpu_kernels as K
 from . import _records
 
@@ -172,26 +172,36 @@ class CPUBackend:
         default_left = np.empty(n, np.bool_)
         gain = np.empty(n, np.float64)
         left = np.empty((n, 2), np.int64)
-        mask = np.ones((n, len(cut_ptrs) - 1), np.bool_) if feature_mask is None else feature_mask
+        n_features = len(cut_ptrs) - 1
+        mask = np.ones((n, n_features), np.bool_) if feature_mask is None else \
+            np.broadcast_to(np.asarray(feature_mask, np.bool_), (n, n_features)).copy()
+        no_node = records[:, FEATURE] == NO_NODE
+        mask[no_node] = False
         K.evaluate_splits(hist, np.ascontiguousarray(records[:, SUM_G:SUM_H + 1]), cut_ptrs,
                           np.ascontiguousarray(mask, np.bool_),
                           1.0 / scale_g, 1.0 / scale_h, float(params.reg_lambda), float(params.alpha),
                           float(params.gamma), float(params.min_child_weight),
                           float(params.max_delta_step), feature, split_bin, default_left, gain, left)
+        # slots with no node keep their record as split_nodes made it
+        feature[no_node], split_bin[no_node], default_left[no_node] = NO_NODE, -1, False
+        gain[no_node], left[no_node] = 0.0, 0
         _records.write_splits(records, feature, split_bin, default_left, gain, left)
 
     def leaf_weights(self, sums, scale_g, scale_h, params):
         return leaf_weights_on_host(sums, scale_g, scale_h, params)
 
     def partition(self, bins_by_feature, rows, records) -> np.ndarray:
-        n = records.shape[0]
-        left_counts = np.empty(n, np.int64)
         begins = np.ascontiguousarray(records[:, BEGIN])
         ends = np.ascontiguousarray(records[:, END])
-        K.partition(bins_by_feature, rows, begins, ends, records[:, FEATURE].astype(np.int32),
-                    records[:, SPLIT_BIN].astype(np.int32), records[:, DEFAULT_LEFT].astype(np.bool_),
+        counts = np.stack([ends - begins, np.zeros_like(begins)], axis=1)  # unsplit: rows stay left
+        split = np.flatnonzero(records[:, FEATURE] >= 0)
+        left_counts = np.empty(split.size, np.int64)
+        K.partition(bins_by_feature, rows, begins[split], ends[split], records[split, FEATURE].astype(np.int32),
+                    records[split, SPLIT_BIN].astype(np.int32), records[split, DEFAULT_LEFT].astype(np.bool_),
                     int(np.iinfo(bins_by_feature.dtype).max), left_counts)
-        return np.stack([left_counts, ends - begins - left_counts], axis=1)
+        counts[split, 0] = left_counts
+        counts[split, 1] = ends[split] - begins[split] - left_counts
+        return counts
 
     def add_leaf_values(self, margin, rows, begins, ends, values, group):
         K.add_leaf_values(margin, rows, np.asarray(begins, np.int64), np.asarray(ends, np.int64),

@@ -273,9 +273,11 @@ class CUDABackend:
     def children_histograms(self, parent_hist, parent_index, built, build_left):
         k, total_bins = int(built.shape[0]), int(built.shape[1])
         out = self.empty((2 * k, total_bins, 2), np.int64)
+        use_index = parent_index is not None
         if k and total_bins:
             self._launch("nodes.cu", "children_histograms", k * total_bins,
-                         (parent_hist, parent_index, built, build_left, np.int32(k), np.int64(total_bins), out))
+                         (parent_hist, parent_index if use_index else build_left, np.int32(use_index), built,
+                          build_left, np.int32(k), np.int64(total_bins), out))
         return out
 
     def _segment_offsets(self, segments, stride: int, m: int, tile: int):
@@ -317,15 +319,16 @@ class CUDABackend:
         if n == 0:
             return
         dev_ptrs = self._device_ptrs(cut_ptrs)
-        use_mask = feature_mask is not None
-        mask = self.xp.asarray(feature_mask, dtype=self.xp.bool_) if use_mask else self._no_mask
+        # one mask row serves every node; None: every feature
+        mask_rows = 0 if feature_mask is None else int(feature_mask.shape[0])
+        mask = self._no_mask if feature_mask is None else self.xp.ascontiguousarray(feature_mask, dtype=self.xp.bool_)
         cand = self.empty(n * n_features * _CANDIDATE_BYTES // 8, np.int64)
         max_bins = int(np.diff(np.asarray(cut_ptrs)).max()) if n_features else 1
         threads = int(min(256, max(32, -(-max_bins // 32) * 32)))
         if n * n_features:
             self._launch("split.cu", "best_per_feature", 0,
                          (hist, np.int64(hist.shape[1]), records, dev_ptrs, np.int32(n_features), mask,
-                          np.int32(use_mask), np.float64(1.0 / scale_g), np.float64(1.0 / scale_h),
+                          np.int32(mask_rows), np.float64(1.0 / scale_g), np.float64(1.0 / scale_h),
                           np.float64(params.reg_lambda), np.float64(params.alpha),
                           np.float64(params.min_child_weight), np.float64(params.max_delta_step), cand),
                          threads=threads, grid=n * n_features)

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from dgboost._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, LEFT_G, LEFT_H, SPLIT_BIN, SUM_G, SUM_H
+from dgboost._layout import (BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, LEFT_G, LEFT_H, NO_NODE, SPLIT_BIN, SUM_G,
+                             SUM_H)
 from dgboost.backend import _reference as ref
 from dgboost.backend.cpu import CPUBackend
 from dgboost.testing.kernel_inputs import binning_data, node_records, random_ensemble, random_segments
@@ -174,8 +175,9 @@ def test_children_records_split_each_parent_segment_and_sum():
     lefts = (sizes * rng.random(6)).astype(np.int64)
     counts = np.stack([lefts, sizes - lefts], axis=1)
     global_counts = counts + rng.integers(0, 50, size=(6, 2))  # other ranks' rows
+    parents[:, FEATURE] = rng.integers(0, 5, 6)
     children, build, build_left = BACKEND.split_nodes(parents, counts, global_counts)
-    left, right = children[:6], children[6:]
+    left, right = children[0::2], children[1::2]
     np.testing.assert_array_equal(left[:, BEGIN], segments[:, 0])
     np.testing.assert_array_equal(left[:, END], right[:, BEGIN])
     np.testing.assert_array_equal(right[:, END], segments[:, 1])
@@ -198,9 +200,49 @@ def test_children_histograms_place_the_built_child_and_subtract_its_sibling():
     out = BACKEND.children_histograms(parent_hist, index, built, build_left)
     assert out.shape == (6, 30, 2)
     for j in range(3):
-        mine, other = (out[j], out[3 + j]) if build_left[j] else (out[3 + j], out[j])
+        mine, other = (out[2 * j], out[2 * j + 1]) if build_left[j] else (out[2 * j + 1], out[2 * j])
         np.testing.assert_array_equal(mine, built[j])
         np.testing.assert_array_equal(mine + other, parent_hist[index[j]])
+    # without an index, parent j is row j
+    same = BACKEND.children_histograms(parent_hist[index], None, built, build_left)
+    np.testing.assert_array_equal(same, out)
+
+
+def test_a_parent_that_is_not_split_keeps_its_rows_and_has_no_children():
+    rng, x, cuts = binning_data(8, n=3000)
+    bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
+    columns = np.ascontiguousarray(bins.T)
+    rows = rng.permutation(3000).astype(np.int32)
+    before = rows.copy()
+    parents = node_records([0, 1000, 2500], [1000, 2500, 3000], feature=[2, -1, NO_NODE], split_bin=[3, -1, -1],
+                           default_left=[1, 0, 0], sums=[[5, 9], [7, 11], [0, 0]])
+    parents[0, LEFT_G:LEFT_H + 1] = (2, 4)
+    counts = BACKEND.partition(columns, rows, parents)
+    np.testing.assert_array_equal(rows[1000:], before[1000:])  # unsplit segments untouched
+    np.testing.assert_array_equal(counts[1:], [[1500, 0], [500, 0]])
+    children, build, build_left = BACKEND.split_nodes(parents, counts, counts)
+    assert children[0, FEATURE] == children[1, FEATURE] == -1
+    assert np.all(children[2:, FEATURE] == NO_NODE)
+    np.testing.assert_array_equal(children[2:, SUM_G:SUM_H + 1], 0)
+    np.testing.assert_array_equal(children[2:, END] - children[2:, BEGIN], 0)
+    np.testing.assert_array_equal(build[1:, 1] - build[1:, 0], 0)  # nothing to build under them
+
+
+def test_split_evaluation_leaves_slots_with_no_node_alone_and_takes_one_mask_for_all():
+    rng, x, cuts = binning_data(9, n=800)
+    bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
+    gpair = BACKEND.quantise(rng.normal(size=800), rng.uniform(0.1, 1.0, size=800), 2.0 ** 26, 2.0 ** 26)
+    hist = BACKEND.build_histograms(bins, cuts.ptrs, gpair, np.arange(800, dtype=np.int32),
+                                    np.array([[0, 800], [0, 800]]))
+    p = SimpleNamespace(reg_lambda=1.0, alpha=0.0, gamma=0.0, min_child_weight=1.0, max_delta_step=0.0)
+    records = node_records([0, 0], [800, 800], sums=np.stack([gpair.sum(0)] * 2))
+    records[1, FEATURE] = NO_NODE
+    untouched = records[1].copy()
+    one_mask = np.zeros((1, x.shape[1]), bool)
+    one_mask[0, 1] = True
+    BACKEND.evaluate_splits(hist, records, cuts.ptrs, one_mask, 2.0 ** 26, 2.0 ** 26, p)
+    assert records[0, FEATURE] == 1
+    np.testing.assert_array_equal(records[1], untouched)
 
 
 def test_node_record_columns_are_those_of_the_cuda_header():

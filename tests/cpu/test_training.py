@@ -360,3 +360,29 @@ def test_a_strided_split_gives_the_model_of_its_parts_concatenated_in_rank_order
         # the rows in their original order are a different sample: the guarantee is the concatenation
         unordered = dg.train(params, dg.DMatrix(x, y), 4, verbose_eval=False).to_json()
         assert unordered != single
+
+
+@pytest.mark.parametrize("params", [
+    {"max_depth": 6},
+    {"max_depth": 4, "colsample_bytree": 0.7, "colsample_bylevel": 0.6, "subsample": 0.8},
+    {"max_depth": 10, "gamma": 1.0},
+    {"objective": "multi:softprob", "num_class": 3, "max_depth": 3},
+])
+def test_trees_grown_in_whole_levels_equal_trees_grown_level_by_level(params, monkeypatch):
+    from dgboost import grower
+
+    rng = np.random.default_rng(21)
+    x = rng.normal(size=(2000, 7)).astype(np.float32)
+    x[rng.random(x.shape) < 0.1] = np.nan
+    y = (np.nan_to_num(x[:, 0]) + np.nan_to_num(x[:, 1]) * np.nan_to_num(x[:, 2]) > 0).astype(np.float32)
+    if params.get("num_class"):
+        y = (np.nan_to_num(x[:, 0]) > 0) + (np.nan_to_num(x[:, 3]) > 0.5).astype(np.float32)
+    full = dict({"objective": "binary:logistic", "seed": 5}, **params)
+    taken = []
+    real = grower.TreeGrower._whole_levels
+    monkeypatch.setattr(grower.TreeGrower, "_whole_levels", lambda self: taken.append(real(self)) or taken[-1])
+    whole = dg.train(full, dg.DMatrix(x, y), 6, verbose_eval=False)
+    assert taken and all(taken)  # these parameters grow whole levels
+    monkeypatch.setattr(grower.TreeGrower, "_whole_levels", lambda self: False)
+    by_level = dg.train(full, dg.DMatrix(x, y), 6, verbose_eval=False)
+    assert whole.save_raw("json") == by_level.save_raw("json")

@@ -4,8 +4,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from dgboost._layout import (FEATURE, GAIN, GRAD_PAIR_INT, LEFT_G, LEFT_H, NODE, NODE_FIELDS, PATH_ELEMENT,
-                             SPLIT_BIN)
+from dgboost._layout import (FEATURE, GAIN, GRAD_PAIR_INT, LEFT_G, LEFT_H, NO_NODE, NODE, NODE_FIELDS,
+                             PATH_ELEMENT, SPLIT_BIN)
 from dgboost.backend.cpu import CPUBackend
 from dgboost.quantile import compute_cuts
 from dgboost.training import fixed_point_scale
@@ -142,10 +142,11 @@ def test_split_decisions_equal_the_cpu_ones_bit_for_bit(gpu, lam, alpha, mcw, md
         hist = CPU.build_histograms(bins, cuts.ptrs, gpair, rows, segments)
         totals = np.stack([gpair[:700].sum(0), gpair.sum(0), gpair[500:510].sum(0)]).astype(np.int64)
         p = SimpleNamespace(reg_lambda=lam, alpha=alpha, gamma=gamma, min_child_weight=mcw, max_delta_step=mds)
-        for mask in (rng.random((3, x.shape[1])) < 0.8, None):
+        for mask in (rng.random((3, x.shape[1])) < 0.8, None, rng.random((1, x.shape[1])) < 0.6):
             want = node_records(segments[:, 0], segments[:, 1], sums=totals)
+            want[seed % 3, FEATURE] = NO_NODE  # a slot with no node is left alone
+            got = cupy.asarray(want)
             CPU.evaluate_splits(hist, want, cuts.ptrs, mask, scale, scale, p)
-            got = cupy.asarray(node_records(segments[:, 0], segments[:, 1], sums=totals))
             gpu.evaluate_splits(cupy.asarray(hist), got, cuts.ptrs, None if mask is None else cupy.asarray(mask),
                                 scale, scale, p)
             got = got.get()
@@ -157,6 +158,7 @@ def test_split_decisions_equal_the_cpu_ones_bit_for_bit(gpu, lam, alpha, mcw, md
             np.testing.assert_array_equal(gg[ok], wg[ok])  # identical float64 arithmetic
             np.testing.assert_array_equal(gl[ok], wl[ok])
             np.testing.assert_array_equal(got[:, 6:], want[:, 6:])  # sums and segments untouched
+            np.testing.assert_array_equal(got[seed % 3], want[seed % 3])  # the empty slot, whole
 
 
 def test_tied_gains_pick_the_lowest_feature_then_the_lowest_bin(gpu):
@@ -186,7 +188,9 @@ def test_partition_is_stable_and_equals_the_cpu_partition(gpu, n, m):
     rows = rng.permutation(x.shape[0]).astype(np.int32)
     # segments over many tiles, of one row, empty, and with gaps (rows of nodes not split)
     segments = random_segments(rng, n, m) if m > 3 else np.array([[0, 1000], [1200, 3900], [4000, 4001]])
-    records = node_records(segments[:, 0], segments[:, 1], feature=rng.integers(0, 5, m),
+    # some parents not split (leaves and empty slots of a whole level): their rows stay
+    feature = np.where(rng.random(m) < 0.25, rng.choice([-1, NO_NODE], m), rng.integers(0, 5, m))
+    records = node_records(segments[:, 0], segments[:, 1], feature=feature,
                            split_bin=rng.integers(0, 8, m), default_left=rng.integers(0, 2, m))
     dev_rows = cupy.asarray(rows)
     got = gpu.partition(ell, dev_rows, cupy.asarray(records))
@@ -202,6 +206,7 @@ def test_children_records_and_histograms_equal_the_cpu_ones(gpu):
     segments = random_segments(rng, 50_000, 40)
     parents = node_records(segments[:, 0], segments[:, 1], sums=rng.integers(-10**9, 10**9, size=(40, 2)))
     parents[:, LEFT_G:LEFT_H + 1] = rng.integers(-10**9, 10**9, size=(40, 2))
+    parents[:, FEATURE] = np.where(rng.random(40) < 0.3, rng.choice([-1, NO_NODE], 40), rng.integers(0, 9, 40))
     sizes = segments[:, 1] - segments[:, 0]
     lefts = (sizes * rng.random(40)).astype(np.int64)
     counts = np.stack([lefts, sizes - lefts], axis=1)
@@ -217,6 +222,9 @@ def test_children_records_and_histograms_equal_the_cpu_ones(gpu):
     got_hist = gpu.children_histograms(cupy.asarray(parent_hist), cupy.asarray(index), cupy.asarray(built),
                                        cupy.asarray(want[2]))
     np.testing.assert_array_equal(got_hist.get(), want_hist)
+    unindexed = gpu.children_histograms(cupy.asarray(parent_hist[index]), None, cupy.asarray(built),
+                                        cupy.asarray(want[2]))
+    np.testing.assert_array_equal(unindexed.get(), want_hist)
     root = gpu.root_node(cupy.asarray(np.array([5, 7], np.int64)), 123).get()
     np.testing.assert_array_equal(root, CPU.root_node(np.array([5, 7]), 123))
     assert root.shape == (1, NODE_FIELDS)
