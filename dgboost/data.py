@@ -25,6 +25,9 @@ from .errors import DGBoostTypeError, DGBoostValueError
 __all__ = ["DMatrix", "QuantileDMatrix", "RankDMatrix", "as_feature_matrix"]
 
 
+#: Entries of the matrix checked for infinite values at once (bounds the check's temporary).
+_INF_CHECK_ENTRIES = 1 << 25
+
 def _top_module(obj: Any) -> str:
     return type(obj).__module__.split(".")[0]
 
@@ -186,13 +189,17 @@ def as_feature_matrix(data: Any, missing: float = np.nan, feature_names: Sequenc
     values = xp.ascontiguousarray(values, dtype=xp.float32)
     if missing is not None and not math.isnan(missing):
         values = xp.where(values == xp.float32(missing), xp.float32(np.nan), values)
-    infinite = xp.isinf(values)
-    if bool(infinite.any()):  # on a GPU: one scalar read; the position only when raising
-        first = int(xp.argmax(infinite.ravel()))
-        row, col = divmod(first, values.shape[1])
-        raise DGBoostValueError(
-            f"data contains infinite values (first at row {row}, column {col}); "
-            "replace them or mark them missing")
+    # in row chunks: a mask of the whole matrix would be a large temporary (280 MB for
+    # 10M x 28) on top of the data; on a GPU one scalar read a chunk
+    step = max(1, _INF_CHECK_ENTRIES // values.shape[1])
+    for start in range(0, values.shape[0], step):
+        infinite = xp.isinf(values[start:start + step])
+        if bool(infinite.any()):  # the position only when raising
+            first = int(xp.argmax(infinite.ravel()))
+            row, col = divmod(first, values.shape[1])
+            raise DGBoostValueError(
+                f"data contains infinite values (first at row {start + row}, column {col}); "
+                "replace them or mark them missing")
     if feature_names is not None:
         names = [str(n) for n in feature_names]
         if len(names) != values.shape[1]:

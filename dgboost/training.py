@@ -269,8 +269,11 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
     metrics = _metrics_for(p, objective, custom_metric, get_metric)
     sampler = FeatureSampler(n_features, p.seed, p.colsample_bytree, p.colsample_bylevel, p.colsample_bynode)
     grower = TreeGrower(backend, comm, p, binned, sampler)
-    # on the backend's device: the subsample mask of every round is hashed there
-    global_index = backend.xp.arange(row_offset, row_offset + dtrain.num_row(), dtype=np.int64)
+    # on the backend's device: the subsample mask of every round is hashed there (only made
+    # when rows are sampled: 8 bytes a row)
+    global_index = None
+    if p.subsample < 1.0:
+        global_index = backend.xp.arange(row_offset, row_offset + dtrain.num_row(), dtype=np.int64)
 
     booster = Booster._from_training(ensemble, p, objective, base_score, names, dtrain.feature_types,
                                      n_features, xgb_model)
