@@ -35,6 +35,36 @@ def _wrap(backend, name, totals, counts):
     return fn
 
 
+def _trace_memory_peak(run) -> None:
+    """Run ``run()`` with an allocator that keeps the Python stack at each new high-water mark
+    of CuPy's pool (use can only peak right after an allocation), then print the last one."""
+    import traceback
+
+    import cupy
+
+    pool = cupy.get_default_memory_pool()
+    pool.free_all_blocks()
+    base = pool.used_bytes()
+    state = {"peak": base, "stack": [], "size": 0}
+
+    def malloc(size: int):
+        mem = pool.malloc(size)
+        used = pool.used_bytes()
+        if used > state["peak"]:
+            state.update(peak=used, size=size, stack=traceback.format_stack(limit=14)[:-1])
+        return mem
+
+    cupy.cuda.set_allocator(malloc)
+    try:
+        run()
+        cupy.cuda.runtime.deviceSynchronize()
+    finally:
+        cupy.cuda.set_allocator(pool.malloc)
+    print(f"\nCuPy pool peak {(state['peak'] - base) / 2**20:.1f} MiB above the start, reached by an allocation "
+          f"of {state['size'] / 2**20:.1f} MiB at:")
+    print("".join(state["stack"][-9:]))
+
+
 def main() -> None:
     import cupy
 
@@ -50,6 +80,8 @@ def main() -> None:
     ap.add_argument("--missing", type=float, default=0.0)
     ap.add_argument("--policy", default="depthwise")
     ap.add_argument("--json", default="")
+    ap.add_argument("--memory-trace", action="store_true",
+                    help="print where CuPy's pool reaches its high-water mark in a plain run, and what is live")
     ap.add_argument("--host-profile", type=int, default=0,
                     help="also print the N host functions with the most own time in a plain run (cProfile)")
     args = ap.parse_args()
@@ -108,6 +140,9 @@ def main() -> None:
     plain = time.perf_counter() - t0
     rounds_ms = np.diff(clock.marks) * 1e3
     setup_ms = (clock.marks[0] - t0) * 1e3
+
+    if args.memory_trace:
+        _trace_memory_peak(lambda: dgboost.train(params, dtrain, args.rounds, verbose_eval=False))
 
     if args.host_profile:
         import cProfile

@@ -1,11 +1,11 @@
 """Tree growth driven only through a Backend and a Communicator.
 
-Both policies share one step, :meth:`TreeGrower._expand`: split a batch of nodes,
+Both policies share one step, :meth:`TreeGrower._split`: split a batch of nodes,
 partition their rows, build the histogram of the smaller child of each split, allreduce
 those histograms across ranks (int64, exact), derive each sibling by subtraction and
 evaluate the children's best splits. ``depthwise`` expands every splittable node of a
 level in one batch (the 2017 GPU paper's level-wise growth); ``lossguide`` expands the
-single best node at a time.
+single best node at a time, computing the next best nodes' splits ahead in the same batch.
 
 A batch's bookkeeping stays on the backend's device as int64 node records
 (:data:`dgboost._layout.NODE_RECORD_FIELDS`: split decision, global sums, row segment):
@@ -35,6 +35,8 @@ __all__ = ["TreeGrower", "GrownTree", "FeatureSampler"]
 # that stays within these bounds, else the levels are read and compacted.
 _WHOLE_LEVEL_MAX_DEPTH = 10
 _WHOLE_LEVEL_HIST_BYTES = 4 << 30
+# Lossguide splits up to this many of the best leaves in one device batch (see _grow_best_first)
+_LOOKAHEAD = 8
 
 
 class FeatureSampler:
@@ -156,6 +158,9 @@ class _Batch:
     host: np.ndarray
     ids: np.ndarray
 
+    def can_split(self, row: int) -> bool:
+        return self.hist is not None and self.host[row, FEATURE] >= 0
+
     def splittable(self) -> np.ndarray:
         """Rows with a valid split, in node-id order."""
         if self.hist is None:
@@ -210,14 +215,21 @@ class TreeGrower:
         device = self.backend.asarray(masks)  # one upload per tree
         return [device[d:d + 1] for d in range(masks.shape[0])]
 
-    def _node_masks(self, nodes, depth: int, tree_index: int, tree_mask):
-        """bool (len(nodes), F) feature masks on the backend's device, or None when every
-        feature may be used (no column sampling)."""
+    def _node_masks(self, nodes, depths, tree_index: int, tree_mask):
+        """bool (len(depths), F) feature masks on the backend's device, or None when every
+        feature may be used (no column sampling). ``nodes`` are the node ids, needed only for
+        sampling by node (else None)."""
         if all(r >= 1.0 for r in self.sampler.rates):
             return None
-        level = self.sampler.level_mask(tree_mask, tree_index, depth)
-        masks = np.stack([self.sampler.node_mask(level, tree_index, int(nid)) for nid in nodes])
-        return self.backend.asarray(masks)
+        levels: dict[int, np.ndarray] = {}
+        masks = []
+        for k, depth in enumerate(np.asarray(depths).tolist()):
+            if depth not in levels:
+                levels[depth] = self.sampler.level_mask(tree_mask, tree_index, depth)
+            by_node = self.sampler.rates[2] < 1.0
+            masks.append(self.sampler.node_mask(levels[depth], tree_index, int(nodes[k])) if by_node
+                         else levels[depth])
+        return self.backend.asarray(np.stack(masks))
 
     # -- growth ---------------------------------------------------------------------------
     def grow(self, gpair, scale_g: float, scale_h: float, tree_index: int) -> GrownTree:
@@ -243,7 +255,7 @@ class TreeGrower:
         if self._can_split_at(0):
             hist = comm.allreduce_sum(backend.build_histograms(
                 self.binned.bins, self.cut_ptrs, gpair, self.rows, root))
-            backend.evaluate_splits(hist, root, self.cut_ptrs, self._node_masks([0], 0, tree_index, tree_mask),
+            backend.evaluate_splits(hist, root, self.cut_ptrs, self._node_masks([0], [0], tree_index, tree_mask),
                                     scale_g, scale_h, self.params)
         t = _Nodes(capacity=2 * max(self.params.max_leaves, 32))
         if self._whole_levels():
@@ -252,47 +264,108 @@ class TreeGrower:
         host = backend.to_host(root)
         batch = _Batch(root, hist, host, t.add(np.array([-1]), host, 0))
 
-        max_leaves = self.params.max_leaves
-        n_leaves = 1
         if self.params.grow_policy == "lossguide":
-            where = {0: (batch, 0)}  # node id -> (batch, row) of every node that may be split
-            heap = [(-batch.gain(0), 0)] if batch.splittable().size else []
-            while heap and (max_leaves <= 0 or n_leaves < max_leaves):
-                _, nid = heapq.heappop(heap)
-                parent_batch, row = where.pop(nid)
-                children = self._expand(parent_batch, np.array([row]), t, tree_index, tree_mask)
-                for child_row in children.splittable():
-                    child = int(children.ids[child_row])
-                    where[child] = (children, int(child_row))
-                    heapq.heappush(heap, (-children.gain(child_row), child))
-                n_leaves += 1
+            self._grow_best_first(batch, t, tree_index, tree_mask)
         else:
-            while True:
-                rows = batch.splittable()
-                if max_leaves > 0:
-                    rows = rows[:max(0, max_leaves - n_leaves)]
-                if not rows.size:
-                    break
-                n_leaves += rows.size
-                batch = self._expand(batch, rows, t, tree_index, tree_mask)
+            self._grow_level_by_level(batch, t, tree_index, tree_mask)
         return self._finish(t)
 
-    def _expand(self, batch: _Batch, rows: np.ndarray, t: _Nodes, tree_index: int, tree_mask) -> _Batch:
-        """Split the nodes at ``rows`` of ``batch`` (valid splits, one depth, node-id order).
+    def _grow_level_by_level(self, batch: _Batch, t: _Nodes, tree_index: int, tree_mask) -> None:
+        """Depthwise growth reading each level: split every splittable node of a level (in id
+        order, at most as many as ``max_leaves`` still allows) in one batch."""
+        max_leaves = self.params.max_leaves
+        n_leaves = 1
+        while True:
+            rows = batch.splittable()
+            if max_leaves > 0:
+                rows = rows[:max(0, max_leaves - n_leaves)]
+            if not rows.size:
+                return
+            n_leaves += rows.size
+            parent_ids = batch.ids[rows]
+            depth = int(t.depth[parent_ids[0]]) + 1
+            child_ids = t.n + np.arange(2 * rows.size)
+            children = self._split([(batch, int(r)) for r in rows], np.full(rows.size, depth), child_ids,
+                                   tree_index, tree_mask)
+            t.add(np.repeat(parent_ids, 2), children.host, depth)
+            t.split(parent_ids, batch.host[rows], child_ids[0::2], child_ids[1::2])
+            batch = children
 
-        Returns the batch of their children, evaluated when their depth allows another split:
-        rows 2j and 2j + 1 are the children of the j-th node, ids in the same order.
+    def _grow_best_first(self, root: _Batch, t: _Nodes, tree_index: int, tree_mask) -> None:
+        """Lossguide: split the leaf of largest gain (ties: lowest id) until ``max_leaves``.
+
+        The next leaf depends on the gains of the last one's children, so every split waits
+        for a read. That read also brings back the children of the next best leaves in the
+        heap (up to ``_LOOKAHEAD`` nodes a batch), split ahead on the device: a node split
+        ahead only reorders the rows of its own segment, so if its turn never comes (the
+        leaf budget runs out) the tree is unchanged, and when it comes its children are
+        already there. Ids are given at each node's turn: the tree is the one strict
+        best-first growth builds, with a fraction of its reads.
+        """
+        max_leaves = self.params.max_leaves
+        # children's column masks seeded by node id need the ids first: no splits ahead then
+        lookahead = _LOOKAHEAD if self.sampler.rates[2] >= 1.0 else 1
+        where = {0: (root, 0)}  # splittable node id -> (batch, row)
+        ready: dict[int, tuple[_Batch, int]] = {}  # node id -> (batch of its children, j): rows 2j, 2j + 1
+        heap = [(-root.gain(0), 0)] if root.splittable().size else []
+        n_leaves = 1
+        while heap and (max_leaves <= 0 or n_leaves < max_leaves):
+            _, nid = heapq.heappop(heap)
+            if nid not in ready:
+                budget = lookahead if max_leaves <= 0 else min(lookahead, max_leaves - n_leaves)
+                group = [nid] + [n for _, n in heapq.nsmallest(budget - 1, heap) if n not in ready]
+                child_ids = t.n + np.arange(2) if len(group) == 1 else None
+                children = self._split([where[n] for n in group], t.depth[group] + 1, child_ids,
+                                       tree_index, tree_mask)
+                for j, n in enumerate(group):
+                    ready[n] = (children, j)
+            children, j = ready.pop(nid)
+            batch, row = where.pop(nid)
+            depth = int(t.depth[nid]) + 1
+            ids = t.add(np.array([nid, nid]), children.host[2 * j:2 * j + 2], depth)
+            t.split(np.array([nid]), batch.host[row:row + 1], ids[:1], ids[1:])
+            children.ids[2 * j:2 * j + 2] = ids
+            for side in (0, 1):
+                r = 2 * j + side
+                if self._can_split_at(depth) and children.can_split(r):
+                    where[int(ids[side])] = (children, r)
+                    heapq.heappush(heap, (-children.gain(r), int(ids[side])))
+            n_leaves += 1
+
+    def _parents(self, nodes: list[tuple[_Batch, int]]):
+        """(records, histograms, index) of ``nodes`` given as (batch, row): views of the batch
+        where the rows are consecutive rows of one batch, the records gathered by an
+        uploaded index (which then also picks the histograms) where they are other rows of
+        one batch, else copies of each. Uploads happen here, while the device is idle after
+        the last read."""
+        xp = self.backend.xp
+        batch = nodes[0][0]
+        rows = np.array([r for _, r in nodes], np.int64)
+        if any(b is not batch for b, _ in nodes):
+            return (xp.concatenate([b.records[r:r + 1] for b, r in nodes]),
+                    xp.concatenate([b.hist[r:r + 1] for b, r in nodes]), None)
+        first = int(rows[0])
+        if np.array_equal(rows, np.arange(first, first + rows.size)):
+            end = first + rows.size
+            return batch.records[first:end], batch.hist[first:end], None
+        index = self.backend.asarray(rows)
+        return batch.records[index], batch.hist, index
+
+    def _split(self, nodes: list[tuple[_Batch, int]], child_depths: np.ndarray, child_ids, tree_index: int,
+               tree_mask) -> _Batch:
+        """Split ``nodes`` (valid splits; (batch, row) each) on the device and read their children.
+
+        Returns the batch of the children, rows 2j and 2j + 1 for the j-th node, evaluated
+        when some child's depth allows another split (the caller checks each child's
+        depth). ``child_ids`` (2k,) are their node ids when known now (column masks by node
+        need them), else None: the batch's ids are then -1 until the caller sets them.
         """
         backend, comm = self.backend, self.comm
-        k = rows.size
-        parent_ids = batch.ids[rows]
-        depth = int(t.depth[parent_ids[0]]) + 1
-        evaluate = self._can_split_at(depth)
-        child_ids = t.n + np.arange(2 * k)
-        # everything uploaded for the level goes up while the device is idle (after the last read)
-        index = backend.asarray(rows)
-        parents = batch.records if np.array_equal(rows, np.arange(batch.host.shape[0])) else batch.records[index]
-        masks = self._node_masks(child_ids, depth, tree_index, tree_mask) if evaluate else None
+        k = len(nodes)
+        evaluate = any(self._can_split_at(int(d)) for d in child_depths)
+        parents, parent_hist, index = self._parents(nodes)
+        masks = (self._node_masks(child_ids, np.repeat(child_depths, 2), tree_index, tree_mask)
+                 if evaluate else None)
 
         counts = backend.partition(self.binned.bins_by_feature, self.rows, parents)
         # global row counts of the children pick the smaller one to build: the same choice on
@@ -302,13 +375,11 @@ class TreeGrower:
         if evaluate:
             built = comm.allreduce_sum(backend.build_histograms(
                 self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments))
-            hist = backend.children_histograms(batch.hist, index, built, build_left)
+            hist = backend.children_histograms(parent_hist, index, built, build_left)
             backend.evaluate_splits(hist, children, self.cut_ptrs, masks, self.scale_g, self.scale_h,
                                     self.params)
-        host = backend.to_host(children)
-        t.add(np.repeat(parent_ids, 2), host, depth)
-        t.split(parent_ids, batch.host[rows], child_ids[0::2], child_ids[1::2])
-        return _Batch(children, hist, host, child_ids)
+        ids = np.full(2 * k, -1, np.int64) if child_ids is None else np.asarray(child_ids, np.int64)
+        return _Batch(children, hist, backend.to_host(children), ids)
 
     def _grow_whole_levels(self, root, root_hist, t: _Nodes, tree_index: int, tree_mask) -> None:
         """Grow every level of 2**d slots on the device, then read them all once into ``t``."""
@@ -344,6 +415,8 @@ class TreeGrower:
             slot_ids[child_slots] = ids
 
     def _finish(self, t: _Nodes) -> GrownTree:
+        # neither the caller's pairs nor the row order are held between trees (device memory)
+        rows, self.rows, self.gpair = self.rows, None, None
         p = self.params
         n = t.n
         sums = t.sums[:n]
@@ -358,5 +431,5 @@ class TreeGrower:
                     gain=t.gain[:n].astype(np.float32), cover=sums[:, 1] / self.scale_h,
                     value=weights.astype(np.float32), split_bin=split_bin)
         leaves = np.flatnonzero(~inner)
-        return GrownTree(tree=tree, rows=self.rows, leaf_nodes=leaves,
+        return GrownTree(tree=tree, rows=rows, leaf_nodes=leaves,
                          begins=t.begin[:n][leaves].copy(), ends=t.end[:n][leaves].copy())

@@ -84,6 +84,9 @@ def _describe_bad(label: np.ndarray, bad: np.ndarray) -> str:
 
 
 # ----------------------------------------------------------------------- base objective
+#: Rows whose gradients the generic :meth:`Objective.gradient` computes at once.
+_GRADIENT_CHUNK_ROWS = 1 << 20
+
 class Objective:
     """One training objective (see the module docstring for conventions).
 
@@ -165,13 +168,26 @@ class Objective:
             (labels and weights are moved to it if they live elsewhere).
         """
         xp = array_module(margin)
-        m = as_rows(xp.asarray(margin, xp.float64), len(label))[:, 0]
-        y = xp.asarray(label, xp.float64)
-        g, h = self._grad_hess(m, y, xp)
-        w = self._row_weight(weight, y, xp)
-        if w is not None:
-            g, h = g * w, h * w
-        return g.astype(np.float32)[:, None], h.astype(np.float32)[:, None]
+        n = len(label)
+        margin = as_rows(xp.asarray(margin), n)
+        label = xp.asarray(label)
+        weight = None if weight is None else xp.asarray(weight)
+        grad = xp.empty((n, 1), np.float32)
+        hess = xp.empty((n, 1), np.float32)
+        # in row chunks: the float64 temporaries of _grad_hess stay a few tens of MB at any n
+        # (on a GPU they were most of the training's peak memory); each row's arithmetic is
+        # the same
+        for start in range(0, n, _GRADIENT_CHUNK_ROWS):
+            rows = slice(start, start + _GRADIENT_CHUNK_ROWS)
+            m = xp.asarray(margin[rows, 0], xp.float64)
+            y = xp.asarray(label[rows], xp.float64)
+            g, h = self._grad_hess(m, y, xp)
+            w = self._row_weight(None if weight is None else weight[rows], y, xp)
+            if w is not None:
+                g, h = g * w, h * w
+            grad[rows, 0] = g.astype(np.float32)
+            hess[rows, 0] = h.astype(np.float32)
+        return grad, hess
 
     def _grad_hess(self, m, y, xp):  # pragma: no cover - abstract
         """Unweighted float64 (n,) gradient and hessian from float64 (n,) margins and labels."""

@@ -318,6 +318,9 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
             ensemble.append(tree, k)
             backend.add_leaf_values(train_data.margin, grown.rows, grown.begins, grown.ends,
                                     tree.value[grown.leaf_nodes], k)
+            # the tree's row order and quantised pairs (12 bytes a row) are not kept into the
+            # next gradient computation: on a GPU that is where training peaks
+            del grown, gpair
         for d in eval_data:
             backend.predict_margin(ensemble, d.values, new_first, ensemble.n_trees, d.margin)
         booster._set_ensemble(ensemble)

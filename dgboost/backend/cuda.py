@@ -78,6 +78,7 @@ class CUDABackend:
         # histogram blocks share each SM and hide each other's scattered loads
         self.group_bytes = max(16 * 256, min(self.shared_bytes, per_sm // _HIST_BLOCKS_PER_SM - 1024))
         self._no_mask = cupy.ones(1, dtype=cupy.bool_)  # passed where every feature may be used
+        self._scratch_arrays: dict = {}
 
     # -- plumbing --------------------------------------------------------------------------
     def _kernel(self, file: str, name: str):
@@ -88,14 +89,27 @@ class CUDABackend:
             kernel = self._functions[(file, name)] = get_module(file).get_function(name)
         return kernel
 
-    def _device_ptrs(self, cut_ptrs) -> object:
-        """int32 copy of ``cut_ptrs`` on the device, uploaded once per cuts array."""
+    def _device_ptrs(self, cut_ptrs) -> tuple[object, int]:
+        """(int32 copy of ``cut_ptrs`` on the device, most bins of one feature), made once per
+        cuts array."""
         key = id(cut_ptrs)
         hit = self._ptr_cache.get(key)
         if hit is None or hit[0] is not cut_ptrs:
-            hit = (cut_ptrs, self.xp.asarray(np.asarray(cut_ptrs).astype(np.int32)))
+            host = np.asarray(cut_ptrs)
+            max_bins = int(np.diff(host).max()) if host.size > 1 else 1
+            hit = (cut_ptrs, self.xp.asarray(host.astype(np.int32)), max_bins)
             self._ptr_cache = {key: hit}
-        return hit[1]
+        return hit[1], hit[2]
+
+    def _scratch(self, name: str, size: int, dtype):
+        """A 1-D work array of at least ``size`` elements, reused between calls (one stream
+        orders its uses); fresh and poisoned in tests that poison outputs."""
+        if self.poison:
+            return self.empty(size, dtype)
+        held = self._scratch_arrays.get(name)
+        if held is None or held.size < size or held.dtype != np.dtype(dtype):
+            held = self._scratch_arrays[name] = self.empty(max(size, 1), dtype)
+        return held[:size]
 
     def _launch(self, file: str, name: str, n: int, args, threads: int = _THREADS, shared: int = 0, grid=None):
         kernel = self._kernel(file, name)
@@ -318,12 +332,11 @@ class CUDABackend:
         n_features = len(cut_ptrs) - 1
         if n == 0:
             return
-        dev_ptrs = self._device_ptrs(cut_ptrs)
+        dev_ptrs, max_bins = self._device_ptrs(cut_ptrs)
         # one mask row serves every node; None: every feature
         mask_rows = 0 if feature_mask is None else int(feature_mask.shape[0])
         mask = self._no_mask if feature_mask is None else self.xp.ascontiguousarray(feature_mask, dtype=self.xp.bool_)
-        cand = self.empty(n * n_features * _CANDIDATE_BYTES // 8, np.int64)
-        max_bins = int(np.diff(np.asarray(cut_ptrs)).max()) if n_features else 1
+        cand = self._scratch("candidates", n * n_features * _CANDIDATE_BYTES // 8, np.int64)
         threads = int(min(256, max(32, -(-max_bins // 32) * 32)))
         if n * n_features:
             self._launch("split.cu", "best_per_feature", 0,
@@ -356,10 +369,10 @@ class CUDABackend:
         tile_offsets = self._segment_offsets(records[:, BEGIN:], NODE_FIELDS, k, _PARTITION_TILE)
         # the split segments are disjoint parts of [0, n): at most this many tiles
         max_tiles = -(-n // _PARTITION_TILE) + k
-        flags = self.empty(max(n, 1), np.uint8)
-        tile_lefts = self.empty(max_tiles, np.int64)
-        tile_scan = self.empty(max_tiles + 1, np.int64)
-        buffer = self.empty(max(n, 1), np.int32)
+        flags = self._scratch("partition_flags", n, np.uint8)
+        tile_lefts = self._scratch("tile_lefts", max_tiles, np.int64)
+        tile_scan = self._scratch("tile_scan", max_tiles + 1, np.int64)
+        buffer = self._scratch("partition_buffer", n, np.int32)
         tiled = (records, np.int32(k), tile_offsets)
         self._launch("partition.cu", "partition_flags", 0,
                      (bins.packed, np.int32(bins.bits), np.int32(bins.n_features), np.uint32(bins.missing), rows)

@@ -508,3 +508,23 @@ def test_custom_objective_gets_raw_margins_and_its_shapes_are_checked():
         CustomObjective(lambda pr, d: (pr[:2], pr[:2]), p, 3).gradient(m, np.zeros(4), None, None, 0)
     with pytest.raises(DGBoostValueError, match="non-finite"):
         CustomObjective(lambda pr, d: (np.full_like(pr, np.nan), pr), p, 3).gradient(m, np.zeros(4), None, None, 0)
+
+
+@pytest.mark.parametrize("name", ["reg:squarederror", "reg:pseudohubererror", "reg:absoluteerror",
+                                  "count:poisson"])
+def test_gradients_computed_in_row_chunks_equal_those_of_all_rows_at_once(name, monkeypatch):
+    from dgboost import objective as objective_module
+
+    rng = np.random.default_rng(12)
+    margin = rng.normal(size=(1000, 1)).astype(np.float32)
+    label = np.abs(rng.normal(size=1000)).astype(np.float32)
+    weight = rng.uniform(0.1, 3.0, size=1000).astype(np.float32)
+    obj = objective(name)
+    for w in (None, weight):
+        whole = obj.gradient(margin, label, w, None, 0)
+        monkeypatch.setattr(objective_module, "_GRADIENT_CHUNK_ROWS", 37)  # 28 chunks, the last short
+        chunked = obj.gradient(margin, label, w, None, 0)
+        monkeypatch.undo()
+        for a, b in zip(whole, chunked):
+            assert a.shape == b.shape == (1000, 1) and a.dtype == b.dtype == np.float32
+            np.testing.assert_array_equal(a, b)

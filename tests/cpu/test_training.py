@@ -386,3 +386,29 @@ def test_trees_grown_in_whole_levels_equal_trees_grown_level_by_level(params, mo
     monkeypatch.setattr(grower.TreeGrower, "_whole_levels", lambda self: False)
     by_level = dg.train(full, dg.DMatrix(x, y), 6, verbose_eval=False)
     assert whole.save_raw("json") == by_level.save_raw("json")
+
+
+@pytest.mark.parametrize("params", [
+    {"max_leaves": 40, "max_depth": 5, "colsample_bylevel": 0.6, "colsample_bytree": 0.8},
+    {"max_leaves": 0, "max_depth": 4},
+    {"max_leaves": 63, "max_depth": 0, "subsample": 0.7, "min_child_weight": 3},
+])
+def test_lossguide_with_splits_computed_ahead_builds_the_strict_best_first_tree(params, monkeypatch):
+    from dgboost import grower
+    from dgboost.backend.cpu import CPUBackend
+
+    rng = np.random.default_rng(22)
+    x = rng.normal(size=(3000, 8)).astype(np.float32)
+    x[rng.random(x.shape) < 0.1] = np.nan
+    y = (np.nan_to_num(x[:, 0]) + np.nan_to_num(x[:, 1]) * np.nan_to_num(x[:, 2]) > 0).astype(np.float32)
+    full = dict({"objective": "binary:logistic", "grow_policy": "lossguide", "seed": 2}, **params)
+    models, reads = [], []
+    real_read = CPUBackend.to_host
+    for lookahead in (8, 1):
+        count = [0]
+        monkeypatch.setattr(grower, "_LOOKAHEAD", lookahead)
+        monkeypatch.setattr(CPUBackend, "to_host", lambda self, a: count.__setitem__(0, count[0] + 1) or real_read(self, a))
+        models.append(dg.train(full, dg.DMatrix(x, y), 5, verbose_eval=False).save_raw("json"))
+        reads.append(count[0])
+    assert models[0] == models[1]
+    assert reads[0] < reads[1] / 2  # the point of splitting ahead: far fewer device round trips

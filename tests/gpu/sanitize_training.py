@@ -1,5 +1,5 @@
-"""A small GPU training job (depthwise and lossguide, missing values, sampling, multiclass) for
-compute-sanitizer: ``tests/gpu/run_sanitizer.sh`` runs it under memcheck and racecheck."""
+"""A small GPU training job (depthwise level by level and in whole levels, lossguide, missing
+values, sampling, multiclass) for compute-sanitizer: ``tests/gpu/run_sanitizer.sh`` runs it under memcheck and racecheck."""
 import dgboost
 from dgboost.datasets import make_synthetic
 
@@ -7,6 +7,9 @@ for params, task, extra in [
     ({"objective": "binary:logistic", "max_depth": 5, "subsample": 0.8, "colsample_bynode": 0.8}, "binary", {}),
     ({"objective": "binary:logistic", "grow_policy": "lossguide", "max_leaves": 15, "max_depth": 0}, "binary", {}),
     ({"objective": "multi:softprob", "num_class": 3, "max_depth": 4}, "multiclass", {"n_classes": 3}),
+    # whole levels with level masks, deep enough for leaves above the last level
+    ({"objective": "reg:squarederror", "max_depth": 7, "colsample_bytree": 0.8, "colsample_bylevel": 0.7,
+      "min_child_weight": 30}, "regression", {}),
 ]:
     X, y, _ = make_synthetic(3000, 12, task=task, missing_rate=0.2, seed=1, **extra)
     booster = dgboost.train({**params, "device": "cuda", "max_bin": 64}, dgboost.DMatrix(X, y), 4,
