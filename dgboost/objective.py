@@ -304,9 +304,12 @@ class RegLogistic(Objective):
 
     def gradient(self, margin, label, weight, group_ptr, iteration: int):
         if array_module(margin) is not np:
-            # device arrays: the generic path does the same float64 arithmetic as the Numba
-            # loop below, as CuPy expressions (tanh may differ by 1 ulp in float64)
-            return super().gradient(margin, label, weight, group_ptr, iteration)
+            # device arrays: one kernel with the Numba loop's float64 arithmetic (tanh may
+            # differ by 1 ulp in float64), no float64 temporaries
+            from .backend._cuda_objective import logistic_gradient
+
+            n = len(label)
+            return logistic_gradient(as_rows(margin, n)[:, 0], label, weight, float(self.params.scale_pos_weight))
         # the same float64 arithmetic as _grad_hess, fused into one pass: on a million rows
         # the NumPy version spends most of its time on temporaries
         n = len(label)

@@ -182,7 +182,7 @@ def _frame_with_nulls(cudf):
     host = pd.DataFrame({"a": a, "b": b, "c": c})
     expected = np.array([[1, 0.5, 1], [np.nan, 1.5, 0], [3, np.nan, np.nan], [4, 2.5, 1],
                          [np.nan, np.nan, 1], [6, -1.0, 0]], dtype=np.float32)
-    return cudf.DataFrame.from_pandas(host), expected
+    return cudf.from_pandas(host), expected
 
 
 def test_a_cudf_frame_with_nulls_stays_on_the_device_and_equals_numpy_with_nan(cp, cudf):
@@ -207,9 +207,25 @@ def test_predict_on_a_cudf_frame_returns_cupy_equal_to_numpy_with_nan(cp, cudf, 
     import pandas as pd
 
     host = pd.DataFrame(X, columns=[f"f{i}" for i in range(F)]).astype("Float64")
-    frame = cudf.DataFrame.from_pandas(host)  # NaN in the pandas frame: nulls in cuDF
+    frame = cudf.from_pandas(host)  # NaN in the pandas frame: nulls in cuDF
     named = binary_model.copy()
     named.feature_names = list(host.columns)
     out = named.inplace_predict(frame)
     assert isinstance(out, cp.ndarray)
     _close(out, named.predict(dg.DMatrix(host)))
+
+
+def test_gpu_training_on_a_cudf_frame_with_nulls_equals_training_on_numpy_with_nan(cp, cudf):
+    import pandas as pd
+
+    rng = np.random.default_rng(31)
+    x = rng.normal(size=(4000, 6)).astype(np.float32)
+    x[rng.random(x.shape) < 0.15] = np.nan
+    y = (np.nan_to_num(x[:, 0]) + np.nan_to_num(x[:, 1]) > 0).astype(np.float32)
+    names = [f"c{i}" for i in range(6)]
+    frame = cudf.from_pandas(pd.DataFrame(x, columns=names).astype("Float64"))  # NaN -> null
+    assert int(frame.isnull().sum().sum()) == int(np.isnan(x).sum())
+    params = {"objective": "binary:logistic", "max_depth": 5, "device": "cuda", "seed": 1}
+    from_frame = dg.train(params, dg.DMatrix(frame, label=cudf.Series(y)), 6, verbose_eval=False)
+    from_numpy = dg.train(params, dg.DMatrix(x, label=y, feature_names=names), 6, verbose_eval=False)
+    assert from_frame.save_raw("json") == from_numpy.save_raw("json")

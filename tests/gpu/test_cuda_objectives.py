@@ -82,6 +82,20 @@ def test_device_gradients_equal_host_gradients_to_float32_rounding(cp, name, wei
         np.testing.assert_allclose(cp.asnumpy(dev), host, rtol=1e-6, atol=0)
 
 
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("name", ["binary:logistic", "reg:logistic", "binary:logitraw"])
+def test_the_fused_logistic_kernel_equals_the_generic_cupy_expressions_bit_for_bit(cp, name, weighted):
+    from dgboost.objective import Objective
+
+    obj, margin, label, weight = host_case(name, weighted)
+    args = upload(cp, margin, label, weight)
+    fused = obj.gradient(*args, None, 3)
+    generic = Objective.gradient(obj, *args, None, 3)  # the xp-generic path, as CuPy expressions
+    for a, b in zip(fused, generic):
+        assert a.shape == b.shape and a.dtype == b.dtype == np.float32
+        np.testing.assert_array_equal(cp.asnumpy(a).view(np.uint32), cp.asnumpy(b).view(np.uint32))
+
+
 @pytest.mark.parametrize("name", ROW_OBJECTIVES)
 def test_device_transforms_equal_host_transforms_and_stay_on_the_device(cp, name):
     obj, margin, _, _ = host_case(name, False)
