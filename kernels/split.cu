@@ -1,10 +1,10 @@
 // Split evaluation: the best (feature, bin, missing direction) of every node.
 //
-// Thread mapping, stage 1 (``best_per_feature``): one block per (node, feature). The block
+// Thread mapping, stage 1 (``best_per_feature``): one warp per (node, feature). The warp
 // sums the feature's bins (the missing sums are the node total minus them), then walks the
-// bins in chunks of blockDim with an int64 inclusive scan (warp shuffles + one shared-memory
-// pass): thread b holds the left sums of "bins <= b", tries missing-right then missing-left,
-// and keeps its best. A block arg-max (ties: lowest bin, then missing-right) writes one
+// bins in chunks of 32 with an int64 inclusive scan by shuffles, carrying each chunk's total:
+// lane l holds the left sums of "bins <= chunk + l", tries missing-right then missing-left,
+// and keeps its best. A warp arg-max (ties: lowest bin, then missing-right) writes one
 // candidate per (node, feature). Stage 2 (``best_per_node``): one thread per node scans its
 // features in order and keeps the first strictly larger gain, starting from kRtEps, and
 // writes the decision into the node's record (the node totals are read from the records too).
@@ -65,25 +65,6 @@ __device__ __forceinline__ long long warp_inclusive_scan(long long v) {
   return v;
 }
 
-// Block-wide inclusive scan of two int64 values (blockDim a multiple of 32, at most 1024).
-__device__ void block_scan2(long long& g, long long& h, long long* warp_g, long long* warp_h) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
-  g = warp_inclusive_scan(g);
-  h = warp_inclusive_scan(h);
-  if (lane == 31) { warp_g[warp] = g; warp_h[warp] = h; }
-  __syncthreads();
-  if (warp == 0) {
-    long long sg = lane < n_warps ? warp_g[lane] : 0;
-    long long sh = lane < n_warps ? warp_h[lane] : 0;
-    sg = warp_inclusive_scan(sg);
-    sh = warp_inclusive_scan(sh);
-    if (lane < n_warps) { warp_g[lane] = sg; warp_h[lane] = sh; }
-  }
-  __syncthreads();
-  if (warp > 0) { g += warp_g[warp - 1]; h += warp_h[warp - 1]; }
-  __syncthreads();  // warp_g/warp_h are reused by the next call
-}
-
 struct Candidate {
   double gain;
   long long left_g, left_h;
@@ -91,24 +72,28 @@ struct Candidate {
   int pad;
 };
 
+// One warp per (node, feature): the feature's bins in chunks of 32 (bin lo + 32 c + lane,
+// coalesced), int64 prefix sums by shuffles with the chunk totals carried, no shared memory and
+// no block barriers. Every candidate's float64 arithmetic is the CPU engine's; the warp's
+// arg-max uses ``better``, a total order on (gain, key), so the winner does not depend on the
+// order in which lanes meet.
 extern "C" __global__ void best_per_feature(
     const long long* __restrict__ hist, long long total_bins, const long long* __restrict__ records,
-    const int* __restrict__ cut_ptrs, int n_features, const bool* __restrict__ feature_mask, int mask_rows,
-    double inv_scale_g, double inv_scale_h, double lam, double alpha, double mcw, double mds,
+    const int* __restrict__ cut_ptrs, int n_features, int n_pairs, const bool* __restrict__ feature_mask,
+    int mask_rows, double inv_scale_g, double inv_scale_h, double lam, double alpha, double mcw, double mds,
     Candidate* __restrict__ out) {
   const SplitParamsDev p{inv_scale_g, inv_scale_h, lam, alpha, mcw, mds};
-  __shared__ long long warp_g[32], warp_h[32];
-  __shared__ double best_gain[32];
-  __shared__ int best_key[32];
-  __shared__ long long best_lg[32], best_lh[32];
-  const int node = blockIdx.x / n_features;
-  const int f = blockIdx.x % n_features;
-  Candidate* slot = out + blockIdx.x;
+  const int lane = threadIdx.x & 31;
+  const long long pair = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5;
+  if (pair >= n_pairs) return;  // whole warps leave together
+  const int node = static_cast<int>(pair / n_features);
+  const int f = static_cast<int>(pair % n_features);
+  Candidate* slot = out + pair;
   // mask_rows: 0 = every feature, 1 = one mask row for every node, else one row per node
   const long long mask_row = mask_rows == 1 ? 0 : node;
   const bool no_node = records[static_cast<long long>(node) * kNodeFields + kFeature] == kNoNode;
   if (no_node || (mask_rows != 0 && !feature_mask[mask_row * n_features + f])) {
-    if (threadIdx.x == 0) { slot->gain = 0.0; slot->key = -1; slot->left_g = 0; slot->left_h = 0; }
+    if (lane == 0) { slot->gain = 0.0; slot->key = -1; slot->left_g = 0; slot->left_h = 0; }
     return;
   }
   const long long* h = hist + static_cast<long long>(node) * total_bins * 2;
@@ -117,12 +102,13 @@ extern "C" __global__ void best_per_feature(
   const long long th = records[static_cast<long long>(node) * kNodeFields + kSumH];
   // feature sums -> missing sums
   long long fg = 0, fh = 0;
-  for (int b = lo + threadIdx.x; b < hi; b += blockDim.x) { fg += h[2 * b]; fh += h[2 * b + 1]; }
-  block_scan2(fg, fh, warp_g, warp_h);  // the last thread now holds the block total
-  __shared__ long long feat_tot[2];
-  if (threadIdx.x == blockDim.x - 1) { feat_tot[0] = fg; feat_tot[1] = fh; }
-  __syncthreads();
-  const long long mg = tg - feat_tot[0], mh = th - feat_tot[1];
+  for (int b = lo + lane; b < hi; b += 32) { fg += h[2 * b]; fh += h[2 * b + 1]; }
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) {
+    fg += __shfl_xor_sync(0xffffffffu, fg, d);
+    fh += __shfl_xor_sync(0xffffffffu, fh, d);
+  }
+  const long long mg = tg - fg, mh = th - fh;
   const bool has_missing = mg != 0 || mh != 0;
   const double parent = split_gain(tg * p.inv_scale_g, th * p.inv_scale_h, p);
 
@@ -130,12 +116,16 @@ extern "C" __global__ void best_per_feature(
   int my_key = -1;
   long long my_lg = 0, my_lh = 0;
   long long carry_g = 0, carry_h = 0;
-  for (int chunk = lo; chunk < hi; chunk += blockDim.x) {
-    const int b = chunk + threadIdx.x;
+  for (int chunk = lo; chunk < hi; chunk += 32) {
+    const int b = chunk + lane;
     long long cg = b < hi ? h[2 * b] : 0, ch = b < hi ? h[2 * b + 1] : 0;
-    block_scan2(cg, ch, warp_g, warp_h);
+    cg = warp_inclusive_scan(cg);
+    ch = warp_inclusive_scan(ch);
+    const long long chunk_g = __shfl_sync(0xffffffffu, cg, 31), chunk_h = __shfl_sync(0xffffffffu, ch, 31);
     cg += carry_g;
     ch += carry_h;
+    carry_g += chunk_g;
+    carry_h += chunk_h;
     if (b < hi) {
       for (int d = 0; d < 2; ++d) {
         long long lg, lh;
@@ -152,31 +142,16 @@ extern "C" __global__ void best_per_feature(
         if (better(gain, key, my_gain, my_key)) { my_gain = gain; my_key = key; my_lg = lg; my_lh = lh; }
       }
     }
-    // the chunk's total becomes the next chunk's carry: the last thread holds it
-    __shared__ long long chunk_tot[2];
-    if (threadIdx.x == blockDim.x - 1) { chunk_tot[0] = cg; chunk_tot[1] = ch; }
-    __syncthreads();
-    carry_g = chunk_tot[0];
-    carry_h = chunk_tot[1];
-    __syncthreads();
   }
-  // block arg-max: warps, then the first warp
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+#pragma unroll
   for (int d = 16; d > 0; d >>= 1) {
-    const double og = __shfl_down_sync(0xffffffffu, my_gain, d);
-    const int ok = __shfl_down_sync(0xffffffffu, my_key, d);
-    const long long olg = __shfl_down_sync(0xffffffffu, my_lg, d);
-    const long long olh = __shfl_down_sync(0xffffffffu, my_lh, d);
-    if (lane + d < 32 && better(og, ok, my_gain, my_key)) { my_gain = og; my_key = ok; my_lg = olg; my_lh = olh; }
+    const double og = __shfl_xor_sync(0xffffffffu, my_gain, d);
+    const int ok = __shfl_xor_sync(0xffffffffu, my_key, d);
+    const long long olg = __shfl_xor_sync(0xffffffffu, my_lg, d);
+    const long long olh = __shfl_xor_sync(0xffffffffu, my_lh, d);
+    if (better(og, ok, my_gain, my_key)) { my_gain = og; my_key = ok; my_lg = olg; my_lh = olh; }
   }
-  if (lane == 0) { best_gain[warp] = my_gain; best_key[warp] = my_key; best_lg[warp] = my_lg; best_lh[warp] = my_lh; }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < n_warps; ++w) {
-      if (better(best_gain[w], best_key[w], my_gain, my_key)) {
-        my_gain = best_gain[w]; my_key = best_key[w]; my_lg = best_lg[w]; my_lh = best_lh[w];
-      }
-    }
+  if (lane == 0) {
     slot->gain = my_gain;
     slot->key = my_key;
     slot->left_g = my_lg;

@@ -89,17 +89,14 @@ class CUDABackend:
             kernel = self._functions[(file, name)] = get_module(file).get_function(name)
         return kernel
 
-    def _device_ptrs(self, cut_ptrs) -> tuple[object, int]:
-        """(int32 copy of ``cut_ptrs`` on the device, most bins of one feature), made once per
-        cuts array."""
+    def _device_ptrs(self, cut_ptrs) -> object:
+        """int32 copy of ``cut_ptrs`` on the device, uploaded once per cuts array."""
         key = id(cut_ptrs)
         hit = self._ptr_cache.get(key)
         if hit is None or hit[0] is not cut_ptrs:
-            host = np.asarray(cut_ptrs)
-            max_bins = int(np.diff(host).max()) if host.size > 1 else 1
-            hit = (cut_ptrs, self.xp.asarray(host.astype(np.int32)), max_bins)
+            hit = (cut_ptrs, self.xp.asarray(np.asarray(cut_ptrs).astype(np.int32)))
             self._ptr_cache = {key: hit}
-        return hit[1], hit[2]
+        return hit[1]
 
     def _scratch(self, name: str, size: int, dtype):
         """A 1-D work array of at least ``size`` elements, reused between calls (one stream
@@ -332,19 +329,19 @@ class CUDABackend:
         n_features = len(cut_ptrs) - 1
         if n == 0:
             return
-        dev_ptrs, max_bins = self._device_ptrs(cut_ptrs)
+        dev_ptrs = self._device_ptrs(cut_ptrs)
         # one mask row serves every node; None: every feature
         mask_rows = 0 if feature_mask is None else int(feature_mask.shape[0])
         mask = self._no_mask if feature_mask is None else self.xp.ascontiguousarray(feature_mask, dtype=self.xp.bool_)
         cand = self._scratch("candidates", n * n_features * _CANDIDATE_BYTES // 8, np.int64)
-        threads = int(min(256, max(32, -(-max_bins // 32) * 32)))
-        if n * n_features:
+        pairs = n * n_features  # one warp each, 8 warps a block
+        if pairs:
             self._launch("split.cu", "best_per_feature", 0,
-                         (hist, np.int64(hist.shape[1]), records, dev_ptrs, np.int32(n_features), mask,
-                          np.int32(mask_rows), np.float64(1.0 / scale_g), np.float64(1.0 / scale_h),
+                         (hist, np.int64(hist.shape[1]), records, dev_ptrs, np.int32(n_features), np.int32(pairs),
+                          mask, np.int32(mask_rows), np.float64(1.0 / scale_g), np.float64(1.0 / scale_h),
                           np.float64(params.reg_lambda), np.float64(params.alpha),
                           np.float64(params.min_child_weight), np.float64(params.max_delta_step), cand),
-                         threads=threads, grid=n * n_features)
+                         threads=256, grid=-(-pairs // 8))
         self._launch("split.cu", "best_per_node", n,
                      (cand, np.int32(n), np.int32(n_features), np.float64(params.gamma), records), threads=64)
 
