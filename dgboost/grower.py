@@ -374,14 +374,17 @@ class TreeGrower:
         masks = (self._node_masks(child_ids, np.repeat(child_depths, 2), tree_index, tree_mask)
                  if evaluate else None)
 
-        counts = backend.partition(self.binned.bins_by_feature, self.rows, parents)
+        # this rank's rows under the parents, known from their host records: sizes the launches
+        # (a few small leaves need not start a grid for every row)
+        n_rows = sum(int(b.host[r, END] - b.host[r, BEGIN]) for b, r in nodes)
+        counts = backend.partition(self.binned.bins_by_feature, self.rows, parents, max_rows=n_rows)
         # global row counts of the children pick the smaller one to build: the same choice on
         # every rank, and the least work (a hessian sum can favour the child with more rows)
         children, build_segments, build_left = backend.split_nodes(parents, counts, comm.allreduce_sum(counts))
         hist = None
         if evaluate:
             built = comm.allreduce_sum(backend.build_histograms(
-                self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments))
+                self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments, max_rows=n_rows))
             hist = backend.children_histograms(parent_hist, index, built, build_left)
             backend.evaluate_splits(hist, children, self.cut_ptrs, masks, self.scale_g, self.scale_h,
                                     self.params)

@@ -57,10 +57,11 @@ class Backend(Protocol):
     def root_node(self, sums, n_rows: int):
         """int64 (1, NODE_FIELDS) record of the root: ``sums`` (int64 (2,), global) and rows [0, n_rows)."""
 
-    def build_histograms(self, bins, cut_ptrs, gpair, rows, segments):
+    def build_histograms(self, bins, cut_ptrs, gpair, rows, segments, max_rows: int | None = None):
         """int64 (m, total_bins, 2): sums of ``gpair`` per segment and bin.
 
-        ``segments`` are int64 (m, 2) ``[begin, end)`` pairs or node records (m, NODE_FIELDS).
+        ``segments`` are int64 (m, 2) ``[begin, end)`` pairs or node records (m, NODE_FIELDS);
+        ``max_rows``, when known, bounds their total rows (it sizes the launch).
         """
 
     def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scale_g, scale_h,
@@ -73,8 +74,10 @@ class Backend(Protocol):
         then missing-right.
         """
 
-    def partition(self, bins_by_feature, rows, records):
+    def partition(self, bins_by_feature, rows, records, max_rows: int | None = None):
         """Stable in-place partition of each record's segment by its split decision.
+
+        ``max_rows``, when known, bounds the rows of the records' segments (it sizes the launch).
 
         Returns int64 (k, 2) local (left, right) row counts; a record that is not split
         (feature < 0) keeps its rows, all counted left. ``bins_by_feature`` is the

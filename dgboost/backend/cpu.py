@@ -146,7 +146,7 @@ class CPUBackend:
             out[~keep] = 0
         return out
 
-    def build_histograms(self, bins, cut_ptrs, gpair, rows, segments):
+    def build_histograms(self, bins, cut_ptrs, gpair, rows, segments, max_rows=None):
         begins, ends = _records.segments_of(segments)
         total_bins = int(cut_ptrs[-1])
         out = np.zeros((begins.shape[0], total_bins, 2), dtype=np.int64)
@@ -190,7 +190,7 @@ class CPUBackend:
     def leaf_weights(self, sums, scale_g, scale_h, params):
         return leaf_weights_on_host(sums, scale_g, scale_h, params)
 
-    def partition(self, bins_by_feature, rows, records) -> np.ndarray:
+    def partition(self, bins_by_feature, rows, records, max_rows=None) -> np.ndarray:
         begins = np.ascontiguousarray(records[:, BEGIN])
         ends = np.ascontiguousarray(records[:, END])
         counts = np.stack([ends - begins, np.zeros_like(begins)], axis=1)  # unsplit: rows stay left

@@ -299,7 +299,7 @@ class CUDABackend:
         return out
 
     # -- histograms ------------------------------------------------------------------------
-    def build_histograms(self, bins: EllpackMatrix, cut_ptrs, gpair, rows, segments):
+    def build_histograms(self, bins: EllpackMatrix, cut_ptrs, gpair, rows, segments, max_rows=None):
         xp = self.xp
         segments = xp.asarray(segments, dtype=xp.int64)
         if segments.shape[1] == NODE_FIELDS:
@@ -314,6 +314,8 @@ class CUDABackend:
         # one wave of resident blocks: each flushes its shared histogram once per segment it
         # touches, so fewer, longer slices move fewer global atomics
         slices = max(1, (self.sm_count * _HIST_BLOCKS_PER_SM) // bins.n_groups)
+        if max_rows is not None:  # no more slices than rows to fill them (a slice is >= _HIST_MIN_ROWS)
+            slices = max(1, min(slices, -(-int(max_rows) // _HIST_MIN_ROWS)))
         shared = 16 * bins.group_bins if bins.use_shared else 0
         self._launch("histogram.cu", "build_histograms", 0,
                      (bins.packed, np.int32(bins.bits), np.int32(bins.n_features), np.uint32(bins.missing),
@@ -356,7 +358,7 @@ class CUDABackend:
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         return begins, offsets, int(offsets[-1])
 
-    def partition(self, bins: EllpackMatrix, rows, records):
+    def partition(self, bins: EllpackMatrix, rows, records, max_rows=None):
         records = self._records(records)
         k = int(records.shape[0])
         counts = self.empty((k, 2), np.int64)
@@ -365,7 +367,8 @@ class CUDABackend:
         n = int(rows.shape[0])
         tile_offsets = self._segment_offsets(records[:, BEGIN:], NODE_FIELDS, k, _PARTITION_TILE)
         # the split segments are disjoint parts of [0, n): at most this many tiles
-        max_tiles = -(-n // _PARTITION_TILE) + k
+        bound = n if max_rows is None else min(n, int(max_rows))
+        max_tiles = -(-bound // _PARTITION_TILE) + k
         flags = self._scratch("partition_flags", n, np.uint8)
         tile_lefts = self._scratch("tile_lefts", max_tiles, np.int64)
         tile_scan = self._scratch("tile_scan", max_tiles + 1, np.int64)

@@ -117,8 +117,10 @@ def test_histograms_of_many_segments_some_empty_equal_the_cpu_ones(gpu, n, m):
     segments = random_segments(rng, n, m) if m > 1 else np.array([[0, n]])
     records = node_records(segments[:, 0], segments[:, 1])
     want = CPU.build_histograms(_cpu_bins(x, cuts), cuts.ptrs, gpair, rows, segments)
-    for given in (segments, records):  # segments or the node records that hold them
-        got = gpu.build_histograms(ell, cuts.ptrs, cupy.asarray(gpair), cupy.asarray(rows), cupy.asarray(given))
+    tight = int((segments[:, 1] - segments[:, 0]).sum())
+    for given, max_rows in ((segments, None), (records, None), (segments, tight)):
+        got = gpu.build_histograms(ell, cuts.ptrs, cupy.asarray(gpair), cupy.asarray(rows), cupy.asarray(given),
+                                   max_rows=max_rows)
         np.testing.assert_array_equal(got.get(), want)
 
 
@@ -192,11 +194,14 @@ def test_partition_is_stable_and_equals_the_cpu_partition(gpu, n, m):
     feature = np.where(rng.random(m) < 0.25, rng.choice([-1, NO_NODE], m), rng.integers(0, 5, m))
     records = node_records(segments[:, 0], segments[:, 1], feature=feature,
                            split_bin=rng.integers(0, 8, m), default_left=rng.integers(0, 2, m))
-    dev_rows = cupy.asarray(rows)
-    got = gpu.partition(ell, dev_rows, cupy.asarray(records))
-    want = CPU.partition(CPU.column_layout(bins), rows, records)
-    np.testing.assert_array_equal(got.get(), want)
-    np.testing.assert_array_equal(dev_rows.get(), rows)
+    want_rows = rows.copy()
+    want = CPU.partition(CPU.column_layout(bins), want_rows, records)
+    tight = int((segments[:, 1] - segments[:, 0]).sum())  # the launch sized by the exact row count
+    for max_rows in (None, tight):
+        dev_rows = cupy.asarray(rows)
+        got = gpu.partition(ell, dev_rows, cupy.asarray(records), max_rows=max_rows)
+        np.testing.assert_array_equal(got.get(), want)
+        np.testing.assert_array_equal(dev_rows.get(), want_rows)
 
 
 def test_children_records_and_histograms_equal_the_cpu_ones(gpu):
