@@ -75,6 +75,32 @@ __device__ __forceinline__ uint32_t read_symbol(const uint32_t* __restrict__ pac
   return static_cast<uint32_t>(pair >> shift) & ((1u << bits) - 1u);
 }
 
+// One block writes out[i] = value(0) + ... + value(i - 1) for i in [0, n], out[n] the total
+// (n may exceed the block: each thread owns a contiguous run of values, the run totals are
+// scanned in ``partial``, blockDim.x int64 of shared memory). Values are read twice.
+template <typename Value>
+__device__ void block_exclusive_scan(int n, Value value, long long* __restrict__ out, long long* partial) {
+  const int per = (n + blockDim.x - 1) / blockDim.x;
+  const int lo = min(n, static_cast<int>(threadIdx.x) * per);
+  const int hi = min(n, lo + per);
+  long long own = 0;
+  for (int i = lo; i < hi; ++i) own += value(i);
+  partial[threadIdx.x] = own;
+  __syncthreads();
+  for (int d = 1; d < static_cast<int>(blockDim.x); d <<= 1) {
+    const long long v = threadIdx.x >= static_cast<unsigned>(d) ? partial[threadIdx.x - d] : 0;
+    __syncthreads();
+    partial[threadIdx.x] += v;
+    __syncthreads();
+  }
+  long long run = partial[threadIdx.x] - own;
+  for (int i = lo; i < hi; ++i) {
+    out[i] = run;
+    run += value(i);
+  }
+  if (threadIdx.x == blockDim.x - 1) out[n] = partial[blockDim.x - 1];
+}
+
 // Integer atomics on signed 64-bit sums: two's complement addition of the unsigned bit
 // pattern is the signed sum, exact and independent of the order of arrival.
 __device__ __forceinline__ void atomic_add_i64(int64_t* address, int64_t value) {

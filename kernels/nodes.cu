@@ -69,29 +69,13 @@ extern "C" __global__ void split_nodes(const long long* __restrict__ parents, in
 extern "C" __global__ void segment_offsets(const long long* __restrict__ segments, int stride, int m,
                                            long long tile, long long* __restrict__ out) {
   __shared__ long long partial[1024];
-  const int per = (m + blockDim.x - 1) / blockDim.x;
-  const int lo = min(m, static_cast<int>(threadIdx.x) * per);
-  const int hi = min(m, lo + per);
-  long long own = 0;
-  for (int i = lo; i < hi; ++i) {
-    const long long size = segments[static_cast<long long>(i) * stride + 1] - segments[static_cast<long long>(i) * stride];
-    own += (size + tile - 1) / tile;
-  }
-  partial[threadIdx.x] = own;
-  __syncthreads();
-  for (int d = 1; d < static_cast<int>(blockDim.x); d <<= 1) {
-    const long long v = threadIdx.x >= static_cast<unsigned>(d) ? partial[threadIdx.x - d] : 0;
-    __syncthreads();
-    partial[threadIdx.x] += v;
-    __syncthreads();
-  }
-  long long run = partial[threadIdx.x] - own;
-  for (int i = lo; i < hi; ++i) {
-    out[i] = run;
-    const long long size = segments[static_cast<long long>(i) * stride + 1] - segments[static_cast<long long>(i) * stride];
-    run += (size + tile - 1) / tile;
-  }
-  if (threadIdx.x == blockDim.x - 1) out[m] = partial[blockDim.x - 1];
+  block_exclusive_scan(
+      m,
+      [&](int i) {
+        const long long size = segments[static_cast<long long>(i) * stride + 1] - segments[static_cast<long long>(i) * stride];
+        return (size + tile - 1) / tile;
+      },
+      out, partial);
 }
 
 // Children 2j and 2j + 1 of parent j: the built one is built[j], its sibling

@@ -96,26 +96,7 @@ extern "C" __global__ void partition_tile_scan(const long long* __restrict__ par
                                                const long long* __restrict__ tile_lefts,
                                                long long* __restrict__ tile_scan, long long* __restrict__ counts) {
   __shared__ long long partial[1024];
-  const int n = static_cast<int>(tile_offsets[k]);
-  const int per = (n + blockDim.x - 1) / blockDim.x;
-  const int lo = min(n, static_cast<int>(threadIdx.x) * per);
-  const int hi = min(n, lo + per);
-  long long own = 0;
-  for (int i = lo; i < hi; ++i) own += tile_lefts[i];
-  partial[threadIdx.x] = own;
-  __syncthreads();
-  for (int d = 1; d < static_cast<int>(blockDim.x); d <<= 1) {
-    const long long v = threadIdx.x >= static_cast<unsigned>(d) ? partial[threadIdx.x - d] : 0;
-    __syncthreads();
-    partial[threadIdx.x] += v;
-    __syncthreads();
-  }
-  long long run = partial[threadIdx.x] - own;
-  for (int i = lo; i < hi; ++i) {
-    tile_scan[i] = run;
-    run += tile_lefts[i];
-  }
-  if (threadIdx.x == blockDim.x - 1) tile_scan[n] = partial[blockDim.x - 1];
+  block_exclusive_scan(static_cast<int>(tile_offsets[k]), [&](int i) { return tile_lefts[i]; }, tile_scan, partial);
   __syncthreads();
   for (int j = threadIdx.x; j < k; j += blockDim.x) {
     const long long* rec = parents + static_cast<long long>(j) * kNodeFields;
