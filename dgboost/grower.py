@@ -225,12 +225,12 @@ class TreeGrower:
         sampling by node (else None)."""
         if all(r >= 1.0 for r in self.sampler.rates):
             return None
+        by_node = self.sampler.rates[2] < 1.0
         levels: dict[int, np.ndarray] = {}
         masks = []
         for k, depth in enumerate(np.asarray(depths).tolist()):
             if depth not in levels:
                 levels[depth] = self.sampler.level_mask(tree_mask, tree_index, depth)
-            by_node = self.sampler.rates[2] < 1.0
             masks.append(self.sampler.node_mask(levels[depth], tree_index, int(nodes[k])) if by_node
                          else levels[depth])
         return self.backend.asarray(np.stack(masks))
