@@ -28,6 +28,7 @@ __all__ = ["DMatrix", "QuantileDMatrix", "RankDMatrix", "as_feature_matrix"]
 #: Entries of the matrix checked for infinite values at once (bounds the check's temporary).
 _INF_CHECK_ENTRIES = 1 << 25
 
+
 def _top_module(obj: Any) -> str:
     return type(obj).__module__.split(".")[0]
 

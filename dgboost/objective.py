@@ -87,6 +87,7 @@ def _describe_bad(label: np.ndarray, bad: np.ndarray) -> str:
 #: Rows whose gradients the generic :meth:`Objective.gradient` computes at once.
 _GRADIENT_CHUNK_ROWS = 1 << 20
 
+
 class Objective:
     """One training objective (see the module docstring for conventions).
 
