@@ -16,7 +16,7 @@ from .backend import cuda_status, get_backend
 from ._array import is_device_array, to_host
 from .data import DMatrix, _small_to_host, as_feature_matrix
 from .errors import DGBoostTypeError, DGBoostValueError, ParameterError
-from .params import normalize_device
+from .params import OBJECTIVES, normalize_device
 from .tree import Ensemble
 
 __all__ = ["Booster"]
@@ -97,7 +97,8 @@ class Booster:
             "objective": objective.name if hasattr(objective, "name") else "custom",
             "objective_params": {"huber_slope": params.huber_slope,
                                  "scale_pos_weight": params.scale_pos_weight,
-                                 "max_delta_step": params.max_delta_step},
+                                 "max_delta_step": params.max_delta_step,
+                                 "tweedie_variance_power": params.tweedie_variance_power},
             "base_score": base_score if isinstance(base_score, list) else float(base_score),
             "num_class": params.num_class if ensemble.n_groups > 1 else 0,
             "num_feature": int(n_features),
@@ -196,7 +197,7 @@ class Booster:
         from .params import parse_params
 
         params = {"objective": self.meta["objective"], "num_class": self.meta.get("num_class") or 0}
-        for key in ("huber_slope", "scale_pos_weight"):
+        for key in ("huber_slope", "scale_pos_weight", "tweedie_variance_power"):
             if key in self.meta.get("objective_params", {}):
                 params[key] = self.meta["objective_params"][key]
         if params["objective"] not in _KNOWN_OBJECTIVES:
@@ -518,11 +519,8 @@ class Booster:
                 f"features={self.num_features()})")
 
 
-_KNOWN_OBJECTIVES = {
-    "reg:squarederror", "reg:logistic", "reg:pseudohubererror", "reg:absoluteerror",
-    "binary:logistic", "binary:logitraw", "multi:softprob", "multi:softmax",
-    "count:poisson", "rank:pairwise", "rank:ndcg",
-}
+# the objectives dgboost trains (and so can transform predictions of)
+_KNOWN_OBJECTIVES = frozenset(OBJECTIVES)
 
 
 def _default_meta() -> dict:

@@ -31,7 +31,7 @@ from .objective import Objective, exact_sum
 __all__ = ["Metric", "CustomMetric", "get_metric", "METRIC_NAMES"]
 
 METRIC_NAMES = ("rmse", "mae", "logloss", "error", "auc", "mlogloss", "merror", "ndcg", "map",
-                "poisson-nloglik", "mphe")
+                "poisson-nloglik", "mphe", "gamma-nloglik", "gamma-deviance", "tweedie-nloglik")
 _EPS = 1e-16  # XGBoost's probability clip for logloss, mlogloss and poisson-nloglik
 _HIGHER_IS_BETTER = ("auc", "aucpr", "ndcg", "map", "pre")
 
@@ -152,6 +152,23 @@ def _error_at(threshold: float):
 def _poisson_nloglik(p, y, xp):
     p = xp.maximum(p, _EPS)
     return _gammaln(y + 1.0) + p - xp.log(p) * y
+
+
+def _gamma_nloglik(p, y, xp):
+    # XGBoost's EvalGammaNLogLik with psi = 1: theta = -1/p, b = log p, c = 0
+    return y / p + xp.log(p)
+
+
+def _gamma_deviance(p, y, xp):
+    # XGBoost's EvalGammaDeviance: 2 (r - log r - 1), r = y / (p + 1e-9)
+    r = y / (p + 1e-9)
+    return 2.0 * (r - xp.log(r) - 1.0)
+
+
+def _tweedie_nloglik(rho: float):
+    def loss(p, y, xp):
+        return -y * xp.exp((1.0 - rho) * xp.log(p)) / (1.0 - rho) + xp.exp((2.0 - rho) * xp.log(p)) / (2.0 - rho)
+    return loss
 
 
 def _mphe(slope: float):
@@ -361,7 +378,8 @@ def get_metric(name_or_callable, objective: Objective | None) -> Metric:
 
     Names: rmse, mae, logloss, error, error@t, auc, mlogloss, merror, ndcg, ndcg@k, map,
     map@k (ndcg/map accept a trailing ``-``: groups without relevant documents score 0),
-    poisson-nloglik, mphe.
+    poisson-nloglik, mphe, gamma-nloglik, gamma-deviance, tweedie-nloglik@rho (rho defaults to the
+    objective's ``tweedie_variance_power``).
 
     Raises
     ------
@@ -396,8 +414,18 @@ def get_metric(name_or_callable, objective: Objective | None) -> Metric:
             k = 32
         return _RankMetric(base, k, minus, bool(getattr(params, "ndcg_exp_gain", True)),
                            display=name)
+    if base == "tweedie-nloglik":
+        try:
+            rho = float(arg) if arg else float(getattr(params, "tweedie_variance_power", 1.5))
+        except ValueError:
+            raise ParameterError(f"eval_metric {name!r}: expected tweedie-nloglik@<rho>, "
+                                 f"e.g. tweedie-nloglik@1.5") from None
+        if not 1.0 <= rho < 2.0:
+            raise ParameterError(f"eval_metric {name!r}: rho must be in [1, 2)")
+        return _RowMetric(name if arg else f"tweedie-nloglik@{rho:g}", _tweedie_nloglik(rho))
     if arg and base != "error":
-        raise ParameterError(f"eval_metric {name!r}: only error, ndcg and map take an '@' argument")
+        raise ParameterError(f"eval_metric {name!r}: only error, ndcg, map and tweedie-nloglik take an "
+                             f"'@' argument")
     if base == "error":
         try:
             threshold = float(arg) if arg else 0.5
@@ -412,6 +440,8 @@ def get_metric(name_or_callable, objective: Objective | None) -> Metric:
               "mae": (_mae, False, False),
               "logloss": (_logloss, False, False),
               "poisson-nloglik": (_poisson_nloglik, False, False),
+              "gamma-nloglik": (_gamma_nloglik, False, False),
+              "gamma-deviance": (_gamma_deviance, False, False),
               "mlogloss": (_mlogloss, True, False),
               "merror": (_merror, True, False),
               "mphe": (_mphe(float(getattr(params, "huber_slope", 1.0))), False, False)}

@@ -89,6 +89,7 @@ _JSON_KW = dict(sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_a
 
 # -- links between base_score (output space) and base_margin -----------------------------
 _LOGIT = ("binary:logistic", "reg:logistic")
+_LOG_LINK = ("count:poisson", "reg:gamma", "reg:tweedie")  # as objective.LOG_LINK, for the fallback
 # XGBoost objectives with a log link that dgboost does not train (import/export only)
 _XGB_LOG_ONLY = ("reg:gamma", "reg:tweedie", "survival:cox", "survival:aft")
 
@@ -103,12 +104,12 @@ def _links():
     def margin_from_score(name, score):  # XGBoost's links, if objective.py is unavailable
         if name in _LOGIT:
             return math.log(score / (1.0 - score))
-        return math.log(score) if name == "count:poisson" else float(score)
+        return math.log(score) if name in _LOG_LINK else float(score)
 
     def score_from_margin(name, margin):
         if name in _LOGIT:
             return 1.0 / (1.0 + math.exp(-margin))
-        return math.exp(margin) if name == "count:poisson" else float(margin)
+        return math.exp(margin) if name in _LOG_LINK else float(margin)
     return margin_from_score, score_from_margin
 
 

@@ -32,7 +32,8 @@ from .exact import exact_sum, weighted_quantile
 
 __all__ = [
     "Objective", "SquaredError", "PseudoHuberError", "AbsoluteError", "RegLogistic",
-    "BinaryLogistic", "BinaryLogitRaw", "PoissonRegression", "SoftprobMultiClass",
+    "BinaryLogistic", "BinaryLogitRaw", "PoissonRegression", "GammaRegression", "TweedieRegression",
+    "SoftprobMultiClass",
     "SoftmaxMultiClass", "LambdaRankPairwise", "LambdaRankNDCG", "CustomObjective",
     "get_objective", "margin_from_score", "score_from_margin", "exact_sum", "weighted_quantile",
     "lambdarank_gradient",
@@ -41,6 +42,8 @@ __all__ = [
 _EPS = 1e-16          # XGBoost's floor for hessians (kRtEps-like)
 _PROB_CLIP = 1e-6     # logistic intercepts stay inside (1e-6, 1 - 1e-6)
 _LOGISTIC = ("reg:logistic", "binary:logistic")
+#: Objectives whose predictions are exp(margin).
+LOG_LINK = ("count:poisson", "reg:gamma", "reg:tweedie")
 _PRIOR_FLOOR = 1e-6   # smallest class prior used for a multiclass intercept
 
 
@@ -389,6 +392,59 @@ class PoissonRegression(Objective):
         return array_module(m).exp(m.astype(np.float64)).astype(np.float32)
 
 
+class GammaRegression(Objective):
+    """``reg:gamma``: gamma deviance with a log link, gradient ``1 - y exp(-m)``, hessian
+    ``y exp(-m)``; labels must be positive."""
+
+    name, default_metric = "reg:gamma", "gamma-deviance"
+
+    def _check_label_values(self, label):
+        bad = label <= 0
+        if bad.any():
+            raise DGBoostValueError(f"{self.name}: labels must be positive; {_describe_bad(label, bad)}")
+
+    def _grad_hess(self, m, y, xp):
+        e = y * xp.exp(-m)
+        return 1.0 - e, e
+
+    def base_score(self, label, weight, comm) -> float:
+        return max(self._weighted_mean(label, weight, comm, 1.0), _PROB_CLIP)
+
+    def transform(self, margin):
+        m = super().transform(margin)
+        return array_module(m).exp(m.astype(np.float64)).astype(np.float32)
+
+
+class TweedieRegression(Objective):
+    """``reg:tweedie``: Tweedie deviance with a log link and variance power ``rho``
+    (``tweedie_variance_power``, in [1, 2)): gradient ``-y e^((1-rho)m) + e^((2-rho)m)``,
+    hessian ``-(1-rho) y e^((1-rho)m) + (2-rho) e^((2-rho)m)``; labels must be non-negative."""
+
+    name = "reg:tweedie"
+
+    def __init__(self, params: TrainParams):
+        super().__init__(params)
+        self.rho = float(params.tweedie_variance_power)
+        self.default_metric = f"tweedie-nloglik@{self.rho:g}"
+
+    def _check_label_values(self, label):
+        bad = label < 0
+        if bad.any():
+            raise DGBoostValueError(f"{self.name}: labels must be non-negative; {_describe_bad(label, bad)}")
+
+    def _grad_hess(self, m, y, xp):
+        a = xp.exp((1.0 - self.rho) * m)
+        b = xp.exp((2.0 - self.rho) * m)
+        return -y * a + b, -y * (1.0 - self.rho) * a + (2.0 - self.rho) * b
+
+    def base_score(self, label, weight, comm) -> float:
+        return max(self._weighted_mean(label, weight, comm, 1.0), _PROB_CLIP)
+
+    def transform(self, margin):
+        m = super().transform(margin)
+        return array_module(m).exp(m.astype(np.float64)).astype(np.float32)
+
+
 class SoftprobMultiClass(Objective):
     """``multi:softprob``: softmax cross-entropy over ``num_class`` margins.
 
@@ -636,7 +692,8 @@ class CustomObjective(Objective):
 
 _REGISTRY: dict[str, type[Objective]] = {cls.name: cls for cls in (
     SquaredError, PseudoHuberError, AbsoluteError, RegLogistic, BinaryLogistic, BinaryLogitRaw,
-    PoissonRegression, SoftprobMultiClass, SoftmaxMultiClass, LambdaRankPairwise, LambdaRankNDCG)}
+    PoissonRegression, GammaRegression, TweedieRegression, SoftprobMultiClass, SoftmaxMultiClass,
+    LambdaRankPairwise, LambdaRankNDCG)}
 
 
 def get_objective(params: TrainParams) -> Objective:
@@ -653,15 +710,16 @@ def get_objective(params: TrainParams) -> Objective:
 
 
 def margin_from_score(objective_name: str, score: float) -> float:
-    """Output space -> margin: logit for logistic objectives, log for Poisson, else identity."""
+    """Output space -> margin: logit for logistic objectives, log for the log-link ones
+    (Poisson, gamma, Tweedie), else identity."""
     score = float(score)
     if objective_name in _LOGISTIC:
         if not 0.0 < score < 1.0:
             raise ParameterError(f"base_score={score} must be in (0, 1) for {objective_name}")
         return math.log(score) - math.log1p(-score)
-    if objective_name == "count:poisson":
+    if objective_name in LOG_LINK:
         if score <= 0.0:
-            raise ParameterError(f"base_score={score} must be > 0 for count:poisson")
+            raise ParameterError(f"base_score={score} must be > 0 for {objective_name}")
         return math.log(score)
     return score
 
@@ -671,6 +729,6 @@ def score_from_margin(objective_name: str, margin: float) -> float:
     margin = float(margin)
     if objective_name in _LOGISTIC:
         return float(_sigmoid(np.float64(margin)))
-    if objective_name == "count:poisson":
+    if objective_name in LOG_LINK:
         return math.exp(margin)
     return margin

@@ -19,10 +19,11 @@ __all__ = ["TrainParams", "parse_params", "normalize_device", "OBJECTIVES", "MET
 OBJECTIVES = (
     "reg:squarederror", "reg:logistic", "reg:pseudohubererror", "reg:absoluteerror",
     "binary:logistic", "binary:logitraw", "multi:softprob", "multi:softmax",
-    "count:poisson", "rank:pairwise", "rank:ndcg",
+    "count:poisson", "reg:gamma", "reg:tweedie", "rank:pairwise", "rank:ndcg",
 )
 METRICS = ("rmse", "mae", "logloss", "error", "auc", "mlogloss", "merror", "ndcg", "map",
-           "poisson-nloglik", "mphe")
+           "poisson-nloglik", "mphe", "gamma-nloglik", "gamma-deviance",
+           "tweedie-nloglik")
 
 # alias -> canonical name (XGBoost's and scikit-learn's spellings)
 _ALIASES = {
@@ -124,6 +125,7 @@ class TrainParams:
     num_class: int = 0
     scale_pos_weight: float = 1.0
     huber_slope: float = 1.0
+    tweedie_variance_power: float = 1.5
     lambdarank_pair_method: str = "topk"
     lambdarank_num_pair_per_sample: int = 0
     ndcg_exp_gain: bool = True
@@ -158,6 +160,7 @@ class TrainParams:
         _check_range("num_class", self.num_class, 0, None)
         _check_range("scale_pos_weight", self.scale_pos_weight, 0.0, None, low_open=True)
         _check_range("huber_slope", self.huber_slope, 0.0, None, low_open=True)
+        _check_range("tweedie_variance_power", self.tweedie_variance_power, 1.0, 2.0, high_open=True)
         _check_range("nthread", self.nthread, 0, None)
         _check_range("sketch_sample_rows", self.sketch_sample_rows, 1024, None)
         if self.lambdarank_pair_method not in ("topk", "mean"):

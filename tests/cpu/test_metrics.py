@@ -36,6 +36,10 @@ def _data(kind, n, rng, x):
         return (x + rng.normal(size=n) > 0).astype(float)
     if kind == "count":
         return rng.poisson(np.exp(0.5 * x)).astype(float)
+    if kind == "positive":
+        return rng.gamma(2.0, np.exp(0.5 * x))
+    if kind == "tweedie":
+        return rng.poisson(np.exp(0.3 * x)) * rng.gamma(2.0, 1.0, n)
     if kind == "multi":
         return np.clip(np.round(x + 1 + rng.normal(size=n) * 0.5), 0, 2)
     if kind == "graded":
@@ -54,6 +58,8 @@ XGB_CASES = [
     ("binary:logistic", "bin", {}, ["logloss", "error", "error@0.7", "auc", "rmse"]),
     ("reg:logistic", "bin", {}, ["rmse", "logloss"]),
     ("count:poisson", "count", {}, ["poisson-nloglik", "rmse"]),
+    ("reg:gamma", "positive", {}, ["gamma-deviance", "gamma-nloglik", "rmse"]),
+    ("reg:tweedie", "tweedie", {"tweedie_variance_power": 1.3}, ["tweedie-nloglik@1.3", "tweedie-nloglik@1.7", "rmse"]),
     ("multi:softprob", "multi", {"num_class": 3}, ["mlogloss", "merror", "auc"]),
     ("multi:softmax", "multi", {"num_class": 3}, ["mlogloss", "merror"]),
 ]

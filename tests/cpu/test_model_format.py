@@ -32,6 +32,8 @@ def _data(objective: str, n: int = 400, seed: int = 3):
         y = (z > 0).astype(np.float32)
     elif objective == "multi:softprob":
         y = np.digitize(z, [-0.5, 0.5]).astype(np.float32)
+    elif objective in ("reg:gamma", "reg:tweedie"):  # positive amounts, some zero for Tweedie
+        y = (np.exp(0.5 * z) * (rng.random(n) < 0.8 if objective == "reg:tweedie" else 1)).astype(np.float32)
     else:
         y = (3 * z + 1).astype(np.float32)
     return X, y
@@ -42,12 +44,14 @@ def _train(objective: str, rounds: int = 8, **extra):
     params = {"objective": objective, "max_depth": 4, "eta": 0.3, **extra}
     if objective == "multi:softprob":
         params["num_class"] = 3
+    if objective == "reg:tweedie":
+        params.setdefault("tweedie_variance_power", 1.3)  # not the default: the file must carry it
     dm = dgboost.DMatrix(X, label=y)
     booster = dgboost.train(params, dm, rounds, evals=[(dm, "train")], verbose_eval=False)
     return booster, X
 
 
-OBJECTIVES = ["binary:logistic", "reg:squarederror", "multi:softprob"]
+OBJECTIVES = ["binary:logistic", "reg:squarederror", "multi:softprob", "reg:gamma", "reg:tweedie"]
 
 
 # -- item 2: one format, loadable by XGBoost ----------------------------------------------

@@ -37,11 +37,16 @@ LOSSES = {  # per-row loss L(margin (n, k), label) in float64, written independe
     "reg:logistic": lambda m, y, p: -(y * np.log(_sig(m[:, 0])) + (1 - y) * np.log(1 - _sig(m[:, 0]))),
     "binary:logitraw": lambda m, y, p: -(y * np.log(_sig(m[:, 0])) + (1 - y) * np.log(1 - _sig(m[:, 0]))),
     "count:poisson": lambda m, y, p: np.exp(m[:, 0]) - y * m[:, 0],
+    "reg:gamma": lambda m, y, p: y * np.exp(-m[:, 0]) + m[:, 0],
+    "reg:tweedie": lambda m, y, p: (-y * np.exp((1 - p["tweedie_variance_power"]) * m[:, 0])
+                                    / (1 - p["tweedie_variance_power"])
+                                    + np.exp((2 - p["tweedie_variance_power"]) * m[:, 0])
+                                    / (2 - p["tweedie_variance_power"])),
     "multi:softprob": lambda m, y, p: -(m[np.arange(len(y)), y.astype(int)] - np.log(np.exp(m).sum(1))),
     "multi:softmax": lambda m, y, p: -(m[np.arange(len(y)), y.astype(int)] - np.log(np.exp(m).sum(1))),
 }
 PARAMS = {"reg:pseudohubererror": {"huber_slope": 1.7}, "binary:logistic": {"scale_pos_weight": 2.5},
-          "count:poisson": {"max_delta_step": 0.0},
+          "count:poisson": {"max_delta_step": 0.0}, "reg:tweedie": {"tweedie_variance_power": 1.3},
           "multi:softprob": {"num_class": 3}, "multi:softmax": {"num_class": 3}}
 
 
@@ -54,6 +59,10 @@ def labels_for(name, n, rng):
         return rng.random(n).astype(np.float32)
     if name == "count:poisson":
         return rng.poisson(2.0, n).astype(np.float32)
+    if name == "reg:gamma":
+        return rng.gamma(2.0, 1.5, n).astype(np.float32) + 0.05
+    if name == "reg:tweedie":  # compound Poisson-gamma: exact zeros and positive amounts
+        return (rng.poisson(1.0, n) * rng.gamma(2.0, 1.0, n)).astype(np.float32)
     return (rng.normal(size=n) * 2).astype(np.float32)
 
 
@@ -153,7 +162,8 @@ def xgb_grad_hess(params, label, base_margin, weight=None, group=None):
 
 XGB_CASES = [("reg:squarederror", {}), ("reg:pseudohubererror", {"huber_slope": 1.5}),
              ("binary:logistic", {"scale_pos_weight": 2.5}), ("reg:logistic", {}),
-             ("binary:logitraw", {}), ("count:poisson", {}), ("multi:softprob", {"num_class": 3}),
+             ("binary:logitraw", {}), ("count:poisson", {}), ("reg:gamma", {}),
+             ("reg:tweedie", {"tweedie_variance_power": 1.3}), ("multi:softprob", {"num_class": 3}),
              ("multi:softmax", {"num_class": 3}), ("rank:ndcg", {}), ("rank:pairwise", {}),
              ("rank:ndcg", {"lambdarank_num_pair_per_sample": 5}), ("rank:ndcg", {"ndcg_exp_gain": False}),
              ("rank:pairwise", {"lambdarank_num_pair_per_sample": 3})]
@@ -187,7 +197,8 @@ def test_gradients_match_xgboost(name, extra, weighted):
 
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("name", ["reg:squarederror", "reg:pseudohubererror", "binary:logistic",
-                                  "reg:logistic", "binary:logitraw", "count:poisson"])
+                                  "reg:logistic", "binary:logitraw", "count:poisson", "reg:gamma",
+                                  "reg:tweedie"])
 def test_base_score_matches_xgboost_intercept(name, weighted):
     rng = np.random.default_rng(3)
     n = 101
@@ -203,7 +214,8 @@ def test_base_score_matches_xgboost_intercept(name, weighted):
 @pytest.mark.parametrize("name,metric", [
     ("reg:squarederror", "rmse"), ("reg:pseudohubererror", "mphe"), ("reg:absoluteerror", "mae"),
     ("binary:logistic", "logloss"), ("reg:logistic", "rmse"), ("binary:logitraw", "logloss"),
-    ("count:poisson", "poisson-nloglik"), ("multi:softprob", "mlogloss"), ("rank:ndcg", "ndcg@32"),
+    ("count:poisson", "poisson-nloglik"), ("reg:gamma", "gamma-deviance"), ("reg:tweedie", "tweedie-nloglik@1.3"),
+    ("multi:softprob", "mlogloss"), ("rank:ndcg", "ndcg@32"),
     ("rank:pairwise", "ndcg@32")])
 def test_default_metric_is_xgboosts(name, metric):
     assert objective(name, **PARAMS.get(name, {})).default_metric == metric
@@ -528,3 +540,18 @@ def test_gradients_computed_in_row_chunks_equal_those_of_all_rows_at_once(name, 
         for a, b in zip(whole, chunked):
             assert a.shape == b.shape == (1000, 1) and a.dtype == b.dtype == np.float32
             np.testing.assert_array_equal(a, b)
+
+
+
+@pytest.mark.parametrize("name,label,match", [("reg:gamma", 0.0, "positive"), ("reg:gamma", -1.0, "positive"),
+                                              ("reg:tweedie", -0.5, "non-negative")])
+def test_gamma_and_tweedie_refuse_labels_outside_their_support(name, label, match):
+    y = np.array([1.0, 2.0, label, 3.0], np.float32)
+    with pytest.raises(DGBoostValueError, match=match):
+        objective(name).validate_labels(y, None, None)
+
+
+@pytest.mark.parametrize("rho", [0.9, 2.0, 2.5])
+def test_tweedie_variance_power_outside_one_to_two_is_refused(rho):
+    with pytest.raises(ParameterError, match="tweedie_variance_power"):
+        parse_params({"objective": "reg:tweedie", "tweedie_variance_power": rho})

@@ -47,6 +47,10 @@ def labels_for(name, rng):
         return rng.random(N).astype(np.float32)
     if name == "count:poisson":
         return rng.poisson(2.0, N).astype(np.float32)
+    if name == "reg:gamma":
+        return rng.gamma(2.0, 1.5, N).astype(np.float32) + 0.05
+    if name == "reg:tweedie":
+        return (rng.poisson(1.0, N) * rng.gamma(2.0, 1.0, N)).astype(np.float32)
     return (rng.normal(size=N) * 2).astype(np.float32)
 
 
@@ -155,7 +159,8 @@ def test_exact_sums_of_device_columns_are_bit_identical_to_host_sums(cp):
 ROW_METRICS = {"rmse": "reg:squarederror", "mae": "reg:absoluteerror", "mphe": "reg:pseudohubererror",
                "logloss": "binary:logistic", "error": "binary:logistic", "error@0.7": "reg:logistic",
                "poisson-nloglik": "count:poisson", "mlogloss": "multi:softprob",
-               "merror": "multi:softmax"}
+               "merror": "multi:softmax", "gamma-deviance": "reg:gamma", "gamma-nloglik": "reg:gamma",
+               "tweedie-nloglik@1.5": "reg:tweedie"}
 AUC_CASES = ["binary:logistic", "binary:logitraw", "multi:softprob"]
 
 
