@@ -32,7 +32,7 @@ from .exact import exact_sum, weighted_quantile
 
 __all__ = [
     "Objective", "SquaredError", "PseudoHuberError", "AbsoluteError", "RegLogistic",
-    "BinaryLogistic", "BinaryLogitRaw", "PoissonRegression", "GammaRegression", "TweedieRegression",
+    "BinaryLogistic", "BinaryLogitRaw", "PoissonRegression", "GammaRegression", "TweedieRegression", "BinaryHinge",
     "SoftprobMultiClass",
     "SoftmaxMultiClass", "LambdaRankPairwise", "LambdaRankNDCG", "CustomObjective",
     "get_objective", "margin_from_score", "score_from_margin", "exact_sum", "weighted_quantile",
@@ -392,6 +392,32 @@ class PoissonRegression(Objective):
         return array_module(m).exp(m.astype(np.float64)).astype(np.float32)
 
 
+class BinaryHinge(Objective):
+    """``binary:hinge``: hinge loss on labels 0/1 (taken as -1/+1), as XGBoost: where
+    ``s m < 1`` (``s = 2y - 1``) gradient ``-s`` and hessian 1, else gradient 0 and the
+    smallest normal float32 as hessian; predictions are 1 where the margin is positive, else
+    0. There is no intercept (base_score 0)."""
+
+    name, default_metric = "binary:hinge", "error"
+
+    def _check_label_values(self, label):
+        bad = (label < 0) | (label > 1)
+        if bad.any():
+            raise DGBoostValueError(f"{self.name}: labels must be in [0, 1]; {_describe_bad(label, bad)}")
+
+    def _grad_hess(self, m, y, xp):
+        s = 2.0 * y - 1.0
+        inside = m * s < 1.0
+        return xp.where(inside, -s, 0.0), xp.where(inside, 1.0, float(np.finfo(np.float32).tiny))
+
+    def base_score(self, label, weight, comm) -> float:
+        return 0.0
+
+    def transform(self, margin):
+        m = super().transform(margin)
+        return (m > 0).astype(np.float32)
+
+
 class GammaRegression(Objective):
     """``reg:gamma``: gamma deviance with a log link, gradient ``1 - y exp(-m)``, hessian
     ``y exp(-m)``; labels must be positive."""
@@ -692,8 +718,8 @@ class CustomObjective(Objective):
 
 _REGISTRY: dict[str, type[Objective]] = {cls.name: cls for cls in (
     SquaredError, PseudoHuberError, AbsoluteError, RegLogistic, BinaryLogistic, BinaryLogitRaw,
-    PoissonRegression, GammaRegression, TweedieRegression, SoftprobMultiClass, SoftmaxMultiClass,
-    LambdaRankPairwise, LambdaRankNDCG)}
+    PoissonRegression, GammaRegression, TweedieRegression, BinaryHinge, SoftprobMultiClass,
+    SoftmaxMultiClass, LambdaRankPairwise, LambdaRankNDCG)}
 
 
 def get_objective(params: TrainParams) -> Objective:

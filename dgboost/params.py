@@ -19,7 +19,7 @@ __all__ = ["TrainParams", "parse_params", "normalize_device", "OBJECTIVES", "MET
 OBJECTIVES = (
     "reg:squarederror", "reg:logistic", "reg:pseudohubererror", "reg:absoluteerror",
     "binary:logistic", "binary:logitraw", "multi:softprob", "multi:softmax",
-    "count:poisson", "reg:gamma", "reg:tweedie", "rank:pairwise", "rank:ndcg",
+    "count:poisson", "reg:gamma", "reg:tweedie", "binary:hinge", "rank:pairwise", "rank:ndcg",
 )
 METRICS = ("rmse", "mae", "logloss", "error", "auc", "mlogloss", "merror", "ndcg", "map",
            "poisson-nloglik", "mphe", "gamma-nloglik", "gamma-deviance",

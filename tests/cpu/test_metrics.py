@@ -59,6 +59,7 @@ XGB_CASES = [
     ("reg:logistic", "bin", {}, ["rmse", "logloss"]),
     ("count:poisson", "count", {}, ["poisson-nloglik", "rmse"]),
     ("reg:gamma", "positive", {}, ["gamma-deviance", "gamma-nloglik", "rmse"]),
+    ("binary:hinge", "bin", {}, ["error", "rmse"]),
     ("reg:tweedie", "tweedie", {"tweedie_variance_power": 1.3}, ["tweedie-nloglik@1.3", "tweedie-nloglik@1.7", "rmse"]),
     ("multi:softprob", "multi", {"num_class": 3}, ["mlogloss", "merror", "auc"]),
     ("multi:softmax", "multi", {"num_class": 3}, ["mlogloss", "merror"]),

@@ -28,7 +28,7 @@ def _data(objective: str, n: int = 400, seed: int = 3):
     X = rng.normal(size=(n, N_FEAT)).astype(np.float32)
     X[rng.random(X.shape) < 0.15] = np.nan  # missing values follow default_left
     z = np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, 1]) * np.nan_to_num(X[:, 2])
-    if objective == "binary:logistic":
+    if objective in ("binary:logistic", "binary:hinge"):
         y = (z > 0).astype(np.float32)
     elif objective == "multi:softprob":
         y = np.digitize(z, [-0.5, 0.5]).astype(np.float32)
@@ -51,7 +51,8 @@ def _train(objective: str, rounds: int = 8, **extra):
     return booster, X
 
 
-OBJECTIVES = ["binary:logistic", "reg:squarederror", "multi:softprob", "reg:gamma", "reg:tweedie"]
+OBJECTIVES = ["binary:logistic", "reg:squarederror", "multi:softprob", "reg:gamma", "reg:tweedie",
+              "binary:hinge"]
 
 
 # -- item 2: one format, loadable by XGBoost ----------------------------------------------

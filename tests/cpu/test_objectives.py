@@ -53,7 +53,7 @@ PARAMS = {"reg:pseudohubererror": {"huber_slope": 1.7}, "binary:logistic": {"sca
 def labels_for(name, n, rng):
     if name.startswith("multi"):
         return rng.integers(0, 3, n).astype(np.float32)
-    if name in ("binary:logistic", "binary:logitraw"):
+    if name in ("binary:logistic", "binary:logitraw", "binary:hinge"):
         return (rng.random(n) < 0.4).astype(np.float32)
     if name == "reg:logistic":
         return rng.random(n).astype(np.float32)
@@ -198,7 +198,7 @@ def test_gradients_match_xgboost(name, extra, weighted):
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("name", ["reg:squarederror", "reg:pseudohubererror", "binary:logistic",
                                   "reg:logistic", "binary:logitraw", "count:poisson", "reg:gamma",
-                                  "reg:tweedie"])
+                                  "reg:tweedie", "binary:hinge"])
 def test_base_score_matches_xgboost_intercept(name, weighted):
     rng = np.random.default_rng(3)
     n = 101
@@ -215,6 +215,7 @@ def test_base_score_matches_xgboost_intercept(name, weighted):
     ("reg:squarederror", "rmse"), ("reg:pseudohubererror", "mphe"), ("reg:absoluteerror", "mae"),
     ("binary:logistic", "logloss"), ("reg:logistic", "rmse"), ("binary:logitraw", "logloss"),
     ("count:poisson", "poisson-nloglik"), ("reg:gamma", "gamma-deviance"), ("reg:tweedie", "tweedie-nloglik@1.3"),
+    ("binary:hinge", "error"),
     ("multi:softprob", "mlogloss"), ("rank:ndcg", "ndcg@32"),
     ("rank:pairwise", "ndcg@32")])
 def test_default_metric_is_xgboosts(name, metric):
@@ -555,3 +556,36 @@ def test_gamma_and_tweedie_refuse_labels_outside_their_support(name, label, matc
 def test_tweedie_variance_power_outside_one_to_two_is_refused(rho):
     with pytest.raises(ParameterError, match="tweedie_variance_power"):
         parse_params({"objective": "reg:tweedie", "tweedie_variance_power": rho})
+
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_hinge_gradients_sum_to_xgboosts_leaf_statistics(weighted):
+    # hinge gradients take two values, so XGBoost's tree keeps many rows per leaf: compare
+    # each leaf's sums (XGBoost's sum_hessian H and weight -G/H, lambda 0) with ours
+    rng = np.random.default_rng(9)
+    n = 400
+    y = (rng.random(n) < 0.4).astype(np.float32)
+    w = (rng.random(n) + 0.5).astype(np.float32) if weighted else None
+    margin = (rng.normal(size=n) * 1.5).astype(np.float32)
+    d = xgb.DMatrix(rng.normal(size=(n, 3)), y, weight=w, base_margin=margin, nthread=1)
+    params = {"objective": "binary:hinge", "eta": 1.0, "max_depth": 3, "min_child_weight": 0, "gamma": 0,
+              "lambda": 0.0, "tree_method": "exact", "nthread": 1}
+    b = xgb.train(params, d, 1)
+    leaf = b.predict(d, pred_leaf=True).astype(np.int64).ravel()
+    tree = json.loads(b.save_raw("json"))["learner"]["gradient_booster"]["model"]["trees"][0]
+    hess_sum, weight = np.array(tree["sum_hessian"]), np.array(tree["base_weights"])
+    g, h = objective("binary:hinge").gradient(margin[:, None], y, w, None, 0)
+    leaves = np.unique(leaf)
+    assert leaves.size >= 3
+    for node in leaves:
+        rows = leaf == node
+        ours_h = h[rows, 0].astype(np.float64).sum()
+        ours_g = g[rows, 0].astype(np.float64).sum()
+        assert ours_h == pytest.approx(hess_sum[node], rel=1e-5, abs=1e-30)
+        assert ours_g == pytest.approx(-weight[node] * hess_sum[node], rel=1e-5, abs=1e-6)
+
+
+def test_hinge_predicts_one_where_the_margin_is_positive_else_zero():
+    m = np.array([[-2.0], [-1e-6], [0.0], [1e-6], [3.0]], np.float32)
+    np.testing.assert_array_equal(objective("binary:hinge").transform(m), [0, 0, 0, 1, 1])

@@ -41,7 +41,7 @@ def labels_for(name, rng):
         return rng.integers(0, 3, N).astype(np.float32)
     if name.startswith("rank:"):
         return rng.integers(0, 4, N).astype(np.float32)
-    if name in ("binary:logistic", "binary:logitraw"):
+    if name in ("binary:logistic", "binary:logitraw", "binary:hinge"):
         return (rng.random(N) < 0.4).astype(np.float32)
     if name == "reg:logistic":
         return rng.random(N).astype(np.float32)
