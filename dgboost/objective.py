@@ -365,7 +365,19 @@ class BinaryLogitRaw(RegLogistic):
         return _sigmoid(Objective.transform(self, margin)).astype(np.float32)
 
 
-class PoissonRegression(Objective):
+class _LogLink(Objective):
+    """Objectives with a log link (Poisson, gamma, Tweedie): predictions are ``exp(margin)``
+    and the intercept is the weighted label mean, as XGBoost estimates it."""
+
+    def base_score(self, label, weight, comm) -> float:
+        return max(self._weighted_mean(label, weight, comm, 1.0), _PROB_CLIP)
+
+    def transform(self, margin):
+        m = super().transform(margin)
+        return array_module(m).exp(m.astype(np.float64)).astype(np.float32)
+
+
+class PoissonRegression(_LogLink):
     """``count:poisson``: gradient ``exp(m) - y``, hessian ``exp(m + max_delta_step)``.
 
     ``max_delta_step`` defaults to 0.7 for this objective (set by ``parse_params``, as
@@ -383,13 +395,6 @@ class PoissonRegression(Objective):
     def _grad_hess(self, m, y, xp):
         mds = float(self.params.max_delta_step)
         return xp.exp(m) - y, xp.exp(m + mds)
-
-    def base_score(self, label, weight, comm) -> float:
-        return max(self._weighted_mean(label, weight, comm, 1.0), _PROB_CLIP)
-
-    def transform(self, margin):
-        m = super().transform(margin)
-        return array_module(m).exp(m.astype(np.float64)).astype(np.float32)
 
 
 class BinaryHinge(Objective):
@@ -418,7 +423,7 @@ class BinaryHinge(Objective):
         return (m > 0).astype(np.float32)
 
 
-class GammaRegression(Objective):
+class GammaRegression(_LogLink):
     """``reg:gamma``: gamma deviance with a log link, gradient ``1 - y exp(-m)``, hessian
     ``y exp(-m)``; labels must be positive."""
 
@@ -433,15 +438,8 @@ class GammaRegression(Objective):
         e = y * xp.exp(-m)
         return 1.0 - e, e
 
-    def base_score(self, label, weight, comm) -> float:
-        return max(self._weighted_mean(label, weight, comm, 1.0), _PROB_CLIP)
 
-    def transform(self, margin):
-        m = super().transform(margin)
-        return array_module(m).exp(m.astype(np.float64)).astype(np.float32)
-
-
-class TweedieRegression(Objective):
+class TweedieRegression(_LogLink):
     """``reg:tweedie``: Tweedie deviance with a log link and variance power ``rho``
     (``tweedie_variance_power``, in [1, 2)): gradient ``-y e^((1-rho)m) + e^((2-rho)m)``,
     hessian ``-(1-rho) y e^((1-rho)m) + (2-rho) e^((2-rho)m)``; labels must be non-negative."""
@@ -462,13 +460,6 @@ class TweedieRegression(Objective):
         a = xp.exp((1.0 - self.rho) * m)
         b = xp.exp((2.0 - self.rho) * m)
         return -y * a + b, -y * (1.0 - self.rho) * a + (2.0 - self.rho) * b
-
-    def base_score(self, label, weight, comm) -> float:
-        return max(self._weighted_mean(label, weight, comm, 1.0), _PROB_CLIP)
-
-    def transform(self, margin):
-        m = super().transform(margin)
-        return array_module(m).exp(m.astype(np.float64)).astype(np.float32)
 
 
 class SoftprobMultiClass(Objective):
