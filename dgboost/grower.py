@@ -258,7 +258,7 @@ class TreeGrower:
         hist = None
         if self._can_split_at(0):
             hist = comm.allreduce_sum(backend.build_histograms(
-                self.binned.bins, self.cut_ptrs, gpair, self.rows, root))
+                self.binned.bins, self.cut_ptrs, gpair, self.rows, root[:, BEGIN:END + 1]))
             backend.evaluate_splits(hist, root, self.cut_ptrs, self._node_masks([0], [0], tree_index, tree_mask),
                                     scale_g, scale_h, self.params)
         t = _Nodes(capacity=2 * max(self.params.max_leaves, 32))

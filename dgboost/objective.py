@@ -404,11 +404,7 @@ class BinaryHinge(Objective):
     0. There is no intercept (base_score 0)."""
 
     name, default_metric = "binary:hinge", "error"
-
-    def _check_label_values(self, label):
-        bad = (label < 0) | (label > 1)
-        if bad.any():
-            raise DGBoostValueError(f"{self.name}: labels must be in [0, 1]; {_describe_bad(label, bad)}")
+    _check_label_values = RegLogistic._check_label_values  # labels in [0, 1], as logistic
 
     def _grad_hess(self, m, y, xp):
         s = 2.0 * y - 1.0

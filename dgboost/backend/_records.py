@@ -11,7 +11,7 @@ import numpy as np
 from .._layout import (BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, LEFT_G, LEFT_H, NODE_FIELDS, NO_NODE,
                        SPLIT_BIN, SUM_G, SUM_H)
 
-__all__ = ["new_records", "root_node", "segments_of", "split_nodes", "children_histograms",
+__all__ = ["new_records", "root_node", "split_nodes", "children_histograms",
            "write_splits"]
 
 
@@ -29,14 +29,6 @@ def root_node(sums, n_rows: int) -> np.ndarray:
     out[0, SUM_G:SUM_H + 1] = np.asarray(sums, np.int64)
     out[0, END] = n_rows
     return out
-
-
-def segments_of(segments) -> tuple[np.ndarray, np.ndarray]:
-    """(begins, ends) int64 of int64 (m, 2) segments or (m, NODE_FIELDS) records."""
-    segments = np.asarray(segments, np.int64)
-    if segments.shape[1] == NODE_FIELDS:
-        return np.ascontiguousarray(segments[:, BEGIN]), np.ascontiguousarray(segments[:, END])
-    return np.ascontiguousarray(segments[:, 0]), np.ascontiguousarray(segments[:, 1])
 
 
 def split_nodes(parents: np.ndarray, counts: np.ndarray, global_counts: np.ndarray):

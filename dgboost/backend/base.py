@@ -13,8 +13,7 @@ Array conventions (``xp`` is numpy or cupy):
 - ``records``: int64 (n_nodes, NODE_FIELDS) node records (``dgboost._layout``): split
   decision, global quantised sums, local row segment. A batch of nodes lives on the device
   as records from partition to evaluation; the host reads them once per batch.
-- ``segments``: int64 (m, 2) row segments ``[begin, end)``, or the records whose
-  ``begin``/``end`` columns give them.
+- ``segments``: int64 (m, 2) row segments ``[begin, end)``.
 """
 from __future__ import annotations
 
@@ -60,8 +59,9 @@ class Backend(Protocol):
     def build_histograms(self, bins, cut_ptrs, gpair, rows, segments, max_rows: int | None = None):
         """int64 (m, total_bins, 2): sums of ``gpair`` per segment and bin.
 
-        ``segments`` are int64 (m, 2) ``[begin, end)`` pairs or node records (m, NODE_FIELDS);
-        ``max_rows``, when known, bounds their total rows (it sizes the launch).
+        ``segments`` are int64 (m, 2) ``[begin, end)`` pairs (a view of node records' begin and
+        end columns will do); ``max_rows``, when known, bounds their total rows (it sizes the
+        launch).
         """
 
     def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scale_g, scale_h,

@@ -147,7 +147,8 @@ class CPUBackend:
         return out
 
     def build_histograms(self, bins, cut_ptrs, gpair, rows, segments, max_rows=None):
-        begins, ends = _records.segments_of(segments)
+        segments = np.asarray(segments, np.int64)
+        begins, ends = np.ascontiguousarray(segments[:, 0]), np.ascontiguousarray(segments[:, 1])
         total_bins = int(cut_ptrs[-1])
         out = np.zeros((begins.shape[0], total_bins, 2), dtype=np.int64)
         missing = int(np.iinfo(bins.dtype).max)

@@ -3,10 +3,11 @@
 Every stage of a boosting round runs on the device: binning into an ELLPACK matrix,
 quantisation, histograms (shared-memory int64 atomics per feature group), split evaluation,
 stable partition, margin updates and prediction. What crosses to the host in a round is
-small and counted in :data:`SYNC_COUNTER`: the per-tree gradient maxima, and once per level
-the node records of the level's children (split decisions, sums, row segments: one array).
-Between those reads a level runs as kernels on device data only (partition, child records,
-histograms, siblings, evaluation), so the host never waits inside a level.
+small and counted in :data:`SYNC_COUNTER`: the per-tree gradient maxima, and the node records
+(split decisions, sums, row segments) of the tree's levels: all of them in one read at the
+end of a depthwise tree grown in whole levels, else one read per batch of nodes (see
+dgboost/grower.py). In between, the stages run as kernels on device data only (partition,
+child records, histograms, siblings, evaluation), so the host never waits inside a level.
 Leaf weights are computed on the host from the split decisions' integer sums, which are
 there already; they use the CPU engine's own kernel, so both devices give the same leaves.
 """
@@ -18,7 +19,7 @@ from ..errors import DeviceMemoryError, DGBoostValueError
 from .cpu import leaf_weights_on_host
 from ._ellpack import EllpackMatrix, feature_groups, symbol_bits
 from ._nvrtc import get_module
-from .._layout import BEGIN, END, NODE_FIELDS
+from .._layout import BEGIN, NODE_FIELDS
 
 __all__ = ["CUDABackend", "SYNC_COUNTER", "DeviceMemoryError"]
 
@@ -301,10 +302,7 @@ class CUDABackend:
     # -- histograms ------------------------------------------------------------------------
     def build_histograms(self, bins: EllpackMatrix, cut_ptrs, gpair, rows, segments, max_rows=None):
         xp = self.xp
-        segments = xp.asarray(segments, dtype=xp.int64)
-        if segments.shape[1] == NODE_FIELDS:
-            segments = segments[:, BEGIN:END + 1]
-        segments = xp.ascontiguousarray(segments)
+        segments = xp.ascontiguousarray(segments, dtype=xp.int64)
         m = int(segments.shape[0])
         total_bins = int(np.asarray(cut_ptrs)[-1])
         hist = self.zeros((m, total_bins, 2), np.int64)

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from dgboost._layout import (FEATURE, GAIN, GRAD_PAIR_INT, LEFT_G, LEFT_H, NO_NODE, NODE, NODE_FIELDS,
+from dgboost._layout import (BEGIN, END, FEATURE, GAIN, GRAD_PAIR_INT, LEFT_G, LEFT_H, NO_NODE, NODE, NODE_FIELDS,
                              PATH_ELEMENT, SPLIT_BIN)
 from dgboost.backend.cpu import CPUBackend
 from dgboost.quantile import compute_cuts
@@ -118,8 +118,11 @@ def test_histograms_of_many_segments_some_empty_equal_the_cpu_ones(gpu, n, m):
     records = node_records(segments[:, 0], segments[:, 1])
     want = CPU.build_histograms(_cpu_bins(x, cuts), cuts.ptrs, gpair, rows, segments)
     tight = int((segments[:, 1] - segments[:, 0]).sum())
-    for given, max_rows in ((segments, None), (records, None), (segments, tight)):
-        got = gpu.build_histograms(ell, cuts.ptrs, cupy.asarray(gpair), cupy.asarray(rows), cupy.asarray(given),
+    dev_records = cupy.asarray(records)
+    for given, max_rows in ((cupy.asarray(segments), None), (dev_records[:, BEGIN:END + 1], None),
+                            (cupy.asarray(segments), tight)):
+        # segments, or the begin/end columns of node records (a strided view, as the grower passes)
+        got = gpu.build_histograms(ell, cuts.ptrs, cupy.asarray(gpair), cupy.asarray(rows), given,
                                    max_rows=max_rows)
         np.testing.assert_array_equal(got.get(), want)
 
