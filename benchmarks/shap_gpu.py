@@ -1,15 +1,15 @@
 """dgboost GPU TreeSHAP vs XGBoost's GPU ``pred_contribs`` on the same model, rows and GPU.
 
-The model is XGBoost's (``hist``, ``device="cuda"``, depth ``--depth``, ``--rounds`` rounds on
-synthetic binary data with 10% missing values), so both libraries explain the same trees.
-Timed end to end, as a user's call pays it, to a device synchronise, median of ``--repeats``
-after one warm-up each:
+Each case (``CASES``: the shapes of the CUDA SHAP issue) trains an XGBoost model (``hist``,
+``device="cuda"``, synthetic data with 10% missing values), so both libraries explain the same
+trees, and explains CuPy rows. Timed end to end, as a user's call pays it, to a device
+synchronise, median of ``--repeats`` after one warm-up each:
 
-* XGBoost: ``DMatrix(X)`` + ``predict(pred_contribs=True)`` from a CuPy array;
-* dgboost: ``TreeExplainer(model, device="cuda")`` (path table, packing, upload) +
+* XGBoost: ``DMatrix(X)`` + ``predict(pred_contribs=True)`` (or ``pred_interactions``);
+* dgboost: ``TreeExplainer(model, device="cuda")`` (path table, weight tables, upload) +
   ``contributions(X)``; and, labelled *warm*, ``contributions`` with the explainer built.
 
-    python benchmarks/shap_gpu.py --rows 1000000
+    python benchmarks/shap_gpu.py --cases a,b,c,d
 """
 from __future__ import annotations
 
@@ -42,52 +42,81 @@ def _timed(fn, repeats: int) -> dict:
     return {"median": statistics.median(times), "min": min(times), "max": max(times), "runs": times}
 
 
-def main(argv=None) -> None:
+# name: (features, rounds, classes, depth, rows explained, interactions); the issue's cases
+CASES = {
+    "a": (28, 200, 1, 8, 1_000_000, False),       # Higgs-like
+    "b": (8, 100, 1, 8, 1_000_000, False),        # cal_housing-med-like
+    "c": (54, 100, 8, 8, 10_000, False),          # covtype-med-like
+    "d": (54, 100, 8, 16, 2_000, False),          # covtype-large-like (fewer rows: XGBoost takes 420 rows/s)
+    "a-interactions": (28, 200, 1, 8, 20_000, True),
+}
+
+
+def run_case(name: str, repeats: int, train_rows: int) -> dict:
     import cupy
     import xgboost as xgb
 
     import dgboost as dg
     from dgboost.datasets import make_synthetic
+    from dgboost.explain import gpu, treeshap
+
+    F, rounds, classes, depth, n, interactions = CASES[name]
+    task = "binary" if classes == 1 else "multiclass"
+    X, y, _ = make_synthetic(train_rows, F, task=task, missing_rate=0.1, seed=0,
+                             **({"n_classes": classes} if classes > 1 else {}))
+    params = {"objective": "binary:logistic" if classes == 1 else "multi:softprob", "max_depth": depth,
+              "tree_method": "hist", "device": "cuda", **({"num_class": classes} if classes > 1 else {})}
+    model = xgb.train(params, xgb.DMatrix(X, y), rounds)
+    rows, _, _ = make_synthetic(n, F, task="binary", missing_rate=0.1, seed=1)
+    Xd = cupy.asarray(rows)
+    kw = {"pred_interactions": True} if interactions else {"pred_contribs": True}
+
+    def fresh():  # nothing kept from an earlier call: the path table, weight tables and uploads are rebuilt
+        gpu._clear_cache()
+        treeshap._PROCESS_TABLES.clear()
+        return dg.TreeExplainer(model, device="cuda")
+
+    xgb_t = _timed(lambda: model.predict(xgb.DMatrix(Xd), **kw), repeats)
+    dgb_t = _timed(lambda: fresh().contributions(Xd, interactions=interactions), repeats)
+    prep_t = _timed(lambda: fresh().contributions(Xd[:1], interactions=interactions), repeats)
+    explainer = dg.TreeExplainer(model, device="cuda")
+    warm_t = _timed(lambda: explainer.contributions(Xd, interactions=interactions), repeats)
+    m = min(n, 2000)
+    check = cupy.asnumpy(explainer.contributions(Xd[:m], interactions=interactions))
+    ref = model.predict(xgb.DMatrix(rows[:m]), **kw)
+    check = check[:, 0] if classes == 1 else check
+    max_diff = float(np.abs(check - ref).max())
+    rate = {k: n / v["median"] for k, v in {"xgboost": xgb_t, "dgboost": dgb_t, "dgboost_warm": warm_t}.items()}
+    what = (f"SHAP {'interaction ' if interactions else ''}values on the GPU ({name}), end to end, {n:,} x {F}, "
+            f"XGBoost model depth {depth}, {rounds} rounds x {classes} output(s) (vs XGBoost {xgb.__version__})")
+    line = {"what": what, "ratio": rate["dgboost"] / rate["xgboost"],
+            "note": f"higher is better; {rate['dgboost']:,.0f} vs {rate['xgboost']:,.0f} rows/s (warm, explainer "
+                    f"built: {rate['dgboost_warm']:,.0f}, {rate['dgboost_warm'] / rate['xgboost']:.2f}x); "
+                    f"preparation (import, paths, tables, upload) {prep_t['median']:.3f} s; "
+                    f"median of {repeats}; max |diff| vs XGBoost {max_diff:.1e}"}
+    print(f"{name:>15}: xgboost {rate['xgboost']:>12,.0f} rows/s | dgboost {rate['dgboost']:>12,.0f} "
+          f"({line['ratio']:.2f}x) | warm {rate['dgboost_warm']:>12,.0f} ({rate['dgboost_warm'] / rate['xgboost']:.2f}x) | "
+          f"prep {prep_t['median']:.3f} s | max diff {max_diff:.1e}", flush=True)
+    return {"case": name, "rows": n, "features": F, "rounds": rounds, "classes": classes, "depth": depth,
+            "interactions": interactions, "seconds": {"xgboost": xgb_t, "dgboost": dgb_t, "dgboost_warm": warm_t,
+                                                 "dgboost_preparation": prep_t},
+            "rows_per_s": rate, "max_abs_difference_vs_xgboost": max_diff, "table": line}
+
+
+def main(argv=None) -> None:
+    import xgboost  # noqa: F401 - fail early when the reference is missing
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {list(CASES)}")
     parser.add_argument("--train-rows", type=int, default=200_000)
-    parser.add_argument("--depth", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--output", default=None)
     args = parser.parse_args(argv)
-
-    X, y, _ = make_synthetic(args.train_rows, 28, task="binary", missing_rate=0.1, seed=0)
-    model = xgb.train({"objective": "binary:logistic", "max_depth": args.depth, "tree_method": "hist",
-                       "device": "cuda"}, xgb.DMatrix(X, y), args.rounds)
-    rows, _, _ = make_synthetic(args.rows, 28, task="binary", missing_rate=0.1, seed=1)
-    Xd = cupy.asarray(rows)
-
-    xgb_t = _timed(lambda: model.predict(xgb.DMatrix(Xd), pred_contribs=True), args.repeats)
-    dgb_t = _timed(lambda: dg.TreeExplainer(model, device="cuda").contributions(Xd.get()), args.repeats)
-    explainer = dg.TreeExplainer(model, device="cuda")
-    warm_t = _timed(lambda: explainer.contributions(Xd.get()), args.repeats)
-    check = explainer.contributions(rows[:2000])[:, 0, :]
-    ref = model.predict(xgb.DMatrix(rows[:2000]), pred_contribs=True)
-    max_diff = float(np.abs(check - ref).max())
-
-    rate = {k: args.rows / v["median"] for k, v in {"xgboost": xgb_t, "dgboost": dgb_t, "dgboost_warm": warm_t}.items()}
-    payload = {"benchmark": "shap_gpu", "rows": args.rows, "depth": args.depth, "rounds": args.rounds,
-               "repeats": args.repeats, "machine": machine(), "versions": versions("dgboost", "xgboost", "cupy"),
-               "seconds": {"xgboost": xgb_t, "dgboost": dgb_t, "dgboost_warm": warm_t}, "rows_per_s": rate,
-               "max_abs_difference_vs_xgboost": max_diff,
-               "table": [{"what": f"SHAP values on the GPU, end to end, {args.rows:,} x 28, XGBoost model depth "
-                                  f"{args.depth}, {args.rounds} trees (vs XGBoost {xgb.__version__} pred_contribs)",
-                          "ratio": rate["dgboost"] / rate["xgboost"],
-                          "note": f"higher is better; {rate['dgboost']:,.0f} vs {rate['xgboost']:,.0f} rows/s "
-                                  f"(warm, explainer built: {rate['dgboost_warm']:,.0f}); median of {args.repeats}"}]}
-    path = write_result("shap_gpu", payload, args.output)
-    print(f"XGBoost pred_contribs: {rate['xgboost']:,.0f} rows/s ({xgb_t['median']:.3f} s)")
-    print(f"dgboost end to end:    {rate['dgboost']:,.0f} rows/s ({dgb_t['median']:.3f} s), "
-          f"ratio {rate['dgboost'] / rate['xgboost']:.2f}")
-    print(f"dgboost warm:          {rate['dgboost_warm']:,.0f} rows/s ({warm_t['median']:.3f} s)")
-    print(f"max |dgboost - xgboost| on 2000 rows: {max_diff:.2e}; wrote {path}")
+    results = [run_case(name, args.repeats, args.train_rows) for name in args.cases.split(",")]
+    payload = {"benchmark": "shap_gpu", "repeats": args.repeats, "machine": machine(),
+               "versions": versions("dgboost", "xgboost", "cupy"), "results": results,
+               "table": [r["table"] for r in results]}
+    print(f"wrote {write_result('shap_gpu', payload, args.output)}")
 
 
 if __name__ == "__main__":

@@ -203,6 +203,9 @@ def training_params(booster) -> dict[str, Any]:
         params["objective"] = booster.meta["objective"]
     if booster.meta.get("num_class") and "num_class" not in booster._predict_params:
         params["num_class"] = booster.meta["num_class"]
+    alpha = (booster.meta.get("objective_params") or {}).get("quantile_alpha")
+    if alpha is not None and "quantile_alpha" not in params:
+        params["quantile_alpha"] = alpha  # an XGBoost model file keeps it with its objective only
     return params
 
 

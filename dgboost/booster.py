@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .backend import cuda_status, get_backend
-from ._array import is_device_array, to_host
+from ._array import is_device_array
 from .data import DMatrix, _small_to_host, as_feature_matrix
 from .errors import DGBoostTypeError, DGBoostValueError, ParameterError
 from .params import OBJECTIVES, normalize_device
@@ -95,10 +95,7 @@ class Booster:
         meta.update(previous.meta if previous is not None else {})
         meta.update({
             "objective": objective.name if hasattr(objective, "name") else "custom",
-            "objective_params": {"huber_slope": params.huber_slope,
-                                 "scale_pos_weight": params.scale_pos_weight,
-                                 "max_delta_step": params.max_delta_step,
-                                 "tweedie_variance_power": params.tweedie_variance_power},
+            "objective_params": _objective_params(params),
             "base_score": base_score if isinstance(base_score, list) else float(base_score),
             "num_class": params.num_class if ensemble.n_groups > 1 else 0,
             "num_feature": int(n_features),
@@ -197,7 +194,7 @@ class Booster:
         from .params import parse_params
 
         params = {"objective": self.meta["objective"], "num_class": self.meta.get("num_class") or 0}
-        for key in ("huber_slope", "scale_pos_weight", "tweedie_variance_power"):
+        for key in ("huber_slope", "scale_pos_weight", "tweedie_variance_power", "quantile_alpha"):
             if key in self.meta.get("objective_params", {}):
                 params[key] = self.meta["objective_params"][key]
         if params["objective"] not in _KNOWN_OBJECTIVES:
@@ -284,8 +281,9 @@ class Booster:
             ``output_margin``; int32 leaf indices (n, n_trees) with ``pred_leaf``; SHAP
             values (n, F+1) / (n, n_groups, F+1) with ``pred_contribs``; interaction values
             (n, F+1, F+1) / (n, n_groups, F+1, F+1) with ``pred_interactions``. A CuPy
-            array on the data's GPU for device data (except SHAP values, always NumPy),
-            a NumPy array otherwise.
+            array on the data's GPU for device data, a NumPy array otherwise (SHAP values
+            are computed on the GPU for device data or ``device="cuda"``; interaction
+            values on the CPU).
         """
         values = self._features(data, validate_features)
         t0, t1 = self._tree_range(iteration_range)
@@ -294,10 +292,9 @@ class Booster:
         if pred_contribs or pred_interactions:
             from .explain.api import booster_contributions
 
-            # the TreeSHAP engine is CPU-only for now: explain a host copy
-            host_values = to_host(values)
-            return booster_contributions(self, host_values, t0, t1, interactions=pred_interactions,
-                                         base_margin=_small_to_host(base_margin))
+            backend = self._prediction_backend(values)
+            return booster_contributions(self, values, t0, t1, interactions=pred_interactions,
+                                         base_margin=_small_to_host(base_margin), device=backend.name)
         on_device = is_device_array(values)
         backend = self._prediction_backend(values)
         values = backend.asarray(values)
@@ -521,6 +518,15 @@ class Booster:
 
 # the objectives dgboost trains (and so can transform predictions of)
 _KNOWN_OBJECTIVES = frozenset(OBJECTIVES)
+
+
+def _objective_params(params) -> dict:
+    """The objective's parameters a model keeps (XGBoost's model file carries them too)."""
+    out = {"huber_slope": params.huber_slope, "scale_pos_weight": params.scale_pos_weight,
+           "max_delta_step": params.max_delta_step, "tweedie_variance_power": params.tweedie_variance_power}
+    if params.quantile_alpha is not None:
+        out["quantile_alpha"] = list(params.quantile_alpha)
+    return out
 
 
 def _default_meta() -> dict:

@@ -7,7 +7,6 @@ are found by bisection over the ordered bit patterns of float32 values with inte
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numba
 import numpy as np
@@ -149,8 +148,9 @@ def weighted_quantile(values, weight, segment, n_segments: int, comm, alpha: flo
         None reproduces XGBoost's unweighted ``common::Quantile`` (linear interpolation
         between order statistics: the mean of the two middle values for an even count).
         Weights reproduce ``common::WeightedQuantile``: the smallest value whose cumulative
-        weight reaches ``alpha`` times the segment's total (weights are quantised to int64
-        with a global scale, so ties at the threshold are decided exactly).
+        weight reaches ``alpha`` times the segment's total, that product rounded to float32
+        as in XGBoost (weights are quantised to int64 with a global scale, so ties at the
+        threshold are decided exactly).
     segment : ndarray of int, shape (n,)
         Segment (leaf) of each row in ``0..n_segments-1``; rows with a negative segment are ignored.
     n_segments : int
@@ -190,9 +190,11 @@ def weighted_quantile(values, weight, segment, n_segments: int, comm, alpha: flo
         rank1 = np.minimum(rank0 + (frac > 0), np.maximum(counts - 1, 0))
         segs = np.arange(n_segments)
         found = _keys_to_float(_select(keys, segment, ones, np.concatenate([segs, segs]),
-                                       np.concatenate([rank0, rank1]) + 1, comm)).astype(np.float64)
+                                       np.concatenate([rank0, rank1]) + 1, comm))
         v0, v1 = found[:n_segments], found[n_segments:]
-        res = np.float32(v0 + frac * (v1 - v0)).astype(np.float64)  # XGBoost returns float
+        # XGBoost's v0 + d * (v1 - v0): the difference of the two floats rounded to float32,
+        # the rest in double, the result returned as float
+        res = np.float32(v0.astype(np.float64) + frac * (v1 - v0).astype(np.float64)).astype(np.float64)
         return np.where(counts > 0, res, np.nan)
     n_total = int(comm.allreduce_sum(np.array([len(values)], np.int64))[0])
     wmax = float(np.asarray(comm.allreduce_max(np.array([weight.max(initial=0.0)])))[0])
@@ -203,8 +205,11 @@ def weighted_quantile(values, weight, segment, n_segments: int, comm, alpha: flo
     local = np.zeros(n_segments, np.int64)
     np.add.at(local, segment, q)
     totals = np.asarray(comm.allreduce_sum(local), np.int64)
-    frac_alpha = Fraction(alpha)
-    thresholds = np.array([max(1, -((-frac_alpha.numerator * int(t)) // frac_alpha.denominator))
-                           for t in totals.tolist()], np.int64)  # ceil(alpha * total), exact
+    # XGBoost compares the cumulative weights with float(total * alpha): the threshold is
+    # rounded to float32 as there (and then compared exactly), so that alpha = 0.1 of ten
+    # equal weights reaches the first value, as in XGBoost (exactly, 0.1 as a double times
+    # ten is just above one, which would take the second)
+    thresholds = np.array([min(int(t), max(1, math.ceil(float(np.float32(float(t) * alpha)))))
+                           for t in totals.tolist()], np.int64)
     found = _keys_to_float(_select(keys, segment, q, np.arange(n_segments), thresholds, comm))
     return np.where(totals > 0, found.astype(np.float64), np.nan)

@@ -26,12 +26,13 @@ from scipy.special import gammaln
 
 from ._array import array_module, as_rows, to_host
 from .errors import DGBoostValueError, ParameterError
-from .objective import Objective, exact_sum
+from .objective import Objective, _cox_risk_sums, exact_sum
 
 __all__ = ["Metric", "CustomMetric", "get_metric", "METRIC_NAMES"]
 
 METRIC_NAMES = ("rmse", "mae", "logloss", "error", "auc", "mlogloss", "merror", "ndcg", "map",
-                "poisson-nloglik", "mphe", "gamma-nloglik", "gamma-deviance", "tweedie-nloglik")
+                "poisson-nloglik", "mphe", "gamma-nloglik", "gamma-deviance", "tweedie-nloglik", "quantile",
+                "cox-nloglik")
 _EPS = 1e-16  # XGBoost's probability clip for logloss, mlogloss and poisson-nloglik
 _HIGHER_IS_BETTER = ("auc", "aucpr", "ndcg", "map", "pre")
 
@@ -100,9 +101,9 @@ class Metric:
 class _RowMetric(Metric):
     """Weighted mean of a per-row loss (``sqrt`` of it for rmse).
 
-    ``loss(pred, y, xp)`` maps float64 predictions ((n,), or (n, k) for multi-class) and
-    labels (n,) to float64 (n,) losses, with the array module ``xp`` of its inputs; it runs
-    where the rows are (host or device).
+    ``loss(pred, y, xp)`` maps float64 predictions (what :meth:`_columns` takes: (n,), or
+    (n, k) for multi-class and quantile losses) and labels (n,) to float64 (n,) losses, with
+    the array module ``xp`` of its inputs; it runs where the rows are (host or device).
     """
 
     def __init__(self, name: str, loss: Callable, multiclass: bool = False, root: bool = False):
@@ -114,6 +115,16 @@ class _RowMetric(Metric):
         pred = _predictions(margin, objective)
         if pred.shape[0] != len(y):
             raise DGBoostValueError(f"{self.name}: {pred.shape[0]} predictions for {len(y)} labels")
+        pred = self._columns(pred, y, xp)
+        w = _weights(weight, len(y), xp)
+        # reduced where the rows are: only per-column maxima and int64 sums reach the host
+        s, sw = exact_sum(xp.stack([w * self._loss(pred, y, xp), w], axis=1), comm)
+        value = s / sw if sw != 0 else s  # XGBoost's GetFinal
+        return float(math.sqrt(value) if self._root else value)
+
+    def _columns(self, pred, y, xp):
+        """What the loss takes from the (n, k) predictions: all of them for multi-class
+        losses (whose labels are checked here), else the one column as (n,)."""
         if self._multiclass:
             if pred.shape[1] < 2:
                 raise DGBoostValueError(f"{self.name} needs a multi-class objective (num_class >= 2)")
@@ -121,15 +132,33 @@ class _RowMetric(Metric):
             if bool(bad.any()):
                 raise DGBoostValueError(f"{self.name}: labels must be integers in 0..{pred.shape[1] - 1}; "
                                         f"got {y[bad][:3].tolist()}")
-        elif pred.shape[1] != 1:
+            return pred
+        if pred.shape[1] != 1:
             raise DGBoostValueError(f"{self.name} needs one prediction per row, got {pred.shape[1]}")
-        else:
-            pred = pred[:, 0]
-        w = _weights(weight, len(y), xp)
-        # reduced where the rows are: only per-column maxima and int64 sums reach the host
-        s, sw = exact_sum(xp.stack([w * self._loss(pred, y, xp), w], axis=1), comm)
-        value = s / sw if sw != 0 else s  # XGBoost's GetFinal
-        return float(math.sqrt(value) if self._root else value)
+        return pred[:, 0]
+
+
+class _QuantileMetric(_RowMetric):
+    """``quantile``: the pinball loss of each of the k predictions of a row at its quantile
+    ``alpha_j``, averaged over the quantiles, then the weighted mean over rows (XGBoost sums
+    ``w_i * loss_ij`` over rows and quantiles and divides by k times the weight sum: the same).
+    Several quantiles are seen sorted in each row, as XGBoost's objective transforms them.
+    """
+
+    def __init__(self, alpha):
+        super().__init__("quantile", self._pinball)
+        self.alpha = tuple(float(np.float32(a)) for a in alpha)  # float32, as XGBoost stores them
+
+    def _columns(self, pred, y, xp):
+        if pred.shape[1] != len(self.alpha):
+            raise DGBoostValueError(f"quantile: {pred.shape[1]} prediction(s) per row for "
+                                    f"{len(self.alpha)} quantile(s) in quantile_alpha")
+        return pred
+
+    def _pinball(self, p, y, xp):
+        d = y[:, None] - p
+        alpha = xp.asarray(self.alpha, dtype=xp.float64)
+        return xp.where(d >= 0, alpha * d, (alpha - 1.0) * d).mean(axis=1)
 
 
 def _rmse(p, y, xp):
@@ -182,6 +211,39 @@ def _mlogloss(p, y, xp):
 def _merror(p, y, xp):
     # NumPy's and CuPy's argmax both return the first maximum, as XGBoost
     return (xp.argmax(p, axis=1) != y.astype(np.int64)).astype(np.float64)
+
+
+# --------------------------------------------------------------------------------- Cox
+class _CoxNLogLik(Metric):
+    """``cox-nloglik``: the negative partial log-likelihood of the Cox model per event, as
+    XGBoost: rows in increasing ``|label|`` (stable), each event ``i`` (label > 0) adds
+    ``-(log p_i - log R_i)`` with ``R_i`` the sum of the predictions (hazard ratios) of the
+    rows at or after its time, all of its tie group included (Breslow); the total is divided
+    by the number of events (NaN without events). Row weights are not used (XGBoost ignores
+    them here), and as XGBoost's this metric needs every row on one rank. Runs in the array
+    module of the margin.
+    """
+
+    name = "cox-nloglik"
+
+    def evaluate(self, margin, label, weight, group_ptr, objective, comm) -> float:
+        if comm.world_size > 1:
+            raise DGBoostValueError("cox-nloglik needs every row's risk set: it is not computed over "
+                                    f"{comm.world_size} workers (as in XGBoost)")
+        xp = array_module(margin)
+        label = xp.asarray(label, xp.float32).ravel()
+        pred = _predictions(margin, objective)
+        if pred.shape != (len(label), 1):
+            raise DGBoostValueError(f"{self.name} needs one prediction per row, got {pred.shape[1]}")
+        time = xp.abs(label)
+        order = xp.argsort(time, kind="stable")
+        p = pred[order, 0]
+        risk = _cox_risk_sums(time[order], p, float(p.sum()), xp)
+        event = label[order] > 0
+        n_events = int(event.sum())
+        if n_events == 0:
+            return math.nan
+        return float(-xp.sum(xp.where(event, xp.log(p) - xp.log(risk), 0.0))) / n_events
 
 
 # --------------------------------------------------------------------------------- AUC
@@ -379,7 +441,8 @@ def get_metric(name_or_callable, objective: Objective | None) -> Metric:
     Names: rmse, mae, logloss, error, error@t, auc, mlogloss, merror, ndcg, ndcg@k, map,
     map@k (ndcg/map accept a trailing ``-``: groups without relevant documents score 0),
     poisson-nloglik, mphe, gamma-nloglik, gamma-deviance, tweedie-nloglik@rho (rho defaults to the
-    objective's ``tweedie_variance_power``).
+    objective's ``tweedie_variance_power``), quantile (at the objective's ``quantile_alpha``),
+    cox-nloglik.
 
     Raises
     ------
@@ -426,6 +489,13 @@ def get_metric(name_or_callable, objective: Objective | None) -> Metric:
     if arg and base != "error":
         raise ParameterError(f"eval_metric {name!r}: only error, ndcg, map and tweedie-nloglik take an "
                              f"'@' argument")
+    if base == "quantile":
+        alpha = getattr(params, "quantile_alpha", None)
+        if alpha is None:
+            raise ParameterError("eval_metric 'quantile' needs the quantile_alpha parameter")
+        return _QuantileMetric(alpha)
+    if base == "cox-nloglik":
+        return _CoxNLogLik()
     if base == "error":
         try:
             threshold = float(arg) if arg else 0.5

@@ -89,8 +89,9 @@ _JSON_KW = dict(sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_a
 
 # -- links between base_score (output space) and base_margin -----------------------------
 _LOGIT = ("binary:logistic", "reg:logistic")
-_LOG_LINK = ("count:poisson", "reg:gamma", "reg:tweedie")  # as objective.LOG_LINK, for the fallback
-# XGBoost objectives with a log link that dgboost does not train (import/export only)
+_LOG_LINK = ("count:poisson", "reg:gamma", "reg:tweedie", "survival:cox")  # as objective.LOG_LINK, for the fallback
+# XGBoost objectives whose base_score is read and written through log/exp here (the
+# dgboost-trained ones among them as their objectives do; survival:aft is import/export only)
 _XGB_LOG_ONLY = ("reg:gamma", "reg:tweedie", "survival:cox", "survival:aft")
 
 

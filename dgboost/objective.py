@@ -33,7 +33,7 @@ from .exact import exact_sum, weighted_quantile
 __all__ = [
     "Objective", "SquaredError", "PseudoHuberError", "AbsoluteError", "RegLogistic",
     "BinaryLogistic", "BinaryLogitRaw", "PoissonRegression", "GammaRegression", "TweedieRegression", "BinaryHinge",
-    "SoftprobMultiClass",
+    "QuantileError", "CoxRegression", "SoftprobMultiClass",
     "SoftmaxMultiClass", "LambdaRankPairwise", "LambdaRankNDCG", "CustomObjective",
     "get_objective", "margin_from_score", "score_from_margin", "exact_sum", "weighted_quantile",
     "lambdarank_gradient",
@@ -43,7 +43,7 @@ _EPS = 1e-16          # XGBoost's floor for hessians (kRtEps-like)
 _PROB_CLIP = 1e-6     # logistic intercepts stay inside (1e-6, 1 - 1e-6)
 _LOGISTIC = ("reg:logistic", "binary:logistic")
 #: Objectives whose predictions are exp(margin).
-LOG_LINK = ("count:poisson", "reg:gamma", "reg:tweedie")
+LOG_LINK = ("count:poisson", "reg:gamma", "reg:tweedie", "survival:cox")
 _PRIOR_FLOOR = 1e-6   # smallest class prior used for a multiclass intercept
 
 
@@ -113,10 +113,17 @@ class Objective:
 
     def __init__(self, params: TrainParams):
         self.params = params
+        self.comm = LocalComm()  # every rank's communicator once prepare() has run
 
     def n_outputs(self) -> int:
         """Trees per boosting round."""
         return 1
+
+    def prepare(self, label, weight, group_ptr, comm) -> None:
+        """Call once before boosting, on every rank: keeps ``comm``, over which objectives
+        whose gradients need a reduction over all rows (``reg:quantileerror``'s residual
+        scale) reduce; without it they reduce over the local rows."""
+        self.comm = comm
 
     # -- validation ----------------------------------------------------------------------
     def validate_labels(self, label, weight, group_ptr) -> None:
@@ -188,7 +195,7 @@ class Objective:
             g, h = self._grad_hess(m, y, xp)
             w = self._row_weight(None if weight is None else weight[rows], y, xp)
             if w is not None:
-                g, h = g * w, h * w
+                g, h = self._weighted(g, h, w, xp)
             grad[rows, 0] = g.astype(np.float32)
             hess[rows, 0] = h.astype(np.float32)
         return grad, hess
@@ -199,6 +206,10 @@ class Objective:
 
     def _row_weight(self, weight, y, xp):
         return None if weight is None else xp.asarray(weight, xp.float64)
+
+    def _weighted(self, g, h, w, xp):
+        """Gradient and hessian of rows with weights ``w`` (float64 (n,) each)."""
+        return g * w, h * w
 
     def transform(self, margin):
         """Margin (n, k) float32 -> prediction: float32 (n,) for one output, same array module."""
@@ -411,6 +422,12 @@ class BinaryHinge(Objective):
         inside = m * s < 1.0
         return xp.where(inside, -s, 0.0), xp.where(inside, 1.0, float(np.finfo(np.float32).tiny))
 
+    def _weighted(self, g, h, w, xp):
+        # XGBoost weighs the gradient and the hessian inside the margin; outside, the
+        # hessian is FLT_MIN whatever the weight (weighted, it would be subnormal in float32)
+        tiny = float(np.finfo(np.float32).tiny)
+        return g * w, xp.where(h == tiny, h, h * w)
+
     def base_score(self, label, weight, comm) -> float:
         return 0.0
 
@@ -456,6 +473,235 @@ class TweedieRegression(_LogLink):
         a = xp.exp((1.0 - self.rho) * m)
         b = xp.exp((2.0 - self.rho) * m)
         return -y * a + b, -y * (1.0 - self.rho) * a + (2.0 - self.rho) * b
+
+
+#: XGBoost 3.4's fixed constants of its smoothed quantile score (float32 there): the
+#: smoothing bandwidth relative to the residual scale, and the floor of tanh(x) / x
+_QUANTILE_SMOOTHING = float(np.float32(0.04))
+_QUANTILE_MIN_RATIO = float(np.float32(3e-4))
+_QUANTILE_CURVATURE = float(np.float32(0.5) / np.float32(_QUANTILE_SMOOTHING))  # 1 / (2 c), float32
+
+
+class QuantileError(Objective):
+    """``reg:quantileerror``: one output (tree per round) per quantile of ``quantile_alpha``,
+    as XGBoost 3.4 fits it.
+
+    XGBoost 3.4 no longer re-fits leaves to quantiles of the residuals: it fits a smoothed
+    pinball loss by majorisation. Each round and output ``j`` has a residual scale over all
+    rows of all ranks, ``S_j = (sum_i w_i sqrt|r_ij| / sum_i w_i)^2`` with
+    ``r_ij = m_ij - y_i`` (kept as float32, as XGBoost keeps it), and with
+    ``x = r / (c S_j)``, ``c = 0.04``::
+
+        grad = w S_j / 2 (tanh(x) + 1 - 2 alpha_j)
+        hess = w / (2 c) max(tanh(x) / x, 3e-4)      (tanh(x) / x = 1 at x = 0)
+
+    and both are 0 where ``S_j = 0``. The intercept of output ``j`` is the (weighted)
+    ``alpha_j`` quantile of the labels (:func:`weighted_quantile`, exact over ranks).
+    Predictions of several quantiles are sorted within each row, as XGBoost's prediction
+    transform sorts them (so they never cross); metrics see them sorted too. The quantiles
+    are used as float32 numbers, as XGBoost stores them.
+    """
+
+    name, default_metric = "reg:quantileerror", "quantile"
+
+    def __init__(self, params: TrainParams):
+        super().__init__(params)
+        if params.quantile_alpha is None:
+            raise ParameterError("objective 'reg:quantileerror' needs quantile_alpha: a quantile in "
+                                 "[0, 1] or an ascending list of them, e.g. quantile_alpha=[0.1, 0.5, 0.9]")
+        self.alpha = tuple(float(np.float32(a)) for a in params.quantile_alpha)
+
+    def n_outputs(self) -> int:
+        return len(self.alpha)
+
+    def base_margins(self, label, weight, comm) -> np.ndarray:
+        y = np.asarray(label, np.float32)
+        rows = np.zeros(len(y), np.int64)
+        q = np.array([weighted_quantile(y, weight, rows, 1, comm, a)[0] for a in self.alpha])
+        return np.where(np.isnan(q), 0.0, q)  # no rows with weight anywhere: intercept 0
+
+    def base_score(self, label, weight, comm) -> float:
+        return float(self.base_margins(label, weight, comm)[0])
+
+    def gradient(self, margin, label, weight, group_ptr, iteration: int):
+        xp = array_module(margin)
+        n, k = len(label), self.n_outputs()
+        margin = xp.asarray(margin).reshape(n, k)
+        label = xp.asarray(label)
+        weight = None if weight is None else xp.asarray(weight)
+        scale = self._residual_scale(margin, label, weight, xp)
+        alpha = xp.asarray(self.alpha, dtype=xp.float64)
+        grad = xp.empty((n, k), np.float32)
+        hess = xp.empty((n, k), np.float32)
+        for start in range(0, n, _GRADIENT_CHUNK_ROWS):  # bounded float64 temporaries
+            rows = slice(start, start + _GRADIENT_CHUNK_ROWS)
+            r = xp.asarray(margin[rows], xp.float64) - xp.asarray(label[rows], xp.float64)[:, None]
+            g, h = _smoothed_pinball(r, scale, alpha, xp)
+            if weight is not None:
+                w = xp.asarray(weight[rows], xp.float64)[:, None]
+                g, h = g * w, h * w
+            grad[rows] = g.astype(np.float32)
+            hess[rows] = h.astype(np.float32)
+        return grad, hess
+
+    def _residual_scale(self, margin, label, weight, xp):
+        """``S_j`` of every output, float64 (k,) in module ``xp``, from exact sums over all ranks.
+
+        Parameters
+        ----------
+        margin : float32 array of shape (n, k)
+        label : float32 array of shape (n,)
+        weight : float32 array of shape (n,), or None
+        xp : module
+        """
+        n = len(label)
+        w = xp.ones(n) if weight is None else xp.asarray(weight, xp.float64)
+        root = xp.sqrt(xp.abs(xp.asarray(margin, xp.float64) - xp.asarray(label, xp.float64)[:, None]))
+        sums = exact_sum(xp.concatenate([root * w[:, None], w[:, None]], axis=1), self.comm)
+        sw = sums[-1]
+        scale = (sums[:-1] / sw) ** 2 if sw != 0 else np.zeros(len(sums) - 1)
+        return xp.asarray(scale.astype(np.float32), dtype=xp.float64)  # XGBoost keeps S as float
+
+    def transform(self, margin):
+        xp = array_module(margin)
+        m = xp.asarray(margin, np.float32)
+        m = as_rows(m, m.shape[0])
+        if m.shape[1] == 1:
+            return m[:, 0].copy()
+        return xp.sort(m, axis=1)  # non-crossing quantiles, as XGBoost's PredTransform
+
+
+def _smoothed_pinball(r, scale, alpha, xp):
+    """XGBoost 3.4's smoothed pinball gradient and curvature (see :class:`QuantileError`).
+
+    Parameters
+    ----------
+    r : float64 array of shape (n, k)
+        Residuals ``margin - label``.
+    scale, alpha : float64 arrays of shape (k,)
+        ``S_j`` and the quantiles.
+    xp : module
+
+    Returns
+    -------
+    grad, hess : float64 arrays of shape (n, k), unweighted; 0 in outputs whose scale is 0.
+    """
+    live = scale > 0
+    x = r / (_QUANTILE_SMOOTHING * xp.where(live, scale, 1.0))
+    t = xp.tanh(x)
+    # tanh(x) / x -> 1 at 0; elsewhere finite (|x| > 0)
+    ratio = xp.where(x == 0, 1.0, t / xp.where(x == 0, 1.0, x))
+    grad = 0.5 * scale * (t + 1.0 - 2.0 * alpha)
+    hess = _QUANTILE_CURVATURE * xp.maximum(ratio, _QUANTILE_MIN_RATIO)
+    return xp.where(live, grad, 0.0), xp.where(live, hess, 0.0)
+
+
+class CoxRegression(_LogLink):
+    """``survival:cox``: Cox proportional hazards, the negative partial log-likelihood with
+    Breslow's risk sets, as XGBoost: ``|label|`` is the time, a positive label an observed
+    event and a negative one a right-censored time. Margins are log hazard ratios,
+    predictions ``exp(margin)``.
+
+    Rows are taken in increasing ``|label|`` (a stable sort: ties in row order, as XGBoost's
+    ``LabelAbsSort``). The risk sum of a row is the sum of ``exp(m)`` over the rows at or
+    after its time (all of its tie group); walking the sorted rows,
+    ``r_i = sum of 1 / risk_j`` and ``s_i = sum of 1 / risk_j^2`` over the events ``j`` up to
+    and including row ``i`` (within a tie group only those before it: XGBoost's order), and::
+
+        grad_i = exp(m_i) r_i - [y_i > 0]        hess_i = exp(m_i) r_i - exp(m_i)^2 s_i
+
+    times the row weight. As in XGBoost, the total that the risk sums start from adds the
+    float32 ``exp`` of each margin while the sums subtracted from it are float64, so the last
+    risk sums carry the same rounding as XGBoost's. The intercept is XGBoost's: one Newton
+    step from margin 0, ``exp(-G / max(H, 1e-6))``.
+
+    A label of 0 is refused: its sign cannot say whether the event was observed (XGBoost
+    takes it as censored at time 0). The risk sets span every row, so training is on one
+    rank only (XGBoost's workers would each use their own rows' risk sets). Device arrays:
+    the sort and the sums run in the margin's array module.
+    """
+
+    name, default_metric = "survival:cox", "cox-nloglik"
+
+    def _check_label_values(self, label):
+        bad = label == 0
+        if bad.any():
+            raise DGBoostValueError(f"{self.name}: labels must be non-zero (a positive time is an observed "
+                                    f"event, a negative one a censored time); {_describe_bad(label, bad)}")
+
+    def prepare(self, label, weight, group_ptr, comm) -> None:
+        if comm.world_size > 1:
+            raise DGBoostValueError(f"{self.name} trains on one worker only: its risk sets span every "
+                                    f"row (got {comm.world_size} workers)")
+        super().prepare(label, weight, group_ptr, comm)
+
+    def base_score(self, label, weight, comm) -> float:
+        y = np.asarray(label, np.float32)
+        g, h = _cox_gradient(np.zeros(len(y), np.float32), y, np)
+        w = np.ones(len(y)) if weight is None else np.asarray(weight, np.float64)
+        sg, sh = exact_sum(np.stack([w * g, w * h], axis=1), comm)
+        return math.exp(-sg / max(sh, 1e-6))
+
+    def gradient(self, margin, label, weight, group_ptr, iteration: int):
+        xp = array_module(margin)
+        n = len(label)
+        g, h = _cox_gradient(as_rows(xp.asarray(margin), n)[:, 0], xp.asarray(label), xp)
+        if weight is not None:
+            w = xp.asarray(weight, xp.float64)
+            g, h = g * w, h * w
+        return g.astype(np.float32)[:, None], h.astype(np.float32)[:, None]
+
+
+def _cox_risk_sums(time_sorted, exp_sorted, total, xp):
+    """Breslow risk sums of rows sorted by time: ``total`` less the sum over the rows of
+    earlier times (a tie group shares its first row's sum).
+
+    Parameters
+    ----------
+    time_sorted : array of shape (n,), ascending
+    exp_sorted : float64 array of shape (n,)
+        The summed quantity (``exp(margin)``, or predictions) in the same order.
+    total : float
+        What the sums start from (the sum over every row).
+    xp : module
+
+    Returns
+    -------
+    float64 array of shape (n,)
+    """
+    before = xp.cumsum(exp_sorted) - exp_sorted  # sum over the rows sorted before each
+    first_of_tie = xp.searchsorted(time_sorted, time_sorted, side="left")
+    return total - before[first_of_tie]
+
+
+def _cox_gradient(margin, label, xp):
+    """Unweighted Cox gradient and hessian (see :class:`CoxRegression`).
+
+    Parameters
+    ----------
+    margin, label : float32 arrays of shape (n,), in module ``xp``
+    xp : module
+
+    Returns
+    -------
+    grad, hess : float64 arrays of shape (n,), in the rows' original order.
+    """
+    label = xp.asarray(label, xp.float32)
+    time = xp.abs(label)
+    order = xp.argsort(time, kind="stable")
+    m = xp.asarray(margin, xp.float32)[order].astype(xp.float64)
+    e = xp.exp(m)
+    # XGBoost adds std::exp of the float margins (float32) into the starting total
+    total = float(e.astype(np.float32).astype(xp.float64).sum())
+    risk = _cox_risk_sums(time[order], e, total, xp)
+    event = label[order] > 0
+    r = xp.cumsum(xp.where(event, 1.0 / risk, 0.0))
+    s = xp.cumsum(xp.where(event, 1.0 / (risk * risk), 0.0))
+    g_sorted = e * r - event.astype(xp.float64)
+    h_sorted = e * r - e * e * s
+    g, h = xp.empty_like(g_sorted), xp.empty_like(h_sorted)
+    g[order], h[order] = g_sorted, h_sorted
+    return g, h
 
 
 class SoftprobMultiClass(Objective):
@@ -609,6 +855,7 @@ class _LambdaRank(Objective):
     def prepare(self, label, weight, group_ptr, comm) -> None:
         """Agree on XGBoost's weight normalisation ``n_groups / sum(group weights)`` over all
         ranks. Call once before boosting; without it the local groups define it."""
+        super().prepare(label, weight, group_ptr, comm)
         self.weight_norm = self._weight_norm(weight, group_ptr, comm)
 
     def _weight_norm(self, weight, group_ptr, comm) -> float:
@@ -705,8 +952,8 @@ class CustomObjective(Objective):
 
 _REGISTRY: dict[str, type[Objective]] = {cls.name: cls for cls in (
     SquaredError, PseudoHuberError, AbsoluteError, RegLogistic, BinaryLogistic, BinaryLogitRaw,
-    PoissonRegression, GammaRegression, TweedieRegression, BinaryHinge, SoftprobMultiClass,
-    SoftmaxMultiClass, LambdaRankPairwise, LambdaRankNDCG)}
+    PoissonRegression, GammaRegression, TweedieRegression, BinaryHinge, QuantileError, CoxRegression,
+    SoftprobMultiClass, SoftmaxMultiClass, LambdaRankPairwise, LambdaRankNDCG)}
 
 
 def get_objective(params: TrainParams) -> Objective:
@@ -724,7 +971,7 @@ def get_objective(params: TrainParams) -> Objective:
 
 def margin_from_score(objective_name: str, score: float) -> float:
     """Output space -> margin: logit for logistic objectives, log for the log-link ones
-    (Poisson, gamma, Tweedie), else identity."""
+    (Poisson, gamma, Tweedie, Cox), else identity."""
     score = float(score)
     if objective_name in _LOGISTIC:
         if not 0.0 < score < 1.0:

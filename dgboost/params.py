@@ -19,11 +19,12 @@ __all__ = ["TrainParams", "parse_params", "normalize_device", "OBJECTIVES", "MET
 OBJECTIVES = (
     "reg:squarederror", "reg:logistic", "reg:pseudohubererror", "reg:absoluteerror",
     "binary:logistic", "binary:logitraw", "multi:softprob", "multi:softmax",
-    "count:poisson", "reg:gamma", "reg:tweedie", "binary:hinge", "rank:pairwise", "rank:ndcg",
+    "count:poisson", "reg:gamma", "reg:tweedie", "binary:hinge", "reg:quantileerror", "survival:cox",
+    "rank:pairwise", "rank:ndcg",
 )
 METRICS = ("rmse", "mae", "logloss", "error", "auc", "mlogloss", "merror", "ndcg", "map",
            "poisson-nloglik", "mphe", "gamma-nloglik", "gamma-deviance",
-           "tweedie-nloglik")
+           "tweedie-nloglik", "quantile", "cox-nloglik")
 
 # alias -> canonical name (XGBoost's and scikit-learn's spellings)
 _ALIASES = {
@@ -126,6 +127,7 @@ class TrainParams:
     scale_pos_weight: float = 1.0
     huber_slope: float = 1.0
     tweedie_variance_power: float = 1.5
+    quantile_alpha: tuple | None = None  # the quantiles of reg:quantileerror (see _quantile_alpha)
     lambdarank_pair_method: str = "topk"
     lambdarank_num_pair_per_sample: int = 0
     ndcg_exp_gain: bool = True
@@ -161,6 +163,8 @@ class TrainParams:
         _check_range("scale_pos_weight", self.scale_pos_weight, 0.0, None, low_open=True)
         _check_range("huber_slope", self.huber_slope, 0.0, None, low_open=True)
         _check_range("tweedie_variance_power", self.tweedie_variance_power, 1.0, 2.0, high_open=True)
+        if self.quantile_alpha is not None:
+            self.quantile_alpha = _quantile_alpha(self.quantile_alpha)
         _check_range("nthread", self.nthread, 0, None)
         _check_range("sketch_sample_rows", self.sketch_sample_rows, 1024, None)
         if self.lambdarank_pair_method not in ("topk", "mean"):
@@ -187,6 +191,8 @@ class TrainParams:
             value = getattr(self, f.name)
             if callable(value):
                 continue
+            if isinstance(value, tuple):
+                value = list(value)  # as JSON gives it back: a saved model's meta compares equal
             out["lambda" if f.name == "reg_lambda" else f.name] = value
         return out
 
@@ -195,6 +201,50 @@ _FIELD_NAMES = {("lambda" if f.name == "reg_lambda" else f.name): f.name for f i
 _INT_FIELDS = {"max_depth", "max_leaves", "max_bin", "seed", "nthread", "num_class",
                "lambdarank_num_pair_per_sample", "sketch_sample_rows"}
 _FLOAT_FIELDS = {f.name for f in fields(TrainParams) if f.type in ("float", "float | None")}
+
+
+def _quantile_alpha(value) -> tuple:
+    """``quantile_alpha`` as XGBoost 3.4 accepts it: one quantile or a non-empty list of them,
+    each in [0, 1], in ascending order.
+
+    Parameters
+    ----------
+    value : float, sequence of float, or str
+        A number, a list/tuple/array of numbers, or their text (``"0.5"``, ``"[0.1,0.9]"``:
+        config files and XGBoost models carry the list as text).
+
+    Returns
+    -------
+    tuple of float
+        The quantiles, one model output each.
+
+    Raises
+    ------
+    ParameterError
+        For an empty list, a value that is not a number, outside [0, 1] (NaN included) or
+        a list that is not sorted ascending (XGBoost's checks; equal neighbours are allowed).
+    """
+    if isinstance(value, str):
+        text = value.strip().strip("[]()")
+        try:
+            value = [float(v) for v in text.split(",") if v.strip()]
+        except ValueError:
+            raise ParameterError(f"parameter 'quantile_alpha' must be a number or a list of numbers, "
+                                 f"got {value!r}") from None
+    items = list(value) if isinstance(value, (list, tuple)) or hasattr(value, "__array__") else [value]
+    if any(isinstance(v, bool) or not isinstance(v, numbers.Real) for v in items):
+        raise ParameterError(f"parameter 'quantile_alpha' must be a number or a list of numbers, got {value!r}")
+    alpha = tuple(float(v) for v in items)
+    if not alpha:
+        raise ParameterError("parameter 'quantile_alpha' is an empty list: give at least one quantile")
+    bad = [a for a in alpha if not 0.0 <= a <= 1.0]
+    if bad:
+        raise ParameterError(f"parameter 'quantile_alpha'={list(alpha)!r}: every quantile must be in "
+                             f"[0, 1], got {bad[0]!r}")
+    if any(b < a for a, b in zip(alpha, alpha[1:])):
+        raise ParameterError(f"parameter 'quantile_alpha'={list(alpha)!r} must be sorted in ascending "
+                             f"order (as XGBoost requires)")
+    return alpha
 
 
 def _suggest(what: str, given: str, choices) -> str:

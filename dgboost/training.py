@@ -219,10 +219,11 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
     n_groups = objective.n_outputs()
     if obj is None:
         objective.validate_labels(dtrain.label, dtrain.weight, dtrain.group_ptr)
-        if hasattr(objective, "prepare"):
-            # ranking: weight normalisation over all ranks' query groups, and each rank's
-            # first global group index (pair sampling hashes it)
-            objective.prepare(dtrain.label, dtrain.weight, dtrain.group_ptr, comm)
+        # the ranks' communicator for reductions inside the gradient; ranking: weight
+        # normalisation over all ranks' query groups
+        objective.prepare(dtrain.label, dtrain.weight, dtrain.group_ptr, comm)
+        if objective.needs_group:
+            # each rank's first global group index (pair sampling hashes it)
             n_local_groups = 0 if dtrain.group_ptr is None else len(dtrain.group_ptr) - 1
             objective.group_offset, _ = _row_offset(comm, n_local_groups)
     names = dtrain.feature_names

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._array import is_device_array, to_host
+from .._array import array_module, is_device_array
 from ..errors import DGBoostTypeError
 from .prediction import as_booster, model_reference
 
@@ -33,10 +33,9 @@ def _as_explainer(model_or_explainer, background):
 
 def _explain_block(block, explainer, interactions: bool, trailing: tuple):
     if block.shape[0] == 0:
-        return np.empty((0,) + tuple(trailing), np.float64)
+        return array_module(block).empty((0,) + tuple(trailing), np.float64)
     if is_device_array(block) and explainer.device == "cpu":
-        explainer = explainer.with_device("cuda")  # rows on a GPU: explained there
-    block = to_host(block)  # the explainer takes host rows (the GPU engine uploads its chunks)
+        explainer = explainer.with_device("cuda")  # rows on a GPU: explained there, output stays there
     if interactions:
         return explainer.shap_interaction_values(block, progress=False)
     return explainer.shap_values(block, progress=False)
@@ -46,14 +45,14 @@ def _frame_partition(part, explainer):
     on_gpu = type(part).__module__.split(".")[0] == "cudf"
     if part.shape[0] == 0:
         out = shap_frame_meta(explainer, [str(c) for c in part.columns])
-    else:
-        # the SHAP engine runs on the host: a cuDF partition is explained from a pandas copy
-        out = explainer.shap_frame(part.to_pandas() if on_gpu else part, progress=False)
-    if on_gpu:
-        import cudf
+        if on_gpu:
+            import cudf
 
-        return cudf.DataFrame.from_pandas(out)
-    return out
+            return cudf.from_pandas(out)
+        return out
+    if on_gpu and explainer.device == "cpu":
+        explainer = explainer.with_device("cuda")  # a cuDF partition: explained on its GPU
+    return explainer.shap_frame(part, progress=False)  # a cuDF frame for a cuDF partition
 
 
 def shap_frame_meta(explainer, columns=None):
@@ -115,6 +114,10 @@ def shap_values(client, model_or_explainer, data, interactions: bool = False, ba
     ref = model_reference(explainer)
     if isinstance(data, dd.DataFrame) and not interactions:
         meta = shap_frame_meta(explainer, [str(c) for c in data.columns])
+        if type(data._meta).__module__.split(".")[0] == "cudf":
+            import cudf
+
+            meta = cudf.from_pandas(meta)
         return data.map_partitions(_frame_partition, ref, meta=meta)
     if isinstance(data, dd.DataFrame):
         data = data.to_dask_array(lengths=True)
@@ -133,4 +136,4 @@ def shap_values(client, model_or_explainer, data, interactions: bool = False, ba
     chunks = (data.chunks[0],) + tuple((t,) for t in trailing)
     extra = {"new_axis": list(range(2, 1 + len(trailing)))} if len(trailing) > 1 else {}
     return da.map_blocks(_explain_block, data, ref, interactions, trailing, dtype=np.float64, chunks=chunks,
-                         meta=np.empty((0,) * len(chunks), np.float64), **extra)
+                         meta=array_module(data._meta).empty((0,) * len(chunks), np.float64), **extra)

@@ -43,32 +43,45 @@ def booster_path_table(booster, t0: int = 0, t1: int | None = None) -> PathTable
 def replace_base_margin(out: np.ndarray, table: PathTable, base_margin, interactions: bool) -> None:
     """Swap the model's base margin for a per-row ``base_margin`` in the bias entries of
     ``out`` (engine layout (n, G, F+1) or (n, G, F+1, F+1)), in place."""
+    from .._array import array_module
+
     n, G = out.shape[0], out.shape[1]
     bm = np.asarray(base_margin, dtype=np.float64)
     if bm.size != n * G:
         raise DGBoostValueError(f"base_margin has {bm.size} values; expected {n} rows x {G} outputs")
-    delta = bm.reshape(n, G) - table.base_margin[None, :]
+    delta = array_module(out).asarray(bm.reshape(n, G) - table.base_margin[None, :])
     if interactions:
         out[:, :, -1, -1] += delta
     else:
         out[:, :, -1] += delta
 
 
-def booster_contributions(booster, values: np.ndarray, t0: int, t1: int, *,
-                          interactions: bool = False, base_margin=None,
-                          method: str = "table") -> np.ndarray:
+def booster_contributions(booster, values, t0: int, t1: int, *, interactions: bool = False,
+                          base_margin=None, device: str = "cpu"):
     """SHAP contributions or interactions of trees ``[t0, t1)`` in XGBoost's layout (float32).
 
-    ``values``: float32 (n, F), already checked against the booster's features.
+    ``values``: float32 (n, F) NumPy or CuPy, already checked against the booster's features.
+    SHAP values are computed on ``device`` ("cpu" or "cuda"), interaction values on the CPU;
+    the result is in the array module of ``values``.
     """
-    from .treeshap import shap_interactions, shap_values
+    from .._array import array_module, is_device_array, to_host
+    from .engines import engine_for
+    from .tables import DEFAULT_MAX_TABLE_BYTES
+    from .treeshap import cached_tables, shap_interactions
 
     table = booster_path_table(booster, t0, t1)
-    values = np.ascontiguousarray(values, dtype=np.float32)
     if interactions:
-        out = shap_interactions(table, values)
+        out = shap_interactions(table, np.ascontiguousarray(to_host(values), dtype=np.float32))
     else:
-        out = shap_values(table, values, method=method)
+        engine = engine_for(device, DEFAULT_MAX_TABLE_BYTES)
+        xp = engine.xp
+        rows = xp.ascontiguousarray(xp.asarray(values, dtype=xp.float32))
+        chunk = engine.path_dependent_chunk(table, table.n_groups) or rows.shape[0]
+        out = xp.empty((rows.shape[0], table.n_groups, rows.shape[1] + 1), dtype=xp.float64)
+        for r0 in range(0, rows.shape[0], max(chunk, 1)):
+            out[r0:r0 + chunk] = engine.path_dependent(table, rows[r0:r0 + chunk], "table",
+                                                       lambda: cached_tables(table))
+    out = array_module(values).asarray(out) if is_device_array(values) else to_host(out)
     if base_margin is not None:
         replace_base_margin(out, table, base_margin, interactions)
     out = out.astype(np.float32)

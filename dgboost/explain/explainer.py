@@ -50,6 +50,8 @@ from numba import njit
 from ..errors import DGBoostTypeError, DGBoostValueError
 from .importers import to_ensemble
 from .paths import extract_paths
+from .._array import array_module, is_device_array, to_host
+from .engines import CpuEngine, engine_for
 from .tables import DEFAULT_MAX_TABLE_BYTES
 
 __all__ = ["TreeExplainer", "Explanation", "AdditivityError", "PROGRESS_MIN_ROWS"]
@@ -61,6 +63,7 @@ _PERTURBATIONS = ("auto", "tree_path_dependent", "interventional")
 _ALGORITHMS = ("auto", "path", "table")
 # rough cost units per row chunk (path elements x background rows ...): a few per second
 _CHUNK_COST = 4e7
+_HOST = CpuEngine()  # leaves and margins of host rows, whatever the explainer's device
 
 
 class AdditivityError(DGBoostValueError):
@@ -240,6 +243,8 @@ class TreeExplainer:
                 f"model_output={model_output!r} is not supported: TreeExplainer explains the raw "
                 "model output (margins for boosting, probabilities for sklearn tree classifiers)")
         self.device = self._check_device(device)
+        self.max_table_bytes = int(max_table_bytes)
+        self._kernels = engine_for(self.device, self.max_table_bytes)
         if feature_perturbation == "auto":
             feature_perturbation = "interventional" if data is not None else "tree_path_dependent"
         if feature_perturbation == "interventional" and data is None:
@@ -250,7 +255,6 @@ class TreeExplainer:
         self._interaction_method = None if algorithm == "auto" else algorithm
         self.model_output = "raw"
         self.progress = progress
-        self.max_table_bytes = int(max_table_bytes)
 
         ensemble, meta = to_ensemble(model)
         self.meta = meta
@@ -310,6 +314,7 @@ class TreeExplainer:
 
         other = copy.copy(self)
         other.device = self._check_device(device)
+        other._kernels = engine_for(other.device, other.max_table_bytes)
         return other
 
     @property
@@ -346,14 +351,14 @@ class TreeExplainer:
         if self._encoder is not None:
             values, names = _float64_matrix(X, what)
         else:
-            from .._array import to_host
             from ..data import as_feature_matrix
 
             arr = X
             if shape is None and not hasattr(X, "columns"):
                 arr = np.asarray(X)
             values, names = as_feature_matrix(arr)
-            values = to_host(values)  # CuPy / cuDF rows: the TreeSHAP engine here is CPU-only
+            if not self._kernels.keeps(values):
+                values = to_host(values)  # device rows, host kernels: copied once here
         if values.ndim != 2:
             raise DGBoostValueError(f"{what} must be 2-D (rows x features), got shape {values.shape}")
         if values.shape[0] == 0:
@@ -390,10 +395,12 @@ class TreeExplainer:
         table = getattr(self, "table", None)
         return table.n_features if table is not None else 0
 
-    def _engine_rows(self, values: np.ndarray) -> np.ndarray:
+    def _engine_rows(self, values):
+        """float32 C-contiguous rows in the module of ``values`` (NumPy or CuPy)."""
         if self._encoder is not None:
             return self._encoder(values)
-        return np.ascontiguousarray(values, dtype=np.float32)
+        xp = array_module(values)
+        return xp.ascontiguousarray(values, dtype=xp.float32)
 
     def _prepare(self, X):
         """(engine rows float32, raw values, names, flat) for a user's X."""
@@ -408,10 +415,7 @@ class TreeExplainer:
 
     # -- covers and margins ----------------------------------------------------------------
     def _leaves(self, rows_f32: np.ndarray, ensemble) -> np.ndarray:
-        from ..backend import get_backend
-
-        return get_backend("cpu").predict_leaf(ensemble, np.ascontiguousarray(rows_f32, np.float32),
-                                               0, ensemble.n_trees)
+        return _HOST.leaves(ensemble, rows_f32)
 
     def _recount_covers(self, ensemble, data_values: np.ndarray):
         """A copy of ``ensemble`` whose covers count the background rows (shap's rule for
@@ -428,21 +432,16 @@ class TreeExplainer:
         out.arrays["cover"] = cover
         return out
 
-    def _margin64(self, values: np.ndarray) -> np.ndarray:
-        """The model's raw output in float64, (n, k): base margin + leaf values."""
-        ens = self.ensemble
+    def _margin64(self, values):
+        """The model's raw output in float64, (n, k): base margin + leaf values, computed
+        where ``values`` are (NumPy or CuPy)."""
         rows = self._engine_rows(values)
-        leaves = self._leaves(rows, ens).astype(np.int64)
-        out = np.tile(ens.base_margin, (rows.shape[0], 1))
-        vals = ens.value.astype(np.float64)
-        offs = ens.offsets()
-        groups = ens.groups()
-        for t in range(ens.n_trees):
-            out[:, groups[t]] += vals[offs[t] + leaves[:, t]]
-        return out
+        kernels = self._kernels if self._kernels.keeps(rows) else _HOST
+        return kernels.margins(self.ensemble, rows)
 
     def predict(self, X) -> np.ndarray:
-        """The raw output being explained, float64: (n,) for one output, (n, k) otherwise."""
+        """The raw output being explained, float64: (n,) for one output, (n, k) otherwise
+        (a CuPy array for device rows on ``device="cuda"``)."""
         _, values, _, flat = self._prepare(X)
         out = self._margin64(values)
         out = out[:, 0] if self.n_outputs == 1 else out
@@ -460,11 +459,10 @@ class TreeExplainer:
     def _chunk_rows(self, interactions: bool) -> int:
         from numba import get_num_threads
 
-        if self.device == "cuda" and not interactions and self.feature_perturbation == "tree_path_dependent":
-            # one kernel launch per chunk; the output is G (F + 1) float64 per row on the device
-            per_row = 8 * self.n_outputs * (self.table.n_features + 1)
-            return max(1024, min(1 << 20, (256 << 20) // max(per_row, 1)))
-
+        if not interactions and self.feature_perturbation == "tree_path_dependent":
+            chunk = self._kernels.path_dependent_chunk(self.table, self.n_outputs)
+            if chunk is not None:
+                return chunk
         table = self.table
         per_row = max(table.n_elements, 1)
         if interactions:
@@ -477,27 +475,25 @@ class TreeExplainer:
         floor = 64 if interactions else 256 * max(get_num_threads(), 1)
         return max(floor, min(rows, 1 << 20))
 
-    def _engine(self, rows: np.ndarray, interactions: bool) -> np.ndarray:
-        from .treeshap import shap_interactions, shap_values_path, shap_values_table
+    def _engine(self, rows, interactions: bool):
+        """Contributions of a chunk of engine rows, in the rows' array module."""
+        if not interactions and self.feature_perturbation == "tree_path_dependent":
+            res = self._kernels.path_dependent(self.table, rows, self.algorithm, self.weight_tables)
+        else:  # interaction values and interventional SHAP: CPU kernels
+            res = self._host_engine(to_host(rows), interactions)
+        return array_module(rows).asarray(res) if is_device_array(rows) else to_host(res)
 
-        if self.device == "cuda" and not interactions and self.feature_perturbation == "tree_path_dependent":
-            from .gpu import shap_values_device
-
-            # GPUTreeShap's warp kernel; interactions and interventional SHAP run on the CPU
-            return shap_values_device(self.table, rows).get()
+    def _host_engine(self, rows: np.ndarray, interactions: bool) -> np.ndarray:
+        from .treeshap import shap_interactions
 
         if interactions:
             method = self._interaction_method
             if method is not None and _accepts_method(shap_interactions):
                 return shap_interactions(self.table, rows, method=method)
             return shap_interactions(self.table, rows)
-        if self.feature_perturbation == "interventional":
-            from .interventional import shap_values_interventional
+        from .interventional import shap_values_interventional
 
-            return shap_values_interventional(self.table, rows, self._engine_rows(self.data))
-        if self.algorithm == "path":
-            return shap_values_path(self.table, rows)
-        return shap_values_table(self.table, rows, tables=self.weight_tables())
+        return shap_values_interventional(self.table, rows, self._engine_rows(self.data))
 
     def _run(self, rows: np.ndarray, interactions: bool, progress, write) -> None:
         """Run the engine over row chunks, handing each (r0, r1, result) to ``write``."""
@@ -522,7 +518,7 @@ class TreeExplainer:
         rows = prepared[0]
         F = rows.shape[1]
         shape = (rows.shape[0], self.n_outputs) + ((F + 1, F + 1) if interactions else (F + 1,))
-        out = np.empty(shape, dtype=np.float64)
+        out = array_module(rows).empty(shape, dtype=np.float64)
 
         def write(r0, r1, res):
             out[r0:r1] = res
@@ -549,11 +545,12 @@ class TreeExplainer:
         rows, values, _, flat = prepared
         n, F = rows.shape
         G = self.n_outputs
-        out = np.empty((n, F, G), dtype=np.float64)
-        total = np.empty((n, G), dtype=np.float64) if check_additivity else None
+        xp = array_module(rows)
+        out = xp.empty((n, F, G), dtype=np.float64)
+        total = xp.empty((n, G), dtype=np.float64) if check_additivity else None
 
         def write(r0, r1, res):
-            out[r0:r1] = np.moveaxis(res[:, :, :F], 1, 2)
+            out[r0:r1] = xp.moveaxis(res[:, :, :F], 1, 2)
             if total is not None:
                 total[r0:r1] = res.sum(axis=2)
         self._run(rows, False, progress, write)
@@ -562,15 +559,17 @@ class TreeExplainer:
         out = out.reshape(n, F) if G == 1 else out
         return out[0] if flat else out
 
-    def _check_sums(self, total: np.ndarray, values: np.ndarray) -> None:
+    def _check_sums(self, total, values) -> None:
+        """``total`` (n, k) against the model's margins, both where the rows are."""
+        xp = array_module(total)
         margin = self._margin64(values)
-        scale = 1.0 + np.abs(margin) + np.abs(self._expected)[None, :]
-        err = np.abs(total - margin) / scale
-        if err.size and err.max() > 1e-6:
-            r, g = np.unravel_index(int(np.argmax(err)), err.shape)
+        scale = 1.0 + xp.abs(margin) + xp.abs(xp.asarray(self._expected))[None, :]
+        err = xp.abs(total - margin) / scale
+        if err.size and float(err.max()) > 1e-6:
+            r, g = np.unravel_index(int(xp.argmax(err)), err.shape)
             raise AdditivityError(
                 f"SHAP values do not add up to the model output for row {r} (output {g}): "
-                f"{total[r, g]:.9g} vs {margin[r, g]:.9g}; please report this with the model")
+                f"{float(total[r, g]):.9g} vs {float(margin[r, g]):.9g}; please report this with the model")
 
     def shap_interaction_values(self, X, *, progress: bool | None = None) -> np.ndarray:
         """SHAP interaction values, float64 ``(n, F, F)`` or ``(n, F, F, k)``; rows sum to
@@ -582,10 +581,11 @@ class TreeExplainer:
         rows, _, _, flat = prepared
         n, F = rows.shape
         G = self.n_outputs
-        out = np.empty((n, F, F, G), dtype=np.float64)
+        xp = array_module(rows)
+        out = xp.empty((n, F, F, G), dtype=np.float64)
 
         def write(r0, r1, res):
-            out[r0:r1] = np.moveaxis(res[:, :, :F, :F], 1, 3)
+            out[r0:r1] = xp.moveaxis(res[:, :, :F, :F], 1, 3)
         self._run(rows, True, progress, write)
         out = out.reshape(n, F, F) if G == 1 else out
         return out[0] if flat else out
@@ -602,11 +602,15 @@ class TreeExplainer:
         names = prepared[2]
         cols = (list(names) if names is not None else self._names_for(F)) + ["bias"]
         index = X.index if hasattr(X, "index") and hasattr(X, "columns") else None
-        if self.n_outputs == 1:
-            return pd.DataFrame(out[:, 0, :], columns=cols, index=index)
-        labels = self.output_names if self.output_names is not None else range(self.n_outputs)
-        names = [f"{c}[{g}]" for g in labels for c in cols]
-        return pd.DataFrame(out.reshape(out.shape[0], -1), columns=names, index=index)
+        if self.n_outputs > 1:
+            labels = self.output_names if self.output_names is not None else range(self.n_outputs)
+            cols = [f"{c}[{g}]" for g in labels for c in cols]
+        out = out.reshape(out.shape[0], -1)
+        if type(X).__module__.split(".")[0] == "cudf":  # a cuDF frame in, a cuDF frame out
+            import cudf
+
+            return cudf.DataFrame({c: out[:, i] for i, c in enumerate(cols)}, index=index)
+        return pd.DataFrame(to_host(out), columns=cols, index=index)
 
     def __call__(self, X, *, interactions: bool = False, check_additivity: bool = True,
                  progress: bool | None = None):
@@ -620,7 +624,8 @@ class TreeExplainer:
         else:
             values = self._shap_values(prepared, check_additivity, progress)
         _, raw, names, flat = prepared
-        data = np.asarray(raw, dtype=np.float64)
+        values = to_host(values)  # shap's Explanation holds NumPy arrays
+        data = to_host(raw).astype(np.float64)
         data = data[0] if flat else data
         n = 1 if flat else values.shape[0]
         if self.n_outputs > 1:

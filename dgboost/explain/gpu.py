@@ -1,10 +1,12 @@
-"""TreeSHAP on a CUDA GPU: the packed path table on the device and the warp kernel over rows.
+"""TreeSHAP on a CUDA GPU: the path table and its weight tables on the device, one thread per row.
 
-The path table is packed into 32-lane bins (:mod:`.binpack`), laid out lane by lane (one
-array per element field, ``n_bins * 32`` entries, empty lanes zeroed) and uploaded once per
-(path table fingerprint, device) in a process; ``kernels/treeshap_path.cu`` then maps one warp
-over each (bin, tile of rows). Paths longer than 32 elements (trees deeper than 31) fit no
-bin: their contributions are computed by the CPU engine and added (slower, never an error).
+``kernels/treeshap_rows.cu`` runs the CPU engine's kernel (table method where a path has a
+weight table, EXTEND / UNWOUND-SUM otherwise) with one thread per row, so the values are
+bitwise those of the CPU engine with the same table budget, and do not depend on how the
+rows are batched or spread over workers. The tables are chosen as on the CPU
+(:func:`~dgboost.explain.tables.table_layout`) and filled on the device; everything is
+uploaded once per (path table, budget, device) in a process. Paths longer than
+``SHAP_MAX_LEN`` elements (trees deeper than 63) are computed by the CPU engine and added.
 """
 from __future__ import annotations
 
@@ -13,17 +15,16 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .binpack import BIN_CAPACITY, pack
 from .paths import PathTable
+from .tables import DEFAULT_MAX_K, table_layout
 
 __all__ = ["DevicePathTable", "device_path_table", "shap_values_device"]
 
-_WARPS_PER_BLOCK = 4
-_ROWS_PER_TILE = 32           # shap_path_warp
-_MAX_TILE_ROWS = 64           # shap_path_tiled: rows of the shared-memory tile, at most
-_BINS_PER_BLOCK = 64          # shap_path_tiled: bins whose contributions one tile gathers
-_TILE_BYTES = 48 << 10        # shared memory per block (no opt-in needed up to 48 KiB)
-_MAX_GRID_Y = 65535
+_MAX_LEN = 64                 # kernels/treeshap_rows.cu SHAP_MAX_LEN
+_THREADS = 128                # rows per block (the kernel's launch bound)
+_ACC_SMEM_BYTES = 48 << 10    # shared accumulators up to this size (no opt-in needed)
+_FILL_THREADS = 256
+_MAX_GRID_X = (1 << 31) - 1
 
 _CACHE: "OrderedDict[tuple, DevicePathTable]" = OrderedDict()
 _CACHE_MAX = 4
@@ -31,63 +32,75 @@ _LOCK = threading.Lock()
 
 
 class DevicePathTable:
-    """A path table packed into warp bins and uploaded to the current CUDA device.
+    """A path table, its group index and its weight tables on the current CUDA device.
 
     Attributes
     ----------
-    n_bins : int
-    lanes : dict of str -> cupy.ndarray, each of shape (n_bins * 32,)
-        ``feature`` int32 (-1: bias or empty), ``lower`` / ``upper`` float32, ``missing``
-        uint8, ``zero_fraction`` / ``v`` float64, ``group`` / ``first`` / ``length`` int32.
+    arrays : dict of str -> cupy.ndarray
+        Element arrays (``feature`` int32, ``lower`` / ``upper`` float32, ``missing`` uint8,
+        ``zero_fraction`` float64; (n_elements,)), ``path_offsets`` int64 (n_paths + 1,),
+        ``path_v`` float64 and ``table_offsets`` int64 (n_paths,), ``group_paths`` int32:
+        the paths the kernel computes, by group then path order, ``group_ptr`` int64
+        (n_groups + 1,), ``table_values`` float64 (the weight tables).
     oversize : PathTable or None
-        The paths longer than 32 elements (computed on the CPU), if any.
+        Paths longer than the kernel holds (computed on the CPU), if any.
     """
 
-    def __init__(self, table: PathTable):
+    def __init__(self, table: PathTable, max_table_bytes: int, max_k: int = DEFAULT_MAX_K):
         import cupy
 
-        packed = pack(table)
-        t = packed.table
-        lengths = t.path_lengths.astype(np.int64)
-        path_of = np.repeat(np.arange(t.n_paths), lengths)
-        local = np.arange(t.n_elements, dtype=np.int64) - t.path_offsets[:-1][path_of]
-        binned = packed.element_bin >= 0
-        pos = packed.element_bin[binned].astype(np.int64) * BIN_CAPACITY + packed.element_lane[binned]
-        n_lanes = packed.n_bins * BIN_CAPACITY
+        from ..backend._nvrtc import get_module
+
+        lengths = table.path_lengths.astype(np.int64)
+        too_long = lengths > _MAX_LEN
+        computed = np.flatnonzero(~too_long & (lengths > 1))
+        by_group = computed[np.argsort(table.path_group[computed], kind="stable")]
+        group_ptr = np.zeros(table.n_groups + 1, np.int64)
+        np.cumsum(np.bincount(table.path_group[computed], minlength=table.n_groups), out=group_ptr[1:])
+        table_offsets, selected, selected_offsets, total = table_layout(table, max_table_bytes, max_k)
         host = {
-            "feature": np.full(n_lanes, -1, np.int32), "lower": np.zeros(n_lanes, np.float32),
-            "upper": np.zeros(n_lanes, np.float32), "missing": np.zeros(n_lanes, np.uint8),
-            "zero_fraction": np.ones(n_lanes, np.float64), "v": np.zeros(n_lanes, np.float64),
-            "group": np.zeros(n_lanes, np.int32), "first": np.arange(n_lanes, dtype=np.int32) % BIN_CAPACITY,
-            "length": np.zeros(n_lanes, np.int32),
+            "feature": table.feature.astype(np.int32), "lower": table.lower, "upper": table.upper,
+            "missing": table.is_missing_branch.astype(np.uint8), "zero_fraction": table.zero_fraction,
+            "path_offsets": table.path_offsets.astype(np.int64), "path_v": table.path_v,
+            "table_offsets": table_offsets, "group_paths": by_group.astype(np.int32), "group_ptr": group_ptr,
+            # the path method's divisions, done once: 1 / z per element and 1 / n for n <= _MAX_LEN + 1
+            "zero_fraction_inv": np.divide(1.0, table.zero_fraction, out=np.zeros_like(table.zero_fraction),
+                                           where=table.zero_fraction != 0.0),
+            "recip": np.divide(1.0, np.arange(_MAX_LEN + 2, dtype=np.float64),
+                               out=np.zeros(_MAX_LEN + 2), where=np.arange(_MAX_LEN + 2) > 0),
         }
-        host["feature"][pos] = t.feature[binned]
-        host["lower"][pos] = t.lower[binned]
-        host["upper"][pos] = t.upper[binned]
-        host["missing"][pos] = t.is_missing_branch[binned]
-        host["zero_fraction"][pos] = t.zero_fraction[binned]
-        host["v"][pos] = t.path_v[path_of[binned]]
-        host["group"][pos] = t.path_group[path_of[binned]]
-        host["first"][pos] = (packed.element_lane[binned] - local[binned]).astype(np.int32)
-        host["length"][pos] = lengths[path_of[binned]].astype(np.int32)
-        self.n_bins = int(packed.n_bins)
-        self.lanes = {k: cupy.asarray(v) for k, v in host.items()}
-        self.n_groups = int(t.n_groups)
-        self.n_features = int(t.n_features)
-        self.oversize = t.select_paths(np.sort(packed.oversize_paths)) if len(packed.oversize_paths) else None
+        self.arrays = {k: cupy.asarray(v) for k, v in host.items()}
+        values = cupy.empty(max(total, 1), dtype=cupy.float64)
+        if total:
+            ends = cupy.asarray(np.append(selected_offsets, total).astype(np.int64))
+            blocks = int(min(-(-total // _FILL_THREADS), 1 << 20))
+            get_module("treeshap_rows.cu").get_function("weight_tables")(
+                (blocks,), (_FILL_THREADS,),
+                (self.arrays["path_offsets"], self.arrays["zero_fraction"], cupy.asarray(selected),
+                 ends, np.int64(len(selected)), values))
+        self.arrays["table_values"] = values
+        self.table_bytes = int(total) * 8
+        self.n_groups = int(table.n_groups)
+        self.oversize = table.select_paths(np.flatnonzero(too_long)) if too_long.any() else None
 
 
-def device_path_table(table: PathTable) -> DevicePathTable:
+def _clear_cache() -> None:
+    """Forget every uploaded table (benchmarks time a first call as a fresh process pays it)."""
+    with _LOCK:
+        _CACHE.clear()
+
+
+def device_path_table(table: PathTable, max_table_bytes: int, max_k: int = DEFAULT_MAX_K) -> DevicePathTable:
     """The uploaded form of ``table`` on the current device, built once per process."""
     import cupy
 
-    key = (table.fingerprint, cupy.cuda.Device().id)
+    key = (table.fingerprint, int(max_table_bytes), int(max_k), cupy.cuda.Device().id)
     with _LOCK:
         found = _CACHE.get(key)
         if found is not None:
             _CACHE.move_to_end(key)
             return found
-    built = DevicePathTable(table)
+    built = DevicePathTable(table, max_table_bytes, max_k)
     with _LOCK:
         _CACHE[key] = built
         while len(_CACHE) > _CACHE_MAX:
@@ -95,20 +108,21 @@ def device_path_table(table: PathTable) -> DevicePathTable:
     return built
 
 
-def shap_values_device(table: PathTable, rows) -> "object":
+def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int = DEFAULT_MAX_K):
     """Path-dependent SHAP contributions on the GPU.
 
     Parameters
     ----------
     table : PathTable
-    rows : numpy.ndarray or cupy.ndarray of float32, shape (n, F)
-        F at least ``table.n_features``; NaN marks a missing value.
+    rows : numpy.ndarray or cupy.ndarray, shape (n, F)
+        F at least ``table.n_features``; NaN marks a missing value (converted to float32).
+    max_table_bytes, max_k : int
+        The weight-table budget (as :func:`~dgboost.explain.tables.build_tables`).
 
     Returns
     -------
     cupy.ndarray of float64, shape (n, n_groups, F + 1)
-        Contributions, bias (the expected value) last; the engine layout of the CPU's
-        :func:`~dgboost.explain.treeshap.shap_values_path`.
+        Contributions, bias (the expected value) last; the CPU engine's layout and values.
     """
     import cupy
 
@@ -117,35 +131,25 @@ def shap_values_device(table: PathTable, rows) -> "object":
 
     X = cupy.ascontiguousarray(cupy.asarray(rows, dtype=cupy.float32))
     n, F = X.shape
-    dev = device_path_table(table)
-    out = cupy.zeros((n, dev.n_groups, F + 1), dtype=cupy.float64)
-    if n and dev.n_bins:
-        module = get_module("treeshap_path.cu")
-        lanes = [dev.lanes[k] for k in ("feature", "lower", "upper", "missing", "zero_fraction", "v", "group",
-                                        "first", "length")]
-        width = dev.n_groups * (F + 1)
-        tile_rows = min(_MAX_TILE_ROWS, _TILE_BYTES // (8 * width))
-        threads = (_WARPS_PER_BLOCK * 32,)
-        if tile_rows >= 1:  # contributions gathered per block in shared memory
-            kernel = module.get_function("shap_path_tiled")
-            grid_x = -(-dev.n_bins // _BINS_PER_BLOCK)
-            step = _MAX_GRID_Y * tile_rows
-            for r0 in range(0, n, step):
-                m = min(n, r0 + step) - r0
-                kernel((grid_x, -(-m // tile_rows)), threads,
-                       (X[r0:r0 + m], np.int64(m), np.int32(F), *lanes, np.int32(dev.n_bins),
-                        np.int32(_BINS_PER_BLOCK), np.int32(tile_rows), np.int32(dev.n_groups), out[r0:r0 + m]),
-                       shared_mem=8 * width * tile_rows)
-        else:  # outputs too wide for a shared tile: straight to ``out``
-            kernel = module.get_function("shap_path_warp")
-            grid_x = -(-dev.n_bins // _WARPS_PER_BLOCK)
-            step = _MAX_GRID_Y * _ROWS_PER_TILE
-            for r0 in range(0, n, step):
-                m = min(n, r0 + step) - r0
-                kernel((grid_x, -(-m // _ROWS_PER_TILE)), threads,
-                       (X[r0:r0 + m], np.int64(m), np.int32(F), *lanes, np.int32(dev.n_bins),
-                        np.int32(_ROWS_PER_TILE), np.int32(dev.n_groups), out[r0:r0 + m]))
-    if dev.oversize is not None:  # paths deeper than a warp: the CPU engine, then added
+    dev = device_path_table(table, max_table_bytes, max_k)
+    G = dev.n_groups
+    out = cupy.empty((n, G, F + 1), dtype=cupy.float64)
+    if n:
+        a = dev.arrays
+        threads = _THREADS
+        while threads > 32 and threads * F * 8 > _ACC_SMEM_BYTES:
+            threads -= 32
+        shared = threads * F * 8 <= _ACC_SMEM_BYTES
+        blocks = -(-n // threads)
+        if blocks > _MAX_GRID_X:
+            raise ValueError(f"{n} rows exceed one launch; explain them in chunks")
+        get_module("treeshap_rows.cu").get_function("shap_rows")(
+            (blocks, G), (threads,),
+            (X, np.int64(n), np.int32(F), a["path_offsets"], a["group_paths"], a["group_ptr"], a["feature"],
+             a["lower"], a["upper"], a["missing"], a["zero_fraction"], a["path_v"], a["table_offsets"],
+             a["table_values"], a["zero_fraction_inv"], a["recip"], np.int32(G), np.int32(1 if shared else 0), out),
+            shared_mem=threads * F * 8 if shared else 0)
+    if dev.oversize is not None:  # paths deeper than the kernel holds: the CPU engine, then added
         extra = shap_values_path(dev.oversize, cupy.asnumpy(X))
         extra[:, :, F] = 0.0
         out += cupy.asarray(extra)

@@ -63,7 +63,7 @@ from numba import njit, prange
 from ..errors import DGBoostValueError
 from .paths import PathTable
 
-__all__ = ["WeightTables", "build_tables", "DEFAULT_MAX_TABLE_BYTES", "DEFAULT_MAX_K",
+__all__ = ["WeightTables", "build_tables", "table_layout", "DEFAULT_MAX_TABLE_BYTES", "DEFAULT_MAX_K",
            "table_entries", "InteractionTables", "build_interaction_tables",
            "interaction_table_entries", "DEFAULT_MAX_K_INTERACTIONS", "gauss_legendre_01"]
 
@@ -284,6 +284,26 @@ def _check_limits(max_table_bytes, max_k):
     return max_k
 
 
+def table_layout(table: PathTable, max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES,
+                 max_k: int = DEFAULT_MAX_K):
+    """Which paths get a weight table, and where it starts (the CPU and GPU builders share it).
+
+    Returns
+    -------
+    table_offsets : ndarray of int64, shape (n_paths,)
+        Start of each path's table in the values; -1: no table (0 for k = 0).
+    selected : ndarray of int64, shape (n_sel,)
+        The tabled paths, in path order.
+    selected_offsets : ndarray of int64, shape (n_sel,)
+        ``table_offsets[selected]``.
+    total : int
+        Entries of all tables together.
+    """
+    max_k = _check_limits(max_table_bytes, max_k)
+    k = (table.path_lengths - 1).astype(np.int64)
+    return _select_paths(k, max_k, max_table_bytes, table_entries)
+
+
 def build_tables(table: PathTable, max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES,
                  max_k: int = DEFAULT_MAX_K) -> WeightTables:
     """Weight tables for the paths of ``table`` that fit ``max_k`` and the memory budget.
@@ -293,8 +313,7 @@ def build_tables(table: PathTable, max_table_bytes: int = DEFAULT_MAX_TABLE_BYTE
     and are computed with the per-row (GPUTreeShap) method.
     """
     max_k = _check_limits(max_table_bytes, max_k)
-    k = (table.path_lengths - 1).astype(np.int64)
-    offsets, order, off, total = _select_paths(k, max_k, max_table_bytes, table_entries)
+    offsets, order, off, total = table_layout(table, max_table_bytes, max_k)
     values = np.empty(total, dtype=np.float64)
     if order.shape[0]:
         _fill_tables(table.path_offsets, table.zero_fraction, order, off, values)

@@ -166,9 +166,11 @@ def _block_unwound(pw, d, z, oi, nb, nxt, t1, t0, w):
         t1[r] = 0.0
         t0[r] = 0.0
     for j in range(d - 1, -1, -1):
-        c1 = (d + 1.0) / (j + 1)
-        c2 = z * (d - j) / (d + 1.0)
-        c0 = zinv * (d + 1.0) / (d - j)
+        # reciprocals times, not divisions: the GPU kernel reads the same 1/n from a table
+        # (kernels/treeshap_rows.cu), so both engines round alike without a division per row
+        c1 = (d + 1.0) * (1.0 / (j + 1))
+        c2 = z * (d - j) * (1.0 / (d + 1.0))
+        c0 = zinv * (d + 1.0) * (1.0 / (d - j))
         pj = pw[j]
         for r in range(nb):
             tmp = nxt[r] * c1

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CASES", "ParityResult", "load_dataset", "run_case", "within_tolerance"]
+__all__ = ["CASES", "OBJECTIVE_PARAMS", "ParityResult", "load_dataset", "run_case", "within_tolerance"]
 
 # (data set, objective, test metric) for every objective both libraries have
 CASES = [
@@ -35,9 +35,15 @@ CASES = [
     ("synthetic_missing_counts", "count:poisson", "poisson_deviance"),
     ("synthetic_missing_ranking", "rank:pairwise", "ndcg@10"),
     ("synthetic_missing_ranking", "rank:ndcg", "ndcg@10"),
+    ("diabetes", "reg:quantileerror", "pinball"),
+    ("synthetic_missing_regression", "reg:quantileerror", "pinball"),
+    ("synthetic_missing_survival", "survival:cox", "concordance"),
 ]
 
-HIGHER_IS_BETTER = {"auc": True, "ndcg@10": True}
+#: parameters an objective needs beyond the common ones
+OBJECTIVE_PARAMS = {"reg:quantileerror": {"quantile_alpha": [0.1, 0.5, 0.9]}}
+
+HIGHER_IS_BETTER = {"auc": True, "ndcg@10": True, "concordance": True}
 
 
 @dataclass
@@ -79,6 +85,10 @@ def _synthetic(kind: str, n: int = 20000, f: int = 12, seed: int = 0):
     elif kind == "ranking":
         y = np.clip(np.round(s + rng.normal(scale=0.7, size=n) + 1), 0, 4)
         group = np.full(n // 20, 20)
+    elif kind == "survival":  # hazard exp(s); independent censoring; times in tenths (ties)
+        time = rng.exponential(np.exp(-s))
+        censor = rng.exponential(2.0, size=n)
+        y = (np.round(np.minimum(time, censor), 1) + 0.1) * np.where(time <= censor, 1.0, -1.0)
     else:
         raise ValueError(kind)
     x[rng.random(x.shape) < 0.2] = np.nan
@@ -126,6 +136,12 @@ def _metric(name: str, y: np.ndarray, pred: np.ndarray, group=None) -> float:
         return float(-np.mean(np.log(p)))
     if name == "merror":
         return float(np.mean(pred != y))
+    if name == "pinball":  # the mean over quantile_alpha's quantiles (columns) of the pinball loss
+        alpha = np.asarray(OBJECTIVE_PARAMS["reg:quantileerror"]["quantile_alpha"])
+        d = y[:, None] - pred
+        return float(np.mean(np.maximum(alpha * d, (alpha - 1) * d)))
+    if name == "concordance":  # Harrell's C: pred are hazard ratios, y signed survival times
+        return _concordance(y, pred)
     if name == "ndcg@10":
         ptr = np.concatenate([[0], np.cumsum(group)])
         scores = []
@@ -136,6 +152,25 @@ def _metric(name: str, y: np.ndarray, pred: np.ndarray, group=None) -> float:
     raise ValueError(name)
 
 
+def _concordance(y: np.ndarray, hazard: np.ndarray, chunk: int = 512) -> float:
+    """Harrell's concordance index of survival labels (``|y|`` the time, ``y > 0`` an event).
+
+    Over the pairs of an event ``i`` and a row ``j`` still at risk later (``t_j > t_i``), the
+    share where ``i`` has the higher hazard (ties count half). A ranking measure: unlike the
+    partial likelihood it does not blow up with the overconfident hazards of deep trees.
+    """
+    t = np.abs(y)
+    events = np.flatnonzero(y > 0)
+    concordant = pairs = 0.0
+    for start in range(0, len(events), chunk):
+        i = events[start:start + chunk]
+        later = t[None, :] > t[i, None]
+        pairs += later.sum()
+        concordant += (later & (hazard[None, :] < hazard[i, None])).sum()
+        concordant += 0.5 * (later & (hazard[None, :] == hazard[i, None])).sum()
+    return float(concordant / pairs)
+
+
 def run_case(dataset: str, objective: str, metric: str, depth: int, rounds: int = 100,
              max_bin: int = 256, eta: float = 0.1) -> ParityResult:
     import xgboost as xgb
@@ -143,7 +178,8 @@ def run_case(dataset: str, objective: str, metric: str, depth: int, rounds: int 
     import dgboost as dg
 
     xtr, ytr, gtr, xte, yte, gte = load_dataset(dataset)
-    params = {"objective": objective, "max_depth": depth, "eta": eta, "max_bin": max_bin, "nthread": 2}
+    params = {"objective": objective, "max_depth": depth, "eta": eta, "max_bin": max_bin, "nthread": 2,
+              **OBJECTIVE_PARAMS.get(objective, {})}
     if objective.startswith("multi:"):
         params["num_class"] = int(max(ytr.max(), yte.max())) + 1
     kind = "margin" if objective in ("binary:logitraw", "rank:pairwise", "rank:ndcg") else "value"

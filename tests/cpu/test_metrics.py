@@ -42,6 +42,8 @@ def _data(kind, n, rng, x):
         return rng.poisson(np.exp(0.3 * x)) * rng.gamma(2.0, 1.0, n)
     if kind == "multi":
         return np.clip(np.round(x + 1 + rng.normal(size=n) * 0.5), 0, 2)
+    if kind == "survival":  # tied times (tenths), 30% censored (negative)
+        return np.round(rng.exponential(np.exp(-0.5 * x)) + 0.1, 1) * np.where(rng.random(n) < 0.7, 1, -1)
     if kind == "graded":
         y = rng.integers(0, 4, n).astype(float)
         y[:30] = 0  # the first query has no relevant document
@@ -61,6 +63,10 @@ XGB_CASES = [
     ("reg:gamma", "positive", {}, ["gamma-deviance", "gamma-nloglik", "rmse"]),
     ("binary:hinge", "bin", {}, ["error", "rmse"]),
     ("reg:tweedie", "tweedie", {"tweedie_variance_power": 1.3}, ["tweedie-nloglik@1.3", "tweedie-nloglik@1.7", "rmse"]),
+    ("reg:quantileerror", "reg", {"quantile_alpha": [0.1, 0.5, 0.9]}, ["quantile"]),
+    ("reg:quantileerror", "reg", {"quantile_alpha": 0.7}, ["quantile", "mae", "rmse"]),
+    ("reg:squarederror", "reg", {"quantile_alpha": 0.3}, ["quantile"]),  # any objective's predictions
+    ("survival:cox", "survival", {}, ["cox-nloglik"]),  # weights are not used, as in XGBoost
     ("multi:softprob", "multi", {"num_class": 3}, ["mlogloss", "merror", "auc"]),
     ("multi:softmax", "multi", {"num_class": 3}, ["mlogloss", "merror"]),
 ]
@@ -173,7 +179,8 @@ def test_metrics_are_identical_for_any_partition_of_the_rows(world):
     w = rng.random(n) + 0.2
     sq, lg, sp = objective("reg:squarederror"), objective("binary:logistic"), objective("multi:softprob", num_class=3)
     cases = [("rmse", m, y, sq), ("mae", m, y, sq), ("logloss", mb, yb, lg), ("error", mb, yb, lg),
-             ("auc", mb, yb, lg), ("mlogloss", mm, ym, sp), ("merror", mm, ym, sp), ("auc", mm, ym, sp)]
+             ("auc", mb, yb, lg), ("mlogloss", mm, ym, sp), ("merror", mm, ym, sp), ("auc", mm, ym, sp),
+             ("quantile", mm, y, objective("reg:quantileerror", quantile_alpha=[0.1, 0.5, 0.9]))]
     # ranking: whole query groups go to one rank
     sizes = rng.integers(1, 30, 25)
     gp = np.r_[0, np.cumsum(sizes)]
@@ -193,6 +200,48 @@ def test_metrics_are_identical_for_any_partition_of_the_rows(world):
     row_parts, group_parts = _random_parts(n, world, rng), _random_parts(25, world, rng)
     for result in run_in_threads(world, lambda comm, r: compute(comm, row_parts[r], np.sort(group_parts[r]))):
         assert result == reference  # exactly, not approximately
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_quantile_metric_sees_crossing_predictions_sorted_as_xgboosts(weighted):
+    # one round that changes nothing (eta 0): XGBoost evaluates the given margins, which
+    # cross in most rows; its objective sorts each row before the metric sees it
+    rng = np.random.default_rng(8)
+    n, alpha = 200, [0.2, 0.5, 0.8]
+    y = rng.normal(size=n)
+    margin = rng.normal(size=(n, 3))
+    w = rng.random(n) + 0.5 if weighted else None
+    d = xgb.DMatrix(rng.normal(size=(n, 2)), y, weight=w, base_margin=margin, nthread=1)
+    res: dict = {}
+    xgb.train({"objective": "reg:quantileerror", "quantile_alpha": alpha, "eta": 0.0, "nthread": 1}, d, 1,
+              evals=[(d, "d")], evals_result=res, verbose_eval=False)
+    obj = objective("reg:quantileerror", quantile_alpha=alpha)
+    assert (np.diff(margin, axis=1) < 0).any(axis=1).mean() > 0.5
+    assert evaluate("quantile", margin, y, w, obj=obj) == pytest.approx(res["d"]["quantile"][-1], rel=2e-6)
+    sorted_pinball = np.mean([np.average(np.maximum(a * (y - p), (a - 1) * (y - p)), weights=w)
+                              for a, p in zip(alpha, np.sort(margin.astype(np.float32), axis=1).T)])
+    assert evaluate("quantile", margin, y, w, obj=obj) == pytest.approx(sorted_pinball, rel=1e-6)
+
+
+def test_cox_nloglik_is_the_partial_likelihood_per_event_with_tied_times_in_one_risk_set():
+    # times 1, 1, 2, 3 with the censoring at 2: both events at 1 share the risk set of all
+    # four rows (Breslow); the event at 3 has itself alone
+    y = np.array([1.0, 1.0, -2.0, 3.0])
+    m = np.log(np.array([1.0, 2.0, 3.0, 4.0]))
+    want = -(np.log(1 / 10) + np.log(2 / 10) + np.log(4 / 4)) / 3
+    assert evaluate("cox-nloglik", m, y, obj=objective("survival:cox")) == pytest.approx(want, rel=1e-6)
+    assert math.isnan(evaluate("cox-nloglik", m, -np.abs(y), obj=objective("survival:cox")))  # no events
+
+
+def test_quantile_and_cox_metrics_refuse_what_they_cannot_evaluate():
+    with pytest.raises(ParameterError, match="quantile_alpha"):
+        get_metric("quantile", objective("reg:squarederror"))
+    three = objective("reg:quantileerror", quantile_alpha=[0.1, 0.5, 0.9])
+    with pytest.raises(DGBoostValueError, match="3 quantile"):
+        evaluate("quantile", np.zeros((4, 2)), np.zeros(4), obj=three)
+    with pytest.raises(DGBoostValueError, match="workers"):
+        run_in_threads(2, lambda comm, r: evaluate("cox-nloglik", [0.0, 1.0], [1.0, -2.0],
+                                                   obj=objective("survival:cox"), comm=comm))
 
 
 def test_bare_ndcg_is_xgboosts_default_metric_of_a_mean_pairs_ranking_objective():
@@ -235,7 +284,8 @@ def test_auc_with_a_single_class_is_nan():
 @pytest.mark.parametrize("name,expected", [("rmse", ("rmse", False)), ("auc", ("auc", True)),
                                            ("error@0.7", ("error@0.7", False)), ("ndcg@5", ("ndcg@5", True)),
                                            ("map@3-", ("map@3-", True)), ("ndcg", ("ndcg", True)),
-                                           ("poisson-nloglik", ("poisson-nloglik", False))])
+                                           ("poisson-nloglik", ("poisson-nloglik", False)),
+                                           ("cox-nloglik", ("cox-nloglik", False))])
 def test_metric_names_and_directions(name, expected):
     m = get_metric(name, objective("rank:ndcg"))
     assert (m.name, m.higher_is_better) == expected

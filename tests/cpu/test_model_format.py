@@ -34,6 +34,9 @@ def _data(objective: str, n: int = 400, seed: int = 3):
         y = np.digitize(z, [-0.5, 0.5]).astype(np.float32)
     elif objective in ("reg:gamma", "reg:tweedie"):  # positive amounts, some zero for Tweedie
         y = (np.exp(0.5 * z) * (rng.random(n) < 0.8 if objective == "reg:tweedie" else 1)).astype(np.float32)
+    elif objective == "survival:cox":  # survival times, negative when censored
+        y = (np.round(rng.exponential(np.exp(-0.5 * z)), 1) + 0.1) * np.where(rng.random(n) < 0.7, 1, -1)
+        y = y.astype(np.float32)
     else:
         y = (3 * z + 1).astype(np.float32)
     return X, y
@@ -46,13 +49,15 @@ def _train(objective: str, rounds: int = 8, **extra):
         params["num_class"] = 3
     if objective == "reg:tweedie":
         params.setdefault("tweedie_variance_power", 1.3)  # not the default: the file must carry it
+    if objective == "reg:quantileerror":
+        params.setdefault("quantile_alpha", [0.1, 0.5, 0.9])  # three outputs, sorted predictions
     dm = dgboost.DMatrix(X, label=y)
     booster = dgboost.train(params, dm, rounds, evals=[(dm, "train")], verbose_eval=False)
     return booster, X
 
 
 OBJECTIVES = ["binary:logistic", "reg:squarederror", "multi:softprob", "reg:gamma", "reg:tweedie",
-              "binary:hinge"]
+              "binary:hinge", "reg:quantileerror", "survival:cox"]
 
 
 # -- item 2: one format, loadable by XGBoost ----------------------------------------------
@@ -63,8 +68,10 @@ def test_a_saved_model_loads_in_xgboost_and_predicts_the_same_with_missing_value
     booster.save_model(path)
     theirs = xgb.Booster(model_file=str(path))
     assert np.isnan(X).any()
+    # exp outputs (Cox hazard ratios reach 8 here) agree to float32 rounding of their size:
+    # XGBoost takes the log of the float32 base_score, dgboost keeps the exact base margin
     np.testing.assert_allclose(theirs.predict(xgb.DMatrix(X)), booster.predict(dgboost.DMatrix(X)),
-                               rtol=0, atol=1e-6)
+                               rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(theirs.predict(xgb.DMatrix(X), output_margin=True),
                                booster.predict(dgboost.DMatrix(X), output_margin=True), rtol=0, atol=1e-5)
     assert theirs.num_boosted_rounds() == booster.num_boosted_rounds()
@@ -166,6 +173,33 @@ def test_an_xgboost_model_file_loads_and_predicts_as_xgboost(tmp_path):
     ours = dgboost.Booster(model_file=path)
     np.testing.assert_allclose(ours.predict(dgboost.DMatrix(X)), theirs.predict(xgb.DMatrix(X)),
                                rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("objective,extra", [("reg:quantileerror", {"quantile_alpha": [0.45, 0.5, 0.55]}),
+                                             ("survival:cox", {})])
+def test_an_xgboost_quantile_or_cox_model_loads_and_predicts_and_evaluates_as_xgboost(tmp_path, objective, extra):
+    X, y = _data(objective)
+    d = xgb.DMatrix(X, label=y)
+    params = {"objective": objective, "max_depth": 4, "eta": 1.0, **extra}
+    theirs = xgb.train(params, d, 4)
+    path = tmp_path / "xgb.json"
+    theirs.save_model(str(path))
+    ours = dgboost.Booster(model_file=path)
+    assert ours.meta["objective_params"] == extra  # the quantiles come from the file
+    np.testing.assert_allclose(ours.predict(dgboost.DMatrix(X)), theirs.predict(d), rtol=1e-6, atol=1e-6)
+    ours_eval = ours.eval(dgboost.DMatrix(X, label=y), "d")
+    theirs_eval = theirs.eval(d, "d")
+    name = "quantile" if extra else "cox-nloglik"
+    assert ours_eval.split(":")[0] == theirs_eval.split(":")[0] == f"[0]\td-{name}"
+    assert float(ours_eval.split(":")[1]) == pytest.approx(float(theirs_eval.split(":")[1]), rel=1e-6)
+    # one more round on both loaded from the file, so only the file's parameters count (150
+    # rows: every value is its own bin, the same cuts in both)
+    theirs = xgb.Booster(model_file=str(path))
+    more = X[:150], y[:150]
+    ours.update(dgboost.DMatrix(*more), 4)
+    theirs.update(xgb.DMatrix(*more), 4)
+    np.testing.assert_allclose(ours.predict(dgboost.DMatrix(more[0])), theirs.predict(xgb.DMatrix(more[0])),
+                               rtol=1e-5, atol=1e-5)
 
 
 def _legacy():

@@ -45,9 +45,18 @@ LOSSES = {  # per-row loss L(margin (n, k), label) in float64, written independe
     "multi:softprob": lambda m, y, p: -(m[np.arange(len(y)), y.astype(int)] - np.log(np.exp(m).sum(1))),
     "multi:softmax": lambda m, y, p: -(m[np.arange(len(y)), y.astype(int)] - np.log(np.exp(m).sum(1))),
 }
+
+
+def _cox_partial_nloglik(m, y):
+    """Cox's negative partial log-likelihood (float64) for distinct times: each event i adds
+    log(sum of exp(m_j) over t_j >= t_i) - m_i."""
+    t = np.abs(y)
+    risk = np.array([np.exp(m[t >= ti]).sum() for ti in t])
+    return float(np.where(y > 0, np.log(risk) - m, 0.0).sum())
 PARAMS = {"reg:pseudohubererror": {"huber_slope": 1.7}, "binary:logistic": {"scale_pos_weight": 2.5},
           "count:poisson": {"max_delta_step": 0.0}, "reg:tweedie": {"tweedie_variance_power": 1.3},
-          "multi:softprob": {"num_class": 3}, "multi:softmax": {"num_class": 3}}
+          "multi:softprob": {"num_class": 3}, "multi:softmax": {"num_class": 3},
+          "reg:quantileerror": {"quantile_alpha": [0.1, 0.5, 0.9]}}
 
 
 def labels_for(name, n, rng):
@@ -63,7 +72,18 @@ def labels_for(name, n, rng):
         return rng.gamma(2.0, 1.5, n).astype(np.float32) + 0.05
     if name == "reg:tweedie":  # compound Poisson-gamma: exact zeros and positive amounts
         return (rng.poisson(1.0, n) * rng.gamma(2.0, 1.0, n)).astype(np.float32)
+    if name == "survival:cox":  # distinct times, 30% censored (negative)
+        return survival_labels(n, rng, ties=False)
     return (rng.normal(size=n) * 2).astype(np.float32)
+
+
+def survival_labels(n, rng, ties=True):
+    """Cox labels: |y| the time (rounded to tenths when ``ties``: many tied times), positive
+    for an observed event, negative for a censored one (about 30%)."""
+    t = rng.exponential(2.0, n) + 0.1
+    if ties:
+        t = np.round(t, 1)
+    return (t * np.where(rng.random(n) < 0.7, 1.0, -1.0)).astype(np.float32)
 
 
 def _fd_case(name):
@@ -107,6 +127,28 @@ def test_hessians_match_finite_differences_of_the_gradient(name):
         np.testing.assert_allclose(h[:, c], factor * fd, rtol=2e-3, atol=2e-4)
 
 
+def test_cox_gradient_and_hessian_are_derivatives_of_the_partial_likelihood_one_row_at_a_time():
+    # the loss couples the rows (risk sets), so each margin is moved alone; with distinct
+    # times XGBoost's gradient is exactly the derivative and its hessian the diagonal
+    rng = np.random.default_rng(RNG_SEED)
+    n = 30
+    y = labels_for("survival:cox", n, rng)
+    m = rng.normal(size=(n, 1)).astype(np.float32)
+    obj = objective("survival:cox")
+    g, h = obj.gradient(m, y, None, None, 0)
+    eps = 1e-4
+    for i in range(n):
+        up, down = m.astype(np.float64), m.astype(np.float64)
+        up[i] += eps
+        down[i] -= eps
+        fd = (_cox_partial_nloglik(up[:, 0], y) - _cox_partial_nloglik(down[:, 0], y)) / (2 * eps)
+        assert g[i, 0] == pytest.approx(fd, rel=1e-4, abs=1e-6)
+        up[i], down[i] = m[i] + 1e-3, m[i] - 1e-3  # float32 gradients: a wider step
+        fd_h = (obj.gradient(up.astype(np.float32), y, None, None, 0)[0][i, 0].astype(np.float64)
+                - obj.gradient(down.astype(np.float32), y, None, None, 0)[0][i, 0]) / 2e-3
+        assert h[i, 0] == pytest.approx(fd_h, rel=2e-3, abs=1e-4)
+
+
 def test_poisson_hessian_is_inflated_by_max_delta_step():
     y = np.array([0, 1, 3], np.float32)
     m = np.array([[0.1], [-0.5], [1.0]], np.float32)
@@ -115,7 +157,7 @@ def test_poisson_hessian_is_inflated_by_max_delta_step():
     np.testing.assert_allclose(h7, h0 * np.exp(0.7), rtol=1e-6)
 
 
-@pytest.mark.parametrize("name", sorted(LOSSES) + ["rank:ndcg", "rank:pairwise"])
+@pytest.mark.parametrize("name", sorted(LOSSES) + ["rank:ndcg", "rank:pairwise", "survival:cox"])
 def test_weighted_gradients_are_weight_times_unweighted(name):
     rng = np.random.default_rng(1)
     obj = objective(name, **PARAMS.get(name, {}))
@@ -164,7 +206,9 @@ XGB_CASES = [("reg:squarederror", {}), ("reg:pseudohubererror", {"huber_slope": 
              ("binary:logistic", {"scale_pos_weight": 2.5}), ("reg:logistic", {}),
              ("binary:logitraw", {}), ("count:poisson", {}), ("reg:gamma", {}),
              ("reg:tweedie", {"tweedie_variance_power": 1.3}), ("multi:softprob", {"num_class": 3}),
-             ("multi:softmax", {"num_class": 3}), ("rank:ndcg", {}), ("rank:pairwise", {}),
+             ("multi:softmax", {"num_class": 3}), ("reg:quantileerror", {"quantile_alpha": [0.1, 0.5, 0.9]}),
+             ("reg:quantileerror", {"quantile_alpha": 0.3}), ("survival:cox", {}),
+             ("rank:ndcg", {}), ("rank:pairwise", {}),
              ("rank:ndcg", {"lambdarank_num_pair_per_sample": 5}), ("rank:ndcg", {"ndcg_exp_gain": False}),
              ("rank:pairwise", {"lambdarank_num_pair_per_sample": 3})]
 
@@ -183,7 +227,7 @@ def test_gradients_match_xgboost(name, extra, weighted):
         gp = np.r_[0, np.cumsum(group)]
         w = (rng.random(3) + 0.5).astype(np.float32) if weighted else None  # per group
     else:
-        y = labels_for(name, n, rng)
+        y = survival_labels(n, rng) if name == "survival:cox" else labels_for(name, n, rng)  # Cox: ties
         w = (rng.random(n) + 0.5).astype(np.float32) if weighted else None
     margin = rng.normal(size=(n, k)).astype(np.float32)
     g, h, single = xgb_grad_hess(dict(objective=name, **extra), y, margin.ravel(), w, group)
@@ -198,11 +242,11 @@ def test_gradients_match_xgboost(name, extra, weighted):
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("name", ["reg:squarederror", "reg:pseudohubererror", "binary:logistic",
                                   "reg:logistic", "binary:logitraw", "count:poisson", "reg:gamma",
-                                  "reg:tweedie", "binary:hinge"])
+                                  "reg:tweedie", "binary:hinge", "survival:cox"])
 def test_base_score_matches_xgboost_intercept(name, weighted):
     rng = np.random.default_rng(3)
     n = 101
-    y = labels_for(name, n, rng)
+    y = survival_labels(n, rng) if name == "survival:cox" else labels_for(name, n, rng)
     w = (rng.random(n) + 0.5).astype(np.float32) if weighted else None
     b = xgb.train({"objective": name, "nthread": 1, "max_depth": 1},
                   xgb.DMatrix(rng.normal(size=(n, 2)), y, weight=w, nthread=1), 1)
@@ -215,7 +259,7 @@ def test_base_score_matches_xgboost_intercept(name, weighted):
     ("reg:squarederror", "rmse"), ("reg:pseudohubererror", "mphe"), ("reg:absoluteerror", "mae"),
     ("binary:logistic", "logloss"), ("reg:logistic", "rmse"), ("binary:logitraw", "logloss"),
     ("count:poisson", "poisson-nloglik"), ("reg:gamma", "gamma-deviance"), ("reg:tweedie", "tweedie-nloglik@1.3"),
-    ("binary:hinge", "error"),
+    ("binary:hinge", "error"), ("reg:quantileerror", "quantile"), ("survival:cox", "cox-nloglik"),
     ("multi:softprob", "mlogloss"), ("rank:ndcg", "ndcg@32"),
     ("rank:pairwise", "ndcg@32")])
 def test_default_metric_is_xgboosts(name, metric):
@@ -582,10 +626,206 @@ def test_hinge_gradients_sum_to_xgboosts_leaf_statistics(weighted):
         rows = leaf == node
         ours_h = h[rows, 0].astype(np.float64).sum()
         ours_g = g[rows, 0].astype(np.float64).sum()
-        assert ours_h == pytest.approx(hess_sum[node], rel=1e-5, abs=1e-30)
+        assert ours_h == pytest.approx(hess_sum[node], rel=1e-5, abs=0)  # FLT_MIN hessians count too
         assert ours_g == pytest.approx(-weight[node] * hess_sum[node], rel=1e-5, abs=1e-6)
+
+
+def test_weighted_hinge_keeps_xgboosts_unweighted_flt_min_hessian_outside_the_margin():
+    # XGBoost's HingeObj: where s m < 1, (g, h) = (-s w, w); elsewhere (0, FLT_MIN) whatever w
+    y = np.array([1, 0, 1, 0], np.float32)
+    m = np.array([[2.0], [-3.0], [0.5], [0.2]], np.float32)
+    w = np.array([0.25, 0.5, 2.0, 3.0], np.float32)
+    g, h = objective("binary:hinge").gradient(m, y, w, None, 0)
+    tiny = np.finfo(np.float32).tiny
+    np.testing.assert_array_equal(g[:, 0], [0.0, 0.0, -2.0, 3.0])
+    np.testing.assert_array_equal(h[:, 0], [tiny, tiny, 2.0, 3.0])
 
 
 def test_hinge_predicts_one_where_the_margin_is_positive_else_zero():
     m = np.array([[-2.0], [-1e-6], [0.0], [1e-6], [3.0]], np.float32)
     np.testing.assert_array_equal(objective("binary:hinge").transform(m), [0, 0, 0, 1, 1])
+
+
+
+# ------------------------------------------------------- reg:quantileerror and survival:cox
+def _xgb_base_score(params, y, weight=None):
+    """XGBoost's fitted intercept(s) (output space) after one round."""
+    d = xgb.DMatrix(np.arange(len(y), dtype=np.float32)[:, None], y, weight=weight, nthread=1)
+    b = xgb.train({**params, "nthread": 1, "max_depth": 1}, d, 1)
+    text = json.loads(b.save_config())["learner"]["learner_model_param"]["base_score"]
+    return np.array(json.loads(text) if text.startswith("[") else [text], np.float64)
+
+
+@pytest.mark.parametrize("weights", ["none", "random", "equal"])
+@pytest.mark.parametrize("n", [1, 7, 10, 101])
+def test_quantile_intercepts_are_xgboosts_quantiles_of_the_labels(n, weights):
+    # ten equal weights at alpha 0.1 or 0.3 land exactly on a cumulative weight: XGBoost's
+    # float threshold decides those ties, so must ours; alpha 0 and 1 are the extremes
+    rng = np.random.default_rng(n)
+    y = np.round(rng.normal(size=n) * 3, 1).astype(np.float32)
+    w = {"none": None, "random": (rng.random(n) * 2).astype(np.float32),
+         "equal": np.full(n, 0.5, np.float32)}[weights]
+    alpha = [0.0, 0.1, 0.25, 0.3, 0.5, 0.9, 1.0]
+    want = _xgb_base_score({"objective": "reg:quantileerror", "quantile_alpha": alpha}, y, w)
+    got = objective("reg:quantileerror", quantile_alpha=alpha).base_margins(y, w, LocalComm())
+    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+
+
+def test_quantile_intercepts_and_gradients_are_identical_for_any_partition_of_the_rows():
+    rng = np.random.default_rng(21)
+    n = 300
+    y = (rng.normal(size=n) * 3).astype(np.float32)
+    w = (rng.random(n) * 2).astype(np.float32)
+    margin = rng.normal(size=(n, 3)).astype(np.float32)
+
+    def compute(comm, rows):
+        obj = objective("reg:quantileerror", quantile_alpha=[0.2, 0.5, 0.7])
+        obj.prepare(y[rows], w[rows], None, comm)
+        return [obj.base_margins(y[rows], w[rows], comm), *obj.gradient(margin[rows], y[rows], w[rows], None, 0)]
+
+    whole = compute(LocalComm(), np.arange(n))
+    parts = _split_rows(n, 3, rng)
+    results = run_in_threads(3, lambda comm, r: compute(comm, parts[r]))
+    for r, (base, g, h) in enumerate(results):
+        np.testing.assert_array_equal(base, whole[0])
+        np.testing.assert_array_equal(g, whole[1][parts[r]])  # the scale S_j spans every rank
+        np.testing.assert_array_equal(h, whole[2][parts[r]])
+
+
+def test_quantile_training_on_three_ranks_gives_the_single_process_model_byte_for_byte():
+    import dgboost as dg
+
+    rng = np.random.default_rng(22)
+    n = 900
+    x = rng.normal(size=(n, 4)).astype(np.float32)
+    y = (x[:, 0] + rng.normal(size=n)).astype(np.float32)
+    w = (rng.random(n) + 0.5).astype(np.float32)
+    params = {"objective": "reg:quantileerror", "quantile_alpha": [0.1, 0.9], "max_depth": 3, "max_bin": 32}
+    single = dg.train(params, dg.DMatrix(x, y, weight=w), 3, verbose_eval=False).to_json()
+    edges = [0, 250, 700, n]
+
+    def rank_fn(comm, r):
+        rows = slice(edges[r], edges[r + 1])
+        return dg.train(params, dg.DMatrix(x[rows], y[rows], weight=w[rows]), 3, verbose_eval=False,
+                        comm=comm).to_json()
+
+    assert all(model == single for model in run_in_threads(3, rank_fn))
+
+
+def test_quantile_gradient_is_xgboosts_smoothed_pinball_score():
+    # an independent transcription of XGBoost 3.4's formulas in float32, as XGBoost computes
+    rng = np.random.default_rng(4)
+    n, alpha = 200, np.float32([0.25, 0.75])
+    y = (rng.normal(size=n) * 2).astype(np.float32)
+    w = (rng.random(n) + 0.5).astype(np.float32)
+    m = rng.normal(size=(n, 2)).astype(np.float32)
+    m[:3] = y[:3, None]  # zero residuals: tanh(x) / x is 1 there
+    r = m - y[:, None]
+    scale = np.float32((np.sum(w[:, None] * np.sqrt(np.abs(r)), 0, dtype=np.float64) / w.sum(dtype=np.float64)) ** 2)
+    x = r / (np.float32(0.04) * scale)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(x == 0, np.float32(1), np.tanh(x) / x)
+    want_g = w[:, None] * np.float32(0.5) * scale * (np.tanh(x) + 1 - 2 * alpha)
+    want_h = w[:, None] * np.float32(12.5) * np.maximum(ratio, np.float32(3e-4))
+    g, h = objective("reg:quantileerror", quantile_alpha=[0.25, 0.75]).gradient(m, y, w, None, 0)
+    np.testing.assert_allclose(g, want_g, rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(h, want_h, rtol=2e-6, atol=0)
+    np.testing.assert_array_equal(h[:3], np.repeat(12.5 * w[:3, None], 2, axis=1))
+    # every residual zero: no scale, so no step at all (XGBoost's zero pairs)
+    g0, h0 = objective("reg:quantileerror", quantile_alpha=0.5).gradient(y[:, None], y, w, None, 0)
+    assert not g0.any() and not h0.any()
+
+
+def test_several_quantiles_are_predicted_sorted_in_each_row_as_xgboost_transforms_them():
+    m = np.array([[0.3, -1.0, 2.0], [1.0, 1.0, 0.5]], np.float32)
+    obj = objective("reg:quantileerror", quantile_alpha=[0.1, 0.5, 0.9])
+    np.testing.assert_array_equal(obj.transform(m), np.float32([[-1.0, 0.3, 2.0], [0.5, 1.0, 1.0]]))
+    np.testing.assert_array_equal(obj.eval_transform(m), obj.transform(m))
+    one = objective("reg:quantileerror", quantile_alpha=0.5).transform(m[:, :1])
+    assert one.shape == (2,) and one.dtype == np.float32
+    np.testing.assert_allclose(objective("survival:cox").transform(m[:, :1]), np.exp(m[:, 0]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("alpha,match", [(1.5, r"\[0, 1\]"), (-0.1, r"\[0, 1\]"), (float("nan"), r"\[0, 1\]"),
+                                         ([0.9, 0.1], "ascending"), ([], "empty"), ("abc", "number"),
+                                         ([0.5, True], "number")])
+def test_invalid_quantile_alpha_is_refused(alpha, match):
+    with pytest.raises(ParameterError, match=match):
+        parse_params({"objective": "reg:quantileerror", "quantile_alpha": alpha})
+
+
+def test_quantile_objective_without_quantile_alpha_is_refused_before_training():
+    import dgboost as dg
+
+    with pytest.raises(ParameterError, match="needs quantile_alpha"):
+        dg.train({"objective": "reg:quantileerror"}, dg.DMatrix(np.zeros((4, 1)), np.arange(4.0)), 1)
+
+
+@pytest.mark.parametrize("text,want", [("0.5", (0.5,)), ("[0.1,0.9]", (0.1, 0.9)), ("(0.2, 0.3)", (0.2, 0.3)),
+                                       (np.array([0.1, 0.5]), (0.1, 0.5)), (0.25, (0.25,))])
+def test_quantile_alpha_is_read_from_numbers_lists_and_their_text(text, want):
+    p = parse_params({"objective": "reg:quantileerror", "quantile_alpha": text})
+    assert p.quantile_alpha == want
+    assert p.to_dict()["quantile_alpha"] == list(want)  # JSON-able, as a model file keeps it
+
+
+def test_cox_refuses_label_zero_and_training_on_several_workers():
+    import dgboost as dg
+
+    with pytest.raises(DGBoostValueError, match="non-zero.*label\\[1\\]=0.0"):
+        objective("survival:cox").validate_labels(np.array([1.0, 0.0, -2.0], np.float32), None, None)
+    x = np.arange(20, dtype=np.float32)[:, None]
+    y = np.where(np.arange(20) % 3, 1.0, -1.0) * (x[:, 0] + 1)
+    with pytest.raises(DGBoostValueError, match="one worker"):
+        run_in_threads(2, lambda comm, r: dg.train({"objective": "survival:cox"},
+                                                   dg.DMatrix(x[r::2], y[r::2]), 1, comm=comm))
+
+
+def test_cox_ties_share_one_risk_sum_and_events_count_in_row_order_as_in_xgboost():
+    # times 1, 1, 2 (two tied events, one censoring) at margin 0: both tied rows have risk
+    # sum 3; the first event's 1/3 reaches both rows only after the first row: XGBoost's walk
+    y = np.array([1.0, 1.0, -2.0], np.float32)
+    g, h = objective("survival:cox").gradient(np.zeros((3, 1), np.float32), y, None, None, 0)
+    np.testing.assert_allclose(g[:, 0], [1 / 3 - 1, 2 / 3 - 1, 2 / 3], rtol=1e-6)
+    np.testing.assert_allclose(h[:, 0], [1 / 3 - 1 / 9, 2 / 3 - 2 / 9, 2 / 3 - 2 / 9], rtol=1e-6)
+
+
+def _integer_features(n, rng, f=4):
+    """Features with few distinct values: XGBoost's and dgboost's cuts are the same."""
+    return rng.integers(0, 16, size=(n, f)).astype(np.float32)
+
+
+@pytest.mark.parametrize("name,extra,weighted", [
+    ("reg:quantileerror", {"quantile_alpha": 0.3}, False),
+    ("reg:quantileerror", {"quantile_alpha": [0.1, 0.5, 0.9]}, True),
+    ("reg:quantileerror", {"quantile_alpha": [0.45, 0.5, 0.55]}, False),  # predictions cross
+    ("survival:cox", {}, False), ("survival:cox", {}, True)])
+def test_a_few_rounds_grow_xgboost_hists_trees_and_predictions(name, extra, weighted):
+    import dgboost as dg
+
+    rng = np.random.default_rng(17)
+    n = 600
+    x = _integer_features(n, rng)
+    signal = 0.2 * x[:, 0] + np.sin(x[:, 1])
+    if name == "survival:cox":
+        t = np.round(rng.exponential(np.exp(-0.3 * signal)) * 10) + 1  # many tied times
+        y = (t * np.where(rng.random(n) < 0.7, 1, -1)).astype(np.float32)
+    else:
+        y = (signal + rng.normal(size=n)).astype(np.float32)
+    w = (rng.random(n) + 0.5).astype(np.float32) if weighted else None
+    params = {"objective": name, "max_depth": 3, "eta": 0.3, **extra}
+    ours_log, theirs_log = {}, {}
+    ours = dg.train(params, dg.DMatrix(x, y, weight=w), 6, evals=[(dg.DMatrix(x, y, weight=w), "t")],
+                    evals_result=ours_log, verbose_eval=False)
+    theirs = xgb.train({**params, "tree_method": "hist", "nthread": 1}, xgb.DMatrix(x, y, weight=w), 6,
+                       evals=[(xgb.DMatrix(x, y, weight=w), "t")], evals_result=theirs_log, verbose_eval=False)
+    # the same splits in every tree (leaf values differ in float32 rounding only)
+    strip = [line.split("leaf=")[0] for tree in ours.get_dump() for line in tree.splitlines()]
+    assert strip == [line.split("leaf=")[0] for tree in theirs.get_dump() for line in tree.splitlines()]
+    np.testing.assert_allclose(ours.ensemble.base_margin, ours.ensemble.base_margin.astype(np.float32))
+    np.testing.assert_allclose(ours.predict(dg.DMatrix(x)), theirs.predict(xgb.DMatrix(x)), rtol=1e-5, atol=1e-5)
+    metric = ours.meta["params"].get("eval_metric") or objective(name, **extra).default_metric
+    np.testing.assert_allclose(ours_log["t"][metric], theirs_log["t"][metric], rtol=1e-6)
+    if extra.get("quantile_alpha") == [0.45, 0.5, 0.55]:
+        margin = ours.predict(dg.DMatrix(x), output_margin=True)
+        assert (np.diff(margin, axis=1) < 0).any()  # the sorted predictions were exercised

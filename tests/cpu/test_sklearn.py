@@ -83,6 +83,24 @@ def test_multiclass_classifier_on_digits_matches_xgboost_accuracy(digits):
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-5)
 
 
+@pytest.mark.parametrize("alpha", [0.3, [0.1, 0.5, 0.9]])
+def test_regressor_takes_quantile_alpha_as_xgbregressor_does_and_predicts_the_same(tmp_path, alpha):
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 12, size=(400, 4)).astype(np.float32)  # the same cuts in both libraries
+    y = (0.3 * X[:, 0] + rng.normal(size=400)).astype(np.float32)
+    kw = dict(objective="reg:quantileerror", quantile_alpha=alpha, n_estimators=6, max_depth=3)
+    ours = DGBRegressor(**kw).fit(X, y)
+    theirs = xgboost.XGBRegressor(tree_method="hist", **kw).fit(X, y)
+    assert ours.predict(X).shape == theirs.predict(X).shape == ((400,) if np.ndim(alpha) == 0 else (400, 3))
+    np.testing.assert_allclose(ours.predict(X), theirs.predict(X), rtol=1e-5, atol=1e-5)
+    assert clone(ours).get_params()["quantile_alpha"] == alpha
+    path = tmp_path / "q.json"
+    ours.save_model(path)
+    loaded = xgboost.XGBRegressor()
+    loaded.load_model(str(path))
+    np.testing.assert_allclose(loaded.predict(X), ours.predict(X), rtol=0, atol=1e-6)
+
+
 # ----------------------------------------------------------------------------- labels
 def test_string_class_labels_round_trip_through_fit_predict_and_save_load(tmp_path):
     X, y_int, _ = make_synthetic(600, n_features=6, task="multiclass", seed=3)

@@ -160,11 +160,26 @@ def test_a_cupy_base_margin_is_added_and_left_unchanged(cp, binary_model):
     np.testing.assert_array_equal(given.get(), base)
 
 
-def test_shap_values_of_cupy_input_are_computed_on_the_host_and_returned_as_numpy(cp, binary_model):
+def test_shap_values_of_cupy_input_are_computed_on_the_gpu_and_returned_as_cupy_equal_to_the_cpus(cp, binary_model):
     expected = binary_model.predict(dg.DMatrix(X), pred_contribs=True)
     out = _on_gpu(binary_model).predict(dg.DMatrix(cp.asarray(X)), pred_contribs=True)
-    assert isinstance(out, np.ndarray)
-    np.testing.assert_array_equal(out, expected)
+    assert isinstance(out, cp.ndarray) and out.dtype == cp.float32
+    np.testing.assert_array_equal(out.get(), expected)  # the GPU kernel is the CPU's, bit for bit
+    host_in = _on_gpu(binary_model).predict(dg.DMatrix(X), pred_contribs=True)
+    assert isinstance(host_in, np.ndarray)
+    np.testing.assert_array_equal(host_in, expected)
+
+
+def test_shap_frames_of_a_cudf_frame_are_cudf_frames_with_the_cpus_values(cp, binary_model):
+    cudf = pytest.importorskip("cudf")  # an optional extra
+    import pandas as pd
+
+    host = pd.DataFrame(X, columns=[f"f{i}" for i in range(F)])
+    expected = dg.TreeExplainer(binary_model).shap_frame(host)
+    got = dg.TreeExplainer(binary_model, device="cuda").shap_frame(cudf.from_pandas(host))
+    assert type(got).__module__.split(".")[0] == "cudf"
+    assert list(got.columns) == list(expected.columns)
+    np.testing.assert_array_equal(got.to_pandas().to_numpy(), expected.to_numpy())
 
 
 # -- cuDF ----------------------------------------------------------------------------------------

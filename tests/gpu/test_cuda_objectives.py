@@ -23,7 +23,8 @@ SEED = 20240611
 ROW_OBJECTIVES = sorted(name for name in _REGISTRY if not name.startswith("rank:"))
 RANK_OBJECTIVES = sorted(name for name in _REGISTRY if name.startswith("rank:"))
 PARAMS = {"binary:logistic": {"scale_pos_weight": 2.5}, "reg:pseudohubererror": {"huber_slope": 1.7},
-          "multi:softprob": {"num_class": 3}, "multi:softmax": {"num_class": 3}}
+          "multi:softprob": {"num_class": 3}, "multi:softmax": {"num_class": 3},
+          "reg:quantileerror": {"quantile_alpha": [0.1, 0.5, 0.9]}}
 GROUP_PTR = np.array([0, 2, 7, 40, 300, 1100, N], np.int64)
 
 
@@ -51,6 +52,8 @@ def labels_for(name, rng):
         return rng.gamma(2.0, 1.5, N).astype(np.float32) + 0.05
     if name == "reg:tweedie":
         return (rng.poisson(1.0, N) * rng.gamma(2.0, 1.0, N)).astype(np.float32)
+    if name == "survival:cox":  # times in tenths (ties), 30% censored (negative)
+        return ((np.round(rng.exponential(2.0, N), 1) + 0.1) * np.where(rng.random(N) < 0.7, 1, -1)).astype(np.float32)
     return (rng.normal(size=N) * 2).astype(np.float32)
 
 
@@ -111,6 +114,36 @@ def test_device_transforms_equal_host_transforms_and_stay_on_the_device(cp, name
         np.testing.assert_allclose(cp.asnumpy(dev), host, rtol=1e-6, atol=0)
 
 
+def test_quantile_residual_scale_is_one_exact_sum_over_device_ranks(cp):
+    # two ranks of device rows: S_j spans both, so each rank's gradients are those of its
+    # rows in the single-rank (host) result, bit for bit up to float32 rounding of tanh
+    obj, margin, label, weight = host_case("reg:quantileerror", True)
+    g, h = obj.gradient(margin, label, weight, None, 0)
+    cut = N // 3
+
+    def on_rank(comm, rank):
+        rows = slice(0, cut) if rank == 0 else slice(cut, N)
+        ranked = make_objective("reg:quantileerror")
+        ranked.prepare(None, None, None, comm)
+        dg, dh = ranked.gradient(*upload(cp, margin[rows], label[rows], weight[rows]), None, 0)
+        return rows, cp.asnumpy(dg), cp.asnumpy(dh)
+
+    for rows, dg, dh in run_in_threads(2, on_rank):
+        np.testing.assert_allclose(dg, g[rows], rtol=1e-6, atol=0)
+        np.testing.assert_allclose(dh, h[rows], rtol=1e-6, atol=0)
+
+
+def test_cox_on_the_device_sorts_ties_stably_as_the_host(cp):
+    # every time tied with others: a stable sort on both sides gives the same walk
+    obj = make_objective("survival:cox")
+    label = np.repeat(np.array([1.0, -1.0, 2.0, 3.0, -3.0], np.float32), 40)
+    margin = np.random.default_rng(SEED).normal(size=(len(label), 1)).astype(np.float32)
+    g, h = obj.gradient(margin, label, None, None, 0)
+    dg, dh = obj.gradient(*upload(cp, margin, label, None), None, 0)
+    np.testing.assert_allclose(cp.asnumpy(dg), g, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(cp.asnumpy(dh), h, rtol=1e-6, atol=1e-7)
+
+
 def test_softmax_prediction_takes_the_first_of_tied_classes_on_the_device(cp):
     obj = make_objective("multi:softmax")
     margin = np.array([[0.0, 0.0, 0.0], [1.0, 2.0, 2.0], [3.0, 1.0, 3.0]], np.float32)
@@ -160,7 +193,8 @@ ROW_METRICS = {"rmse": "reg:squarederror", "mae": "reg:absoluteerror", "mphe": "
                "logloss": "binary:logistic", "error": "binary:logistic", "error@0.7": "reg:logistic",
                "poisson-nloglik": "count:poisson", "mlogloss": "multi:softprob",
                "merror": "multi:softmax", "gamma-deviance": "reg:gamma", "gamma-nloglik": "reg:gamma",
-               "tweedie-nloglik@1.5": "reg:tweedie"}
+               "tweedie-nloglik@1.5": "reg:tweedie", "quantile": "reg:quantileerror",
+               "cox-nloglik": "survival:cox"}
 AUC_CASES = ["binary:logistic", "binary:logitraw", "multi:softprob"]
 
 

@@ -1,8 +1,9 @@
-"""GPU TreeSHAP (GPUTreeShap's warp kernel) gives the CPU engine's SHAP values.
+"""GPU TreeSHAP (``kernels/treeshap_rows.cu``) gives the CPU engine's SHAP values bit for bit.
 
-The CPU engine is itself checked against brute-force Shapley values and XGBoost; here every
-case compares device="cuda" with device="cpu" on the same explainer inputs (float64 sums in
-another order: 1e-9 relative), and checks additivity against the model's margins.
+The CPU engine is itself checked against brute-force Shapley values and XGBoost; the GPU
+kernel is the CPU's kernel with one thread per row, so with the same weight-table budget
+every value is bitwise the CPU's, identical over reruns and whatever the batching of the
+rows. Additivity is checked against the model's margins.
 """
 from __future__ import annotations
 
@@ -24,14 +25,79 @@ def _model(objective="binary:logistic", depth=6, rounds=20, missing=0.15, n=3000
     return dg.train(params, dg.DMatrix(X, y), rounds), X
 
 
+def _bitwise(got, want):
+    got = got.get() if hasattr(got, "get") else np.asarray(got)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    if got.tobytes() != want.tobytes():
+        diff = np.abs(got - want)
+        where = np.unravel_index(int(np.nanargmax(diff)), diff.shape)
+        raise AssertionError(f"not bitwise equal: {int((got != want).sum())} values differ, the largest "
+                             f"by {diff[where]:.3g} at {where} ({got[where]!r} vs {want[where]!r})")
+
+
+@pytest.mark.parametrize("algorithm", ["table", "path"])
 @pytest.mark.parametrize("objective,depth", [("binary:logistic", 6), ("reg:squarederror", 10),
-                                             ("multi:softprob", 4), ("binary:logistic", 1)])
-def test_gpu_shap_values_equal_the_cpu_engines(objective, depth):
+                                             ("multi:softprob", 4), ("binary:logistic", 1),
+                                             ("reg:squarederror", 3), ("binary:logistic", 16)])
+def test_gpu_shap_values_are_bitwise_the_cpu_engines(objective, depth, algorithm):
     booster, X = _model(objective, depth)
-    cpu = dg.TreeExplainer(booster)
-    gpu = dg.TreeExplainer(booster, device="cuda")
-    np.testing.assert_allclose(gpu.shap_values(X), cpu.shap_values(X), rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(gpu.contributions(X), cpu.contributions(X), rtol=1e-9, atol=1e-9)
+    cpu = dg.TreeExplainer(booster, algorithm=algorithm)
+    gpu = dg.TreeExplainer(booster, algorithm=algorithm, device="cuda")
+    _bitwise(gpu.contributions(X), cpu.contributions(X))
+    _bitwise(gpu.shap_values(X), cpu.shap_values(X))
+
+
+def test_a_small_table_budget_mixes_both_methods_and_is_still_the_cpus():
+    booster, X = _model(depth=8, rounds=30)
+    budget = 64 << 10  # some paths get tables, the others the path method
+    cpu = dg.TreeExplainer(booster, max_table_bytes=budget)
+    assert 0.0 < cpu.weight_tables().coverage(cpu.table) < 1.0
+    _bitwise(dg.TreeExplainer(booster, max_table_bytes=budget, device="cuda").contributions(X),
+             cpu.contributions(X))
+
+
+def test_weight_tables_built_on_the_gpu_are_bitwise_the_cpus():
+    from dgboost.explain.gpu import DevicePathTable
+    from dgboost.explain.tables import build_tables
+
+    booster, _ = _model(depth=9, rounds=10)
+    table = dg.TreeExplainer(booster).table
+    cpu = build_tables(table, 1 << 30)
+    dev = DevicePathTable(table, 1 << 30)
+    _bitwise(dev.arrays["table_values"][:cpu.values.size], cpu.values)
+    _bitwise(dev.arrays["table_offsets"], cpu.table_offsets)
+
+
+def test_gpu_shap_values_are_identical_over_20_reruns_and_any_batching_of_the_rows():
+    booster, X = _model("multi:softprob", 6, rounds=10)
+    explainer = dg.TreeExplainer(booster, device="cuda")
+    first = explainer.contributions(X)
+    for _ in range(20):
+        _bitwise(explainer.contributions(X), first)
+    parts = [explainer.contributions(X[a:b]) for a, b in ((0, 1), (1, 1000), (1000, 2999), (2999, 3000))]
+    _bitwise(np.concatenate(parts), first)
+
+
+def test_cupy_rows_give_cupy_values_on_their_gpu_and_host_rows_give_numpy():
+    import cupy
+
+    booster, X = _model(depth=6, rounds=10)
+    explainer = dg.TreeExplainer(booster, device="cuda")
+    on_device = explainer.shap_values(cupy.asarray(X))
+    assert isinstance(on_device, cupy.ndarray) and on_device.shape == (len(X), X.shape[1])
+    on_host = explainer.shap_values(X)
+    assert isinstance(on_host, np.ndarray)
+    _bitwise(on_device, on_host)
+    assert isinstance(explainer.predict(cupy.asarray(X)), cupy.ndarray)
+
+
+def test_an_explainer_on_the_cpu_given_cupy_rows_returns_numpy():
+    import cupy
+
+    booster, X = _model(depth=4, rounds=5)
+    out = dg.TreeExplainer(booster).shap_values(cupy.asarray(X))
+    assert isinstance(out, np.ndarray)
+    _bitwise(out, dg.TreeExplainer(booster).shap_values(X))
 
 
 def test_gpu_shap_values_add_up_to_the_margin():
@@ -41,7 +107,7 @@ def test_gpu_shap_values_add_up_to_the_margin():
     np.testing.assert_allclose(contribs.sum(axis=2)[:, 0], margin, rtol=1e-5, atol=1e-5)
 
 
-def test_paths_longer_than_a_warp_are_explained_too():
+def test_trees_40_levels_deep_and_deeper_are_explained_like_the_cpu():
     from sklearn.tree import DecisionTreeRegressor
 
     rng = np.random.default_rng(0)
@@ -49,9 +115,14 @@ def test_paths_longer_than_a_warp_are_explained_too():
     y = np.sin(X[:, 0] * 9) + X[:, 1] * X[:, 2] + rng.normal(scale=0.01, size=len(X))
     tree = DecisionTreeRegressor(max_depth=None, min_samples_leaf=1, random_state=0).fit(X, y)
     assert tree.get_depth() > 32
-    cpu = dg.TreeExplainer(tree).shap_values(X[:300])
-    np.testing.assert_allclose(dg.TreeExplainer(tree, device="cuda").shap_values(X[:300]), cpu,
-                               rtol=1e-9, atol=1e-9)
+    for depth in (40, None):  # paths the kernel holds (<= 64 elements), and longer ones
+        model = tree if depth is None else DecisionTreeRegressor(max_depth=depth, random_state=0).fit(X, y)
+        cpu = dg.TreeExplainer(model).shap_values(X[:300])
+        gpu = dg.TreeExplainer(model, device="cuda").shap_values(X[:300])
+        if depth is None and tree.get_depth() >= 64:  # the CPU's paths added after: rounding only
+            np.testing.assert_allclose(gpu, cpu, rtol=1e-12, atol=1e-12)
+        else:
+            _bitwise(gpu, cpu)
 
 
 def test_an_imported_xgboost_model_is_explained_like_xgboost_on_the_gpu():
@@ -72,11 +143,10 @@ def test_no_rows_are_refused_as_on_the_cpu():
             dg.TreeExplainer(booster, device=device).contributions(X[:0])
 
 
-def test_outputs_too_wide_for_a_shared_memory_tile_take_the_direct_kernel(monkeypatch):
+def test_rows_too_wide_for_shared_accumulators_accumulate_in_the_output_with_the_same_bits(monkeypatch):
     from dgboost.explain import gpu
 
     booster, X = _model("multi:softprob", 4, rounds=5)
     expected = dg.TreeExplainer(booster).contributions(X[:500])
-    monkeypatch.setattr(gpu, "_TILE_BYTES", 8)  # no tile fits: shap_path_warp
-    np.testing.assert_allclose(dg.TreeExplainer(booster, device="cuda").contributions(X[:500]), expected,
-                               rtol=1e-9, atol=1e-9)
+    monkeypatch.setattr(gpu, "_ACC_SMEM_BYTES", 8)  # no shared accumulators fit
+    _bitwise(dg.TreeExplainer(booster, device="cuda").contributions(X[:500]), expected)

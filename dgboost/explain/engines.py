@@ -1,0 +1,100 @@
+"""Where an explainer's kernels run: one object per device, so TreeExplainer never branches on it.
+
+An engine says which rows it takes where they are (:meth:`keeps`), computes path-dependent
+SHAP contributions and the model's margins in its array module, and sizes the row chunks
+that bound one call's memory. Interaction values and interventional SHAP have CPU kernels
+only: the explainer runs them on host rows and hands the result back in the rows' module.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._array import is_device_array
+
+__all__ = ["CpuEngine", "CudaEngine", "engine_for"]
+
+
+def _margins_from_leaves(xp, ensemble, leaves):
+    """(n, k) float64: base margin + the leaf values reached (``leaves``: (n, T) local node ids)."""
+    vals = xp.asarray(ensemble.value.astype(np.float64))
+    offs = xp.asarray(ensemble.offsets()[:ensemble.n_trees].astype(np.int64))
+    picked = vals[offs[None, :] + leaves.astype(np.int64)]  # (n, T)
+    groups = np.asarray(ensemble.groups())
+    out = xp.tile(xp.asarray(ensemble.base_margin, dtype=xp.float64), (leaves.shape[0], 1))
+    for g in range(out.shape[1]):
+        trees = np.flatnonzero(groups == g)
+        for t in trees:  # tree order, as the CPU sums them
+            out[:, g] += picked[:, t]
+    return out
+
+
+class CpuEngine:
+    """NumPy rows and outputs; the Numba kernels of :mod:`dgboost.explain.treeshap`."""
+
+    name = "cpu"
+    xp = np
+
+    def keeps(self, values) -> bool:
+        """Whether rows are used where they are (False: device rows are copied to the host)."""
+        return False
+
+    def leaves(self, ensemble, rows):
+        from ..backend import get_backend
+
+        return get_backend("cpu").predict_leaf(ensemble, np.ascontiguousarray(rows, np.float32), 0,
+                                               ensemble.n_trees)
+
+    def margins(self, ensemble, rows):
+        """The model's raw output, float64 (n, k)."""
+        return _margins_from_leaves(np, ensemble, self.leaves(ensemble, rows))
+
+    def path_dependent(self, table, rows, algorithm: str, weight_tables):
+        """Contributions (n, k, F + 1), float64; ``weight_tables()`` gives the CPU tables."""
+        from .treeshap import shap_values_path, shap_values_table
+
+        if algorithm == "path":
+            return shap_values_path(table, rows)
+        return shap_values_table(table, rows, tables=weight_tables())
+
+    def path_dependent_chunk(self, table, n_outputs: int) -> int | None:
+        """Rows per call of :meth:`path_dependent` (None: the explainer's CPU cost model)."""
+        return None
+
+
+class CudaEngine:
+    """CuPy rows (host rows are uploaded per chunk) and outputs; ``kernels/treeshap_rows.cu``."""
+
+    name = "cuda"
+
+    def __init__(self, max_table_bytes: int):
+        self.max_table_bytes = int(max_table_bytes)
+
+    @property
+    def xp(self):
+        import cupy
+
+        return cupy
+
+    def keeps(self, values) -> bool:
+        return is_device_array(values)
+
+    def margins(self, ensemble, rows):
+        from ..backend import get_backend
+
+        leaves = get_backend("cuda").predict_leaf(ensemble, rows, 0, ensemble.n_trees)
+        return _margins_from_leaves(self.xp, ensemble, leaves)
+
+    def path_dependent(self, table, rows, algorithm: str, weight_tables):
+        from .gpu import shap_values_device
+
+        return shap_values_device(table, rows, self.max_table_bytes if algorithm == "table" else 0)
+
+    def path_dependent_chunk(self, table, n_outputs: int) -> int:
+        # the output, G (F + 1) float64 per row, is the call's memory: 256 MiB at most
+        per_row = 8 * n_outputs * (table.n_features + 1)
+        return max(1024, min(1 << 22, (256 << 20) // max(per_row, 1)))
+
+
+def engine_for(device: str, max_table_bytes: int):
+    """The engine of ``device`` ("cpu" or "cuda")."""
+    return CudaEngine(max_table_bytes) if device == "cuda" else CpuEngine()

@@ -1,0 +1,181 @@
+// Path-dependent TreeSHAP with one thread per row: the CPU engine's kernel
+// (dgboost/explain/treeshap.py, _shap_kernel) ported operation for operation, so a row's
+// values are bitwise those of the CPU engine and of any other batching of the rows.
+//
+// Thread mapping: blockIdx.y is an output group; each thread owns one row and walks the
+// group's paths in path order (every lane of a warp on the same path, so the path's data
+// are broadcast loads and the control flow is uniform). Per path, either
+//   * the table method (Fast TreeSHAP v2): the row's on-bit word B over the path's k
+//     elements, then for element i the weight W_i(P) looked up at P = B without bit i, and
+//     v (o_i - z_i) W_i(P) added; O(k) per row and path; or
+//   * the path method (GPUTreeShap's EXTEND / UNWOUND-SUM, O(k^2)) for paths without a
+//     table (longer than max_k, or beyond the table budget), with the path weights in
+//     this thread's local memory; the reciprocals 1/n and 1/z come from tables (the CPU
+//     multiplies by the same reciprocals), so no division runs per row.
+// Contributions accumulate per thread in shared memory (acc[f * blockDim + tid]: a warp's
+// lanes hit consecutive words, no bank conflicts), or straight in ``out`` when F is too wide
+// for that; nothing is shared between threads, so there are no atomics and the order of
+// additions is the path order.
+// Memory traffic per row and path: k feature loads (the row's 4 F bytes stay in L1) and k
+// table reads (8 bytes each, gathered from the path's k 2**(k-1) table); path data are read
+// once per warp.
+//
+// weight_tables fills the tables on the device: one thread per entry (path, i, P), the CPU
+// builder's polynomial recurrence (dgboost/explain/tables.py, _fill_tables) recomputed from
+// the first level, so every entry has the CPU's bits.
+#include "common.cuh"
+
+#ifndef SHAP_MAX_LEN
+#define SHAP_MAX_LEN 64  // elements of a path (bias included) the path method holds
+#endif
+#ifndef SHAP_MAX_K
+#define SHAP_MAX_K 30    // non-bias elements of a tabled path (tables.py _HARD_MAX_K)
+#endif
+
+using dgboost::int64_t;
+
+__device__ __forceinline__ bool element_is_on(float x, float lower, float upper, bool on_missing) {
+  const float fmax = 3.4028234663852886e38f;
+  x = x > fmax ? fmax : x;  // +inf behaves as the largest float (the CPU engine's clamp)
+  return (x >= lower && x < upper) || (x != x && on_missing);
+}
+
+extern "C" __global__ void weight_tables(const long long* __restrict__ path_offsets,
+                                         const double* __restrict__ zero_fraction,
+                                         const long long* __restrict__ sel,
+                                         const long long* __restrict__ sel_offsets,  // (n_sel + 1,)
+                                         long long n_sel, double* __restrict__ values) {
+  const long long total = sel_offsets[n_sel];
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
+       e += (long long)gridDim.x * blockDim.x) {
+    long long lo = 0, hi = n_sel - 1;  // the last q with sel_offsets[q] <= e
+    while (lo < hi) {
+      const long long mid = (lo + hi + 1) >> 1;
+      if (sel_offsets[mid] <= e) lo = mid; else hi = mid - 1;
+    }
+    const long long p = sel[lo];
+    const long long s = path_offsets[p] + 1;
+    const int k = (int)(path_offsets[p + 1] - s);
+    const int m = k - 1;
+    const long long local = e - sel_offsets[lo];
+    const int i = (int)(local >> m);
+    const long long P = local & ((1LL << m) - 1);
+    // poly[t]: coefficients of the product over the levels so far of (z + on * t)
+    double poly[SHAP_MAX_K + 1];
+    poly[0] = 1.0;
+    for (int lvl = 0; lvl < m; ++lvl) {
+      const int b = m - 1 - lvl;
+      const int el = b < i ? b : b + 1;
+      const double z = zero_fraction[s + el];
+      if ((P >> b) & 1) {
+        poly[lvl + 1] = poly[lvl];
+        for (int t = lvl; t >= 1; --t) poly[t] = z * poly[t] + poly[t - 1];
+        poly[0] = z * poly[0];
+      } else {
+        poly[lvl + 1] = 0.0;
+        for (int t = lvl; t >= 0; --t) poly[t] = z * poly[t];
+      }
+    }
+    // Shapley weights w(t) = t! (k-1-t)! / k!, summed against the coefficients
+    double wk = 1.0 / k;
+    double w = 0.0;
+    w += wk * poly[0];
+    for (int t = 1; t <= m; ++t) {
+      wk = wk * t / (k - t);
+      w += wk * poly[t];
+    }
+    values[e] = w;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(128) shap_rows(
+    const float* __restrict__ X, long long n, int F,
+    const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
+    const long long* __restrict__ group_ptr, const int* __restrict__ feature,
+    const float* __restrict__ lower, const float* __restrict__ upper,
+    const unsigned char* __restrict__ missing, const double* __restrict__ zero_fraction,
+    const double* __restrict__ path_v, const long long* __restrict__ table_offsets,
+    const double* __restrict__ table_values, const double* __restrict__ zero_fraction_inv,
+    const double* __restrict__ recip, int n_groups, int acc_shared,
+    double* __restrict__ out) {  // (n, n_groups, F + 1); the bias column is left alone
+  extern __shared__ double acc_smem[];
+  const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (row >= n) return;  // no barriers below: a thread past the end just leaves
+  const int g = blockIdx.y;
+  const float* x = X + row * (long long)F;
+  double* orow = out + (row * n_groups + g) * (long long)(F + 1);
+  // acc(f): this row's running sum for feature f
+  const int T = blockDim.x;
+  double* acc = acc_shared ? acc_smem + threadIdx.x : orow;
+  const int stride = acc_shared ? T : 1;
+  for (int f = 0; f < F; ++f) acc[f * stride] = 0.0;
+  double pw[SHAP_MAX_LEN + 1];
+
+  for (long long q = group_ptr[g]; q < group_ptr[g + 1]; ++q) {
+    const int p = group_paths[q];
+    const long long s = path_offsets[p] + 1;
+    const int k = (int)(path_offsets[p + 1] - s);
+    if (k == 0) continue;
+    const double v = path_v[p];
+    const long long toff = table_offsets[p];
+    if (toff >= 0) {  // table method
+      long long B = 0;
+      for (int j = 0; j < k; ++j) {
+        const bool o = element_is_on(x[feature[s + j]], lower[s + j], upper[s + j], missing[s + j] != 0);
+        B |= (long long)o << j;
+      }
+      const long long half = 1LL << (k - 1);
+      for (int i = 0; i < k; ++i) {
+        const double z = zero_fraction[s + i];
+        const long long low = (1LL << i) - 1;
+        const double von = v * (1.0 - z);
+        const double voff = -v * z;
+        const long long P = (B & low) | ((B >> (i + 1)) << i);
+        const double c = ((B >> i) & 1) ? von : voff;
+        acc[feature[s + i] * stride] += c * table_values[toff + i * half + P];
+      }
+    } else {  // path method: EXTEND every element, UNWOUND-SUM each one
+      long long on = 0;
+      for (int j = 0; j < k; ++j) {
+        const bool o = element_is_on(x[feature[s + j]], lower[s + j], upper[s + j], missing[s + j] != 0);
+        on |= (long long)o << j;
+      }
+      pw[0] = 1.0;
+      int d = 0;
+      for (int j = 0; j < k; ++j) {
+        d += 1;
+        const double z = zero_fraction[s + j];
+        const double inv = recip[d + 1];  // 1.0 / (d + 1), as the CPU computes it
+        const double oj = ((on >> j) & 1) ? 1.0 : 0.0;
+        pw[d] = 0.0;
+        for (int i = d - 1; i >= 0; --i) {
+          const double c1 = (i + 1) * inv;
+          const double c2 = z * (d - i) * inv;
+          const double a = pw[i];
+          pw[i + 1] += oj * a * c1;
+          pw[i] = a * c2;
+        }
+      }
+      for (int i = 0; i < k; ++i) {
+        const double z = zero_fraction[s + i];
+        const double oi = ((on >> i) & 1) ? 1.0 : 0.0;
+        const double zinv = zero_fraction_inv[s + i];  // 1.0 / z, or 0 for z = 0
+        double nxt = pw[d], t1 = 0.0, t0 = 0.0;
+        for (int j = d - 1; j >= 0; --j) {
+          const double c1 = (d + 1.0) * recip[j + 1];
+          const double c2 = z * (d - j) * recip[d + 1];
+          const double c0 = zinv * (d + 1.0) * recip[d - j];
+          const double pj = pw[j];
+          const double tmp = nxt * c1;
+          t1 += tmp;
+          nxt = pj - tmp * c2;
+          t0 += pj * c0;
+        }
+        const double w = oi != 0.0 ? t1 : t0;
+        acc[feature[s + i] * stride] += v * (oi - z) * w;
+      }
+    }
+  }
+  if (acc_shared)
+    for (int f = 0; f < F; ++f) orow[f] = 0.0 + acc[f * stride];
+}
