@@ -52,7 +52,7 @@ CASES = {
 }
 
 
-def run_case(name: str, repeats: int, train_rows: int) -> dict:
+def run_case(name: str, repeats: int, train_rows: int, max_table_bytes: int | None = None) -> dict:
     import cupy
     import xgboost as xgb
 
@@ -70,16 +70,17 @@ def run_case(name: str, repeats: int, train_rows: int) -> dict:
     rows, _, _ = make_synthetic(n, F, task="binary", missing_rate=0.1, seed=1)
     Xd = cupy.asarray(rows)
     kw = {"pred_interactions": True} if interactions else {"pred_contribs": True}
+    budget = {} if max_table_bytes is None else {"max_table_bytes": max_table_bytes}
 
     def fresh():  # nothing kept from an earlier call: the path table, weight tables and uploads are rebuilt
         gpu._clear_cache()
         treeshap._PROCESS_TABLES.clear()
-        return dg.TreeExplainer(model, device="cuda")
+        return dg.TreeExplainer(model, device="cuda", **budget)
 
     xgb_t = _timed(lambda: model.predict(xgb.DMatrix(Xd), **kw), repeats)
     dgb_t = _timed(lambda: fresh().contributions(Xd, interactions=interactions), repeats)
     prep_t = _timed(lambda: fresh().contributions(Xd[:1], interactions=interactions), repeats)
-    explainer = dg.TreeExplainer(model, device="cuda")
+    explainer = dg.TreeExplainer(model, device="cuda", **budget)
     warm_t = _timed(lambda: explainer.contributions(Xd, interactions=interactions), repeats)
     m = min(n, 2000)
     check = cupy.asnumpy(explainer.contributions(Xd[:m], interactions=interactions))
@@ -110,10 +111,11 @@ def main(argv=None) -> None:
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {list(CASES)}")
     parser.add_argument("--train-rows", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--max-table-bytes", type=int, default=None, help="weight-table budget (default: the explainer's)")
     parser.add_argument("--output", default=None)
     args = parser.parse_args(argv)
-    results = [run_case(name, args.repeats, args.train_rows) for name in args.cases.split(",")]
-    payload = {"benchmark": "shap_gpu", "repeats": args.repeats, "machine": machine(),
+    results = [run_case(name, args.repeats, args.train_rows, args.max_table_bytes) for name in args.cases.split(",")]
+    payload = {"benchmark": "shap_gpu", "repeats": args.repeats, "max_table_bytes": args.max_table_bytes, "machine": machine(),
                "versions": versions("dgboost", "xgboost", "cupy"), "results": results,
                "table": [r["table"] for r in results]}
     print(f"wrote {write_result('shap_gpu', payload, args.output)}")

@@ -281,9 +281,8 @@ class Booster:
             ``output_margin``; int32 leaf indices (n, n_trees) with ``pred_leaf``; SHAP
             values (n, F+1) / (n, n_groups, F+1) with ``pred_contribs``; interaction values
             (n, F+1, F+1) / (n, n_groups, F+1, F+1) with ``pred_interactions``. A CuPy
-            array on the data's GPU for device data, a NumPy array otherwise (SHAP values
-            are computed on the GPU for device data or ``device="cuda"``; interaction
-            values on the CPU).
+            array on the data's GPU for device data, a NumPy array otherwise (SHAP and
+            interaction values are computed on the GPU for device data or ``device="cuda"``).
         """
         values = self._features(data, validate_features)
         t0, t1 = self._tree_range(iteration_range)

@@ -40,6 +40,61 @@ __device__ __forceinline__ bool element_is_on(float x, float lower, float upper,
   return (x >= lower && x < upper) || (x != x && on_missing);
 }
 
+// The row's on-bits of the path's k elements (bit j: element s + j is on).
+__device__ __forceinline__ long long path_on_bits(const float* __restrict__ x, long long s, int k,
+                                                  const int* __restrict__ feature, const float* __restrict__ lower,
+                                                  const float* __restrict__ upper,
+                                                  const unsigned char* __restrict__ missing) {
+  long long on = 0;
+  for (int j = 0; j < k; ++j) {
+    const bool o = element_is_on(x[feature[s + j]], lower[s + j], upper[s + j], missing[s + j] != 0);
+    on |= (long long)o << j;
+  }
+  return on;
+}
+
+// EXTEND the bias element then elements s..s+k-1 except local index ``skip`` (-1: none):
+// pw[0..d] are the path weights; returns d (treeshap.py _block_extend, one row).
+__device__ __forceinline__ int path_extend(double* pw, long long on, long long s, int k, int skip,
+                                           const double* __restrict__ zero_fraction,
+                                           const double* __restrict__ recip) {
+  pw[0] = 1.0;
+  int d = 0;
+  for (int j = 0; j < k; ++j) {
+    if (j == skip) continue;
+    d += 1;
+    const double z = zero_fraction[s + j];
+    const double inv = recip[d + 1];  // 1.0 / (d + 1), as the CPU computes it
+    const double oj = ((on >> j) & 1) ? 1.0 : 0.0;
+    pw[d] = 0.0;
+    for (int i = d - 1; i >= 0; --i) {
+      const double c1 = (i + 1) * inv;
+      const double c2 = z * (d - i) * inv;
+      const double a = pw[i];
+      pw[i + 1] += oj * a * c1;
+      pw[i] = a * c2;
+    }
+  }
+  return d;
+}
+
+// UNWOUND-SUM at depth d of the element (z, 1 / z, on-flag oi) (treeshap.py _block_unwound).
+__device__ __forceinline__ double path_unwound(const double* pw, int d, double z, double zinv, double oi,
+                                               const double* __restrict__ recip) {
+  double nxt = pw[d], t1 = 0.0, t0 = 0.0;
+  for (int j = d - 1; j >= 0; --j) {
+    const double c1 = (d + 1.0) * recip[j + 1];
+    const double c2 = z * (d - j) * recip[d + 1];
+    const double c0 = zinv * (d + 1.0) * recip[d - j];
+    const double pj = pw[j];
+    const double tmp = nxt * c1;
+    t1 += tmp;
+    nxt = pj - tmp * c2;
+    t0 += pj * c0;
+  }
+  return oi != 0.0 ? t1 : t0;
+}
+
 extern "C" __global__ void weight_tables(const long long* __restrict__ path_offsets,
                                          const double* __restrict__ zero_fraction,
                                          const long long* __restrict__ sel,
@@ -119,11 +174,7 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
     const double v = path_v[p];
     const long long toff = table_offsets[p];
     if (toff >= 0) {  // table method
-      long long B = 0;
-      for (int j = 0; j < k; ++j) {
-        const bool o = element_is_on(x[feature[s + j]], lower[s + j], upper[s + j], missing[s + j] != 0);
-        B |= (long long)o << j;
-      }
+      const long long B = path_on_bits(x, s, k, feature, lower, upper, missing);
       const long long half = 1LL << (k - 1);
       for (int i = 0; i < k; ++i) {
         const double z = zero_fraction[s + i];
@@ -135,47 +186,72 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
         acc[feature[s + i] * stride] += c * table_values[toff + i * half + P];
       }
     } else {  // path method: EXTEND every element, UNWOUND-SUM each one
-      long long on = 0;
-      for (int j = 0; j < k; ++j) {
-        const bool o = element_is_on(x[feature[s + j]], lower[s + j], upper[s + j], missing[s + j] != 0);
-        on |= (long long)o << j;
-      }
-      pw[0] = 1.0;
-      int d = 0;
-      for (int j = 0; j < k; ++j) {
-        d += 1;
-        const double z = zero_fraction[s + j];
-        const double inv = recip[d + 1];  // 1.0 / (d + 1), as the CPU computes it
-        const double oj = ((on >> j) & 1) ? 1.0 : 0.0;
-        pw[d] = 0.0;
-        for (int i = d - 1; i >= 0; --i) {
-          const double c1 = (i + 1) * inv;
-          const double c2 = z * (d - i) * inv;
-          const double a = pw[i];
-          pw[i + 1] += oj * a * c1;
-          pw[i] = a * c2;
-        }
-      }
+      const long long on = path_on_bits(x, s, k, feature, lower, upper, missing);
+      const int d = path_extend(pw, on, s, k, -1, zero_fraction, recip);
       for (int i = 0; i < k; ++i) {
         const double z = zero_fraction[s + i];
         const double oi = ((on >> i) & 1) ? 1.0 : 0.0;
-        const double zinv = zero_fraction_inv[s + i];  // 1.0 / z, or 0 for z = 0
-        double nxt = pw[d], t1 = 0.0, t0 = 0.0;
-        for (int j = d - 1; j >= 0; --j) {
-          const double c1 = (d + 1.0) * recip[j + 1];
-          const double c2 = z * (d - j) * recip[d + 1];
-          const double c0 = zinv * (d + 1.0) * recip[d - j];
-          const double pj = pw[j];
-          const double tmp = nxt * c1;
-          t1 += tmp;
-          nxt = pj - tmp * c2;
-          t0 += pj * c0;
-        }
-        const double w = oi != 0.0 ? t1 : t0;
+        const double w = path_unwound(pw, d, z, zero_fraction_inv[s + i], oi, recip);
         acc[feature[s + i] * stride] += v * (oi - z) * w;
       }
     }
   }
   if (acc_shared)
     for (int f = 0; f < F; ++f) orow[f] = 0.0 + acc[f * stride];
+}
+
+// SHAP interaction values, the CPU's path method (treeshap.py _interaction_kernel) per row:
+// main effects on the diagonal, then for every element j the path without j re-EXTENDed and
+// each other element i given v/2 (o_j - z_j) (o_i - z_i) W_i at [f_j, f_i], subtracted from
+// [f_j, f_j]; O(k^3) per row and path. Thread mapping as shap_rows. The accumulator ``acc``
+// is (n_groups, F, F, n) with the row fastest, so a warp's read-modify-writes are coalesced.
+extern "C" __global__ void __launch_bounds__(128) shap_interactions_rows(
+    const float* __restrict__ X, long long n, int F,
+    const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
+    const long long* __restrict__ group_ptr, const int* __restrict__ feature,
+    const float* __restrict__ lower, const float* __restrict__ upper,
+    const unsigned char* __restrict__ missing, const double* __restrict__ zero_fraction,
+    const double* __restrict__ zero_fraction_inv, const double* __restrict__ path_v,
+    const double* __restrict__ recip, double* __restrict__ acc) {  // zeroed by the caller
+  const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (row >= n) return;
+  const int g = blockIdx.y;
+  const float* x = X + row * (long long)F;
+  double* a = acc + (long long)g * F * F * n + row;
+#define ACC(f1, f2) a[((long long)(f1) * F + (f2)) * n]
+  double pw[SHAP_MAX_LEN + 1];
+  for (long long q = group_ptr[g]; q < group_ptr[g + 1]; ++q) {
+    const int p = group_paths[q];
+    const long long s = path_offsets[p] + 1;
+    const int k = (int)(path_offsets[p + 1] - s);
+    if (k == 0) continue;
+    const double v = path_v[p];
+    const long long on = path_on_bits(x, s, k, feature, lower, upper, missing);
+    int d = path_extend(pw, on, s, k, -1, zero_fraction, recip);
+    for (int i = 0; i < k; ++i) {
+      const double z = zero_fraction[s + i];
+      const double oi = ((on >> i) & 1) ? 1.0 : 0.0;
+      const double w = path_unwound(pw, d, z, zero_fraction_inv[s + i], oi, recip);
+      const int fi = feature[s + i];
+      ACC(fi, fi) += v * (oi - z) * w;
+    }
+    if (k < 2) continue;
+    for (int j = 0; j < k; ++j) {
+      d = path_extend(pw, on, s, k, j, zero_fraction, recip);
+      const int fj = feature[s + j];
+      const double zj = zero_fraction[s + j];
+      const double oj = ((on >> j) & 1) ? 1.0 : 0.0;
+      const double cj = 0.5 * v * (oj - zj);
+      for (int i = 0; i < k; ++i) {
+        if (i == j) continue;
+        const double z = zero_fraction[s + i];
+        const double oi = ((on >> i) & 1) ? 1.0 : 0.0;
+        const double w = path_unwound(pw, d, z, zero_fraction_inv[s + i], oi, recip);
+        const double val = cj * (oi - z) * w;
+        ACC(fj, feature[s + i]) += val;
+        ACC(fj, fj) -= val;
+      }
+    }
+  }
+#undef ACC
 }

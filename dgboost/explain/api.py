@@ -61,26 +61,26 @@ def booster_contributions(booster, values, t0: int, t1: int, *, interactions: bo
     """SHAP contributions or interactions of trees ``[t0, t1)`` in XGBoost's layout (float32).
 
     ``values``: float32 (n, F) NumPy or CuPy, already checked against the booster's features.
-    SHAP values are computed on ``device`` ("cpu" or "cuda"), interaction values on the CPU;
-    the result is in the array module of ``values``.
+    Computed on ``device`` ("cpu" or "cuda"); the result is in the array module of ``values``.
     """
     from .._array import array_module, is_device_array, to_host
     from .engines import engine_for
     from .tables import DEFAULT_MAX_TABLE_BYTES
-    from .treeshap import cached_tables, shap_interactions
+    from .treeshap import cached_tables
 
     table = booster_path_table(booster, t0, t1)
-    if interactions:
-        out = shap_interactions(table, np.ascontiguousarray(to_host(values), dtype=np.float32))
-    else:
-        engine = engine_for(device, DEFAULT_MAX_TABLE_BYTES)
-        xp = engine.xp
-        rows = xp.ascontiguousarray(xp.asarray(values, dtype=xp.float32))
-        chunk = engine.path_dependent_chunk(table, table.n_groups) or rows.shape[0]
-        out = xp.empty((rows.shape[0], table.n_groups, rows.shape[1] + 1), dtype=xp.float64)
-        for r0 in range(0, rows.shape[0], max(chunk, 1)):
-            out[r0:r0 + chunk] = engine.path_dependent(table, rows[r0:r0 + chunk], "table",
-                                                       lambda: cached_tables(table))
+    engine = engine_for(device, DEFAULT_MAX_TABLE_BYTES)
+    xp = engine.xp
+    rows = xp.ascontiguousarray(xp.asarray(values, dtype=xp.float32))
+    n, F = rows.shape
+    chunk = max(engine.chunk_rows(table, table.n_groups, interactions) or n, 1)
+    out = xp.empty((n, table.n_groups) + ((F + 1, F + 1) if interactions else (F + 1,)), dtype=xp.float64)
+    for r0 in range(0, n, chunk):
+        part = rows[r0:r0 + chunk]
+        if interactions:
+            out[r0:r0 + chunk] = engine.interactions(table, part, None)
+        else:
+            out[r0:r0 + chunk] = engine.path_dependent(table, part, "table", lambda: cached_tables(table))
     out = array_module(values).asarray(out) if is_device_array(values) else to_host(out)
     if base_margin is not None:
         replace_base_margin(out, table, base_margin, interactions)

@@ -2,8 +2,8 @@
 
 An engine says which rows it takes where they are (:meth:`keeps`), computes path-dependent
 SHAP contributions and the model's margins in its array module, and sizes the row chunks
-that bound one call's memory. Interaction values and interventional SHAP have CPU kernels
-only: the explainer runs them on host rows and hands the result back in the rows' module.
+that bound one call's memory. Interventional SHAP has CPU kernels only: the explainer runs
+it on host rows and hands the result back in the rows' module.
 """
 from __future__ import annotations
 
@@ -56,8 +56,14 @@ class CpuEngine:
             return shap_values_path(table, rows)
         return shap_values_table(table, rows, tables=weight_tables())
 
-    def path_dependent_chunk(self, table, n_outputs: int) -> int | None:
-        """Rows per call of :meth:`path_dependent` (None: the explainer's CPU cost model)."""
+    def interactions(self, table, rows, method: str | None):
+        """Interaction values (n, k, F + 1, F + 1), float64, by ``method`` (None: the default)."""
+        from .treeshap import shap_interactions
+
+        return shap_interactions(table, rows) if method is None else shap_interactions(table, rows, method=method)
+
+    def chunk_rows(self, table, n_outputs: int, interactions: bool) -> int | None:
+        """Rows per call (None: the explainer's CPU cost model)."""
         return None
 
 
@@ -89,10 +95,18 @@ class CudaEngine:
 
         return shap_values_device(table, rows, self.max_table_bytes if algorithm == "table" else 0)
 
-    def path_dependent_chunk(self, table, n_outputs: int) -> int:
-        # the output, G (F + 1) float64 per row, is the call's memory: 256 MiB at most
-        per_row = 8 * n_outputs * (table.n_features + 1)
-        return max(1024, min(1 << 22, (256 << 20) // max(per_row, 1)))
+    def interactions(self, table, rows, method: str | None):
+        """The CPU's path method on the GPU (every method gives the same values up to rounding)."""
+        from .gpu import shap_interactions_device
+
+        return shap_interactions_device(table, rows)
+
+    def chunk_rows(self, table, n_outputs: int, interactions: bool) -> int:
+        # the output (and, for interactions, the accumulator: twice the output) bounds one
+        # call's device memory at about 256 MiB
+        width = (table.n_features + 1) ** 2 * 2 if interactions else table.n_features + 1
+        per_row = 8 * n_outputs * width
+        return max(256, min(1 << 22, (256 << 20) // max(per_row, 1)))
 
 
 def engine_for(device: str, max_table_bytes: int):

@@ -143,16 +143,6 @@ def _count_covers(parent, offsets, leaves, out):
                 node = parent[base + node]
 
 
-def _accepts_method(fn) -> bool:
-    """Whether the engine function takes ``method=`` (interaction kernels with a choice)."""
-    import inspect
-
-    try:
-        return "method" in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def _is_default_names(names) -> bool:
     return all(str(n) == f"f{i}" or str(n) == f"Column_{i}" for i, n in enumerate(names))
 
@@ -209,9 +199,10 @@ class TreeExplainer:
     algorithm : {"auto", "path", "table"}
         How path-dependent SHAP values are computed (same numbers either way).
     device : {"cpu", "cuda"}
-        Where the engine runs. ``"cuda"``: path-dependent SHAP values by GPUTreeShap's warp
-        kernel (``kernels/treeshap_path.cu``); interaction values and interventional SHAP
-        still run on the CPU.
+        Where the engine runs. ``"cuda"``: path-dependent SHAP and interaction values by
+        ``kernels/treeshap_rows.cu`` (the CPU engine's kernels with one thread per row, so
+        the values are bitwise the CPU's); interventional SHAP still runs on the CPU. CuPy
+        and cuDF rows stay on the GPU and give CuPy arrays / cuDF frames.
     model_output : {"raw"}
         Only the raw model output is explained (see the module docstring).
     feature_names : list of str, optional
@@ -459,8 +450,8 @@ class TreeExplainer:
     def _chunk_rows(self, interactions: bool) -> int:
         from numba import get_num_threads
 
-        if not interactions and self.feature_perturbation == "tree_path_dependent":
-            chunk = self._kernels.path_dependent_chunk(self.table, self.n_outputs)
+        if self.feature_perturbation == "tree_path_dependent":
+            chunk = self._kernels.chunk_rows(self.table, self.n_outputs, interactions)
             if chunk is not None:
                 return chunk
         table = self.table
@@ -477,23 +468,15 @@ class TreeExplainer:
 
     def _engine(self, rows, interactions: bool):
         """Contributions of a chunk of engine rows, in the rows' array module."""
-        if not interactions and self.feature_perturbation == "tree_path_dependent":
-            res = self._kernels.path_dependent(self.table, rows, self.algorithm, self.weight_tables)
-        else:  # interaction values and interventional SHAP: CPU kernels
-            res = self._host_engine(to_host(rows), interactions)
-        return array_module(rows).asarray(res) if is_device_array(rows) else to_host(res)
-
-    def _host_engine(self, rows: np.ndarray, interactions: bool) -> np.ndarray:
-        from .treeshap import shap_interactions
-
         if interactions:
-            method = self._interaction_method
-            if method is not None and _accepts_method(shap_interactions):
-                return shap_interactions(self.table, rows, method=method)
-            return shap_interactions(self.table, rows)
-        from .interventional import shap_values_interventional
+            res = self._kernels.interactions(self.table, rows, self._interaction_method)
+        elif self.feature_perturbation == "tree_path_dependent":
+            res = self._kernels.path_dependent(self.table, rows, self.algorithm, self.weight_tables)
+        else:  # interventional SHAP: CPU kernels
+            from .interventional import shap_values_interventional
 
-        return shap_values_interventional(self.table, rows, self._engine_rows(self.data))
+            res = shap_values_interventional(self.table, to_host(rows), self._engine_rows(self.data))
+        return array_module(rows).asarray(res) if is_device_array(rows) else to_host(res)
 
     def _run(self, rows: np.ndarray, interactions: bool, progress, write) -> None:
         """Run the engine over row chunks, handing each (r0, r1, result) to ``write``."""

@@ -5,8 +5,9 @@ weight table, EXTEND / UNWOUND-SUM otherwise) with one thread per row, so the va
 bitwise those of the CPU engine with the same table budget, and do not depend on how the
 rows are batched or spread over workers. The tables are chosen as on the CPU
 (:func:`~dgboost.explain.tables.table_layout`) and filled on the device; everything is
-uploaded once per (path table, budget, device) in a process. Paths longer than
-``SHAP_MAX_LEN`` elements (trees deeper than 63) are computed by the CPU engine and added.
+uploaded once per (path table, budget, device) in a process. Interaction values take the
+CPU's path method (O(k^3) per row and path) the same way. Paths longer than ``SHAP_MAX_LEN``
+elements (trees deeper than 63) are computed by the CPU engine and added.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import numpy as np
 from .paths import PathTable
 from .tables import DEFAULT_MAX_K, table_layout
 
-__all__ = ["DevicePathTable", "device_path_table", "shap_values_device"]
+__all__ = ["DevicePathTable", "device_path_table", "shap_values_device", "shap_interactions_device"]
 
 _MAX_LEN = 64                 # kernels/treeshap_rows.cu SHAP_MAX_LEN
 _THREADS = 128                # rows per block (the kernel's launch bound)
@@ -154,4 +155,45 @@ def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int 
         extra[:, :, F] = 0.0
         out += cupy.asarray(extra)
     out[:, :, F] = cupy.asarray(table.base_margin + table.expected_value())
+    return out
+
+
+def shap_interactions_device(table: PathTable, rows):
+    """SHAP interaction values on the GPU, bitwise the CPU's ``shap_interactions(method="path")``.
+
+    Parameters
+    ----------
+    table : PathTable
+    rows : numpy.ndarray or cupy.ndarray, shape (n, F)
+
+    Returns
+    -------
+    cupy.ndarray of float64, shape (n, n_groups, F + 1, F + 1)
+        Bias (the expected value) at ``[F, F]``.
+    """
+    import cupy
+
+    from ..backend._nvrtc import get_module
+    from .treeshap import shap_interactions
+
+    X = cupy.ascontiguousarray(cupy.asarray(rows, dtype=cupy.float32))
+    n, F = X.shape
+    dev = device_path_table(table, 0)  # no weight tables: interactions walk the paths
+    G = dev.n_groups
+    out = cupy.zeros((n, G, F + 1, F + 1), dtype=cupy.float64)
+    if n and F:
+        a = dev.arrays
+        acc = cupy.zeros((G, F, F, n), dtype=cupy.float64)  # row fastest: coalesced updates
+        get_module("treeshap_rows.cu").get_function("shap_interactions_rows")(
+            (-(-n // _THREADS), G), (_THREADS,),
+            (X, np.int64(n), np.int32(F), a["path_offsets"], a["group_paths"], a["group_ptr"], a["feature"],
+             a["lower"], a["upper"], a["missing"], a["zero_fraction"], a["zero_fraction_inv"], a["path_v"],
+             a["recip"], acc))
+        out[:, :, :F, :F] = cupy.moveaxis(acc, 3, 0)
+        del acc
+    if dev.oversize is not None:
+        extra = shap_interactions(dev.oversize, cupy.asnumpy(X), method="path")
+        extra[:, :, F, F] = 0.0
+        out += cupy.asarray(extra)
+    out[:, :, F, F] = cupy.asarray(table.base_margin + table.expected_value())
     return out

@@ -100,6 +100,35 @@ def test_an_explainer_on_the_cpu_given_cupy_rows_returns_numpy():
     _bitwise(out, dg.TreeExplainer(booster).shap_values(X))
 
 
+@pytest.mark.parametrize("objective,depth", [("binary:logistic", 6), ("multi:softprob", 4), ("reg:squarederror", 1)])
+def test_gpu_interaction_values_are_bitwise_the_cpus_path_method_and_match_the_default(objective, depth):
+    booster, X = _model(objective, depth, rounds=8)
+    X = X[:400]
+    cpu_path = dg.TreeExplainer(booster, algorithm="path").contributions(X, interactions=True)
+    gpu = dg.TreeExplainer(booster, device="cuda")
+    got = gpu.contributions(X, interactions=True)
+    _bitwise(got, cpu_path)
+    np.testing.assert_allclose(got, dg.TreeExplainer(booster).contributions(X, interactions=True),
+                               rtol=1e-9, atol=1e-9)  # the CPU default, quadrature: rounding only
+    # rows of the matrix sum to the SHAP values
+    np.testing.assert_allclose(got.sum(axis=3), gpu.contributions(X), rtol=1e-9, atol=1e-9)
+
+
+def test_interactions_of_cupy_rows_are_cupy_and_booster_pred_interactions_runs_on_the_gpu():
+    import cupy
+
+    booster, X = _model(depth=5, rounds=6)
+    X = X[:300]
+    out = dg.TreeExplainer(booster, device="cuda").shap_interaction_values(cupy.asarray(X))
+    assert isinstance(out, cupy.ndarray) and out.shape == (300, X.shape[1], X.shape[1])
+    gpu_booster = booster.copy()
+    gpu_booster.set_param({"device": "cuda"})
+    got = gpu_booster.predict(dg.DMatrix(cupy.asarray(X)), pred_interactions=True)
+    assert isinstance(got, cupy.ndarray)
+    np.testing.assert_allclose(got.get(), booster.predict(dg.DMatrix(X), pred_interactions=True),
+                               rtol=1e-5, atol=1e-6)  # float32 outputs of float64 values that agree to 1e-9
+
+
 def test_gpu_shap_values_add_up_to_the_margin():
     booster, X = _model(depth=8, rounds=30)
     contribs = dg.TreeExplainer(booster, device="cuda").contributions(X)
