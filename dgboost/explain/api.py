@@ -65,11 +65,10 @@ def booster_contributions(booster, values, t0: int, t1: int, *, interactions: bo
     """
     from .._array import array_module, is_device_array, to_host
     from .engines import engine_for
-    from .tables import DEFAULT_MAX_TABLE_BYTES
     from .treeshap import cached_tables
 
     table = booster_path_table(booster, t0, t1)
-    engine = engine_for(device, DEFAULT_MAX_TABLE_BYTES)
+    engine = engine_for(device)
     xp = engine.xp
     rows = xp.ascontiguousarray(xp.asarray(values, dtype=xp.float32))
     n, F = rows.shape

@@ -51,8 +51,7 @@ from ..errors import DGBoostTypeError, DGBoostValueError
 from .importers import to_ensemble
 from .paths import extract_paths
 from .._array import array_module, is_device_array, to_host
-from .engines import CpuEngine, engine_for
-from .tables import DEFAULT_MAX_TABLE_BYTES
+from .engines import CpuEngine, default_table_bytes, engine_for
 
 __all__ = ["TreeExplainer", "Explanation", "AdditivityError", "PROGRESS_MIN_ROWS"]
 
@@ -209,8 +208,10 @@ class TreeExplainer:
         Names for plots and frames (default: the model's, else the DataFrame's, else f0...).
     progress : bool, optional
         Show a progress line on stderr (default: for long inputs on a terminal).
-    max_table_bytes : int
-        Memory budget of the per-path weight tables (``algorithm="table"``).
+    max_table_bytes : int, optional
+        Memory budget of the per-path weight tables (``algorithm="table"``); default 256 MiB
+        on the CPU, 1 GiB on a GPU. With the same budget both devices give bitwise the same
+        values (paths without a table take the path method, which rounds differently).
 
     Attributes
     ----------
@@ -223,7 +224,7 @@ class TreeExplainer:
     def __init__(self, model, data=None, feature_perturbation: str = "auto",
                  algorithm: str = "auto", device: str = "cpu", *, model_output: str = "raw",
                  feature_names=None, progress: bool | None = None,
-                 max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES):
+                 max_table_bytes: int | None = None):
         if feature_perturbation not in _PERTURBATIONS:
             raise DGBoostValueError(f"feature_perturbation must be one of {_PERTURBATIONS}, got "
                                     f"{feature_perturbation!r}")
@@ -234,7 +235,8 @@ class TreeExplainer:
                 f"model_output={model_output!r} is not supported: TreeExplainer explains the raw "
                 "model output (margins for boosting, probabilities for sklearn tree classifiers)")
         self.device = self._check_device(device)
-        self.max_table_bytes = int(max_table_bytes)
+        self._budget_given = max_table_bytes is not None
+        self.max_table_bytes = int(max_table_bytes) if self._budget_given else default_table_bytes(self.device)
         self._kernels = engine_for(self.device, self.max_table_bytes)
         if feature_perturbation == "auto":
             feature_perturbation = "interventional" if data is not None else "tree_path_dependent"
@@ -305,6 +307,8 @@ class TreeExplainer:
 
         other = copy.copy(self)
         other.device = self._check_device(device)
+        if not self._budget_given:
+            other.max_table_bytes = default_table_bytes(other.device)
         other._kernels = engine_for(other.device, other.max_table_bytes)
         return other
 

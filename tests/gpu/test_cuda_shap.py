@@ -15,6 +15,8 @@ from dgboost.datasets import make_synthetic
 
 pytestmark = pytest.mark.gpu
 
+BUDGET = 256 << 20  # one weight-table budget for both devices (their defaults differ)
+
 
 def _model(objective="binary:logistic", depth=6, rounds=20, missing=0.15, n=3000, F=12, **extra):
     task = {"binary:logistic": "binary", "reg:squarederror": "regression"}.get(objective, "multiclass")
@@ -41,8 +43,8 @@ def _bitwise(got, want):
                                              ("reg:squarederror", 3), ("binary:logistic", 16)])
 def test_gpu_shap_values_are_bitwise_the_cpu_engines(objective, depth, algorithm):
     booster, X = _model(objective, depth)
-    cpu = dg.TreeExplainer(booster, algorithm=algorithm)
-    gpu = dg.TreeExplainer(booster, algorithm=algorithm, device="cuda")
+    cpu = dg.TreeExplainer(booster, algorithm=algorithm, max_table_bytes=BUDGET)
+    gpu = dg.TreeExplainer(booster, algorithm=algorithm, device="cuda", max_table_bytes=BUDGET)
     _bitwise(gpu.contributions(X), cpu.contributions(X))
     _bitwise(gpu.shap_values(X), cpu.shap_values(X))
 
@@ -89,6 +91,15 @@ def test_cupy_rows_give_cupy_values_on_their_gpu_and_host_rows_give_numpy():
     assert isinstance(on_host, np.ndarray)
     _bitwise(on_device, on_host)
     assert isinstance(explainer.predict(cupy.asarray(X)), cupy.ndarray)
+
+
+def test_the_default_table_budget_is_larger_on_the_gpu_and_follows_the_device():
+    booster, _ = _model(depth=4, rounds=3)
+    assert dg.TreeExplainer(booster).max_table_bytes == 256 << 20
+    gpu = dg.TreeExplainer(booster, device="cuda")
+    assert gpu.max_table_bytes == 1 << 30
+    assert gpu.with_device("cpu").max_table_bytes == 256 << 20
+    assert dg.TreeExplainer(booster, max_table_bytes=4096).with_device("cuda").max_table_bytes == 4096
 
 
 def test_an_explainer_on_the_cpu_given_cupy_rows_returns_numpy():
@@ -146,8 +157,8 @@ def test_trees_40_levels_deep_and_deeper_are_explained_like_the_cpu():
     assert tree.get_depth() > 32
     for depth in (40, None):  # paths the kernel holds (<= 64 elements), and longer ones
         model = tree if depth is None else DecisionTreeRegressor(max_depth=depth, random_state=0).fit(X, y)
-        cpu = dg.TreeExplainer(model).shap_values(X[:300])
-        gpu = dg.TreeExplainer(model, device="cuda").shap_values(X[:300])
+        cpu = dg.TreeExplainer(model, max_table_bytes=BUDGET).shap_values(X[:300])
+        gpu = dg.TreeExplainer(model, device="cuda", max_table_bytes=BUDGET).shap_values(X[:300])
         if depth is None and tree.get_depth() >= 64:  # the CPU's paths added after: rounding only
             np.testing.assert_allclose(gpu, cpu, rtol=1e-12, atol=1e-12)
         else:
@@ -176,6 +187,6 @@ def test_rows_too_wide_for_shared_accumulators_accumulate_in_the_output_with_the
     from dgboost.explain import gpu
 
     booster, X = _model("multi:softprob", 4, rounds=5)
-    expected = dg.TreeExplainer(booster).contributions(X[:500])
+    expected = dg.TreeExplainer(booster, max_table_bytes=BUDGET).contributions(X[:500])
     monkeypatch.setattr(gpu, "_ACC_SMEM_BYTES", 8)  # no shared accumulators fit
-    _bitwise(dg.TreeExplainer(booster, device="cuda").contributions(X[:500]), expected)
+    _bitwise(dg.TreeExplainer(booster, device="cuda", max_table_bytes=BUDGET).contributions(X[:500]), expected)
