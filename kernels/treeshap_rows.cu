@@ -203,7 +203,8 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
 // SHAP interaction values, the CPU's path method (treeshap.py _interaction_kernel) per row:
 // main effects on the diagonal, then for every element j the path without j re-EXTENDed and
 // each other element i given v/2 (o_j - z_j) (o_i - z_i) W_i at [f_j, f_i], subtracted from
-// [f_j, f_j]; O(k^3) per row and path. Thread mapping as shap_rows. The accumulator ``acc``
+// [f_j, f_j]; O(k^3) per row and path, for the paths of at least ``min_k`` elements (the
+// others take shap_interactions_quadrature). Thread mapping as shap_rows. The accumulator ``acc``
 // is (n_groups, F, F, n) with the row fastest, so a warp's read-modify-writes are coalesced.
 extern "C" __global__ void __launch_bounds__(128) shap_interactions_rows(
     const float* __restrict__ X, long long n, int F,
@@ -212,7 +213,7 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_rows(
     const float* __restrict__ lower, const float* __restrict__ upper,
     const unsigned char* __restrict__ missing, const double* __restrict__ zero_fraction,
     const double* __restrict__ zero_fraction_inv, const double* __restrict__ path_v,
-    const double* __restrict__ recip, double* __restrict__ acc) {  // zeroed by the caller
+    const double* __restrict__ recip, int min_k, double* __restrict__ acc) {  // zeroed by the caller
   const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (row >= n) return;
   const int g = blockIdx.y;
@@ -224,7 +225,7 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_rows(
     const int p = group_paths[q];
     const long long s = path_offsets[p] + 1;
     const int k = (int)(path_offsets[p + 1] - s);
-    if (k == 0) continue;
+    if (k == 0 || k < min_k) continue;  // shorter paths: shap_interactions_quadrature
     const double v = path_v[p];
     const long long on = path_on_bits(x, s, k, feature, lower, upper, missing);
     int d = path_extend(pw, on, s, k, -1, zero_fraction, recip);
@@ -254,4 +255,114 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_rows(
     }
   }
 #undef ACC
+}
+
+#ifndef SHAP_QUAD_MAX_K
+#define SHAP_QUAD_MAX_K 16  // longest path (non-bias elements) the quadrature kernel holds
+#endif
+#define SHAP_QUAD_MAX_NQ ((SHAP_QUAD_MAX_K + 1) / 2)
+
+// SHAP interaction values by Gauss-Legendre quadrature, the CPU's default method
+// (treeshap.py _interaction_block without tables) per row, for paths of at most
+// SHAP_QUAD_MAX_K elements: per node u (weight a) A = v/2 a prod_l ((1 - u) z_l + u o_l),
+// G_l = g_on or g_off, H_l = A G_l; the diagonal gets 2 sum H_l (the SHAP value) and the
+// upper triangle [a, b] the pair terms sum_t H_i G_j, summed as the CPU's _add_node_dot.
+// O(k^2 nq) per row and path. ``g_on`` ((1 - z) / ((1 - u) z + u) per element and node,
+// row stride SHAP_QUAD_MAX_NQ) and ``g_off`` (-1 / (1 - u) per (nq, node)) come from the
+// host, so no division runs per row. ``acc`` as shap_interactions_rows (zeroed; the
+// diagonal and upper triangle are written); interaction_finish makes the matrix.
+extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
+    const float* __restrict__ X, long long n, int F,
+    const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
+    const long long* __restrict__ group_ptr, const int* __restrict__ feature,
+    const float* __restrict__ lower, const float* __restrict__ upper,
+    const unsigned char* __restrict__ missing, const double* __restrict__ zero_fraction,
+    const double* __restrict__ path_v, const double* __restrict__ gl_nodes,
+    const double* __restrict__ gl_weights, const double* __restrict__ g_on,
+    const double* __restrict__ g_off, double* __restrict__ acc) {
+  const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (row >= n) return;
+  const int g = blockIdx.y;
+  const float* x = X + row * (long long)F;
+  double* a = acc + (long long)g * F * F * n + row;
+  double Hq[SHAP_QUAD_MAX_NQ * SHAP_QUAD_MAX_K], Gq[SHAP_QUAD_MAX_NQ * SHAP_QUAD_MAX_K];
+  for (long long q = group_ptr[g]; q < group_ptr[g + 1]; ++q) {
+    const int p = group_paths[q];
+    const long long s = path_offsets[p] + 1;
+    const int k = (int)(path_offsets[p + 1] - s);
+    if (k == 0 || k > SHAP_QUAD_MAX_K) continue;
+    const long long on = path_on_bits(x, s, k, feature, lower, upper, missing);
+    const int nq = (k + 1) / 2;
+    const double hv = 0.5 * path_v[p];
+    for (int t = 0; t < nq; ++t) {
+      const double u = gl_nodes[nq * SHAP_QUAD_MAX_NQ + t];
+      const double goff = g_off[nq * SHAP_QUAD_MAX_NQ + t];
+      double A = gl_weights[nq * SHAP_QUAD_MAX_NQ + t] * hv;
+      for (int l = 0; l < k; ++l) {
+        const double z = zero_fraction[s + l];
+        const double f0 = (1.0 - u) * z;
+        const double ol = ((on >> l) & 1) ? 1.0 : 0.0;
+        A *= f0 + u * ol;
+        Gq[t * SHAP_QUAD_MAX_K + l] = g_on[(s + l) * SHAP_QUAD_MAX_NQ + t] * ol + goff * (1.0 - ol);
+      }
+      for (int l = 0; l < k; ++l) Hq[t * SHAP_QUAD_MAX_K + l] = A * Gq[t * SHAP_QUAD_MAX_K + l];
+    }
+    for (int l = 0; l < k; ++l) {
+      const int fl = feature[s + l];
+      double* d = a + ((long long)fl * F + fl) * n;
+      for (int t = 0; t < nq; ++t) *d += 2.0 * Hq[t * SHAP_QUAD_MAX_K + l];
+    }
+    for (int l = 0; l < k - 1; ++l) {
+      const int fl = feature[s + l];
+      for (int m = l + 1; m < k; ++m) {
+        const int fm = feature[s + m];
+        double* c = a + (fl < fm ? (long long)fl * F + fm : (long long)fm * F + fl) * n;
+        // the CPU's grouping: four nodes at a time, then the remainder
+        int t = 0;
+        while (t < nq) {
+          const double* H = Hq + t * SHAP_QUAD_MAX_K;
+          const double* Gm = Gq + t * SHAP_QUAD_MAX_K;
+          const int K = SHAP_QUAD_MAX_K;
+          const int rem = nq - t;
+          if (rem >= 4) {
+            *c += (H[l] * Gm[m] + H[K + l] * Gm[K + m]) + (H[2 * K + l] * Gm[2 * K + m] + H[3 * K + l] * Gm[3 * K + m]);
+            t += 4;
+          } else if (rem == 3) {
+            *c += H[l] * Gm[m] + H[K + l] * Gm[K + m] + H[2 * K + l] * Gm[2 * K + m];
+            t += 3;
+          } else if (rem == 2) {
+            *c += H[l] * Gm[m] + H[K + l] * Gm[K + m];
+            t += 2;
+          } else {
+            *c += H[l] * Gm[m];
+            t += 1;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The interaction matrix of each (row, group) from the quadrature's accumulator: the upper
+// triangle mirrored, the diagonal the SHAP value minus the row's off-diagonal sum (in the
+// CPU's order). ``out`` (n, n_groups, F + 1, F + 1); its diagonal holds the running sums.
+extern "C" __global__ void interaction_finish(const double* __restrict__ acc, long long n, int F, int n_groups,
+                                              double* __restrict__ out) {
+  const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (row >= n) return;
+  const int g = blockIdx.y;
+  const double* a = acc + (long long)g * F * F * n + row;
+  double* o = out + (row * n_groups + g) * (long long)(F + 1) * (F + 1);
+  const long long W = F + 1;
+  for (int f = 0; f < F; ++f) o[f * W + f] = 0.0;
+  for (int f1 = 0; f1 < F; ++f1) {
+    for (int f2 = f1 + 1; f2 < F; ++f2) {
+      const double val = a[((long long)f1 * F + f2) * n];
+      o[f1 * W + f2] = val;
+      o[f2 * W + f1] = val;
+      o[f1 * W + f1] += val;
+      o[f2 * W + f2] += val;
+    }
+  }
+  for (int f = 0; f < F; ++f) o[f * W + f] = a[((long long)f * F + f) * n] - o[f * W + f];
 }

@@ -108,7 +108,8 @@ class CudaEngine:
         return shap_values_device(table, rows, self.max_table_bytes if algorithm == "table" else 0)
 
     def interactions(self, table, rows, method: str | None):
-        """The CPU's path method on the GPU (every method gives the same values up to rounding)."""
+        """The CPU's quadrature method on the GPU, whatever ``method`` (all give the same
+        values up to rounding)."""
         from .gpu import shap_interactions_device
 
         return shap_interactions_device(table, rows)

@@ -6,7 +6,8 @@ bitwise those of the CPU engine with the same table budget, and do not depend on
 rows are batched or spread over workers. The tables are chosen as on the CPU
 (:func:`~dgboost.explain.tables.table_layout`) and filled on the device; everything is
 uploaded once per (path table, budget, device) in a process. Interaction values take the
-CPU's path method (O(k^3) per row and path) the same way. Paths longer than ``SHAP_MAX_LEN``
+CPU's default quadrature method the same way (bitwise the CPU's for paths of at most 16
+elements; longer ones take the path method, O(k^3)). Paths longer than ``SHAP_MAX_LEN``
 elements (trees deeper than 63) are computed by the CPU engine and added.
 """
 from __future__ import annotations
@@ -158,8 +159,44 @@ def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int 
     return out
 
 
+_QUAD_MAX_K = 16                   # kernels/treeshap_rows.cu SHAP_QUAD_MAX_K
+_QUAD_MAX_NQ = (_QUAD_MAX_K + 1) // 2
+
+
+def _quadrature_arrays(table: PathTable, dev: DevicePathTable) -> dict:
+    """The quadrature kernel's per-node constants, uploaded once per device table: Gauss-
+    Legendre nodes and weights ((nq, t), row stride _QUAD_MAX_NQ), ``g_off`` = -1 / (1 - u)
+    per node and ``g_on`` = (1 - z) / ((1 - u) z + u) per element and node (paths of at most
+    _QUAD_MAX_K elements), the CPU's expressions evaluated the same way."""
+    import cupy
+
+    from .tables import gauss_legendre_01
+
+    found = getattr(dev, "quadrature", None)
+    if found is not None:
+        return found
+    nodes, weights = gauss_legendre_01(_QUAD_MAX_NQ)  # (nq + 1, _QUAD_MAX_NQ)
+    g_off = np.zeros_like(nodes)
+    for nq in range(1, _QUAD_MAX_NQ + 1):
+        g_off[nq, :nq] = -1.0 / (1.0 - nodes[nq, :nq])
+    lengths = table.path_lengths.astype(np.int64)
+    k_of = np.repeat(lengths - 1, lengths)  # per element: its path's k
+    nq_of = (k_of + 1) // 2
+    z = table.zero_fraction
+    g_on = np.zeros((table.n_elements, _QUAD_MAX_NQ))
+    for t in range(_QUAD_MAX_NQ):
+        sel = (k_of >= 1) & (k_of <= _QUAD_MAX_K) & (t < nq_of)
+        u = nodes[nq_of[sel], t]
+        f0 = (1.0 - u) * z[sel]
+        g_on[sel, t] = (1.0 - z[sel]) / (f0 + u)
+    dev.quadrature = {"nodes": cupy.asarray(nodes), "weights": cupy.asarray(weights), "g_off": cupy.asarray(g_off),
+                      "g_on": cupy.asarray(g_on), "has_long": bool((lengths - 1 > _QUAD_MAX_K).any())}
+    return dev.quadrature
+
+
 def shap_interactions_device(table: PathTable, rows):
-    """SHAP interaction values on the GPU, bitwise the CPU's ``shap_interactions(method="path")``.
+    """SHAP interaction values on the GPU, bitwise the CPU's default (quadrature) method for
+    paths of at most 16 elements; longer ones take the path method (O(k^3)) and are added.
 
     Parameters
     ----------
@@ -183,13 +220,21 @@ def shap_interactions_device(table: PathTable, rows):
     out = cupy.zeros((n, G, F + 1, F + 1), dtype=cupy.float64)
     if n and F:
         a = dev.arrays
+        quad = _quadrature_arrays(table, dev)
+        module = get_module("treeshap_rows.cu")
+        grid = (-(-n // _THREADS), G)
+        common = (X, np.int64(n), np.int32(F), a["path_offsets"], a["group_paths"], a["group_ptr"], a["feature"],
+                  a["lower"], a["upper"], a["missing"], a["zero_fraction"])
         acc = cupy.zeros((G, F, F, n), dtype=cupy.float64)  # row fastest: coalesced updates
-        get_module("treeshap_rows.cu").get_function("shap_interactions_rows")(
-            (-(-n // _THREADS), G), (_THREADS,),
-            (X, np.int64(n), np.int32(F), a["path_offsets"], a["group_paths"], a["group_ptr"], a["feature"],
-             a["lower"], a["upper"], a["missing"], a["zero_fraction"], a["zero_fraction_inv"], a["path_v"],
-             a["recip"], acc))
-        out[:, :, :F, :F] = cupy.moveaxis(acc, 3, 0)
+        module.get_function("shap_interactions_quadrature")(
+            grid, (_THREADS,), common + (a["path_v"], quad["nodes"], quad["weights"], quad["g_on"], quad["g_off"], acc))
+        module.get_function("interaction_finish")(grid, (_THREADS,), (acc, np.int64(n), np.int32(F), np.int32(G), out))
+        if quad["has_long"]:  # paths longer than the quadrature kernel holds: the path method, added
+            acc.fill(0.0)
+            module.get_function("shap_interactions_rows")(
+                grid, (_THREADS,), common + (a["zero_fraction_inv"], a["path_v"], a["recip"],
+                                             np.int32(_QUAD_MAX_K + 1), acc))
+            out[:, :, :F, :F] += cupy.moveaxis(acc, 3, 0)
         del acc
     if dev.oversize is not None:
         extra = shap_interactions(dev.oversize, cupy.asnumpy(X), method="path")
