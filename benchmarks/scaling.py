@@ -173,7 +173,8 @@ def table_lines(payload: dict) -> list[dict]:
         lines.append({"what": f"dgboost.dask / xgboost.dask SHAP rows/s, {payload['shap_rows']:,} rows, "
                               f"{r['workers']} {payload['device']} worker(s)", "ratio": r["shap_ratio"],
                       "note": f"higher is better; target >= 2; {s['dgboost']['median']:,.0f} vs "
-                              f"{s['xgboost']['median']:,.0f} rows/s (dgboost: CPU SHAP engine on the worker)"})
+                              f"{s['xgboost']['median']:,.0f} rows/s (dgboost: "
+                              f"{'GPU kernel on the worker, CuPy blocks out' if payload['device'] == 'cuda' else 'CPU SHAP engine on the worker'})"})
     return lines
 
 
