@@ -271,9 +271,6 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_rows(
 // row stride SHAP_QUAD_MAX_NQ) and ``g_off`` (-1 / (1 - u) per (nq, node)) come from the
 // host, so no division runs per row. ``acc`` as shap_interactions_rows (zeroed; the
 // diagonal and upper triangle are written); interaction_finish makes the matrix.
-// ``team`` threads share a row (more threads in flight for few rows): each computes the
-// row's products and updates only the accumulator entries e with e % team == its lane, so
-// every entry still sees the CPU's additions in the CPU's order.
 extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
     const float* __restrict__ X, long long n, int F,
     const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
@@ -282,10 +279,8 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
     const unsigned char* __restrict__ missing, const double* __restrict__ zero_fraction,
     const double* __restrict__ path_v, const double* __restrict__ gl_nodes,
     const double* __restrict__ gl_weights, const double* __restrict__ g_on,
-    const double* __restrict__ g_off, int team, double* __restrict__ acc) {
-  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  const long long row = tid / team;
-  const int lane = (int)(tid % team);
+    const double* __restrict__ g_off, double* __restrict__ acc) {
+  const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (row >= n) return;
   const int g = blockIdx.y;
   const float* x = X + row * (long long)F;
@@ -314,18 +309,14 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
     }
     for (int l = 0; l < k; ++l) {
       const int fl = feature[s + l];
-      const long long e = (long long)fl * F + fl;
-      if (e % team != lane) continue;
-      double* d = a + e * n;
+      double* d = a + ((long long)fl * F + fl) * n;
       for (int t = 0; t < nq; ++t) *d += 2.0 * Hq[t * SHAP_QUAD_MAX_K + l];
     }
     for (int l = 0; l < k - 1; ++l) {
       const int fl = feature[s + l];
       for (int m = l + 1; m < k; ++m) {
         const int fm = feature[s + m];
-        const long long e = fl < fm ? (long long)fl * F + fm : (long long)fm * F + fl;
-        if (e % team != lane) continue;
-        double* c = a + e * n;
+        double* c = a + (fl < fm ? (long long)fl * F + fm : (long long)fm * F + fl) * n;
         // the CPU's grouping: four nodes at a time, then the remainder
         int t = 0;
         while (t < nq) {

@@ -161,8 +161,6 @@ def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int 
 
 _QUAD_MAX_K = 16                   # kernels/treeshap_rows.cu SHAP_QUAD_MAX_K
 _QUAD_MAX_NQ = (_QUAD_MAX_K + 1) // 2
-_MAX_TEAM = 8                      # threads per row of the quadrature kernel, at most
-_TARGET_THREADS = 1 << 19          # ~4K threads per SM on an H100: the latency of the updates hidden
 
 
 def _quadrature_arrays(table: PathTable, dev: DevicePathTable) -> dict:
@@ -228,14 +226,8 @@ def shap_interactions_device(table: PathTable, rows):
         common = (X, np.int64(n), np.int32(F), a["path_offsets"], a["group_paths"], a["group_ptr"], a["feature"],
                   a["lower"], a["upper"], a["missing"], a["zero_fraction"])
         acc = cupy.zeros((G, F, F, n), dtype=cupy.float64)  # row fastest: coalesced updates
-        # threads per row: enough threads in flight to hide the accumulators' latency
-        # (the values do not depend on it: each entry is updated by one thread, in order)
-        team = 1
-        while team < _MAX_TEAM and n * G * team < _TARGET_THREADS:
-            team *= 2
         module.get_function("shap_interactions_quadrature")(
-            (-(-n * team // _THREADS), G), (_THREADS,),
-            common + (a["path_v"], quad["nodes"], quad["weights"], quad["g_on"], quad["g_off"], np.int32(team), acc))
+            grid, (_THREADS,), common + (a["path_v"], quad["nodes"], quad["weights"], quad["g_on"], quad["g_off"], acc))
         module.get_function("interaction_finish")(grid, (_THREADS,), (acc, np.int64(n), np.int32(F), np.int32(G), out))
         if quad["has_long"]:  # paths longer than the quadrature kernel holds: the path method, added
             acc.fill(0.0)
