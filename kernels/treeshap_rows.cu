@@ -282,11 +282,7 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
     const double* __restrict__ path_v, const double* __restrict__ gl_nodes,
     const double* __restrict__ gl_weights, const double* __restrict__ g_on,
     const double* __restrict__ g_off, int nq_stride, double* __restrict__ acc) {
-  // the block's warps share 32 rows: warp w updates the accumulator entries e with
-  // e % (warps) == w (a choice uniform over the warp: the path's features), so each entry
-  // still gets the CPU's additions in order, and the pair sums are split without divergence
-  const int team = blockDim.x / 32, mine = threadIdx.x / 32;
-  const long long row = blockIdx.x * 32LL + (threadIdx.x & 31);
+  const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (row >= n) return;
   const int g = blockIdx.y;
   const float* x = X + row * (long long)F;
@@ -320,13 +316,12 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
 #pragma unroll
       for (int b = 0; b < 8; ++b) {
         const int l = l0 + b;
-        if (l < k && ((long long)feature[s + l] * F + feature[s + l]) % team == mine)
-          cur[b] = a[((long long)feature[s + l] * F + feature[s + l]) * n];
+        if (l < k) cur[b] = a[((long long)feature[s + l] * F + feature[s + l]) * n];
       }
 #pragma unroll
       for (int b = 0; b < 8; ++b) {
         const int l = l0 + b;
-        if (l < k && ((long long)feature[s + l] * F + feature[s + l]) % team == mine) {
+        if (l < k) {
           for (int t = 0; t < nq; ++t) cur[b] += 2.0 * Hq[t * SHAP_QUAD_MAX_K + l];
           a[((long long)feature[s + l] * F + feature[s + l]) * n] = cur[b];
         }
@@ -340,20 +335,16 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
 #pragma unroll
         for (int b = 0; b < 8; ++b) {
           const int m = m0 + b;
-          e[b] = -1;
           if (m < k) {
             const int fm = feature[s + m];
-            const long long ent = fl < fm ? (long long)fl * F + fm : (long long)fm * F + fl;
-            if (ent % team == mine) {
-              e[b] = ent * n;
-              cur[b] = a[e[b]];
-            }
+            e[b] = (fl < fm ? (long long)fl * F + fm : (long long)fm * F + fl) * n;
+            cur[b] = a[e[b]];
           }
         }
 #pragma unroll
         for (int b = 0; b < 8; ++b) {
           const int m = m0 + b;
-          if (m >= k || e[b] < 0) continue;
+          if (m >= k) continue;
           // the CPU's grouping (_add_node_dot): four nodes at a time, then the remainder
           int t = 0;
           while (t < nq) {

@@ -161,7 +161,6 @@ def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int 
 
 _QUAD_MAX_K = 16                   # kernels/treeshap_rows.cu SHAP_QUAD_MAX_K
 _QUAD_MAX_NQ = (_QUAD_MAX_K + 1) // 2
-_FEW_ROWS = 1 << 18  # below this many (row, group) pairs, 4 warps share each 32 rows
 
 
 def _quadrature_arrays(table: PathTable, dev: DevicePathTable) -> dict:
@@ -230,10 +229,8 @@ def shap_interactions_device(table: PathTable, rows):
         acc = cupy.zeros((G, F, F, n), dtype=cupy.float64)  # row fastest: coalesced updates
         # paths of at most 8 elements (depth <= 8): the variant with small local arrays
         quad_module = get_module("treeshap_rows.cu", {"SHAP_QUAD_MAX_K": 8}) if quad["max_k"] <= 8 else module
-        # warps sharing 32 rows: more warps in flight for few rows (values do not depend on it)
-        team = 4 if n * G < _FEW_ROWS else 1
         quad_module.get_function("shap_interactions_quadrature")(
-            (-(-n // 32), G), (32 * team,), common + (a["path_v"], quad["nodes"], quad["weights"], quad["g_on"], quad["g_off"],
+            grid, (_THREADS,), common + (a["path_v"], quad["nodes"], quad["weights"], quad["g_on"], quad["g_off"],
                                          np.int32(_QUAD_MAX_NQ), acc))
         module.get_function("interaction_finish")(grid, (_THREADS,), (acc, np.int64(n), np.int32(F), np.int32(G), out))
         if quad["has_long"]:  # paths longer than the quadrature kernel holds: the path method, added

@@ -129,16 +129,6 @@ def test_gpu_interaction_values_are_bitwise_the_cpus_default_method_and_match_th
     np.testing.assert_allclose(got.sum(axis=3), gpu.contributions(X), rtol=1e-9, atol=1e-9)
 
 
-def test_interaction_values_do_not_depend_on_how_many_warps_share_the_rows(monkeypatch):
-    from dgboost.explain import gpu
-
-    booster, X = _model("multi:softprob", 5, rounds=4)
-    explainer = dg.TreeExplainer(booster, device="cuda")
-    shared = explainer.contributions(X[:500], interactions=True)  # few rows: 4 warps per 32 rows
-    monkeypatch.setattr(gpu, "_FEW_ROWS", 0)
-    _bitwise(explainer.contributions(X[:500], interactions=True), shared)
-
-
 def test_interactions_of_cupy_rows_are_cupy_and_booster_pred_interactions_runs_on_the_gpu():
     import cupy
 
