@@ -309,64 +309,36 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
       }
       for (int l = 0; l < k; ++l) Hq[t * SHAP_QUAD_MAX_K + l] = A * Gq[t * SHAP_QUAD_MAX_K + l];
     }
-    // the accumulator updates in batches of up to 8 entries: their loads issue together
-    // (one latency instead of eight), then each entry gets the CPU's additions in order
-    for (int l0 = 0; l0 < k; l0 += 8) {
-      double cur[8];
-#pragma unroll
-      for (int b = 0; b < 8; ++b) {
-        const int l = l0 + b;
-        if (l < k) cur[b] = a[((long long)feature[s + l] * F + feature[s + l]) * n];
-      }
-#pragma unroll
-      for (int b = 0; b < 8; ++b) {
-        const int l = l0 + b;
-        if (l < k) {
-          for (int t = 0; t < nq; ++t) cur[b] += 2.0 * Hq[t * SHAP_QUAD_MAX_K + l];
-          a[((long long)feature[s + l] * F + feature[s + l]) * n] = cur[b];
-        }
-      }
+    for (int l = 0; l < k; ++l) {
+      const int fl = feature[s + l];
+      double* d = a + ((long long)fl * F + fl) * n;
+      for (int t = 0; t < nq; ++t) *d += 2.0 * Hq[t * SHAP_QUAD_MAX_K + l];
     }
     for (int l = 0; l < k - 1; ++l) {
       const int fl = feature[s + l];
-      for (int m0 = l + 1; m0 < k; m0 += 8) {
-        double cur[8];
-        long long e[8];
-#pragma unroll
-        for (int b = 0; b < 8; ++b) {
-          const int m = m0 + b;
-          if (m < k) {
-            const int fm = feature[s + m];
-            e[b] = (fl < fm ? (long long)fl * F + fm : (long long)fm * F + fl) * n;
-            cur[b] = a[e[b]];
+      for (int m = l + 1; m < k; ++m) {
+        const int fm = feature[s + m];
+        double* c = a + (fl < fm ? (long long)fl * F + fm : (long long)fm * F + fl) * n;
+        // the CPU's grouping: four nodes at a time, then the remainder
+        int t = 0;
+        while (t < nq) {
+          const double* H = Hq + t * SHAP_QUAD_MAX_K;
+          const double* Gm = Gq + t * SHAP_QUAD_MAX_K;
+          const int K = SHAP_QUAD_MAX_K;
+          const int rem = nq - t;
+          if (rem >= 4) {
+            *c += (H[l] * Gm[m] + H[K + l] * Gm[K + m]) + (H[2 * K + l] * Gm[2 * K + m] + H[3 * K + l] * Gm[3 * K + m]);
+            t += 4;
+          } else if (rem == 3) {
+            *c += H[l] * Gm[m] + H[K + l] * Gm[K + m] + H[2 * K + l] * Gm[2 * K + m];
+            t += 3;
+          } else if (rem == 2) {
+            *c += H[l] * Gm[m] + H[K + l] * Gm[K + m];
+            t += 2;
+          } else {
+            *c += H[l] * Gm[m];
+            t += 1;
           }
-        }
-#pragma unroll
-        for (int b = 0; b < 8; ++b) {
-          const int m = m0 + b;
-          if (m >= k) continue;
-          // the CPU's grouping (_add_node_dot): four nodes at a time, then the remainder
-          int t = 0;
-          while (t < nq) {
-            const double* H = Hq + t * SHAP_QUAD_MAX_K;
-            const double* Gm = Gq + t * SHAP_QUAD_MAX_K;
-            const int K = SHAP_QUAD_MAX_K;
-            const int rem = nq - t;
-            if (rem >= 4) {
-              cur[b] += (H[l] * Gm[m] + H[K + l] * Gm[K + m]) + (H[2 * K + l] * Gm[2 * K + m] + H[3 * K + l] * Gm[3 * K + m]);
-              t += 4;
-            } else if (rem == 3) {
-              cur[b] += H[l] * Gm[m] + H[K + l] * Gm[K + m] + H[2 * K + l] * Gm[2 * K + m];
-              t += 3;
-            } else if (rem == 2) {
-              cur[b] += H[l] * Gm[m] + H[K + l] * Gm[K + m];
-              t += 2;
-            } else {
-              cur[b] += H[l] * Gm[m];
-              t += 1;
-            }
-          }
-          a[e[b]] = cur[b];
         }
       }
     }
