@@ -268,10 +268,8 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_rows(
 // G_l = g_on or g_off, H_l = A G_l; the diagonal gets 2 sum H_l (the SHAP value) and the
 // upper triangle [a, b] the pair terms sum_t H_i G_j, summed as the CPU's _add_node_dot.
 // O(k^2 nq) per row and path. ``g_on`` ((1 - z) / ((1 - u) z + u) per element and node,
-// row stride ``nq_stride``) and ``g_off`` (-1 / (1 - u) per (nq, node)) come from the
-// host, so no division runs per row. The per-row H and G live in local memory sized by
-// SHAP_QUAD_MAX_K: the host compiles a k <= 8 variant for shallow models, whose arrays
-// (512 bytes a thread) stay in L1. ``acc`` as shap_interactions_rows (zeroed; the
+// row stride SHAP_QUAD_MAX_NQ) and ``g_off`` (-1 / (1 - u) per (nq, node)) come from the
+// host, so no division runs per row. ``acc`` as shap_interactions_rows (zeroed; the
 // diagonal and upper triangle are written); interaction_finish makes the matrix.
 extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
     const float* __restrict__ X, long long n, int F,
@@ -281,7 +279,7 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
     const unsigned char* __restrict__ missing, const double* __restrict__ zero_fraction,
     const double* __restrict__ path_v, const double* __restrict__ gl_nodes,
     const double* __restrict__ gl_weights, const double* __restrict__ g_on,
-    const double* __restrict__ g_off, int nq_stride, double* __restrict__ acc) {
+    const double* __restrict__ g_off, double* __restrict__ acc) {
   const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (row >= n) return;
   const int g = blockIdx.y;
@@ -297,15 +295,15 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
     const int nq = (k + 1) / 2;
     const double hv = 0.5 * path_v[p];
     for (int t = 0; t < nq; ++t) {
-      const double u = gl_nodes[nq * nq_stride + t];
-      const double goff = g_off[nq * nq_stride + t];
-      double A = gl_weights[nq * nq_stride + t] * hv;
+      const double u = gl_nodes[nq * SHAP_QUAD_MAX_NQ + t];
+      const double goff = g_off[nq * SHAP_QUAD_MAX_NQ + t];
+      double A = gl_weights[nq * SHAP_QUAD_MAX_NQ + t] * hv;
       for (int l = 0; l < k; ++l) {
         const double z = zero_fraction[s + l];
         const double f0 = (1.0 - u) * z;
         const double ol = ((on >> l) & 1) ? 1.0 : 0.0;
         A *= f0 + u * ol;
-        Gq[t * SHAP_QUAD_MAX_K + l] = g_on[(s + l) * nq_stride + t] * ol + goff * (1.0 - ol);
+        Gq[t * SHAP_QUAD_MAX_K + l] = g_on[(s + l) * SHAP_QUAD_MAX_NQ + t] * ol + goff * (1.0 - ol);
       }
       for (int l = 0; l < k; ++l) Hq[t * SHAP_QUAD_MAX_K + l] = A * Gq[t * SHAP_QUAD_MAX_K + l];
     }

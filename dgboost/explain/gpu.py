@@ -190,8 +190,7 @@ def _quadrature_arrays(table: PathTable, dev: DevicePathTable) -> dict:
         f0 = (1.0 - u) * z[sel]
         g_on[sel, t] = (1.0 - z[sel]) / (f0 + u)
     dev.quadrature = {"nodes": cupy.asarray(nodes), "weights": cupy.asarray(weights), "g_off": cupy.asarray(g_off),
-                      "g_on": cupy.asarray(g_on), "has_long": bool((lengths - 1 > _QUAD_MAX_K).any()),
-                      "max_k": int(lengths.max()) - 1 if len(lengths) else 0}
+                      "g_on": cupy.asarray(g_on), "has_long": bool((lengths - 1 > _QUAD_MAX_K).any())}
     return dev.quadrature
 
 
@@ -227,11 +226,8 @@ def shap_interactions_device(table: PathTable, rows):
         common = (X, np.int64(n), np.int32(F), a["path_offsets"], a["group_paths"], a["group_ptr"], a["feature"],
                   a["lower"], a["upper"], a["missing"], a["zero_fraction"])
         acc = cupy.zeros((G, F, F, n), dtype=cupy.float64)  # row fastest: coalesced updates
-        # paths of at most 8 elements (depth <= 8): the variant with small local arrays
-        quad_module = get_module("treeshap_rows.cu", {"SHAP_QUAD_MAX_K": 8}) if quad["max_k"] <= 8 else module
-        quad_module.get_function("shap_interactions_quadrature")(
-            grid, (_THREADS,), common + (a["path_v"], quad["nodes"], quad["weights"], quad["g_on"], quad["g_off"],
-                                         np.int32(_QUAD_MAX_NQ), acc))
+        module.get_function("shap_interactions_quadrature")(
+            grid, (_THREADS,), common + (a["path_v"], quad["nodes"], quad["weights"], quad["g_on"], quad["g_off"], acc))
         module.get_function("interaction_finish")(grid, (_THREADS,), (acc, np.int64(n), np.int32(F), np.int32(G), out))
         if quad["has_long"]:  # paths longer than the quadrature kernel holds: the path method, added
             acc.fill(0.0)
