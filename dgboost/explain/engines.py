@@ -27,16 +27,14 @@ def default_table_bytes(device: str) -> int:
 
 
 def _margins_from_leaves(xp, ensemble, leaves):
-    """(n, k) float64: base margin + the leaf values reached (``leaves``: (n, T) local node ids)."""
+    """(n, k) float64: base margin + the leaf values reached (``leaves``: (n, T) local node ids),
+    summed tree by tree (no (n, T) float temporaries: inputs may be large)."""
     vals = xp.asarray(ensemble.value.astype(np.float64))
-    offs = xp.asarray(ensemble.offsets()[:ensemble.n_trees].astype(np.int64))
-    picked = vals[offs[None, :] + leaves.astype(np.int64)]  # (n, T)
-    groups = np.asarray(ensemble.groups())
+    offs = ensemble.offsets()
+    groups = ensemble.groups()
     out = xp.tile(xp.asarray(ensemble.base_margin, dtype=xp.float64), (leaves.shape[0], 1))
-    for g in range(out.shape[1]):
-        trees = np.flatnonzero(groups == g)
-        for t in trees:  # tree order, as the CPU sums them
-            out[:, g] += picked[:, t]
+    for t in range(ensemble.n_trees):
+        out[:, int(groups[t])] += vals[int(offs[t]) + leaves[:, t].astype(np.int64)]
     return out
 
 
