@@ -63,6 +63,8 @@ _ALGORITHMS = ("auto", "path", "table")
 # rough cost units per row chunk (path elements x background rows ...): a few per second
 _CHUNK_COST = 4e7
 _HOST = CpuEngine()  # leaves and margins of host rows, whatever the explainer's device
+# objectives whose output is sigmoid(margin): dgboost / XGBoost, and LightGBM's names
+_LOGISTIC_OBJECTIVES = frozenset({"binary:logistic", "reg:logistic", "binary", "cross_entropy"})
 
 
 class AdditivityError(DGBoostValueError):
@@ -202,8 +204,12 @@ class TreeExplainer:
         ``kernels/treeshap_rows.cu`` (the CPU engine's kernels with one thread per row, so
         the values are bitwise the CPU's); interventional SHAP still runs on the CPU. CuPy
         and cuDF rows stay on the GPU and give CuPy arrays / cuDF frames.
-    model_output : {"raw"}
-        Only the raw model output is explained (see the module docstring).
+    model_output : {"raw", "probability"}
+        ``"raw"``: the raw output (see the module docstring). ``"probability"``: for
+        interventional SHAP of a one-output logistic model, the probability sigmoid(margin),
+        as shap does (per background row the margin values are scaled by the sigmoid's secant
+        between the two margins); the values then sum to the probability minus the mean
+        probability of the background.
     feature_names : list of str, optional
         Names for plots and frames (default: the model's, else the DataFrame's, else f0...).
     progress : bool, optional
@@ -230,10 +236,11 @@ class TreeExplainer:
                                     f"{feature_perturbation!r}")
         if algorithm not in _ALGORITHMS:
             raise DGBoostValueError(f"algorithm must be one of {_ALGORITHMS}, got {algorithm!r}")
-        if model_output not in ("raw", "margin"):
+        if model_output not in ("raw", "margin", "probability"):
             raise DGBoostValueError(
                 f"model_output={model_output!r} is not supported: TreeExplainer explains the raw "
-                "model output (margins for boosting, probabilities for sklearn tree classifiers)")
+                "model output (margins for boosting, probabilities for sklearn tree classifiers), "
+                "or with model_output='probability' the probability of a logistic model")
         self.device = self._check_device(device)
         self._budget_given = max_table_bytes is not None
         self.max_table_bytes = int(max_table_bytes) if self._budget_given else default_table_bytes(self.device)
@@ -246,11 +253,20 @@ class TreeExplainer:
         self.feature_perturbation = feature_perturbation
         self.algorithm = "table" if algorithm == "auto" else algorithm
         self._interaction_method = None if algorithm == "auto" else algorithm
-        self.model_output = "raw"
+        self.model_output = "probability" if model_output == "probability" else "raw"
+        if self.model_output == "probability" and feature_perturbation != "interventional":
+            raise DGBoostValueError("model_output='probability' needs feature_perturbation='interventional' "
+                                    "and background data (as in shap): path-dependent SHAP explains margins")
         self.progress = progress
 
         ensemble, meta = to_ensemble(model)
         self.meta = meta
+        if self.model_output == "probability" and (
+                ensemble.n_groups != 1 or str(meta.get("objective")) not in _LOGISTIC_OBJECTIVES):
+            raise DGBoostValueError(
+                "model_output='probability' explains sigmoid(margin): it needs a model with one output and a "
+                f"logistic objective ({', '.join(sorted(_LOGISTIC_OBJECTIVES))}), got objective "
+                f"{meta.get('objective')!r} with {ensemble.n_groups} output(s)")
         self._encoder = meta.get("input_encoder")
         self.n_outputs = int(ensemble.n_groups)
         self.n_features = int(meta.get("num_feature") or 0)
@@ -282,7 +298,7 @@ class TreeExplainer:
         self._weight_tables = None
 
         if feature_perturbation == "interventional":
-            ev = self._margin64(self.data).mean(axis=0)
+            ev = self._output64(self.data).mean(axis=0)
         else:
             ev = self.table.base_margin + self.table.expected_value()
         self._expected = np.asarray(ev, dtype=np.float64)
@@ -434,11 +450,20 @@ class TreeExplainer:
         kernels = self._kernels if self._kernels.keeps(rows) else _HOST
         return kernels.margins(self.ensemble, rows)
 
+    def _output64(self, values):
+        """The output being explained, float64 (n, k): the margin, or its sigmoid for
+        ``model_output="probability"``."""
+        margin = self._margin64(values)
+        if self.model_output != "probability":
+            return margin
+        xp = array_module(margin)
+        return 1.0 / (1.0 + xp.exp(-margin))
+
     def predict(self, X) -> np.ndarray:
-        """The raw output being explained, float64: (n,) for one output, (n, k) otherwise
+        """The output being explained, float64: (n,) for one output, (n, k) otherwise
         (a CuPy array for device rows on ``device="cuda"``)."""
         _, values, _, flat = self._prepare(X)
-        out = self._margin64(values)
+        out = self._output64(values)
         out = out[:, 0] if self.n_outputs == 1 else out
         return out[0] if flat else out
 
@@ -479,7 +504,9 @@ class TreeExplainer:
         else:  # interventional SHAP: CPU kernels
             from .interventional import shap_values_interventional
 
-            res = shap_values_interventional(self.table, to_host(rows), self._engine_rows(self.data))
+            transform = "logistic" if self.model_output == "probability" else None
+            res = shap_values_interventional(self.table, to_host(rows), self._engine_rows(self.data),
+                                             transform=transform)
         return array_module(rows).asarray(res) if is_device_array(rows) else to_host(res)
 
     def _run(self, rows: np.ndarray, interactions: bool, progress, write) -> None:
@@ -549,7 +576,7 @@ class TreeExplainer:
     def _check_sums(self, total, values) -> None:
         """``total`` (n, k) against the model's margins, both where the rows are."""
         xp = array_module(total)
-        margin = self._margin64(values)
+        margin = self._output64(values)
         scale = 1.0 + xp.abs(margin) + xp.abs(xp.asarray(self._expected))[None, :]
         err = xp.abs(total - margin) / scale
         if err.size and float(err.max()) > 1e-6:
@@ -638,7 +665,7 @@ class TreeExplainer:
         import hashlib
 
         digest = hashlib.sha256(self.table.fingerprint.encode())
-        digest.update(f"{self.feature_perturbation}|{self.algorithm}|{self.max_table_bytes}".encode())
+        digest.update(f"{self.feature_perturbation}|{self.algorithm}|{self.max_table_bytes}|{self.model_output}".encode())
         if self.data is not None:
             digest.update(np.ascontiguousarray(self.data).tobytes())
         return digest.hexdigest()

@@ -24,7 +24,10 @@ from numba import njit, prange
 from ..errors import DGBoostValueError
 from .paths import PathTable, as_path_table, element_is_on
 
-__all__ = ["shap_values_interventional", "path_on_bits"]
+__all__ = ["shap_values_interventional", "path_on_bits", "TRANSFORMS"]
+
+#: output transforms explained per background row, as shap's ``model_output="probability"``
+TRANSFORMS = ("logistic",)
 
 _WORD_BITS = 63
 _CHUNK_BYTES = 64 << 20  # on-bit words of the rows of X held at once
@@ -144,6 +147,92 @@ def _background_mean(rbitsT, full, path_offsets, word_offsets, path_v, path_grou
     return out / n_ref
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _margins_from_bits(bits, full, path_offsets, word_offsets, path_v, path_group, base_margin, out):
+    """out[r, g] = base_margin[g] + the values of the leaves row r reaches (all path bits on)."""
+    n_paths = path_offsets.shape[0] - 1
+    for r in prange(bits.shape[0]):
+        for g in range(out.shape[1]):
+            out[r, g] = base_margin[g]
+        for p in range(n_paths):
+            w0 = word_offsets[p]
+            ok = True
+            for w in range(word_offsets[p + 1] - w0):
+                if bits[r, w0 + w] != full[w0 + w]:
+                    ok = False
+                    break
+            if ok:
+                out[r, path_group[p]] += path_v[p]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sigmoid(m):
+    return 1.0 / (1.0 + np.exp(-m))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _interventional_logistic_kernel(xbits, rbits, full, path_offsets, word_offsets, feature, path_v,
+                                    path_group, wtab, mx, mr, out):
+    """Interventional SHAP values of sigmoid(margin), shap's rule: per background row q the
+    margin values phi_q (which sum to mx - mr_q) are scaled by
+    (sigmoid(mx) - sigmoid(mr_q)) / (mx - mr_q) (1 where the margins are equal), then averaged."""
+    n = xbits.shape[0]
+    n_ref = rbits.shape[0]
+    n_paths = path_offsets.shape[0] - 1
+    G, F = out.shape[1], out.shape[2] - 1
+    for r in prange(n):
+        tmp = np.zeros((G, F), dtype=np.float64)
+        for q in range(n_ref):
+            tmp[:, :] = 0.0
+            for p in range(n_paths):
+                s = path_offsets[p] + 1
+                k = path_offsets[p + 1] - s
+                if k == 0:
+                    continue
+                w0 = word_offsets[p]
+                nw = word_offsets[p + 1] - w0
+                ok = True
+                nx = 0
+                nr = 0
+                for w in range(nw):
+                    xw = xbits[r, w0 + w]
+                    rw = rbits[q, w0 + w]
+                    if (xw | rw) != full[w0 + w]:
+                        ok = False
+                        break
+                    nx += _popcount(xw & ~rw)
+                    nr += _popcount(rw & ~xw)
+                if not ok or nx + nr == 0:
+                    continue
+                v = path_v[p]
+                nt = nx + nr
+                wx = v * wtab[nt, nx - 1] if nx > 0 else 0.0
+                wr = v * wtab[nt, nx] if nr > 0 else 0.0
+                row = tmp[path_group[p]]
+                for w in range(nw):
+                    xw = xbits[r, w0 + w]
+                    rw = rbits[q, w0 + w]
+                    mxw = xw & ~rw
+                    mrw = rw & ~xw
+                    base = s + w * 63
+                    while mxw != 0:
+                        low = mxw & (-mxw)
+                        row[feature[base + _popcount(low - 1)]] += wx
+                        mxw ^= low
+                    while mrw != 0:
+                        low = mrw & (-mrw)
+                        row[feature[base + _popcount(low - 1)]] -= wr
+                        mrw ^= low
+            for g in range(G):
+                a, b = mx[r, g], mr[q, g]
+                scale = 1.0 if a == b else (_sigmoid(a) - _sigmoid(b)) / (a - b)
+                for f in range(F):
+                    out[r, g, f] += tmp[g, f] * scale
+        for g in range(G):
+            for f in range(F):
+                out[r, g, f] /= n_ref
+
+
 def _shapley_weights(max_n: int) -> np.ndarray:
     """wtab[n, s] = s! (n - s - 1)! / n!  for 1 <= n <= max_n, 0 <= s < n."""
     w = np.zeros((max_n + 1, max_n + 1), dtype=np.float64)
@@ -166,7 +255,7 @@ def path_on_bits(table: PathTable, Xf: np.ndarray):
     return bits, word_offsets
 
 
-def shap_values_interventional(model, X, background) -> np.ndarray:
+def shap_values_interventional(model, X, background, transform: str | None = None) -> np.ndarray:
     """Interventional SHAP values over ``background``; float64 ``(n, n_groups, F + 1)``.
 
     ``model``: an Ensemble, :class:`PathTable` or PackedTable. ``X`` and ``background``:
@@ -174,7 +263,13 @@ def shap_values_interventional(model, X, background) -> np.ndarray:
     directions). The bias column is ``base_margin + mean over background of the trees'
     output``. Cost O(n * n_background * n_paths) word tests plus O(k) per reached leaf;
     memory: the background's on-bits (n_background * n_paths int64 words), rows in chunks.
+
+    ``transform="logistic"`` explains ``sigmoid(margin)`` as shap's
+    ``model_output="probability"`` does (per background row, the margin values rescaled by the
+    secant of the sigmoid); the bias column is then the mean of the background's probabilities.
     """
+    if transform is not None and transform not in TRANSFORMS:
+        raise DGBoostValueError(f"transform must be one of {TRANSFORMS} or None, got {transform!r}")
     from .treeshap import prepare_rows
 
     table = as_path_table(model)
@@ -191,14 +286,27 @@ def shap_values_interventional(model, X, background) -> np.ndarray:
     full = _full_words(table.path_offsets, word_offsets)
     bias = table.base_margin + _background_mean(rbitsT, full, table.path_offsets, word_offsets,
                                                 table.path_v, table.path_group, table.n_groups)
+    if transform is not None:
+        mr = np.empty((Bf.shape[0], table.n_groups), dtype=np.float64)
+        _margins_from_bits(rbits, full, table.path_offsets, word_offsets, table.path_v, table.path_group,
+                           table.base_margin, mr)
+        bias = (1.0 / (1.0 + np.exp(-mr))).mean(axis=0)
     if n:
         wtab = _shapley_weights(max(table.max_length - 1, 1))
         # rows in chunks so their on-bit words stay around _CHUNK_BYTES
         chunk = max(1, min(n, _CHUNK_BYTES // (8 * max(int(word_offsets[-1]), 1))))
         for r0 in range(0, n, chunk):
             xbits, _ = path_on_bits(table, Xf[r0:r0 + chunk])
-            _interventional_kernel(xbits, rbitsT, full, table.path_offsets, word_offsets,
-                                   table.feature, table.path_v, table.path_group, wtab,
-                                   out[r0:r0 + chunk])
+            if transform is None:
+                _interventional_kernel(xbits, rbitsT, full, table.path_offsets, word_offsets,
+                                       table.feature, table.path_v, table.path_group, wtab,
+                                       out[r0:r0 + chunk])
+                continue
+            mx = np.empty((xbits.shape[0], table.n_groups), dtype=np.float64)
+            _margins_from_bits(xbits, full, table.path_offsets, word_offsets, table.path_v,
+                               table.path_group, table.base_margin, mx)
+            _interventional_logistic_kernel(xbits, rbits, full, table.path_offsets, word_offsets,
+                                            table.feature, table.path_v, table.path_group, wtab, mx, mr,
+                                            out[r0:r0 + chunk])
     out[:, :, F] = bias
     return out

@@ -255,6 +255,31 @@ def test_interventional_values_match_shap_on_xgboost_models(objective):
     np.testing.assert_allclose(e.expected_value, ref_e.expected_value, rtol=0, atol=1e-5 * scale)
 
 
+def test_probability_output_of_interventional_shap_matches_shap_for_a_logistic_model():
+    import shap  # declared test dependency: fail, never skip
+    booster, X = xgb_model("binary:logistic", 8)
+    Xq, bg = np.nan_to_num(X[:40]), np.nan_to_num(X[600:650])
+    ref_e = shap.TreeExplainer(booster, data=bg, feature_perturbation="interventional",
+                               model_output="probability")
+    ref = np.asarray(ref_e.shap_values(Xq, check_additivity=False))
+    e = TreeExplainer(booster, data=bg, model_output="probability")
+    got = e.shap_values(Xq)  # the additivity check compares with the probabilities
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(e.expected_value, ref_e.expected_value, rtol=0, atol=1e-6)
+    prob = booster.predict(xgb.DMatrix(Xq))
+    np.testing.assert_allclose(got.sum(axis=1) + e.expected_value, prob, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(e.predict(Xq), prob, rtol=0, atol=1e-6)
+
+
+def test_probability_output_is_refused_where_it_is_not_defined():
+    booster, X = xgb_model("binary:logistic", 4)
+    with pytest.raises(DGBoostError, match="interventional"):
+        TreeExplainer(booster, model_output="probability")  # path-dependent: margins only
+    regressor, Xr = xgb_model("reg:squarederror", 4)
+    with pytest.raises(DGBoostError, match="logistic objective"):
+        TreeExplainer(regressor, data=np.nan_to_num(Xr[:20]), model_output="probability")
+
+
 def test_path_dependent_with_data_recounts_covers_like_shap():
     import shap  # declared test dependency: fail, never skip
     from sklearn.tree import DecisionTreeRegressor
@@ -332,8 +357,8 @@ def test_unsupported_models_and_options_are_rejected_by_name():
         TreeExplainer(booster, feature_perturbation="interventional")
     with pytest.raises(DGBoostError, match="algorithm must be one of"):
         TreeExplainer(booster, algorithm="exact")
-    with pytest.raises(DGBoostError, match="model_output='probability' is not supported"):
-        TreeExplainer(booster, model_output="probability")
+    with pytest.raises(DGBoostError, match="model_output='log_loss' is not supported"):
+        TreeExplainer(booster, model_output="log_loss")  # 'probability' is (interventional, logistic)
     from dgboost.backend import cuda_status
 
     if not cuda_status()[0]:
