@@ -161,6 +161,7 @@ class _Batch:
     hist: object
     host: np.ndarray
     ids: np.ndarray
+    paths: list | None = None  # per row, the features its ancestors split on (interaction constraints)
 
     def can_split(self, row: int) -> bool:
         return self.hist is not None and self.host[row, FEATURE] >= 0
@@ -187,9 +188,14 @@ class TreeGrower:
     binned : BinnedMatrix
         This rank's rows.
     sampler : FeatureSampler
+    interactions : InteractionConstraints or None
+        Interaction constraints (``dgboost.constraints``): each node's allowed features join
+        its column mask, so they need per-node masks (no whole-level growth).
     """
 
-    def __init__(self, backend, comm, params, binned: BinnedMatrix, sampler: FeatureSampler):
+    def __init__(self, backend, comm, params, binned: BinnedMatrix, sampler: FeatureSampler,
+                 interactions=None):
+        self.interactions = interactions
         self.backend = backend
         self.comm = comm
         self.params = params
@@ -207,6 +213,8 @@ class TreeGrower:
         p = self.params
         if p.grow_policy == "lossguide" or p.max_leaves > 0 or self.sampler.rates[2] < 1.0:
             return False
+        if self.interactions is not None:
+            return False
         if not 1 <= p.max_depth <= _WHOLE_LEVEL_MAX_DEPTH:
             return False
         return 3 * 16 * (1 << p.max_depth) * int(self.cut_ptrs[-1]) <= _WHOLE_LEVEL_HIST_BYTES
@@ -219,20 +227,28 @@ class TreeGrower:
         device = self.backend.asarray(masks)  # one upload per tree
         return [device[d:d + 1] for d in range(masks.shape[0])]
 
-    def _node_masks(self, nodes, depths, tree_index: int, tree_mask):
+    def _node_masks(self, nodes, depths, tree_index: int, tree_mask, paths=None):
         """bool (len(depths), F) feature masks on the backend's device, or None when every
-        feature may be used (no column sampling). ``nodes`` are the node ids, needed only for
-        sampling by node (else None)."""
-        if all(r >= 1.0 for r in self.sampler.rates):
+        feature may be used (no column sampling, no interaction constraints). ``nodes`` are
+        the node ids, needed only for sampling by node (else None); ``paths`` the features
+        above each node (with interaction constraints)."""
+        sampled = not all(r >= 1.0 for r in self.sampler.rates)
+        if not sampled and self.interactions is None:
             return None
         by_node = self.sampler.rates[2] < 1.0
         levels: dict[int, np.ndarray] = {}
         masks = []
         for k, depth in enumerate(np.asarray(depths).tolist()):
-            if depth not in levels:
-                levels[depth] = self.sampler.level_mask(tree_mask, tree_index, depth)
-            masks.append(self.sampler.node_mask(levels[depth], tree_index, int(nodes[k])) if by_node
-                         else levels[depth])
+            if not sampled:
+                mask = np.ones(self.sampler.n_features, dtype=bool)
+            else:
+                if depth not in levels:
+                    levels[depth] = self.sampler.level_mask(tree_mask, tree_index, depth)
+                mask = (self.sampler.node_mask(levels[depth], tree_index, int(nodes[k])) if by_node
+                        else levels[depth])
+            if self.interactions is not None:
+                mask = mask & self.interactions.allowed(paths[k] if paths is not None else frozenset())
+            masks.append(mask)
         return self.backend.asarray(np.stack(masks))
 
     # -- growth ---------------------------------------------------------------------------
@@ -266,7 +282,7 @@ class TreeGrower:
             self._grow_whole_levels(root, hist, t, tree_index, tree_mask)
             return self._finish(t)
         host = backend.to_host(root)
-        batch = _Batch(root, hist, host, t.add(np.array([-1]), host, 0))
+        batch = _Batch(root, hist, host, t.add(np.array([-1]), host, 0), [frozenset()])
 
         if self.params.grow_policy == "lossguide":
             self._grow_best_first(batch, t, tree_index, tree_mask)
@@ -371,7 +387,10 @@ class TreeGrower:
         k = len(nodes)
         evaluate = any(self._can_split_at(int(d)) for d in child_depths)
         parents, parent_hist, index = self._parents(nodes)
-        masks = (self._node_masks(child_ids, np.repeat(child_depths, 2), tree_index, tree_mask)
+        paths = None
+        if self.interactions is not None:  # a child's ancestors: its parent's and the parent's feature
+            paths = [b.paths[r] | {int(b.host[r, FEATURE])} for b, r in nodes for _ in (0, 1)]
+        masks = (self._node_masks(child_ids, np.repeat(child_depths, 2), tree_index, tree_mask, paths)
                  if evaluate else None)
 
         # this rank's rows under the parents, known from their host records: sizes the launches
@@ -389,7 +408,7 @@ class TreeGrower:
             backend.evaluate_splits(hist, children, self.cut_ptrs, masks, self.scale_g, self.scale_h,
                                     self.params)
         ids = np.full(2 * k, -1, np.int64) if child_ids is None else np.asarray(child_ids, np.int64)
-        return _Batch(children, hist, backend.to_host(children), ids)
+        return _Batch(children, hist, backend.to_host(children), ids, paths)
 
     def _grow_whole_levels(self, root, root_hist, t: _Nodes, tree_index: int, tree_mask) -> None:
         """Grow every level of 2**d slots on the device, then read them all once into ``t``."""

@@ -128,6 +128,7 @@ class TrainParams:
     huber_slope: float = 1.0
     tweedie_variance_power: float = 1.5
     quantile_alpha: tuple | None = None  # the quantiles of reg:quantileerror (see _quantile_alpha)
+    interaction_constraints: Any = None  # tuple of feature groups (dgboost/constraints.py)
     lambdarank_pair_method: str = "topk"
     lambdarank_num_pair_per_sample: int = 0
     ndcg_exp_gain: bool = True
@@ -165,6 +166,9 @@ class TrainParams:
         _check_range("tweedie_variance_power", self.tweedie_variance_power, 1.0, 2.0, high_open=True)
         if self.quantile_alpha is not None:
             self.quantile_alpha = _quantile_alpha(self.quantile_alpha)
+        from .constraints import parse_interaction_constraints
+
+        self.interaction_constraints = parse_interaction_constraints(self.interaction_constraints)
         _check_range("nthread", self.nthread, 0, None)
         _check_range("sketch_sample_rows", self.sketch_sample_rows, 1024, None)
         if self.lambdarank_pair_method not in ("topk", "mean"):
@@ -192,7 +196,8 @@ class TrainParams:
             if callable(value):
                 continue
             if isinstance(value, tuple):
-                value = list(value)  # as JSON gives it back: a saved model's meta compares equal
+                # as JSON gives it back: a saved model's meta compares equal
+                value = [list(v) if isinstance(v, tuple) else v for v in value]
             out["lambda" if f.name == "reg_lambda" else f.name] = value
         return out
 

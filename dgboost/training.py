@@ -269,7 +269,12 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
 
     metrics = _metrics_for(p, objective, custom_metric, get_metric)
     sampler = FeatureSampler(n_features, p.seed, p.colsample_bytree, p.colsample_bylevel, p.colsample_bynode)
-    grower = TreeGrower(backend, comm, p, binned, sampler)
+    interactions = None
+    if p.interaction_constraints is not None:
+        from .constraints import InteractionConstraints
+
+        interactions = InteractionConstraints(p.interaction_constraints, n_features, dtrain.feature_names)
+    grower = TreeGrower(backend, comm, p, binned, sampler, interactions)
     # on the backend's device: the subsample mask of every round is hashed there (only made
     # when rows are sampled: 8 bytes a row)
     global_index = None
