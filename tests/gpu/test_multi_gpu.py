@@ -20,7 +20,7 @@ from dgboost.datasets import make_synthetic
 from dgboost.testing import assert_same_trees
 from dgboost.testing.faults import KillProcessAtRound
 
-pytestmark = [pytest.mark.mgpu, pytest.mark.dask]
+pytestmark = [pytest.mark.dask]  # gpu / mgpu per test: the 1-GPU cases run on any GPU machine
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 
 # uneven partitions, one of them empty: with several GPUs the ranks hold unequal row counts
@@ -99,7 +99,8 @@ def _single_gpu_model(case: str):
     return _SINGLE[case]
 
 
-@pytest.mark.parametrize("n_gpus", [1, 2, 4])
+@pytest.mark.parametrize("n_gpus", [pytest.param(1, marks=pytest.mark.gpu), pytest.param(2, marks=pytest.mark.mgpu),
+                                    pytest.param(4, marks=pytest.mark.mgpu)])
 @pytest.mark.parametrize("case", list(CASES))
 def test_n_gpus_through_nccl_give_the_single_process_model_byte_for_byte(cuda_client, n_gpus, case):
     if _gpu_count() < n_gpus:
@@ -117,6 +118,7 @@ def test_n_gpus_through_nccl_give_the_single_process_model_byte_for_byte(cuda_cl
     assert_same_trees(got, cpu, names=(f"{n_gpus} GPUs", "cpu"))
 
 
+@pytest.mark.mgpu
 @_needs(2)
 def test_a_gpu_that_holds_no_rows_still_takes_part_and_the_model_is_unchanged(cuda_client):
     import dask.array as da
@@ -133,6 +135,7 @@ def test_a_gpu_that_holds_no_rows_still_takes_part_and_the_model_is_unchanged(cu
     assert got.to_json() == _single_gpu_model(case).to_json()
 
 
+@pytest.mark.mgpu
 @_needs(2)
 @pytest.mark.parametrize("interactions", [False, True], ids=["values", "interactions"])
 def test_distributed_shap_on_every_gpu_equals_single_gpu_shap_bit_for_bit(cuda_client, interactions):
@@ -155,6 +158,7 @@ def test_distributed_shap_on_every_gpu_equals_single_gpu_shap_bit_for_bit(cuda_c
     assert got.tobytes() == want.tobytes()
 
 
+@pytest.mark.mgpu
 @_needs(2)
 def test_a_gpu_worker_killed_mid_training_ends_train_with_a_clear_error_within_60_seconds(tmp_path):
     from dask_cuda import LocalCUDACluster
