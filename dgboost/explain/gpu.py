@@ -144,7 +144,10 @@ def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int 
         shared = threads * F * 8 <= _ACC_SMEM_BYTES
         blocks = -(-n // threads)
         if blocks > _MAX_GRID_X:
-            raise ValueError(f"{n} rows exceed one launch; explain them in chunks")
+            from ..errors import DGBoostValueError
+
+            raise DGBoostValueError(f"{n} rows exceed one kernel launch; explain them in chunks "
+                                    "(TreeExplainer does)")
         get_module("treeshap_rows.cu").get_function("shap_rows")(
             (blocks, G), (threads,),
             (X, np.int64(n), np.int32(F), a["path_offsets"], a["group_paths"], a["group_ptr"], a["feature"],
