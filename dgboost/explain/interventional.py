@@ -76,6 +76,41 @@ def _full_words(path_offsets, word_offsets):
     return full
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _add_pair(xbits, r, rbitsT, q, full, s, w0, nw, feature, v, wtab, row):
+    """Add to ``row`` (F,) the contributions of one path (elements from s, on-bit words w0 ..
+    w0 + nw, leaf value ``v``) for the row r of ``xbits`` and the background row q of
+    ``rbitsT``: nothing unless the hybrid reaches the leaf (module docstring)."""
+    nx = 0
+    nr = 0
+    for w in range(nw):
+        xw = xbits[r, w0 + w]
+        rw = rbitsT[w0 + w, q]
+        if (xw | rw) != full[w0 + w]:
+            return
+        nx += _popcount(xw & ~rw)
+        nr += _popcount(rw & ~xw)
+    if nx + nr == 0:
+        return
+    nt = nx + nr
+    wx = v * wtab[nt, nx - 1] if nx > 0 else 0.0
+    wr = v * wtab[nt, nx] if nr > 0 else 0.0
+    for w in range(nw):
+        xw = xbits[r, w0 + w]
+        rw = rbitsT[w0 + w, q]
+        mx = xw & ~rw
+        mr = rw & ~xw
+        base = s + w * 63
+        while mx != 0:
+            low = mx & (-mx)
+            row[feature[base + _popcount(low - 1)]] += wx
+            mx ^= low
+        while mr != 0:
+            low = mr & (-mr)
+            row[feature[base + _popcount(low - 1)]] -= wr
+            mr ^= low
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _interventional_kernel(xbits, rbitsT, full, path_offsets, word_offsets, feature, path_v,
                            path_group, wtab, out):
@@ -86,47 +121,13 @@ def _interventional_kernel(xbits, rbitsT, full, path_offsets, word_offsets, feat
     for r in prange(n):
         for p in range(n_paths):
             s = path_offsets[p] + 1
-            k = path_offsets[p + 1] - s
-            if k == 0:
+            if path_offsets[p + 1] == s:
                 continue
             w0 = word_offsets[p]
-            nw = word_offsets[p + 1] - w0
-            g = path_group[p]
+            row = out[r, path_group[p]]
             v = path_v[p] * inv_ref
-            row = out[r, g]
             for q in range(n_ref):
-                ok = True
-                nx = 0
-                nr = 0
-                for w in range(nw):
-                    xw = xbits[r, w0 + w]
-                    rw = rbitsT[w0 + w, q]
-                    if (xw | rw) != full[w0 + w]:
-                        ok = False
-                        break
-                    nx += _popcount(xw & ~rw)
-                    nr += _popcount(rw & ~xw)
-                if not ok or nx + nr == 0:
-                    continue
-                nt = nx + nr
-                wx = v * wtab[nt, nx - 1] if nx > 0 else 0.0
-                wr = v * wtab[nt, nx] if nr > 0 else 0.0
-                for w in range(nw):
-                    xw = xbits[r, w0 + w]
-                    rw = rbitsT[w0 + w, q]
-                    mx = xw & ~rw
-                    mr = rw & ~xw
-                    base = s + w * 63
-                    while mx != 0:
-                        low = mx & (-mx)
-                        j = _popcount(low - 1)
-                        row[feature[base + j]] += wx
-                        mx ^= low
-                    while mr != 0:
-                        low = mr & (-mr)
-                        j = _popcount(low - 1)
-                        row[feature[base + j]] -= wr
-                        mr ^= low
+                _add_pair(xbits, r, rbitsT, q, full, s, w0, word_offsets[p + 1] - w0, feature, v, wtab, row)
 
 
 @njit(cache=True, nogil=True)
@@ -171,13 +172,13 @@ def _sigmoid(m):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _interventional_logistic_kernel(xbits, rbits, full, path_offsets, word_offsets, feature, path_v,
+def _interventional_logistic_kernel(xbits, rbitsT, full, path_offsets, word_offsets, feature, path_v,
                                     path_group, wtab, mx, mr, out):
     """Interventional SHAP values of sigmoid(margin), shap's rule: per background row q the
     margin values phi_q (which sum to mx - mr_q) are scaled by
     (sigmoid(mx) - sigmoid(mr_q)) / (mx - mr_q) (1 where the margins are equal), then averaged."""
     n = xbits.shape[0]
-    n_ref = rbits.shape[0]
+    n_ref = rbitsT.shape[1]
     n_paths = path_offsets.shape[0] - 1
     G, F = out.shape[1], out.shape[2] - 1
     for r in prange(n):
@@ -186,43 +187,11 @@ def _interventional_logistic_kernel(xbits, rbits, full, path_offsets, word_offse
             tmp[:, :] = 0.0
             for p in range(n_paths):
                 s = path_offsets[p] + 1
-                k = path_offsets[p + 1] - s
-                if k == 0:
+                if path_offsets[p + 1] == s:
                     continue
                 w0 = word_offsets[p]
-                nw = word_offsets[p + 1] - w0
-                ok = True
-                nx = 0
-                nr = 0
-                for w in range(nw):
-                    xw = xbits[r, w0 + w]
-                    rw = rbits[q, w0 + w]
-                    if (xw | rw) != full[w0 + w]:
-                        ok = False
-                        break
-                    nx += _popcount(xw & ~rw)
-                    nr += _popcount(rw & ~xw)
-                if not ok or nx + nr == 0:
-                    continue
-                v = path_v[p]
-                nt = nx + nr
-                wx = v * wtab[nt, nx - 1] if nx > 0 else 0.0
-                wr = v * wtab[nt, nx] if nr > 0 else 0.0
-                row = tmp[path_group[p]]
-                for w in range(nw):
-                    xw = xbits[r, w0 + w]
-                    rw = rbits[q, w0 + w]
-                    mxw = xw & ~rw
-                    mrw = rw & ~xw
-                    base = s + w * 63
-                    while mxw != 0:
-                        low = mxw & (-mxw)
-                        row[feature[base + _popcount(low - 1)]] += wx
-                        mxw ^= low
-                    while mrw != 0:
-                        low = mrw & (-mrw)
-                        row[feature[base + _popcount(low - 1)]] -= wr
-                        mrw ^= low
+                _add_pair(xbits, r, rbitsT, q, full, s, w0, word_offsets[p + 1] - w0, feature, path_v[p], wtab,
+                          tmp[path_group[p]])
             for g in range(G):
                 a, b = mx[r, g], mr[q, g]
                 scale = 1.0 if a == b else (_sigmoid(a) - _sigmoid(b)) / (a - b)
@@ -305,7 +274,7 @@ def shap_values_interventional(model, X, background, transform: str | None = Non
             mx = np.empty((xbits.shape[0], table.n_groups), dtype=np.float64)
             _margins_from_bits(xbits, full, table.path_offsets, word_offsets, table.path_v,
                                table.path_group, table.base_margin, mx)
-            _interventional_logistic_kernel(xbits, rbits, full, table.path_offsets, word_offsets,
+            _interventional_logistic_kernel(xbits, rbitsT, full, table.path_offsets, word_offsets,
                                             table.feature, table.path_v, table.path_group, wtab, mx, mr,
                                             out[r0:r0 + chunk])
     out[:, :, F] = bias
