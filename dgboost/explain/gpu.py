@@ -46,6 +46,8 @@ class DevicePathTable:
         (n_groups + 1,), ``table_values`` float64 (the weight tables).
     oversize : PathTable or None
         Paths longer than the kernel holds (computed on the CPU), if any.
+    quadrature : dict or None
+        The interaction kernel's per-node constants (``_quadrature_arrays``), once made.
     """
 
     def __init__(self, table: PathTable, max_table_bytes: int, max_k: int = DEFAULT_MAX_K):
@@ -83,6 +85,7 @@ class DevicePathTable:
         self.arrays["table_values"] = values
         self.table_bytes = int(total) * 8
         self.n_groups = int(table.n_groups)
+        self.quadrature = None  # the interaction kernel's constants, made on first use
         self.oversize = table.select_paths(np.flatnonzero(too_long)) if too_long.any() else None
 
 
@@ -175,9 +178,8 @@ def _quadrature_arrays(table: PathTable, dev: DevicePathTable) -> dict:
 
     from .tables import gauss_legendre_01
 
-    found = getattr(dev, "quadrature", None)
-    if found is not None:
-        return found
+    if dev.quadrature is not None:
+        return dev.quadrature
     nodes, weights = gauss_legendre_01(_QUAD_MAX_NQ)  # (nq + 1, _QUAD_MAX_NQ)
     g_off = np.zeros_like(nodes)
     for nq in range(1, _QUAD_MAX_NQ + 1):
