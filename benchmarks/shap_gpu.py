@@ -49,7 +49,10 @@ CASES = {
     "c": (54, 100, 8, 8, 10_000, False),          # covtype-med-like
     "d": (54, 100, 8, 16, 2_000, False),          # covtype-large-like (fewer rows: XGBoost takes 420 rows/s)
     "a-interactions": (28, 200, 1, 8, 20_000, True),
+    # fashion_mnist-large-like: 10 rounds x 10 classes = 100 trees of depth 16 on 785 features
+    "fashion-interactions": (785, 10, 10, 16, 200, True),
 }
+_TRAIN_ROWS_CAP = {"fashion-interactions": 60_000}  # fashion_mnist's training set
 
 
 def run_case(name: str, repeats: int, train_rows: int, max_table_bytes: int | None = None) -> dict:
@@ -62,6 +65,7 @@ def run_case(name: str, repeats: int, train_rows: int, max_table_bytes: int | No
 
     F, rounds, classes, depth, n, interactions = CASES[name]
     task = "binary" if classes == 1 else "multiclass"
+    train_rows = min(train_rows, _TRAIN_ROWS_CAP.get(name, train_rows))
     X, y, _ = make_synthetic(train_rows, F, task=task, missing_rate=0.1, seed=0,
                              **({"n_classes": classes} if classes > 1 else {}))
     params = {"objective": "binary:logistic" if classes == 1 else "multi:softprob", "max_depth": depth,

@@ -318,7 +318,7 @@ def save_config(booster) -> str:
                 "name": "gbtree",
                 "gbtree_model_param": {"num_parallel_tree": "1",
                                        "num_trees": str(booster.ensemble.n_trees)},
-                "tree_train_param": {k: _s(params[k]) for k in _TREE_PARAMS if k in params},
+                "tree_train_param": _tree_train_param(params, booster),
             },
             "learner_model_param": {"num_class": str(meta.get("num_class") or 0),
                                     "num_feature": str(booster.num_features()),
@@ -334,6 +334,17 @@ def save_config(booster) -> str:
         "dgboost": {"params": _jsonable(meta.get("params") or {}), "predict_params": _jsonable(booster._predict_params)},
     }
     return json.dumps(config, sort_keys=True)
+
+
+def _tree_train_param(params: dict, booster) -> dict:
+    """XGBoost's ``tree_train_param`` section: string values, monotone constraints as XGBoost
+    writes them (``"(1,0,-1)"``, ``"()"`` when unset)."""
+    from .constraints import monotone_constraints_text
+
+    out = {k: _s(params[k]) for k in _TREE_PARAMS if k in params}
+    out["monotone_constraints"] = monotone_constraints_text(params.get("monotone_constraints"),
+                                                            booster.num_features(), booster.meta.get("feature_names"))
+    return out
 
 
 def _jsonable(d: dict) -> dict:
@@ -374,6 +385,11 @@ def load_config(booster, config: str) -> None:
     for k, v in tree.items():
         if k in _TREE_PARAMS:
             params[k] = _coerce(_FIELD_NAMES[k], v)
+    if "monotone_constraints" in tree:
+        from .constraints import parse_monotone_constraints
+
+        signs = parse_monotone_constraints(tree["monotone_constraints"])  # "()" -> None
+        params["monotone_constraints"] = None if signs is None else list(signs)
     generic = learner.get("generic_param") or {}
     for src, dst in (("seed", "seed"), ("nthread", "nthread"), ("device", "device")):
         if src in generic and dst in _FIELD_NAMES:

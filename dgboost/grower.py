@@ -17,6 +17,12 @@ records once, after their splits are evaluated. Otherwise depthwise trees are gr
 node (``NO_NODE``), so no level needs the host, and one read at the end of the tree brings
 every level back; node ids are then given in the order the per-level growth gives them,
 so both ways build the same tree.
+
+With monotone constraints every batch also carries its nodes' weight bounds on the device
+(float64 (m, 2), ``_Batch.bounds``): the backend derives the children's bounds from their
+parents' split decisions (``Backend.child_bounds``) before evaluating the children, so no
+growth policy reads anything more; at the end of a tree the host replays the same bounds
+from the tree's arrays (``Backend.node_bounds``) to clip the leaf values.
 """
 from __future__ import annotations
 
@@ -162,6 +168,7 @@ class _Batch:
     host: np.ndarray
     ids: np.ndarray
     paths: list | None = None  # per row, the features its ancestors split on (interaction constraints)
+    bounds: object = None  # backend float64 (m, 2) weight bounds per row (monotone constraints)
 
     def can_split(self, row: int) -> bool:
         return self.hist is not None and self.host[row, FEATURE] >= 0
@@ -191,11 +198,17 @@ class TreeGrower:
     interactions : InteractionConstraints or None
         Interaction constraints (``dgboost.constraints``): each node's allowed features join
         its column mask, so they need per-node masks (no whole-level growth).
+    monotone : ndarray of int8 (F,) or None
+        The sign of each feature's monotone constraint (1, -1, 0), None when no feature is
+        constrained (``dgboost.constraints.resolve_monotone_constraints``).
     """
 
     def __init__(self, backend, comm, params, binned: BinnedMatrix, sampler: FeatureSampler,
-                 interactions=None):
+                 interactions=None, monotone=None):
         self.interactions = interactions
+        self.monotone = None if monotone is None else np.ascontiguousarray(monotone, np.int8)
+        # uploaded once per training job: every evaluation reads it
+        self._device_monotone = None if monotone is None else backend.asarray(self.monotone)
         self.backend = backend
         self.comm = comm
         self.params = params
@@ -251,6 +264,26 @@ class TreeGrower:
             masks.append(mask)
         return self.backend.asarray(np.stack(masks))
 
+    def _monotone_args(self, bounds) -> dict:
+        """evaluate_splits' keyword arguments for nodes with ``bounds``: none without
+        constraints, so unconstrained calls are exactly the plain ones."""
+        if self.monotone is None:
+            return {}
+        return {"bounds": bounds, "monotone": self._device_monotone}
+
+    def _root_bounds(self):
+        """The root's bounds, [-inf, inf], on the device (None without constraints)."""
+        if self.monotone is None:
+            return None
+        return self.backend.asarray(np.array([[-np.inf, np.inf]]))
+
+    def _child_bounds(self, parents, bounds):
+        """Bounds of the children of the evaluated ``parents`` (None without constraints)."""
+        if self.monotone is None:
+            return None
+        return self.backend.child_bounds(parents, bounds, self._device_monotone, self.scale_g, self.scale_h,
+                                         self.params)
+
     # -- growth ---------------------------------------------------------------------------
     def grow(self, gpair, scale_g: float, scale_h: float, tree_index: int) -> GrownTree:
         """Grow one tree.
@@ -271,18 +304,19 @@ class TreeGrower:
         self.rows = backend.xp.arange(n_local, dtype=np.int32)
         tree_mask = self.sampler.tree_mask(tree_index)
         root = backend.root_node(comm.allreduce_sum(backend.gpair_totals(gpair)), n_local)
+        bounds = self._root_bounds()
         hist = None
         if self._can_split_at(0):
             hist = comm.allreduce_sum(backend.build_histograms(
                 self.binned.bins, self.cut_ptrs, gpair, self.rows, root[:, BEGIN:END + 1]))
             backend.evaluate_splits(hist, root, self.cut_ptrs, self._node_masks([0], [0], tree_index, tree_mask),
-                                    scale_g, scale_h, self.params)
+                                    scale_g, scale_h, self.params, **self._monotone_args(bounds))
         t = _Nodes(capacity=2 * max(self.params.max_leaves, 32))
         if self._whole_levels():
-            self._grow_whole_levels(root, hist, t, tree_index, tree_mask)
+            self._grow_whole_levels(root, hist, bounds, t, tree_index, tree_mask)
             return self._finish(t)
         host = backend.to_host(root)
-        batch = _Batch(root, hist, host, t.add(np.array([-1]), host, 0), [frozenset()])
+        batch = _Batch(root, hist, host, t.add(np.array([-1]), host, 0), [frozenset()], bounds)
 
         if self.params.grow_policy == "lossguide":
             self._grow_best_first(batch, t, tree_index, tree_mask)
@@ -356,23 +390,26 @@ class TreeGrower:
             n_leaves += 1
 
     def _parents(self, nodes: list[tuple[_Batch, int]]):
-        """(records, histograms, index) of ``nodes`` given as (batch, row): views of the batch
-        where the rows are consecutive rows of one batch, the records gathered by an
-        uploaded index (which then also picks the histograms) where they are other rows of
-        one batch, else copies of each. Uploads happen here, while the device is idle after
-        the last read."""
+        """(records, histograms, index, bounds) of ``nodes`` given as (batch, row): views of
+        the batch where the rows are consecutive rows of one batch, the records (and bounds)
+        gathered by an uploaded index (which then also picks the histograms) where they are
+        other rows of one batch, else copies of each; bounds None without monotone
+        constraints. Uploads happen here, while the device is idle after the last read."""
         xp = self.backend.xp
         batch = nodes[0][0]
         rows = np.array([r for _, r in nodes], np.int64)
+        bounded = self.monotone is not None
         if any(b is not batch for b, _ in nodes):
             return (xp.concatenate([b.records[r:r + 1] for b, r in nodes]),
-                    xp.concatenate([b.hist[r:r + 1] for b, r in nodes]), None)
+                    xp.concatenate([b.hist[r:r + 1] for b, r in nodes]), None,
+                    xp.concatenate([b.bounds[r:r + 1] for b, r in nodes]) if bounded else None)
         first = int(rows[0])
         if np.array_equal(rows, np.arange(first, first + rows.size)):
             end = first + rows.size
-            return batch.records[first:end], batch.hist[first:end], None
+            return (batch.records[first:end], batch.hist[first:end], None,
+                    batch.bounds[first:end] if bounded else None)
         index = self.backend.asarray(rows)
-        return batch.records[index], batch.hist, index
+        return batch.records[index], batch.hist, index, batch.bounds[index] if bounded else None
 
     def _split(self, nodes: list[tuple[_Batch, int]], child_depths: np.ndarray, child_ids, tree_index: int,
                tree_mask) -> _Batch:
@@ -386,7 +423,7 @@ class TreeGrower:
         backend, comm = self.backend, self.comm
         k = len(nodes)
         evaluate = any(self._can_split_at(int(d)) for d in child_depths)
-        parents, parent_hist, index = self._parents(nodes)
+        parents, parent_hist, index, parent_bounds = self._parents(nodes)
         paths = None
         if self.interactions is not None:  # a child's ancestors: its parent's and the parent's feature
             paths = [b.paths[r] | {int(b.host[r, FEATURE])} for b, r in nodes for _ in (0, 1)]
@@ -400,30 +437,33 @@ class TreeGrower:
         # global row counts of the children pick the smaller one to build: the same choice on
         # every rank, and the least work (a hessian sum can favour the child with more rows)
         children, build_segments, build_left = backend.split_nodes(parents, counts, comm.allreduce_sum(counts))
+        bounds = self._child_bounds(parents, parent_bounds)
         hist = None
         if evaluate:
             built = comm.allreduce_sum(backend.build_histograms(
                 self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments, max_rows=n_rows))
             hist = backend.children_histograms(parent_hist, index, built, build_left)
             backend.evaluate_splits(hist, children, self.cut_ptrs, masks, self.scale_g, self.scale_h,
-                                    self.params)
+                                    self.params, **self._monotone_args(bounds))
         ids = np.full(2 * k, -1, np.int64) if child_ids is None else np.asarray(child_ids, np.int64)
-        return _Batch(children, hist, backend.to_host(children), ids, paths)
+        return _Batch(children, hist, backend.to_host(children), ids, paths, bounds)
 
-    def _grow_whole_levels(self, root, root_hist, t: _Nodes, tree_index: int, tree_mask) -> None:
+    def _grow_whole_levels(self, root, root_hist, root_bounds, t: _Nodes, tree_index: int, tree_mask) -> None:
         """Grow every level of 2**d slots on the device, then read them all once into ``t``."""
         backend, comm, p = self.backend, self.comm, self.params
         masks = self._level_masks(tree_index, tree_mask)  # (the root was evaluated with its own)
-        levels, hist = [root], root_hist
+        levels, hist, bounds = [root], root_hist, root_bounds
         for depth in range(1, p.max_depth + 1):
             parents = levels[-1]
             counts = backend.partition(self.binned.bins_by_feature, self.rows, parents)
             children, build_segments, build_left = backend.split_nodes(parents, counts, comm.allreduce_sum(counts))
             if depth < p.max_depth:
+                bounds = self._child_bounds(parents, bounds)  # slots under a leaf get its bounds: never read
                 built = comm.allreduce_sum(backend.build_histograms(
                     self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments))
                 hist = backend.children_histograms(hist, None, built, build_left)
-                backend.evaluate_splits(hist, children, self.cut_ptrs, masks[depth], self.scale_g, self.scale_h, p)
+                backend.evaluate_splits(hist, children, self.cut_ptrs, masks[depth], self.scale_g, self.scale_h, p,
+                                        **self._monotone_args(bounds))
             levels.append(children)
         host = backend.to_host(backend.xp.concatenate(levels))
         # node ids as the per-level growth gives them: children of the split nodes of a level,
@@ -443,13 +483,24 @@ class TreeGrower:
             slot_ids = np.full(2 * slot_ids.size, -1, np.int64)
             slot_ids[child_slots] = ids
 
+    def _node_weights(self, t: _Nodes) -> np.ndarray:
+        """float64 (n,) weight of every node; with monotone constraints clipped into the
+        node's bounds, replayed on the host from the tree (the device's were never read)."""
+        n, p = t.n, self.params
+        sums = t.sums[:n]
+        if self.monotone is None:
+            return self.backend.leaf_weights(sums, self.scale_g, self.scale_h, p)
+        bounds = self.backend.node_bounds(t.left[:n], t.right[:n], t.feature[:n], sums, self.monotone,
+                                          self.scale_g, self.scale_h, p)
+        return self.backend.leaf_weights(sums, self.scale_g, self.scale_h, p, bounds=bounds)
+
     def _finish(self, t: _Nodes) -> GrownTree:
         # neither the caller's pairs nor the row order are held between trees (device memory)
         rows, self.rows, self.gpair = self.rows, None, None
         p = self.params
         n = t.n
         sums = t.sums[:n]
-        weights = self.backend.leaf_weights(sums, self.scale_g, self.scale_h, p) * p.eta
+        weights = self._node_weights(t) * p.eta
         feature = t.feature[:n].copy()
         split_bin = t.split_bin[:n].copy()
         split_value = np.zeros(n, np.float32)

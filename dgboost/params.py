@@ -129,6 +129,7 @@ class TrainParams:
     tweedie_variance_power: float = 1.5
     quantile_alpha: tuple | None = None  # the quantiles of reg:quantileerror (see _quantile_alpha)
     interaction_constraints: Any = None  # tuple of feature groups (dgboost/constraints.py)
+    monotone_constraints: Any = None  # tuple of -1/0/1 per feature, or {name: sign} (dgboost/constraints.py)
     lambdarank_pair_method: str = "topk"
     lambdarank_num_pair_per_sample: int = 0
     ndcg_exp_gain: bool = True
@@ -166,9 +167,10 @@ class TrainParams:
         _check_range("tweedie_variance_power", self.tweedie_variance_power, 1.0, 2.0, high_open=True)
         if self.quantile_alpha is not None:
             self.quantile_alpha = _quantile_alpha(self.quantile_alpha)
-        from .constraints import parse_interaction_constraints
+        from .constraints import parse_interaction_constraints, parse_monotone_constraints
 
         self.interaction_constraints = parse_interaction_constraints(self.interaction_constraints)
+        self.monotone_constraints = parse_monotone_constraints(self.monotone_constraints)
         _check_range("nthread", self.nthread, 0, None)
         _check_range("sketch_sample_rows", self.sketch_sample_rows, 1024, None)
         if self.lambdarank_pair_method not in ("topk", "mean"):

@@ -14,6 +14,7 @@ import numpy as np
 from .backend import get_backend
 from .binned import BinnedMatrix
 from .comm.base import Communicator, LocalComm
+from .constraints import resolve_monotone_constraints
 from .data import DMatrix
 from .errors import DGBoostTypeError, DGBoostValueError
 from .grower import FeatureSampler, TreeGrower
@@ -207,6 +208,8 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
         obj, p.objective = p.objective, "reg:squarederror"
     if dtrain.label is None and obj is None:
         raise DGBoostValueError("dtrain has no label: pass label= to DMatrix")
+    # checked against the data before any collective starts
+    monotone = resolve_monotone_constraints(p.monotone_constraints, dtrain.num_col(), dtrain.feature_names)
     backend = get_backend(p.device, p.nthread)
 
     # -- the starting model ---------------------------------------------------------------
@@ -274,7 +277,7 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
         from .constraints import InteractionConstraints
 
         interactions = InteractionConstraints(p.interaction_constraints, n_features, dtrain.feature_names)
-    grower = TreeGrower(backend, comm, p, binned, sampler, interactions)
+    grower = TreeGrower(backend, comm, p, binned, sampler, interactions, monotone)
     # on the backend's device: the subsample mask of every round is hashed there (only made
     # when rows are sampled: 8 bytes a row)
     global_index = None

@@ -10,6 +10,13 @@
 // writes the decision into the node's record (the node totals are read from the records too).
 // Together that is the CPU kernel's order: first maximum over (feature, bin, direction).
 //
+// Monotone constraints (``constrained`` != 0): node n's weights are bounded by
+// bounds[2n], bounds[2n + 1] and feature f's sign is monotone[f]. Child weights are clipped
+// into the node's bounds, a split whose clipped weights go against the sign is skipped, and
+// every gain (the node's own too) is the gain of the clipped weights, as in XGBoost ``hist``
+// (dgboost/constraints.py). ``child_bounds`` then gives the children of split nodes their
+// bounds: the parent's, meeting at the mean of the two clipped weights on a constrained split.
+//
 // The float64 arithmetic repeats the CPU engine's expressions operation by operation and the
 // module is compiled with --fmad=false, so both devices compute bit-identical gains.
 // Memory traffic: each histogram cell (16 B) is read twice (total, then scan).
@@ -34,6 +41,22 @@ __device__ __forceinline__ double leaf_weight(double G, double H, const SplitPar
   double w = -threshold_l1(G, p.alpha) / (H + p.lam);
   if (p.mds != 0.0 && fabs(w) > p.mds) w = w > 0 ? p.mds : -p.mds;
   return w;
+}
+
+// The weight clipped into a node's bounds [lo, hi] (monotone constraints).
+__device__ __forceinline__ double bounded_weight(double G, double H, double lo, double hi,
+                                                 const SplitParamsDev& p) {
+  const double w = leaf_weight(G, H, p);
+  if (w < lo) return lo;
+  if (w > hi) return hi;
+  return w;
+}
+
+// The gain of weight w: -(2 G w + (H + lambda) w^2) - 2 alpha |w| (XGBoost 3.4 with monotone
+// constraints), in the CPU engine's order of operations.
+__device__ __forceinline__ double gain_given_weight(double G, double H, double w, const SplitParamsDev& p) {
+  if (H <= 0.0) return 0.0;
+  return -(2.0 * G * w + (H + p.lam) * w * w) - 2.0 * p.alpha * fabs(w);
 }
 
 __device__ __forceinline__ double split_gain(double G, double H, const SplitParamsDev& p) {
@@ -81,6 +104,7 @@ extern "C" __global__ void best_per_feature(
     const long long* __restrict__ hist, long long total_bins, const long long* __restrict__ records,
     const int* __restrict__ cut_ptrs, int n_features, int n_pairs, const bool* __restrict__ feature_mask,
     int mask_rows, double inv_scale_g, double inv_scale_h, double lam, double alpha, double mcw, double mds,
+    const double* __restrict__ bounds, const signed char* __restrict__ monotone, int constrained,
     Candidate* __restrict__ out) {
   const SplitParamsDev p{inv_scale_g, inv_scale_h, lam, alpha, mcw, mds};
   const int lane = threadIdx.x & 31;
@@ -110,7 +134,12 @@ extern "C" __global__ void best_per_feature(
   }
   const long long mg = tg - fg, mh = th - fh;
   const bool has_missing = mg != 0 || mh != 0;
-  const double parent = split_gain(tg * p.inv_scale_g, th * p.inv_scale_h, p);
+  // the node's weight bounds (monotone constraints)
+  const double w_lo = constrained ? bounds[2 * node] : 0.0, w_hi = constrained ? bounds[2 * node + 1] : 0.0;
+  const int sign = constrained ? monotone[f] : 0;
+  const double TG = tg * p.inv_scale_g, TH = th * p.inv_scale_h;
+  const double parent = constrained ? gain_given_weight(TG, TH, bounded_weight(TG, TH, w_lo, w_hi, p), p)
+                                    : split_gain(TG, TH, p);
 
   double my_gain = 0.0;
   int my_key = -1;
@@ -136,7 +165,14 @@ extern "C" __global__ void best_per_feature(
         const double GL = lg * p.inv_scale_g, HL = lh * p.inv_scale_h;
         const double GR = rg * p.inv_scale_g, HR = rh * p.inv_scale_h;
         if (HL < p.mcw || HR < p.mcw) continue;
-        const double gain = split_gain(GL, HL, p) + split_gain(GR, HR, p) - parent;
+        double gain;
+        if (constrained) {
+          const double wl = bounded_weight(GL, HL, w_lo, w_hi, p), wr = bounded_weight(GR, HR, w_lo, w_hi, p);
+          if ((sign > 0 && wl > wr) || (sign < 0 && wl < wr)) continue;  // against the constraint
+          gain = gain_given_weight(GL, HL, wl, p) + gain_given_weight(GR, HR, wr, p) - parent;
+        } else {
+          gain = split_gain(GL, HL, p) + split_gain(GR, HR, p) - parent;
+        }
         if (!(gain > KERNEL_EPS)) continue;  // NaN never wins
         const int key = 2 * (b - lo) + d;
         if (better(gain, key, my_gain, my_key)) { my_gain = gain; my_key = key; my_lg = lg; my_lh = lh; }
@@ -181,4 +217,37 @@ extern "C" __global__ void best_per_node(const Candidate* __restrict__ cand, int
   o[kGain] = __double_as_longlong(best_f >= 0 ? best : 0.0);
   o[kLeftG] = best_f >= 0 ? lg : 0;
   o[kLeftH] = best_f >= 0 ? lh : 0;
+}
+
+// Bounds of the children of k evaluated parents (monotone constraints): one thread per parent
+// writes rows 2j (left) and 2j + 1 (right) of ``out`` (float64 (2k, 2)) from its record and
+// bounds, with the CPU engine's arithmetic (dgboost/backend/_cpu_kernels.py ``child_bounds``).
+// A parent that is not split, or splits on an unconstrained feature, passes its bounds on.
+extern "C" __global__ void child_bounds(const long long* __restrict__ records, int k,
+                                        const double* __restrict__ bounds, const signed char* __restrict__ monotone,
+                                        double inv_scale_g, double inv_scale_h, double lam, double alpha,
+                                        double mcw, double mds, double* __restrict__ out) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= k) return;
+  const SplitParamsDev p{inv_scale_g, inv_scale_h, lam, alpha, mcw, mds};
+  const long long* r = records + static_cast<long long>(j) * kNodeFields;
+  const double lo = bounds[2 * j], hi = bounds[2 * j + 1];
+  double* left = out + 4LL * j;
+  double* right = left + 2;
+  left[0] = lo; left[1] = hi;
+  right[0] = lo; right[1] = hi;
+  const long long f = r[kFeature];
+  const int sign = f >= 0 ? monotone[f] : 0;
+  if (sign == 0) return;
+  const long long lg = r[kLeftG], lh = r[kLeftH];
+  const double wl = bounded_weight(lg * inv_scale_g, lh * inv_scale_h, lo, hi, p);
+  const double wr = bounded_weight((r[kSumG] - lg) * inv_scale_g, (r[kSumH] - lh) * inv_scale_h, lo, hi, p);
+  const double mid = (wl + wr) / 2.0;
+  if (sign < 0) {
+    left[0] = mid;
+    right[1] = mid;
+  } else {
+    left[1] = mid;
+    right[0] = mid;
+  }
 }

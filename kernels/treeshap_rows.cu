@@ -366,3 +366,162 @@ extern "C" __global__ void interaction_finish(const double* __restrict__ acc, lo
   }
   for (int f = 0; f < F; ++f) o[f * W + f] = a[((long long)f * F + f) * n] - o[f * W + f];
 }
+
+// SHAP interaction values by the same quadrature with half a warp (16 lanes) per row and
+// the row's accumulator in shared memory (the upper triangle and diagonal, F (F + 1) / 2
+// doubles; ``in_shared`` 1), or, for F too wide for that, in the upper triangle of the row's
+// own output matrix (``in_shared`` 0; for few rows, where a thread per row leaves the GPU
+// idle). The thread-per-row kernel above spends its time on read-modify-writes of a global
+// accumulator (k (k + 1) / 2 per path and row), which here stay on the SM. Per path (every
+// lane of the warp on the same path, each half on its own row, so the control flow is
+// uniform; paths have at most 16 elements):
+//   * lane l < k loads element l and its on-flag (a ballot gives the half the path's on-bits);
+//   * lane t < nq forms A(t) = w_t v/2 prod_l ((1 - u_t) z_l + u_t o_l) in element order
+//     (z_l by shuffle), the CPU's product, and the half takes each A(t) by shuffle;
+//   * lane l forms G_l(t) and H_l(t) = A(t) G_l(t), and adds 2 H_l(t) to its diagonal entry;
+//   * lane p of each round of 16 takes the pair p = (l, m), l < m: it gathers H_l(t) and
+//     G_m(t) by shuffle and adds sum_t H_l(t) G_m(t) in the CPU's grouping to entry (f_l, f_m).
+// A path's features are distinct, so no two lanes of a path touch one entry, and a
+// __syncwarp between paths keeps every entry's additions in path order: the values are
+// bitwise those of the thread-per-row kernel (and the CPU's). Two rows a warp, not one:
+// the kernel is bound by instruction issue (Nsight Compute on an H100: 71% issue-active,
+// about 550 warp instructions per path), and a half-warp covers the up to 16 elements, so
+// the second row comes at the cost of more pair rounds only. At the end the half writes
+// the row's interaction matrix as interaction_finish does (in place when the accumulator is
+// the output: lane f reads the upper triangle and writes row f's lower half and diagonal,
+// which no other lane reads). ``out`` (n, n_groups, F + 1, F + 1) is zeroed by the caller;
+// the entries [0, F) x [0, F) are written.
+// Memory traffic per row and path: the k elements' data (shared by the warp's loads) and
+// the k row values (L1); the accumulator stays on the SM, or costs one 32-byte sector per
+// entry update in the output.
+
+__device__ __forceinline__ long long tri_index(int a, int b, int F) {  // a <= b
+  return (long long)a * F - (long long)a * (a - 1) / 2 + (b - a);
+}
+
+// c plus the products p[0..rem) (rem <= 4) summed as the CPU's _add_node_dot groups them
+__device__ __forceinline__ double add_group(double c, double p0, double p1, double p2, double p3, int rem) {
+  if (rem >= 4) return c + ((p0 + p1) + (p2 + p3));
+  if (rem == 3) return c + (p0 + p1 + p2);
+  if (rem == 2) return c + (p0 + p1);
+  return c + p0;
+}
+
+extern "C" __global__ void __launch_bounds__(128) shap_interactions_warp(
+    const float* __restrict__ X, long long n, int F,
+    const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
+    const long long* __restrict__ group_ptr, const int* __restrict__ feature,
+    const float* __restrict__ lower, const float* __restrict__ upper,
+    const unsigned char* __restrict__ missing, const double* __restrict__ zero_fraction,
+    const double* __restrict__ path_v, const double* __restrict__ gl_nodes,
+    const double* __restrict__ gl_weights, const double* __restrict__ g_on,
+    const double* __restrict__ g_off, int n_groups, int in_shared, double* __restrict__ out) {
+  extern __shared__ double shared_acc[];
+  const unsigned FULL = 0xffffffffu;
+  const int HALF = 16;
+  const int lane = threadIdx.x & (HALF - 1);      // lane in the half-warp
+  const int half = (threadIdx.x >> 4) & 1;
+  const int slot = threadIdx.x >> 4;              // half-warp (row) in the block
+  const long long first = (long long)blockIdx.x * (blockDim.x >> 4);
+  if (first + (slot & ~1) >= n) return;           // whole warps only (shuffles span both halves)
+  const long long row = first + slot;
+  const bool valid = row < n;                     // the warp's other half may have no row
+  const int g = blockIdx.y;
+  const long long W = F + 1;
+  double* o = out + ((valid ? row : first) * n_groups + g) * W * W;
+  double* acc = in_shared ? shared_acc + slot * ((long long)F * (F + 1) / 2) : o;
+  if (in_shared)
+    for (long long c = lane; c < (long long)F * (F + 1) / 2; c += HALF) acc[c] = 0.0;
+  __syncwarp();
+  // entry (a, b), a <= b, of the accumulator
+  auto entry = [&](int a, int b) -> double* { return acc + (in_shared ? tri_index(a, b, F) : a * W + b); };
+  const float* x = X + (valid ? row : first) * (long long)F;
+  const int NQ = SHAP_QUAD_MAX_NQ;
+  for (long long q = group_ptr[g]; q < group_ptr[g + 1]; ++q) {
+    const int p = group_paths[q];
+    const long long s = path_offsets[p] + 1;
+    const int k = (int)(path_offsets[p + 1] - s);
+    if (k == 0 || k > SHAP_QUAD_MAX_K) continue;
+    const int nq = (k + 1) / 2;
+    // element lanes
+    int fl = 0;
+    double zl = 0.0;
+    bool ol = false;
+    if (lane < k) {
+      fl = feature[s + lane];
+      zl = zero_fraction[s + lane];
+      ol = element_is_on(x[fl], lower[s + lane], upper[s + lane], missing[s + lane] != 0);
+    }
+    const unsigned on = __ballot_sync(FULL, ol) >> (half * HALF);
+    // node lanes: A(t), the product in element order; the on-flag selects f0 + u or f0
+    // (the CPU's f0 + u * o, the same bits: the terms are finite and non-negative)
+    double A;
+    {
+      const int t = lane < nq ? lane : 0;
+      const double u = gl_nodes[nq * NQ + t];
+      A = gl_weights[nq * NQ + t] * (0.5 * path_v[p]);
+      for (int l = 0; l < k; ++l) {
+        const double f0 = (1.0 - u) * __shfl_sync(FULL, zl, l, HALF);
+        A *= ((on >> l) & 1u) ? f0 + u : f0;
+      }
+    }
+    // G_l(t) (g_on or g_off as the on-flag selects: the CPU's g_on o + g_off (1 - o), the
+    // same bits), H_l(t) = A(t) G_l(t) on element lanes; the diagonal
+    double Gl[SHAP_QUAD_MAX_NQ], Hl[SHAP_QUAD_MAX_NQ];
+#pragma unroll
+    for (int t = 0; t < SHAP_QUAD_MAX_NQ; ++t) {
+      const double At = __shfl_sync(FULL, A, t, HALF);
+      Gl[t] = 0.0;
+      Hl[t] = 0.0;
+      if (t < nq && lane < k) {
+        Gl[t] = ol ? g_on[(s + lane) * NQ + t] : g_off[nq * NQ + t];
+        Hl[t] = At * Gl[t];
+      }
+    }
+    if (lane < k && valid) {
+      double* d = entry(fl, fl);
+      double c = *d;
+#pragma unroll
+      for (int t = 0; t < SHAP_QUAD_MAX_NQ; ++t)
+        if (t < nq) c += 2.0 * Hl[t];
+      *d = c;
+    }
+    // pairs (l, m), l < m, enumerated by m then l: task = m (m - 1) / 2 + l
+    const int n_pairs = k * (k - 1) / 2;
+    for (int base = 0; base < n_pairs; base += HALF) {
+      const int task = base + lane;
+      const bool active = task < n_pairs && valid;
+      int m = 1;
+      while ((m + 1) * m / 2 <= task) ++m;
+      const int l = active ? task - m * (m - 1) / 2 : 0;
+      if (!active) m = 0;
+      double prod[SHAP_QUAD_MAX_NQ];
+#pragma unroll
+      for (int t = 0; t < SHAP_QUAD_MAX_NQ; ++t)
+        prod[t] = t < nq ? __shfl_sync(FULL, Hl[t], l, HALF) * __shfl_sync(FULL, Gl[t], m, HALF) : 0.0;
+      const int fa = __shfl_sync(FULL, fl, l, HALF);
+      const int fb = __shfl_sync(FULL, fl, m, HALF);
+      if (active) {
+        double* e = fa < fb ? entry(fa, fb) : entry(fb, fa);
+        double c = add_group(*e, prod[0], prod[1], prod[2], prod[3], nq < 4 ? nq : 4);
+        if (nq > 4) c = add_group(c, prod[4], prod[5], prod[6], prod[7], nq - 4);
+        *e = c;
+      }
+    }
+    __syncwarp();
+  }
+  if (!valid) return;
+  // the row's matrix, as interaction_finish: mirrored pairs, the diagonal the SHAP value
+  // minus the row's off-diagonal sum in ascending feature order
+  __syncwarp(0xffffu << (half * HALF));
+  for (int f = lane; f < F; f += HALF) {
+    double sum = 0.0;
+    for (int f2 = 0; f2 < F; ++f2) {
+      if (f2 == f) continue;
+      const double val = f < f2 ? *entry(f, f2) : *entry(f2, f);
+      if (in_shared || f2 < f) o[f * W + f2] = val;  // in place, the upper half is already there
+      sum += val;
+    }
+    o[f * W + f] = *entry(f, f) - sum;
+  }
+}

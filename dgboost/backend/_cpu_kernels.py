@@ -148,17 +148,70 @@ def _gain(G, H, lam, alpha, mcw, mds):
     return -(2.0 * G * w + (H + lam) * w * w) - 2.0 * alpha * abs(w)
 
 
+@njit(**_KW)
+def _bounded_weight(G, H, lo, hi, lam, alpha, mcw, mds):
+    """The Newton weight clipped into a node's bounds ``[lo, hi]`` (monotone constraints)."""
+    w = _leaf_weight(G, H, lam, alpha, mcw, mds)
+    if w < lo:
+        return lo
+    if w > hi:
+        return hi
+    return w
+
+
+@njit(**_KW)
+def _gain_given_weight(G, H, w, lam, alpha):
+    """The gain of weight ``w`` (-2 x the regularised loss), XGBoost 3.4's gain with monotone
+    constraints: -(2 G w + (H + lambda) w^2) - 2 alpha |w|; 0 without hessian.
+
+    The L1 term matters where a bound clips w to the other sign of -G (checked against the
+    loss changes of XGBoost 3.4.1's trees).
+    """
+    if H <= 0.0:
+        return 0.0
+    return -(2.0 * G * w + (H + lam) * w * w) - 2.0 * alpha * abs(w)
+
+
+@njit(**_KW)
+def _node_gain(G, H, lo, hi, constrained, lam, alpha, mcw, mds):
+    """A node's own gain: with constraints, from its weight clipped into its bounds."""
+    if constrained:
+        return _gain_given_weight(G, H, _bounded_weight(G, H, lo, hi, lam, alpha, mcw, mds), lam, alpha)
+    return _gain(G, H, lam, alpha, mcw, mds)
+
+
+@njit(**_KW)
+def _constrained_split_gain(GL, HL, GR, HR, lo, hi, sign, lam, alpha, mcw, mds):
+    """Children's gain from their weights clipped into the parent's bounds; -inf when the
+    weights break the feature's constraint (sign 1: left <= right, -1: left >= right)."""
+    wl = _bounded_weight(GL, HL, lo, hi, lam, alpha, mcw, mds)
+    wr = _bounded_weight(GR, HR, lo, hi, lam, alpha, mcw, mds)
+    if (sign > 0 and wl > wr) or (sign < 0 and wl < wr):
+        return -np.inf
+    return _gain_given_weight(GL, HL, wl, lam, alpha) + _gain_given_weight(GR, HR, wr, lam, alpha)
+
+
 @njit(parallel=True, **_KW)
 def evaluate_splits(hist, totals, cut_ptrs, feature_mask, inv_scale_g, inv_scale_h,
-                    lam, alpha, gamma, mcw, mds,
+                    lam, alpha, gamma, mcw, mds, bounds, monotone, constrained,
                     out_feature, out_bin, out_default_left, out_gain, out_left):
-    """Best split per node: first maximum in (feature, bin, missing-right before missing-left) order."""
+    """Best split per node: first maximum in (feature, bin, missing-right before missing-left) order.
+
+    With ``constrained`` (monotone constraints), node i's weights are bounded by
+    ``bounds[i]`` (float64 (n, 2)) and feature f's sign is ``monotone[f]`` (int8 (F,));
+    otherwise both are placeholders and the gains are the plain closed-form ones.
+    """
     n_nodes = hist.shape[0]
     n_features = cut_ptrs.shape[0] - 1
     for i in prange(n_nodes):
         tg = totals[i, 0]
         th = totals[i, 1]
-        parent = _gain(tg * inv_scale_g, th * inv_scale_h, lam, alpha, mcw, mds)
+        lo = -np.inf
+        hi = np.inf
+        if constrained:
+            lo = bounds[i, 0]
+            hi = bounds[i, 1]
+        parent = _node_gain(tg * inv_scale_g, th * inv_scale_h, lo, hi, constrained, lam, alpha, mcw, mds)
         best = KERNEL_EPS
         best_f = -1
         best_b = -1
@@ -168,11 +221,12 @@ def evaluate_splits(hist, totals, cut_ptrs, feature_mask, inv_scale_g, inv_scale
         for f in range(n_features):
             if not feature_mask[i, f]:
                 continue
-            lo = cut_ptrs[f]
-            hi = cut_ptrs[f + 1]
+            sign = monotone[f] if constrained else 0
+            lo_b = cut_ptrs[f]
+            hi_b = cut_ptrs[f + 1]
             fg = 0
             fh = 0
-            for b in range(lo, hi):
+            for b in range(lo_b, hi_b):
                 fg += hist[i, b, 0]
                 fh += hist[i, b, 1]
             mg = tg - fg
@@ -180,7 +234,7 @@ def evaluate_splits(hist, totals, cut_ptrs, feature_mask, inv_scale_g, inv_scale
             has_missing = mg != 0 or mh != 0
             cg = 0
             ch = 0
-            for b in range(lo, hi):
+            for b in range(lo_b, hi_b):
                 cg += hist[i, b, 0]
                 ch += hist[i, b, 1]
                 for d in range(2):
@@ -202,11 +256,14 @@ def evaluate_splits(hist, totals, cut_ptrs, feature_mask, inv_scale_g, inv_scale
                     HR = rh * inv_scale_h
                     if HL < mcw or HR < mcw:
                         continue
-                    gain = _gain(GL, HL, lam, alpha, mcw, mds) + _gain(GR, HR, lam, alpha, mcw, mds) - parent
+                    if constrained:
+                        gain = _constrained_split_gain(GL, HL, GR, HR, lo, hi, sign, lam, alpha, mcw, mds) - parent
+                    else:
+                        gain = _gain(GL, HL, lam, alpha, mcw, mds) + _gain(GR, HR, lam, alpha, mcw, mds) - parent
                     if gain > best:
                         best = gain
                         best_f = f
-                        best_b = b - lo
+                        best_b = b - lo_b
                         best_dl = d == 1
                         best_lg = lg
                         best_lh = lh
@@ -221,9 +278,69 @@ def evaluate_splits(hist, totals, cut_ptrs, feature_mask, inv_scale_g, inv_scale
 
 
 @njit(**_KW)
+def _split_bounds(lg, lh, tg, th, lo, hi, sign, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds,
+                  out, left, right):
+    """Bounds of a split node's children into ``out[left]`` and ``out[right]``: the node's
+    own, narrowed on a constrained feature to meet at the mean of the clipped child weights
+    (the same weights, bit for bit, that the split evaluation compared)."""
+    out[left, 0] = lo
+    out[left, 1] = hi
+    out[right, 0] = lo
+    out[right, 1] = hi
+    if sign == 0:
+        return
+    wl = _bounded_weight(lg * inv_scale_g, lh * inv_scale_h, lo, hi, lam, alpha, mcw, mds)
+    wr = _bounded_weight((tg - lg) * inv_scale_g, (th - lh) * inv_scale_h, lo, hi, lam, alpha, mcw, mds)
+    mid = (wl + wr) / 2.0
+    if sign < 0:
+        out[left, 0] = mid
+        out[right, 1] = mid
+    else:
+        out[left, 1] = mid
+        out[right, 0] = mid
+
+
+@njit(**_KW)
+def child_bounds(feature, left_sums, totals, bounds, monotone, inv_scale_g, inv_scale_h,
+                 lam, alpha, mcw, mds, out):
+    """out[2j], out[2j + 1] (float64 (2k, 2)): the bounds of parent j's left and right child.
+
+    A parent that is not split (feature < 0) passes its bounds on (its children are no nodes).
+    """
+    for j in range(feature.shape[0]):
+        f = feature[j]
+        sign = monotone[f] if f >= 0 else 0
+        _split_bounds(left_sums[j, 0], left_sums[j, 1], totals[j, 0], totals[j, 1], bounds[j, 0], bounds[j, 1],
+                      sign, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, out, 2 * j, 2 * j + 1)
+
+
+@njit(**_KW)
+def tree_bounds(left, right, feature, sums, monotone, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, out):
+    """out[i] (float64 (n, 2)): node i's bounds in a grown tree whose parents precede their
+    children (node 0 the root), replaying :func:`child_bounds` split by split."""
+    out[0, 0] = -np.inf
+    out[0, 1] = np.inf
+    for i in range(feature.shape[0]):
+        f = feature[i]
+        if f < 0:
+            continue
+        l = left[i]
+        _split_bounds(sums[l, 0], sums[l, 1], sums[i, 0], sums[i, 1], out[i, 0], out[i, 1], monotone[f],
+                      inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, out, l, right[i])
+
+
+@njit(**_KW)
 def leaf_weights(sums, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, out):
     for i in range(sums.shape[0]):
         out[i] = _leaf_weight(sums[i, 0] * inv_scale_g, sums[i, 1] * inv_scale_h, lam, alpha, mcw, mds)
+
+
+@njit(**_KW)
+def bounded_leaf_weights(sums, bounds, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, out):
+    """Leaf weights clipped into each node's bounds (monotone constraints)."""
+    for i in range(sums.shape[0]):
+        out[i] = _bounded_weight(sums[i, 0] * inv_scale_g, sums[i, 1] * inv_scale_h, bounds[i, 0], bounds[i, 1],
+                                 lam, alpha, mcw, mds)
 
 
 @njit(parallel=True, **_KW)

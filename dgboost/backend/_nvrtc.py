@@ -2,10 +2,14 @@
 
 A kernel file is compiled as one translation unit: its local ``#include "x.cuh"`` lines are
 inlined (each header once, as ``#pragma once`` would), so the text that is hashed is the
-text that is compiled and the cache key covers every header. Modules are compiled through
-``cupy.RawModule`` (NVRTC) for the current device and cached in memory per (source hash,
-options, architecture); CuPy also keeps the compiled binary in its on-disk cache
-(``~/.cupy/kernel_cache``), so a second process does not compile again.
+text that is compiled and the cache key covers every header. Modules are compiled by NVRTC
+to a cubin for the current device, cached in memory per (source hash, options, architecture)
+and on disk (``$DGBOOST_KERNEL_CACHE``, else ``~/.cache/dgboost/kernels``), so a second
+process does not compile again, and loaded with ``cupy.RawModule(path=...)``.
+
+Not ``cupy.RawModule(code=...)``: CuPy appends ``-ftz=true`` to every NVRTC compile, and
+flushing float32 subnormals to zero changes comparisons (a row value of -1.4e-45 against a
+threshold of 0 is "on" when flushed, "off" on the CPU): the devices must compare the same.
 
 :func:`compile_ptx` compiles without a GPU (NVRTC from the ``nvidia-cuda-nvrtc`` wheel
 through ``cupy_backends.cuda.libs.nvrtc``): CI uses it to check that every kernel builds.
@@ -14,7 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
+import tempfile
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -28,8 +34,9 @@ _log = logging.getLogger("dgboost")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 _PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\s*$", re.MULTILINE)
 # No FMA contraction: split gains must round exactly as the CPU engine's float64 code does,
-# or the two devices could pick different splits on near-ties.
-_BASE_OPTIONS = ("-std=c++17", "--fmad=false")
+# or the two devices could pick different splits on near-ties. No flushing of float32
+# subnormals (the module docstring says why).
+_BASE_OPTIONS = ("-std=c++17", "--fmad=false", "-ftz=false")
 _modules: dict[tuple, object] = {}
 _lock = threading.Lock()
 _announced = False
@@ -98,48 +105,68 @@ def _device_arch() -> str:
     return cupy.cuda.Device().compute_capability
 
 
+def _cache_dir() -> Path:
+    return Path(os.environ.get("DGBOOST_KERNEL_CACHE") or Path.home() / ".cache" / "dgboost" / "kernels")
+
+
+def _compile(source: str, name: str, options: tuple[str, ...], arch: str, cubin: bool) -> bytes:
+    """NVRTC's cubin (``arch`` "sm_XX") or PTX (``arch`` "compute_XX") of ``source``."""
+    from cupy_backends.cuda.libs import nvrtc
+
+    program = nvrtc.createProgram(source, name, [], [])
+    try:
+        try:
+            nvrtc.compileProgram(program, list(options) + [f"-arch={arch}"])
+        except nvrtc.NVRTCError:
+            raise DGBoostError(f"kernels/{name} failed to compile for {arch}:\n"
+                               f"{nvrtc.getProgramLog(program)}") from None
+        out = nvrtc.getCUBIN(program) if cubin else nvrtc.getPTX(program)
+        return out if isinstance(out, bytes) else out.encode()
+    finally:
+        nvrtc.destroyProgram(program)
+
+
+def _cubin_file(source: str, name: str, options: tuple[str, ...], arch: str) -> Path:
+    """The cached cubin of ``source`` for ``arch``, compiled and written (atomically) on a miss."""
+    key = hashlib.sha256("\0".join((source, *options, arch)).encode()).hexdigest()[:32]
+    path = _cache_dir() / f"{Path(name).stem}-{arch}-{key}.cubin"
+    if not path.is_file():
+        global _announced
+        if not _announced:
+            _log.info("dgboost: compiling CUDA kernels (once; cached on disk afterwards)")
+            _announced = True
+        data = _compile(source, name, options, arch, cubin=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)  # another process may write the same bytes: either wins
+    return path
+
+
 def get_module(name: str, defines: dict | None = None):
     """The compiled ``cupy.RawModule`` of ``kernels/<name>`` for the current device (cached)."""
     import cupy
 
-    global _announced
     source = assemble(name)
     options = compile_options(defines)
-    key = (hashlib.sha256(source.encode()).hexdigest(), options, _device_arch())
+    arch = f"sm_{_device_arch()}"
+    key = (hashlib.sha256(source.encode()).hexdigest(), options, arch)
     module = _modules.get(key)
     if module is not None:
         return module
     with _lock:
         module = _modules.get(key)
         if module is None:
-            if not _announced:
-                _log.info("dgboost: compiling CUDA kernels (once; cached on disk afterwards)")
-                _announced = True
-            try:
-                module = cupy.RawModule(code=source, options=options, backend="nvrtc")
-                module.compile()
-            except cupy.cuda.compiler.CompileException as exc:
-                raise DGBoostError(f"kernels/{name} failed to compile:\n{exc}") from None
+            module = cupy.RawModule(path=str(_cubin_file(source, name, options, arch)))
             _modules[key] = module
     return module
 
 
 def compile_ptx(name: str, arch: str = "compute_90", defines: dict | None = None) -> str:
-    """Compile ``kernels/<name>`` to PTX for ``arch`` without a GPU; raise with NVRTC's log."""
-    from cupy_backends.cuda.libs import nvrtc
-
-    source = assemble(name)
-    program = nvrtc.createProgram(source, name, [], [])
-    try:
-        try:
-            nvrtc.compileProgram(program, list(compile_options(defines)) + [f"-arch={arch}"])
-        except nvrtc.NVRTCError:
-            raise DGBoostError(f"kernels/{name} failed to compile for {arch}:\n"
-                               f"{nvrtc.getProgramLog(program)}") from None
-        ptx = nvrtc.getPTX(program)
-        return ptx.decode() if isinstance(ptx, bytes) else ptx
-    finally:
-        nvrtc.destroyProgram(program)
+    """Compile ``kernels/<name>`` to PTX for ``arch`` without a GPU; raise with NVRTC's log.
+    The options are those :func:`get_module` compiles with."""
+    return _compile(assemble(name), name, compile_options(defines), arch, cubin=False).decode()
 
 
 def compile_all(arch: str = "compute_90") -> dict[str, int]:

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..testing.reference import add_tree_outputs
 
-__all__ = ["bin_values", "build_histograms", "evaluate_splits", "partition", "predict_margin"]
+__all__ = ["bin_values", "build_histograms", "evaluate_splits", "child_bounds", "partition", "predict_margin"]
 
 
 def bin_values(values, cut_values, cut_ptrs, dtype):
@@ -54,17 +54,48 @@ def _gain(G, H, p):
     return -(2 * G * w + (H + p.reg_lambda) * w * w) - 2 * p.alpha * abs(w)
 
 
-def evaluate_splits(hist, totals, cut_ptrs, feature_mask, scale_g, scale_h, p):
-    """Returns a list of (feature, bin, default_left, gain, (left_g, left_h)) per node."""
+def _clipped(G, H, bounds, p):
+    """The weight clipped into ``bounds`` (lower, upper)."""
+    return float(np.clip(_weight(G, H, p), bounds[0], bounds[1]))
+
+
+def _gain_of_weight(G, H, w, p):
+    """-2 x the regularised loss of weight w (XGBoost 3.4's gain with monotone constraints)."""
+    if H <= 0:
+        return 0.0
+    return -(2 * G * w + (H + p.reg_lambda) * w * w) - 2 * p.alpha * abs(w)
+
+
+def _candidate_gain(GL, HL, GR, HR, parent, p, bounds=None, sign=0):
+    """Gain of one candidate split, None when a monotone constraint refuses it."""
+    if bounds is None:
+        return _gain(GL, HL, p) + _gain(GR, HR, p) - parent
+    wl, wr = _clipped(GL, HL, bounds, p), _clipped(GR, HR, bounds, p)
+    if (sign > 0 and wl > wr) or (sign < 0 and wl < wr):
+        return None
+    return _gain_of_weight(GL, HL, wl, p) + _gain_of_weight(GR, HR, wr, p) - parent
+
+
+def evaluate_splits(hist, totals, cut_ptrs, feature_mask, scale_g, scale_h, p, bounds=None, monotone=None):
+    """Returns a list of (feature, bin, default_left, gain, (left_g, left_h)) per node.
+
+    With ``monotone`` (int (F,)) and ``bounds`` (float (n, 2)), XGBoost's monotone rule.
+    """
     out = []
     for i in range(hist.shape[0]):
         tg, th = int(totals[i, 0]), int(totals[i, 1])
-        parent = _gain(tg / scale_g, th / scale_h, p)
+        node_bounds = None if monotone is None else bounds[i]
+        if node_bounds is None:
+            parent = _gain(tg / scale_g, th / scale_h, p)
+        else:
+            G, H = tg / scale_g, th / scale_h
+            parent = _gain_of_weight(G, H, _clipped(G, H, node_bounds, p), p)
         best = (-1, -1, False, 0.0, (0, 0))
         best_gain = 1e-6
         for f in range(len(cut_ptrs) - 1):
             if not feature_mask[i, f]:
                 continue
+            sign = 0 if monotone is None else int(monotone[f])
             h = hist[i, cut_ptrs[f]:cut_ptrs[f + 1]]
             cg, ch = np.cumsum(h[:, 0]), np.cumsum(h[:, 1])
             mg, mh = tg - int(cg[-1]), th - int(ch[-1])
@@ -79,13 +110,31 @@ def evaluate_splits(hist, totals, cut_ptrs, feature_mask, scale_g, scale_h, p):
                     HL, HR = lh / scale_h, rh / scale_h
                     if HL < p.min_child_weight or HR < p.min_child_weight:
                         continue
-                    gain = _gain(lg / scale_g, HL, p) + _gain(rg / scale_g, HR, p) - parent
-                    if gain > best_gain:
+                    gain = _candidate_gain(lg / scale_g, HL, rg / scale_g, HR, parent, p, node_bounds, sign)
+                    if gain is not None and gain > best_gain:
                         best_gain = gain
                         best = (f, b, dl, gain, (lg, lh))
         if best[0] >= 0 and best_gain < p.gamma:
             best = (-1, -1, False, 0.0, (0, 0))
         out.append(best)
+    return out
+
+
+def child_bounds(feature, left_sums, totals, bounds, monotone, scale_g, scale_h, p):
+    """float (2k, 2): children's bounds, the parent's narrowed to meet at the mean of the
+    clipped child weights on a constrained split (left above for sign -1, below for 1)."""
+    out = np.repeat(np.asarray(bounds, np.float64), 2, axis=0)
+    for j, f in enumerate(feature):
+        sign = int(monotone[f]) if f >= 0 else 0
+        if not sign:
+            continue
+        lg, lh = left_sums[j]
+        tg, th = totals[j]
+        wl = _clipped(lg / scale_g, lh / scale_h, bounds[j], p)
+        wr = _clipped((tg - lg) / scale_g, (th - lh) / scale_h, bounds[j], p)
+        mid = (wl + wr) / 2
+        out[2 * j, 0 if sign < 0 else 1] = mid
+        out[2 * j + 1, 1 if sign < 0 else 0] = mid
     return out
 
 

@@ -14,6 +14,9 @@ Array conventions (``xp`` is numpy or cupy):
   decision, global quantised sums, local row segment. A batch of nodes lives on the device
   as records from partition to evaluation; the host reads them once per batch.
 - ``segments``: int64 (m, 2) row segments ``[begin, end)``.
+- ``bounds``: float64 (m, 2) ``[lower, upper]`` weight bounds of each node (monotone
+  constraints; the root's are ``[-inf, inf]``); ``monotone``: int8 (F,) sign of each feature
+  (1 increasing, -1 decreasing, 0 free). Both None when nothing is constrained.
 """
 from __future__ import annotations
 
@@ -65,13 +68,24 @@ class Backend(Protocol):
         """
 
     def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scale_g, scale_h,
-                        params: SplitParams) -> None:
+                        params: SplitParams, bounds=None, monotone=None) -> None:
         """Write the best split of each node into its record (feature -1 when none).
 
         Reads the records' sums; records of slots with no node (feature NO_NODE) are left
         as they are. ``feature_mask`` is bool (m, F) on the device, (1, F) for one mask of
         every node, or None for every feature. Ties go to the lowest feature, then bin,
-        then missing-right.
+        then missing-right. With ``monotone`` (and the nodes' ``bounds``, both on the
+        device) XGBoost's monotone rule applies: child weights clipped into the node's
+        bounds, splits against a feature's sign refused, gains from the clipped weights
+        (``dgboost.constraints``).
+        """
+
+    def child_bounds(self, parents, bounds, monotone, scale_g: float, scale_h: float, params: SplitParams):
+        """float64 (2k, 2) on the device: the bounds of the children of evaluated ``parents``.
+
+        Rows 2j and 2j + 1 belong to parent j's left and right child (as ``split_nodes``
+        lays out their records): parent j's ``bounds``, narrowed when it splits on a
+        constrained feature so that they meet at the mean of the two clipped child weights.
         """
 
     def partition(self, bins_by_feature, rows, records, max_rows: int | None = None):
@@ -103,8 +117,15 @@ class Backend(Protocol):
         ``parent_index`` is None).
         """
 
-    def leaf_weights(self, sums, scale_g: float, scale_h: float, params) -> np.ndarray:
-        """float64 (n,) on the host, from int64 (n, 2) host sums."""
+    def leaf_weights(self, sums, scale_g: float, scale_h: float, params, bounds=None) -> np.ndarray:
+        """float64 (n,) on the host, from int64 (n, 2) host sums, clipped into float64
+        (n, 2) host ``bounds`` when given."""
+
+    def node_bounds(self, left, right, feature, sums, monotone, scale_g: float, scale_h: float,
+                    params) -> np.ndarray:
+        """float64 (n, 2) on the host: the bounds of every node of a grown tree (host arrays,
+        node 0 the root, parents before children), the same numbers ``child_bounds`` gave
+        its splits on the device."""
 
     def add_leaf_values(self, margin, rows, begins, ends, values, group: int) -> None: ...
 

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 
 from .._array import to_host
-from .._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, NO_NODE, SPLIT_BIN, SUM_G, SUM_H
+from .._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, LEFT_G, LEFT_H, NO_NODE, SPLIT_BIN, SUM_G, SUM_H
 from . import _cpu_kernels as K
 from . import _records
 
@@ -35,6 +35,9 @@ def _balance(sizes: np.ndarray, n_threads: int) -> tuple[np.ndarray, np.ndarray]
 
 
 _compile_notice_done = False
+# evaluate_splits' bounds and signs when nothing is constrained (the kernel does not read them)
+_NO_BOUNDS = np.zeros((1, 2), np.float64)
+_NO_SIGNS = np.zeros(1, np.int8)
 
 
 def _cpu_kernels_cached() -> bool:
@@ -73,12 +76,41 @@ def _announce_compilation() -> None:
               "on-disk cache)...", file=sys.stderr, flush=True)
 
 
-def leaf_weights_on_host(sums, scale_g: float, scale_h: float, params) -> np.ndarray:
-    """float64 (n,) leaf weights from quantised int64 (n, 2) sums (every backend's leaves)."""
+def _regularisers(params) -> tuple:
+    """(lambda, alpha, min_child_weight, max_delta_step) as the kernels take them."""
+    return (float(params.reg_lambda), float(params.alpha), float(params.min_child_weight),
+            float(params.max_delta_step))
+
+
+def leaf_weights_on_host(sums, scale_g: float, scale_h: float, params, bounds=None) -> np.ndarray:
+    """float64 (n,) leaf weights from quantised int64 (n, 2) sums (every backend's leaves),
+    clipped into float64 (n, 2) host ``bounds`` when given (monotone constraints)."""
     out = np.empty(sums.shape[0], np.float64)
-    K.leaf_weights(np.ascontiguousarray(sums, np.int64), 1.0 / scale_g, 1.0 / scale_h,
-                   float(params.reg_lambda), float(params.alpha), float(params.min_child_weight),
-                   float(params.max_delta_step), out)
+    sums = np.ascontiguousarray(sums, np.int64)
+    if bounds is None:
+        K.leaf_weights(sums, 1.0 / scale_g, 1.0 / scale_h, *_regularisers(params), out)
+    else:
+        K.bounded_leaf_weights(sums, np.ascontiguousarray(bounds, np.float64), 1.0 / scale_g, 1.0 / scale_h,
+                               *_regularisers(params), out)
+    return out
+
+
+def node_bounds_on_host(left, right, feature, sums, monotone, scale_g: float, scale_h: float,
+                        params) -> np.ndarray:
+    """float64 (n, 2) weight bounds of every node of a grown tree (every backend's leaves).
+
+    Replays the children's bounds split by split from the host arrays of the tree (node 0
+    the root, parents before children; ``sums`` int64 (n, 2) quantised), with the CPU
+    engine's arithmetic, so the leaves are clipped into the bounds the splits were
+    evaluated with on either device.
+    """
+    n = int(feature.shape[0])
+    out = np.empty((n, 2), np.float64)
+    if n:
+        K.tree_bounds(np.ascontiguousarray(left, np.int64), np.ascontiguousarray(right, np.int64),
+                      np.ascontiguousarray(feature, np.int64), np.ascontiguousarray(sums, np.int64),
+                      np.ascontiguousarray(monotone, np.int8), 1.0 / scale_g, 1.0 / scale_h,
+                      *_regularisers(params), out)
     return out
 
 
@@ -166,7 +198,8 @@ class CPUBackend:
                                missing, threads, out[s:s + batch])
         return out
 
-    def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scale_g, scale_h, params) -> None:
+    def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scale_g, scale_h, params,
+                        bounds=None, monotone=None) -> None:
         n = hist.shape[0]
         feature = np.empty(n, np.int32)
         split_bin = np.empty(n, np.int32)
@@ -178,18 +211,36 @@ class CPUBackend:
             np.broadcast_to(np.asarray(feature_mask, np.bool_), (n, n_features)).copy()
         no_node = records[:, FEATURE] == NO_NODE
         mask[no_node] = False
+        constrained = monotone is not None
+        if constrained:
+            bounds = np.ascontiguousarray(bounds, np.float64)
+            monotone = np.ascontiguousarray(monotone, np.int8)
+        else:  # placeholders of the kernel's types: never read
+            bounds, monotone = _NO_BOUNDS, _NO_SIGNS
+        lam, alpha, mcw, mds = _regularisers(params)
         K.evaluate_splits(hist, np.ascontiguousarray(records[:, SUM_G:SUM_H + 1]), cut_ptrs,
-                          np.ascontiguousarray(mask, np.bool_),
-                          1.0 / scale_g, 1.0 / scale_h, float(params.reg_lambda), float(params.alpha),
-                          float(params.gamma), float(params.min_child_weight),
-                          float(params.max_delta_step), feature, split_bin, default_left, gain, left)
+                          np.ascontiguousarray(mask, np.bool_), 1.0 / scale_g, 1.0 / scale_h,
+                          lam, alpha, float(params.gamma), mcw, mds, bounds, monotone, constrained,
+                          feature, split_bin, default_left, gain, left)
         # slots with no node keep their record as split_nodes made it
         feature[no_node], split_bin[no_node], default_left[no_node] = NO_NODE, -1, False
         gain[no_node], left[no_node] = 0.0, 0
         _records.write_splits(records, feature, split_bin, default_left, gain, left)
 
-    def leaf_weights(self, sums, scale_g, scale_h, params):
-        return leaf_weights_on_host(sums, scale_g, scale_h, params)
+    def child_bounds(self, parents, bounds, monotone, scale_g, scale_h, params) -> np.ndarray:
+        """float64 (2k, 2): the weight bounds of the children of ``parents`` (rows 2j, 2j + 1)."""
+        out = np.empty((2 * parents.shape[0], 2), np.float64)
+        K.child_bounds(np.ascontiguousarray(parents[:, FEATURE]), np.ascontiguousarray(parents[:, LEFT_G:LEFT_H + 1]),
+                       np.ascontiguousarray(parents[:, SUM_G:SUM_H + 1]), np.ascontiguousarray(bounds, np.float64),
+                       np.ascontiguousarray(monotone, np.int8), 1.0 / scale_g, 1.0 / scale_h,
+                       *_regularisers(params), out)
+        return out
+
+    def leaf_weights(self, sums, scale_g, scale_h, params, bounds=None):
+        return leaf_weights_on_host(sums, scale_g, scale_h, params, bounds)
+
+    def node_bounds(self, left, right, feature, sums, monotone, scale_g, scale_h, params):
+        return node_bounds_on_host(left, right, feature, sums, monotone, scale_g, scale_h, params)
 
     def partition(self, bins_by_feature, rows, records, max_rows=None) -> np.ndarray:
         begins = np.ascontiguousarray(records[:, BEGIN])

@@ -9,14 +9,15 @@ end of a depthwise tree grown in whole levels, else one read per batch of nodes 
 dgboost/grower.py). In between, the stages run as kernels on device data only (partition,
 child records, histograms, siblings, evaluation), so the host never waits inside a level.
 Leaf weights are computed on the host from the split decisions' integer sums, which are
-there already; they use the CPU engine's own kernel, so both devices give the same leaves.
+there already; they use the CPU engine's own kernel, so both devices give the same leaves
+(with monotone constraints the nodes' bounds too are replayed there, from the tree).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import DeviceMemoryError, DGBoostValueError
-from .cpu import leaf_weights_on_host
+from .cpu import leaf_weights_on_host, node_bounds_on_host
 from ._ellpack import EllpackMatrix, feature_groups, symbol_bits
 from ._nvrtc import get_module
 from .._layout import BEGIN, NODE_FIELDS
@@ -79,6 +80,9 @@ class CUDABackend:
         # histogram blocks share each SM and hide each other's scattered loads
         self.group_bytes = max(16 * 256, min(self.shared_bytes, per_sm // _HIST_BLOCKS_PER_SM - 1024))
         self._no_mask = cupy.ones(1, dtype=cupy.bool_)  # passed where every feature may be used
+        # passed where nothing is monotone-constrained (the kernel does not read them)
+        self._no_bounds = cupy.zeros(2, dtype=cupy.float64)
+        self._no_signs = cupy.zeros(1, dtype=cupy.int8)
         self._scratch_arrays: dict = {}
 
     # -- plumbing --------------------------------------------------------------------------
@@ -323,7 +327,8 @@ class CUDABackend:
         return hist
 
     # -- split evaluation --------------------------------------------------------------------
-    def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scale_g, scale_h, params) -> None:
+    def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scale_g, scale_h, params,
+                        bounds=None, monotone=None) -> None:
         records = self._records(records, in_place=True)
         n = int(hist.shape[0])
         n_features = len(cut_ptrs) - 1
@@ -333,6 +338,12 @@ class CUDABackend:
         # one mask row serves every node; None: every feature
         mask_rows = 0 if feature_mask is None else int(feature_mask.shape[0])
         mask = self._no_mask if feature_mask is None else self.xp.ascontiguousarray(feature_mask, dtype=self.xp.bool_)
+        constrained = monotone is not None
+        if constrained:
+            bounds = self.xp.ascontiguousarray(bounds, dtype=self.xp.float64)
+            monotone = self.xp.ascontiguousarray(monotone, dtype=self.xp.int8)
+        else:
+            bounds, monotone = self._no_bounds, self._no_signs
         cand = self._scratch("candidates", n * n_features * _CANDIDATE_BYTES // 8, np.int64)
         pairs = n * n_features  # one warp each, 8 warps a block
         if pairs:
@@ -340,14 +351,34 @@ class CUDABackend:
                          (hist, np.int64(hist.shape[1]), records, dev_ptrs, np.int32(n_features), np.int32(pairs),
                           mask, np.int32(mask_rows), np.float64(1.0 / scale_g), np.float64(1.0 / scale_h),
                           np.float64(params.reg_lambda), np.float64(params.alpha),
-                          np.float64(params.min_child_weight), np.float64(params.max_delta_step), cand),
+                          np.float64(params.min_child_weight), np.float64(params.max_delta_step),
+                          bounds, monotone, np.int32(constrained), cand),
                          threads=256, grid=-(-pairs // 8))
         self._launch("split.cu", "best_per_node", n,
                      (cand, np.int32(n), np.int32(n_features), np.float64(params.gamma), records), threads=64)
 
-    def leaf_weights(self, sums, scale_g, scale_h, params):
+    def child_bounds(self, parents, bounds, monotone, scale_g, scale_h, params):
+        """float64 (2k, 2) on the device: the weight bounds of the children of ``parents``."""
+        xp = self.xp
+        parents = self._records(parents)
+        k = int(parents.shape[0])
+        out = self.empty((2 * k, 2), np.float64)
+        if k:
+            self._launch("split.cu", "child_bounds", k,
+                         (parents, np.int32(k), xp.ascontiguousarray(bounds, dtype=xp.float64),
+                          xp.ascontiguousarray(monotone, dtype=xp.int8), np.float64(1.0 / scale_g),
+                          np.float64(1.0 / scale_h), np.float64(params.reg_lambda), np.float64(params.alpha),
+                          np.float64(params.min_child_weight), np.float64(params.max_delta_step), out), threads=64)
+        return out
+
+    def leaf_weights(self, sums, scale_g, scale_h, params, bounds=None):
         """float64 (n,) on the host, with the CPU engine's kernel (the sums are host arrays)."""
-        return leaf_weights_on_host(sums, scale_g, scale_h, params)
+        return leaf_weights_on_host(sums, scale_g, scale_h, params, bounds)
+
+    def node_bounds(self, left, right, feature, sums, monotone, scale_g, scale_h, params):
+        """float64 (n, 2) on the host: every node's bounds, replayed by the CPU engine's kernel
+        from the tree's host arrays (the same arithmetic as ``child_bounds`` on the device)."""
+        return node_bounds_on_host(left, right, feature, sums, monotone, scale_g, scale_h, params)
 
     # -- partition and margins -----------------------------------------------------------------
     def _segments(self, begins, ends):

@@ -2,14 +2,15 @@
 
 An engine says which rows it takes where they are (:meth:`keeps`), computes path-dependent
 SHAP contributions and the model's margins in its array module, and sizes the row chunks
-that bound one call's memory. Interventional SHAP has CPU kernels only: the explainer runs
-it on host rows and hands the result back in the rows' module.
+that bound one call's memory. Interventional SHAP runs on both: the CPU engine's Numba
+kernels (:mod:`dgboost.explain.interventional`), or the same kernels with one thread per row
+on the GPU (:mod:`dgboost.explain.gpu_interventional`, bitwise the CPU's values).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .._array import is_device_array
+from .._array import is_device_array, to_host
 
 __all__ = ["CpuEngine", "CudaEngine", "engine_for", "default_table_bytes", "GPU_TABLE_BYTES"]
 
@@ -72,8 +73,17 @@ class CpuEngine:
 
         return shap_interactions(table, rows) if method is None else shap_interactions(table, rows, method=method)
 
-    def chunk_rows(self, table, n_outputs: int, interactions: bool) -> int | None:
-        """Rows per call (None: the explainer's CPU cost model)."""
+    def interventional(self, table, rows, background, transform: str | None):
+        """Interventional SHAP contributions (n, k, F + 1), float64, over ``background``
+        ((n_background, F), NumPy or CuPy); ``transform``: None or "logistic" (explain
+        sigmoid(margin)), as :func:`~dgboost.explain.interventional.shap_values_interventional`."""
+        from .interventional import shap_values_interventional
+
+        return shap_values_interventional(table, to_host(rows), to_host(background), transform=transform)
+
+    def chunk_rows(self, table, n_outputs: int, interactions: bool, n_background: int | None = None) -> int | None:
+        """Rows per call (None: the explainer's CPU cost model). ``n_background``: the
+        background's rows for interventional SHAP, None for path-dependent SHAP."""
         return None
 
 
@@ -112,10 +122,20 @@ class CudaEngine:
 
         return shap_interactions_device(table, rows)
 
-    def chunk_rows(self, table, n_outputs: int, interactions: bool) -> int:
-        # the output (and, for interactions, the accumulator: twice the output) bounds one
-        # call's device memory at about 256 MiB
+    def interventional(self, table, rows, background, transform: str | None):
+        """Interventional SHAP on the GPU (``kernels/treeshap_interventional.cu``), bitwise
+        the CPU engine's; a CuPy array (n, k, F + 1), float64, whatever the rows' module."""
+        from .gpu_interventional import shap_values_interventional_device
+
+        return shap_values_interventional_device(table, rows, background, transform)
+
+    def chunk_rows(self, table, n_outputs: int, interactions: bool, n_background: int | None = None) -> int:
+        # the output (and, for interactions, the accumulator: twice the output; for
+        # interventional SHAP, the logistic transform's scratch row and the margins) bounds one
+        # call's device memory at about 256 MiB; the rows' on-bits are never stored
         width = (table.n_features + 1) ** 2 * 2 if interactions else table.n_features + 1
+        if n_background is not None:
+            width = 2 * table.n_features + 3
         per_row = 8 * n_outputs * width
         return max(256, min(1 << 22, (256 << 20) // max(per_row, 1)))
 

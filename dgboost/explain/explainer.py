@@ -202,8 +202,10 @@ class TreeExplainer:
     device : {"cpu", "cuda"}
         Where the engine runs. ``"cuda"``: path-dependent SHAP and interaction values by
         ``kernels/treeshap_rows.cu`` (the CPU engine's kernels with one thread per row, so
-        the values are bitwise the CPU's); interventional SHAP still runs on the CPU. CuPy
-        and cuDF rows stay on the GPU and give CuPy arrays / cuDF frames.
+        the values are bitwise the CPU's), interventional SHAP (also with
+        ``model_output="probability"``) by ``kernels/treeshap_interventional.cu`` the same way.
+        CuPy and cuDF rows stay on the GPU and give CuPy arrays / cuDF frames; host rows are
+        uploaded chunk by chunk and give NumPy arrays.
     model_output : {"raw", "probability"}
         ``"raw"``: the raw output (see the module docstring). ``"probability"``: for
         interventional SHAP of a one-output logistic model, the probability sigmoid(margin),
@@ -298,7 +300,7 @@ class TreeExplainer:
         self._weight_tables = None
 
         if feature_perturbation == "interventional":
-            ev = self._output64(self.data).mean(axis=0)
+            ev = to_host(self._output64(self.data).mean(axis=0))  # device background rows: on the host
         else:
             ev = self.table.base_margin + self.table.expected_value()
         self._expected = np.asarray(ev, dtype=np.float64)
@@ -479,10 +481,10 @@ class TreeExplainer:
     def _chunk_rows(self, interactions: bool) -> int:
         from numba import get_num_threads
 
-        if self.feature_perturbation == "tree_path_dependent":
-            chunk = self._kernels.chunk_rows(self.table, self.n_outputs, interactions)
-            if chunk is not None:
-                return chunk
+        n_background = self.data.shape[0] if self.feature_perturbation == "interventional" else None
+        chunk = self._kernels.chunk_rows(self.table, self.n_outputs, interactions, n_background)
+        if chunk is not None:
+            return chunk
         table = self.table
         per_row = max(table.n_elements, 1)
         if interactions:
@@ -501,12 +503,9 @@ class TreeExplainer:
             res = self._kernels.interactions(self.table, rows, self._interaction_method)
         elif self.feature_perturbation == "tree_path_dependent":
             res = self._kernels.path_dependent(self.table, rows, self.algorithm, self.weight_tables)
-        else:  # interventional SHAP: CPU kernels
-            from .interventional import shap_values_interventional
-
+        else:
             transform = "logistic" if self.model_output == "probability" else None
-            res = shap_values_interventional(self.table, to_host(rows), self._engine_rows(self.data),
-                                             transform=transform)
+            res = self._kernels.interventional(self.table, rows, self._engine_rows(self.data), transform)
         return array_module(rows).asarray(res) if is_device_array(rows) else to_host(res)
 
     def _run(self, rows: np.ndarray, interactions: bool, progress, write) -> None:
@@ -667,7 +666,7 @@ class TreeExplainer:
         digest = hashlib.sha256(self.table.fingerprint.encode())
         digest.update(f"{self.feature_perturbation}|{self.algorithm}|{self.max_table_bytes}|{self.model_output}".encode())
         if self.data is not None:
-            digest.update(np.ascontiguousarray(self.data).tobytes())
+            digest.update(np.ascontiguousarray(to_host(self.data)).tobytes())
         return digest.hexdigest()
 
     def __getstate__(self):

@@ -15,6 +15,11 @@ model output over the background, so each row sums to its margin.
 
 On-bits are kept in int64 words of 63 elements (``word_offsets`` per path), so any path
 length works; one word covers every path of up to 63 distinct features.
+
+``kernels/treeshap_interventional.cu`` (:mod:`dgboost.explain.gpu_interventional`) runs these
+kernels with one thread per row on a GPU; it takes the background's terms
+(:func:`background_terms`) and the logistic transform's sigmoids (:func:`sigmoid_values`) from
+here, so both devices give the same bits.
 """
 from __future__ import annotations
 
@@ -24,7 +29,9 @@ from numba import njit, prange
 from ..errors import DGBoostValueError
 from .paths import PathTable, as_path_table, element_is_on
 
-__all__ = ["shap_values_interventional", "path_on_bits", "TRANSFORMS"]
+__all__ = ["shap_values_interventional", "path_on_bits", "path_word_offsets", "background_terms",
+           "sigmoid_values", "shapley_weights", "table_weights", "check_transform", "check_background",
+           "TRANSFORMS"]
 
 #: output transforms explained per background row, as shap's ``model_output="probability"``
 TRANSFORMS = ("logistic",)
@@ -171,6 +178,38 @@ def _sigmoid(m):
     return 1.0 / (1.0 + np.exp(-m))
 
 
+@njit(cache=True, nogil=True)
+def _sigmoid_into(m, out):
+    # one scalar libm exp per value, as the logistic kernel's inlined _sigmoid: the loop's second
+    # exit (never taken: the sigmoid of a number is a number) keeps LLVM from vectorizing it,
+    # which with a vector math library (SVML) would call another exp
+    for i in range(m.shape[0]):
+        out[i] = _sigmoid(m[i])
+        if out[i] != out[i] and m[i] == m[i]:
+            break
+
+
+def sigmoid_values(m: np.ndarray) -> np.ndarray:
+    """``sigmoid(m)`` elementwise with the exact expression and ``exp`` of the CPU's logistic kernel.
+
+    Parameters
+    ----------
+    m : ndarray of float64, shape (n, n_groups)
+        Margins.
+
+    Returns
+    -------
+    ndarray of float64, shape (n, n_groups)
+        ``1 / (1 + exp(-m))``, bitwise the values :func:`_interventional_logistic_kernel` uses
+        (the GPU kernel takes them from the host: CUDA's ``exp`` may round differently).
+    """
+    m = np.ascontiguousarray(m, dtype=np.float64)
+    out = np.empty_like(m)
+    if m.size:
+        _sigmoid_into(m.reshape(-1), out.reshape(-1))
+    return out
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _interventional_logistic_kernel(xbits, rbitsT, full, path_offsets, word_offsets, feature, path_v,
                                     path_group, wtab, mx, mr, out):
@@ -202,8 +241,8 @@ def _interventional_logistic_kernel(xbits, rbitsT, full, path_offsets, word_offs
                 out[r, g, f] /= n_ref
 
 
-def _shapley_weights(max_n: int) -> np.ndarray:
-    """wtab[n, s] = s! (n - s - 1)! / n!  for 1 <= n <= max_n, 0 <= s < n."""
+def shapley_weights(max_n: int) -> np.ndarray:
+    """wtab[n, s] = s! (n - s - 1)! / n!  for 1 <= n <= max_n, 0 <= s < n; float64 (max_n + 1, max_n + 1)."""
     w = np.zeros((max_n + 1, max_n + 1), dtype=np.float64)
     for n in range(1, max_n + 1):
         w[n, 0] = 1.0 / n
@@ -212,16 +251,77 @@ def _shapley_weights(max_n: int) -> np.ndarray:
     return w
 
 
-def path_on_bits(table: PathTable, Xf: np.ndarray):
-    """``(bits, word_offsets)``: per-row on-bits of every path (int64 words of 63 elements)."""
+def table_weights(table: PathTable) -> np.ndarray:
+    """The Shapley weights of every path length of ``table`` (:func:`shapley_weights`)."""
+    return shapley_weights(max(table.max_length - 1, 1))
+
+
+def path_word_offsets(table: PathTable) -> np.ndarray:
+    """int64 (n_paths + 1,): path p's on-bits are words ``word_offsets[p]:word_offsets[p + 1]``
+    (ceil(k / 63) words for its k non-bias elements)."""
     k = table.path_lengths - 1
     words = (k + _WORD_BITS - 1) // _WORD_BITS
     word_offsets = np.zeros(table.n_paths + 1, dtype=np.int64)
     np.cumsum(words, out=word_offsets[1:])
+    return word_offsets
+
+
+def path_on_bits(table: PathTable, Xf: np.ndarray):
+    """``(bits, word_offsets)``: per-row on-bits of every path (int64 words of 63 elements)."""
+    word_offsets = path_word_offsets(table)
     bits = np.empty((Xf.shape[0], int(word_offsets[-1])), dtype=np.int64)
     _on_bits(Xf, table.path_offsets, table.feature, table.lower, table.upper,
              table.is_missing_branch, word_offsets, bits)
     return bits, word_offsets
+
+
+def check_transform(transform: str | None) -> None:
+    """Raise unless ``transform`` is None or one of :data:`TRANSFORMS`."""
+    if transform is not None and transform not in TRANSFORMS:
+        raise DGBoostValueError(f"transform must be one of {TRANSFORMS} or None, got {transform!r}")
+
+
+def check_background(Bf: np.ndarray, n_columns: int) -> None:
+    """Raise unless the prepared background has rows and ``n_columns`` columns (X's)."""
+    if Bf.shape[0] == 0:
+        raise DGBoostValueError("background must have at least one row")
+    if Bf.shape[1] != n_columns:
+        raise DGBoostValueError(f"background has {Bf.shape[1]} columns, X has {n_columns}")
+
+
+def background_terms(table: PathTable, Bf: np.ndarray, transform: str | None = None) -> dict:
+    """What the kernels need of the background, computed once per call (CPU) or upload (GPU).
+
+    Parameters
+    ----------
+    table : PathTable
+    Bf : ndarray of float32, shape (n_background, F)
+        The prepared background rows (:func:`~dgboost.explain.treeshap.prepare_rows`).
+    transform : {None, "logistic"}
+
+    Returns
+    -------
+    dict
+        ``rbits`` int64 (n_background, n_words) and ``rbitsT`` its C-contiguous transpose
+        (n_words, n_background); ``word_offsets`` int64 (n_paths + 1,); ``full`` int64
+        (n_words,): every element's bit set; ``mr`` float64 (n_background, n_groups): the
+        background's margins (None without a transform); ``bias`` float64 (n_groups,): the
+        bias column (base margin + the mean model output over the background, or the mean
+        probability for ``"logistic"``).
+    """
+    rbits, word_offsets = path_on_bits(table, Bf)
+    rbitsT = np.ascontiguousarray(rbits.T)
+    full = _full_words(table.path_offsets, word_offsets)
+    bias = table.base_margin + _background_mean(rbitsT, full, table.path_offsets, word_offsets,
+                                                table.path_v, table.path_group, table.n_groups)
+    mr = None
+    if transform is not None:
+        mr = np.empty((Bf.shape[0], table.n_groups), dtype=np.float64)
+        _margins_from_bits(rbits, full, table.path_offsets, word_offsets, table.path_v, table.path_group,
+                           table.base_margin, mr)
+        bias = (1.0 / (1.0 + np.exp(-mr))).mean(axis=0)
+    return {"rbits": rbits, "rbitsT": rbitsT, "word_offsets": word_offsets, "full": full, "mr": mr,
+            "bias": bias}
 
 
 def shap_values_interventional(model, X, background, transform: str | None = None) -> np.ndarray:
@@ -237,31 +337,19 @@ def shap_values_interventional(model, X, background, transform: str | None = Non
     ``model_output="probability"`` does (per background row, the margin values rescaled by the
     secant of the sigmoid); the bias column is then the mean of the background's probabilities.
     """
-    if transform is not None and transform not in TRANSFORMS:
-        raise DGBoostValueError(f"transform must be one of {TRANSFORMS} or None, got {transform!r}")
+    check_transform(transform)
     from .treeshap import prepare_rows
 
     table = as_path_table(model)
     Xf = prepare_rows(X, table.n_features)
     Bf = prepare_rows(background, table.n_features)
-    if Bf.shape[0] == 0:
-        raise DGBoostValueError("background must have at least one row")
-    if Bf.shape[1] != Xf.shape[1]:
-        raise DGBoostValueError(f"background has {Bf.shape[1]} columns, X has {Xf.shape[1]}")
+    check_background(Bf, Xf.shape[1])
     n, F = Xf.shape
     out = np.zeros((n, table.n_groups, F + 1), dtype=np.float64)
-    rbits, word_offsets = path_on_bits(table, Bf)
-    rbitsT = np.ascontiguousarray(rbits.T)
-    full = _full_words(table.path_offsets, word_offsets)
-    bias = table.base_margin + _background_mean(rbitsT, full, table.path_offsets, word_offsets,
-                                                table.path_v, table.path_group, table.n_groups)
-    if transform is not None:
-        mr = np.empty((Bf.shape[0], table.n_groups), dtype=np.float64)
-        _margins_from_bits(rbits, full, table.path_offsets, word_offsets, table.path_v, table.path_group,
-                           table.base_margin, mr)
-        bias = (1.0 / (1.0 + np.exp(-mr))).mean(axis=0)
+    terms = background_terms(table, Bf, transform)
+    rbitsT, word_offsets, full, mr = terms["rbitsT"], terms["word_offsets"], terms["full"], terms["mr"]
     if n:
-        wtab = _shapley_weights(max(table.max_length - 1, 1))
+        wtab = table_weights(table)
         # rows in chunks so their on-bit words stay around _CHUNK_BYTES
         chunk = max(1, min(n, _CHUNK_BYTES // (8 * max(int(word_offsets[-1]), 1))))
         for r0 in range(0, n, chunk):
@@ -277,5 +365,5 @@ def shap_values_interventional(model, X, background, transform: str | None = Non
             _interventional_logistic_kernel(xbits, rbitsT, full, table.path_offsets, word_offsets,
                                             table.feature, table.path_v, table.path_group, wtab, mx, mr,
                                             out[r0:r0 + chunk])
-    out[:, :, F] = bias
+    out[:, :, F] = terms["bias"]
     return out

@@ -2,7 +2,9 @@
 
 ``run_case`` trains dgboost and XGBoost on the same split of a data set and returns both
 test metrics, computed here with NumPy/scikit-learn (neither library's own metric code),
-so the comparison is independent of either implementation.
+so the comparison is independent of either implementation, and how far apart the two
+models' test predictions are. ``CONSTRAINED_CASES`` add training constraints on data whose
+bins both libraries agree on, so their predictions must agree as well.
 """
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CASES", "OBJECTIVE_PARAMS", "ParityResult", "load_dataset", "run_case", "within_tolerance"]
+__all__ = ["CASES", "CONSTRAINED_CASES", "OBJECTIVE_PARAMS", "PREDICTION_TOLERANCE", "ParityResult",
+           "load_dataset", "predictions_agree", "run_case", "within_tolerance"]
 
 # (data set, objective, test metric) for every objective both libraries have
 CASES = [
@@ -40,6 +43,22 @@ CASES = [
     ("synthetic_missing_survival", "survival:cox", "concordance"),
 ]
 
+# (data set, objective, test metric, name, training constraints): diabetes has no missing values
+# and few enough distinct values that both libraries' bins agree, so the two models' predictions
+# are compared too (``predictions_agree``). The monotone signs follow the data's known trends
+# (body mass index, blood pressure and s5 raise the disease measure); the interaction groups
+# overlap in feature 2.
+CONSTRAINED_CASES = [
+    ("diabetes", "reg:squarederror", "rmse", "monotone",
+     {"monotone_constraints": (0, 0, 1, 1, 0, 0, 0, 0, 1, 0)}),
+    ("diabetes", "reg:squarederror", "rmse", "interaction",
+     {"interaction_constraints": [[0, 1, 2], [2, 3, 8], [4, 5, 6, 7, 9]]}),
+]
+
+#: largest root-mean-square difference of the two models' test predictions, relative to the
+#: spread of XGBoost's, for predictions to agree (the same trees give ~1e-7: float32 rounding)
+PREDICTION_TOLERANCE = 1e-4
+
 #: parameters an objective needs beyond the common ones
 OBJECTIVE_PARAMS = {"reg:quantileerror": {"quantile_alpha": [0.1, 0.5, 0.9]}}
 
@@ -54,12 +73,19 @@ class ParityResult:
     depth: int
     dgboost: float
     xgboost: float
+    prediction_gap: float = float("nan")
+    constraints: str | None = None
 
     @property
     def relative_gap(self) -> float:
         """How much worse dgboost is, relative to XGBoost (negative: dgboost is better)."""
         sign = -1.0 if HIGHER_IS_BETTER.get(self.metric, False) else 1.0
         return sign * (self.dgboost - self.xgboost) / max(abs(self.xgboost), 1e-12)
+
+
+def predictions_agree(r: ParityResult) -> bool:
+    """Whether the two models' test predictions are the same up to float rounding."""
+    return r.prediction_gap <= PREDICTION_TOLERANCE
 
 
 def within_tolerance(r: ParityResult) -> bool:
@@ -171,21 +197,55 @@ def _concordance(y: np.ndarray, hazard: np.ndarray, chunk: int = 512) -> float:
     return float(concordant / pairs)
 
 
+def _xgboost_params(params: dict) -> dict:
+    """The same parameters as XGBoost's Python API wants them: monotone constraints as the
+    text ``"(1,0,-1)"``, interaction constraints (feature indices) as JSON text; a list
+    there would be read as feature names."""
+    import json
+
+    out = {**params, "tree_method": "hist"}
+    if isinstance(out.get("monotone_constraints"), (list, tuple)):
+        out["monotone_constraints"] = "(" + ",".join(str(int(v)) for v in out["monotone_constraints"]) + ")"
+    if isinstance(out.get("interaction_constraints"), (list, tuple)):
+        out["interaction_constraints"] = json.dumps([list(g) for g in out["interaction_constraints"]])
+    return out
+
+
+def _prediction_gap(ours: np.ndarray, theirs: np.ndarray) -> float:
+    """Root-mean-square difference of two predictions, relative to the spread of ``theirs``."""
+    ours, theirs = np.asarray(ours, np.float64), np.asarray(theirs, np.float64)
+    return float(np.sqrt(np.mean((ours - theirs) ** 2)) / max(float(np.std(theirs)), 1e-12))
+
+
 def run_case(dataset: str, objective: str, metric: str, depth: int, rounds: int = 100,
-             max_bin: int = 256, eta: float = 0.1) -> ParityResult:
+             max_bin: int = 256, eta: float = 0.1, constraints: str | None = None,
+             extra: dict | None = None) -> ParityResult:
+    """Train both libraries on ``dataset`` and compare their test metrics and predictions.
+
+    Parameters
+    ----------
+    dataset, objective, metric : str
+        A case of :data:`CASES` (or the first three fields of :data:`CONSTRAINED_CASES`).
+    depth, rounds, max_bin, eta
+        Training parameters shared by both libraries.
+    constraints : str, optional
+        The name of the constraint case (kept in the result).
+    extra : dict, optional
+        Further training parameters (the constraints), in dgboost's spelling.
+    """
     import xgboost as xgb
 
     import dgboost as dg
 
     xtr, ytr, gtr, xte, yte, gte = load_dataset(dataset)
     params = {"objective": objective, "max_depth": depth, "eta": eta, "max_bin": max_bin, "nthread": 2,
-              **OBJECTIVE_PARAMS.get(objective, {})}
+              **OBJECTIVE_PARAMS.get(objective, {}), **(extra or {})}
     if objective.startswith("multi:"):
         params["num_class"] = int(max(ytr.max(), yte.max())) + 1
     kind = "margin" if objective in ("binary:logitraw", "rank:pairwise", "rank:ndcg") else "value"
     model = dg.train(params, dg.DMatrix(xtr, ytr, group=gtr), rounds, verbose_eval=False)
     p_dg = model.predict(dg.DMatrix(xte), output_margin=kind == "margin")
-    xmodel = xgb.train({**params, "tree_method": "hist"}, xgb.DMatrix(xtr, ytr, group=gtr), rounds)
+    xmodel = xgb.train(_xgboost_params(params), xgb.DMatrix(xtr, ytr, group=gtr), rounds)
     p_xgb = xmodel.predict(xgb.DMatrix(xte), output_margin=kind == "margin")
     return ParityResult(dataset, objective, metric, depth, _metric(metric, yte, p_dg, gte),
-                        _metric(metric, yte, p_xgb, gte))
+                        _metric(metric, yte, p_xgb, gte), _prediction_gap(p_dg, p_xgb), constraints)

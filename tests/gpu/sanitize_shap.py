@@ -1,12 +1,13 @@
 """A small GPU TreeSHAP job for compute-sanitizer: weight tables built on the device, the table
 and path methods, a mixed budget, outputs too wide for shared accumulators, interaction values by
-quadrature and by the path method (paths longer than 16), and interventional SHAP on the GPU.
+quadrature and by the path method (paths longer than 16), and interventional SHAP on the GPU
+(kernels/treeshap_interventional.cu: margins and probabilities, shared and global accumulators).
 ``tests/gpu/run_sanitizer.sh`` runs it under memcheck and racecheck."""
 import numpy as np
 
 import dgboost
 from dgboost.datasets import make_synthetic
-from dgboost.explain import gpu
+from dgboost.explain import gpu, gpu_interventional
 
 for params, task, extra in [
     ({"objective": "binary:logistic", "max_depth": 6}, "binary", {}),
@@ -23,9 +24,15 @@ for params, task, extra in [
     explainer.contributions(rows[:33], interactions=True)
     background = X[500:540]
     dgboost.TreeExplainer(booster, background, device="cuda").contributions(rows[:41])
+    if task == "binary":
+        dgboost.TreeExplainer(booster, background, device="cuda", model_output="probability").contributions(rows[:41])
+        binary, binary_background, binary_rows = booster, background, rows
 
 saved = gpu._ACC_SMEM_BYTES
 gpu._ACC_SMEM_BYTES = 8  # every output accumulates in global memory
 dgboost.TreeExplainer(booster, device="cuda").contributions(rows)
 gpu._ACC_SMEM_BYTES = saved
+gpu_interventional._ACC_SMEM_BYTES = 8  # interventional accumulators in global memory too
+for output in ("raw", "probability"):
+    dgboost.TreeExplainer(binary, binary_background, device="cuda", model_output=output).contributions(binary_rows[:41])
 print("sanitized SHAP finished", np.__version__)

@@ -1,5 +1,5 @@
 """A small GPU training job (depthwise level by level and in whole levels, lossguide, missing
-values, sampling, multiclass) for compute-sanitizer: ``tests/gpu/run_sanitizer.sh`` runs it under memcheck and racecheck."""
+values, sampling, multiclass, monotone constraints) for compute-sanitizer: ``tests/gpu/run_sanitizer.sh`` runs it under memcheck and racecheck."""
 import dgboost
 from dgboost.datasets import make_synthetic
 
@@ -10,6 +10,10 @@ for params, task, extra in [
     # whole levels with level masks, deep enough for leaves above the last level
     ({"objective": "reg:squarederror", "max_depth": 7, "colsample_bytree": 0.8, "colsample_bylevel": 0.7,
       "min_child_weight": 30}, "regression", {}),
+    # monotone constraints: bounds per node in whole levels and with lossguide (split.cu's child_bounds)
+    ({"objective": "reg:squarederror", "max_depth": 6, "monotone_constraints": (1, -1, 0) * 4}, "regression", {}),
+    ({"objective": "binary:logistic", "grow_policy": "lossguide", "max_leaves": 15, "max_depth": 0,
+      "monotone_constraints": (1, 0, -1) * 4}, "binary", {}),
 ]:
     X, y, _ = make_synthetic(3000, 12, task=task, missing_rate=0.2, seed=1, **extra)
     booster = dgboost.train({**params, "device": "cuda", "max_bin": 64}, dgboost.DMatrix(X, y), 4,

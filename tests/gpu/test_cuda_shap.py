@@ -129,6 +129,31 @@ def test_gpu_interaction_values_are_bitwise_the_cpus_default_method_and_match_th
     np.testing.assert_allclose(got.sum(axis=3), gpu.contributions(X), rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("objective,depth,F", [("multi:softprob", 6, 12), ("binary:logistic", 16, 45),
+                                               ("reg:squarederror", 3, 70)])
+def test_interactions_by_every_kernel_layout_are_bitwise_the_cpus(monkeypatch, objective, depth, F):
+    from dgboost.explain import gpu
+
+    booster, X = _model(objective, depth, rounds=6, F=F, n=2000)
+    X = X[:203]  # not a whole number of warps (2 rows each)
+    assert gpu._interaction_layout(F, len(X), 1)[0] == "warp-shared"
+    expected = dg.TreeExplainer(booster).contributions(X, interactions=True)
+    _bitwise(dg.TreeExplainer(booster, device="cuda").contributions(X, interactions=True), expected)
+    for forced in (("warp-out", 8, 0), ("rows", 0, 0)):  # the layouts of features too wide for shared memory
+        monkeypatch.setattr(gpu, "_interaction_layout", lambda F, n, G, forced=forced: forced)
+        _bitwise(dg.TreeExplainer(booster, device="cuda").contributions(X, interactions=True), expected)
+
+
+def test_features_too_wide_for_shared_accumulators_take_the_global_layouts():
+    from dgboost.explain import gpu
+
+    assert gpu._interaction_layout(785, 200, 10) == ("warp-out", 8, 0)
+    assert gpu._interaction_layout(785, 100_000, 1)[0] == "rows"
+    kind, rows, shared = gpu._interaction_layout(150, 10, 1)  # one row: 90 KB, past the default 48 KB
+    assert (kind, rows) == ("warp-shared", 2) and shared == 2 * 150 * 151 // 2 * 8
+    assert gpu._interaction_layout(200, 10, 1)[0] == "warp-out"  # a warp's 2 rows (321 KB) do not fit
+
+
 def test_interactions_of_cupy_rows_are_cupy_and_booster_pred_interactions_runs_on_the_gpu():
     import cupy
 
@@ -194,3 +219,31 @@ def test_rows_too_wide_for_shared_accumulators_accumulate_in_the_output_with_the
     expected = dg.TreeExplainer(booster, max_table_bytes=BUDGET).contributions(X[:500])
     monkeypatch.setattr(gpu, "_ACC_SMEM_BYTES", 8)  # no shared accumulators fit
     _bitwise(dg.TreeExplainer(booster, device="cuda", max_table_bytes=BUDGET).contributions(X[:500]), expected)
+
+
+def test_subnormal_row_values_compare_with_thresholds_as_on_the_cpu():
+    """CuPy compiles with -ftz=true; dgboost's kernels must not (a row value of -1.4e-45
+    against a threshold of 0 would flush to -0 and take the other branch)."""
+    from dgboost.explain.engines import CpuEngine, CudaEngine
+    from dgboost.testing.shap_oracle import chain_tree
+    from dgboost.tree import Ensemble
+
+    rng = np.random.default_rng(0)
+    ens = Ensemble(base_margin=0.1)
+    for _ in range(3):
+        ens.append(chain_tree(rng, n_features=5, depth=5, thresholds=[0.0], distinct=True))
+    tiny = np.float32(1.4e-45)
+    values = np.array([-tiny, tiny, -0.0, 0.0, np.nan, 1.0, -1.0], dtype=np.float32)
+    X = rng.choice(values, size=(400, 5)).astype(np.float32)
+    cpu_leaves = CpuEngine().leaves(ens, X)
+    gpu_margins = CudaEngine(0).margins(ens, X)
+    np.testing.assert_array_equal(gpu_margins.get(), CpuEngine().margins(ens, X))
+    assert len(np.unique(cpu_leaves[:, 0])) > 3
+    for algorithm in ("table", "path"):
+        _bitwise(dg.TreeExplainer(ens, algorithm=algorithm, device="cuda", max_table_bytes=BUDGET).contributions(X),
+                 dg.TreeExplainer(ens, algorithm=algorithm, max_table_bytes=BUDGET).contributions(X))
+    _bitwise(dg.TreeExplainer(ens, device="cuda").contributions(X, interactions=True),
+             dg.TreeExplainer(ens).contributions(X, interactions=True))
+    background = X[:20]
+    _bitwise(dg.TreeExplainer(ens, background, device="cuda").contributions(X),
+             dg.TreeExplainer(ens, background).contributions(X))

@@ -49,6 +49,9 @@ def _dataset(name: str):
 BINARY = {"objective": "binary:logistic", "max_depth": 6, "eta": 0.3, "max_bin": 256}
 REGRESSION = {"objective": "reg:squarederror", "max_depth": 6, "eta": 0.3, "max_bin": 256}
 LOSSGUIDE = {"grow_policy": "lossguide", "max_depth": 0, "max_leaves": 31}
+# a sign for every feature of the "missing" (28) and "weighted" (20) data sets
+MONOTONE_28 = tuple([1, -1, 0, 1, 0, -1, 0] * 4)
+MONOTONE_20 = tuple([1, -1, 0, 0, 1] * 4)
 
 # (data set, parameters, rounds)
 CASES = {
@@ -69,6 +72,17 @@ CASES = {
     "missing-interaction-constraints": ("missing", {**BINARY, "interaction_constraints": [[0, 1, 2, 3], [4, 5, 6, 7, 8], [9, 10]]}, 15),
     "missing-interaction-constraints-lossguide": ("missing", {**BINARY, **LOSSGUIDE,
                                                               "interaction_constraints": [[0, 1, 2], [3, 4, 5, 6]]}, 12),
+    # monotone constraints: whole levels (depthwise), level by level (column sampling by node),
+    # best-first, and with the regularisers that change the bounded weights and gains
+    "missing-monotone": ("missing", {**BINARY, "monotone_constraints": MONOTONE_28}, 15),
+    "missing-monotone-bynode": ("missing", {**BINARY, "colsample_bynode": 0.7, "seed": 3,
+                                            "monotone_constraints": MONOTONE_28}, 12),
+    "missing-monotone-lossguide": ("missing", {**BINARY, **LOSSGUIDE, "monotone_constraints": MONOTONE_28}, 12),
+    "weighted-monotone-alpha-max_delta_step": ("weighted", {**REGRESSION, "alpha": 1.0, "max_delta_step": 0.5,
+                                                            "monotone_constraints": MONOTONE_20}, 15),
+    "wine-softprob-monotone-lossguide": ("wine", {"objective": "multi:softprob", "num_class": 3, "max_bin": 256,
+                                                  **LOSSGUIDE, "max_leaves": 6,
+                                                  "monotone_constraints": "(1,-1,0,1,-1,0,1,-1,0,1,-1,0,1)"}, 10),
     "missing-max_delta_step": ("missing", {**BINARY, "max_delta_step": 0.7, "min_child_weight": 4}, 20),
     "missing-gamma-lambda": ("missing", {**BINARY, "gamma": 0.5, "lambda": 4.0}, 15),
     "weighted-reg_alpha": ("weighted", {**REGRESSION, "alpha": 2.0, "lambda": 0.5}, 20),
@@ -107,7 +121,8 @@ def test_data_already_on_the_gpu_gives_the_same_trees_as_the_cpu(case):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", ["missing-subsample", "missing-colsample", "missing-lossguide",
-                                  "ranking-ndcg", "wide-lossguide-bynode", "weighted-absoluteerror"])
+                                  "ranking-ndcg", "wide-lossguide-bynode", "weighted-absoluteerror",
+                                  "missing-monotone-lossguide"])
 def test_cuda_training_is_deterministic(case):
     name, params, rounds = CASES[case]
     X, y, weight, group = _dataset(name)
@@ -139,6 +154,35 @@ def test_cuda_evaluation_metrics_match_the_cpu(case, metrics):
     X, y, weight, group = _dataset(name)
     check_matches_cpu_metric(DEVICE, X, y, {**params, "eval_metric": metrics}, min(rounds, 10),
                              weight=weight, group=group)
+
+
+@pytest.mark.gpu
+def test_monotone_constraints_keep_whole_level_growth_and_its_host_reads():
+    from dgboost.backend.cuda import SYNC_COUNTER
+
+    X, y, _, _ = _dataset("missing")
+    reads = []
+    for extra in ({}, {"monotone_constraints": MONOTONE_28}):
+        SYNC_COUNTER["syncs"] = 0
+        dg.train({**BINARY, **extra, "device": DEVICE}, dg.DMatrix(X, y), 5, verbose_eval=False)
+        reads.append(SYNC_COUNTER["syncs"])
+    assert reads[1] == reads[0]  # the bounds stay on the device; the leaves' are replayed on the host
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", ["missing-monotone", "missing-monotone-lossguide"])
+def test_cuda_models_with_monotone_constraints_are_monotone(case):
+    name, params, rounds = CASES[case]
+    X, y, _, _ = _dataset(name)
+    booster = dg.train({**params, "device": DEVICE}, dg.DMatrix(X, y), rounds, verbose_eval=False)
+    rows = X[:100]
+    grid = np.linspace(-3, 3, 25, dtype=np.float32)
+    for f in (0, 1, 3, 5):
+        sign = MONOTONE_28[f]
+        Z = np.repeat(rows, len(grid), axis=0)
+        Z[:, f] = np.tile(grid, len(rows))
+        margin = booster.predict(dg.DMatrix(Z), output_margin=True).reshape(len(rows), len(grid))
+        assert (np.diff(margin, axis=1) * sign).min() >= 0.0
 
 
 # -- bad input: the same DGBoostError type and message as on the CPU ---------------------
