@@ -5,9 +5,8 @@ rows of :func:`dgboost.datasets.make_synthetic`; then 10,000 held-out rows are e
 single-threaded, by
 
 * dgboost ``TreeExplainer(booster, algorithm="path")`` and ``algorithm="table"``
-  (Numba ``set_num_threads(1)``; the explainer and its tables are built before timing,
-  their build time is reported separately; additivity check off, as the others have none),
-* XGBoost ``Booster.predict(pred_contribs=True)`` with ``nthread=1``,
+  (Numba ``set_num_threads(1)``; additivity check off, as the others have none),
+* XGBoost ``DMatrix`` + ``Booster.predict(pred_contribs=True)`` with ``nthread=1``,
 * ``shap.TreeExplainer`` on the same trees given as a dict model (shap's own C++ TreeSHAP;
   shap's dict trees go left when ``x <= threshold``, so every dgboost/XGBoost split value
   ``s`` (``x < s``, float32) becomes the float32 just below ``s``: the same decision for
@@ -15,18 +14,22 @@ single-threaded, by
 * fasttreeshap ``TreeExplainer(dict, algorithm="v2", n_jobs=1)`` on the same dict,
 
 and interaction values of 200 rows are timed against XGBoost ``pred_interactions``, both
-on 2 threads. Every method's largest absolute difference from XGBoost (SHAP values and
-bias) is recorded. Results: ``benchmarks/results/shap_cpu.json`` (hardware, versions, load
-average, rows/s and ratios).
+on 2 threads. Every call is timed end to end, as a user pays it: the explainer's
+construction (model import, path table, weight tables; shap's and fasttreeshap's explainers)
+and XGBoost's ``DMatrix`` are inside the timer, as all of XGBoost's work is inside its
+``predict``. Beside it, labelled *warm*: the same call on an explainer (or DMatrix) built
+before. ``--repeats`` runs (at least 3), the methods taking turns within each run so other
+load on the machine hits all alike; the median and the range are reported. Every method's
+largest absolute difference from XGBoost (SHAP values and bias) is recorded. Results:
+``benchmarks/results/shap_cpu.json`` (hardware, versions, load average, rows/s and ratios).
 
-    python benchmarks/shap_cpu.py [--rows 10000] [--interaction-rows 200] [--repeats 1]
+    python benchmarks/shap_cpu.py [--rows 10000] [--interaction-rows 200] [--repeats 3]
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -36,12 +39,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import timed, versions, write_result  # noqa: E402
 
 
-def _median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(max(1, repeats)):
-        dt, _ = timed(fn)
-        times.append(dt)
-    return float(np.median(times))
+def _stats(times) -> dict:
+    """Median and range of a list of seconds."""
+    return {"median": float(np.median(times)), "min": float(min(times)), "max": float(max(times)),
+            "runs": [float(t) for t in times]}
 
 
 def shap_dict_model(ensemble) -> dict:
@@ -85,9 +86,7 @@ def main(argv=None):
     ap.add_argument("--trees", type=int, default=100)
     ap.add_argument("--depth", type=int, default=8)
     ap.add_argument("--features", type=int, default=28)
-    ap.add_argument("--repeats", type=int, default=1, help="timed passes over the rows (mean)")
-    ap.add_argument("--slices", type=int, default=5,
-                    help="row slices; the methods take turns slice by slice")
+    ap.add_argument("--repeats", type=int, default=3, help="timed runs (at least 3; median and range)")
     ap.add_argument("--skip", nargs="*", default=[], help="methods to skip (shap, fasttreeshap)")
     ap.add_argument("--no-write", action="store_true", help="print only, do not write the JSON")
     args = ap.parse_args(argv)
@@ -115,38 +114,30 @@ def main(argv=None):
         "fasttreeshap` against NumPy 2 once setuptools is in the venv; its pin slicer==0.0.7 "
         "makes pip downgrade shap to 0.45 (a NumPy 1 wheel that no longer imports), so shap "
         "0.54.1 and slicer 0.0.8 were reinstalled after it; fasttreeshap runs with them")}
-    Xq64 = Xq.astype(np.float64)
 
-    # -- the contenders (each a function of a row slice), set up and warmed up ----------------
-    methods: dict = {}
+    # -- the contenders: (end-to-end call, warm call), each a function of the rows -----------
+    from dgboost.explain import treeshap
+
     booster.set_param({"nthread": 1})
     numba.set_num_threads(1)
 
-    n = len(Xq)
-    n_slices = max(1, args.slices)
-    bounds = np.linspace(0, n, n_slices + 1).astype(int)
-    dmats = {}  # XGBoost gets its DMatrix ready-made (built outside the timing)
-
-    def xgb_contribs(sl):
-        key = (sl.start, sl.stop)
-        if key not in dmats:
-            dmats[key] = xgb.DMatrix(Xq[sl])
-        return booster.predict(dmats[key], pred_contribs=True)
-    methods["xgboost_pred_contribs"] = xgb_contribs
-    for i in range(n_slices):
-        dmats[(int(bounds[i]), int(bounds[i + 1]))] = xgb.DMatrix(Xq[int(bounds[i]):int(bounds[i + 1])])
-
-    build = {}
-    explainers = {}
-    for algorithm in ("path", "table"):
-        t0 = time.perf_counter()
+    def fresh_explainer(algorithm):  # nothing kept from an earlier call: import, paths, tables
+        treeshap._PROCESS_TABLES.clear()
         explainer = dgboost.TreeExplainer(booster, algorithm=algorithm)
         if algorithm == "table":
             explainer.weight_tables()
-        build[algorithm] = time.perf_counter() - t0
-        explainers[algorithm] = explainer
+        return explainer
+
+    explainers = {a: fresh_explainer(a) for a in ("path", "table")}
+    dmatrix = xgb.DMatrix(Xq)
+    methods: dict = {
+        "xgboost_pred_contribs": (lambda X: booster.predict(xgb.DMatrix(X), pred_contribs=True),
+                                  lambda X: booster.predict(dmatrix, pred_contribs=True)),
+    }
+    for algorithm in ("path", "table"):
         methods[f"dgboost_{algorithm}"] = (
-            lambda sl, e=explainer: e.shap_values(Xq[sl], check_additivity=False))
+            lambda X, a=algorithm: fresh_explainer(a).shap_values(X, check_additivity=False),
+            lambda X, e=explainers[algorithm]: e.shap_values(X, check_additivity=False))
     explainer = explainers["table"]
     tables = explainer.weight_tables()
     table = explainer.table
@@ -157,79 +148,91 @@ def main(argv=None):
                    "weight_table_coverage": tables.coverage(table)}
 
     model_dict = shap_dict_model(explainer.ensemble)
+    others = {}  # the other libraries' explainers, for their expected values
     if "shap" not in args.skip:  # shap's C++ TreeSHAP is single-threaded
         try:
             import shap
 
-            se = shap.TreeExplainer(model_dict)
-            methods["shap_cpp"] = lambda sl: se.shap_values(Xq64[sl], check_additivity=False)
+            others["shap_cpp"] = se = shap.TreeExplainer(model_dict)
+            methods["shap_cpp"] = (
+                lambda X: shap.TreeExplainer(model_dict).shap_values(X.astype(np.float64), check_additivity=False),
+                lambda X: se.shap_values(X.astype(np.float64), check_additivity=False))
         except Exception as exc:  # noqa: BLE001 - record why and go on
             notes["shap"] = f"not run: {type(exc).__name__}: {exc}"
     if "fasttreeshap" not in args.skip:
         try:
             import fasttreeshap
 
-            fe = fasttreeshap.TreeExplainer(model_dict, algorithm="v2", n_jobs=1)
-            methods["fasttreeshap_v2"] = lambda sl: fe.shap_values(Xq64[sl], check_additivity=False)
+            others["fasttreeshap_v2"] = fe = fasttreeshap.TreeExplainer(model_dict, algorithm="v2", n_jobs=1)
+            methods["fasttreeshap_v2"] = (
+                lambda X: fasttreeshap.TreeExplainer(model_dict, algorithm="v2", n_jobs=1).shap_values(
+                    X.astype(np.float64), check_additivity=False),
+                lambda X: fe.shap_values(X.astype(np.float64), check_additivity=False))
         except Exception as exc:  # noqa: BLE001 - record why and go on
             notes["fasttreeshap"] = f"not run: {type(exc).__name__}: {exc}"
     for name in list(methods):  # warm-up (JIT, caches); drop what fails, saying why
         try:
-            methods[name](slice(0, 16))
+            for fn in methods[name]:
+                fn(Xq[:16])
         except Exception as exc:  # noqa: BLE001
             notes[name] = f"not run: {type(exc).__name__}: {exc}"
             del methods[name]
 
-    # -- timing: interleaved over row slices, so load from other work hits all alike -------
-    seconds = {name: 0.0 for name in methods}
-    outputs = {name: [] for name in methods}
-    for _ in range(max(1, args.repeats)):
-        for name in methods:
-            outputs[name] = []
-        for i in range(n_slices):
-            sl = slice(int(bounds[i]), int(bounds[i + 1]))
-            for name, fn in methods.items():
-                dt, out = timed(fn, sl)
-                seconds[name] += dt
-                outputs[name].append(np.asarray(out, dtype=np.float64))
-    ref = np.concatenate(outputs["xgboost_pred_contribs"])  # (n, F+1)
+    # -- timing: the methods take turns in every run, so load from other work hits all alike --
+    n = len(Xq)
+    times = {name: {"end_to_end": [], "warm": []} for name in methods}
+    outputs = {}
+    for _ in range(max(3, args.repeats)):
+        for name, (fresh, warm) in methods.items():
+            dt, out = timed(fresh, Xq)
+            times[name]["end_to_end"].append(dt)
+            outputs[name] = np.asarray(out, dtype=np.float64)
+            times[name]["warm"].append(timed(warm, Xq)[0])
+    ref = outputs["xgboost_pred_contribs"]  # (n, F+1)
     for name in methods:
-        t = seconds[name] / max(1, args.repeats)
-        phi = np.concatenate(outputs[name])
         if name == "xgboost_pred_contribs":
             diff = 0.0
         else:
-            diff = float(np.abs(phi - ref[:, :-1]).max())
+            diff = float(np.abs(outputs[name] - ref[:, :-1]).max())
             ev = (explainers["path"].expected_value if name.startswith("dgboost")
-                  else np.asarray((se if name == "shap_cpp" else fe).expected_value).ravel()[0])
+                  else np.asarray(others[name].expected_value).ravel()[0])
             diff = max(diff, float(abs(ev - ref[0, -1])))
-        results[name] = {"seconds": t, "rows_per_s": n / t, "max_abs_diff": diff}
-    for algorithm in ("path", "table"):
-        results[f"dgboost_{algorithm}"]["build_seconds"] = build[algorithm]
+        e2e, warm = _stats(times[name]["end_to_end"]), _stats(times[name]["warm"])
+        results[name] = {"seconds": e2e, "warm_seconds": warm, "rows_per_s": n / e2e["median"],
+                         "warm_rows_per_s": n / warm["median"], "max_abs_diff": diff}
     if "shap_cpp" in results:
         results["shap_cpp"]["note"] = "shap.TreeExplainer(dict model), shap's C++ TreeSHAP"
     if "fasttreeshap_v2" in results:
         results["fasttreeshap_v2"]["note"] = "fasttreeshap.TreeExplainer(dict, algorithm='v2')"
 
-    # interaction values, 2 threads each
+    # interaction values, 2 threads each, end to end and warm
     ni = args.interaction_rows
     Xi = Xq[:ni]
     numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
     booster.set_param({"nthread": 2})
     di = xgb.DMatrix(Xi)
     booster.predict(xgb.DMatrix(Xi[:4]), pred_interactions=True)
-    t_xi = _median_time(lambda: booster.predict(di, pred_interactions=True), args.repeats)
-    iref = booster.predict(di, pred_interactions=True).astype(np.float64)
     ie = dgboost.TreeExplainer(booster)
     ie.shap_interaction_values(Xi[:4])
-    t_di = _median_time(lambda: ie.shap_interaction_values(Xi), args.repeats)
+    itimes = {"xgboost": [], "xgboost_warm": [], "dgboost": [], "dgboost_warm": []}
+    for _ in range(max(3, args.repeats)):
+        itimes["xgboost"].append(timed(lambda: booster.predict(xgb.DMatrix(Xi), pred_interactions=True))[0])
+        itimes["xgboost_warm"].append(timed(lambda: booster.predict(di, pred_interactions=True))[0])
+        itimes["dgboost"].append(timed(lambda: dgboost.TreeExplainer(booster).shap_interaction_values(Xi))[0])
+        itimes["dgboost_warm"].append(timed(lambda: ie.shap_interaction_values(Xi))[0])
+    iref = booster.predict(di, pred_interactions=True).astype(np.float64)
     iours = ie.contributions(Xi, interactions=True)[:, 0]
+    istats = {k: _stats(v) for k, v in itimes.items()}
     interactions = {
         "rows": ni, "threads": 2,
-        "xgboost_pred_interactions": {"seconds": t_xi, "rows_per_s": ni / t_xi},
-        "dgboost": {"seconds": t_di, "rows_per_s": ni / t_di,
+        "xgboost_pred_interactions": {"seconds": istats["xgboost"], "rows_per_s": ni / istats["xgboost"]["median"],
+                                      "warm_seconds": istats["xgboost_warm"]},
+        "dgboost": {"seconds": istats["dgboost"], "rows_per_s": ni / istats["dgboost"]["median"],
+                    "warm_seconds": istats["dgboost_warm"],
+                    "warm_rows_per_s": ni / istats["dgboost_warm"]["median"],
                     "max_abs_diff": float(np.abs(iours - iref).max())},
-        "ratio_dgboost_over_xgboost": t_xi / t_di,
+        "ratio_dgboost_over_xgboost": istats["xgboost"]["median"] / istats["dgboost"]["median"],
+        "warm_ratio_dgboost_over_xgboost": istats["xgboost_warm"]["median"] / istats["dgboost_warm"]["median"],
     }
 
     base = results["xgboost_pred_contribs"]["rows_per_s"]
@@ -242,52 +245,57 @@ def main(argv=None):
                                                   / results[other]["rows_per_s"])
     load_end = _loadavg()
 
+    def spread(stats):
+        return f"{stats['median']:.2f} s ({stats['min']:.2f}-{stats['max']:.2f})"
+
     width = max(len(k) for k in results) + 2
-    print(f"\nSHAP values, {len(Xq):,} rows, 1 thread (load average {load_start} -> {load_end})")
-    print(f"{'method'.ljust(width)}{'rows/s':>10}{'vs XGBoost':>12}{'max |diff|':>12}")
+    print(f"\nSHAP values, {len(Xq):,} rows, 1 thread, end to end (load average {load_start} -> {load_end})")
+    print(f"{'method'.ljust(width)}{'rows/s':>10}{'vs XGBoost':>12}{'warm rows/s':>13}{'max |diff|':>12}")
     for k, v in results.items():
         print(f"{k.ljust(width)}{v['rows_per_s']:>10.0f}{v['rows_per_s'] / base:>11.2f}x"
-              f"{v['max_abs_diff']:>12.1e}")
+              f"{v['warm_rows_per_s']:>13.0f}{v['max_abs_diff']:>12.1e}")
     for k, v in notes.items():
         print(f"{k}: {v}")
-    print(f"\nInteraction values, {ni} rows, 2 threads")
-    print(f"{'xgboost_pred_interactions'.ljust(width)}"
-          f"{interactions['xgboost_pred_interactions']['rows_per_s']:>10.0f}")
-    print(f"{'dgboost'.ljust(width)}{interactions['dgboost']['rows_per_s']:>10.0f}"
-          f"{interactions['ratio_dgboost_over_xgboost']:>11.2f}x"
-          f"{interactions['dgboost']['max_abs_diff']:>12.1e}")
-    print(f"\nbuild (once per explainer): path table {build['path']:.2f} s, "
-          f"path table + weight tables {build['table']:.2f} s; {model_facts}")
+    print(f"\nInteraction values, {ni} rows, 2 threads: XGBoost {spread(istats['xgboost'])}, dgboost "
+          f"{spread(istats['dgboost'])} ({interactions['ratio_dgboost_over_xgboost']:.2f}x; warm "
+          f"{interactions['warm_ratio_dgboost_over_xgboost']:.2f}x)")
+    print(f"model: {model_facts}")
 
     load_note = f"load average {load_start[0] if load_start else '?'} on a shared machine"
+    runs = max(3, args.repeats)
     table_lines = []
     for ours in ("dgboost_table", "dgboost_path"):
         algo = ours.split("_")[1]
+        r, x = results[ours], results["xgboost_pred_contribs"]
         table_lines.append({
-            "what": f"SHAP values ({algo}), 1 thread, vs XGBoost {xgb.__version__} pred_contribs",
-            "ratio": results[ours]["rows_per_s"] / base,
-            "note": f"{results[ours]['rows_per_s']:.0f} vs {base:.0f} rows/s; {load_note}"})
+            "what": f"SHAP values ({algo}), 1 thread, end to end, vs XGBoost {xgb.__version__} DMatrix + pred_contribs",
+            "ratio": r["rows_per_s"] / base,
+            "note": f"{r['rows_per_s']:.0f} vs {base:.0f} rows/s, {spread(r['seconds'])} vs {spread(x['seconds'])}, "
+                    f"median of {runs} (warm, explainer built: {r['warm_rows_per_s'] / x['warm_rows_per_s']:.2f}x); "
+                    f"{load_note}"})
     for other, label in (("fasttreeshap_v2", "fasttreeshap v2"), ("shap_cpp", "shap C++")):
         if other in results:
             table_lines.append({
-                "what": f"SHAP values (table), 1 thread, vs {label}",
+                "what": f"SHAP values (table), 1 thread, end to end, vs {label}",
                 "ratio": ratios[f"dgboost_table_over_{other}"],
                 "note": f"{results['dgboost_table']['rows_per_s']:.0f} vs "
-                        f"{results[other]['rows_per_s']:.0f} rows/s"})
+                        f"{results[other]['rows_per_s']:.0f} rows/s, median of {runs}"})
     table_lines.append({
-        "what": f"interaction values, 2 threads, vs XGBoost {xgb.__version__} pred_interactions",
+        "what": f"interaction values, 2 threads, end to end, vs XGBoost {xgb.__version__} pred_interactions",
         "ratio": interactions["ratio_dgboost_over_xgboost"],
         "note": f"{interactions['dgboost']['rows_per_s']:.0f} vs "
-                f"{interactions['xgboost_pred_interactions']['rows_per_s']:.0f} rows/s, {ni} rows"})
+                f"{interactions['xgboost_pred_interactions']['rows_per_s']:.0f} rows/s, {ni} rows, "
+                f"{spread(istats['dgboost'])} vs {spread(istats['xgboost'])}, median of {runs} "
+                f"(warm, explainer built: {interactions['warm_ratio_dgboost_over_xgboost']:.2f}x)"})
 
     payload = {
         "table": table_lines,
         "description": __doc__.strip().splitlines()[0],
         "config": {"train_rows": args.train_rows, "rows": len(Xq), "trees": args.trees,
                    "depth": args.depth, "features": args.features, "objective": "binary:logistic",
-                   "threads": 1, "repeats": args.repeats, "slices": args.slices,
-                   "timing": "methods interleaved slice by slice (same exposure to other load); "
-                             "interactions: median of repeats",
+                   "threads": 1, "repeats": max(3, args.repeats),
+                   "timing": "end to end (explainer construction / DMatrix inside the timer) and warm; "
+                             "methods take turns in every run; median and range of the runs",
                    "train_seconds": t_train},
         "versions": versions("dgboost", "numpy", "numba", "xgboost", "shap", "fasttreeshap",
                              "sklearn"),

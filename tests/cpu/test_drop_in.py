@@ -5,7 +5,7 @@ feature names and missing values, ``train`` with evaluation sets, early stopping
 ``evals_result``, ``cv``, ``Booster.update`` / ``set_param`` / ``eval`` / ``get_score`` (all five
 types) / ``trees_to_dataframe`` / ``get_dump(dump_format="json")`` / slicing /
 ``inplace_predict`` / ``save_config`` + ``load_config`` / ``pred_contribs``, the scikit-learn
-estimators, ``QuantileDMatrix`` and the newer objectives. It runs once with each library; the
+estimators, ``QuantileDMatrix``, the newer objectives and monotone and interaction constraints. It runs once with each library; the
 model it saves with dgboost loads in XGBoost with the same predictions.
 """
 from __future__ import annotations
@@ -47,6 +47,15 @@ proba = clf.predict_proba(X[1500:])
 reg = xgb.XGBRegressor(objective="reg:gamma", n_estimators=10).fit(X[:1500], np.exp(np.nan_to_num(X[:1500, 0])))
 quantiles = xgb.train({"objective": "reg:quantileerror", "quantile_alpha": [0.1, 0.9]},
                       xgb.QuantileDMatrix(X[:1500], label=y[:1500]), 5)
+constrained = xgb.train({"max_depth": 3, "monotone_constraints": {"x0": 1, "x7": -1},
+                         "interaction_constraints": [["x0", "x1"], ["x2", "x3", "x7"]]}, dtrain, 10)
+grid = np.linspace(-3, 3, 25, dtype=np.float32)
+sweep = np.repeat(np.nan_to_num(X[1500:1520]), len(grid), axis=0)
+sweep[:, 0] = np.tile(grid, 20)
+swept = constrained.predict(xgb.DMatrix(sweep, feature_names=names)).reshape(20, len(grid))
+mono_reg = xgb.XGBRegressor(n_estimators=10, max_depth=3, monotone_constraints=(1, 0, 0, 0, 0, 0, 0, -1)).fit(
+    X[:1500], y[:1500])
+swept_reg = mono_reg.predict(sweep).reshape(20, len(grid))
 bst.save_model(MODEL_PATH)
 '''
 
@@ -75,6 +84,10 @@ def test_an_xgboost_script_runs_unchanged_with_dgboost_and_its_model_loads_in_xg
     assert ours["inplace"].shape == theirs["inplace"].shape == (500,)
     assert ours["proba"].shape == theirs["proba"].shape == (500, 2)
     assert ours["quantiles"].predict(ours["dvalid"]).shape == (500, 2)
+    # monotone constraints (dict and tuple forms) hold in both libraries' models
+    for run in (ours, theirs):
+        for swept in (run["swept"], run["swept_reg"]):
+            assert np.all(np.diff(swept, axis=1) >= 0.0) and np.ptp(swept) > 0
     # the model dgboost saved loads in XGBoost and predicts the same
     loaded = xgboost.Booster(model_file=str(tmp_path / "dgboost.json"))
     X = ours["X"][1500:]
