@@ -29,10 +29,15 @@ _NUMBERS = {
 _CONSTANTS = {ord("Z"): None, ord("T"): True, ord("F"): False}
 
 
+_L = ord("L")
+_LONG = struct.Struct(">q")
+
+
 class _Reader:
     def __init__(self, data: bytes):
-        self.buf = memoryview(data)
+        self.buf = data
         self.pos = 0
+        self.keys: dict[bytes, str] = {}  # XGBoost repeats the same few keys in every tree
 
     def fail(self, what: str):
         raise ModelFormatError(f"UBJSON: {what} at byte {self.pos}")
@@ -53,20 +58,29 @@ class _Reader:
         return v
 
     def length(self) -> int:
-        marker = self.byte()
-        if marker not in _NUMBERS or marker in (ord("d"), ord("D")):
-            self.fail(f"a length must be an integer, got marker {chr(marker)!r}")
-        n = self.number(marker)
+        buf, pos = self.buf, self.pos
+        if pos + 9 <= len(buf) and buf[pos] == _L:  # XGBoost's lengths are all int64
+            n = _LONG.unpack_from(buf, pos + 1)[0]
+            self.pos = pos + 9
+        else:
+            marker = self.byte()
+            if marker not in _NUMBERS or marker in (ord("d"), ord("D")):
+                self.fail(f"a length must be an integer, got marker {chr(marker)!r}")
+            n = self.number(marker)
         if n < 0:
             self.fail(f"negative length {n}")
         return n
 
     def text(self) -> str:
         n = self.length()
-        if self.pos + n > len(self.buf):
+        end = self.pos + n
+        if end > len(self.buf):
             self.fail("unexpected end of data")
-        s = bytes(self.buf[self.pos:self.pos + n]).decode("utf-8")
-        self.pos += n
+        raw = self.buf[self.pos:end]
+        self.pos = end
+        s = self.keys.get(raw)
+        if s is None:
+            s = self.keys[raw] = raw.decode("utf-8")
         return s
 
     def value(self, marker: int | None = None):

@@ -18,7 +18,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..errors import DGBoostTypeError, DGBoostValueError
+from ..errors import DGBoostValueError
 from . import interventional as iv
 from .paths import PathTable
 
@@ -151,17 +151,11 @@ def _device_rows(rows, n_features: int):
     import cupy
 
     from .._array import is_device_array
-    from .treeshap import prepare_rows
+    from .treeshap import check_rows, prepare_rows
 
     if not is_device_array(rows):
         return cupy.asarray(prepare_rows(rows, n_features))
-    if not (rows.dtype.kind in "iuf" or rows.dtype == np.bool_):
-        raise DGBoostTypeError(f"X must be numeric, got dtype {rows.dtype}")
-    if rows.ndim != 2:
-        raise DGBoostValueError(f"X must be 2-dimensional (rows, features), got shape {rows.shape}")
-    if rows.shape[1] < n_features:
-        raise DGBoostValueError(f"X has {rows.shape[1]} columns but the model splits on feature "
-                                f"{n_features - 1}; expected at least {n_features} columns")
+    check_rows(rows, n_features)
     return cupy.ascontiguousarray(rows, dtype=cupy.float32)
 
 

@@ -12,29 +12,10 @@ import numpy as np
 import pytest
 
 import dgboost as dg
-from dgboost.datasets import make_synthetic
+from dgboost.testing.shap_checks import assert_bitwise as _bitwise
+from dgboost.testing.shap_checks import small_model as _model
 
 pytestmark = pytest.mark.gpu
-
-
-def _model(objective="binary:logistic", depth=6, rounds=20, missing=0.15, n=3000, F=12, **extra):
-    task = {"binary:logistic": "binary", "reg:squarederror": "regression"}.get(objective, "multiclass")
-    X, y, _ = make_synthetic(n, F, task=task, missing_rate=missing, seed=3)
-    params = {"objective": objective, "max_depth": depth, "max_bin": 64, **extra}
-    if objective.startswith("multi"):
-        params["num_class"] = int(y.max()) + 1
-    return dg.train(params, dg.DMatrix(X, y), rounds), X
-
-
-def _bitwise(got, want):
-    got = got.get() if hasattr(got, "get") else np.asarray(got)
-    want = want.get() if hasattr(want, "get") else np.asarray(want)
-    assert got.shape == want.shape and got.dtype == want.dtype
-    if got.tobytes() != want.tobytes():
-        diff = np.abs(got - want)
-        where = np.unravel_index(int(np.nanargmax(diff)), diff.shape)
-        raise AssertionError(f"not bitwise equal: {int((got != want).sum())} values differ, the largest "
-                             f"by {diff[where]:.3g} at {where} ({got[where]!r} vs {want[where]!r})")
 
 
 def _pair(model, background, **kwargs):
