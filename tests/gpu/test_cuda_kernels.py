@@ -132,20 +132,39 @@ def _decisions(records):
             records[:, LEFT_G:LEFT_H + 1])
 
 
+_SCALE = 2.0 ** 26
+
+
+def _split_inputs(seed: int, segments: np.ndarray):
+    """(rng, x, cuts, hist, totals): quantised random gradients of 2000 rows x 8 features,
+    the CPU histograms and gradient totals of ``segments``."""
+    rng, x, cuts = binning_data(seed, n=2000, f=8, max_bin=64)
+    gpair = CPU.quantise(rng.normal(size=x.shape[0]), rng.uniform(0.1, 1.0, size=x.shape[0]), _SCALE, _SCALE)
+    hist = CPU.build_histograms(_cpu_bins(x, cuts), cuts.ptrs, gpair, np.arange(x.shape[0], dtype=np.int32), segments)
+    totals = np.stack([gpair[b:e].sum(0) for b, e in segments]).astype(np.int64)
+    return rng, x, cuts, hist, totals
+
+
+def _assert_same_decisions(got, want):
+    """The GPU's split decisions (feature, bin, direction, gain, left sums) are the CPU's, bit for bit."""
+    (gf, gb, gd, gg, gl), (wf, wb, wd, wg, wl) = _decisions(got), _decisions(want)
+    np.testing.assert_array_equal(gf, wf)
+    ok = wf >= 0
+    np.testing.assert_array_equal(gb[ok], wb[ok])
+    np.testing.assert_array_equal(gd[ok], wd[ok])
+    np.testing.assert_array_equal(gg[ok], wg[ok])  # identical float64 arithmetic
+    np.testing.assert_array_equal(gl[ok], wl[ok])
+
+
 @pytest.mark.parametrize("lam,alpha,mcw,mds,gamma", [(1.0, 0.0, 1.0, 0.0, 0.0), (0.0, 0.5, 0.0, 0.7, 2.0),
                                                    (5.0, 0.0, 20.0, 0.0, 0.0), (1.0, 0.5, 1.0, 0.7, 0.0)])
 def test_split_decisions_equal_the_cpu_ones_bit_for_bit(gpu, lam, alpha, mcw, mds, gamma):
     import cupy
 
+    scale = _SCALE
     for seed in range(5):
-        rng, x, cuts = binning_data(seed, n=2000, f=8, max_bin=64)
-        bins = _cpu_bins(x, cuts)
-        scale = 2.0 ** 26
-        gpair = CPU.quantise(rng.normal(size=x.shape[0]), rng.uniform(0.1, 1.0, size=x.shape[0]), scale, scale)
-        rows = np.arange(x.shape[0], dtype=np.int32)
         segments = np.array([[0, 700], [0, 2000], [500, 510]])
-        hist = CPU.build_histograms(bins, cuts.ptrs, gpair, rows, segments)
-        totals = np.stack([gpair[:700].sum(0), gpair.sum(0), gpair[500:510].sum(0)]).astype(np.int64)
+        rng, x, cuts, hist, totals = _split_inputs(seed, segments)
         p = SimpleNamespace(reg_lambda=lam, alpha=alpha, gamma=gamma, min_child_weight=mcw, max_delta_step=mds)
         for mask in (rng.random((3, x.shape[1])) < 0.8, None, rng.random((1, x.shape[1])) < 0.6):
             want = node_records(segments[:, 0], segments[:, 1], sums=totals)
@@ -155,13 +174,7 @@ def test_split_decisions_equal_the_cpu_ones_bit_for_bit(gpu, lam, alpha, mcw, md
             gpu.evaluate_splits(cupy.asarray(hist), got, cuts.ptrs, None if mask is None else cupy.asarray(mask),
                                 scale, scale, p)
             got = got.get()
-            (gf, gb, gd, gg, gl), (wf, wb, wd, wg, wl) = _decisions(got), _decisions(want)
-            np.testing.assert_array_equal(gf, wf)
-            ok = wf >= 0
-            np.testing.assert_array_equal(gb[ok], wb[ok])
-            np.testing.assert_array_equal(gd[ok], wd[ok])
-            np.testing.assert_array_equal(gg[ok], wg[ok])  # identical float64 arithmetic
-            np.testing.assert_array_equal(gl[ok], wl[ok])
+            _assert_same_decisions(got, want)
             np.testing.assert_array_equal(got[:, 6:], want[:, 6:])  # sums and segments untouched
             np.testing.assert_array_equal(got[seed % 3], want[seed % 3])  # the empty slot, whole
 
@@ -171,15 +184,10 @@ def test_split_decisions_equal_the_cpu_ones_bit_for_bit(gpu, lam, alpha, mcw, md
 def test_monotone_split_decisions_and_child_bounds_equal_the_cpu_ones_bit_for_bit(gpu, lam, alpha, mcw, mds, gamma):
     import cupy
 
+    scale = _SCALE
     for seed in range(4):
-        rng, x, cuts = binning_data(seed, n=2000, f=8, max_bin=64)
-        bins = _cpu_bins(x, cuts)
-        scale = 2.0 ** 26
-        gpair = CPU.quantise(rng.normal(size=x.shape[0]), rng.uniform(0.1, 1.0, size=x.shape[0]), scale, scale)
-        rows = np.arange(x.shape[0], dtype=np.int32)
         segments = np.array([[0, 700], [0, 2000], [500, 510], [100, 1900]])
-        hist = CPU.build_histograms(bins, cuts.ptrs, gpair, rows, segments)
-        totals = np.stack([gpair[b:e].sum(0) for b, e in segments]).astype(np.int64)
+        rng, x, cuts, hist, totals = _split_inputs(seed, segments)
         p = SimpleNamespace(reg_lambda=lam, alpha=alpha, gamma=gamma, min_child_weight=mcw, max_delta_step=mds)
         monotone = rng.choice([-1, 0, 1], size=x.shape[1]).astype(np.int8)
         bounds = np.array([[-np.inf, np.inf], [-0.05, 0.02], [0.01, 0.3], [-np.inf, 0.0]])
@@ -191,13 +199,7 @@ def test_monotone_split_decisions_and_child_bounds_equal_the_cpu_ones_bit_for_bi
             gpu.evaluate_splits(cupy.asarray(hist), got, cuts.ptrs, None if mask is None else cupy.asarray(mask),
                                 scale, scale, p, bounds=cupy.asarray(bounds), monotone=cupy.asarray(monotone))
             got = got.get()
-            (gf, gb, gd, gg, gl), (wf, wb, wd, wg, wl) = _decisions(got), _decisions(want)
-            np.testing.assert_array_equal(gf, wf)
-            ok = wf >= 0
-            np.testing.assert_array_equal(gb[ok], wb[ok])
-            np.testing.assert_array_equal(gd[ok], wd[ok])
-            np.testing.assert_array_equal(gg[ok], wg[ok])  # identical float64 arithmetic
-            np.testing.assert_array_equal(gl[ok], wl[ok])
+            _assert_same_decisions(got, want)
             np.testing.assert_array_equal(got[seed % 4], want[seed % 4])
             want_bounds = CPU.child_bounds(want, bounds, monotone, scale, scale, p)
             got_bounds = gpu.child_bounds(cupy.asarray(want), cupy.asarray(bounds), cupy.asarray(monotone),
