@@ -12,11 +12,10 @@ elements (trees deeper than 63) are computed by the CPU engine and added.
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 
 import numpy as np
 
+from ._device_cache import DeviceCache, device_bytes
 from .paths import PathTable
 from .tables import DEFAULT_MAX_K, table_layout
 
@@ -28,9 +27,7 @@ _ACC_SMEM_BYTES = 48 << 10    # shared accumulators up to this size (no opt-in n
 _FILL_THREADS = 256
 _MAX_GRID_X = (1 << 31) - 1
 
-_CACHE: "OrderedDict[tuple, DevicePathTable]" = OrderedDict()
-_CACHE_MAX = 4
-_LOCK = threading.Lock()
+_CACHE = DeviceCache()  # uploaded path tables by (fingerprint, budget, max_k, device)
 
 
 class DevicePathTable:
@@ -88,29 +85,25 @@ class DevicePathTable:
         self.quadrature = None  # the interaction kernel's constants, made on first use
         self.oversize = table.select_paths(np.flatnonzero(too_long)) if too_long.any() else None
 
+    @property
+    def nbytes(self) -> int:
+        """Device bytes held: the arrays, weight tables and interaction constants."""
+        quad = [v for v in (self.quadrature or {}).values() if hasattr(v, "nbytes")]
+        return device_bytes(*self.arrays.values(), *quad)
+
 
 def _clear_cache() -> None:
     """Forget every uploaded table (benchmarks time a first call as a fresh process pays it)."""
-    with _LOCK:
-        _CACHE.clear()
+    _CACHE.clear()
 
 
 def device_path_table(table: PathTable, max_table_bytes: int, max_k: int = DEFAULT_MAX_K) -> DevicePathTable:
-    """The uploaded form of ``table`` on the current device, built once per process."""
+    """The uploaded form of ``table`` on the current device, built once per process (kept
+    while recently used: :class:`~dgboost.explain._device_cache.DeviceCache`)."""
     import cupy
 
     key = (table.fingerprint, int(max_table_bytes), int(max_k), cupy.cuda.Device().id)
-    with _LOCK:
-        found = _CACHE.get(key)
-        if found is not None:
-            _CACHE.move_to_end(key)
-            return found
-    built = DevicePathTable(table, max_table_bytes, max_k)
-    with _LOCK:
-        _CACHE[key] = built
-        while len(_CACHE) > _CACHE_MAX:
-            _CACHE.popitem(last=False)
-    return built
+    return _CACHE.get(key, lambda: DevicePathTable(table, max_table_bytes, max_k))
 
 
 def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int = DEFAULT_MAX_K):

@@ -13,13 +13,12 @@ background once per (path table, background, transform, device), in small caches
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 
 import numpy as np
 
 from ..errors import DGBoostValueError
 from . import interventional as iv
+from ._device_cache import DeviceCache, device_bytes
 from .paths import PathTable
 
 __all__ = ["DeviceInterventionalPaths", "DeviceBackground", "path_arrays", "shap_values_interventional_device"]
@@ -29,11 +28,9 @@ _THREADS = 128                # rows per block (the kernels' launch bound)
 _ACC_SMEM_BYTES = 48 << 10    # shared accumulators up to this size (no opt-in needed)
 _MAX_GRID_X = (1 << 31) - 1
 _MAX_GRID_Y = 65535           # output groups per launch
-_CACHE_MAX = 4
 
-_PATHS: "OrderedDict[tuple, DeviceInterventionalPaths]" = OrderedDict()
-_BACKGROUNDS: "OrderedDict[tuple, DeviceBackground]" = OrderedDict()
-_LOCK = threading.Lock()
+_PATHS = DeviceCache()        # by (table fingerprint, device)
+_BACKGROUNDS = DeviceCache()  # by (table fingerprint, background digest, transform, device)
 
 
 class DeviceInterventionalPaths:
@@ -59,6 +56,10 @@ class DeviceInterventionalPaths:
         self.arrays = {k: cupy.asarray(v) for k, v in host.items()}
         self.wtab_stride = int(host["wtab"].shape[1])
         self.n_groups = int(table.n_groups)
+
+    @property
+    def nbytes(self) -> int:
+        return device_bytes(*self.arrays.values())
 
 
 def path_arrays(table: PathTable) -> dict:
@@ -104,27 +105,15 @@ class DeviceBackground:
         self.bias = np.asarray(terms["bias"], dtype=np.float64)
         self.n_background = int(Bf.shape[0])
 
-
-def _cached(cache: OrderedDict, key: tuple, build):
-    """``cache[key]``, built by ``build()`` outside the lock on a miss (least recently used out)."""
-    with _LOCK:
-        found = cache.get(key)
-        if found is not None:
-            cache.move_to_end(key)
-            return found
-    built = build()
-    with _LOCK:
-        cache[key] = built
-        while len(cache) > _CACHE_MAX:
-            cache.popitem(last=False)
-    return built
+    @property
+    def nbytes(self) -> int:
+        return device_bytes(self.rbitsT, self.full, self.mr, self.sr)
 
 
 def _clear_cache() -> None:
     """Forget every uploaded path table and background."""
-    with _LOCK:
-        _PATHS.clear()
-        _BACKGROUNDS.clear()
+    _PATHS.clear()
+    _BACKGROUNDS.clear()
 
 
 def device_paths(table: PathTable) -> DeviceInterventionalPaths:
@@ -132,7 +121,7 @@ def device_paths(table: PathTable) -> DeviceInterventionalPaths:
     import cupy
 
     key = (table.fingerprint, cupy.cuda.Device().id)
-    return _cached(_PATHS, key, lambda: DeviceInterventionalPaths(table))
+    return _PATHS.get(key, lambda: DeviceInterventionalPaths(table))
 
 
 def device_background(table: PathTable, Bf: np.ndarray, transform: str | None) -> DeviceBackground:
@@ -142,7 +131,7 @@ def device_background(table: PathTable, Bf: np.ndarray, transform: str | None) -
     digest = hashlib.sha256(np.ascontiguousarray(Bf).tobytes())
     digest.update(repr(Bf.shape).encode())
     key = (table.fingerprint, digest.hexdigest(), transform, cupy.cuda.Device().id)
-    return _cached(_BACKGROUNDS, key, lambda: DeviceBackground(table, Bf, transform))
+    return _BACKGROUNDS.get(key, lambda: DeviceBackground(table, Bf, transform))
 
 
 def _device_rows(rows, n_features: int):
