@@ -13,6 +13,8 @@ import numpy as np
 
 from .backend import get_backend
 from .binned import BinnedMatrix
+from .checkpoint import (Checkpointer, check_resumable, check_same_data, cuts_fingerprint, data_fingerprint,
+                         load_on_rank0, training_config)
 from .comm.base import Communicator, LocalComm
 from .constraints import resolve_monotone_constraints
 from .data import DMatrix
@@ -150,7 +152,8 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
           early_stopping_rounds: int | None = None, evals_result: dict | None = None,
           verbose_eval: bool | int = True, xgb_model=None,
           callbacks: Iterable[TrainingCallback] = (), comm: Communicator | None = None,
-          feval: Callable | None = None):
+          feval: Callable | None = None, checkpoint_dir=None, checkpoint_every: int | None = None,
+          resume: bool = False):
     """Train a gradient-boosted tree model (XGBoost's ``xgboost.train`` signature).
 
     Parameters
@@ -180,6 +183,19 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
     callbacks : iterable of TrainingCallback
     comm : Communicator, optional
         Defaults to the single-process :class:`~dgboost.comm.LocalComm`.
+    checkpoint_dir : str or os.PathLike, optional
+        Rank 0 writes a checkpoint here (see :mod:`dgboost.checkpoint`) every
+        ``checkpoint_every`` rounds and keeps the newest two.
+    checkpoint_every : int, optional
+        Rounds between checkpoints, counted in this call (default 10): with 10, the
+        checkpoints hold 10, 20, 30, ... rounds.
+    resume : bool
+        Continue from the newest valid checkpoint in ``checkpoint_dir`` (files that are
+        truncated or altered are skipped with a :class:`~dgboost.checkpoint.CheckpointWarning`;
+        with none, training starts from the beginning). The finished model is byte-identical
+        to an uninterrupted run. A checkpoint written with other parameters, early-stopping
+        settings, evaluation set names or training data is refused. Callbacks' own state is
+        not saved.
 
     Returns
     -------
@@ -211,6 +227,15 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
     # checked against the data before any collective starts
     monotone = resolve_monotone_constraints(p.monotone_constraints, dtrain.num_col(), dtrain.feature_names)
     backend = get_backend(p.device, p.nthread)
+    checkpointer = _checkpointer(checkpoint_dir, checkpoint_every, resume)
+    config = training_config(p, early_stopping_rounds, maximize)
+    resumed = None
+    if resume:
+        resumed = load_on_rank0(checkpointer, comm)
+        if resumed is not None:
+            check_resumable(resumed, config, [name for _, name in evals])
+            # the checkpoint's model already holds any model this job continued
+            xgb_model = Booster(model_file=resumed["model"].encode("utf-8"))
 
     # -- the starting model ---------------------------------------------------------------
     if xgb_model is not None and not isinstance(xgb_model, Booster):
@@ -239,7 +264,7 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
         if ensemble.n_groups != n_groups:
             raise DGBoostValueError("the model to continue has a different number of outputs")
         base_score = xgb_model.meta["base_score"]
-        begin_round = xgb_model.num_boosted_rounds()
+        begin_round = xgb_model.num_boosted_rounds() if resumed is None else resumed["begin_round"]
     else:
         if p.base_score is not None:
             margins = np.full(n_groups, objective.margin_from_score(float(p.base_score)))
@@ -257,6 +282,11 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
     max_bin = dtrain.max_bin or p.max_bin
     cuts = compute_cuts(dtrain.data, dtrain.weight, max_bin, seed=p.seed, row_offset=row_offset,
                         n_global=n_global, comm=comm, sample_rows=p.sketch_sample_rows)
+    fingerprint = None
+    if checkpointer is not None:
+        fingerprint = {"data": data_fingerprint(dtrain, row_offset, n_global, comm), "cuts": cuts_fingerprint(cuts)}
+        if resumed is not None:
+            check_same_data(resumed, fingerprint["data"], fingerprint["cuts"])
     # deep trees rarely fill a level: the estimate counts at most 256 nodes' histograms, and a
     # wider level that does not fit fails then, with its own size in the message
     level_nodes = 2 if p.grow_policy == "lossguide" else 1 << min(max(p.max_depth, 1), 8)
@@ -291,14 +321,23 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
         booster = cb.before_training(booster) or booster
     history: dict = {} if evals_result is None else evals_result
     history.clear()
+    first_round, stopped = begin_round, False
+    if resumed is not None:
+        history.update(resumed["history"])
+        best_score, best_round, maximize_flag = (resumed["early_stopping"][k] for k in
+                                                 ("best_score", "best_round", "maximize"))
+        first_round, stopped = resumed["round"], resumed["stopped"]
+    else:
+        best_score, best_round, maximize_flag = None, None, maximize
     # printing follows xgboost.train's EvaluationMonitor: nothing without evaluation sets
     period = _verbose_period(verbose_eval)
     if comm.rank != 0:
         period = 0  # one printer, as XGBoost's monitor on rank 0
     skipped_line = None  # the last line held back by the period: printed when training ends
-    best_score, best_round, maximize_flag = None, None, maximize
 
-    for r in range(begin_round, begin_round + int(num_boost_round)):
+    for r in range(first_round, begin_round + int(num_boost_round)):
+        if stopped:  # the checkpoint was written by the round training stopped on
+            break
         if any(cb.before_iteration(booster, r, history) for cb in callbacks):
             break
         if obj is not None:
@@ -358,10 +397,16 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
                 skipped_line = None
             else:
                 skipped_line = line
-        if stop:
-            break
         # XGBoost's EarlyStopping prints nothing (the monitor's last line is the only trace)
-        if early_stopping_rounds is not None and best_round is not None and r - best_round >= early_stopping_rounds:
+        stop = stop or (early_stopping_rounds is not None and best_round is not None
+                        and r - best_round >= early_stopping_rounds)
+        if checkpointer is not None and comm.rank == 0 and checkpointer.due(r + 1 - begin_round):
+            checkpointer.write({
+                "round": r + 1, "begin_round": begin_round, "config": config, **fingerprint,
+                "model": booster.to_json(), "history": history, "eval_names": [name for _, name in evals],
+                "early_stopping": {"best_score": best_score, "best_round": best_round, "maximize": maximize_flag},
+                "stopped": bool(stop)})
+        if stop:
             break
     for cb in callbacks:
         booster = cb.after_training(booster) or booster
@@ -369,6 +414,19 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
         # the monitor's after_training: the last round is shown even when off-period
         print(skipped_line, flush=True)
     return booster
+
+
+def _checkpointer(checkpoint_dir, checkpoint_every, resume) -> Checkpointer | None:
+    """The job's :class:`~dgboost.checkpoint.Checkpointer` (None without ``checkpoint_dir``),
+    after checking the three checkpoint arguments together."""
+    if checkpoint_dir is None:
+        if checkpoint_every is not None or resume:
+            raise DGBoostValueError("checkpoint_every and resume need checkpoint_dir")
+        return None
+    every = 10 if checkpoint_every is None else checkpoint_every
+    if isinstance(every, (bool, np.bool_)) or int(every) != every or every < 1:
+        raise DGBoostValueError(f"checkpoint_every must be a positive integer, got {checkpoint_every!r}")
+    return Checkpointer(checkpoint_dir, int(every))
 
 
 def _metrics_for(p: TrainParams, objective, custom_metric, get_metric) -> list:

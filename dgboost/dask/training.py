@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import uuid
+import warnings
 from typing import Any, Callable, Sequence
 
 from ..errors import CommunicationError, DGBoostTypeError, DGBoostValueError
@@ -95,7 +96,8 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
           *, evals: Sequence[tuple[DaskDMatrix, str]] | None = None, obj: Callable | None = None,
           feval: Callable | None = None, early_stopping_rounds: int | None = None, xgb_model=None,
           verbose_eval: bool | int = True, callbacks: Sequence | None = None, custom_metric: Callable | None = None,
-          communicator: str = "auto", timeout: float = 300.0) -> dict:
+          communicator: str = "auto", timeout: float = 300.0, checkpoint_dir=None,
+          checkpoint_every: int | None = None, resume: bool = False, retries: int = 0) -> dict:
     """Train on a Dask cluster (``xgboost.dask.train``): every worker is one rank.
 
     Parameters
@@ -116,6 +118,15 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
         Rabit collective on the host (also for CUDA workers that share one GPU).
     timeout : float
         Seconds one collective may wait for a peer before the job fails.
+    checkpoint_dir, checkpoint_every, resume
+        As for :func:`dgboost.train`: rank 0 writes the checkpoints, so ``checkpoint_dir``
+        must be a path every worker can reach (a shared file system on a multi-host cluster).
+        A resumed job may run on a different number of workers.
+    retries : int
+        When a worker is lost during training (a :class:`~dgboost.errors.CommunicationError`),
+        train again up to ``retries`` times on the workers that remain, with a new
+        communicator, from the newest checkpoint (from the start when there is none yet);
+        each retry warns. Needs ``checkpoint_dir``. Other errors are raised at once.
 
     Returns
     -------
@@ -127,6 +138,12 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
     from distributed import default_client
 
     client = client if client is not None else default_client()
+    if isinstance(retries, bool) or int(retries) != retries or retries < 0:
+        raise DGBoostValueError(f"retries must be a non-negative integer, got {retries!r}")
+    if retries and checkpoint_dir is None:
+        raise DGBoostValueError("retries needs checkpoint_dir (a retry resumes from the newest checkpoint)")
+    if (checkpoint_every is not None or resume) and checkpoint_dir is None:
+        raise DGBoostValueError("checkpoint_every and resume need checkpoint_dir")
     if not isinstance(dtrain, DaskDMatrix):
         raise DGBoostTypeError(f"dtrain must be a dgboost.dask.DaskDMatrix, got {type(dtrain).__name__}")
     evals = list(evals or [])
@@ -134,6 +151,32 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
         if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], DaskDMatrix)):
             raise DGBoostTypeError("evals must be a sequence of (DaskDMatrix, name) pairs")
     params = dict(params)
+    options = {"obj": obj, "feval": feval, "custom_metric": custom_metric,
+               "early_stopping_rounds": early_stopping_rounds, "xgb_model": xgb_model,
+               "verbose_eval": verbose_eval, "callbacks": list(callbacks or []),
+               "checkpoint_dir": None if checkpoint_dir is None else str(checkpoint_dir),
+               "checkpoint_every": checkpoint_every, "resume": bool(resume)}
+    for attempt in range(int(retries) + 1):
+        try:
+            return _train_once(client, params, dtrain, num_boost_round, evals, options, communicator, timeout)
+        except CommunicationError as exc:
+            if attempt == retries:
+                raise
+            # the partitions the lost worker held are recomputed by Dask when the next
+            # attempt's preflight asks for them
+            client.wait_for_workers(1, timeout=timeout)
+            n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
+            warnings.warn(f"dgboost.dask.train: {exc}; retry {attempt + 1} of {retries} on {n_workers} "
+                          f"workers, from the newest checkpoint in {checkpoint_dir}", RuntimeWarning, stacklevel=2)
+            options["resume"] = True
+    raise AssertionError("unreachable")
+
+
+def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int, evals: list, options: dict,
+                communicator: str, timeout: float) -> dict:
+    """One attempt of :func:`train`: preflight, placement on the current workers, a new
+    communicator, one rank task per worker."""
+    obj = options["obj"]
 
     # -- preflight: every partition, where it lives, before any collective ------------------
     for dm, name in evals:
@@ -167,9 +210,6 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
             for (dm, name), e_infos in zip(evals, eval_infos):
                 runs = placement.runs_for(_holders(client, dm._parts.futures["data"]), [i["rows"] for i in e_infos])
                 eval_sets.append(([dm.partition(i) for i in runs[rank]], _rank_meta(dm), name))
-            options = {"obj": obj, "feval": feval, "custom_metric": custom_metric,
-                       "early_stopping_rounds": early_stopping_rounds, "xgb_model": xgb_model,
-                       "verbose_eval": verbose_eval, "callbacks": list(callbacks or [])}
             futures.append(client.submit(_rank_task, rank, world, spec, params, train_parts, _rank_meta(dtrain),
                                          eval_sets, num_boost_round, options, workers=[worker],
                                          allow_other_workers=False, pure=False,

@@ -1,4 +1,5 @@
-"""Faults on purpose, for the distributed tests: a training callback that kills its worker.
+"""Faults on purpose, for the distributed tests: a training callback that kills its worker,
+and one that records the rounds each rank runs (to see where a resumed job started).
 
 Defined in the package (not in a test module) so that Dask worker processes can unpickle it.
 """
@@ -9,7 +10,7 @@ import signal
 
 from ..training import TrainingCallback
 
-__all__ = ["KillProcessAtRound"]
+__all__ = ["KillProcessAtRound", "RecordRounds"]
 
 
 class KillProcessAtRound(TrainingCallback):
@@ -37,4 +38,22 @@ class KillProcessAtRound(TrainingCallback):
             os.write(fd, str(os.getpid()).encode())
             os.close(fd)
             os.kill(os.getpid(), signal.SIGKILL)
+        return False
+
+
+class RecordRounds(TrainingCallback):
+    """Append every round a rank starts to ``path`` (one line each; all ranks append).
+
+    Parameters
+    ----------
+    path : str
+        A file on a file system every rank can write.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def before_iteration(self, model, epoch: int, evals_log: dict) -> bool:
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(f"{epoch}\n")
         return False
