@@ -280,6 +280,9 @@ def _validate_arrays(n_groups: int, base_margin, tree_offsets, tree_group, array
                                f"n_groups = {n_groups}")
     if not np.all(np.isfinite(base_margin)):
         raise ModelFormatError(f"{where}.base_margin has a non-finite value")
+    if np.any(np.abs(base_margin) > np.finfo(np.float32).max):  # margins are float32, as in XGBoost
+        raise ModelFormatError(f"{where}.base_margin has a value beyond float32's range: "
+                               f"{base_margin[np.argmax(np.abs(base_margin))]!r}")
     off = tree_offsets
     if off.shape[0] < 1 or off[0] != 0:
         raise ModelFormatError(f"{where}.tree_offsets must start with 0")
@@ -592,7 +595,10 @@ def _extension_mismatch(ensemble: Ensemble, meta: dict, ext_meta: dict, base_mar
     if base_margin.shape != (ensemble.n_groups,):
         return f"it has {base_margin.shape[0]} base margins for {ensemble.n_groups} outputs"
     scores = np.broadcast_to(np.asarray(meta["base_score"], dtype=np.float32), (ensemble.n_groups,))
-    mine = np.asarray([_score_from_margin(meta["objective"], m) for m in base_margin], dtype=np.float32)
+    try:
+        mine = np.asarray([_score_from_margin(meta["objective"], m) for m in base_margin], dtype=np.float32)
+    except (OverflowError, ValueError):  # e.g. exp(1e308) under a log link
+        return "its base margins are out of range for the objective"
     if not np.array_equal(mine, scores):
         return "its base margins do not match learner_model_param.base_score"
     if cover.shape != ensemble.cover.shape or not np.array_equal(

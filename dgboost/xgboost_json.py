@@ -31,6 +31,9 @@ __all__ = ["export_xgboost_dict", "export_xgboost_json", "import_xgboost_dict",
 #: the XGBoost version whose JSON layout the exporter writes
 XGBOOST_FORMAT_VERSION = (3, 4, 1)
 _ROOT_PARENT = 2147483647
+#: most outputs (classes or targets) a model file may declare: a corrupt count such as
+#: 10**12 must fail at once, not allocate a base margin per output
+MAX_OUTPUTS = 1 << 20
 
 _REG_LOSS = ("reg_loss_param", {"scale_pos_weight": 1})
 _LAMBDARANK = ("lambdarank_param", {
@@ -172,8 +175,12 @@ def _read_tree(t: dict, where: str) -> dict:
     st = t.get("split_type")
     if st is not None and np.any(_as_array(st, np.int64, f"{where}.split_type") != 0):
         raise ModelFormatError(f"{where}: categorical splits are not supported")
-    if any(t.get(k) is not None and len(t[k]) for k in ("categories", "categories_nodes")):  # lists or arrays
-        raise ModelFormatError(f"{where}: categorical splits are not supported")
+    for k in ("categories", "categories_nodes"):
+        v = t.get(k)
+        if v is not None and not isinstance(v, (list, np.ndarray)):
+            raise ModelFormatError(f"{where}.{k} must be a list, got {type(v).__name__}")
+        if v is not None and len(v):  # lists (JSON) or arrays (UBJSON)
+            raise ModelFormatError(f"{where}: categorical splits are not supported")
     raw = {}
     for name, (dt, finite) in _TREE_FIELDS.items():
         a = _as_array(_require(t, name, where), dt, f"{where}.{name}", finite=finite)
@@ -181,6 +188,11 @@ def _read_tree(t: dict, where: str) -> dict:
             raise ModelFormatError(f"{where}.{name} has length {a.shape[0]}, expected num_nodes = {n}")
         raw[name] = a
     left, right = raw["left_children"], raw["right_children"]
+    bad = np.flatnonzero((left < -1) | (right < -1))  # -1 marks a leaf; nothing else is below 0
+    if bad.size:
+        i = int(bad[0])
+        raise ModelFormatError(f"{where}: child index out of range at node {i}: "
+                               f"left = {left[i]}, right = {right[i]}")
     leaf = left < 0
     conditions = raw["split_conditions"]
     bad = np.flatnonzero(np.isnan(conditions) | (leaf & ~np.isfinite(conditions)))
@@ -198,7 +210,7 @@ def _read_tree(t: dict, where: str) -> dict:
         "gain": raw["loss_changes"], "cover": raw["sum_hessian"],
         "value": np.where(leaf, raw["split_conditions"], raw["base_weights"]),
     }
-    if _parse_param(tp.get("num_deleted", "0")) not in (0, "0"):
+    if _int(_parse_param(tp.get("num_deleted", "0")), f"{where}.num_deleted") > 0:
         arrs = _renumber(arrs, _bfs_order(left, right, where))  # deleted nodes are unreachable
     for name, hi in (("feature", np.iinfo(np.int32).max), ("default_left", 1)):
         a = arrs[name]
@@ -240,6 +252,9 @@ def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
     num_feature = _int(_parse_param(_require(lmp, "num_feature", w)), f"{w}.num_feature")
     num_target = _int(_parse_param(lmp.get("num_target", "1")), f"{w}.num_target", lo=1)
     n_groups = num_class if num_class > 0 else num_target
+    if n_groups > MAX_OUTPUTS:  # checked before anything is allocated per output
+        raise ModelFormatError(f"{w} declares {n_groups} outputs (num_class / num_target); at most "
+                               f"{MAX_OUTPUTS} are supported")
     obj_sec = _require(learner, "objective", "learner")
     objective = canonical_objective(_require(obj_sec, "name", "learner.objective"),
                                     "learner.objective.name")
@@ -258,6 +273,8 @@ def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
         raise ModelFormatError(f"{where}.tree_info has length {tree_info.shape[0]} but there are "
                                f"{len(trees)} trees")
     gmp = model.get("gbtree_model_param", {})
+    if not isinstance(gmp, dict):
+        raise ModelFormatError(f"{where}.gbtree_model_param must be a JSON object, got {type(gmp).__name__}")
     if "num_trees" in gmp and _parse_param(gmp["num_trees"]) != len(trees):
         raise ModelFormatError(f"{where}.gbtree_model_param.num_trees is {gmp['num_trees']!r} but "
                                f"there are {len(trees)} trees")
@@ -295,7 +312,14 @@ def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
             per_tree[t] = _renumber(local, _bfs_order(local["left"], local["right"], "XGBoost model"))
         arrays = _concat(per_tree)
 
-    attrs = dict(learner.get("attributes") or {})
+    attrs = learner.get("attributes") or {}
+    if not isinstance(attrs, dict):
+        raise ModelFormatError(f"learner.attributes must be a JSON object, got {type(attrs).__name__}")
+    attrs = dict(attrs)
+    for key in ("feature_names", "feature_types"):
+        if not isinstance(learner.get(key) or [], list):
+            raise ModelFormatError(f"learner.{key} must be a list of strings, got "
+                                   f"{type(learner[key]).__name__}")
     best_iteration = attrs.pop("best_iteration", None)
     best_score = attrs.pop("best_score", None)
     objective_params = {}

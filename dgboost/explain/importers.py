@@ -48,7 +48,6 @@ naming what is not supported, never wrong numbers.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 import numpy as np
@@ -247,10 +246,9 @@ def _from_xgboost(model) -> tuple[Ensemble, dict]:
 
 
 def _from_json_text(text: str, model) -> tuple[Ensemble, dict]:
-    try:
-        d = json.loads(text)
-    except ValueError as exc:
-        raise ModelFormatError(f"the model text is not JSON: {exc}") from None
+    from ..model_io import _parse_json
+
+    d = _parse_json(text, "the model text")  # the loader's parser: deep nesting is an error too
     if not isinstance(d, dict):
         raise ModelFormatError("the model JSON is not an object")
     return _from_dict(d, model)
