@@ -40,14 +40,10 @@
 // Outputs: out (n, n_groups, F + 1) float64, C order; the kernels write columns 0..F-1 of
 // their (row, group) and leave the bias column F to the host.
 #include "common.cuh"
+#include "path_element.cuh"
 
 #define IV_WORD_BITS 63
 
-__device__ __forceinline__ bool element_is_on(float x, float lower, float upper, bool on_missing) {
-  const float fmax = 3.4028234663852886e38f;
-  x = x > fmax ? fmax : x;  // +inf behaves as the largest float (the CPU engine's clamp)
-  return (x >= lower && x < upper) || (x != x && on_missing);
-}
 
 // The element bits of path word w (elements s + 63 w ... of the path's k) for row x.
 __device__ __forceinline__ long long path_word(const float* __restrict__ x, long long s, int k, int w,

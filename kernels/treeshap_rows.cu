@@ -24,6 +24,7 @@
 // builder's polynomial recurrence (dgboost/explain/tables.py, _fill_tables) recomputed from
 // the first level, so every entry has the CPU's bits.
 #include "common.cuh"
+#include "path_element.cuh"
 
 #ifndef SHAP_MAX_LEN
 #define SHAP_MAX_LEN 64  // elements of a path (bias included) the path method holds
@@ -34,11 +35,6 @@
 
 using dgboost::int64_t;
 
-__device__ __forceinline__ bool element_is_on(float x, float lower, float upper, bool on_missing) {
-  const float fmax = 3.4028234663852886e38f;
-  x = x > fmax ? fmax : x;  // +inf behaves as the largest float (the CPU engine's clamp)
-  return (x >= lower && x < upper) || (x != x && on_missing);
-}
 
 // The row's on-bits of the path's k elements (bit j: element s + j is on).
 __device__ __forceinline__ long long path_on_bits(const float* __restrict__ x, long long s, int k,
