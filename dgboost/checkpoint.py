@@ -29,7 +29,7 @@ from ._array import array_module, to_host
 from .errors import DGBoostValueError
 from .quantile import sketch_sample_mask
 
-__all__ = ["CheckpointWarning", "Checkpointer", "data_fingerprint", "cuts_fingerprint",
+__all__ = ["CheckpointWarning", "Checkpointer", "checkpointer_for", "data_fingerprint", "cuts_fingerprint",
            "training_config", "check_resumable", "check_same_data", "read_checkpoints", "load_on_rank0"]
 
 _FORMAT = "dgboost-checkpoint"
@@ -204,6 +204,19 @@ def read_checkpoints(directory) -> list[tuple[int, str]]:
         return []
     found = [(int(m.group(1)), os.path.join(directory, n)) for n in names if (m := _NAME.match(n))]
     return sorted(found, reverse=True)
+
+
+def checkpointer_for(checkpoint_dir, checkpoint_every, resume) -> "Checkpointer | None":
+    """The job's :class:`Checkpointer` (None without ``checkpoint_dir``), after checking the
+    three checkpoint arguments of ``train`` / ``dask.train`` together (DGBoostValueError)."""
+    if checkpoint_dir is None:
+        if checkpoint_every is not None or resume:
+            raise DGBoostValueError("checkpoint_every and resume need checkpoint_dir")
+        return None
+    every = 10 if checkpoint_every is None else checkpoint_every
+    if isinstance(every, (bool, np.bool_)) or int(every) != every or every < 1:
+        raise DGBoostValueError(f"checkpoint_every must be a positive integer, got {checkpoint_every!r}")
+    return Checkpointer(checkpoint_dir, int(every))
 
 
 class Checkpointer:

@@ -13,7 +13,7 @@ import numpy as np
 
 from .backend import get_backend
 from .binned import BinnedMatrix
-from .checkpoint import (Checkpointer, check_resumable, check_same_data, cuts_fingerprint, data_fingerprint,
+from .checkpoint import (check_resumable, checkpointer_for, check_same_data, cuts_fingerprint, data_fingerprint,
                          load_on_rank0, training_config)
 from .comm.base import Communicator, LocalComm
 from .constraints import resolve_monotone_constraints
@@ -227,7 +227,7 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
     # checked against the data before any collective starts
     monotone = resolve_monotone_constraints(p.monotone_constraints, dtrain.num_col(), dtrain.feature_names)
     backend = get_backend(p.device, p.nthread)
-    checkpointer = _checkpointer(checkpoint_dir, checkpoint_every, resume)
+    checkpointer = checkpointer_for(checkpoint_dir, checkpoint_every, resume)
     config = training_config(p, early_stopping_rounds, maximize)
     resumed = None
     if resume:
@@ -414,19 +414,6 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
         # the monitor's after_training: the last round is shown even when off-period
         print(skipped_line, flush=True)
     return booster
-
-
-def _checkpointer(checkpoint_dir, checkpoint_every, resume) -> Checkpointer | None:
-    """The job's :class:`~dgboost.checkpoint.Checkpointer` (None without ``checkpoint_dir``),
-    after checking the three checkpoint arguments together."""
-    if checkpoint_dir is None:
-        if checkpoint_every is not None or resume:
-            raise DGBoostValueError("checkpoint_every and resume need checkpoint_dir")
-        return None
-    every = 10 if checkpoint_every is None else checkpoint_every
-    if isinstance(every, (bool, np.bool_)) or int(every) != every or every < 1:
-        raise DGBoostValueError(f"checkpoint_every must be a positive integer, got {checkpoint_every!r}")
-    return Checkpointer(checkpoint_dir, int(every))
 
 
 def _metrics_for(p: TrainParams, objective, custom_metric, get_metric) -> list:

@@ -18,6 +18,7 @@ import uuid
 import warnings
 from typing import Any, Callable, Sequence
 
+from ..checkpoint import checkpointer_for
 from ..errors import CommunicationError, DGBoostTypeError, DGBoostValueError
 from ..training import _check_features
 from ._communicator import make_spec, open_comm, release_spec
@@ -142,8 +143,7 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
         raise DGBoostValueError(f"retries must be a non-negative integer, got {retries!r}")
     if retries and checkpoint_dir is None:
         raise DGBoostValueError("retries needs checkpoint_dir (a retry resumes from the newest checkpoint)")
-    if (checkpoint_every is not None or resume) and checkpoint_dir is None:
-        raise DGBoostValueError("checkpoint_every and resume need checkpoint_dir")
+    checkpointer_for(checkpoint_dir, checkpoint_every, resume)  # checked here, before any worker starts
     if not isinstance(dtrain, DaskDMatrix):
         raise DGBoostTypeError(f"dtrain must be a dgboost.dask.DaskDMatrix, got {type(dtrain).__name__}")
     evals = list(evals or [])
