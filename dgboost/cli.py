@@ -666,10 +666,13 @@ def write_explanations(path: str | os.PathLike, values: np.ndarray, features: li
 @click.option("--cluster", "cluster", default=None, metavar="CONFIG",
               help="Explain on this Dask cluster (a shipped config name or a cluster YAML); the "
                    "values are written by the workers, never gathered here.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+              help="Where to explain: auto = the GPU when there is one (with --cluster: the workers' "
+                   "GPUs when every worker has one).")
 @click.option("--quiet", is_flag=True, help="No progress output (errors only).")
 @_errors_to_exit_code
 def explain(model_path: str, data_path: str, output_path: str, interactions: bool, algorithm: str,
-            label_column: str | None, cluster: str | None, quiet: bool) -> None:
+            label_column: str | None, cluster: str | None, device: str, quiet: bool) -> None:
     """Exact SHAP values (or interaction values) of a saved model for every row of a file.
 
     Columns: one per feature plus "bias" (the expected value); each row sums to the model's
@@ -691,14 +694,14 @@ def explain(model_path: str, data_path: str, output_path: str, interactions: boo
         client = _cluster_client(cluster, quiet)
         try:
             explain_on_cluster(client, model_path, data_path, output_path, interactions=interactions,
-                               label_column=label_column, quiet=quiet, algorithm=algorithm)
+                               label_column=label_column, quiet=quiet, algorithm=algorithm, device=device)
         finally:
             client.close()
         return
     data_path = _check_path_option("data_path", data_path, exists=True, dir_okay=False)
     output_path = _check_path_option("output_path", output_path, dir_okay=False, path_type=Path)
 
-    explainer = TreeExplainer(model_path, algorithm=algorithm, progress=not quiet)
+    explainer = TreeExplainer(model_path, algorithm=algorithm, progress=not quiet, device=resolve_device(device))
     data = read_table(data_path)
     if hasattr(data, "columns"):
         columns = [str(c) for c in data.columns]

@@ -164,15 +164,9 @@ def describe_cluster(client, config: dict | None = None, dashboard: bool = True)
 
 def _worker_device() -> str:
     """``cuda`` where this worker has a usable GPU (CuPy and dgboost's CUDA backend), else ``cpu``."""
-    from .backend import cuda_status, get_backend
+    from .cli import resolve_device
 
-    if not cuda_status()[0]:
-        return "cpu"
-    try:
-        get_backend("cuda")
-    except Exception:  # noqa: BLE001 - any failure means "no usable GPU here"
-        return "cpu"
-    return "cuda"
+    return resolve_device("auto")
 
 
 def cluster_device(client) -> str:
@@ -597,11 +591,15 @@ def _interaction_columns(features: list[str], output_names) -> list[str]:
     return [f"{c}[{g}]" for g in output_names for c in cols]
 
 
-def _write_interactions(part, path: str, explainer, columns: list[str]) -> int:
+def _write_interactions(part, path: str, explainer, columns: list[str], device: str | None = None) -> int:
     """Interaction values of one partition, computed and appended in slices of rows (on its worker)."""
     import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from .dask.explain import _on_device
+
+    explainer = _on_device(explainer, device, rows_on_gpu=False)
 
     named = any(n is not None for n in getattr(part.index, "names", [None]))
     step = max(1, _MAX_SLICE_BYTES // (8 * len(columns)))
@@ -627,7 +625,7 @@ def _write_interactions(part, path: str, explainer, columns: list[str]) -> int:
 
 def explain_on_cluster(client, model_path, data_glob: str, output_dir, interactions: bool = False,
                        label_column: str | None = None, quiet: bool = False,
-                       algorithm: str = "auto") -> tuple[int, int]:
+                       algorithm: str = "auto", device: str = "auto") -> tuple[int, int]:
     """Exact SHAP values of every row of the Parquet files of ``data_glob``, written by the workers.
 
     SHAP values: :meth:`TreeExplainer.shap_frame` of each partition (columns: the features and
@@ -636,6 +634,9 @@ def explain_on_cluster(client, model_path, data_glob: str, output_dir, interacti
     ``<a>:<b>`` columns (``(F+1)^2`` per output, bias included: the layout of
     ``dgboost explain --interactions``), computed in slices of rows so that a worker never holds
     more than ~256 MB of them at once.
+
+    ``device``: where the workers explain; ``"auto"`` is their GPUs when every worker has one
+    (:func:`cluster_device`), and the partitions read from Parquet are uploaded there.
 
     Returns
     -------
@@ -653,8 +654,9 @@ def explain_on_cluster(client, model_path, data_glob: str, output_dir, interacti
                                 explainer.meta.get("feature_names"))
     X = _split_frame(frame, {"X": features})["X"]
     what = "interaction values" if interactions else "SHAP values"
+    device = cluster_device(client) if device == "auto" else device
     _say(quiet, f"explaining {X.npartitions} partitions of {data_glob} with {explainer.ensemble.n_trees} trees "
-                f"({what}) into {output_dir}")
+                f"({what}, on the workers' {'GPUs' if device == 'cuda' else 'CPUs'}) into {output_dir}")
     if interactions:
         outputs = None
         if explainer.n_outputs > 1:
@@ -663,9 +665,9 @@ def explain_on_cluster(client, model_path, data_glob: str, output_dir, interacti
         columns = _interaction_columns([str(c) for c in features], outputs)
         rows, parts = _write_partitions(client, list(X.to_delayed()), output_dir, quiet, "explained",
                                         writer=_write_interactions,
-                                        writer_args=(model_reference(explainer), columns))
+                                        writer_args=(model_reference(explainer), columns, device))
     else:
-        values = dxgb.shap_values(client, explainer, X)
+        values = dxgb.shap_values(client, explainer, X, device=device)
         rows, parts = _write_partitions(client, list(values.to_delayed()), output_dir, quiet, "explained")
     _say(quiet, f"wrote {what} of {rows:,} rows in {parts} files to {output_dir}")
     return rows, parts
@@ -757,7 +759,7 @@ def cluster_demo(client, rows: int, rounds: int, device: str, quiet: bool = Fals
 
     _say(quiet, f"explaining the {n_test:,} test rows on the workers (exact TreeSHAP)")
     started = time.perf_counter()
-    values = dxgb.shap_values(client, booster, Xte)
+    values = dxgb.shap_values(client, booster, Xte, device=device)
     mean_abs = np.asarray(client.compute(abs(values).mean(axis=0)).result())
     shap_time = time.perf_counter() - started
     top = np.argsort(-mean_abs)[:3]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._array import array_module, is_device_array
-from ..errors import DGBoostTypeError
+from ..errors import DGBoostTypeError, DGBoostValueError
 from .prediction import as_booster, model_reference
 
 __all__ = ["shap_values", "shap_frame_meta"]
@@ -31,17 +31,24 @@ def _as_explainer(model_or_explainer, background):
     return TreeExplainer(model, data=background, progress=False)
 
 
-def _explain_block(block, explainer, interactions: bool, trailing: tuple):
+def _on_device(explainer, device: str | None, rows_on_gpu: bool):
+    """The explainer that runs here: on the GPU for rows already there, or for every block
+    when ``device`` is ``"cuda"`` (host rows are uploaded, their values come back to the host)."""
+    if explainer.device == "cpu" and (rows_on_gpu or device == "cuda"):
+        return explainer.with_device("cuda")  # a shallow copy; the upload is cached per worker
+    return explainer
+
+
+def _explain_block(block, explainer, interactions: bool, trailing: tuple, device: str | None = None):
     if block.shape[0] == 0:
         return array_module(block).empty((0,) + tuple(trailing), np.float64)
-    if is_device_array(block) and explainer.device == "cpu":
-        explainer = explainer.with_device("cuda")  # rows on a GPU: explained there, output stays there
+    explainer = _on_device(explainer, device, is_device_array(block))
     if interactions:
         return explainer.shap_interaction_values(block, progress=False)
     return explainer.shap_values(block, progress=False)
 
 
-def _frame_partition(part, explainer):
+def _frame_partition(part, explainer, device: str | None = None):
     on_gpu = type(part).__module__.split(".")[0] == "cudf"
     if part.shape[0] == 0:
         out = shap_frame_meta(explainer, [str(c) for c in part.columns])
@@ -50,8 +57,7 @@ def _frame_partition(part, explainer):
 
             return cudf.from_pandas(out)
         return out
-    if on_gpu and explainer.device == "cpu":
-        explainer = explainer.with_device("cuda")  # a cuDF partition: explained on its GPU
+    explainer = _on_device(explainer, device, on_gpu)
     return explainer.shap_frame(part, progress=False)  # a cuDF frame for a cuDF partition
 
 
@@ -81,7 +87,7 @@ def shap_frame_meta(explainer, columns=None):
 
 
 def shap_values(client, model_or_explainer, data, interactions: bool = False, background=None,
-                max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES):
+                max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES, device: str | None = None):
     """SHAP values of a dask Array or DataFrame, computed where the rows are; lazy.
 
     Parameters
@@ -96,6 +102,11 @@ def shap_values(client, model_or_explainer, data, interactions: bool = False, ba
         Background rows for interventional SHAP (when a model, not an explainer, is given).
     max_block_bytes : int
         Upper bound on one block's output (interaction outputs are re-chunked by rows to fit).
+    device : {None, "cpu", "cuda"}
+        Where the workers explain. None or ``"cpu"``: on the explainer's device, and on the
+        worker's GPU for blocks already there (CuPy, cuDF). ``"cuda"``: every block on the worker's GPU
+        (host blocks are uploaded there and their values come back to the host), e.g. pandas
+        partitions read from Parquet by Dask-CUDA workers; the workers need a GPU.
 
     Returns
     -------
@@ -109,6 +120,8 @@ def shap_values(client, model_or_explainer, data, interactions: bool = False, ba
     import dask.dataframe as dd
     from distributed import default_client
 
+    if device not in (None, "cpu", "cuda"):
+        raise DGBoostValueError(f"device must be None, 'cpu' or 'cuda', got {device!r}")
     client = client if client is not None else default_client()
     explainer = _as_explainer(model_or_explainer, background)
     ref = model_reference(explainer)
@@ -118,7 +131,7 @@ def shap_values(client, model_or_explainer, data, interactions: bool = False, ba
             import cudf
 
             meta = cudf.from_pandas(meta)
-        return data.map_partitions(_frame_partition, ref, meta=meta)
+        return data.map_partitions(_frame_partition, ref, device, meta=meta)
     if isinstance(data, dd.DataFrame):
         data = data.to_dask_array(lengths=True)
     if not isinstance(data, da.Array) or data.ndim != 2:
@@ -135,5 +148,5 @@ def shap_values(client, model_or_explainer, data, interactions: bool = False, ba
         data = data.rechunk({0: limit})
     chunks = (data.chunks[0],) + tuple((t,) for t in trailing)
     extra = {"new_axis": list(range(2, 1 + len(trailing)))} if len(trailing) > 1 else {}
-    return da.map_blocks(_explain_block, data, ref, interactions, trailing, dtype=np.float64, chunks=chunks,
+    return da.map_blocks(_explain_block, data, ref, interactions, trailing, device, dtype=np.float64, chunks=chunks,
                          meta=array_module(data._meta).empty((0,) * len(chunks), np.float64), **extra)

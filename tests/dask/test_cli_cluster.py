@@ -219,6 +219,25 @@ def test_explain_interactions_on_the_cluster_are_written_flattened(trained, clus
     np.testing.assert_array_equal(values.to_numpy(), expected.reshape(len(rows), -1))
 
 
+def test_explain_on_cpu_workers_says_so_and_device_cuda_there_fails_with_the_no_gpu_error(trained, cluster,
+                                                                                           parquet, tmp_path):
+    from dgboost.backend import cuda_status
+
+    if cuda_status()[0]:
+        pytest.skip("these workers have a GPU")
+    config, _client = cluster
+    model, _ = trained
+    args = ["explain", "--cluster", config, "--model", str(model), "--data", parquet["valid"],
+            "--label-column", "label"]
+    auto = CliRunner().invoke(main, [*args, "--output", str(tmp_path / "auto")])
+    assert auto.exit_code == 0, auto.output
+    assert "on the workers' CPUs" in auto.stderr
+    cuda = CliRunner().invoke(main, [*args, "--output", str(tmp_path / "cuda"), "--device", "cuda"])
+    assert cuda.exit_code != 0
+    assert "no usable CUDA GPU" in cuda.stderr and "Traceback" not in cuda.stderr
+    assert not (tmp_path / "cuda").exists()  # nothing half-written
+
+
 # ----------------------------------------------------------------------------- demo
 def test_the_demo_runs_on_the_cluster_and_prints_rows_per_second(cluster):
     config, _client = cluster

@@ -13,6 +13,7 @@ import pytest
 
 import dgboost as dg
 import dgboost.dask as dxgb
+from dgboost.errors import DGBoostValueError
 
 pytestmark = pytest.mark.dask
 
@@ -110,6 +111,12 @@ def test_distributed_shap_values_equal_the_explainers_bitwise(dask_client, binar
         explainer = dg.TreeExplainer(booster)
         got = dxgb.shap_values(client, explainer, da.from_array(x, chunks=(CHUNKS, 5))).compute()
         np.testing.assert_array_equal(got, explainer.shap_values(x))
+
+
+def test_distributed_shap_values_refuse_an_unknown_device_before_any_work(binary_model):
+    booster, x = binary_model
+    with pytest.raises(DGBoostValueError, match="device must be"):
+        dxgb.shap_values(None, booster, da.from_array(x, chunks=(CHUNKS, 5)), device="gpu0")
 
 
 def test_distributed_interaction_values_are_chunked_under_the_bound_and_equal_the_explainers(dask_client,

@@ -116,6 +116,48 @@ def test_shap_values_of_cupy_partitions_are_computed_on_the_workers_gpu_like_the
     np.testing.assert_array_equal(got.get(), dg.TreeExplainer(booster).shap_values(X))  # the CPU's bits
 
 
+def test_shap_values_of_pandas_partitions_with_device_cuda_are_the_gpu_explainers_frame():
+    import dask.dataframe as dd
+    import pandas as pd
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+
+    import dgboost.dask as dxgb
+
+    X, y = _data()
+    booster = _cpu_model(X, y)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    with LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        got = dxgb.shap_values(client, booster, dd.from_pandas(frame, npartitions=3), device="cuda").compute()
+    expected = dg.TreeExplainer(booster, device="cuda").shap_frame(frame)  # host rows in, host frame out
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+
+
+def test_explain_on_the_shipped_local_cuda_config_writes_the_gpu_explainers_values(tmp_path):
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from dgboost.cli import main
+
+    X, y = _data()
+    booster = _cpu_model(X, y)
+    model = tmp_path / "model.json"
+    booster.save_model(str(model))
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    (tmp_path / "rows").mkdir()
+    frame.iloc[:5000].to_parquet(tmp_path / "rows" / "a.parquet", index=False)
+    frame.iloc[5000:].to_parquet(tmp_path / "rows" / "b.parquet", index=False)
+    result = CliRunner().invoke(main, ["explain", "--cluster", "local-cuda", "--model", str(model), "--data",
+                                       str(tmp_path / "rows" / "*.parquet"), "--output", str(tmp_path / "shap")])
+    assert result.exit_code == 0, result.output
+    assert "on the workers' GPUs" in result.stderr
+    parts = sorted((tmp_path / "shap").glob("part.*.parquet"))
+    got = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+    expected = dg.TreeExplainer(str(model), device="cuda").shap_frame(frame)
+    np.testing.assert_array_equal(got.to_numpy(), expected.to_numpy())
+
+
 @pytest.mark.mgpu
 def test_two_gpus_train_the_cpu_engines_model_through_nccl():
     from dask_cuda import LocalCUDACluster
