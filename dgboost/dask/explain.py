@@ -12,7 +12,7 @@ import numpy as np
 
 from .._array import array_module, is_device_array
 from ..errors import DGBoostTypeError, DGBoostValueError
-from .prediction import as_booster, model_reference
+from .prediction import as_booster, frame_meta_like, model_reference
 
 __all__ = ["shap_values", "shap_frame_meta"]
 
@@ -126,11 +126,7 @@ def shap_values(client, model_or_explainer, data, interactions: bool = False, ba
     explainer = _as_explainer(model_or_explainer, background)
     ref = model_reference(explainer)
     if isinstance(data, dd.DataFrame) and not interactions:
-        meta = shap_frame_meta(explainer, [str(c) for c in data.columns])
-        if type(data._meta).__module__.split(".")[0] == "cudf":
-            import cudf
-
-            meta = cudf.from_pandas(meta)
+        meta = frame_meta_like(shap_frame_meta(explainer, [str(c) for c in data.columns]), data)
         return data.map_partitions(_frame_partition, ref, device, meta=meta)
     if isinstance(data, dd.DataFrame):
         data = data.to_dask_array(lengths=True)

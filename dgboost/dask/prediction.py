@@ -71,6 +71,15 @@ def _predict_array_block(block, booster, kwargs, trailing, dtype, base_margin=No
     return _predict_rows(booster, block, kwargs, trailing, dtype, base_margin)
 
 
+def frame_meta_like(meta, data):
+    """``meta`` (an empty pandas object) as cuDF when ``data``'s partitions are cuDF (dask_cudf)."""
+    if type(data._meta).__module__.split(".")[0] == "cudf":
+        import cudf
+
+        return cudf.from_pandas(meta)
+    return meta
+
+
 def _predict_frame_partition(part, booster, kwargs, trailing, dtype, columns):
     out = _predict_rows(booster, part, kwargs, trailing, dtype)
     module = type(part).__module__.split(".")[0]
@@ -115,7 +124,8 @@ def _map_collection(client, booster, data, kwargs: dict, base_margin=None):
 
         meta = pd.Series(np.empty(0, dtype)) if not trailing else \
             pd.DataFrame(np.empty((0, trailing[0]), dtype), columns=columns)
-        return data.map_partitions(_predict_frame_partition, ref, kwargs, trailing, dtype, columns, meta=meta)
+        return data.map_partitions(_predict_frame_partition, ref, kwargs, trailing, dtype, columns,
+                                   meta=frame_meta_like(meta, data))
     if isinstance(data, dd.DataFrame):
         data = data.to_dask_array(lengths=True)
     if not isinstance(data, da.Array):

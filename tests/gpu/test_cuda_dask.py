@@ -28,8 +28,8 @@ def _data():
     return X.astype(np.float32), y.astype(np.float32)
 
 
-def _cpu_model(X, y, rounds=6):
-    return dg.train(PARAMS, dg.DMatrix(X, y), rounds)
+def _cpu_model(X, y, rounds=6, feature_names=None):
+    return dg.train(PARAMS, dg.DMatrix(X, y, feature_names=feature_names), rounds)
 
 
 def _train_on(client, X, y, rounds=6, on_device=False, **kwargs):
@@ -168,3 +168,81 @@ def test_two_gpus_train_the_cpu_engines_model_through_nccl():
             Client(cluster) as client:
         model = _train_on(client, X, y, on_device=True, communicator="nccl")
     assert_same_trees(model, _cpu_model(X, y), names=("2 GPUs, NCCL", "cpu"))
+
+
+# -- dask_cudf (an optional extra: the only skip allowed besides the GPU count) ------------------
+@pytest.fixture(scope="module")
+def cudf_client():
+    pytest.importorskip("dask_cudf")
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+
+    with LocalCUDACluster(n_workers=1, threads_per_worker=2, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        yield client
+
+
+def _cudf_frames(X, y, npartitions=3):
+    """(dask_cudf features with nulls for NaN, dask_cudf labels, the pandas features)."""
+    import cudf
+    import dask_cudf
+    import pandas as pd
+
+    host = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    frame = cudf.from_pandas(host)  # NaN in a float column becomes null with nan_as_null
+    assert frame.isna().sum().sum() == int(np.isnan(X).sum())
+    return (dask_cudf.from_cudf(frame, npartitions=npartitions),
+            dask_cudf.from_cudf(cudf.Series(y), npartitions=npartitions), host)
+
+
+def test_a_dask_cudf_frame_with_nulls_trains_the_cpu_engines_model(cudf_client):
+    import dgboost.dask as dxgb
+
+    X, y = _data()
+    dX, dy, _ = _cudf_frames(X, y)
+    dtrain = dxgb.DaskDMatrix(cudf_client, dX, dy)
+    model = dxgb.train(cudf_client, {**PARAMS, "device": "cuda"}, dtrain, 6)["booster"]
+    reference = _cpu_model(X, y, feature_names=[str(c) for c in dX.columns])  # the frame names its columns
+    assert_same_trees(model, reference, names=("dask_cudf", "cpu numpy with NaN"))
+
+
+def test_predictions_of_a_dask_cudf_frame_are_cudf_series_equal_to_numpys(cudf_client):
+    import dgboost.dask as dxgb
+
+    X, y = _data()
+    booster = _cpu_model(X, y)
+    dX, _, _ = _cudf_frames(X, y)
+    out = dxgb.predict(cudf_client, booster, dX)
+    assert type(out._meta).__module__.split(".")[0] == "cudf"
+    got = out.compute()
+    assert type(got).__module__.split(".")[0] == "cudf"
+    np.testing.assert_array_equal(got.to_numpy(), booster.predict(dg.DMatrix(X)))
+
+
+def test_shap_values_of_a_dask_cudf_frame_are_cudf_frames_with_the_cpus_values(cudf_client):
+    import dgboost.dask as dxgb
+
+    X, y = _data()
+    booster = _cpu_model(X, y)
+    dX, _, host = _cudf_frames(X, y)
+    out = dxgb.shap_values(cudf_client, booster, dX)
+    got = out.compute()
+    assert type(got).__module__.split(".")[0] == "cudf"  # explained on the worker's GPU, kept there
+    expected = dg.TreeExplainer(booster).shap_frame(host)
+    assert list(got.columns) == list(expected.columns)
+    np.testing.assert_array_equal(got.to_pandas().to_numpy(), expected.to_numpy())
+
+
+def test_a_users_own_map_partitions_of_shap_frame_on_dask_cudf_gives_cudf_partitions(cudf_client):
+    import cudf
+
+    import dgboost.dask as dxgb
+
+    X, y = _data()
+    booster = _cpu_model(X, y)
+    dX, _, host = _cudf_frames(X, y)
+    explainer = dg.TreeExplainer(booster, device="cuda")
+    meta = cudf.from_pandas(dxgb.shap_frame_meta(explainer, dX.columns))
+    got = dX.map_partitions(explainer.shap_frame, meta=meta).compute()
+    assert type(got).__module__.split(".")[0] == "cudf"
+    np.testing.assert_array_equal(got.to_pandas().to_numpy(), dg.TreeExplainer(booster).shap_frame(host).to_numpy())
