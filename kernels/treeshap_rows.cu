@@ -139,6 +139,17 @@ extern "C" __global__ void weight_tables(const long long* __restrict__ path_offs
   }
 }
 
+// Slices (treeshap.py SLICE_PATHS): a row's contributions are summed per slice of
+// ``slice_paths`` paths (by path index) from zero, and the slice sums added in slice order,
+// as the CPU does. Two launch modes give those bits:
+//   * rows (gridDim.z == 1, ``partial`` null or a (n, n_groups, F) scratch): each thread
+//     walks all its group's paths and adds its accumulator to ``out`` when the slice changes;
+//   * slices (few rows): blockIdx.z is a slice (``slice_ptr``: the group's paths of each
+//     slice in ``group_paths``); each thread writes its slice sums to
+//     partial[(z, row, g, :)], and shap_slices_sum adds them in slice order. Many more
+//     threads than rows: a few thousand rows alone would leave most of the GPU idle.
+// The accumulator: shared memory when it fits (acc_shared), else the thread's row of
+// ``partial`` (so ``out`` only ever receives whole slice sums).
 extern "C" __global__ void __launch_bounds__(128) shap_rows(
     const float* __restrict__ X, long long n, int F,
     const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
@@ -147,7 +158,9 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
     const unsigned char* __restrict__ missing, const double* __restrict__ zero_fraction,
     const double* __restrict__ path_v, const long long* __restrict__ table_offsets,
     const double* __restrict__ table_values, const double* __restrict__ zero_fraction_inv,
-    const double* __restrict__ recip, int n_groups, int acc_shared,
+    const double* __restrict__ recip, int n_groups, int acc_shared, long long slice_paths,
+    const long long* __restrict__ slice_ptr, int n_slices, int slice_mode,
+    double* __restrict__ partial,
     double* __restrict__ out) {  // (n, n_groups, F + 1); the bias column is left alone
   extern __shared__ double acc_smem[];
   const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
@@ -155,15 +168,35 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
   const int g = blockIdx.y;
   const float* x = X + row * (long long)F;
   double* orow = out + (row * n_groups + g) * (long long)(F + 1);
-  // acc(f): this row's running sum for feature f
+  long long q0 = group_ptr[g], q1 = group_ptr[g + 1];
+  double* prow = nullptr;  // this thread's (slice,) row, group slot of ``partial``
+  if (slice_mode) {
+    const long long z = blockIdx.z;
+    q0 = slice_ptr[g * (long long)(n_slices + 1) + z];
+    q1 = slice_ptr[g * (long long)(n_slices + 1) + z + 1];
+    prow = partial + ((z * n + row) * n_groups + g) * (long long)F;
+  } else if (!acc_shared) {
+    prow = partial + (row * n_groups + g) * (long long)F;
+  }
+  // acc(f): this row's running sum for feature f in the current slice
   const int T = blockDim.x;
-  double* acc = acc_shared ? acc_smem + threadIdx.x : orow;
+  double* acc = acc_shared ? acc_smem + threadIdx.x : prow;
   const int stride = acc_shared ? T : 1;
   for (int f = 0; f < F; ++f) acc[f * stride] = 0.0;
+  if (!slice_mode)
+    for (int f = 0; f < F; ++f) orow[f] = 0.0;
+  long long slice = q0 < q1 ? group_paths[q0] / slice_paths : 0;
   double pw[SHAP_MAX_LEN + 1];
 
-  for (long long q = group_ptr[g]; q < group_ptr[g + 1]; ++q) {
+  for (long long q = q0; q < q1; ++q) {
     const int p = group_paths[q];
+    if (!slice_mode && p / slice_paths != slice) {  // a new slice: the last one's sums to out
+      slice = p / slice_paths;
+      for (int f = 0; f < F; ++f) {
+        orow[f] += acc[f * stride];
+        acc[f * stride] = 0.0;
+      }
+    }
     const long long s = path_offsets[p] + 1;
     const int k = (int)(path_offsets[p + 1] - s);
     if (k == 0) continue;
@@ -192,8 +225,28 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
       }
     }
   }
-  if (acc_shared)
-    for (int f = 0; f < F; ++f) orow[f] = 0.0 + acc[f * stride];
+  if (slice_mode) {
+    if (acc_shared)
+      for (int f = 0; f < F; ++f) prow[f] = acc[f * stride];
+  } else {
+    for (int f = 0; f < F; ++f) orow[f] += acc[f * stride];
+  }
+}
+
+// The slice sums of shap_rows' slice mode added in slice order, from zero, into ``out``:
+// one thread per (row, group, feature); partial is (n_slices, n, n_groups, F), read with the
+// feature fastest (coalesced).
+extern "C" __global__ void shap_slices_sum(const double* __restrict__ partial, long long n, int n_groups,
+                                           int F, int n_slices, double* __restrict__ out) {
+  const long long total = n * n_groups * (long long)F;
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
+       e += (long long)gridDim.x * blockDim.x) {
+    const long long rg = e / F;  // row * n_groups + g
+    const int f = (int)(e - rg * F);
+    double sum = 0.0;
+    for (int z = 0; z < n_slices; ++z) sum += partial[z * total + e];
+    out[rg * (F + 1) + f] = sum;
+  }
 }
 
 // SHAP interaction values, the CPU's path method (treeshap.py _interaction_kernel) per row:

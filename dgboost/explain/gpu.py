@@ -1,9 +1,10 @@
 """TreeSHAP on a CUDA GPU: the path table and its weight tables on the device, one thread per row.
 
 ``kernels/treeshap_rows.cu`` runs the CPU engine's kernel (table method where a path has a
-weight table, EXTEND / UNWOUND-SUM otherwise) with one thread per row, so the values are
-bitwise those of the CPU engine with the same table budget, and do not depend on how the
-rows are batched or spread over workers. The tables are chosen as on the CPU
+weight table, EXTEND / UNWOUND-SUM otherwise) with one thread per row, summing the paths per
+slice of ``treeshap.SLICE_PATHS`` as the CPU does (for few rows, the slices run in parallel
+and their sums are added in order), so the values are bitwise those of the CPU engine with
+the same table budget, and do not depend on how the rows are batched or spread over workers. The tables are chosen as on the CPU
 (:func:`~dgboost.explain.tables.table_layout`) and filled on the device; everything is
 uploaded once per (path table, budget, device) in a process. Interaction values take the
 CPU's default quadrature method the same way (bitwise the CPU's for paths of at most 16
@@ -26,6 +27,8 @@ _THREADS = 128                # rows per block (the kernel's launch bound)
 _ACC_SMEM_BYTES = 48 << 10    # shared accumulators up to this size (no opt-in needed)
 _FILL_THREADS = 256
 _MAX_GRID_X = (1 << 31) - 1
+_MAX_GRID_Z = 65535
+_PARTIAL_BYTES = 256 << 20    # slice sums held at once by shap_rows' slice mode
 
 _CACHE = DeviceCache()  # uploaded path tables by (fingerprint, budget, max_k, device)
 
@@ -71,6 +74,8 @@ class DevicePathTable:
                                out=np.zeros(_MAX_LEN + 2), where=np.arange(_MAX_LEN + 2) > 0),
         }
         self.arrays = {k: cupy.asarray(v) for k, v in host.items()}
+        self._group_paths, self._group_ptr, self._n_paths = by_group, group_ptr, int(table.n_paths)
+        self._slice_ptrs: dict = {}
         values = cupy.empty(max(total, 1), dtype=cupy.float64)
         if total:
             ends = cupy.asarray(np.append(selected_offsets, total).astype(np.int64))
@@ -84,6 +89,22 @@ class DevicePathTable:
         self.n_groups = int(table.n_groups)
         self.quadrature = None  # the interaction kernel's constants, made on first use
         self.oversize = table.select_paths(np.flatnonzero(too_long)) if too_long.any() else None
+
+    def slice_ptr(self, slice_paths: int):
+        """``(slice_ptr, n_slices)``: int64 (n_groups, n_slices + 1) on the device, the first
+        entry of ``group_paths`` of each group and slice of ``slice_paths`` paths (by path
+        index) and the end; for shap_rows' slice mode."""
+        import cupy
+
+        if slice_paths not in self._slice_ptrs:
+            n_slices = max(1, -(-self._n_paths // slice_paths))
+            starts = np.arange(n_slices + 1, dtype=np.int64) * slice_paths
+            ptr = np.empty((self.n_groups, n_slices + 1), np.int64)
+            for g in range(self.n_groups):
+                lo, hi = self._group_ptr[g], self._group_ptr[g + 1]
+                ptr[g] = lo + np.searchsorted(self._group_paths[lo:hi], starts)
+            self._slice_ptrs[slice_paths] = (cupy.asarray(ptr), n_slices)
+        return self._slice_ptrs[slice_paths]
 
     @property
     def nbytes(self) -> int:
@@ -124,8 +145,7 @@ def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int 
     """
     import cupy
 
-    from ..backend._nvrtc import get_module
-    from .treeshap import shap_values_path
+    from . import treeshap
 
     X = cupy.ascontiguousarray(cupy.asarray(rows, dtype=cupy.float32))
     n, F = X.shape
@@ -133,29 +153,69 @@ def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int 
     G = dev.n_groups
     out = cupy.empty((n, G, F + 1), dtype=cupy.float64)
     if n:
-        a = dev.arrays
         threads = _THREADS
         while threads > 32 and threads * F * 8 > _ACC_SMEM_BYTES:
             threads -= 32
         shared = threads * F * 8 <= _ACC_SMEM_BYTES
-        blocks = -(-n // threads)
-        if blocks > _MAX_GRID_X:
+        if -(-n // threads) > _MAX_GRID_X:
             from ..errors import DGBoostValueError
 
             raise DGBoostValueError(f"{n} rows exceed one kernel launch; explain them in chunks "
                                     "(TreeExplainer does)")
-        get_module("treeshap_rows.cu").get_function("shap_rows")(
-            (blocks, G), (threads,),
-            (X, np.int64(n), np.int32(F), a["path_offsets"], a["group_paths"], a["group_ptr"], a["feature"],
-             a["lower"], a["upper"], a["missing"], a["zero_fraction"], a["path_v"], a["table_offsets"],
-             a["table_values"], a["zero_fraction_inv"], a["recip"], np.int32(G), np.int32(1 if shared else 0), out),
-            shared_mem=threads * F * 8 if shared else 0)
+        slice_paths = treeshap.SLICE_PATHS  # read per call: tests shrink it
+        slice_ptr, n_slices = dev.slice_ptr(slice_paths)
+        if n * G < _FEW_ROWS and 1 < n_slices <= _MAX_GRID_Z:
+            _shap_rows_by_slice(dev, X, out, threads, shared, slice_paths, slice_ptr, n_slices)
+        else:
+            # wide rows: the accumulator is a scratch row per thread (out takes whole slices)
+            unused = cupy.empty(1, dtype=cupy.int64)  # a pointer the kernel does not read in this mode
+            scratch = unused if shared else cupy.empty((n, G, F), dtype=cupy.float64)
+            _launch_shap_rows(dev, X, out, threads, shared, slice_paths, unused, 1, False, scratch,
+                              (-(-n // threads), G, 1))
     if dev.oversize is not None:  # paths deeper than the kernel holds: the CPU engine, then added
-        extra = shap_values_path(dev.oversize, cupy.asnumpy(X))
+        extra = treeshap.shap_values_path(dev.oversize, cupy.asnumpy(X))
         extra[:, :, F] = 0.0
         out += cupy.asarray(extra)
     out[:, :, F] = cupy.asarray(table.base_margin + table.expected_value())
     return out
+
+
+def _launch_shap_rows(dev, X, out, threads, shared, slice_paths, slice_ptr, n_slices, slice_mode, partial,
+                      grid) -> None:
+    from ..backend._nvrtc import get_module
+
+    a = dev.arrays
+    n, F = X.shape
+    get_module("treeshap_rows.cu").get_function("shap_rows")(
+        grid, (threads,),
+        (X, np.int64(n), np.int32(F), a["path_offsets"], a["group_paths"], a["group_ptr"], a["feature"],
+         a["lower"], a["upper"], a["missing"], a["zero_fraction"], a["path_v"], a["table_offsets"],
+         a["table_values"], a["zero_fraction_inv"], a["recip"], np.int32(dev.n_groups), np.int32(1 if shared else 0),
+         np.int64(slice_paths), slice_ptr, np.int32(n_slices), np.int32(1 if slice_mode else 0), partial, out),
+        shared_mem=threads * F * 8 if shared else 0)
+
+
+def _shap_rows_by_slice(dev, X, out, threads, shared, slice_paths, slice_ptr, n_slices) -> None:
+    """shap_rows' slice mode: (rows, groups, slices) blocks, then the slice sums added in
+    order; in row chunks whose slice sums fit in _PARTIAL_BYTES."""
+    import cupy
+
+    from ..backend._nvrtc import get_module
+
+    n, F = X.shape
+    G = dev.n_groups
+    per_row = n_slices * G * F * 8
+    step = max(threads, _PARTIAL_BYTES // per_row // threads * threads)
+    sum_kernel = get_module("treeshap_rows.cu").get_function("shap_slices_sum")
+    for r0 in range(0, n, step):
+        m = min(step, n - r0)
+        partial = cupy.empty((n_slices, m, G, F), dtype=cupy.float64)
+        rows_out = out[r0:r0 + m]
+        _launch_shap_rows(dev, X[r0:r0 + m], rows_out, threads, shared, slice_paths, slice_ptr, n_slices, True,
+                          partial, (-(-m // threads), G, n_slices))
+        total = m * G * F
+        sum_kernel((int(min(-(-total // _FILL_THREADS), 1 << 20)),), (_FILL_THREADS,),
+                   (partial, np.int64(m), np.int32(G), np.int32(F), np.int32(n_slices), rows_out))
 
 
 _QUAD_MAX_K = 16                   # kernels/treeshap_rows.cu SHAP_QUAD_MAX_K

@@ -38,9 +38,15 @@ from .tables import (DEFAULT_MAX_K, DEFAULT_MAX_K_INTERACTIONS, DEFAULT_MAX_TABL
 
 __all__ = ["shap_values_path", "shap_values_table", "shap_values", "shap_interactions",
            "shap_values_interventional", "prepare_rows", "cached_tables",
-           "cached_interaction_tables", "DEFAULT_BLOCK_ROWS"]
+           "cached_interaction_tables", "DEFAULT_BLOCK_ROWS", "SLICE_PATHS"]
 
 DEFAULT_BLOCK_ROWS = 256
+# SHAP values sum a row's path contributions per slice of this many paths (by path index),
+# from zero, and add the slice sums in slice order. A fixed property of the model, not of the
+# rows or the device: it lets the GPU explain few rows with the slices in parallel (a thread
+# per row alone would leave most of it idle) and still give the CPU's bits. Large enough
+# that the extra additions cost nothing (F per row and slice, against 16K paths of work).
+SLICE_PATHS = 1 << 14
 _PROCESS_LOCK = threading.Lock()
 
 
@@ -190,13 +196,27 @@ def _block_unwound(pw, d, z, oi, nb, nxt, t1, t0, w):
 # ---------------------------------------------------------------------------------------
 # SHAP values: path and table methods in one kernel (per path: table if it has one)
 # ---------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True, inline="always")
+def _flush_slice(acc, out, r0, nb):
+    """out[r0 + r, g, f] += acc[g, f, r], then acc = 0: the end of a slice of paths."""
+    n_groups, F = acc.shape[0], acc.shape[1]
+    for r in range(nb):
+        for g in range(n_groups):
+            for f in range(F):
+                out[r0 + r, g, f] += acc[g, f, r]
+                acc[g, f, r] = 0.0
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _shap_kernel(Xf, path_offsets, feature, lower, upper, miss, zf, path_v, path_group,
-                 tab_off, tab_vals, n_groups, max_len, block_rows, out):
+                 tab_off, tab_vals, n_groups, max_len, block_rows, slice_paths, out):
     """Accumulate SHAP values into out[:, :, :F] (bias column untouched).
 
     Per block of rows: Xt (F, nb) float32 transposed rows; acc (G, F, nb) float64; per path
-    the innermost loops run over the rows of the block (contiguous, SIMD-friendly).
+    the innermost loops run over the rows of the block (contiguous, SIMD-friendly). The
+    paths are summed per slice of ``slice_paths`` paths (by path index), each slice's sums
+    added to ``out`` in slice order: the GPU computes the slices of few rows in parallel and
+    adds them in that order, so both devices give the same bits (see SLICE_PATHS).
     """
     n, F = Xf.shape
     n_paths = path_offsets.shape[0] - 1
@@ -215,6 +235,8 @@ def _shap_kernel(Xf, path_offsets, feature, lower, upper, miss, zf, path_v, path
         t0 = np.empty(nb, dtype=np.float64)
         w = np.empty(nb, dtype=np.float64)
         for p in range(n_paths):
+            if p > 0 and p % slice_paths == 0:
+                _flush_slice(acc, out, r0, nb)
             s = path_offsets[p] + 1
             k = path_offsets[p + 1] - s
             if k == 0:
@@ -259,10 +281,7 @@ def _shap_kernel(Xf, path_offsets, feature, lower, upper, miss, zf, path_v, path
                     a = acc[g, feature[s + i]]
                     for r in range(nb):
                         a[r] += v * (oi[r] - z) * w[r]
-        for r in range(nb):
-            for g in range(n_groups):
-                for f in range(F):
-                    out[r0 + r, g, f] += acc[g, f, r]
+        _flush_slice(acc, out, r0, nb)
 
 
 _PROCESS_TABLES: "OrderedDict[tuple, WeightTables]" = OrderedDict()  # fingerprint -> tables, LRU
@@ -308,7 +327,7 @@ def _run_shap(table: PathTable, X, tab_off, tab_vals, block_rows):
     _shap_kernel(Xf, table.path_offsets, table.feature, table.lower, table.upper,
                  table.is_missing_branch, table.zero_fraction, table.path_v, table.path_group,
                  tab_off, tab_vals, table.n_groups, max(table.max_length, 1),
-                 _block_rows(n, block_rows, table.n_groups * F), out)
+                 _block_rows(n, block_rows, table.n_groups * F), SLICE_PATHS, out)
     out[:, :, F] = _bias(table)
     return out
 

@@ -154,6 +154,30 @@ def test_float32_and_float64_rows_give_the_same_values():
     np.testing.assert_allclose(brute_force_shap(ens, x), shap_values_path(ens, x))
 
 
+@pytest.mark.parametrize("method", ["path", "table"])
+def test_paths_summed_in_small_slices_give_the_shapley_values_and_are_summed_in_slice_order(monkeypatch, method):
+    from dgboost.explain import treeshap
+
+    _, ens, X = make_case(15, 6, 5, 5, 2, n_rows=30)
+    one_slice = shap_values(ens, X, method=method)
+    monkeypatch.setattr(treeshap, "SLICE_PATHS", 3)
+    sliced = shap_values(ens, X, method=method)
+    np.testing.assert_allclose(sliced, brute_force_shap(ens, X), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(sliced, one_slice, rtol=0, atol=1e-12)
+    # the order the GPU's slice mode reproduces: each slice's sum from zero, added in order
+    table = extract_paths(ens)
+    n_slices = -(-table.n_paths // 3)
+    expected = np.zeros_like(sliced)
+    for z in range(n_slices):
+        part = table.select_paths(np.arange(3 * z, min(3 * z + 3, table.n_paths)))
+        monkeypatch.setattr(treeshap, "SLICE_PATHS", 1 << 14)
+        contrib = shap_values(part, X, method="path") if method == "path" else shap_values_table(part, X)
+        contrib[:, :, -1] = 0.0
+        expected += contrib
+    expected[:, :, -1] = sliced[:, :, -1]
+    np.testing.assert_array_equal(sliced, expected)
+
+
 def test_block_size_and_thread_layout_do_not_change_results():
     _, ens, X = make_case(14, 8, 4, 6, 2, n_rows=97)
     ref = shap_values_path(ens, X)

@@ -1,13 +1,14 @@
 """A small GPU TreeSHAP job for compute-sanitizer: weight tables built on the device, the table
 and path methods, a mixed budget, outputs too wide for shared accumulators, interaction values by
-quadrature and by the path method (paths longer than 16), and interventional SHAP on the GPU
+quadrature and by the path method (paths longer than 16), paths summed by slice (few rows: in
+parallel), and interventional SHAP on the GPU
 (kernels/treeshap_interventional.cu: margins and probabilities, shared and global accumulators).
 ``tests/gpu/run_sanitizer.sh`` runs it under memcheck and racecheck."""
 import numpy as np
 
 import dgboost
 from dgboost.datasets import make_synthetic
-from dgboost.explain import gpu, gpu_interventional
+from dgboost.explain import gpu, gpu_interventional, treeshap
 
 for params, task, extra in [
     ({"objective": "binary:logistic", "max_depth": 6}, "binary", {}),
@@ -31,7 +32,13 @@ for params, task, extra in [
 saved = gpu._ACC_SMEM_BYTES
 gpu._ACC_SMEM_BYTES = 8  # every output accumulates in global memory
 dgboost.TreeExplainer(booster, device="cuda").contributions(rows)
+treeshap.SLICE_PATHS = 5  # many slices: few rows by slice (shared and global accumulators), many by row
+dgboost.TreeExplainer(booster, device="cuda").contributions(rows)
 gpu._ACC_SMEM_BYTES = saved
+dgboost.TreeExplainer(booster, device="cuda").contributions(rows)
+gpu._FEW_ROWS = 0
+dgboost.TreeExplainer(booster, device="cuda").contributions(rows)
+treeshap.SLICE_PATHS = 1 << 14
 gpu_interventional._ACC_SMEM_BYTES = 8  # interventional accumulators in global memory too
 for output in ("raw", "probability"):
     dgboost.TreeExplainer(binary, binary_background, device="cuda", model_output=output).contributions(binary_rows[:41])

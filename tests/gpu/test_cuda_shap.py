@@ -204,6 +204,30 @@ def test_rows_too_wide_for_shared_accumulators_accumulate_in_the_output_with_the
     _bitwise(dg.TreeExplainer(booster, device="cuda", max_table_bytes=BUDGET).contributions(X[:500]), expected)
 
 
+@pytest.mark.parametrize("algorithm", ["table", "path"])
+@pytest.mark.parametrize("objective,depth,F", [("multi:softprob", 5, 12), ("binary:logistic", 9, 12),
+                                               ("reg:squarederror", 6, 250)])
+def test_slices_of_paths_summed_in_parallel_for_few_rows_give_the_cpus_bits(monkeypatch, algorithm, objective,
+                                                                             depth, F):
+    """Few rows: blocks per (rows, group, slice of paths), slice sums added in order; many rows:
+    a thread per row adding its sums at each slice's end. Both must give the CPU's bits, with
+    slices small enough that there are many (F=250: accumulators too wide for shared memory)."""
+    from dgboost.explain import gpu, treeshap
+
+    booster, X = _model(objective, depth, rounds=8, F=F, n=3000)
+    monkeypatch.setattr(treeshap, "SLICE_PATHS", 37)
+    cpu = dg.TreeExplainer(booster, algorithm=algorithm, max_table_bytes=BUDGET)
+    explainer = dg.TreeExplainer(booster, algorithm=algorithm, device="cuda", max_table_bytes=BUDGET)
+    n_slices = gpu.device_path_table(explainer.table, BUDGET).slice_ptr(37)[1]
+    assert n_slices > 5
+    few = X[:333]  # not a whole number of blocks
+    _bitwise(explainer.contributions(few), cpu.contributions(few))
+    monkeypatch.setattr(gpu, "_PARTIAL_BYTES", 1)  # the slice sums of one block of rows at a time
+    _bitwise(explainer.contributions(few), cpu.contributions(few))
+    monkeypatch.setattr(gpu, "_FEW_ROWS", 0)  # the thread-per-row mode with its flushes
+    _bitwise(explainer.contributions(X), cpu.contributions(X))
+
+
 def test_subnormal_row_values_compare_with_thresholds_as_on_the_cpu():
     """CuPy compiles with -ftz=true; dgboost's kernels must not (a row value of -1.4e-45
     against a threshold of 0 would flush to -0 and take the other branch)."""
