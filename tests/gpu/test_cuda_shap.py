@@ -224,7 +224,7 @@ def test_slices_of_paths_summed_in_parallel_for_few_rows_give_the_cpus_bits(monk
     _bitwise(explainer.contributions(few), cpu.contributions(few))
     monkeypatch.setattr(gpu, "_PARTIAL_BYTES", 1)  # the slice sums of one block of rows at a time
     _bitwise(explainer.contributions(few), cpu.contributions(few))
-    monkeypatch.setattr(gpu, "_FEW_ROWS", 0)  # the thread-per-row mode with its flushes
+    monkeypatch.setattr(gpu, "_SLICES_BELOW", 0)  # the thread-per-row mode with its flushes
     _bitwise(explainer.contributions(X), cpu.contributions(X))
 
 
