@@ -185,13 +185,14 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
   for (int f = 0; f < F; ++f) acc[f * stride] = 0.0;
   if (!slice_mode)
     for (int f = 0; f < F; ++f) orow[f] = 0.0;
-  long long slice = q0 < q1 ? group_paths[q0] / slice_paths : 0;
+  // the end of the current slice (group_paths ascends, so one division per slice, not per path)
+  long long slice_end = q0 < q1 ? (group_paths[q0] / slice_paths + 1) * slice_paths : 0;
   double pw[SHAP_MAX_LEN + 1];
 
   for (long long q = q0; q < q1; ++q) {
     const int p = group_paths[q];
-    if (!slice_mode && p / slice_paths != slice) {  // a new slice: the last one's sums to out
-      slice = p / slice_paths;
+    if (!slice_mode && p >= slice_end) {  // a new slice: the last one's sums to out
+      slice_end = (p / slice_paths + 1) * slice_paths;
       for (int f = 0; f < F; ++f) {
         orow[f] += acc[f * stride];
         acc[f * stride] = 0.0;
@@ -311,6 +312,23 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_rows(
 #endif
 #define SHAP_QUAD_MAX_NQ ((SHAP_QUAD_MAX_K + 1) / 2)
 
+// The end of a slice of paths (treeshap.py INTERACTION_SLICE_PATHS) for a thread-per-row
+// accumulator ``a`` ((F + 1) x F entries of stride n): the slice's sums, on the diagonal and
+// upper triangle, are added to the totals (the lower triangle for (a, b), a < b, at [b, a];
+// row F for the diagonal) and cleared.
+__device__ __forceinline__ void flush_rows_slice(double* a, int F, long long n) {
+  for (int f1 = 0; f1 < F; ++f1) {
+    double* d = a + ((long long)f1 * F + f1) * n;
+    a[((long long)F * F + f1) * n] += *d;
+    *d = 0.0;
+    for (int f2 = f1 + 1; f2 < F; ++f2) {
+      double* u = a + ((long long)f1 * F + f2) * n;
+      a[((long long)f2 * F + f1) * n] += *u;
+      *u = 0.0;
+    }
+  }
+}
+
 // SHAP interaction values by Gauss-Legendre quadrature, the CPU's default method
 // (treeshap.py _interaction_block without tables) per row, for paths of at most
 // SHAP_QUAD_MAX_K elements: per node u (weight a) A = v/2 a prod_l ((1 - u) z_l + u o_l),
@@ -318,8 +336,9 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_rows(
 // upper triangle [a, b] the pair terms sum_t H_i G_j, summed as the CPU's _add_node_dot.
 // O(k^2 nq) per row and path. ``g_on`` ((1 - z) / ((1 - u) z + u) per element and node,
 // row stride SHAP_QUAD_MAX_NQ) and ``g_off`` (-1 / (1 - u) per (nq, node)) come from the
-// host, so no division runs per row. ``acc`` as shap_interactions_rows (zeroed; the
-// diagonal and upper triangle are written); interaction_finish makes the matrix.
+// host, so no division runs per row. ``acc`` (n_groups, F + 1, F, n), zeroed: the slice
+// sums on the diagonal and upper triangle, the totals (flush_rows_slice) in the lower
+// triangle and row F; interaction_finish makes the matrix.
 extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
     const float* __restrict__ X, long long n, int F,
     const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
@@ -328,15 +347,21 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
     const unsigned char* __restrict__ missing, const double* __restrict__ zero_fraction,
     const double* __restrict__ path_v, const double* __restrict__ gl_nodes,
     const double* __restrict__ gl_weights, const double* __restrict__ g_on,
-    const double* __restrict__ g_off, double* __restrict__ acc) {
+    const double* __restrict__ g_off, long long slice_paths, double* __restrict__ acc) {
   const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (row >= n) return;
   const int g = blockIdx.y;
   const float* x = X + row * (long long)F;
-  double* a = acc + (long long)g * F * F * n + row;
+  double* a = acc + (long long)g * (F + 1) * F * n + row;
   double Hq[SHAP_QUAD_MAX_NQ * SHAP_QUAD_MAX_K], Gq[SHAP_QUAD_MAX_NQ * SHAP_QUAD_MAX_K];
-  for (long long q = group_ptr[g]; q < group_ptr[g + 1]; ++q) {
+  const long long q0 = group_ptr[g], q1 = group_ptr[g + 1];
+  long long slice_end = q0 < q1 ? (group_paths[q0] / slice_paths + 1) * slice_paths : 0;
+  for (long long q = q0; q < q1; ++q) {
     const int p = group_paths[q];
+    if (p >= slice_end) {  // a new slice: the last one's sums to the totals
+      slice_end = (p / slice_paths + 1) * slice_paths;
+      flush_rows_slice(a, F, n);
+    }
     const long long s = path_offsets[p] + 1;
     const int k = (int)(path_offsets[p + 1] - s);
     if (k == 0 || k > SHAP_QUAD_MAX_K) continue;
@@ -390,6 +415,7 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
       }
     }
   }
+  flush_rows_slice(a, F, n);
 }
 
 // The interaction matrix of each (row, group) from the quadrature's accumulator: the upper
@@ -400,20 +426,20 @@ extern "C" __global__ void interaction_finish(const double* __restrict__ acc, lo
   const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (row >= n) return;
   const int g = blockIdx.y;
-  const double* a = acc + (long long)g * F * F * n + row;
+  const double* a = acc + (long long)g * (F + 1) * F * n + row;  // the totals: lower triangle, row F
   double* o = out + (row * n_groups + g) * (long long)(F + 1) * (F + 1);
   const long long W = F + 1;
   for (int f = 0; f < F; ++f) o[f * W + f] = 0.0;
   for (int f1 = 0; f1 < F; ++f1) {
     for (int f2 = f1 + 1; f2 < F; ++f2) {
-      const double val = a[((long long)f1 * F + f2) * n];
+      const double val = a[((long long)f2 * F + f1) * n];
       o[f1 * W + f2] = val;
       o[f2 * W + f1] = val;
       o[f1 * W + f1] += val;
       o[f2 * W + f2] += val;
     }
   }
-  for (int f = 0; f < F; ++f) o[f * W + f] = a[((long long)f * F + f) * n] - o[f * W + f];
+  for (int f = 0; f < F; ++f) o[f * W + f] = a[((long long)F * F + f) * n] - o[f * W + f];
 }
 
 // SHAP interaction values by the same quadrature with half a warp (16 lanes) per row and
@@ -464,7 +490,9 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_warp(
     const unsigned char* __restrict__ missing, const double* __restrict__ zero_fraction,
     const double* __restrict__ path_v, const double* __restrict__ gl_nodes,
     const double* __restrict__ gl_weights, const double* __restrict__ g_on,
-    const double* __restrict__ g_off, int n_groups, int in_shared, double* __restrict__ out) {
+    const double* __restrict__ g_off, int n_groups, int in_shared, long long slice_paths,
+    const long long* __restrict__ slice_ptr, int n_slices, int slice_mode, double* __restrict__ partial,
+    double* __restrict__ out) {
   extern __shared__ double shared_acc[];
   const unsigned FULL = 0xffffffffu;
   const int HALF = 16;
@@ -477,17 +505,42 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_warp(
   const bool valid = row < n;                     // the warp's other half may have no row
   const int g = blockIdx.y;
   const long long W = F + 1;
+  const long long TRI = (long long)F * (F + 1) / 2;
   double* o = out + ((valid ? row : first) * n_groups + g) * W * W;
-  double* acc = in_shared ? shared_acc + slot * ((long long)F * (F + 1) / 2) : o;
+  double* acc = in_shared ? shared_acc + slot * TRI : o;
   if (in_shared)
-    for (long long c = lane; c < (long long)F * (F + 1) / 2; c += HALF) acc[c] = 0.0;
+    for (long long c = lane; c < TRI; c += HALF) acc[c] = 0.0;
   __syncwarp();
   // entry (a, b), a <= b, of the accumulator
   auto entry = [&](int a, int b) -> double* { return acc + (in_shared ? tri_index(a, b, F) : a * W + b); };
+  // the end of a slice: the slice sums to the totals, the accumulator cleared. Totals: in
+  // shared mode the upper triangle and diagonal of ``o``; in output mode (the accumulator is
+  // o's upper triangle) the lower triangle, [b, a] for (a, b), and row F for the diagonal.
+  auto flush = [&]() {
+    if (valid)
+      for (int a = 0; a < F; ++a)
+        for (int b = a + lane; b < F; b += HALF) {
+          double* e = entry(a, b);
+          double* t = in_shared ? o + a * W + b : (a == b ? o + F * W + a : o + b * W + a);
+          *t += *e;
+          *e = 0.0;
+        }
+    __syncwarp();
+  };
   const float* x = X + (valid ? row : first) * (long long)F;
   const int NQ = SHAP_QUAD_MAX_NQ;
-  for (long long q = group_ptr[g]; q < group_ptr[g + 1]; ++q) {
+  long long q0 = group_ptr[g], q1 = group_ptr[g + 1];
+  if (slice_mode) {  // this block's slice of the group's paths
+    q0 = slice_ptr[g * (long long)(n_slices + 1) + blockIdx.z];
+    q1 = slice_ptr[g * (long long)(n_slices + 1) + blockIdx.z + 1];
+  }
+  long long slice_end = q0 < q1 ? (group_paths[q0] / slice_paths + 1) * slice_paths : 0;
+  for (long long q = q0; q < q1; ++q) {
     const int p = group_paths[q];
+    if (!slice_mode && p >= slice_end) {
+      slice_end = (p / slice_paths + 1) * slice_paths;
+      flush();
+    }
     const long long s = path_offsets[p] + 1;
     const int k = (int)(path_offsets[p + 1] - s);
     if (k == 0 || k > SHAP_QUAD_MAX_K) continue;
@@ -559,18 +612,60 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_warp(
     }
     __syncwarp();
   }
+  if (slice_mode) {  // the slice sums out, for interaction_slices_finish
+    if (valid) {
+      double* prow = partial + (((long long)blockIdx.z * n + row) * n_groups + g) * TRI;
+      for (long long c = lane; c < TRI; c += HALF) prow[c] = acc[c];
+    }
+    return;
+  }
+  flush();
   if (!valid) return;
   // the row's matrix, as interaction_finish: mirrored pairs, the diagonal the SHAP value
-  // minus the row's off-diagonal sum in ascending feature order
-  __syncwarp(0xffffu << (half * HALF));
+  // minus the row's off-diagonal sum in ascending feature order. In place: each lane writes
+  // only row f's entries on the other side of the diagonal from the totals, which no lane reads.
   for (int f = lane; f < F; f += HALF) {
     double sum = 0.0;
     for (int f2 = 0; f2 < F; ++f2) {
       if (f2 == f) continue;
-      const double val = f < f2 ? *entry(f, f2) : *entry(f2, f);
-      if (in_shared || f2 < f) o[f * W + f2] = val;  // in place, the upper half is already there
+      const int lo = f < f2 ? f : f2, hi = f < f2 ? f2 : f;
+      const double val = in_shared ? o[lo * W + hi] : o[hi * W + lo];
+      if (in_shared ? f2 < f : f2 > f) o[f * W + f2] = val;
       sum += val;
     }
-    o[f * W + f] = *entry(f, f) - sum;
+    double* diag = in_shared ? o + f * W + f : o + F * W + f;
+    o[f * W + f] = *diag - sum;
+    if (!in_shared) *diag = 0.0;  // row F back to zero (the bias row)
+  }
+}
+
+// The slice sums of shap_interactions_warp's slice mode added in slice order, from zero,
+// then the row's matrix as the warp kernel finishes it (in place, sequentially). One
+// thread per (row, group); ``partial`` (n_slices, n, n_groups, F (F + 1) / 2).
+extern "C" __global__ void interaction_slices_finish(const double* __restrict__ partial, long long n, int F,
+                                                     int n_groups, int n_slices, double* __restrict__ out) {
+  const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (row >= n) return;
+  const int g = blockIdx.y;
+  const long long W = F + 1, TRI = (long long)F * (F + 1) / 2;
+  const long long stride = n * n_groups * TRI;
+  const double* p = partial + (row * n_groups + g) * TRI;
+  double* o = out + (row * n_groups + g) * W * W;
+  for (int a = 0; a < F; ++a)
+    for (int b = a; b < F; ++b) {
+      const long long c = tri_index(a, b, F);
+      double sum = 0.0;
+      for (int z = 0; z < n_slices; ++z) sum += p[z * stride + c];
+      o[a * W + b] = sum;
+    }
+  for (int f = 0; f < F; ++f) {
+    double sum = 0.0;
+    for (int f2 = 0; f2 < F; ++f2) {
+      if (f2 == f) continue;
+      const double val = f < f2 ? o[f * W + f2] : o[f2 * W + f];
+      if (f2 < f) o[f * W + f2] = val;
+      sum += val;
+    }
+    o[f * W + f] = o[f * W + f] - sum;
   }
 }

@@ -307,7 +307,7 @@ def shap_interactions_device(table: PathTable, rows):
     import cupy
 
     from ..backend._nvrtc import get_module
-    from .treeshap import shap_interactions
+    from . import treeshap
 
     X = cupy.ascontiguousarray(cupy.asarray(rows, dtype=cupy.float32))
     n, F = X.shape
@@ -323,30 +323,64 @@ def shap_interactions_device(table: PathTable, rows):
                   a["lower"], a["upper"], a["missing"], a["zero_fraction"])
         quad_args = (a["path_v"], quad["nodes"], quad["weights"], quad["g_on"], quad["g_off"])
         kind, per_block, shared = _interaction_layout(F, n, G)
-        acc = None
+        slice_paths = treeshap.interaction_slice_paths(F)  # per call: tests shrink the slices
+        slice_ptr, n_slices = dev.slice_ptr(slice_paths)
         if kind == "rows":  # a thread per row, accumulators in global memory
-            acc = cupy.zeros((G, F, F, n), dtype=cupy.float64)  # row fastest: coalesced updates
-            module.get_function("shap_interactions_quadrature")(grid, (_THREADS,), common + quad_args + (acc,))
+            # (F + 1) x F per row and group: slice sums on and above the diagonal, totals below and in row F
+            acc = cupy.zeros((G, F + 1, F, n), dtype=cupy.float64)  # row fastest: coalesced updates
+            module.get_function("shap_interactions_quadrature")(
+                grid, (_THREADS,), common + quad_args + (np.int64(slice_paths), acc))
             module.get_function("interaction_finish")(grid, (_THREADS,), (acc, np.int64(n), np.int32(F), np.int32(G), out))
-        else:  # half a warp per row
-            kernel = module.get_function("shap_interactions_warp")
-            if shared > _ACC_SMEM_BYTES:
-                kernel.max_dynamic_shared_size_bytes = shared
-            kernel((-(-n // per_block), G), (16 * per_block,),
-                   common + quad_args + (np.int32(G), np.int32(kind == "warp-shared"), out), shared_mem=shared)
+            del acc
+        elif kind == "warp-shared" and n * G < _SLICES_BELOW and 1 < n_slices <= _MAX_GRID_Z:
+            _interactions_by_slice(module, X, out, common + quad_args, per_block, shared, slice_paths, slice_ptr,
+                                   n_slices, G)
+        else:  # half a warp per row, its slices in turn
+            unused = cupy.empty(1, dtype=cupy.int64)
+            _launch_interactions_warp(module, common + quad_args, G, kind == "warp-shared", per_block, shared,
+                                      slice_paths, unused, 1, False, unused, out, (-(-n // per_block), G, 1))
         if quad["has_long"]:  # paths longer than the quadrature kernel holds: the path method, added
-            if acc is None:
-                acc = cupy.zeros((G, F, F, n), dtype=cupy.float64)
-            else:
-                acc.fill(0.0)
+            acc = cupy.zeros((G, F, F, n), dtype=cupy.float64)
             module.get_function("shap_interactions_rows")(
                 grid, (_THREADS,), common + (a["zero_fraction_inv"], a["path_v"], a["recip"],
                                              np.int32(_QUAD_MAX_K + 1), acc))
             out[:, :, :F, :F] += cupy.moveaxis(acc, 3, 0)
-        del acc
+            del acc
     if dev.oversize is not None:
-        extra = shap_interactions(dev.oversize, cupy.asnumpy(X), method="path")
+        extra = treeshap.shap_interactions(dev.oversize, cupy.asnumpy(X), method="path")
         extra[:, :, F, F] = 0.0
         out += cupy.asarray(extra)
     out[:, :, F, F] = cupy.asarray(table.base_margin + table.expected_value())
     return out
+
+
+def _launch_interactions_warp(module, args, G, in_shared, per_block, shared, slice_paths, slice_ptr, n_slices,
+                              slice_mode, partial, out, grid) -> None:
+    kernel = module.get_function("shap_interactions_warp")
+    if shared > _ACC_SMEM_BYTES:
+        kernel.max_dynamic_shared_size_bytes = shared
+    kernel(grid, (16 * per_block,),
+           args + (np.int32(G), np.int32(1 if in_shared else 0), np.int64(slice_paths), slice_ptr,
+                   np.int32(n_slices), np.int32(1 if slice_mode else 0), partial, out), shared_mem=shared)
+
+
+def _interactions_by_slice(module, X, out, args, per_block, shared, slice_paths, slice_ptr, n_slices, G) -> None:
+    """shap_interactions_warp's slice mode (few rows: a row's slices of paths in parallel, so
+    the last wave of rows does not leave the GPU idle), then the slice sums added in order
+    and the matrices made; in row chunks whose slice sums fit in _PARTIAL_BYTES. ``args``:
+    the kernel's arguments up to ``g_off``, for all rows."""
+    import cupy
+
+    n, F = X.shape
+    tri = F * (F + 1) // 2
+    step = max(per_block, _PARTIAL_BYTES // (n_slices * G * tri * 8) // per_block * per_block)
+    finish = module.get_function("interaction_slices_finish")
+    for r0 in range(0, n, step):
+        m = min(step, n - r0)
+        rows_args = (X[r0:r0 + m], np.int64(m)) + args[2:]
+        partial = cupy.empty((n_slices, m, G, tri), dtype=cupy.float64)
+        rows_out = out[r0:r0 + m]
+        _launch_interactions_warp(module, rows_args, G, True, per_block, shared, slice_paths, slice_ptr, n_slices,
+                                  True, partial, rows_out, (-(-m // per_block), G, n_slices))
+        finish((-(-m // _THREADS), G), (_THREADS,),
+               (partial, np.int64(m), np.int32(F), np.int32(G), np.int32(n_slices), rows_out))

@@ -38,7 +38,8 @@ from .tables import (DEFAULT_MAX_K, DEFAULT_MAX_K_INTERACTIONS, DEFAULT_MAX_TABL
 
 __all__ = ["shap_values_path", "shap_values_table", "shap_values", "shap_interactions",
            "shap_values_interventional", "prepare_rows", "cached_tables",
-           "cached_interaction_tables", "DEFAULT_BLOCK_ROWS", "SLICE_PATHS"]
+           "cached_interaction_tables", "DEFAULT_BLOCK_ROWS", "SLICE_PATHS",
+           "INTERACTION_SLICE_PATHS", "interaction_slice_paths"]
 
 DEFAULT_BLOCK_ROWS = 256
 # SHAP values sum a row's path contributions per slice of this many paths (by path index),
@@ -47,6 +48,17 @@ DEFAULT_BLOCK_ROWS = 256
 # per row alone would leave most of it idle) and still give the CPU's bits. Large enough
 # that the extra additions cost nothing (F per row and slice, against 16K paths of work).
 SLICE_PATHS = 1 << 14
+# The same for interaction values (the quadrature and table methods), in smaller slices: a
+# row's work there is ~k/2 times larger, and a GPU wave holds fewer rows. Scaled with the
+# square of the row width by interaction_slice_paths: each slice's end adds F (F + 1) / 2
+# sums per row, which must stay small against the slice's work.
+INTERACTION_SLICE_PATHS = 1 << 12
+
+
+def interaction_slice_paths(n_features: int) -> int:
+    """Paths per slice of interaction values for rows of ``n_features`` columns (both engines)."""
+    scale = -(-int(n_features) ** 2 // 64 ** 2)  # ceil((F / 64) ** 2)
+    return INTERACTION_SLICE_PATHS * max(1, scale)
 _PROCESS_LOCK = threading.Lock()
 
 
@@ -484,15 +496,31 @@ def _add_node_dot(H, G, hl, gm, stride, nq, nb, acc, ai):
 
 
 @njit(cache=True, nogil=True)
+def _flush_interaction_slice(acc, total):
+    """total += acc, then acc = 0, over the diagonal and upper triangle (the entries used)."""
+    n_groups, F, nb = acc.shape[0], acc.shape[1], acc.shape[3]
+    for g in range(n_groups):
+        for f1 in range(F):
+            for f2 in range(f1, F):
+                a = acc[g, f1, f2]
+                t = total[g, f1, f2]
+                for r in range(nb):
+                    t[r] += a[r]
+                    a[r] = 0.0
+
+
+@njit(cache=True, nogil=True)
 def _interaction_block(Xf, r0, nb, path_offsets, feature, lower, upper, miss, zf, path_v,
                        path_group, tab_off, tab_vals, gl_nodes, gl_weights, n_groups, max_len,
-                       out):
+                       slice_paths, out):
     """Write interaction values of rows r0 .. r0 + nb - 1 into out[:, :, :F, :F] (bias
     untouched).
 
     Block accumulator acc (G, F, F, nb): the diagonal holds the SHAP values, the upper
-    triangle [a, b] (a < b) the off-diagonal value [a, b] = [b, a]; at the end of the block
-    it is mirrored and the diagonal becomes phi_a - sum_{b != a} [a, b]. For elements
+    triangle [a, b] (a < b) the off-diagonal value [a, b] = [b, a]; it is added to ``total``
+    at the end of every slice of ``slice_paths`` paths (interaction_slice_paths, as the GPU
+    sums them), and at the end of the block ``total`` is mirrored and the diagonal becomes
+    phi_a - sum_{b != a} [a, b]. For elements
     i != j of a path the off-diagonal term is ``v/2 (o_i - z_i)(o_j - z_j) W_ij`` with
     ``W_ij = int_0^1 prod_{l != i, j} ((1 - u) z_l + u o_l) du`` (module docstring of
     :mod:`dgboost.explain.tables`); the SHAP value ``v (o_i - z_i) W_i`` likewise with one
@@ -513,6 +541,7 @@ def _interaction_block(Xf, r0, nb, path_offsets, feature, lower, upper, miss, zf
     Xt = np.empty((F, nb), dtype=np.float32)
     _transpose_block(Xf, r0, nb, Xt)
     acc = np.zeros((n_groups, F, F, nb), dtype=np.float64)
+    total = np.zeros((n_groups, F, F, nb), dtype=np.float64)
     max_nq = (max_len + 1) // 2
     bits = np.empty(nb, dtype=np.int64)
     pi = np.empty((max_len, nb), dtype=np.int64)
@@ -524,6 +553,8 @@ def _interaction_block(Xf, r0, nb, path_offsets, feature, lower, upper, miss, zf
     Gq = np.empty((max_nq * max_len, nb), dtype=np.float64)  # row t * max_len + l
     Hq = np.empty((max_nq * max_len, nb), dtype=np.float64)
     for p in range(n_paths):
+        if p > 0 and p % slice_paths == 0:
+            _flush_interaction_slice(acc, total)
         s = path_offsets[p] + 1
         k = path_offsets[p + 1] - s
         if k == 0:
@@ -615,6 +646,7 @@ def _interaction_block(Xf, r0, nb, path_offsets, feature, lower, upper, miss, zf
                     fm = feature[s + m]
                     ai = (gF + fl) * F + fm if fl < fm else (gF + fm) * F + fl
                     _add_node_dot(Hq, Gq, l, m, max_len, nq, nb, acc2, ai)
+    _flush_interaction_slice(acc, total)
     rs = np.empty(F, dtype=np.float64)
     for r in range(nb):
         for g in range(n_groups):
@@ -623,19 +655,19 @@ def _interaction_block(Xf, r0, nb, path_offsets, feature, lower, upper, miss, zf
                 rs[f] = 0.0
             for f1 in range(F):
                 for f2 in range(f1 + 1, F):
-                    val = acc[g, f1, f2, r]
+                    val = total[g, f1, f2, r]
                     o[f1, f2] = val
                     o[f2, f1] = val
                     rs[f1] += val
                     rs[f2] += val
             for f in range(F):
-                o[f, f] = acc[g, f, f, r] - rs[f]
+                o[f, f] = total[g, f, f, r] - rs[f]
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _interaction_table_kernel(Xf, path_offsets, feature, lower, upper, miss, zf, path_v,
                               path_group, tab_off, tab_vals, gl_nodes, gl_weights, n_groups,
-                              max_len, block_rows, out):
+                              max_len, block_rows, slice_paths, out):
     """:func:`_interaction_block` for every block of rows, in parallel (the block is a
     separate serial function: code inside a prange body compiles to slower loops)."""
     n = Xf.shape[0]
@@ -644,7 +676,7 @@ def _interaction_table_kernel(Xf, path_offsets, feature, lower, upper, miss, zf,
         r0 = b * block_rows
         _interaction_block(Xf, r0, min(n, r0 + block_rows) - r0, path_offsets, feature, lower,
                            upper, miss, zf, path_v, path_group, tab_off, tab_vals, gl_nodes,
-                           gl_weights, n_groups, max_len, out)
+                           gl_weights, n_groups, max_len, slice_paths, out)
 
 
 def cached_interaction_tables(table: PathTable, max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES,
@@ -719,8 +751,8 @@ def shap_interactions(model, X, *, block_rows: int | None = None,
                                   table.upper, table.is_missing_branch, table.zero_fraction,
                                   table.path_v, table.path_group, tab_off, tab_vals, gl_nodes,
                                   gl_weights, G, max_len,
-                                  _balanced_block_rows(n, block_rows, G * F * F, min_rows=4),
-                                  out)
+                                  _balanced_block_rows(n, block_rows, 2 * G * F * F, min_rows=4),  # acc + total
+                                  interaction_slice_paths(F), out)
     out[:, :, F, F] = _bias(table)
     return out
 

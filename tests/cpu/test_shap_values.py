@@ -178,6 +178,26 @@ def test_paths_summed_in_small_slices_give_the_shapley_values_and_are_summed_in_
     np.testing.assert_array_equal(sliced, expected)
 
 
+@pytest.mark.parametrize("method", ["quadrature", "table"])
+def test_interaction_values_summed_in_small_slices_equal_brute_force(monkeypatch, method):
+    from dgboost.explain import treeshap
+
+    _, ens, X = make_case(16, 5, 4, 4, 2, n_rows=12)
+    one_slice = shap_interactions(ens, X, method=method)
+    monkeypatch.setattr(treeshap, "INTERACTION_SLICE_PATHS", 3)
+    sliced = shap_interactions(ens, X, method=method)
+    np.testing.assert_allclose(sliced, brute_force_interactions(ens, X), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(sliced, one_slice, rtol=0, atol=1e-12)
+
+
+def test_interaction_slices_grow_with_the_square_of_the_row_width():
+    from dgboost.explain.treeshap import INTERACTION_SLICE_PATHS, interaction_slice_paths
+
+    assert interaction_slice_paths(1) == interaction_slice_paths(64) == INTERACTION_SLICE_PATHS
+    assert interaction_slice_paths(65) == 2 * INTERACTION_SLICE_PATHS
+    assert interaction_slice_paths(785) == 151 * INTERACTION_SLICE_PATHS  # ceil((785 / 64) ** 2)
+
+
 def test_block_size_and_thread_layout_do_not_change_results():
     _, ens, X = make_case(14, 8, 4, 6, 2, n_rows=97)
     ref = shap_values_path(ens, X)

@@ -39,6 +39,17 @@ dgboost.TreeExplainer(booster, device="cuda").contributions(rows)
 gpu._SLICES_BELOW = 0
 dgboost.TreeExplainer(booster, device="cuda").contributions(rows)
 treeshap.SLICE_PATHS = 1 << 14
+gpu._SLICES_BELOW = 1 << 18
+treeshap.INTERACTION_SLICE_PATHS = 5  # interactions by slice in every layout
+for layout in (None, ("warp-out", 8, 0), ("rows", 0, 0)):
+    chosen = gpu._interaction_layout
+    if layout is not None:
+        gpu._interaction_layout = lambda F, n, G, layout=layout: layout
+    dgboost.TreeExplainer(booster, device="cuda").contributions(rows[:33], interactions=True)
+    gpu._interaction_layout = chosen
+gpu._SLICES_BELOW = 0
+dgboost.TreeExplainer(booster, device="cuda").contributions(rows[:33], interactions=True)
+treeshap.INTERACTION_SLICE_PATHS = 1 << 12
 gpu_interventional._ACC_SMEM_BYTES = 8  # interventional accumulators in global memory too
 for output in ("raw", "probability"):
     dgboost.TreeExplainer(binary, binary_background, device="cuda", model_output=output).contributions(binary_rows[:41])

@@ -127,6 +127,29 @@ def test_interactions_by_every_kernel_layout_are_bitwise_the_cpus(monkeypatch, o
         _bitwise(dg.TreeExplainer(booster, device="cuda").contributions(X, interactions=True), expected)
 
 
+@pytest.mark.parametrize("objective,depth,F", [("multi:softprob", 6, 12), ("binary:logistic", 16, 45),
+                                               ("reg:squarederror", 3, 70)])
+def test_interactions_summed_in_small_slices_are_the_cpus_bits_in_every_layout(monkeypatch, objective, depth, F):
+    """Slices of 7 paths: few rows run a row's slices in parallel (warp-shared) and add them in
+    order; the sequential layouts add each slice's sums to totals at its end. All give the CPU's bits."""
+    from dgboost.explain import gpu, treeshap
+
+    booster, X = _model(objective, depth, rounds=6, F=F, n=2000)
+    X = X[:203]
+    monkeypatch.setattr(treeshap, "INTERACTION_SLICE_PATHS", 7)
+    expected = dg.TreeExplainer(booster).contributions(X, interactions=True)
+    explainer = dg.TreeExplainer(booster, device="cuda")
+    assert gpu.device_path_table(explainer.table, 0).slice_ptr(treeshap.interaction_slice_paths(F))[1] > 2
+    _bitwise(explainer.contributions(X, interactions=True), expected)  # the slice mode
+    monkeypatch.setattr(gpu, "_PARTIAL_BYTES", 1)  # one block of rows at a time
+    _bitwise(explainer.contributions(X, interactions=True), expected)
+    monkeypatch.setattr(gpu, "_SLICES_BELOW", 0)  # a row's slices in turn
+    _bitwise(explainer.contributions(X, interactions=True), expected)
+    for forced in (("warp-out", 8, 0), ("rows", 0, 0)):
+        monkeypatch.setattr(gpu, "_interaction_layout", lambda F, n, G, forced=forced: forced)
+        _bitwise(explainer.contributions(X, interactions=True), expected)
+
+
 def test_features_too_wide_for_shared_accumulators_take_the_global_layouts():
     from dgboost.explain import gpu
 
