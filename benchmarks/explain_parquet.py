@@ -254,7 +254,8 @@ def main(argv=None) -> None:
     model = folder / "model.json"
     train_model(model, device, args.rounds, args.train_rows)
     results = []
-    payload = {"config": args.config, "threads_per_worker": args.threads_per_worker, "device": device, "rows_per_file": args.rows_per_file,
+    payload = {"config": args.config, "threads_per_worker": args.threads_per_worker, "device": device,
+               "rows_per_file": args.rows_per_file,
                "features": FEATURES, "model": {"depth": 8, "rounds": args.rounds, "objective": "binary:logistic"},
                "versions": versions("dgboost", "cupy", "dask", "distributed", "pyarrow"), "results": results}
     for count in counts:

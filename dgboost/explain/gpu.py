@@ -4,10 +4,11 @@
 weight table, EXTEND / UNWOUND-SUM otherwise) with one thread per row, summing the paths per
 slice of ``treeshap.SLICE_PATHS`` as the CPU does (for few rows, the slices run in parallel
 and their sums are added in order), so the values are bitwise those of the CPU engine with
-the same table budget, and do not depend on how the rows are batched or spread over workers. The tables are chosen as on the CPU
-(:func:`~dgboost.explain.tables.table_layout`) and filled on the device; everything is
-uploaded once per (path table, budget, device) in a process. Interaction values take the
-CPU's default quadrature method the same way (bitwise the CPU's for paths of at most 16
+the same table budget, and do not depend on how the rows are batched or spread over
+workers. The tables are chosen as on the CPU (:func:`~dgboost.explain.tables.table_layout`)
+and filled on the device; everything is uploaded once per (path table, budget, device) in a
+process. Interaction values take the CPU's default quadrature method the same way, in slices
+of ``treeshap.interaction_slice_paths`` (bitwise the CPU's for paths of at most 16
 elements; longer ones take the path method, O(k^3)). Paths longer than ``SHAP_MAX_LEN``
 elements (trees deeper than 63) are computed by the CPU engine and added.
 """
