@@ -104,9 +104,9 @@ def shap_values(client, model_or_explainer, data, interactions: bool = False, ba
         Upper bound on one block's output (interaction outputs are re-chunked by rows to fit).
     device : {None, "cpu", "cuda"}
         Where the workers explain. None or ``"cpu"``: on the explainer's device, and on the
-        worker's GPU for blocks already there (CuPy, cuDF). ``"cuda"``: every block on the worker's GPU
-        (host blocks are uploaded there and their values come back to the host), e.g. pandas
-        partitions read from Parquet by Dask-CUDA workers; the workers need a GPU.
+        worker's GPU for blocks already there (CuPy, cuDF). ``"cuda"``: every block on the
+        worker's GPU (host blocks are uploaded there and their values come back to the host),
+        e.g. pandas partitions read from Parquet by Dask-CUDA workers; the workers need a GPU.
 
     Returns
     -------
