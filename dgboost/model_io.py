@@ -369,19 +369,21 @@ def _validate_arrays(n_groups: int, base_margin, tree_offsets, tree_group, array
     if bad.size:
         raise ModelFormatError(f"{where}: {at(bad[0])} is not reachable from the root (no parent)")
     # every non-root has exactly one parent: nodes whose ancestor chain never reaches the
-    # root lie on a cycle. Pointer doubling finds them in O(n log n) without recursion.
-    anc = np.where(is_root, np.arange(n), par)
-    for _ in range(int(sizes.max()).bit_length() + 1):
-        anc = anc[anc]
-    bad = np.flatnonzero(anc != roots[tree_of])
-    if bad.size:
-        raise ModelFormatError(f"{where}: cycle: {at(bad[0])} is its own ancestor (not reachable "
-                               f"from the root)")
-    if require_order:
-        bad = np.flatnonzero((par >= 0) & (par >= np.arange(n)))
+    # root lie on a cycle. Pointer doubling finds them in O(n log n) without recursion. When
+    # every parent is numbered before its children, ancestor chains strictly descend to the
+    # root and there is no cycle to look for (most models: the search is skipped).
+    misordered = np.flatnonzero((par >= 0) & (par >= np.arange(n)))
+    if not require_order or misordered.size:
+        anc = np.where(is_root, np.arange(n), par)
+        for _ in range(int(sizes.max()).bit_length() + 1):
+            anc = anc[anc]
+        bad = np.flatnonzero(anc != roots[tree_of])
         if bad.size:
-            raise ModelFormatError(f"{where}: {at(bad[0])} is numbered before its parent "
-                                   f"(children must come after their parent)")
+            raise ModelFormatError(f"{where}: cycle: {at(bad[0])} is its own ancestor (not reachable "
+                                   f"from the root)")
+    if require_order and misordered.size:
+        raise ModelFormatError(f"{where}: {at(misordered[0])} is numbered before its parent "
+                               f"(children must come after their parent)")
     parent = arrays.get("parent")
     if parent is not None:
         expect = np.where(par >= 0, par - start, -1)
