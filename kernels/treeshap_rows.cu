@@ -139,6 +139,24 @@ extern "C" __global__ void weight_tables(const long long* __restrict__ path_offs
   }
 }
 
+// The end (exclusive path index) of the slice holding path ``p`` (treeshap.py SLICE_PATHS).
+__device__ __forceinline__ long long slice_end_of(long long p, long long slice_paths) {
+  return (p / slice_paths + 1) * slice_paths;
+}
+
+// The entries [q0, q1) of ``group_paths`` a block walks: group g's paths, or in slice mode
+// (blockIdx.z a slice; ``slice_ptr`` (n_groups, n_slices + 1)) that slice's paths of group g.
+__device__ __forceinline__ void block_paths(const long long* __restrict__ group_ptr,
+                                            const long long* __restrict__ slice_ptr, int g, int n_slices,
+                                            int slice_mode, long long& q0, long long& q1) {
+  q0 = group_ptr[g];
+  q1 = group_ptr[g + 1];
+  if (slice_mode) {
+    q0 = slice_ptr[g * (long long)(n_slices + 1) + blockIdx.z];
+    q1 = slice_ptr[g * (long long)(n_slices + 1) + blockIdx.z + 1];
+  }
+}
+
 // Slices (treeshap.py SLICE_PATHS): a row's contributions are summed per slice of
 // ``slice_paths`` paths (by path index) from zero, and the slice sums added in slice order,
 // as the CPU does. Two launch modes give those bits:
@@ -168,12 +186,11 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
   const int g = blockIdx.y;
   const float* x = X + row * (long long)F;
   double* orow = out + (row * n_groups + g) * (long long)(F + 1);
-  long long q0 = group_ptr[g], q1 = group_ptr[g + 1];
+  long long q0, q1;
+  block_paths(group_ptr, slice_ptr, g, n_slices, slice_mode, q0, q1);
   double* prow = nullptr;  // this thread's (slice,) row, group slot of ``partial``
   if (slice_mode) {
     const long long z = blockIdx.z;
-    q0 = slice_ptr[g * (long long)(n_slices + 1) + z];
-    q1 = slice_ptr[g * (long long)(n_slices + 1) + z + 1];
     prow = partial + ((z * n + row) * n_groups + g) * (long long)F;
   } else if (!acc_shared) {
     prow = partial + (row * n_groups + g) * (long long)F;
@@ -186,13 +203,13 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
   if (!slice_mode)
     for (int f = 0; f < F; ++f) orow[f] = 0.0;
   // the end of the current slice (group_paths ascends, so one division per slice, not per path)
-  long long slice_end = q0 < q1 ? (group_paths[q0] / slice_paths + 1) * slice_paths : 0;
+  long long slice_end = q0 < q1 ? slice_end_of(group_paths[q0], slice_paths) : 0;
   double pw[SHAP_MAX_LEN + 1];
 
   for (long long q = q0; q < q1; ++q) {
     const int p = group_paths[q];
     if (!slice_mode && p >= slice_end) {  // a new slice: the last one's sums to out
-      slice_end = (p / slice_paths + 1) * slice_paths;
+      slice_end = slice_end_of(p, slice_paths);
       for (int f = 0; f < F; ++f) {
         orow[f] += acc[f * stride];
         acc[f * stride] = 0.0;
@@ -355,11 +372,11 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
   double* a = acc + (long long)g * (F + 1) * F * n + row;
   double Hq[SHAP_QUAD_MAX_NQ * SHAP_QUAD_MAX_K], Gq[SHAP_QUAD_MAX_NQ * SHAP_QUAD_MAX_K];
   const long long q0 = group_ptr[g], q1 = group_ptr[g + 1];
-  long long slice_end = q0 < q1 ? (group_paths[q0] / slice_paths + 1) * slice_paths : 0;
+  long long slice_end = q0 < q1 ? slice_end_of(group_paths[q0], slice_paths) : 0;
   for (long long q = q0; q < q1; ++q) {
     const int p = group_paths[q];
     if (p >= slice_end) {  // a new slice: the last one's sums to the totals
-      slice_end = (p / slice_paths + 1) * slice_paths;
+      slice_end = slice_end_of(p, slice_paths);
       flush_rows_slice(a, F, n);
     }
     const long long s = path_offsets[p] + 1;
@@ -529,16 +546,13 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_warp(
   };
   const float* x = X + (valid ? row : first) * (long long)F;
   const int NQ = SHAP_QUAD_MAX_NQ;
-  long long q0 = group_ptr[g], q1 = group_ptr[g + 1];
-  if (slice_mode) {  // this block's slice of the group's paths
-    q0 = slice_ptr[g * (long long)(n_slices + 1) + blockIdx.z];
-    q1 = slice_ptr[g * (long long)(n_slices + 1) + blockIdx.z + 1];
-  }
-  long long slice_end = q0 < q1 ? (group_paths[q0] / slice_paths + 1) * slice_paths : 0;
+  long long q0, q1;
+  block_paths(group_ptr, slice_ptr, g, n_slices, slice_mode, q0, q1);
+  long long slice_end = q0 < q1 ? slice_end_of(group_paths[q0], slice_paths) : 0;
   for (long long q = q0; q < q1; ++q) {
     const int p = group_paths[q];
     if (!slice_mode && p >= slice_end) {
-      slice_end = (p / slice_paths + 1) * slice_paths;
+      slice_end = slice_end_of(p, slice_paths);
       flush();
     }
     const long long s = path_offsets[p] + 1;
