@@ -185,6 +185,15 @@ def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int 
     return out
 
 
+def _row_chunks(n: int, bytes_per_row: int, multiple: int):
+    """``(first row, rows)`` of consecutive chunks of ``n`` rows whose slice sums
+    (``bytes_per_row`` each) fit in _PARTIAL_BYTES: whole multiples of ``multiple`` rows (a
+    block's), at least one block's worth."""
+    step = max(multiple, _PARTIAL_BYTES // bytes_per_row // multiple * multiple)
+    for r0 in range(0, n, step):
+        yield r0, min(step, n - r0)
+
+
 def _launch_shap_rows(dev, X, out, threads, shared, slice_paths, slice_ptr, n_slices, slice_mode, partial,
                       grid) -> None:
     from ..backend._nvrtc import get_module
@@ -209,11 +218,8 @@ def _shap_rows_by_slice(dev, X, out, threads, shared, slice_paths, slice_ptr, n_
 
     n, F = X.shape
     G = dev.n_groups
-    per_row = n_slices * G * F * 8
-    step = max(threads, _PARTIAL_BYTES // per_row // threads * threads)
     sum_kernel = get_module("treeshap_rows.cu").get_function("shap_slices_sum")
-    for r0 in range(0, n, step):
-        m = min(step, n - r0)
+    for r0, m in _row_chunks(n, n_slices * G * F * 8, threads):
         partial = cupy.empty((n_slices, m, G, F), dtype=cupy.float64)
         rows_out = out[r0:r0 + m]
         _launch_shap_rows(dev, X[r0:r0 + m], rows_out, threads, shared, slice_paths, slice_ptr, n_slices, True,
@@ -374,10 +380,8 @@ def _interactions_by_slice(module, X, out, args, per_block, shared, slice_paths,
 
     n, F = X.shape
     tri = F * (F + 1) // 2
-    step = max(per_block, _PARTIAL_BYTES // (n_slices * G * tri * 8) // per_block * per_block)
     finish = module.get_function("interaction_slices_finish")
-    for r0 in range(0, n, step):
-        m = min(step, n - r0)
+    for r0, m in _row_chunks(n, n_slices * G * tri * 8, per_block):
         rows_args = (X[r0:r0 + m], np.int64(m)) + args[2:]
         partial = cupy.empty((n_slices, m, G, tri), dtype=cupy.float64)
         rows_out = out[r0:r0 + m]
