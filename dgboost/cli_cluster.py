@@ -162,16 +162,11 @@ def describe_cluster(client, config: dict | None = None, dashboard: bool = True)
             f"thread{'s' if threads != [1] else ''} each" + (f", dashboard {link}" if link else ""))
 
 
-def _worker_device() -> str:
-    """``cuda`` where this worker has a usable GPU (CuPy and dgboost's CUDA backend), else ``cpu``."""
-    from .cli import resolve_device
-
-    return resolve_device("auto")
-
-
 def cluster_device(client) -> str:
     """``cuda`` when every worker has a usable GPU, else ``cpu`` (what ``device=auto`` means here)."""
-    devices = set(client.run(_worker_device).values())
+    from .cli import resolve_device  # "auto" on a worker: cuda where CuPy and the CUDA backend work there
+
+    devices = set(client.run(resolve_device, "auto").values())
     return "cuda" if devices == {"cuda"} else "cpu"
 
 
