@@ -8,10 +8,18 @@
 //   * the table method (Fast TreeSHAP v2): the row's on-bit word B over the path's k
 //     elements, then for element i the weight W_i(P) looked up at P = B without bit i, and
 //     v (o_i - z_i) W_i(P) added; O(k) per row and path; or
-//   * the path method (GPUTreeShap's EXTEND / UNWOUND-SUM, O(k^2)) for paths without a
-//     table (longer than max_k, or beyond the table budget), with the path weights in
-//     this thread's local memory; the reciprocals 1/n and 1/z come from tables (the CPU
-//     multiplies by the same reciprocals), so no division runs per row.
+//   * quadrature, for paths without a table of at most ``quad_max_k`` (<= SHAP_QUAD_MAX_K)
+//     elements: W_i = int_0^1 prod_{l != i} f_l(u) du with f_l = (1 - u) z_l + u o_l is a
+//     polynomial of degree k - 1, so nq = ceil(k / 2) Gauss-Legendre nodes give it exactly:
+//     A_t = a_t prod_l f_l(u_t) (nq products in registers, one pass over the elements), then
+//     per element v sum_t A_t g_l(u_t), g_l = (o_l - z_l) / f_l: (1 - z) / ((1 - u) z + u)
+//     when on, -1 / (1 - u) when off (so a zero z divides nothing). O(k nq) = O(k^2 / 2)
+//     with no per-row memory; the path method's O(k^2) EXTEND keeps its weights in local
+//     memory (L1 traffic per row) and its UNWOUND-SUMs cost k^2 more;
+//   * the path method (GPUTreeShap's EXTEND / UNWOUND-SUM, O(k^2)) for the other paths
+//     without a table (all of them when ``quad_max_k`` is 0: algorithm="path"), with the
+//     path weights in this thread's local memory; the reciprocals 1/n and 1/z come from
+//     tables (the CPU multiplies by the same reciprocals), so no division runs per row.
 // Contributions accumulate per thread in shared memory (acc[f * blockDim + tid]: a warp's
 // lanes hit consecutive words, no bank conflicts), or straight in ``out`` when F is too wide
 // for that; nothing is shared between threads, so there are no atomics and the order of
@@ -32,6 +40,10 @@
 #ifndef SHAP_MAX_K
 #define SHAP_MAX_K 30    // non-bias elements of a tabled path (tables.py _HARD_MAX_K)
 #endif
+#ifndef SHAP_QUAD_MAX_K
+#define SHAP_QUAD_MAX_K 16  // longest path (non-bias elements) the quadrature kernels hold
+#endif
+#define SHAP_QUAD_MAX_NQ ((SHAP_QUAD_MAX_K + 1) / 2)
 
 using dgboost::int64_t;
 
@@ -178,6 +190,8 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
     const double* __restrict__ table_values, const double* __restrict__ zero_fraction_inv,
     const double* __restrict__ recip, int n_groups, int acc_shared, long long slice_paths,
     const long long* __restrict__ slice_ptr, int n_slices, int slice_mode,
+    int quad_max_k, const double* __restrict__ gl_nodes,  // (nq, t) at nq * SHAP_QUAD_MAX_NQ + t
+    const double* __restrict__ gl_weights, const double* __restrict__ gl_off,  // gl_off: -1 / (1 - u)
     double* __restrict__ partial,
     double* __restrict__ out) {  // (n, n_groups, F + 1); the bias column is left alone
   extern __shared__ double acc_smem[];
@@ -231,6 +245,32 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
         const long long P = (B & low) | ((B >> (i + 1)) << i);
         const double c = ((B >> i) & 1) ? von : voff;
         acc[feature[s + i] * stride] += c * table_values[toff + i * half + P];
+      }
+    } else if (k <= quad_max_k) {  // quadrature (treeshap.py _block_quadrature)
+      const long long on = path_on_bits(x, s, k, feature, lower, upper, missing);
+      const int nq = (k + 1) / 2;
+      const long long base = nq * (long long)SHAP_QUAD_MAX_NQ;
+      double U[SHAP_QUAD_MAX_NQ], A[SHAP_QUAD_MAX_NQ];
+#pragma unroll
+      for (int t = 0; t < SHAP_QUAD_MAX_NQ; ++t) {
+        U[t] = t < nq ? gl_nodes[base + t] : 0.0;
+        A[t] = t < nq ? gl_weights[base + t] : 0.0;
+      }
+      for (int l = 0; l < k; ++l) {
+        const double z = zero_fraction[s + l];
+        const double ol = ((on >> l) & 1) ? 1.0 : 0.0;
+#pragma unroll
+        for (int t = 0; t < SHAP_QUAD_MAX_NQ; ++t)
+          if (t < nq) A[t] *= (1.0 - U[t]) * z + U[t] * ol;
+      }
+      for (int l = 0; l < k; ++l) {
+        const double z = zero_fraction[s + l];
+        const bool ol = (on >> l) & 1;
+        double w = 0.0;
+#pragma unroll
+        for (int t = 0; t < SHAP_QUAD_MAX_NQ; ++t)
+          if (t < nq) w += A[t] * (ol ? (1.0 - z) / ((1.0 - U[t]) * z + U[t]) : gl_off[base + t]);
+        acc[feature[s + l] * stride] += v * w;
       }
     } else {  // path method: EXTEND every element, UNWOUND-SUM each one
       const long long on = path_on_bits(x, s, k, feature, lower, upper, missing);
@@ -323,11 +363,6 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_rows(
   }
 #undef ACC
 }
-
-#ifndef SHAP_QUAD_MAX_K
-#define SHAP_QUAD_MAX_K 16  // longest path (non-bias elements) the quadrature kernel holds
-#endif
-#define SHAP_QUAD_MAX_NQ ((SHAP_QUAD_MAX_K + 1) / 2)
 
 // The end of a slice of paths (treeshap.py INTERACTION_SLICE_PATHS) for a thread-per-row
 // accumulator ``a`` ((F + 1) x F entries of stride n): the slice's sums, on the diagonal and

@@ -113,7 +113,9 @@ class CudaEngine:
     def path_dependent(self, table, rows, algorithm: str, weight_tables):
         from .gpu import shap_values_device
 
-        return shap_values_device(table, rows, self.max_table_bytes if algorithm == "table" else 0)
+        if algorithm == "table":
+            return shap_values_device(table, rows, self.max_table_bytes)
+        return shap_values_device(table, rows, 0, quad_max_k=0)  # EXTEND / UNWOUND-SUM, as the CPU's
 
     def interactions(self, table, rows, method: str | None):
         """The CPU's quadrature method on the GPU, whatever ``method`` (all give the same

@@ -1,7 +1,8 @@
 """TreeSHAP on a CUDA GPU: the path table and its weight tables on the device, one thread per row.
 
 ``kernels/treeshap_rows.cu`` runs the CPU engine's kernel (table method where a path has a
-weight table, EXTEND / UNWOUND-SUM otherwise) with one thread per row, summing the paths per
+weight table, else the quadrature up to ``treeshap.QUADRATURE_MAX_K`` elements, else
+EXTEND / UNWOUND-SUM) with one thread per row, summing the paths per
 slice of ``treeshap.SLICE_PATHS`` as the CPU does (for few rows, the slices run in parallel
 and their sums are added in order), so the values are bitwise those of the CPU engine with
 the same table budget, and do not depend on how the rows are batched or spread over
@@ -77,7 +78,9 @@ class DevicePathTable:
                                            where=table.zero_fraction != 0.0),
             "recip": np.divide(1.0, np.arange(_MAX_LEN + 2, dtype=np.float64),
                                out=np.zeros(_MAX_LEN + 2), where=np.arange(_MAX_LEN + 2) > 0),
+            **_node_constants(),
         }
+        self.host_nodes = host["gl_nodes"]
         self.arrays = {k: cupy.asarray(v) for k, v in host.items()}
         self._group_paths, self._group_ptr, self._n_paths = by_group, group_ptr, int(table.n_paths)
         self._slice_ptrs: dict = {}
@@ -132,7 +135,8 @@ def device_path_table(table: PathTable, max_table_bytes: int, max_k: int = DEFAU
     return _CACHE.get(key, lambda: DevicePathTable(table, max_table_bytes, max_k))
 
 
-def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int = DEFAULT_MAX_K):
+def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int = DEFAULT_MAX_K,
+                       quad_max_k: int | None = None):
     """Path-dependent SHAP contributions on the GPU.
 
     Parameters
@@ -142,6 +146,10 @@ def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int 
         F at least ``table.n_features``; NaN marks a missing value (converted to float32).
     max_table_bytes, max_k : int
         The weight-table budget (as :func:`~dgboost.explain.tables.build_tables`).
+    quad_max_k : int, optional
+        Paths without a table of at most this many elements take the quadrature, longer
+        ones EXTEND / UNWOUND-SUM; None: ``treeshap.QUADRATURE_MAX_K`` (the CPU's table
+        method), 0: the path method for all (the CPU's ``shap_values_path``).
 
     Returns
     -------
@@ -155,6 +163,11 @@ def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int 
     X = cupy.ascontiguousarray(cupy.asarray(rows, dtype=cupy.float32))
     n, F = X.shape
     dev = device_path_table(table, max_table_bytes, max_k)
+    quad_max_k = treeshap.QUADRATURE_MAX_K if quad_max_k is None else int(quad_max_k)
+    if not 0 <= quad_max_k <= _QUAD_MAX_K:
+        from ..errors import DGBoostValueError
+
+        raise DGBoostValueError(f"quad_max_k must be in [0, {_QUAD_MAX_K}], got {quad_max_k}")
     G = dev.n_groups
     out = cupy.empty((n, G, F + 1), dtype=cupy.float64)
     if n:
@@ -170,13 +183,13 @@ def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int 
         slice_paths = treeshap.SLICE_PATHS  # read per call: tests shrink it
         slice_ptr, n_slices = dev.slice_ptr(slice_paths)
         if n * G < _SLICES_BELOW and 1 < n_slices <= _MAX_GRID_Z:
-            _shap_rows_by_slice(dev, X, out, threads, shared, slice_paths, slice_ptr, n_slices)
+            _shap_rows_by_slice(dev, X, out, threads, shared, slice_paths, slice_ptr, n_slices, quad_max_k)
         else:
             # wide rows: the accumulator is a scratch row per thread (out takes whole slices)
             unused = cupy.empty(1, dtype=cupy.int64)  # a pointer the kernel does not read in this mode
             scratch = unused if shared else cupy.empty((n, G, F), dtype=cupy.float64)
             _launch_shap_rows(dev, X, out, threads, shared, slice_paths, unused, 1, False, scratch,
-                              (-(-n // threads), G, 1))
+                              (-(-n // threads), G, 1), quad_max_k)
     if dev.oversize is not None:  # paths deeper than the kernel holds: the CPU engine, then added
         extra = treeshap.shap_values_path(dev.oversize, cupy.asnumpy(X))
         extra[:, :, F] = 0.0
@@ -195,7 +208,7 @@ def _row_chunks(n: int, bytes_per_row: int, multiple: int):
 
 
 def _launch_shap_rows(dev, X, out, threads, shared, slice_paths, slice_ptr, n_slices, slice_mode, partial,
-                      grid) -> None:
+                      grid, quad_max_k) -> None:
     from ..backend._nvrtc import get_module
 
     a = dev.arrays
@@ -205,11 +218,12 @@ def _launch_shap_rows(dev, X, out, threads, shared, slice_paths, slice_ptr, n_sl
         (X, np.int64(n), np.int32(F), a["path_offsets"], a["group_paths"], a["group_ptr"], a["feature"],
          a["lower"], a["upper"], a["missing"], a["zero_fraction"], a["path_v"], a["table_offsets"],
          a["table_values"], a["zero_fraction_inv"], a["recip"], np.int32(dev.n_groups), np.int32(1 if shared else 0),
-         np.int64(slice_paths), slice_ptr, np.int32(n_slices), np.int32(1 if slice_mode else 0), partial, out),
+         np.int64(slice_paths), slice_ptr, np.int32(n_slices), np.int32(1 if slice_mode else 0),
+         np.int32(quad_max_k), a["gl_nodes"], a["gl_weights"], a["gl_off"], partial, out),
         shared_mem=threads * F * 8 if shared else 0)
 
 
-def _shap_rows_by_slice(dev, X, out, threads, shared, slice_paths, slice_ptr, n_slices) -> None:
+def _shap_rows_by_slice(dev, X, out, threads, shared, slice_paths, slice_ptr, n_slices, quad_max_k) -> None:
     """shap_rows' slice mode: (rows, groups, slices) blocks, then the slice sums added in
     order; in row chunks whose slice sums fit in _PARTIAL_BYTES."""
     import cupy
@@ -223,7 +237,7 @@ def _shap_rows_by_slice(dev, X, out, threads, shared, slice_paths, slice_ptr, n_
         partial = cupy.empty((n_slices, m, G, F), dtype=cupy.float64)
         rows_out = out[r0:r0 + m]
         _launch_shap_rows(dev, X[r0:r0 + m], rows_out, threads, shared, slice_paths, slice_ptr, n_slices, True,
-                          partial, (-(-m // threads), G, n_slices))
+                          partial, (-(-m // threads), G, n_slices), quad_max_k)
         total = m * G * F
         sum_kernel((int(min(-(-total // _FILL_THREADS), 1 << 20)),), (_FILL_THREADS,),
                    (partial, np.int64(m), np.int32(G), np.int32(F), np.int32(n_slices), rows_out))
@@ -236,21 +250,27 @@ _OPTIN_BYTES: dict = {}
 _FEW_ROWS = 1 << 15
 
 
-def _quadrature_arrays(table: PathTable, dev: DevicePathTable) -> dict:
-    """The quadrature kernel's per-node constants, uploaded once per device table: Gauss-
-    Legendre nodes and weights ((nq, t), row stride _QUAD_MAX_NQ), ``g_off`` = -1 / (1 - u)
-    per node and ``g_on`` = (1 - z) / ((1 - u) z + u) per element and node (paths of at most
-    _QUAD_MAX_K elements), the CPU's expressions evaluated the same way."""
-    import cupy
-
+def _node_constants() -> dict:
+    """Gauss-Legendre nodes and weights ((nq, t), row stride _QUAD_MAX_NQ) and ``g_off`` =
+    -1 / (1 - u) per node, as the CPU evaluates them; for both quadrature kernels."""
     from .tables import gauss_legendre_01
 
-    if dev.quadrature is not None:
-        return dev.quadrature
     nodes, weights = gauss_legendre_01(_QUAD_MAX_NQ)  # (nq + 1, _QUAD_MAX_NQ)
     g_off = np.zeros_like(nodes)
     for nq in range(1, _QUAD_MAX_NQ + 1):
         g_off[nq, :nq] = -1.0 / (1.0 - nodes[nq, :nq])
+    return {"gl_nodes": nodes, "gl_weights": weights, "gl_off": g_off}
+
+
+def _quadrature_arrays(table: PathTable, dev: DevicePathTable) -> dict:
+    """The interaction quadrature kernel's constants, uploaded once per device table: the
+    node constants (``dev.arrays``) and ``g_on`` = (1 - z) / ((1 - u) z + u) per element and
+    node (paths of at most _QUAD_MAX_K elements), the CPU's expressions evaluated the same way."""
+    import cupy
+
+    if dev.quadrature is not None:
+        return dev.quadrature
+    nodes = dev.host_nodes
     lengths = table.path_lengths.astype(np.int64)
     k_of = np.repeat(lengths - 1, lengths)  # per element: its path's k
     nq_of = (k_of + 1) // 2
@@ -261,8 +281,7 @@ def _quadrature_arrays(table: PathTable, dev: DevicePathTable) -> dict:
         u = nodes[nq_of[sel], t]
         f0 = (1.0 - u) * z[sel]
         g_on[sel, t] = (1.0 - z[sel]) / (f0 + u)
-    dev.quadrature = {"nodes": cupy.asarray(nodes), "weights": cupy.asarray(weights), "g_off": cupy.asarray(g_off),
-                      "g_on": cupy.asarray(g_on), "has_long": bool((lengths - 1 > _QUAD_MAX_K).any())}
+    dev.quadrature = {"g_on": cupy.asarray(g_on), "has_long": bool((lengths - 1 > _QUAD_MAX_K).any())}
     return dev.quadrature
 
 
@@ -328,7 +347,7 @@ def shap_interactions_device(table: PathTable, rows):
         grid = (-(-n // _THREADS), G)
         common = (X, np.int64(n), np.int32(F), a["path_offsets"], a["group_paths"], a["group_ptr"], a["feature"],
                   a["lower"], a["upper"], a["missing"], a["zero_fraction"])
-        quad_args = (a["path_v"], quad["nodes"], quad["weights"], quad["g_on"], quad["g_off"])
+        quad_args = (a["path_v"], a["gl_nodes"], a["gl_weights"], quad["g_on"], a["gl_off"])
         kind, per_block, shared = _interaction_layout(F, n, G)
         slice_paths = treeshap.interaction_slice_paths(F)  # per call: tests shrink the slices
         slice_ptr, n_slices = dev.slice_ptr(slice_paths)

@@ -246,6 +246,42 @@ def test_a_depth_40_tree_is_explained_exactly():
     np.testing.assert_allclose(iv.sum(-1), margin, rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_paths_without_a_table_take_the_quadrature_and_still_give_the_shapley_values(case):
+    _, ens, X = make_case(*case, zero_cover_prob=0.2)
+    table = extract_paths(ens)
+    none = build_tables(table, max_table_bytes=0)
+    got = shap_values_table(table, X, tables=none)
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, brute_force_shap(ens, X), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(got, shap_values_path(table, X), rtol=0, atol=1e-12)
+
+
+def test_the_quadrature_holds_paths_up_to_its_limit_and_longer_ones_take_the_path_method(monkeypatch):
+    from dgboost.explain import treeshap
+
+    rng = np.random.default_rng(21)
+    limit = treeshap.QUADRATURE_MAX_K
+    for depth in (limit, limit + 1):  # k = 16 takes 8 nodes; k = 17 the path method
+        ens = Ensemble()
+        ens.append(chain_tree(rng, n_features=24, depth=depth, distinct=True))
+        ens.append(chain_tree(rng, n_features=24, depth=depth - 3, distinct=True))
+        X = random_rows(rng, 40, 24, nan_prob=0.1)
+        table = extract_paths(ens)
+        assert (table.path_lengths - 1).max() == depth
+        none = build_tables(table, max_table_bytes=0)
+        got = shap_values_table(table, X, tables=none)
+        path = shap_values_path(table, X)
+        np.testing.assert_allclose(got.sum(-1), predict_margin(ens, X), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got, path, rtol=0, atol=1e-12)
+        long_only = table.select_paths(np.flatnonzero(table.path_lengths - 1 > limit))
+        if long_only.n_paths:  # beyond the limit: EXTEND / UNWOUND-SUM, the path method's bits
+            assert np.array_equal(shap_values_table(long_only, X, max_table_bytes=0),
+                                  shap_values_path(long_only, X))
+    monkeypatch.setattr(treeshap, "QUADRATURE_MAX_K", 0)  # no quadrature: the path method's bits
+    assert np.array_equal(shap_values_table(table, X, tables=none), path)
+
+
 def test_interventional_values_handle_paths_longer_than_one_bit_word():
     rng = np.random.default_rng(17)
     ens = Ensemble()

@@ -1,5 +1,5 @@
-"""A small GPU TreeSHAP job for compute-sanitizer: weight tables built on the device, the table
-and path methods, a mixed budget, outputs too wide for shared accumulators, interaction values by
+"""A small GPU TreeSHAP job for compute-sanitizer: weight tables built on the device, the table,
+quadrature and path methods, a mixed budget, outputs too wide for shared accumulators, interaction values by
 quadrature and by the path method (paths longer than 16), paths summed by slice (few rows: in
 parallel), and interventional SHAP on the GPU
 (kernels/treeshap_interventional.cu: margins and probabilities, shared and global accumulators).
@@ -18,7 +18,7 @@ for params, task, extra in [
     X, y, _ = make_synthetic(1500, 10, task=task, missing_rate=0.2, seed=2, **extra)
     booster = dgboost.train({**params, "max_bin": 32}, dgboost.DMatrix(X, y), 4, verbose_eval=False)
     rows = X[:97]  # not a multiple of any block size
-    for algorithm, budget in (("table", 1 << 28), ("path", 0), ("auto", 16 << 10)):
+    for algorithm, budget in (("table", 1 << 28), ("path", 0), ("table", 0), ("auto", 16 << 10)):
         explainer = dgboost.TreeExplainer(booster, device="cuda", algorithm=algorithm, max_table_bytes=budget)
         explainer.contributions(rows)
     explainer = dgboost.TreeExplainer(booster, device="cuda")

@@ -41,6 +41,26 @@ def test_a_small_table_budget_mixes_both_methods_and_is_still_the_cpus():
              cpu.contributions(X))
 
 
+@pytest.mark.parametrize("objective,depth", [("multi:softprob", 16), ("binary:logistic", 8)])
+def test_paths_without_a_table_take_the_quadrature_with_the_cpus_bits(objective, depth):
+    booster, X = _model(objective, depth, rounds=10)
+    cpu = dg.TreeExplainer(booster, max_table_bytes=0)
+    assert cpu.weight_tables().coverage(cpu.table) == 0.0
+    _bitwise(dg.TreeExplainer(booster, max_table_bytes=0, device="cuda").contributions(X), cpu.contributions(X))
+    # chains of 16 (the quadrature's limit) and 17 distinct features (the path method), with
+    # missing values and children without cover
+    from dgboost.testing.shap_oracle import chain_tree, random_rows
+    from dgboost.tree import Ensemble
+
+    rng = np.random.default_rng(5)
+    ens = Ensemble()
+    for d in (16, 17, 12):
+        ens.append(chain_tree(rng, n_features=24, depth=d, distinct=True))
+    rows = random_rows(rng, 700, 24, nan_prob=0.1)
+    _bitwise(dg.TreeExplainer(ens, max_table_bytes=0, device="cuda").contributions(rows),
+             dg.TreeExplainer(ens, max_table_bytes=0).contributions(rows))
+
+
 def test_weight_tables_built_on_the_gpu_are_bitwise_the_cpus():
     from dgboost.explain.gpu import DevicePathTable
     from dgboost.explain.tables import build_tables
