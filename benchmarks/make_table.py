@@ -66,6 +66,14 @@ def _train_gpu_section() -> list[str]:
                      f"| {c['metric_name']} {med(a, 'metric', spec='.4f')} / {med(b, 'metric', spec='.4f')} "
                      f"| {_mib(a.get('peak_memory_bytes_max'))} ({_mib((a.get('cupy_pool_peak_bytes') or {}).get('max'))})"
                      f" / {_mib(b.get('peak_memory_bytes_max'))} |")
+    for name, c in r.get("cases", {}).items():
+        gap = (c.get("metric_over_seeds") or {}).get("relative_gap_dgboost_worse")
+        if gap:
+            n = len(gap["runs"])
+            lines.append(f"\n{name}: over {n} more draws of the data (one run each), dgboost's {c['metric_name']} is "
+                         f"{abs(gap['mean']) * 100:.2f}% {'worse' if gap['mean'] > 0 else 'better'} than XGBoost's on "
+                         f"average (median {gap['median'] * 100:+.2f}%, from {gap['min'] * 100:+.2f}% to "
+                         f"{gap['max'] * 100:+.2f}%; + is worse): the gap on one draw is mostly the draw.")
     return lines
 
 

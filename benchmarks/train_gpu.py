@@ -433,6 +433,38 @@ def run_case(name: str, case: Case, data, args, device: Device) -> dict:
     return result
 
 
+def metric_over_seeds(name: str, case: Case, n_train: int, n_test: int, args, device: Device) -> dict:
+    """The held-out metric of both libraries on ``args.metric_seeds`` more draws of the data
+    (seeds ``args.seed + 1 ...``), one run each: how much of a metric gap is the model and how
+    much the draw (two equally good learners with different bin cuts differ per draw)."""
+    higher_is_better = METRIC[case.task] in ("auc", "accuracy")
+    per_lib: dict[str, list] = {lib: [] for lib in args.libraries}
+    gaps = []
+    rounds = max(args.warm_rounds + 3, int(round(case.rounds * args.rounds_scale)))
+    for seed in range(args.seed + 1, args.seed + 1 + args.metric_seeds):
+        X, y = make_data(device.xp, n_train + n_test, case.features, case.task, n_classes=case.n_classes,
+                         missing_rate=case.missing_rate, seed=seed)
+        data = (X[:n_train], y[:n_train], X[n_train:], y[n_train:])
+        got = {lib: run_once(lib, case, data, rounds, device, args)["metric"] for lib in args.libraries}
+        del X, y, data
+        for lib in args.libraries:
+            per_lib[lib].append(got[lib])
+        if "dgboost" in got and "xgboost" in got:
+            # relative gap, positive when dgboost is worse
+            gap = (got["xgboost"] / got["dgboost"] - 1) if higher_is_better else (got["dgboost"] / got["xgboost"] - 1)
+            gaps.append(gap)
+        print(f"  seed {seed}: " + ", ".join(f"{lib} {got[lib]:.4f}" for lib in args.libraries)
+              + (f" (dgboost worse by {gaps[-1] * 100:+.2f}%)" if gaps else ""), flush=True)
+    out = {"seeds": list(range(args.seed + 1, args.seed + 1 + args.metric_seeds)), "rounds": rounds,
+           "metric": {lib: per_lib[lib] for lib in args.libraries}}
+    if gaps:
+        out["relative_gap_dgboost_worse"] = {"mean": float(np.mean(gaps)), "median": float(np.median(gaps)),
+                                             "min": float(np.min(gaps)), "max": float(np.max(gaps)), "runs": gaps}
+        print(f"  {name}: dgboost's metric worse by {np.mean(gaps) * 100:+.2f}% on average over "
+              f"{len(gaps)} draws (from {min(gaps) * 100:+.2f}% to {max(gaps) * 100:+.2f}%)", flush=True)
+    return out
+
+
 # ---------------------------------------------------------------------------------------
 # report
 # ---------------------------------------------------------------------------------------
@@ -476,6 +508,9 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda", help="cuda (CuPy data) or cpu (NumPy data: harness check)")
     ap.add_argument("--threads", type=int, default=0, help="nthread on --device cpu (0: all)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--metric-seeds", type=int, default=0,
+                    help="after the timed runs, the held-out metric of both libraries on this many more "
+                         "draws of each case's data (one run each)")
     ap.add_argument("--out", default=None, help="JSON path (default benchmarks/results/train_gpu.json; "
                                                 "with --device cpu a file in the temp folder)")
     args = ap.parse_args(argv)
@@ -508,6 +543,10 @@ def main(argv=None) -> int:
             device.sync()
         print(f"{name}: {n_train:,} x {case.features} ({case.what})", flush=True)
         results[name] = run_case(name, case, data, args, device)
+        if args.metric_seeds > 0:
+            data, data_key = None, None  # the draws below replace the table on the device
+            device.reset()
+            results[name]["metric_over_seeds"] = metric_over_seeds(name, case, n_train, n_test, args, device)
     payload = {
         "device": args.device, "hardware": hardware, "versions": device.versions(),
         "scale": args.scale, "rounds_scale": args.rounds_scale, "repeats": args.repeats,
