@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DGBoostError, DGBoostValueError
+from ..errors import CommunicationError, DGBoostError, DGBoostValueError
 
 __all__ = ["check_partitions"]
 
@@ -62,7 +62,8 @@ def _to_numpy(value):
     return np.asarray(value)
 
 
-def check_partitions(client, dmatrix, params: dict | None, what: str = "data") -> list[dict]:
+def check_partitions(client, dmatrix, params: dict | None, what: str = "data",
+                     timeout: float | None = None) -> list[dict]:
     """Run the partition checks of ``dmatrix`` on the workers that hold the partitions.
 
     Parameters
@@ -73,6 +74,11 @@ def check_partitions(client, dmatrix, params: dict | None, what: str = "data") -
         Training parameters (labels are checked against the objective), or None.
     what : str
         How errors name the matrix ("data", "evaluation set 'valid'").
+    timeout : float, optional
+        Seconds to wait for all the checks (None: no limit). A check that does not finish
+        in time (its worker busy with a task that does not end, or its partition not
+        recomputed after a lost worker) raises CommunicationError instead of leaving the
+        caller waiting.
 
     Returns
     -------
@@ -83,11 +89,25 @@ def check_partitions(client, dmatrix, params: dict | None, what: str = "data") -
     ------
     DGBoostValueError
         Naming every bad partition (the first few), or a query group that spans partitions.
+    CommunicationError
+        When the checks did not all finish within ``timeout`` seconds.
     """
+    from distributed import wait
+
     futures = [client.submit(_check_partition, i, dmatrix.partition(i), dmatrix.has, dmatrix.missing,
                              dmatrix.feature_names, dmatrix._frame_columns, dmatrix.n_features, params,
                              pure=False)
                for i in range(dmatrix.n_partitions)]
+    if timeout is not None:
+        try:
+            wait(futures, timeout=timeout)
+        except TimeoutError:
+            late = [i for i, f in enumerate(futures) if f.status == "pending"]
+            client.cancel([futures[i] for i in late])
+            shown = ", ".join(str(i) for i in late[:_MAX_REPORTED]) + (" ..." if len(late) > _MAX_REPORTED else "")
+            raise CommunicationError(f"{what}: partition(s) {shown} could not be checked within {timeout:g} s "
+                                     "(a worker busy with a task that does not end, or a lost partition "
+                                     "not recomputed)") from None
     infos, errors = [], []
     for i, fut in enumerate(futures):
         try:

@@ -118,7 +118,8 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
         ``auto``: NCCL when every worker has its own GPU and trains on it, else XGBoost's
         Rabit collective on the host (also for CUDA workers that share one GPU).
     timeout : float
-        Seconds one collective may wait for a peer before the job fails.
+        Seconds one collective may wait for a peer before the job fails, and the preflight
+        checks of the partitions (on the workers that hold them) may take.
     checkpoint_dir, checkpoint_every, resume
         As for :func:`dgboost.train`: rank 0 writes the checkpoints, so ``checkpoint_dir``
         must be a path every worker can reach (a shared file system on a multi-host cluster).
@@ -182,8 +183,9 @@ def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int,
     for dm, name in evals:
         _check_features(dm, dtrain.n_features, dtrain.feature_names, f"evaluation set {name!r}")
     label_params = params if obj is None and not callable(params.get("objective")) else None
-    infos = check_partitions(client, dtrain, label_params, "training data")
-    eval_infos = [check_partitions(client, dm, label_params, f"evaluation set {name!r}") for dm, name in evals]
+    infos = check_partitions(client, dtrain, label_params, "training data", timeout)
+    eval_infos = [check_partitions(client, dm, label_params, f"evaluation set {name!r}", timeout)
+                  for dm, name in evals]
     if sum(i["rows"] for i in infos) == 0:
         raise DGBoostValueError("the training data has no rows (every partition is empty)")
     for dm, name in evals:

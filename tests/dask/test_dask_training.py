@@ -203,6 +203,21 @@ def test_a_worker_killed_mid_training_ends_train_with_an_error_and_the_client_tr
     assert out["booster"].to_json() == dg.train(params, dg.DMatrix(x, y), 3).to_json()
 
 
+def test_partition_checks_that_cannot_run_end_train_with_a_communication_error_within_the_timeout(dask_client):
+    client = dask_client(1)
+    x, y, _ = _data()
+    dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 6)), da.from_array(y, chunks=(CHUNKS,)))
+    # the only worker thread is taken (as by a task that does not end): no check can run
+    blocker = client.submit(time.sleep, 8, pure=False)
+    while not client.processing() or not any(client.processing().values()):
+        time.sleep(0.05)
+    start = time.monotonic()
+    with pytest.raises(dg.CommunicationError, match=r"partition\(s\) 0, 1, 2, 3, 4 could not be checked within 1 s"):
+        dxgb.train(client, {"objective": "binary:logistic", "max_depth": 2}, dtrain, 2, timeout=1, verbose_eval=False)
+    assert time.monotonic() - start < 5
+    blocker.result()  # the worker is free again for the next test
+
+
 def test_two_jobs_in_a_row_on_one_worker_each_train_their_own_model(dask_client):
     x, y, _ = _data()
     client = dask_client(1)
