@@ -61,6 +61,30 @@ def test_paths_without_a_table_take_the_quadrature_with_the_cpus_bits(objective,
              dg.TreeExplainer(ens, max_table_bytes=0).contributions(rows))
 
 
+@pytest.mark.filterwarnings("ignore:LightGBM binary classifier:UserWarning")
+def test_imported_lightgbm_and_scikit_learn_models_are_explained_with_the_cpus_bits():
+    import lightgbm as lgb
+    from sklearn.ensemble import GradientBoostingClassifier, RandomForestRegressor
+
+    X, y, _ = make_synthetic(3000, 10, task="multiclass", n_classes=3, missing_rate=0.1, seed=4)
+    dense = np.nan_to_num(X)  # scikit-learn's trees take no missing values
+    kw = {"n_estimators": 20, "num_leaves": 63, "verbose": -1, "random_state": 0}
+    models = {
+        "lightgbm regression": (lgb.LGBMRegressor(**kw).fit(X, y), X),
+        "lightgbm binary": (lgb.LGBMClassifier(**kw).fit(X, y > 0), X),
+        "lightgbm multiclass": (lgb.LGBMClassifier(**kw).fit(X, y), X),
+        "sklearn gradient boosting multiclass": (
+            GradientBoostingClassifier(n_estimators=10, max_depth=5, random_state=0).fit(dense, y), dense),
+        "sklearn random forest": (RandomForestRegressor(n_estimators=5, max_depth=12, random_state=0).fit(dense, y),
+                                  dense),
+    }
+    for name, (model, rows) in models.items():
+        cpu = dg.TreeExplainer(model, max_table_bytes=BUDGET)
+        gpu = dg.TreeExplainer(model, device="cuda", max_table_bytes=BUDGET)
+        _bitwise(gpu.contributions(rows[:500]), cpu.contributions(rows[:500]))
+        _bitwise(gpu.contributions(rows[:60], interactions=True), cpu.contributions(rows[:60], interactions=True))
+
+
 def test_weight_tables_built_on_the_gpu_are_bitwise_the_cpus():
     from dgboost.explain.gpu import DevicePathTable
     from dgboost.explain.tables import build_tables
