@@ -5,7 +5,8 @@ partition their rows, build the histogram of the smaller child of each split, al
 those histograms across ranks (int64, exact), derive each sibling by subtraction and
 evaluate the children's best splits. ``depthwise`` expands every splittable node of a
 level in one batch (the 2017 GPU paper's level-wise growth); ``lossguide`` expands the
-single best node at a time, computing the next best nodes' splits ahead in the same batch.
+single best node at a time, computing the next best nodes' splits (and their children's)
+ahead in the same batch.
 
 A batch's bookkeeping stays on the backend's device as int64 node records
 (:data:`dgboost._layout.NODE_RECORD_FIELDS`: split decision, global sums, row segment):
@@ -169,6 +170,9 @@ class _Batch:
     ids: np.ndarray
     paths: list | None = None  # per row, the features its ancestors split on (interaction constraints)
     bounds: object = None  # backend float64 (m, 2) weight bounds per row (monotone constraints)
+    # lossguide: the children of every row, split ahead in the same device batch (rows 2r and
+    # 2r + 1 for row r), or None
+    ahead: "_Batch | None" = None
 
     def can_split(self, row: int) -> bool:
         return self.hist is not None and self.host[row, FEATURE] >= 0
@@ -353,8 +357,12 @@ class TreeGrower:
         heap (up to ``_LOOKAHEAD`` nodes a batch), split ahead on the device: a node split
         ahead only reorders the rows of its own segment, so if its turn never comes (the
         leaf budget runs out) the tree is unchanged, and when it comes its children are
-        already there. Ids are given at each node's turn: the tree is the one strict
-        best-first growth builds, with a fraction of its reads.
+        already there. The same batch also splits those children (``_split(ahead=True)``:
+        grandchildren, while their histograms stay within the budget): the best leaf is
+        often a child just made, and its children are then already there too. Ids are given
+        at each node's turn: the tree is the one strict best-first growth builds, with a
+        fraction of its reads (H100, 10M x 28, 255 leaves: 47.6 -> 25.7 batches a tree,
+        50 -> 33 ms a round).
         """
         max_leaves = self.params.max_leaves
         # children's column masks seeded by node id need the ids first: no splits ahead then
@@ -362,6 +370,9 @@ class TreeGrower:
         lookahead = 1
         if self.sampler.rates[2] >= 1.0:
             lookahead = max(1, min(_LOOKAHEAD, _LOOKAHEAD_HIST_BYTES // per_node))
+        # a batch's children split ahead too (grandchildren: twice the children's histograms),
+        # unless their masks need their ancestors' features (interaction constraints)
+        two_levels = lookahead > 1 and self.interactions is None
         where = {0: (root, 0)}  # splittable node id -> (batch, row)
         ready: dict[int, tuple[_Batch, int]] = {}  # node id -> (batch of its children, j): rows 2j, 2j + 1
         heap = [(-root.gain(0), 0)] if root.splittable().size else []
@@ -372,8 +383,9 @@ class TreeGrower:
                 budget = lookahead if max_leaves <= 0 else min(lookahead, max_leaves - n_leaves)
                 group = [nid] + [n for _, n in heapq.nsmallest(budget - 1, heap) if n not in ready]
                 child_ids = t.n + np.arange(2) if len(group) == 1 else None
+                ahead = two_levels and 3 * len(group) * per_node <= _LOOKAHEAD_HIST_BYTES
                 children = self._split([where[n] for n in group], t.depth[group] + 1, child_ids,
-                                       tree_index, tree_mask)
+                                       tree_index, tree_mask, ahead=ahead)
                 for j, n in enumerate(group):
                     ready[n] = (children, j)
             children, j = ready.pop(nid)
@@ -387,6 +399,8 @@ class TreeGrower:
                 if self._can_split_at(depth) and children.can_split(r):
                     where[int(ids[side])] = (children, r)
                     heapq.heappush(heap, (-children.gain(r), int(ids[side])))
+                    if children.ahead is not None:  # its children are already there
+                        ready[int(ids[side])] = (children.ahead, r)
             n_leaves += 1
 
     def _parents(self, nodes: list[tuple[_Batch, int]]):
@@ -412,15 +426,17 @@ class TreeGrower:
         return batch.records[index], batch.hist, index, batch.bounds[index] if bounded else None
 
     def _split(self, nodes: list[tuple[_Batch, int]], child_depths: np.ndarray, child_ids, tree_index: int,
-               tree_mask) -> _Batch:
+               tree_mask, ahead: bool = False) -> _Batch:
         """Split ``nodes`` (valid splits; (batch, row) each) on the device and read their children.
 
         Returns the batch of the children, rows 2j and 2j + 1 for the j-th node, evaluated
         when some child's depth allows another split (the caller checks each child's
         depth). ``child_ids`` (2k,) are their node ids when known now (column masks by node
         need them), else None: the batch's ids are then -1 until the caller sets them.
+        ``ahead``: every evaluated child is split too, in the same device batch, before the
+        one read (``_Batch.ahead``; children without a valid split get empty ones): a
+        lossguide step that picks one of these children finds its children there.
         """
-        backend, comm = self.backend, self.comm
         k = len(nodes)
         evaluate = any(self._can_split_at(int(d)) for d in child_depths)
         parents, parent_hist, index, parent_bounds = self._parents(nodes)
@@ -429,24 +445,45 @@ class TreeGrower:
             paths = [b.paths[r] | {int(b.host[r, FEATURE])} for b, r in nodes for _ in (0, 1)]
         masks = (self._node_masks(child_ids, np.repeat(child_depths, 2), tree_index, tree_mask, paths)
                  if evaluate else None)
-
         # this rank's rows under the parents, known from their host records: sizes the launches
-        # (a few small leaves need not start a grid for every row)
+        # (a few small leaves need not start a grid for every row); the children's are among them
         n_rows = sum(int(b.host[r, END] - b.host[r, BEGIN]) for b, r in nodes)
+        children, hist, bounds = self._split_on_device(parents, parent_hist, index, parent_bounds, n_rows,
+                                                       masks if evaluate else False)
+        grand = None
+        grand_depths = np.repeat(child_depths, 2) + 1
+        if ahead and hist is not None and any(self._can_split_at(int(d) - 1) for d in grand_depths):
+            grand_evaluate = any(self._can_split_at(int(d)) for d in grand_depths)
+            grand_masks = (self._node_masks(None, np.repeat(grand_depths, 2), tree_index, tree_mask)
+                           if grand_evaluate else False)
+            grand = self._split_on_device(children, hist, None, bounds, n_rows, grand_masks)
+        ids = np.full(2 * k, -1, np.int64) if child_ids is None else np.asarray(child_ids, np.int64)
+        batch = _Batch(children, hist, self.backend.to_host(children), ids, paths, bounds)
+        if grand is not None:
+            records, grand_hist, grand_bounds = grand
+            batch.ahead = _Batch(records, grand_hist, self.backend.to_host(records),
+                                 np.full(4 * k, -1, np.int64), None, grand_bounds)
+        return batch
+
+    def _split_on_device(self, parents, parent_hist, index, parent_bounds, n_rows: int, masks):
+        """Partition the rows of ``parents`` by their splits, make the children's records
+        and bounds, and (``masks`` not False: the children's column masks or None) build,
+        allreduce and evaluate their histograms. Returns (children, hist or None, bounds),
+        all on the device."""
+        backend, comm = self.backend, self.comm
         counts = backend.partition(self.binned.bins_by_feature, self.rows, parents, max_rows=n_rows)
         # global row counts of the children pick the smaller one to build: the same choice on
         # every rank, and the least work (a hessian sum can favour the child with more rows)
         children, build_segments, build_left = backend.split_nodes(parents, counts, comm.allreduce_sum(counts))
         bounds = self._child_bounds(parents, parent_bounds)
         hist = None
-        if evaluate:
+        if masks is not False:
             built = comm.allreduce_sum(backend.build_histograms(
                 self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments, max_rows=n_rows))
             hist = backend.children_histograms(parent_hist, index, built, build_left)
             backend.evaluate_splits(hist, children, self.cut_ptrs, masks, self.scale_g, self.scale_h,
                                     self.params, **self._monotone_args(bounds))
-        ids = np.full(2 * k, -1, np.int64) if child_ids is None else np.asarray(child_ids, np.int64)
-        return _Batch(children, hist, backend.to_host(children), ids, paths, bounds)
+        return children, hist, bounds
 
     def _grow_whole_levels(self, root, root_hist, root_bounds, t: _Nodes, tree_index: int, tree_mask) -> None:
         """Grow every level of 2**d slots on the device, then read them all once into ``t``."""

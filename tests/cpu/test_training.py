@@ -412,3 +412,32 @@ def test_lossguide_with_splits_computed_ahead_builds_the_strict_best_first_tree(
         reads.append(count[0])
     assert models[0] == models[1]
     assert reads[0] < reads[1] / 2  # the point of splitting ahead: far fewer device round trips
+
+
+def test_lossguide_children_split_ahead_give_the_same_tree_with_fewer_device_batches(monkeypatch):
+    from dgboost import grower
+
+    rng = np.random.default_rng(23)
+    x = rng.normal(size=(4000, 6)).astype(np.float32)
+    x[rng.random(x.shape) < 0.1] = np.nan
+    y = (np.nan_to_num(x[:, 0]) * 2 + np.sin(np.nan_to_num(x[:, 1]) * 3) + rng.normal(scale=0.3, size=4000)
+         ).astype(np.float32)
+    params = {"objective": "reg:squarederror", "grow_policy": "lossguide", "max_leaves": 48, "max_depth": 0,
+              "max_bin": 32}
+    real = grower.TreeGrower._split
+    models, batches, ahead_used = [], [], []
+    for two_levels in (True, False):
+        count, used = [0], [0]
+
+        def split(self, *args, ahead=False, _two=two_levels, _count=count, _used=used, **kw):
+            _count[0] += 1
+            _used[0] += bool(ahead and _two)
+            return real(self, *args, ahead=ahead and _two, **kw)
+
+        monkeypatch.setattr(grower.TreeGrower, "_split", split)
+        models.append(dg.train(params, dg.DMatrix(x, y), 4, verbose_eval=False).save_raw("json"))
+        batches.append(count[0])
+        ahead_used.append(used[0])
+    assert models[0] == models[1]
+    assert ahead_used[0] > 0 and ahead_used[1] == 0
+    assert batches[0] < 0.8 * batches[1]
