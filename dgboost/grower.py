@@ -458,12 +458,11 @@ class TreeGrower:
                            if grand_evaluate else False)
             grand = self._split_on_device(children, hist, None, bounds, n_rows, grand_masks)
         ids = np.full(2 * k, -1, np.int64) if child_ids is None else np.asarray(child_ids, np.int64)
-        if grand is None:
-            return _Batch(children, hist, self.backend.to_host(children), ids, paths, bounds)
-        records, grand_hist, grand_bounds = grand
-        host = self.backend.to_host(self.backend.xp.concatenate([children, records]))  # one read for both
-        batch = _Batch(children, hist, host[:2 * k], ids, paths, bounds)
-        batch.ahead = _Batch(records, grand_hist, host[2 * k:], np.full(4 * k, -1, np.int64), None, grand_bounds)
+        batch = _Batch(children, hist, self.backend.to_host(children), ids, paths, bounds)
+        if grand is not None:
+            records, grand_hist, grand_bounds = grand
+            batch.ahead = _Batch(records, grand_hist, self.backend.to_host(records),
+                                 np.full(4 * k, -1, np.int64), None, grand_bounds)
         return batch
 
     def _split_on_device(self, parents, parent_hist, index, parent_bounds, n_rows: int, masks):
