@@ -74,6 +74,17 @@ def _train_gpu_section() -> list[str]:
                          f"{abs(gap['mean']) * 100:.2f}% {'worse' if gap['mean'] > 0 else 'better'} than XGBoost's on "
                          f"average (median {gap['median'] * 100:+.2f}%, from {gap['min'] * 100:+.2f}% to "
                          f"{gap['max'] * 100:+.2f}%; + is worse): the gap on one draw is mostly the draw.")
+        pooled = c.get("all_runs_pooled")
+        if pooled:
+            lo, hi = pooled["dgboost_min_max_s"]
+            lines.append(f"\n{name}: over {pooled['n_runs_each']} runs of each library in {1 + len(c.get('other_runs', []))} "
+                         f"processes, median {pooled['dgboost_median_s'] * 1e3:.2f} ms a round for dgboost "
+                         f"({lo * 1e3:.1f}-{hi * 1e3:.1f}) and {pooled['xgboost_median_s'] * 1e3:.2f} for XGBoost "
+                         f"({pooled['xgboost_min_max_s'][0] * 1e3:.1f}-{pooled['xgboost_min_max_s'][1] * 1e3:.1f}): "
+                         f"{pooled['ratio_of_medians']:.2f}x; per process from "
+                         f"{min(o['ratio_of_medians'] for o in c['other_runs'] + [{'ratio_of_medians': c['ratios_dgboost_over_xgboost']['per_round']}]):.2f}x to "
+                         f"{max(o['ratio_of_medians'] for o in c['other_runs'] + [{'ratio_of_medians': c['ratios_dgboost_over_xgboost']['per_round']}]):.2f}x "
+                         "(dgboost's lossguide waits on the host, and its time varies from run to run).")
     return lines
 
 
