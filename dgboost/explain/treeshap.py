@@ -229,8 +229,9 @@ def _flush_slice(acc, out, r0, nb):
 @njit(cache=True, nogil=True)
 def _block_quadrature(zf, feature, on, s, k, nb, gl_nodes, gl_weights, A, w, acc, g, v):
     """acc[g, feature_l, r] += v (o_l - z_l) W_l for every element l of the path at ``s``
-    (k elements) and row r of the block, by Gauss-Legendre quadrature: ``W_l = int_0^1 prod_{m != l} f_m(u) du``
-    with ``f_m = (1 - u) z_m + u o_m`` is a polynomial of degree k - 1, exact with
+    (k elements) and row r of the block, by Gauss-Legendre quadrature:
+    ``W_l = int_0^1 prod_{m != l} f_m(u) du`` with ``f_m = (1 - u) z_m + u o_m`` is a
+    polynomial of degree k - 1, exact with
     ``nq = ceil(k / 2)`` nodes. A[t, r] = a_t prod_m f_m(u_t); then per element
     ``v sum_t A[t] g_l(u_t)``, ``g_l = (o_l - z_l) / f_l``: (1 - z) / ((1 - u) z + u) when
     on, -1 / (1 - u) when off (a zero z divides nothing). ``A``: (>= nq, nb) scratch, ``w``:
@@ -389,7 +390,7 @@ def _run_shap(table: PathTable, X, tab_off, tab_vals, block_rows, quad_max_k: in
     out = np.zeros((n, table.n_groups, F + 1), dtype=np.float64)
     if n == 0:
         return out
-    gl_nodes, gl_weights = gauss_legendre_01((QUADRATURE_MAX_K + 1) // 2)
+    gl_nodes, gl_weights = gauss_legendre_01(max(1, (quad_max_k + 1) // 2))
     _shap_kernel(Xf, table.path_offsets, table.feature, table.lower, table.upper,
                  table.is_missing_branch, table.zero_fraction, table.path_v, table.path_group,
                  tab_off, tab_vals, table.n_groups, max(table.max_length, 1),
