@@ -190,17 +190,18 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     results = []
-    for w in [int(v) for v in args.workers.split(",")]:
-        print(f"{w} worker(s), {args.rows:,} x {FEATURES}, {args.rounds} rounds, SHAP of {args.shap_rows:,} rows",
-              flush=True)
-        results.append(run(args.device, w, args.rows, args.shap_rows, args.rounds, args.repeats))
     payload = {"benchmark": "scaling", "device": args.device, "rows": args.rows, "features": FEATURES,
                "shap_rows": args.shap_rows, "rounds": args.rounds, "repeats": args.repeats,
                "params": _params(args.device, args.rounds), "machine": machine(),
                "versions": versions("dgboost", "xgboost", "dask", "distributed", "numpy", "cupy", "dask_cuda"),
                "results": results}
-    payload["table"] = table_lines(payload)
-    path = write_result(f"scaling-{args.device}", payload, args.output)
+    for w in [int(v) for v in args.workers.split(",")]:
+        print(f"{w} worker(s), {args.rows:,} x {FEATURES}, {args.rounds} rounds, SHAP of {args.shap_rows:,} rows",
+              flush=True)
+        results.append(run(args.device, w, args.rows, args.shap_rows, args.rounds, args.repeats))
+        # written after every worker count: a run stopped part-way keeps the counts it finished
+        payload["table"] = table_lines(payload)
+        path = write_result(f"scaling-{args.device}", payload, args.output)
     print(f"\n{'workers':>7} | {'train dgboost':>13} | {'train xgboost':>13} | {'ratio':>5} | "
           f"{'SHAP dgb rows/s':>15} | {'SHAP xgb rows/s':>15} | {'ratio':>5}")
     for r in results:
