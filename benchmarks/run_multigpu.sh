@@ -12,11 +12,11 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 export PYTHONPATH=$PWD/.site:$PWD
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpus.txt"
 nvidia-smi topo -m > "$OUT/topo.txt" 2>&1
-git rev-parse --short HEAD 2>/dev/null | tee "$OUT/commit.txt"
+
 start=$(date +%s)
 timeout "$test_s" python3 -m pytest -q -m "gpu or mgpu" tests/gpu/test_multi_gpu.py -p no:cacheprovider \
   --durations=0 --junitxml="$OUT/mgpu_tests.xml" > "$OUT/mgpu_tests.log" 2>&1
 echo "mgpu tests: exit $? after $(( $(date +%s) - start )) s"; tail -n 25 "$OUT/mgpu_tests.log"
 python3 benchmarks/scaling.py --device cuda --workers "$workers" --rows 40000000 --shap-rows "$shap_rows" \
-  --rounds 100 --repeats 3 --output "$OUT/scaling_multigpu.json" 2>&1 | grep -v "^\s*$" > "$OUT/scaling.log"
+  --rounds 100 --repeats 3 --profile --output "$OUT/scaling_multigpu.json" 2>&1 | grep -v "^\s*$" > "$OUT/scaling.log"
 tail -n 30 "$OUT/scaling.log"

@@ -9,7 +9,8 @@ times, taking turns:
 
 * training: timed from the persisted arrays to the returned model (DaskDMatrix + train:
   everything the user's call pays), depth 8, eta 0.1, 256 bins, ``--rounds`` rounds;
-* SHAP: ``--shap-rows`` rows of the same data explained with the library's own model, timed
+* SHAP: ``--shap-rows`` rows of the same data (an equal share from every partition, so every
+  worker explains rows) explained with the library's own model, timed
   from the call to all output blocks computed and held on the workers (``persist`` + wait;
   nothing gathered), reported as rows/s.
 
@@ -65,6 +66,30 @@ def make_data(client, rows: int, n_workers: int, device: str):
     return X, y
 
 
+def rows_from_every_partition(X, rows: int):
+    """About ``rows`` rows of ``X``: the first ``rows / partitions`` of each partition.
+
+    Each piece is computed where its partition lives, so every worker explains its share
+    (the first ``rows`` rows would sit in one partition, on one worker).
+    """
+    import dask.array as da
+
+    per = -(-rows // X.numblocks[0])
+    return da.concatenate([X.blocks[i][: min(per, X.chunks[0][i])] for i in range(X.numblocks[0])])
+
+
+def rows_per_worker(client, X) -> dict:
+    """{worker address: rows of ``X`` it holds}: a training job is as slow as its fullest worker."""
+    from distributed import futures_of
+
+    chunk_rows = dict(zip(((X.name, i, 0) for i in range(X.numblocks[0])), X.chunks[0]))
+    held: dict = {}
+    for key, workers in client.who_has(futures_of(X)).items():
+        if workers:
+            held[workers[0]] = held.get(workers[0], 0) + int(chunk_rows.get(tuple(key), 0))
+    return dict(sorted(held.items()))
+
+
 def _params(device: str, rounds: int) -> dict:
     return {"objective": "binary:logistic", "max_depth": 8, "eta": 0.1, "max_bin": 256,
             "tree_method": "hist", "device": device}
@@ -84,6 +109,32 @@ def train_xgboost(client, X, y, params, rounds):
 
     dtrain = xgb.dask.DaskQuantileDMatrix(client, X, y, max_bin=params["max_bin"])
     return xgb.dask.train(client, params, dtrain, rounds, verbose_eval=False)["booster"]
+
+
+def profile_dgboost(client, X, y, params, rounds) -> dict:
+    """One more dgboost job (untimed) with ``profile=True``: where its time went."""
+    import dgboost.dask as dxgb
+
+    dtrain = dxgb.DaskDMatrix(client, X, y)
+    return dxgb.train(client, {k: v for k, v in params.items() if k != "tree_method"}, dtrain, rounds,
+                      verbose_eval=False, profile=True)["profile"]
+
+
+def profile_lines(prof: dict) -> list[str]:
+    """A few lines on a profile: the client's stages, then each rank's."""
+    c = prof["client"]
+    lines = ["    client: " + ", ".join(f"{k[:-2]} {v:.3f}" for k, v in c.items()) + " s"]
+    for r, rank in enumerate(prof["ranks"]):
+        coll = rank["collectives"]
+        calls = sum(v["calls"] for v in coll.values())
+        rounds = max(rank["rounds"], 1)
+        lines.append(
+            f"    rank {r} ({rank['rows']:,} rows): dispatch {rank['dispatch_s']:.3f}, data {rank['data_s']:.3f}, "
+            f"comm open {rank['comm_open_s']:.3f}, setup {rank['setup_s']:.3f}, rounds {rank['rounds_s']:.3f} s "
+            f"(median round {1e3 * rank['round_s_median']:.2f} ms); collectives {calls / rounds:.0f} a round, "
+            f"{sum(v['bytes'] for v in coll.values()) / rounds / 2**20:.2f} MiB a round, waiting for their inputs "
+            f"{sum(v['producer_s'] for v in coll.values()):.3f} s, in them {sum(v['collective_s'] for v in coll.values()):.3f} s")
+    return lines
 
 
 def shap_dgboost(client, booster, X):
@@ -121,14 +172,20 @@ def _summary(times: list[float]) -> dict:
     return {"median": statistics.median(times), "min": min(times), "max": max(times), "runs": times}
 
 
-def run(device: str, n_workers: int, rows: int, shap_rows: int, rounds: int, repeats: int) -> dict:
-    from distributed import Client
+def run(device: str, n_workers: int, rows: int, shap_rows: int, rounds: int, repeats: int,
+        profile: bool = False) -> dict:
+    from distributed import Client, wait
 
     params = _params(device, rounds)
     with _cluster(device, n_workers) as cluster, Client(cluster) as client:
         client.wait_for_workers(n_workers, timeout=120)
         X, y = make_data(client, rows, n_workers, device)
-        Xs = X[:shap_rows].persist()
+        Xs = rows_from_every_partition(X, shap_rows).persist()
+        wait(Xs)
+        shap_rows = Xs.shape[0]
+        placement = {"train": rows_per_worker(client, X), "shap": rows_per_worker(client, Xs)}
+        print(f"  rows per worker: training {sorted(placement['train'].values())}, "
+              f"SHAP {sorted(placement['shap'].values())}", flush=True)
         libs = {"dgboost": (train_dgboost, shap_dgboost), "xgboost": (train_xgboost, shap_xgboost)}
         # warm-up: imports on the workers, kernel compilation, allocator pools
         small, small_y = X[: min(rows, 20_000)].persist(), y[: min(rows, 20_000)].persist()
@@ -150,7 +207,11 @@ def run(device: str, n_workers: int, rows: int, shap_rows: int, rounds: int, rep
                 del out
                 print(f"  workers={n_workers} {name:8s} repeat {k}: train {train_times[name][-1]:.2f} s, "
                       f"SHAP {shap_rates[name][-1]:,.0f} rows/s", flush=True)
-    result = {"workers": n_workers, "train_s": {n: _summary(t) for n, t in train_times.items()},
+        prof = profile_dgboost(client, X, y, params, rounds) if profile else None
+    if prof is not None:
+        print("\n".join(profile_lines(prof)), flush=True)
+    result = {"workers": n_workers, "shap_rows": shap_rows, "rows_per_worker": placement, "dgboost_profile": prof,
+              "train_s": {n: _summary(t) for n, t in train_times.items()},
               "shap_rows_per_s": {n: _summary(r) for n, r in shap_rates.items()}}
     result["train_ratio"] = result["train_s"]["dgboost"]["median"] / result["train_s"]["xgboost"]["median"]
     result["shap_ratio"] = (result["shap_rows_per_s"]["dgboost"]["median"]
@@ -186,6 +247,8 @@ def main(argv=None) -> None:
     parser.add_argument("--shap-rows", type=int, default=4_000_000)
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--profile", action="store_true",
+                        help="after the timed runs, one more dgboost job with profile=True (where its time went)")
     parser.add_argument("--output", default=None, help="result JSON (default: results/scaling-<device>.json)")
     args = parser.parse_args(argv)
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
@@ -198,7 +261,7 @@ def main(argv=None) -> None:
     for w in [int(v) for v in args.workers.split(",")]:
         print(f"{w} worker(s), {args.rows:,} x {FEATURES}, {args.rounds} rounds, SHAP of {args.shap_rows:,} rows",
               flush=True)
-        results.append(run(args.device, w, args.rows, args.shap_rows, args.rounds, args.repeats))
+        results.append(run(args.device, w, args.rows, args.shap_rows, args.rounds, args.repeats, args.profile))
         # written after every worker count: a run stopped part-way keeps the counts it finished
         payload["table"] = table_lines(payload)
         path = write_result(f"scaling-{args.device}", payload, args.output)

@@ -14,17 +14,20 @@ fail or time out and free their workers), so the same client can train again.
 from __future__ import annotations
 
 import sys
+import time
 import uuid
 import warnings
 from typing import Any, Callable, Sequence
 
 from ..checkpoint import checkpointer_for
+from ..comm.timed import TimedComm
 from ..errors import CommunicationError, DGBoostTypeError, DGBoostValueError
 from ..training import _check_features
 from ._communicator import make_spec, open_comm, release_spec
 from ._matrix import DaskDMatrix, as_rank_dmatrix
 from ._placement import place
 from ._preflight import check_partitions
+from ._profile import RankClock, job_profile
 
 __all__ = ["train"]
 
@@ -43,6 +46,7 @@ def _rank_task(rank: int, world_size: int, spec: dict, params: dict, train_parts
     from .. import training
     from ..params import parse_params
 
+    started_at, t0 = time.time(), time.perf_counter()
     p = parse_params(params)
     if not p.nthread:
         # as xgboost.dask, a rank uses its worker's threads, not every core of a shared machine;
@@ -56,12 +60,28 @@ def _rank_task(rank: int, world_size: int, spec: dict, params: dict, train_parts
         _use_worker_gpu(p)
     dtrain = as_rank_dmatrix(train_parts, **train_meta)
     evals = [(as_rank_dmatrix(parts, **meta), name) for parts, meta, name in eval_sets]
+    t_data = time.perf_counter()
     history: dict = {}
+    profile = options["profile"]
+    clock = RankClock() if profile else None
+    kwargs = {k: v for k, v in options.items() if k not in ("verbose_eval", "profile")}
+    if clock is not None:
+        kwargs["callbacks"] = [*kwargs["callbacks"], clock]
     with open_comm(spec, rank, world_size) as comm:
+        t_comm = time.perf_counter()
+        if profile and world_size > 1:
+            comm = TimedComm(comm)
         booster = training.train(params, dtrain, num_boost_round, evals=evals, evals_result=history,
-                                 comm=comm, verbose_eval=options["verbose_eval"] if rank == 0 else False,
-                                 **{k: v for k, v in options.items() if k != "verbose_eval"})
-    return (booster if rank == 0 else None), history
+                                 comm=comm, verbose_eval=options["verbose_eval"] if rank == 0 else False, **kwargs)
+        t_trained = time.perf_counter()
+    if not profile:
+        return (booster if rank == 0 else None), history, None
+    marks = clock.marks()
+    stages = {"started_at": started_at, "rows": dtrain.num_row(), "data_s": t_data - t0,
+              "comm_open_s": t_comm - t_data, "setup_s": (clock._start or t_trained) - t_comm, **marks,
+              "comm_close_s": time.perf_counter() - t_trained, "total_s": time.perf_counter() - t0,
+              "collectives": comm.stats if isinstance(comm, TimedComm) else {}}
+    return (booster if rank == 0 else None), history, stages
 
 
 def _use_worker_gpu(p) -> None:
@@ -98,7 +118,8 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
           feval: Callable | None = None, early_stopping_rounds: int | None = None, xgb_model=None,
           verbose_eval: bool | int = True, callbacks: Sequence | None = None, custom_metric: Callable | None = None,
           communicator: str = "auto", timeout: float = 300.0, checkpoint_dir=None,
-          checkpoint_every: int | None = None, resume: bool = False, retries: int = 0) -> dict:
+          checkpoint_every: int | None = None, resume: bool = False, retries: int = 0,
+          profile: bool = False) -> dict:
     """Train on a Dask cluster (``xgboost.dask.train``): every worker is one rank.
 
     Parameters
@@ -129,13 +150,22 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
         train again up to ``retries`` times on the workers that remain, with a new
         communicator, from the newest checkpoint (from the start when there is none yet);
         each retry warns. Needs ``checkpoint_dir``. Other errors are raised at once.
+    profile : bool
+        Also return where the job's time went, under ``"profile"``: the client's stages
+        (partition checks, placement, communicator, waiting for the ranks) and every rank's
+        (``dispatch_s`` from submission to its start, ``data_s`` assembling its partitions,
+        ``comm_open_s``, ``setup_s`` for cuts and binning, ``rounds_s`` and
+        ``round_s_median``, and per collective its calls, bytes, ``producer_s`` waiting for
+        the input and ``collective_s`` in the exchange), in seconds of host clocks. The model
+        is the same with or without it.
 
     Returns
     -------
     dict
-        ``{"booster": Booster, "history": {eval_name: {metric: [values...]}}}``. The model is
-        byte-identical to single-process :func:`dgboost.train` on the partitions'
-        rows concatenated in order, however the partitions are spread over workers.
+        ``{"booster": Booster, "history": {eval_name: {metric: [values...]}}}`` (and
+        ``"profile"`` when asked for). The model is byte-identical to single-process
+        :func:`dgboost.train` on the partitions' rows concatenated in order, however the
+        partitions are spread over workers.
     """
     from distributed import default_client
 
@@ -156,7 +186,7 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
                "early_stopping_rounds": early_stopping_rounds, "xgb_model": xgb_model,
                "verbose_eval": verbose_eval, "callbacks": list(callbacks or []),
                "checkpoint_dir": None if checkpoint_dir is None else str(checkpoint_dir),
-               "checkpoint_every": checkpoint_every, "resume": bool(resume)}
+               "checkpoint_every": checkpoint_every, "resume": bool(resume), "profile": bool(profile)}
     for attempt in range(int(retries) + 1):
         try:
             return _train_once(client, params, dtrain, num_boost_round, evals, options, communicator, timeout)
@@ -178,6 +208,11 @@ def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int,
     """One attempt of :func:`train`: preflight, placement on the current workers, a new
     communicator, one rank task per worker."""
     obj = options["obj"]
+    clock = [time.perf_counter()]
+
+    def lap() -> float:
+        clock.append(time.perf_counter())
+        return clock[-1] - clock[-2]
 
     # -- preflight: every partition, where it lives, before any collective ------------------
     for dm, name in evals:
@@ -190,22 +225,26 @@ def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int,
         raise DGBoostValueError("the training data has no rows (every partition is empty)")
     for dm, name in evals:
         _check_features(dm, dtrain.n_features, dtrain.feature_names, f"evaluation set {name!r}")
+    stages = {"partition_checks_s": lap()}
 
     # -- ranks: every worker, each with a contiguous run of partitions -------------------------
     workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
     data_futures = dtrain._parts.futures["data"]
     placement = place(_holders(client, data_futures), [i["rows"] for i in infos], workers)
     world = len(placement.workers)
+    stages["placement_s"] = lap()
     device_ids = None
     if str(params.get("device", "cpu")).startswith(("cuda", "gpu")):
         buses = client.run(_worker_gpu)
         ids = [buses.get(w) for w in placement.workers]
         device_ids = ids if all(i is not None for i in ids) else None
     spec = make_spec(client, world, communicator, timeout, device_ids)
+    stages["communicator_spec_s"] = lap()
     # a key of its own for every job: Dask would hand back a finished job's result for a reused key
     job = uuid.uuid4().hex
     try:
         futures = []
+        submitted_at = time.time()
         for rank, worker in enumerate(placement.workers):
             train_parts = [dtrain.partition(i) for i in placement.runs[rank]]
             eval_sets = []
@@ -216,11 +255,18 @@ def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int,
                                          eval_sets, num_boost_round, options, workers=[worker],
                                          allow_other_workers=False, pure=False,
                                          key=f"dgboost-train-rank-{rank}-{job}"))
+        stages["submit_s"] = lap()
         results = _watch(client, futures, placement.workers)
+        stages["ranks_s"] = lap()
     finally:
         release_spec(client, spec)
-    booster, history = results[0]
-    return {"booster": booster, "history": history}
+    stages["release_s"] = lap()
+    booster, history, _ = results[0]
+    out = {"booster": booster, "history": history}
+    if options["profile"]:
+        stages["total_s"] = clock[-1] - clock[0]
+        out["profile"] = job_profile(stages, submitted_at, [r[2] for r in results])
+    return out
 
 
 def _watch(client, futures: list, workers: list[str]) -> list[Any]:

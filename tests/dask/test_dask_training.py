@@ -87,6 +87,38 @@ def test_ranking_with_query_groups_whole_within_partitions_gives_the_single_proc
     assert out["history"] == history
 
 
+def test_a_profiled_job_gives_the_same_model_and_tells_where_every_rank_spent_its_time(dask_client):
+    params = CASES["depthwise with row and column sampling, missing values and weights"][0]
+    x, y, w = _data()
+    client = dask_client(2)
+    dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 6)), da.from_array(y, chunks=(CHUNKS,)),
+                              weight=da.from_array(w, chunks=(CHUNKS,)))
+    t0 = time.perf_counter()
+    out = dxgb.train(client, params, dtrain, 4, evals=[(dtrain, "train")], verbose_eval=False, profile=True)
+    elapsed = time.perf_counter() - t0
+    assert out["booster"].to_json() == _single(params, x, y, w)[0].to_json()
+    prof = out["profile"]
+    client_stages = prof["client"]
+    assert set(client_stages) == {"partition_checks_s", "placement_s", "communicator_spec_s", "submit_s",
+                                  "ranks_s", "release_s", "total_s"}
+    assert 0 < client_stages["total_s"] <= elapsed
+    assert sum(v for k, v in client_stages.items() if k != "total_s") == pytest.approx(client_stages["total_s"],
+                                                                                         rel=1e-6)
+    assert [r["rows"] for r in prof["ranks"]] and sum(r["rows"] for r in prof["ranks"]) == N
+    for rank in prof["ranks"]:
+        assert rank["rounds"] == 4
+        assert 0 <= rank["round_s_median"] <= rank["rounds_s"] <= rank["total_s"] <= client_stages["ranks_s"] + 1.0
+        assert rank["dispatch_s"] >= -1.0  # host clocks of one machine
+        parts = rank["data_s"] + rank["comm_open_s"] + rank["setup_s"] + rank["rounds_s"] + rank["comm_close_s"]
+        assert parts <= rank["total_s"] + 1e-6
+        # every round allreduces histograms: counted with their bytes, inside the rounds' time
+        hist = rank["collectives"]["allreduce_sum"]
+        assert hist["calls"] >= 4 and hist["bytes"] > 0
+        assert hist["producer_s"] >= 0 and 0 < hist["collective_s"] <= rank["total_s"]
+    assert prof["slowest_rank"] in prof["ranks"]
+    assert "profile" not in dxgb.train(client, params, dtrain, 1, verbose_eval=False)
+
+
 def test_a_worker_that_holds_no_rows_still_takes_part(dask_client):
     x, y, w = _data()
     params = CASES["depthwise with row and column sampling, missing values and weights"][0]

@@ -1,0 +1,85 @@
+"""A communicator that times the collectives of another one (where a rank's time goes).
+
+For every collective the wrapper records, per operation, the calls, the bytes sent and two
+host-side durations:
+
+* ``producer_s``: waiting for the work that makes the input (a device array's stream is
+  synchronised first, so GPU kernels still running are not counted as communication);
+* ``collective_s``: the collective itself, from the call to its result.
+
+On a GPU rank the wrapper adds no synchronisation of its own that the NCCL communicator
+does not already do (it waits for the current stream before every collective too).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from .._array import is_device_array
+
+__all__ = ["TimedComm"]
+
+
+def _nbytes(obj: Any) -> int:
+    return int(getattr(obj, "nbytes", 0) or 0)
+
+
+def _wait_for_producer(array: Any) -> None:
+    if is_device_array(array):
+        import cupy
+
+        cupy.cuda.get_current_stream().synchronize()
+
+
+class TimedComm:
+    """Wrap ``comm``; :attr:`stats` holds ``{op: {"calls", "bytes", "producer_s", "collective_s"}}``.
+
+    Parameters
+    ----------
+    comm : Communicator
+        The communicator whose collectives are timed (its results are returned unchanged).
+    """
+
+    def __init__(self, comm):
+        self._comm = comm
+        self.stats: dict[str, dict[str, float]] = {}
+
+    @property
+    def rank(self) -> int:
+        return self._comm.rank
+
+    @property
+    def world_size(self) -> int:
+        return self._comm.world_size
+
+    def _timed(self, op: str, fn, payload: Any, nbytes: int):
+        t0 = time.perf_counter()
+        _wait_for_producer(payload)
+        t1 = time.perf_counter()
+        out = fn()
+        t2 = time.perf_counter()
+        s = self.stats.setdefault(op, {"calls": 0, "bytes": 0, "producer_s": 0.0, "collective_s": 0.0})
+        s["calls"] += 1
+        s["bytes"] += nbytes
+        s["producer_s"] += t1 - t0
+        s["collective_s"] += t2 - t1
+        return out
+
+    def allreduce_sum(self, array):
+        return self._timed("allreduce_sum", lambda: self._comm.allreduce_sum(array), array, _nbytes(array))
+
+    def allreduce_max(self, array):
+        return self._timed("allreduce_max", lambda: self._comm.allreduce_max(array), array, _nbytes(array))
+
+    def allgather(self, array):
+        return self._timed("allgather", lambda: self._comm.allgather(array), array, _nbytes(array))
+
+    def broadcast(self, obj, root: int = 0):
+        return self._timed("broadcast", lambda: self._comm.broadcast(obj, root), None, _nbytes(obj))
+
+    def totals(self) -> dict[str, float]:
+        """Sums over the operations: ``{"calls", "bytes", "producer_s", "collective_s"}``."""
+        keys = ("calls", "bytes", "producer_s", "collective_s")
+        return {k: float(np.sum([s[k] for s in self.stats.values()])) if self.stats else 0.0 for k in keys}

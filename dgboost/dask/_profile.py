@@ -1,0 +1,70 @@
+"""Where the time of a ``dgboost.dask.train`` job goes (``train(..., profile=True)``).
+
+Each rank times its own stages with host clocks: the rank task's start (wall clock, so the
+client can tell how long Dask took to start it), assembling its partitions into one matrix,
+opening the communicator, the set-up inside :func:`dgboost.training.train` (cuts, binning,
+base margins: everything before the first round), the rounds, and the collectives inside them
+(:class:`dgboost.comm.timed.TimedComm`). The client adds its own stages (partition checks,
+placement, communicator spec, waiting for the ranks).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+from ..training import TrainingCallback
+
+__all__ = ["RankClock", "job_profile"]
+
+
+class RankClock(TrainingCallback):
+    """Host-clock marks of one rank's training: before the first round and after each round."""
+
+    def __init__(self):
+        self._start: float | None = None
+        self._round_ends: list[float] = []
+
+    def before_training(self, model):
+        self._start = time.perf_counter()
+        return model
+
+    def after_iteration(self, model, epoch: int, evals_log: dict) -> bool:
+        self._round_ends.append(time.perf_counter())
+        return False
+
+    def marks(self) -> dict:
+        """``{"rounds_s", "round_s_median", "rounds"}``: from the first round's start to the
+        last round's end, and the median of the rounds."""
+        start, ends = self._start, self._round_ends
+        if start is None or not ends:
+            return {"rounds_s": 0.0, "round_s_median": 0.0, "rounds": 0}
+        per_round = [b - a for a, b in zip([start, *ends[:-1]], ends)]
+        return {"rounds_s": ends[-1] - start, "round_s_median": statistics.median(per_round),
+                "rounds": len(ends)}
+
+
+def job_profile(client_stages: dict, submitted_at: float, ranks: list[dict]) -> dict:
+    """The profile returned to the user.
+
+    Parameters
+    ----------
+    client_stages : dict
+        ``{stage: seconds}`` measured on the client.
+    submitted_at : float
+        ``time.time()`` when the rank tasks were submitted.
+    ranks : list of dict
+        Each rank's own profile (rank order), with ``started_at`` in ``time.time()`` seconds.
+
+    Returns
+    -------
+    dict
+        ``{"client": {...}, "ranks": [...], "slowest_rank": {...}}``; every rank also gets
+        ``dispatch_s`` (submission to the rank's start, as the clocks of one host see it).
+    """
+    out_ranks = []
+    for r in ranks:
+        r = dict(r)
+        r["dispatch_s"] = r.pop("started_at") - submitted_at
+        out_ranks.append(r)
+    slowest = max(out_ranks, key=lambda r: r["dispatch_s"] + r["total_s"]) if out_ranks else {}
+    return {"client": dict(client_stages), "ranks": out_ranks, "slowest_rank": slowest}

@@ -1,0 +1,57 @@
+"""TimedComm: the wrapped communicator's results, unchanged, and what each collective cost."""
+from __future__ import annotations
+
+import numpy as np
+
+import dgboost as dg
+from dgboost.comm import ThreadGroup, run_in_threads
+from dgboost.comm.timed import TimedComm
+from dgboost.datasets import make_synthetic
+
+
+def test_collectives_through_the_wrapper_give_the_wrapped_results_and_count_calls_and_bytes():
+    def rank(comm, r):
+        timed = TimedComm(comm)
+        assert (timed.rank, timed.world_size) == (r, 3)
+        total = timed.allreduce_sum(np.arange(4, dtype=np.int64) * (r + 1))
+        biggest = timed.allreduce_max(np.array([float(r)]))
+        rows = timed.allgather(np.full((r + 1, 2), r, np.int32))
+        word = timed.broadcast({"from": r}, root=2)
+        return timed, total, biggest, rows, word
+
+    for timed, total, biggest, rows, word in run_in_threads(3, rank):
+        np.testing.assert_array_equal(total, np.arange(4) * 6)
+        assert biggest[0] == 2.0
+        np.testing.assert_array_equal(rows[:, 0], [0, 1, 1, 2, 2, 2])
+        assert word == {"from": 2}
+        assert {op: s["calls"] for op, s in timed.stats.items()} == {
+            "allreduce_sum": 1, "allreduce_max": 1, "allgather": 1, "broadcast": 1}
+        assert timed.stats["allreduce_sum"]["bytes"] == 4 * 8
+        assert all(s["producer_s"] >= 0 and s["collective_s"] >= 0 for s in timed.stats.values())
+        totals = timed.totals()
+        assert totals["calls"] == 4
+        assert totals["collective_s"] == sum(s["collective_s"] for s in timed.stats.values())
+
+
+def test_training_through_the_wrapper_gives_the_same_model_and_times_every_round_s_histograms():
+    X, y, _ = make_synthetic(3000, 6, task="binary", missing_rate=0.1, seed=3)
+    params = {"objective": "binary:logistic", "max_depth": 3, "max_bin": 32}
+    halves = [slice(0, 1700), slice(1700, None)]
+
+    def rank(comm, r, wrap):
+        comm = TimedComm(comm) if wrap else comm
+        booster = dg.train(params, dg.DMatrix(X[halves[r]], y[halves[r]]), 5, comm=comm)
+        return booster.to_json(), comm
+
+    plain = run_in_threads(2, lambda comm, r: rank(comm, r, False))
+    timed = run_in_threads(2, lambda comm, r: rank(comm, r, True))
+    assert [j for j, _ in timed] == [j for j, _ in plain]
+    stats = timed[0][1].stats
+    # a depth-3 tree: the root's totals and histogram, then counts and histograms per level
+    assert stats["allreduce_sum"]["calls"] >= 5 * 4
+    assert stats["allreduce_sum"]["bytes"] > stats["allreduce_max"]["bytes"] > 0
+
+
+def test_an_empty_wrapper_totals_zero():
+    assert TimedComm(ThreadGroup(1).comm(0)).totals() == {"calls": 0.0, "bytes": 0.0, "producer_s": 0.0,
+                                                          "collective_s": 0.0}
