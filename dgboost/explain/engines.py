@@ -87,6 +87,9 @@ class CpuEngine:
         return None
 
 
+DEVICE_CALL_BYTES = 256 << 20  # a GPU engine call's outputs and scratch, by default
+
+
 class CudaEngine:
     """CuPy rows (host rows are uploaded per chunk) and outputs; ``kernels/treeshap_rows.cu``."""
 
@@ -132,14 +135,19 @@ class CudaEngine:
         return shap_values_interventional_device(table, rows, background, transform)
 
     def chunk_rows(self, table, n_outputs: int, interactions: bool, n_background: int | None = None) -> int:
-        # the output (and, for interactions, the accumulator: twice the output; for
-        # interventional SHAP, the logistic transform's scratch row and the margins) bounds one
-        # call's device memory at about 256 MiB; the rows' on-bits are never stored
-        width = (table.n_features + 1) ** 2 * 2 if interactions else table.n_features + 1
-        if n_background is not None:
-            width = 2 * table.n_features + 3
-        per_row = 8 * n_outputs * width
-        return max(256, min(1 << 22, (256 << 20) // max(per_row, 1)))
+        # about DEVICE_CALL_BYTES a call, but at least 256 rows (wide interaction outputs: more)
+        per_row = call_row_bytes(table, n_outputs, interactions, n_background)
+        return max(256, min(1 << 22, DEVICE_CALL_BYTES // per_row))
+
+
+def call_row_bytes(table, n_outputs: int, interactions: bool, n_background: int | None = None) -> int:
+    """Bytes one row takes in an engine call: its output and, for interactions, the
+    accumulator (twice the output), or for interventional SHAP (``n_background`` given) the
+    logistic transform's scratch row and the margins. The rows' on-bits are never stored."""
+    width = (table.n_features + 1) ** 2 * 2 if interactions else table.n_features + 1
+    if n_background is not None:
+        width = 2 * table.n_features + 3
+    return max(8 * n_outputs * width, 1)
 
 
 def engine_for(device: str, max_table_bytes: int | None = None):

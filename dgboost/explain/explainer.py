@@ -51,7 +51,7 @@ from ..errors import DGBoostTypeError, DGBoostValueError
 from .importers import to_ensemble
 from .paths import extract_paths
 from .._array import array_module, is_device_array, to_host
-from .engines import CpuEngine, default_table_bytes, engine_for
+from .engines import CpuEngine, call_row_bytes, default_table_bytes, engine_for
 
 __all__ = ["TreeExplainer", "Explanation", "AdditivityError", "PROGRESS_MIN_ROWS"]
 
@@ -220,6 +220,12 @@ class TreeExplainer:
         Memory budget of the per-path weight tables (``algorithm="table"``); default 256 MiB
         on the CPU, 1 GiB on a GPU. With the same budget both devices give bitwise the same
         values (paths without a table take the path method, which rounds differently).
+    max_batch_bytes : int, optional
+        Most memory one engine call may take for its rows' outputs and scratch: rows are
+        explained in batches that fit (at least one row a batch), so on a GPU host rows
+        larger than device memory, and interaction values ((F + 1)^2 a row), are explained
+        within this bound. Default: about 256 MiB a call on a GPU (at least 256 rows), the
+        CPU engine's own batch sizes on the CPU. Values do not depend on the batching.
 
     Attributes
     ----------
@@ -232,7 +238,7 @@ class TreeExplainer:
     def __init__(self, model, data=None, feature_perturbation: str = "auto",
                  algorithm: str = "auto", device: str = "cpu", *, model_output: str = "raw",
                  feature_names=None, progress: bool | None = None,
-                 max_table_bytes: int | None = None):
+                 max_table_bytes: int | None = None, max_batch_bytes: int | None = None):
         if feature_perturbation not in _PERTURBATIONS:
             raise DGBoostValueError(f"feature_perturbation must be one of {_PERTURBATIONS}, got "
                                     f"{feature_perturbation!r}")
@@ -247,6 +253,10 @@ class TreeExplainer:
         self._budget_given = max_table_bytes is not None
         self.max_table_bytes = int(max_table_bytes) if self._budget_given else default_table_bytes(self.device)
         self._kernels = engine_for(self.device, self.max_table_bytes)
+        if max_batch_bytes is not None and not (isinstance(max_batch_bytes, (int, np.integer))
+                                                and not isinstance(max_batch_bytes, bool) and max_batch_bytes >= 1):
+            raise DGBoostValueError(f"max_batch_bytes must be a positive number of bytes, got {max_batch_bytes!r}")
+        self.max_batch_bytes = None if max_batch_bytes is None else int(max_batch_bytes)
         if feature_perturbation == "auto":
             feature_perturbation = "interventional" if data is not None else "tree_path_dependent"
         if feature_perturbation == "interventional" and data is None:
@@ -479,12 +489,19 @@ class TreeExplainer:
         return self._weight_tables
 
     def _chunk_rows(self, interactions: bool) -> int:
-        from numba import get_num_threads
-
         n_background = self.data.shape[0] if self.feature_perturbation == "interventional" else None
         chunk = self._kernels.chunk_rows(self.table, self.n_outputs, interactions, n_background)
-        if chunk is not None:
-            return chunk
+        if chunk is None:
+            chunk = self._cpu_chunk_rows(interactions)
+        if self.max_batch_bytes is not None:
+            per_row = call_row_bytes(self.table, self.n_outputs, interactions, n_background)
+            chunk = min(chunk, max(1, self.max_batch_bytes // per_row))
+        return chunk
+
+    def _cpu_chunk_rows(self, interactions: bool) -> int:
+        """Rows a CPU engine call: about _CHUNK_COST units of work, enough for every thread."""
+        from numba import get_num_threads
+
         table = self.table
         per_row = max(table.n_elements, 1)
         if interactions:

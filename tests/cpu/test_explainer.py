@@ -216,6 +216,34 @@ def test_long_inputs_are_processed_in_blocks_with_a_progress_line(capsys):
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.parametrize("interactions", [False, True], ids=["values", "interactions"])
+def test_a_memory_bound_per_call_explains_in_batches_that_fit_with_the_same_values(interactions):
+    from dgboost.explain.engines import call_row_bytes
+
+    booster, X = xgb_model("multi:softprob", 3)
+    rows = X[:50]
+    unbounded = TreeExplainer(booster)
+    e = TreeExplainer(booster, max_batch_bytes=7 * call_row_bytes(unbounded.table, 3, interactions) + 5)
+    calls = []
+    engine_call = e._engine
+    e._engine = lambda chunk, inter: calls.append(chunk.shape[0]) or engine_call(chunk, inter)
+    if interactions:
+        got, want = e.shap_interaction_values(rows), unbounded.shap_interaction_values(rows)
+    else:
+        got, want = e.shap_values(rows), unbounded.shap_values(rows)
+    assert calls == [7] * 7 + [1]  # 7 rows fit the bound, not 8
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    tiny = TreeExplainer(booster, max_batch_bytes=1)  # below one row: a row at a time
+    assert tiny._chunk_rows(interactions) == 1
+
+
+@pytest.mark.parametrize("bad", [0, -5, 1.5, True, "1GB"])
+def test_a_memory_bound_that_is_not_a_positive_byte_count_is_refused(bad):
+    booster, _ = xgb_model("reg:squarederror", 3)
+    with pytest.raises(DGBoostError, match="max_batch_bytes"):
+        TreeExplainer(booster, max_batch_bytes=bad)
+
+
 def test_calling_the_explainer_gives_a_shap_explanation():
     import shap  # declared test dependency: fail, never skip
     booster, X = xgb_model("multi:softprob", 3)
