@@ -1,22 +1,46 @@
 #!/usr/bin/env bash
-# One device call on a machine of several GPUs (issue 10): the multi-GPU tests, then the scaling
-# benchmark, each step's log and result written under $OUT as it finishes, so a call stopped at
-# its time limit still returns what ran. Needs the wheelhouse of ../shared/gpu-node/wheelhouse.sh
-# with --with-xgboost carried as .whl.
-#   usage (on the device): bash benchmarks/run_multigpu.sh [TEST_SECONDS] [WORKERS] [SHAP_ROWS]
+# Device calls on a machine of several GPUs (issue 10). Each step writes its log and result
+# under $OUT as it finishes, so a call stopped at its time limit still returns what ran. Needs
+# the wheelhouse of ../shared/gpu-node/wheelhouse.sh --with-xgboost carried as .whl.
+#   usage (on the device): bash benchmarks/run_multigpu.sh STEP...
+#   steps (in the order given; GPU counts from $WORKERS, default 4,1,2):
+#     tests     tests/gpu/test_multi_gpu.py (mgpu + gpu), at most $TEST_S seconds (default 150)
+#     scaling   benchmarks/scaling.py 40M x 28, 100 rounds, SHAP of $SHAP_ROWS rows (default 4M),
+#               3 repeats, --profile
+#     airline   benchmarks/scaling.py --dataset airline, 115M x 13, 100 rounds, no SHAP
+#     explain   benchmarks/explain_parquet.py --counts $EXPLAIN_FILES (default 400: 400M rows)
+#               on local-cuda (a worker per GPU)
+# Seen: tests + scaling (4,1,2 GPUs, SHAP of 1M rows, no profile) took 329 s on 4 H100s.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-test_s=${1:-110}; workers=${2:-4,1,2}; shap_rows=${3:-1000000}
+workers=${WORKERS:-4,1,2}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
 export PYTHONPATH=$PWD/.site:$PWD
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpus.txt"
 nvidia-smi topo -m > "$OUT/topo.txt" 2>&1
-
-start=$(date +%s)
-timeout "$test_s" python3 -m pytest -q -m "gpu or mgpu" tests/gpu/test_multi_gpu.py -p no:cacheprovider \
-  --durations=0 --junitxml="$OUT/mgpu_tests.xml" > "$OUT/mgpu_tests.log" 2>&1
-echo "mgpu tests: exit $? after $(( $(date +%s) - start )) s"; tail -n 25 "$OUT/mgpu_tests.log"
-python3 benchmarks/scaling.py --device cuda --workers "$workers" --rows 40000000 --shap-rows "$shap_rows" \
-  --rounds 100 --repeats 3 --profile --output "$OUT/scaling_multigpu.json" 2>&1 | grep -v "^\s*$" > "$OUT/scaling.log"
-tail -n 30 "$OUT/scaling.log"
+for step in "$@"; do
+  start=$(date +%s)
+  case "$step" in
+    tests)
+      timeout "${TEST_S:-150}" python3 -m pytest -q -m "gpu or mgpu" tests/gpu/test_multi_gpu.py -p no:cacheprovider \
+        --durations=0 --junitxml="$OUT/mgpu_tests.xml" > "$OUT/mgpu_tests.log" 2>&1
+      echo "tests: exit $?"; tail -n 4 "$OUT/mgpu_tests.log" ;;
+    scaling)
+      python3 benchmarks/scaling.py --device cuda --workers "$workers" --rows 40000000 \
+        --shap-rows "${SHAP_ROWS:-4000000}" --rounds 100 --repeats 3 --profile \
+        --output "$OUT/scaling_multigpu.json" 2>&1 | grep -v "got rank\|^\s*$" > "$OUT/scaling.log"
+      tail -n 24 "$OUT/scaling.log" ;;
+    airline)
+      python3 benchmarks/scaling.py --device cuda --workers "$workers" --dataset airline --rows 115000000 \
+        --shap-rows 0 --rounds 100 --repeats 3 --output "$OUT/scaling_airline.json" 2>&1 \
+        | grep -v "got rank\|^\s*$" > "$OUT/airline.log"
+      tail -n 8 "$OUT/airline.log" ;;
+    explain)
+      python3 benchmarks/explain_parquet.py --config local-cuda --counts "${EXPLAIN_FILES:-400}" \
+        --output "$OUT/explain_parquet_multigpu.json" > "$OUT/explain.log" 2>&1
+      tail -n 12 "$OUT/explain.log" ;;
+    *) echo "unknown step $step" >&2; exit 2 ;;
+  esac
+  echo "== $step: $(( $(date +%s) - start )) s"
+done

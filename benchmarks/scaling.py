@@ -2,10 +2,11 @@
 
 For each worker count, one cluster is started (``LocalCUDACluster`` with one worker per GPU
 for ``--device cuda``, a ``LocalCluster`` of worker processes sharing the cores for
-``--device cpu``). Synthetic binary data (``--rows`` x 28, labels from a fixed nonlinear
-function of the features plus noise) is generated on the workers and persisted (CuPy
-partitions on CUDA workers, NumPy on CPU workers), then for each library, ``--repeats``
-times, taking turns:
+``--device cpu``). A synthetic binary data set (``--dataset``: ``higgs``, ``--rows`` x 28, or
+``airline``, x 13; see ``_scaling_data.py``) is generated on the workers block by block, the
+same rows at every worker count, and persisted (CuPy partitions on CUDA workers, NumPy on CPU
+workers), with ``--test-rows`` held-out rows; then for each library, ``--repeats`` times,
+taking turns:
 
 * training: timed from the persisted arrays to the returned model (DaskDMatrix + train:
   everything the user's call pays), depth 8, eta 0.1, 256 bins, ``--rounds`` rounds;
@@ -16,9 +17,12 @@ times, taking turns:
 
 One warm-up of each step first (worker imports, kernel compilation), then the median and the
 (min, max) of the repeats, and the ratios dgboost / XGBoost (time) and dgboost / XGBoost
-(rows/s). Results go to ``benchmarks/results/scaling-<device>.json``.
+(rows/s), and both last models' test accuracy. Results go to
+``benchmarks/results/scaling-<device>.json`` (``scaling-<dataset>-<device>.json`` for other
+data sets), rewritten after every worker count.
 
-    python benchmarks/scaling.py --device cuda --workers 1              # 40M x 28, 100 rounds
+    python benchmarks/scaling.py --device cuda --workers 1,2,4 --profile   # 40M x 28, 100 rounds
+    python benchmarks/scaling.py --device cuda --workers 1,2,4 --dataset airline --rows 115000000 --shap-rows 0
     python benchmarks/scaling.py --device cpu --workers 1,2 --rows 400000 --shap-rows 40000 --rounds 20
 """
 from __future__ import annotations
@@ -36,35 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, versions, write_result  # noqa: E402
-
-FEATURES = 28
-
-
-def _label_block(x):
-    """A fixed nonlinear function of the features plus noise -> {0, 1} (same on any device)."""
-    xp = sys.modules["cupy"] if type(x).__module__.startswith("cupy") else np
-    s = x[:, 0] + xp.sin(2 * x[:, 1]) + x[:, 2] * x[:, 3] - 0.5 * x[:, 4] ** 2 + 0.3 * x[:, 5:10].sum(axis=1)
-    noise = xp.sin(x[:, 10] * 1000.0)  # deterministic "noise" from another feature
-    return (s + 0.5 * noise > 0).astype(xp.float32)
-
-
-def make_data(client, rows: int, n_workers: int, device: str):
-    """Persisted (X, y) dask arrays: rows x 28 float32, 4 partitions per worker."""
-    import dask.array as da
-    from distributed import wait
-
-    chunk = -(-rows // (4 * n_workers))
-    rs = da.random.RandomState(42)
-    X = rs.standard_normal((rows, FEATURES), chunks=(chunk, FEATURES)).astype(np.float32)
-    if device == "cuda":
-        import cupy
-
-        X = X.map_blocks(cupy.asarray, dtype=np.float32)
-    y = X.map_blocks(_label_block, drop_axis=1, dtype=np.float32)
-    X, y = client.persist([X, y])
-    wait([X, y])
-    return X, y
-
+from _scaling_data import DATASETS, make_data  # noqa: E402
 
 def rows_from_every_partition(X, rows: int):
     """About ``rows`` rows of ``X``: the first ``rows / partitions`` of each partition.
@@ -157,6 +133,24 @@ def shap_xgboost(client, booster, X):
     return out
 
 
+def predict_dgboost(client, booster, X):
+    import dgboost.dask as dxgb
+
+    return dxgb.predict(client, booster, X)
+
+
+def predict_xgboost(client, booster, X):
+    import xgboost as xgb
+    import xgboost.dask  # noqa: F401 - a submodule, not imported by xgboost itself
+
+    return xgb.dask.predict(client, booster, X)
+
+
+def accuracy(proba, y) -> float:
+    """Share of rows whose probability is on the label's side of 0.5."""
+    return float(((proba > 0.5) == (y > 0.5)).mean().compute())
+
+
 def _cluster(device: str, n_workers: int):
     if device == "cuda":
         from dask_cuda import LocalCUDACluster
@@ -172,70 +166,112 @@ def _summary(times: list[float]) -> dict:
     return {"median": statistics.median(times), "min": min(times), "max": max(times), "runs": times}
 
 
-def run(device: str, n_workers: int, rows: int, shap_rows: int, rounds: int, repeats: int,
-        profile: bool = False) -> dict:
+def run(device: str, n_workers: int, args) -> dict:
+    """Start a cluster of ``n_workers``, make the data on it, time both libraries (taking
+    turns), and optionally profile one more dgboost job."""
     from distributed import Client, wait
 
-    params = _params(device, rounds)
+    params = _params(device, args.rounds)
     with _cluster(device, n_workers) as cluster, Client(cluster) as client:
         client.wait_for_workers(n_workers, timeout=120)
-        X, y = make_data(client, rows, n_workers, device)
-        Xs = rows_from_every_partition(X, shap_rows).persist()
-        wait(Xs)
-        shap_rows = Xs.shape[0]
-        placement = {"train": rows_per_worker(client, X), "shap": rows_per_worker(client, Xs)}
-        print(f"  rows per worker: training {sorted(placement['train'].values())}, "
-              f"SHAP {sorted(placement['shap'].values())}", flush=True)
-        libs = {"dgboost": (train_dgboost, shap_dgboost), "xgboost": (train_xgboost, shap_xgboost)}
+        t0 = time.perf_counter()
+        X, y = make_data(client, args.dataset, args.rows, device, block_rows=args.block_rows)
+        made_s = time.perf_counter() - t0
+        placement = {"train": rows_per_worker(client, X)}
+        Xs = None
+        if args.shap_rows:
+            Xs = rows_from_every_partition(X, args.shap_rows).persist()
+            wait(Xs)
+            placement["shap"] = rows_per_worker(client, Xs)
+        shap_rows = 0 if Xs is None else Xs.shape[0]
+        Xt = yt = None
+        if args.test_rows:
+            Xt, yt = make_data(client, args.dataset, args.test_rows, device, seed=43, block_rows=args.block_rows)
+        print(f"  data made in {made_s:.1f} s; rows per worker: " +
+              ", ".join(f"{k} {sorted(v.values())}" for k, v in placement.items()), flush=True)
+        libs = {"dgboost": (train_dgboost, shap_dgboost, predict_dgboost),
+                "xgboost": (train_xgboost, shap_xgboost, predict_xgboost)}
         # warm-up: imports on the workers, kernel compilation, allocator pools
-        small, small_y = X[: min(rows, 20_000)].persist(), y[: min(rows, 20_000)].persist()
-        for name, (train_fn, shap_fn) in libs.items():
+        small, small_y = X[: min(args.rows, 20_000)].persist(), y[: min(args.rows, 20_000)].persist()
+        for train_fn, shap_fn, _ in libs.values():
             booster = train_fn(client, small, small_y, params, 2)
-            shap_fn(client, booster, small[:1000])
+            if Xs is not None:
+                shap_fn(client, booster, small[:1000])
         train_times = {name: [] for name in libs}
         shap_rates = {name: [] for name in libs}
-        for k in range(repeats):
+        boosters = {}
+        for k in range(args.repeats):
             order = list(libs) if k % 2 == 0 else list(libs)[::-1]
             for name in order:
-                train_fn, shap_fn = libs[name]
+                train_fn, shap_fn, _ = libs[name]
                 t0 = time.perf_counter()
-                booster = train_fn(client, X, y, params, rounds)
+                boosters[name] = train_fn(client, X, y, params, args.rounds)
                 train_times[name].append(time.perf_counter() - t0)
-                t0 = time.perf_counter()
-                out = shap_fn(client, booster, Xs)
-                shap_rates[name].append(shap_rows / (time.perf_counter() - t0))
-                del out
-                print(f"  workers={n_workers} {name:8s} repeat {k}: train {train_times[name][-1]:.2f} s, "
-                      f"SHAP {shap_rates[name][-1]:,.0f} rows/s", flush=True)
-        prof = profile_dgboost(client, X, y, params, rounds) if profile else None
+                line = f"  workers={n_workers} {name:8s} repeat {k}: train {train_times[name][-1]:.2f} s"
+                if Xs is not None:
+                    t0 = time.perf_counter()
+                    out = shap_fn(client, boosters[name], Xs)
+                    shap_rates[name].append(shap_rows / (time.perf_counter() - t0))
+                    del out
+                    line += f", SHAP {shap_rates[name][-1]:,.0f} rows/s"
+                print(line, flush=True)
+        acc = ({name: accuracy(libs[name][2](client, b, Xt), yt) for name, b in boosters.items()}
+               if Xt is not None else None)
+        if acc:
+            print("  test accuracy: " + ", ".join(f"{k} {v:.5f}" for k, v in acc.items()), flush=True)
+        prof = profile_dgboost(client, X, y, params, args.rounds) if args.profile else None
     if prof is not None:
         print("\n".join(profile_lines(prof)), flush=True)
-    result = {"workers": n_workers, "shap_rows": shap_rows, "rows_per_worker": placement, "dgboost_profile": prof,
-              "train_s": {n: _summary(t) for n, t in train_times.items()},
-              "shap_rows_per_s": {n: _summary(r) for n, r in shap_rates.items()}}
+    result = {"workers": n_workers, "data_s": made_s, "shap_rows": shap_rows, "rows_per_worker": placement,
+              "test_accuracy": acc, "dgboost_profile": prof,
+              "train_s": {n: _summary(t) for n, t in train_times.items()}}
     result["train_ratio"] = result["train_s"]["dgboost"]["median"] / result["train_s"]["xgboost"]["median"]
-    result["shap_ratio"] = (result["shap_rows_per_s"]["dgboost"]["median"]
-                            / result["shap_rows_per_s"]["xgboost"]["median"])
+    if Xs is not None:
+        result["shap_rows_per_s"] = {n: _summary(r) for n, r in shap_rates.items()}
+        result["shap_ratio"] = (result["shap_rows_per_s"]["dgboost"]["median"]
+                                / result["shap_rows_per_s"]["xgboost"]["median"])
     return result
 
 
 def table_lines(payload: dict) -> list[dict]:
     """The README table's rows (``make_table.py``) for a result payload."""
     lines = []
+    data = "" if payload.get("dataset", "higgs") == "higgs" else f"{payload['dataset']}-like "
     for r in payload["results"]:
-        t, s = r["train_s"], r["shap_rows_per_s"]
-        shape = (f"{payload['rows']:,} x {payload['features']}, {payload['rounds']} rounds, depth 8, "
+        t = r["train_s"]
+        shape = (f"{data}{payload['rows']:,} x {payload['features']}, {payload['rounds']} rounds, depth 8, "
                  f"{r['workers']} {payload['device']} worker(s)")
+        acc = r.get("test_accuracy")
+        acc = f"; test accuracy {acc['dgboost']:.4f} vs {acc['xgboost']:.4f}" if acc else ""
         lines.append({"what": f"dgboost.dask / xgboost.dask training time, {shape}", "ratio": r["train_ratio"],
                       "note": f"lower is better; target <= 1.0; {t['dgboost']['median']:.2f} "
                               f"({t['dgboost']['min']:.2f}-{t['dgboost']['max']:.2f}) vs {t['xgboost']['median']:.2f} "
                               f"({t['xgboost']['min']:.2f}-{t['xgboost']['max']:.2f}) s from persisted arrays, "
-                              f"median of {payload['repeats']}"})
-        lines.append({"what": f"dgboost.dask / xgboost.dask SHAP rows/s, {payload['shap_rows']:,} rows, "
-                              f"{r['workers']} {payload['device']} worker(s)", "ratio": r["shap_ratio"],
+                              f"median of {payload['repeats']}{acc}"})
+        if "shap_rows_per_s" not in r:
+            continue
+        s = r["shap_rows_per_s"]
+        lines.append({"what": f"dgboost.dask / xgboost.dask SHAP rows/s, {r.get('shap_rows', payload['shap_rows']):,} "
+                              f"rows, {r['workers']} {payload['device']} worker(s)", "ratio": r["shap_ratio"],
                       "note": f"higher is better; target >= 2; {s['dgboost']['median']:,.0f} vs "
                               f"{s['xgboost']['median']:,.0f} rows/s (dgboost: "
                               f"{'GPU kernel on the worker, CuPy blocks out' if payload['device'] == 'cuda' else 'CPU SHAP engine on the worker'})"})
+    return lines
+
+
+def _final_table(results: list[dict], repeats: int) -> list[str]:
+    def cell(r, key, lib):
+        return f"{r[key][lib]['median']:>15,.0f}" if key in r else f"{'-':>15}"
+
+    lines = [f"\n{'workers':>7} | {'train dgboost':>13} | {'train xgboost':>13} | {'ratio':>5} | "
+             f"{'SHAP dgb rows/s':>15} | {'SHAP xgb rows/s':>15} | {'ratio':>5} | accuracy dgb / xgb"]
+    for r in results:
+        t, acc = r["train_s"], r.get("test_accuracy")
+        lines.append(f"{r['workers']:>7} | {t['dgboost']['median']:>11.2f} s | {t['xgboost']['median']:>11.2f} s | "
+                     f"{r['train_ratio']:>5.2f} | {cell(r, 'shap_rows_per_s', 'dgboost')} | "
+                     f"{cell(r, 'shap_rows_per_s', 'xgboost')} | {r.get('shap_ratio', float('nan')):>5.2f} | "
+                     + (f"{acc['dgboost']:.4f} / {acc['xgboost']:.4f}" if acc else "-"))
+    lines.append(f"(medians of {repeats}; ratios dgboost/xgboost: time, lower is better; rows/s, higher is better)")
     return lines
 
 
@@ -243,36 +279,37 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cuda")
     parser.add_argument("--workers", default="1", help="comma-separated worker counts, e.g. 1,2,4")
+    parser.add_argument("--dataset", choices=sorted(DATASETS), default="higgs")
     parser.add_argument("--rows", type=int, default=40_000_000)
-    parser.add_argument("--shap-rows", type=int, default=4_000_000)
+    parser.add_argument("--block-rows", type=int, default=2_500_000, help="rows per generated partition")
+    parser.add_argument("--shap-rows", type=int, default=4_000_000, help="0: no SHAP")
+    parser.add_argument("--test-rows", type=int, default=1_000_000,
+                        help="held-out rows for both models' test accuracy (0: none)")
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--profile", action="store_true",
                         help="after the timed runs, one more dgboost job with profile=True (where its time went)")
-    parser.add_argument("--output", default=None, help="result JSON (default: results/scaling-<device>.json)")
+    parser.add_argument("--output", default=None,
+                        help="result JSON (default: results/scaling-<device>.json, scaling-<dataset>-<device>.json)")
     args = parser.parse_args(argv)
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    features = DATASETS[args.dataset]
     results = []
-    payload = {"benchmark": "scaling", "device": args.device, "rows": args.rows, "features": FEATURES,
-               "shap_rows": args.shap_rows, "rounds": args.rounds, "repeats": args.repeats,
+    payload = {"benchmark": "scaling", "device": args.device, "dataset": args.dataset, "rows": args.rows,
+               "features": features, "shap_rows": args.shap_rows, "test_rows": args.test_rows,
+               "rounds": args.rounds, "repeats": args.repeats,
                "params": _params(args.device, args.rounds), "machine": machine(),
                "versions": versions("dgboost", "xgboost", "dask", "distributed", "numpy", "cupy", "dask_cuda"),
                "results": results}
+    name = f"scaling-{args.device}" if args.dataset == "higgs" else f"scaling-{args.dataset}-{args.device}"
     for w in [int(v) for v in args.workers.split(",")]:
-        print(f"{w} worker(s), {args.rows:,} x {FEATURES}, {args.rounds} rounds, SHAP of {args.shap_rows:,} rows",
-              flush=True)
-        results.append(run(args.device, w, args.rows, args.shap_rows, args.rounds, args.repeats, args.profile))
+        print(f"{w} worker(s), {args.dataset}-like {args.rows:,} x {features}, {args.rounds} rounds, "
+              f"SHAP of {args.shap_rows:,} rows, accuracy on {args.test_rows:,}", flush=True)
+        results.append(run(args.device, w, args))
         # written after every worker count: a run stopped part-way keeps the counts it finished
         payload["table"] = table_lines(payload)
-        path = write_result(f"scaling-{args.device}", payload, args.output)
-    print(f"\n{'workers':>7} | {'train dgboost':>13} | {'train xgboost':>13} | {'ratio':>5} | "
-          f"{'SHAP dgb rows/s':>15} | {'SHAP xgb rows/s':>15} | {'ratio':>5}")
-    for r in results:
-        t, s = r["train_s"], r["shap_rows_per_s"]
-        print(f"{r['workers']:>7} | {t['dgboost']['median']:>11.2f} s | {t['xgboost']['median']:>11.2f} s | "
-              f"{r['train_ratio']:>5.2f} | {s['dgboost']['median']:>15,.0f} | {s['xgboost']['median']:>15,.0f} | "
-              f"{r['shap_ratio']:>5.2f}")
-    print(f"(medians of {args.repeats}; ratios dgboost/xgboost: time, lower is better; rows/s, higher is better)")
+        path = write_result(name, payload, args.output)
+    print("\n".join(_final_table(results, args.repeats)))
     print(f"wrote {path}")
 
 

@@ -235,6 +235,8 @@ class TreeExplainer:
         The path table (built once); ``ensemble`` and ``meta`` from the importer.
     """
 
+    max_batch_bytes: int | None = None  # also for explainers pickled before it existed
+
     def __init__(self, model, data=None, feature_perturbation: str = "auto",
                  algorithm: str = "auto", device: str = "cpu", *, model_output: str = "raw",
                  feature_names=None, progress: bool | None = None,
