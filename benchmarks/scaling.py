@@ -28,6 +28,7 @@ data sets), rewritten after every worker count.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -77,6 +78,26 @@ def train_dgboost(client, X, y, params, rounds):
     dtrain = dxgb.DaskDMatrix(client, X, y)
     return dxgb.train(client, {k: v for k, v in params.items() if k != "tree_method"}, dtrain, rounds,
                       verbose_eval=False)["booster"]
+
+
+@contextlib.contextmanager
+def _stream_ordered_nccl():
+    """DGBOOST_NCCL_STREAM_ORDERED=1 on the client for the ``with`` block (read when a job starts)."""
+    previous = os.environ.get("DGBOOST_NCCL_STREAM_ORDERED")
+    os.environ["DGBOOST_NCCL_STREAM_ORDERED"] = "1"
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ["DGBOOST_NCCL_STREAM_ORDERED"]
+        else:
+            os.environ["DGBOOST_NCCL_STREAM_ORDERED"] = previous
+
+
+def train_dgboost_stream_ordered(client, X, y, params, rounds):
+    """dgboost with NCCL collectives queued on the stream (experimental)."""
+    with _stream_ordered_nccl():
+        return train_dgboost(client, X, y, params, rounds)
 
 
 def train_xgboost(client, X, y, params, rounds):
@@ -191,14 +212,16 @@ def run(device: str, n_workers: int, args) -> dict:
               ", ".join(f"{k} {sorted(v.values())}" for k, v in placement.items()), flush=True)
         libs = {"dgboost": (train_dgboost, shap_dgboost, predict_dgboost),
                 "xgboost": (train_xgboost, shap_xgboost, predict_xgboost)}
+        if args.stream_ordered and n_workers > 1:  # one rank has no collectives
+            libs["dgboost_stream_ordered"] = (train_dgboost_stream_ordered, None, predict_dgboost)
         # warm-up: imports on the workers, kernel compilation, allocator pools
         small, small_y = X[: min(args.rows, 20_000)].persist(), y[: min(args.rows, 20_000)].persist()
         for train_fn, shap_fn, _ in libs.values():
             booster = train_fn(client, small, small_y, params, 2)
-            if Xs is not None:
+            if Xs is not None and shap_fn is not None:
                 shap_fn(client, booster, small[:1000])
         train_times = {name: [] for name in libs}
-        shap_rates = {name: [] for name in libs}
+        shap_rates = {name: [] for name, lib in libs.items() if lib[1] is not None}
         boosters = {}
         for k in range(args.repeats):
             order = list(libs) if k % 2 == 0 else list(libs)[::-1]
@@ -208,7 +231,7 @@ def run(device: str, n_workers: int, args) -> dict:
                 boosters[name] = train_fn(client, X, y, params, args.rounds)
                 train_times[name].append(time.perf_counter() - t0)
                 line = f"  workers={n_workers} {name:8s} repeat {k}: train {train_times[name][-1]:.2f} s"
-                if Xs is not None:
+                if Xs is not None and shap_fn is not None:
                     t0 = time.perf_counter()
                     out = shap_fn(client, boosters[name], Xs)
                     shap_rates[name].append(shap_rows / (time.perf_counter() - t0))
@@ -220,12 +243,21 @@ def run(device: str, n_workers: int, args) -> dict:
         if acc:
             print("  test accuracy: " + ", ".join(f"{k} {v:.5f}" for k, v in acc.items()), flush=True)
         prof = profile_dgboost(client, X, y, params, args.rounds) if args.profile else None
+        prof_queued = None
+        if args.profile and "dgboost_stream_ordered" in libs:
+            with _stream_ordered_nccl():
+                prof_queued = profile_dgboost(client, X, y, params, args.rounds)
     if prof is not None:
         print("\n".join(profile_lines(prof)), flush=True)
+    if prof_queued is not None:
+        print("  collectives queued on the stream:\n" + "\n".join(profile_lines(prof_queued)), flush=True)
     result = {"workers": n_workers, "data_s": made_s, "shap_rows": shap_rows, "rows_per_worker": placement,
-              "test_accuracy": acc, "dgboost_profile": prof,
+              "test_accuracy": acc, "dgboost_profile": prof, "dgboost_profile_stream_ordered": prof_queued,
               "train_s": {n: _summary(t) for n, t in train_times.items()}}
     result["train_ratio"] = result["train_s"]["dgboost"]["median"] / result["train_s"]["xgboost"]["median"]
+    if "dgboost_stream_ordered" in result["train_s"]:
+        result["train_ratio_stream_ordered"] = (result["train_s"]["dgboost_stream_ordered"]["median"]
+                                                / result["train_s"]["xgboost"]["median"])
     if Xs is not None:
         result["shap_rows_per_s"] = {n: _summary(r) for n, r in shap_rates.items()}
         result["shap_ratio"] = (result["shap_rows_per_s"]["dgboost"]["median"]
@@ -248,6 +280,12 @@ def table_lines(payload: dict) -> list[dict]:
                               f"({t['dgboost']['min']:.2f}-{t['dgboost']['max']:.2f}) vs {t['xgboost']['median']:.2f} "
                               f"({t['xgboost']['min']:.2f}-{t['xgboost']['max']:.2f}) s from persisted arrays, "
                               f"median of {payload['repeats']}{acc}"})
+        if "train_ratio_stream_ordered" in r:
+            v = t["dgboost_stream_ordered"]
+            lines.append({"what": f"dgboost.dask with NCCL collectives queued on the stream / xgboost.dask training "
+                                  f"time, {shape}", "ratio": r["train_ratio_stream_ordered"],
+                          "note": f"lower is better; experimental (DGBOOST_NCCL_STREAM_ORDERED=1); "
+                                  f"{v['median']:.2f} ({v['min']:.2f}-{v['max']:.2f}) s"})
         if "shap_rows_per_s" not in r:
             continue
         s = r["shap_rows_per_s"]
@@ -287,6 +325,8 @@ def main(argv=None) -> None:
                         help="held-out rows for both models' test accuracy (0: none)")
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--stream-ordered", action="store_true",
+                        help="also time dgboost with NCCL collectives queued on the stream (experimental)")
     parser.add_argument("--profile", action="store_true",
                         help="after the timed runs, one more dgboost job with profile=True (where its time went)")
     parser.add_argument("--output", default=None,

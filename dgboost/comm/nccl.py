@@ -4,10 +4,21 @@ NCCL refuses two ranks on one device (``NCCL_ERROR_INVALID_USAGE``): ranks that 
 use :class:`~dgboost.comm.collective.CollectiveComm` instead.
 
 NCCL collectives have no timeout of their own: a lost peer leaves the others waiting on the
-GPU forever. Every collective here is enqueued on a private stream, then the host polls the
-stream until it finishes or ``timeout`` passes; on timeout the communicator is aborted
+GPU forever. By default every collective is enqueued on a private stream, then the host polls
+the stream until it finishes or ``timeout`` passes; on timeout the communicator is aborted
 (``ncclCommAbort`` frees the waiting kernels) and :class:`~dgboost.errors.CommunicationError`
-is raised.
+is raised. That is a host synchronisation per collective (about 19 a depth-8 tree), where
+single-GPU training reads the device twice a tree.
+
+``stream_ordered=True`` (experimental, not yet measured on several GPUs: the client's
+``DGBOOST_NCCL_STREAM_ORDERED=1`` selects it for ``dgboost.dask.train``) queues a device
+array's ``allreduce_sum`` / ``allreduce_max`` on the current stream, after the kernels that
+make it and before those that read it, and returns at once: the host waits only where it
+reads. A :class:`~dgboost.comm._watchdog.CollectiveWatchdog` thread aborts the communicator
+when a queued collective is late; an aborted collective leaves partial sums (its output starts
+as a copy of the input, never uninitialised memory), and the next collective, or closing the
+communicator, raises :class:`~dgboost.errors.CommunicationError`. Host arrays, ``allgather``
+and ``broadcast`` wait as before.
 
 Exactness: integer sums are exact in any order; ``allgather`` moves bytes (rows padded to the
 largest rank's count), so floats arrive bit for bit.
@@ -15,12 +26,14 @@ largest rank's count), so floats arrive bit for bit.
 from __future__ import annotations
 
 import pickle
+import threading
 import time
 
 import numpy as np
 
 from .._array import is_device_array
 from ..errors import CommunicationError
+from ._watchdog import CollectiveWatchdog
 
 __all__ = ["NcclComm", "new_unique_id"]
 
@@ -54,6 +67,9 @@ class NcclComm:
     rank, world_size : int
     timeout : float
         Seconds one collective may take before the communicator is aborted.
+    stream_ordered : bool
+        Queue device arrays' reductions on the current stream without waiting for them
+        (see the module docstring).
 
     Notes
     -----
@@ -61,13 +77,17 @@ class NcclComm:
     back); results are in the array module of the argument.
     """
 
-    def __init__(self, unique_id, rank: int, world_size: int, timeout: float = 300.0):
+    def __init__(self, unique_id, rank: int, world_size: int, timeout: float = 300.0,
+                 stream_ordered: bool = False):
         self._uid = unique_id
         self._rank = int(rank)
         self._world_size = int(world_size)
         self._timeout = float(timeout)
+        self._stream_ordered = bool(stream_ordered)
         self._comm = None
         self._stream = None
+        self._watchdog: CollectiveWatchdog | None = None
+        self._nccl_lock = threading.Lock()  # NCCL calls on one communicator: one thread at a time
 
     @property
     def rank(self) -> int:
@@ -76,6 +96,11 @@ class NcclComm:
     @property
     def world_size(self) -> int:
         return self._world_size
+
+    @property
+    def stream_ordered(self) -> bool:
+        """Whether device reductions are queued on the stream without waiting."""
+        return self._stream_ordered
 
     def __enter__(self) -> "NcclComm":
         import cupy
@@ -86,9 +111,54 @@ class NcclComm:
         except Exception as exc:  # noqa: BLE001 - NcclError and CUDA errors alike
             raise CommunicationError(f"rank {self._rank} could not create its NCCL communicator: {exc}") from exc
         self._stream = cupy.cuda.Stream(non_blocking=True)
+        if self._stream_ordered:
+            device = cupy.cuda.Device().id
+            self._watchdog = CollectiveWatchdog(
+                self._timeout, self._abort, f"NCCL rank {self._rank} of {self._world_size}",
+                setup=lambda: cupy.cuda.Device(device).use()).start()
         return self
 
+    def _abort(self) -> None:
+        """Abort the communicator once (from the rank's thread or the watchdog's)."""
+        # the rank's thread may be inside an NCCL call (queueing is quick); it may also be
+        # blocked on a read that only the abort frees, so do not wait for it long
+        locked = self._nccl_lock.acquire(timeout=1.0)
+        try:
+            comm, self._comm = self._comm, None
+            if comm is not None:
+                comm.abort()
+        finally:
+            if locked:
+                self._nccl_lock.release()
+
+    def _call(self, name: str, *args) -> None:
+        """Queue one NCCL operation (one thread at a time, never on an aborted communicator)."""
+        with self._nccl_lock:
+            self._check()
+            getattr(self._comm, name)(*args)
+
+    def _check(self) -> None:
+        if self._watchdog is not None and self._watchdog.fired:
+            raise CommunicationError(self._watchdog.fired)
+        if self._comm is None:
+            raise CommunicationError("NcclComm used outside its `with` block (or after an abort)")
+
     def __exit__(self, exc_type, *rest) -> None:
+        error = None
+        if self._watchdog is not None:
+            try:
+                if exc_type is None and self._comm is not None and not self._watchdog.fired:
+                    import cupy
+
+                    # the last queued collectives must finish (or time out) before the model is trusted
+                    self._wait("the last collectives", cupy.cuda.get_current_stream())
+            except CommunicationError as exc:
+                error = exc
+            finally:
+                self._watchdog.stop()
+                if self._watchdog.fired:  # aborted by the watchdog: nothing left to destroy
+                    error = error or CommunicationError(self._watchdog.fired)
+                self._watchdog = None
         if self._comm is not None:
             try:
                 if exc_type is None:
@@ -98,28 +168,54 @@ class NcclComm:
             except Exception:  # noqa: BLE001 - the job already failed
                 pass
             self._comm = None
+        if error is not None and exc_type is None:
+            raise error
 
-    def _wait(self, what: str) -> None:
+    def _wait(self, what: str, stream=None) -> None:
+        """Wait, host-side and within the timeout, for the work queued so far on ``stream``
+        (default: the communicator's own); abort the communicator and raise when it is late."""
+        import cupy
+
+        event = cupy.cuda.Event(disable_timing=True)
+        event.record(self._stream if stream is None else stream)
         deadline = time.monotonic() + self._timeout
         pause = 1e-5
-        while not self._stream.done:
+        while not event.done:
             if time.monotonic() > deadline:
-                self._comm.abort()
-                self._comm = None
+                self._abort()
                 raise CommunicationError(f"NCCL {what} on rank {self._rank} of {self._world_size} did not "
                                          f"finish within {self._timeout:.0f} s (a peer was lost); "
                                          "the communicator was aborted")
             time.sleep(pause)
             pause = min(pause * 2, 1e-3)
+        if self._watchdog is not None and self._watchdog.fired:  # finished because it was aborted
+            raise CommunicationError(self._watchdog.fired)
+
+    def _queued_reduce(self, array, op_name: str):
+        """Stream-ordered reduction of a device array: queued after its producers, not awaited."""
+        import cupy
+        from cupy.cuda import nccl
+
+        self._check()
+        # the output starts as the input: an aborted collective leaves partial sums, never garbage
+        out = cupy.array(array, copy=True, order="C")
+        op = nccl.NCCL_SUM if op_name == "sum" else nccl.NCCL_MAX
+        stream = cupy.cuda.get_current_stream()
+        self._call("allReduce", out.data.ptr, out.data.ptr, out.size, _nccl_type(out.dtype), op, stream.ptr)
+        event = cupy.cuda.Event(disable_timing=True)
+        event.record(stream)
+        self._watchdog.track(f"allreduce_{op_name}", lambda: event.done)
+        return out
 
     def _device(self, array):
         import cupy
 
-        if self._comm is None:
-            raise CommunicationError("NcclComm used outside its `with` block (or after an abort)")
+        self._check()
         on_device = is_device_array(array)
-        # the caller's stream may still be writing the input: order our stream after it
+        # the caller's stream may still be writing the input (or, stream-ordered, running
+        # queued collectives): order our stream after it
         cupy.cuda.get_current_stream().synchronize()
+        self._check()  # a watchdog abort is what may have ended that wait
         return cupy.ascontiguousarray(cupy.asarray(array)), on_device
 
     def _back(self, out, on_device: bool):
@@ -129,10 +225,12 @@ class NcclComm:
         import cupy
         from cupy.cuda import nccl
 
+        if self._stream_ordered and is_device_array(array):
+            return self._queued_reduce(array, op_name)
         dev, on_device = self._device(array)
         out = cupy.empty_like(dev)
         op = nccl.NCCL_SUM if op_name == "sum" else nccl.NCCL_MAX
-        self._comm.allReduce(dev.data.ptr, out.data.ptr, dev.size, _nccl_type(dev.dtype), op, self._stream.ptr)
+        self._call("allReduce", dev.data.ptr, out.data.ptr, dev.size, _nccl_type(dev.dtype), op, self._stream.ptr)
         self._wait(f"allreduce_{op_name}")
         return self._back(out, on_device)
 
@@ -155,7 +253,7 @@ class NcclComm:
         send = cupy.zeros(max(slot, 1), cupy.uint8)
         send[:dev.nbytes] = dev.reshape(-1).view(cupy.uint8)
         recv = cupy.empty(send.size * self._world_size, cupy.uint8)
-        self._comm.allGather(send.data.ptr, recv.data.ptr, send.size, nccl.NCCL_UINT8, self._stream.ptr)
+        self._call("allGather", send.data.ptr, recv.data.ptr, send.size, nccl.NCCL_UINT8, self._stream.ptr)
         self._wait("allgather")
         recv = recv.reshape(self._world_size, send.size)
         pieces = [recv[r, :int(counts[r]) * row_bytes] for r in range(self._world_size)]
@@ -173,6 +271,6 @@ class NcclComm:
         buf = cupy.zeros(max(size, 1), cupy.uint8)
         if self._rank == root:
             buf[:size] = cupy.asarray(np.frombuffer(payload, np.uint8))
-        self._comm.broadcast(buf.data.ptr, buf.data.ptr, buf.size, nccl.NCCL_UINT8, int(root), self._stream.ptr)
+        self._call("broadcast", buf.data.ptr, buf.data.ptr, buf.size, nccl.NCCL_UINT8, int(root), self._stream.ptr)
         self._wait("broadcast")
         return obj if self._rank == root else pickle.loads(buf[:size].get().tobytes())

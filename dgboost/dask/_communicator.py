@@ -8,6 +8,7 @@ collective (its tracker runs on the scheduler, as in ``xgboost.dask``), or
 from __future__ import annotations
 
 import contextlib
+import os
 import uuid
 
 from ..errors import DGBoostValueError
@@ -63,7 +64,10 @@ def make_spec(client, world_size: int, kind: str, timeout: float, nccl_device_id
                                     f"(ranks use GPUs {nccl_device_ids}); use communicator='host'")
         from ..comm.nccl import new_unique_id
 
-        return {"kind": "nccl", "uid": new_unique_id(), "job": job, "timeout": timeout}
+        # experimental until measured on several GPUs: collectives queued on the stream
+        stream_ordered = os.environ.get("DGBOOST_NCCL_STREAM_ORDERED", "0") not in ("", "0")
+        return {"kind": "nccl", "uid": new_unique_id(), "job": job, "timeout": timeout,
+                "stream_ordered": stream_ordered}
     try:
         args = client.run_on_scheduler(_tracker_on_scheduler, world_size, timeout, job)
         where = "scheduler"
@@ -101,4 +105,5 @@ def open_comm(spec: dict, rank: int, world_size: int):
         return CollectiveComm(spec["args"], rank, world_size, timeout=spec["timeout"])
     from ..comm.nccl import NcclComm
 
-    return NcclComm(spec["uid"], rank, world_size, timeout=spec["timeout"])
+    return NcclComm(spec["uid"], rank, world_size, timeout=spec["timeout"],
+                    stream_ordered=spec.get("stream_ordered", False))

@@ -52,6 +52,27 @@ def test_training_through_the_wrapper_gives_the_same_model_and_times_every_round
     assert stats["allreduce_sum"]["bytes"] > stats["allreduce_max"]["bytes"] > 0
 
 
+def test_a_communicator_that_queues_its_collectives_is_not_made_to_wait(monkeypatch):
+    import dgboost.comm.timed as timed_module
+
+    waits = []
+    monkeypatch.setattr(timed_module, "_wait_for_producer", lambda payload: waits.append(payload))
+
+    class Queuing:
+        rank, world_size, stream_ordered = 0, 1, True
+
+        def allreduce_sum(self, array):
+            return array
+
+    class Waiting(Queuing):
+        stream_ordered = False
+
+    TimedComm(Queuing()).allreduce_sum(np.ones(3))
+    assert waits == []
+    TimedComm(Waiting()).allreduce_sum(np.ones(3))
+    assert len(waits) == 1
+
+
 def test_an_empty_wrapper_totals_zero():
     assert TimedComm(ThreadGroup(1).comm(0)).totals() == {"calls": 0.0, "bytes": 0.0, "producer_s": 0.0,
                                                           "collective_s": 0.0}

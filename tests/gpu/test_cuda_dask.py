@@ -80,14 +80,18 @@ def test_the_nccl_communicator_with_one_rank_trains_the_cpu_engines_model():
     assert_same_trees(model, _cpu_model(X, y), names=("nccl", "cpu"))
 
 
-def test_nccl_collectives_with_one_rank_are_exact():
+@pytest.mark.parametrize("stream_ordered", [False, True], ids=["host-waited", "stream-ordered"])
+def test_nccl_collectives_with_one_rank_are_exact(stream_ordered):
     import cupy
 
     from dgboost.comm.nccl import NcclComm, new_unique_id
 
-    with NcclComm(new_unique_id(), 0, 1, timeout=30) as comm:
+    with NcclComm(new_unique_id(), 0, 1, timeout=30, stream_ordered=stream_ordered) as comm:
         ints = cupy.arange(10, dtype=cupy.int64) - 5
-        assert cupy.array_equal(comm.allreduce_sum(ints), ints)
+        summed = comm.allreduce_sum(ints)
+        ints += 100  # a reduction's result is its own array, whatever the caller does next
+        assert cupy.array_equal(summed, cupy.arange(10, dtype=cupy.int64) - 5)
+        assert cupy.array_equal(comm.allreduce_max(cupy.arange(4.0)[::-1]), cupy.arange(4.0)[::-1])
         assert np.array_equal(comm.allreduce_max(np.array([1.5, -2.0])), [1.5, -2.0])
         rows = np.array([[-0.0, 1.25], [np.nan, 3.0]], np.float32)
         got = comm.allgather(rows)

@@ -121,6 +121,20 @@ def test_n_gpus_through_nccl_give_the_single_process_model_byte_for_byte(cuda_cl
 
 @pytest.mark.mgpu
 @_needs(2)
+@pytest.mark.parametrize("case", list(CASES))
+def test_collectives_queued_on_the_stream_give_the_same_model_byte_for_byte(cuda_client, case, monkeypatch):
+    import dgboost.dask as dxgb
+
+    monkeypatch.setenv("DGBOOST_NCCL_STREAM_ORDERED", "1")
+    X, y, w = _data()
+    client = cuda_client(min(_gpu_count(), 4))
+    dtrain = dxgb.DaskDMatrix(client, *_dask_arrays(X, y, w)[:2], weight=_dask_arrays(X, y, w)[2])
+    got = dxgb.train(client, {**CASES[case], "device": "cuda"}, dtrain, ROUNDS, communicator="nccl")["booster"]
+    assert got.to_json() == _single_gpu_model(case).to_json()
+
+
+@pytest.mark.mgpu
+@_needs(2)
 def test_gpus_that_hold_no_rows_still_take_part_and_the_model_is_unchanged(cuda_client):
     import dask.array as da
 
@@ -161,12 +175,15 @@ def test_distributed_shap_on_every_gpu_equals_single_gpu_shap_bit_for_bit(cuda_c
 
 @pytest.mark.mgpu
 @_needs(2)
-def test_a_gpu_worker_killed_mid_training_ends_train_with_a_clear_error_within_60_seconds(tmp_path):
+@pytest.mark.parametrize("stream_ordered", ["0", "1"], ids=["host-waited", "stream-ordered"])
+def test_a_gpu_worker_killed_mid_training_ends_train_with_a_clear_error_within_60_seconds(tmp_path, stream_ordered,
+                                                                                           monkeypatch):
     from dask_cuda import LocalCUDACluster
     from distributed import Client
 
     import dgboost.dask as dxgb
 
+    monkeypatch.setenv("DGBOOST_NCCL_STREAM_ORDERED", stream_ordered)
     X, y, w = _data()
     n_gpus = min(_gpu_count(), 4)
     params = {**CASES[list(CASES)[0]], "device": "cuda"}
@@ -175,7 +192,14 @@ def test_a_gpu_worker_killed_mid_training_ends_train_with_a_clear_error_within_6
         dtrain = dxgb.DaskDMatrix(client, *_dask_arrays(X, y, w)[:2])
         start = time.monotonic()
         with pytest.raises(dg.DGBoostError, match="rank|worker"):
-            dxgb.train(client, params, dtrain, 200, communicator="nccl", timeout=30,
+            dxgb.train(client, params, dtrain, 200, communicator="nccl", timeout=15,
                        callbacks=[KillProcessAtRound(3, str(tmp_path / "killed"))])
         assert time.monotonic() - start < 60
         assert (tmp_path / "killed").exists()
+        # the surviving ranks were freed (their collectives timed out and the communicator was
+        # aborted), so the same client trains again once the nanny has restarted the worker
+        client.wait_for_workers(n_gpus, timeout=60)
+        start = time.monotonic()
+        again = dxgb.train(client, params, dtrain, ROUNDS, communicator="nccl", timeout=15)["booster"]
+        assert again.num_boosted_rounds() == ROUNDS
+        assert time.monotonic() - start < 90
