@@ -6,11 +6,14 @@
 #   steps (in the order given; GPU counts from $WORKERS, default 4,1,2):
 #     tests     tests/gpu/test_multi_gpu.py (mgpu + gpu), at most $TEST_S seconds (default 150)
 #     scaling   benchmarks/scaling.py 40M x 28, 100 rounds, SHAP of $SHAP_ROWS rows (default 4M),
-#               3 repeats, --profile
+#               3 repeats, --profile, and --stream-ordered (dgboost with NCCL collectives queued
+#               on the stream, timed beside the default)
 #     airline   benchmarks/scaling.py --dataset airline, 115M x 13, 100 rounds, no SHAP
 #     explain   benchmarks/explain_parquet.py --counts $EXPLAIN_FILES (default 400: 400M rows)
 #               on local-cuda (a worker per GPU)
-# Seen: tests + scaling (4,1,2 GPUs, SHAP of 1M rows, no profile) took 329 s on 4 H100s.
+# Seen: tests + scaling (4,1,2 GPUs, SHAP of 1M rows, no profile) took 329 s on 4 H100s. Plan
+# about 9 minutes for "tests scaling" now (4M SHAP rows, the extra variant and profiles), one
+# call each for "airline" and "explain".
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -28,7 +31,7 @@ for step in "$@"; do
       echo "tests: exit $?"; tail -n 4 "$OUT/mgpu_tests.log" ;;
     scaling)
       python3 benchmarks/scaling.py --device cuda --workers "$workers" --rows 40000000 \
-        --shap-rows "${SHAP_ROWS:-4000000}" --rounds 100 --repeats 3 --profile \
+        --shap-rows "${SHAP_ROWS:-4000000}" --rounds 100 --repeats 3 --profile --stream-ordered \
         --output "$OUT/scaling_multigpu.json" 2>&1 | grep -v "got rank\|^\s*$" > "$OUT/scaling.log"
       tail -n 24 "$OUT/scaling.log" ;;
     airline)
