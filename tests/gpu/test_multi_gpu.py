@@ -203,3 +203,33 @@ def test_a_gpu_worker_killed_mid_training_ends_train_with_a_clear_error_within_6
         again = dxgb.train(client, params, dtrain, ROUNDS, communicator="nccl", timeout=15)["booster"]
         assert again.num_boosted_rounds() == ROUNDS
         assert time.monotonic() - start < 90
+
+
+@pytest.mark.mgpu
+@_needs(2)
+def test_after_a_gpu_worker_is_lost_training_resumes_on_the_other_gpus_to_the_uninterrupted_model(tmp_path):
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+
+    import dgboost.dask as dxgb
+
+    X, y, w = _data()
+    n_gpus = min(_gpu_count(), 4)
+    params = {**CASES[list(CASES)[0]], "device": "cuda"}
+    ckpt = tmp_path / "ckpt"
+    with LocalCUDACluster(n_workers=n_gpus, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        dtrain = dxgb.DaskDMatrix(client, *_dask_arrays(X, y, w)[:2], weight=_dask_arrays(X, y, w)[2])
+        with pytest.raises(dg.DGBoostError):
+            dxgb.train(client, params, dtrain, 30, communicator="nccl", timeout=15, checkpoint_dir=ckpt,
+                       checkpoint_every=5, callbacks=[KillProcessAtRound(15, str(tmp_path / "killed"))])
+        # the nanny restarts the killed worker: take one GPU away, as a machine that is gone
+        cluster.scale(n_gpus - 1)
+        deadline = time.monotonic() + 60
+        while len(client.scheduler_info(n_workers=-1)["workers"]) != n_gpus - 1:
+            assert time.monotonic() < deadline, "the cluster did not shrink"
+            time.sleep(0.2)
+        out = dxgb.train(client, params, dtrain, 30, communicator="auto", timeout=15, checkpoint_dir=ckpt,
+                         checkpoint_every=5, resume=True)
+    full = dg.train(params, dg.DMatrix(X, y, weight=w), 30)
+    assert out["booster"].save_raw() == full.save_raw()
