@@ -32,15 +32,17 @@ class RankClock(TrainingCallback):
         self._round_ends.append(time.perf_counter())
         return False
 
-    def marks(self) -> dict:
-        """``{"rounds_s", "round_s_median", "rounds"}``: from the first round's start to the
-        last round's end, and the median of the rounds."""
+    def marks(self, since: float, until: float) -> dict:
+        """``{"setup_s", "rounds_s", "round_s_median", "rounds"}`` (``time.perf_counter``
+        seconds): from ``since`` (the call of ``train``) to the first round's start, from there
+        to the last round's end, the median round, and the number of rounds. ``until``: when
+        ``train`` returned (the set-up's end when no round ran)."""
         start, ends = self._start, self._round_ends
         if start is None or not ends:
-            return {"rounds_s": 0.0, "round_s_median": 0.0, "rounds": 0}
+            return {"setup_s": (start or until) - since, "rounds_s": 0.0, "round_s_median": 0.0, "rounds": 0}
         per_round = [b - a for a, b in zip([start, *ends[:-1]], ends)]
-        return {"rounds_s": ends[-1] - start, "round_s_median": statistics.median(per_round),
-                "rounds": len(ends)}
+        return {"setup_s": start - since, "rounds_s": ends[-1] - start,
+                "round_s_median": statistics.median(per_round), "rounds": len(ends)}
 
 
 def job_profile(client_stages: dict, submitted_at: float, ranks: list[dict]) -> dict:

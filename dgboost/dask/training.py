@@ -76,9 +76,8 @@ def _rank_task(rank: int, world_size: int, spec: dict, params: dict, train_parts
         t_trained = time.perf_counter()
     if not profile:
         return (booster if rank == 0 else None), history, None
-    marks = clock.marks()
     stages = {"started_at": started_at, "rows": dtrain.num_row(), "data_s": t_data - t0,
-              "comm_open_s": t_comm - t_data, "setup_s": (clock._start or t_trained) - t_comm, **marks,
+              "comm_open_s": t_comm - t_data, **clock.marks(since=t_comm, until=t_trained),
               "comm_close_s": time.perf_counter() - t_trained, "total_s": time.perf_counter() - t0,
               "collectives": comm.stats if isinstance(comm, TimedComm) else {}}
     return (booster if rank == 0 else None), history, stages

@@ -76,3 +76,15 @@ def test_a_communicator_that_queues_its_collectives_is_not_made_to_wait(monkeypa
 def test_an_empty_wrapper_totals_zero():
     assert TimedComm(ThreadGroup(1).comm(0)).totals() == {"calls": 0.0, "bytes": 0.0, "producer_s": 0.0,
                                                           "collective_s": 0.0}
+
+
+def test_a_rank_clock_splits_the_set_up_from_the_rounds_and_takes_their_median():
+    from dgboost.dask._profile import RankClock
+
+    clock = RankClock()
+    assert clock.marks(since=1.0, until=3.0) == {"setup_s": 2.0, "rounds_s": 0.0, "round_s_median": 0.0, "rounds": 0}
+    X, y, _ = make_synthetic(500, 4, task="binary", seed=1)
+    dg.train({"objective": "binary:logistic", "max_depth": 2}, dg.DMatrix(X, y), 3, callbacks=[clock])
+    marks = clock.marks(since=clock._start - 0.5, until=clock._round_ends[-1])
+    assert marks["rounds"] == 3 and marks["setup_s"] == 0.5
+    assert 0 < marks["round_s_median"] <= marks["rounds_s"]
