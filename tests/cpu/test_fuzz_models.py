@@ -441,6 +441,36 @@ def test_semantically_neutral_edits_load_and_predict_exactly_as_the_original(cor
         check_booster(_dumps(doc, rnd).encode(), reference=reference)
 
 
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), which=st.integers(0, 1000))
+def test_reading_all_trees_at_once_gives_what_reading_tree_by_tree_gives_or_its_very_error(corpus, seed, which):
+    # the fast reader must never accept what the per-tree reader refuses, and must give its
+    # arrays bit for bit; on anything else it hands over, so errors keep naming tree and node
+    from unittest import mock
+
+    from dgboost import xgboost_json
+
+    def outcome(doc):
+        try:
+            ensemble, meta = xgboost_json.import_xgboost_dict(doc)
+        except dg.DGBoostError as e:
+            return type(e), str(e)
+        return ({k: (a.dtype.str, a.tobytes()) for k, a in vars(ensemble).items() if isinstance(a, np.ndarray)},
+                repr(sorted(meta.items(), key=lambda kv: kv[0])))
+
+    rnd = random.Random(seed)
+    xgb_models = [(n, t) for n, t in corpus if n.startswith("xgboost-")]
+    name, text = xgb_models[which % len(xgb_models)]
+    for k in range(12):
+        doc = json.loads(text)
+        for _ in range(k % 3):
+            mutate_structure(doc, rnd)
+        fast = outcome(copy.deepcopy(doc))
+        with mock.patch.object(xgboost_json, "_read_trees_at_once", lambda trees, where: None):
+            reference = outcome(copy.deepcopy(doc))
+        assert fast == reference, name
+
+
 def test_the_fuzz_runs_both_outcomes_and_real_files():
     # guards the fuzz itself: a mutation engine that only ever produced rejections (or
     # only valid models) would pass vacuously
