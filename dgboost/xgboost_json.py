@@ -165,6 +165,12 @@ def _renumber(arrs: dict, order: np.ndarray) -> dict:
     return out
 
 
+def _out_of_int32(left: np.ndarray, right: np.ndarray, parents: np.ndarray) -> np.ndarray:
+    """Nodes whose child or parent index is below -1 or would wrap as int32 (bool mask)."""
+    top = np.iinfo(np.int32).max
+    return (left < -1) | (right < -1) | (left > top) | (right > top) | (parents > top)
+
+
 def _read_tree(t: dict, where: str) -> dict:
     tp = _require(t, "tree_param", where)
     n = _int(_parse_param(_require(tp, "num_nodes", f"{where}.tree_param")), f"{where}.num_nodes", lo=1)
@@ -188,11 +194,12 @@ def _read_tree(t: dict, where: str) -> dict:
             raise ModelFormatError(f"{where}.{name} has length {a.shape[0]}, expected num_nodes = {n}")
         raw[name] = a
     left, right = raw["left_children"], raw["right_children"]
-    bad = np.flatnonzero((left < -1) | (right < -1))  # -1 marks a leaf; nothing else is below 0
+    # -1 marks a leaf; nothing else is below 0, and no index may wrap when stored as int32
+    bad = np.flatnonzero(_out_of_int32(left, right, raw["parents"]))
     if bad.size:
         i = int(bad[0])
-        raise ModelFormatError(f"{where}: child index out of range at node {i}: "
-                               f"left = {left[i]}, right = {right[i]}")
+        raise ModelFormatError(f"{where}: child or parent index out of range at node {i}: "
+                               f"left = {left[i]}, right = {right[i]}, parent = {raw['parents'][i]}")
     leaf = left < 0
     conditions = raw["split_conditions"]
     bad = np.flatnonzero(np.isnan(conditions) | (leaf & ~np.isfinite(conditions)))
@@ -271,7 +278,7 @@ def _read_trees_at_once(trees: list, where: str):
         return None
     left, right, conditions = raw["left_children"], raw["right_children"], raw["split_conditions"]
     leaf = left < 0
-    if (np.any((left < -1) | (right < -1))
+    if (np.any(_out_of_int32(left, right, raw["parents"]))
             or np.any(np.isnan(conditions) | (leaf & ~np.isfinite(conditions)))):
         return None
     parents = raw["parents"]
