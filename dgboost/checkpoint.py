@@ -69,7 +69,7 @@ def training_config(params, early_stopping_rounds, maximize) -> dict:
     return json.loads(json.dumps(out))
 
 
-def data_fingerprint(dmat, row_offset: int, n_global: int, comm) -> dict:
+def data_fingerprint(dmat, row_offset: int, n_global: int, comm, global_rows=None) -> dict:
     """A cheap fingerprint of the training rows of all ranks, the same for any partitioning.
 
     The sampled rows are chosen by a hash of their global index (as the sketch sample,
@@ -84,6 +84,9 @@ def data_fingerprint(dmat, row_offset: int, n_global: int, comm) -> dict:
         Global index of this rank's first row; rows of all ranks.
     comm : Communicator
         One allgather of at most a few thousand (index, digest) pairs.
+    global_rows : ndarray of int64, shape (n_local,), optional
+        The rows' global indices (in the array module of ``dmat.data``) when they are not
+        the run starting at ``row_offset``.
 
     Returns
     -------
@@ -91,10 +94,11 @@ def data_fingerprint(dmat, row_offset: int, n_global: int, comm) -> dict:
         ``{"rows", "features", "feature_names", "sample"}`` (``sample``: hex SHA-256).
     """
     xp = array_module(dmat.data)
-    mask = sketch_sample_mask(dmat.num_row(), row_offset, n_global, _FINGERPRINT_SEED, _FINGERPRINT_ROWS, xp)
+    mask = sketch_sample_mask(dmat.num_row(), row_offset, n_global, _FINGERPRINT_SEED, _FINGERPRINT_ROWS, xp,
+                              global_rows)
     local = np.flatnonzero(to_host(mask))
     pairs = np.empty((local.size, 2), np.int64)
-    pairs[:, 0] = local + row_offset
+    pairs[:, 0] = local + row_offset if global_rows is None else np.asarray(to_host(global_rows))[local]
     pairs[:, 1] = _row_digests(dmat, local, xp)
     pairs = np.asarray(to_host(comm.allgather(pairs)), np.int64).reshape(-1, 2)
     pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
@@ -105,6 +109,8 @@ def data_fingerprint(dmat, row_offset: int, n_global: int, comm) -> dict:
 
 def _row_digests(dmat, rows: np.ndarray, xp) -> np.ndarray:
     """An int64 digest of each listed row: its features, label, weight and base margin."""
+    if rows.size == 0:  # also a rank that holds no rows (a reshape cannot infer widths there)
+        return np.empty(0, np.int64)
     index = rows if xp is np else xp.asarray(rows)
     parts = [np.asarray(to_host(dmat.data[index]), np.float32).reshape(rows.size, -1)]
     for extra in (dmat.label, dmat.weight, dmat.base_margin):

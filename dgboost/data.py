@@ -330,9 +330,17 @@ class RankDMatrix(DMatrix):
 
     A worker that was given no partitions still takes part in every collective (with empty
     histograms), so its share of the data is an empty matrix with the job's columns.
+
+    Attributes
+    ----------
+    row_runs : list of (int, int) or None
+        The global (row offset, rows) of each of its partitions, in the order they are
+        concatenated here, when the rank holds partitions wherever they lie; None when the
+        ranks hold contiguous runs in rank order.
     """
 
     _allow_empty_rows = True
+    row_runs: list[tuple[int, int]] | None = None
 
 
 def _group_pointer(group, qid, n: int) -> np.ndarray | None:

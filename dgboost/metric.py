@@ -74,6 +74,9 @@ class Metric:
     name: str = ""
     higher_is_better: bool = False
     is_custom: bool = False
+    #: whether the value depends on the rows' order over ranks (then ``evaluate`` takes
+    #: ``global_rows``: the local rows' global indices, or None when ranks hold runs in order)
+    needs_row_order: bool = False
 
     def evaluate(self, margin, label, weight, group_ptr, objective: Objective, comm) -> float:
         """The metric over all rows of all ranks (identical on every rank).
@@ -288,8 +291,9 @@ class _AUC(Metric):
     """
 
     name, higher_is_better = "auc", True
+    needs_row_order = True  # a class's weight (multi-class) is summed in row order
 
-    def evaluate(self, margin, label, weight, group_ptr, objective, comm) -> float:
+    def evaluate(self, margin, label, weight, group_ptr, objective, comm, global_rows=None) -> float:
         if group_ptr is not None:  # host fallback for the per-group loop
             margin, label = to_host(margin), to_host(label)
             y = np.asarray(label, np.float64).ravel()
@@ -301,8 +305,12 @@ class _AUC(Metric):
         w = _weights(weight, len(y), xp)
         if comm.world_size > 1:
             # one collective for every rank's rows: AUC is not a sum of per-rank parts
-            table = comm.allgather(np.concatenate([to_host(pred), to_host(y)[:, None],
-                                                   to_host(w)[:, None]], axis=1))
+            columns = [to_host(pred), to_host(y)[:, None], to_host(w)[:, None]]
+            if global_rows is not None:  # ranks hold rows out of order: put them back in order
+                columns.append(np.asarray(global_rows, np.float64)[:, None])
+            table = np.asarray(comm.allgather(np.concatenate(columns, axis=1)))
+            if global_rows is not None:
+                table = table[np.argsort(table[:, -1], kind="stable"), :-1]
             pred, y, w = table[:, :-2], table[:, -2], table[:, -1]
         if len(y) == 0:
             return math.nan

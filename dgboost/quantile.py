@@ -21,7 +21,7 @@ import numpy as np
 from ._array import array_module, is_device_array, to_host
 from .comm.base import Communicator, LocalComm
 
-__all__ = ["Cuts", "splitmix64", "hashed_uniform", "sketch_sample_mask", "compute_cuts",
+__all__ = ["Cuts", "splitmix64", "hashed_uniform", "global_row_index", "sketch_sample_mask", "compute_cuts",
            "weighted_cut_values"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -55,12 +55,26 @@ def hashed_uniform(seed: int, stream: int, global_index):
 _SKETCH_STREAM = 0x5EED
 
 
+def global_row_index(runs, xp=np):
+    """int64 global index of every local row, from (global offset, rows) runs, in ``xp``."""
+    if len(runs) == 1:
+        return xp.arange(runs[0][0], runs[0][0] + runs[0][1], dtype=np.int64)
+    if not runs:
+        return xp.empty(0, dtype=np.int64)
+    return xp.concatenate([xp.arange(o, o + n, dtype=np.int64) for o, n in runs])
+
+
 def sketch_sample_mask(n_local: int, row_offset: int, n_global: int, seed: int,
-                       sample_rows: int, xp=np):
-    """Boolean mask (n_local,) of the rows that enter the quantile sketch, in module ``xp``."""
+                       sample_rows: int, xp=np, global_rows=None):
+    """Boolean mask (n_local,) of the rows that enter the quantile sketch, in module ``xp``.
+
+    ``global_rows`` (int64 (n_local,), in ``xp``): the rows' global indices when they are not
+    the run ``row_offset, row_offset + 1, ...``."""
     if n_global <= sample_rows:
         return xp.ones(n_local, dtype=bool)
-    u = hashed_uniform(seed, _SKETCH_STREAM, xp.arange(row_offset, row_offset + n_local, dtype=np.int64))
+    if global_rows is None:
+        global_rows = xp.arange(row_offset, row_offset + n_local, dtype=np.int64)
+    u = hashed_uniform(seed, _SKETCH_STREAM, global_rows)
     return u < sample_rows / n_global
 
 
@@ -164,7 +178,7 @@ def _prune_summary(weights: np.ndarray, size: int) -> np.ndarray:
 
 def compute_cuts(values: np.ndarray, weight: np.ndarray | None, max_bin: int, seed: int = 0,
                  row_offset: int = 0, n_global: int | None = None,
-                 comm: Communicator | None = None, sample_rows: int = 1 << 18) -> Cuts:
+                 comm: Communicator | None = None, sample_rows: int = 1 << 18, global_rows=None) -> Cuts:
     """Weighted quantile cuts of every feature, identical on every rank.
 
     Parameters
@@ -183,13 +197,16 @@ def compute_cuts(values: np.ndarray, weight: np.ndarray | None, max_bin: int, se
     comm : Communicator, optional
     sample_rows : int
         Expected number of rows in the sketch sample.
+    global_rows : ndarray of int64, shape (n_local,), optional
+        The rows' global indices (in the array module of ``values``) when they are not the
+        run starting at ``row_offset``.
     """
     comm = comm or LocalComm()
     n_local, n_features = values.shape
     if n_global is None:
         n_global = int(comm.allreduce_sum(np.array([n_local], dtype=np.int64))[0])
     # hashed where the rows are: a device matrix is sampled on the device
-    mask = sketch_sample_mask(n_local, row_offset, n_global, seed, sample_rows, array_module(values))
+    mask = sketch_sample_mask(n_local, row_offset, n_global, seed, sample_rows, array_module(values), global_rows)
     sample = comm.allgather(_sampled_rows_on_host(values, mask))
     if weight is None:
         sample_w = np.ones(sample.shape[0], dtype=np.float64)

@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ._array import array_module
 from .backend import get_backend
 from .binned import BinnedMatrix
 from .checkpoint import (check_resumable, checkpointer_for, check_same_data, cuts_fingerprint, data_fingerprint,
@@ -21,7 +22,7 @@ from .data import DMatrix
 from .errors import DGBoostTypeError, DGBoostValueError
 from .grower import FeatureSampler, TreeGrower
 from .params import TrainParams, parse_params
-from .quantile import compute_cuts, hashed_uniform
+from .quantile import compute_cuts, global_row_index, hashed_uniform
 from .tree import Ensemble
 
 __all__ = ["train", "TrainingCallback", "fixed_point_scale"]
@@ -97,6 +98,21 @@ def _check_features(dmat: DMatrix, n_features: int, names, what: str) -> None:
     if names is not None and dmat.feature_names is not None and list(dmat.feature_names) != list(names):
         diff = [f"{a!r} vs {b!r}" for a, b in zip(dmat.feature_names, names) if a != b][:3]
         raise DGBoostValueError(f"{what} has different feature names from the training data: {', '.join(diff)}")
+
+
+def _row_runs(comm: Communicator, dmat: DMatrix) -> tuple[list[tuple[int, int]], int]:
+    """This rank's rows as global (offset, rows) runs, and the rows of all ranks.
+
+    One run after the previous ranks' rows, unless the Dask layer placed the rank's partitions
+    wherever they lie and said where each sits in the global order (``dmat.row_runs``).
+    """
+    runs = getattr(dmat, "row_runs", None)
+    if runs is None:
+        offset, n_global = _row_offset(comm, dmat.num_row())
+        return [(offset, dmat.num_row())], n_global
+    if sum(n for _, n in runs) != dmat.num_row():
+        raise DGBoostValueError(f"row runs {runs} do not cover the rank's {dmat.num_row()} rows")
+    return runs, int(np.asarray(comm.allreduce_sum(np.array([dmat.num_row()], dtype=np.int64)))[0])
 
 
 def _row_offset(comm: Communicator, n_local: int) -> tuple[int, int]:
@@ -278,15 +294,19 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
         begin_round = 0
 
     # -- data: cuts agreed by all ranks, binned rows, margins -----------------------------
-    row_offset, n_global = _row_offset(comm, dtrain.num_row())
+    # a row's identity (sketch sample, subsampling) is its index in the global order
+    row_runs, n_global = _row_runs(comm, dtrain)
+    global_rows = global_row_index(row_runs, array_module(dtrain.data))
     max_bin = dtrain.max_bin or p.max_bin
-    cuts = compute_cuts(dtrain.data, dtrain.weight, max_bin, seed=p.seed, row_offset=row_offset,
-                        n_global=n_global, comm=comm, sample_rows=p.sketch_sample_rows)
+    cuts = compute_cuts(dtrain.data, dtrain.weight, max_bin, seed=p.seed, n_global=n_global, comm=comm,
+                        sample_rows=p.sketch_sample_rows, global_rows=global_rows)
     fingerprint = None
     if checkpointer is not None:
-        fingerprint = {"data": data_fingerprint(dtrain, row_offset, n_global, comm), "cuts": cuts_fingerprint(cuts)}
+        fingerprint = {"data": data_fingerprint(dtrain, 0, n_global, comm, global_rows),
+                       "cuts": cuts_fingerprint(cuts)}
         if resumed is not None:
             check_same_data(resumed, fingerprint["data"], fingerprint["cuts"])
+    del global_rows
     # deep trees rarely fill a level: the estimate counts at most 256 nodes' histograms, and a
     # wider level that does not fit fails then, with its own size in the message
     level_nodes = 2 if p.grow_policy == "lossguide" else 1 << min(max(p.max_depth, 1), 8)
@@ -310,9 +330,7 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
     grower = TreeGrower(backend, comm, p, binned, sampler, interactions, monotone)
     # on the backend's device: the subsample mask of every round is hashed there (only made
     # when rows are sampled: 8 bytes a row)
-    global_index = None
-    if p.subsample < 1.0:
-        global_index = backend.xp.arange(row_offset, row_offset + dtrain.num_row(), dtype=np.int64)
+    global_index = global_row_index(row_runs, backend.xp) if p.subsample < 1.0 else None
 
     booster = Booster._from_training(ensemble, p, objective, base_score, names, dtrain.feature_types,
                                      n_features, xgb_model)
@@ -434,7 +452,10 @@ def _evaluate(metric, d: _Data, dm: DMatrix, objective, comm, custom_objective: 
         return float(metric.evaluate_custom(preds, dm))
     if dm.label is None:
         raise DGBoostValueError("an evaluation set has no label")
-    return float(metric.evaluate(d.margin, d.label, d.weight, dm.group_ptr, objective, comm))
+    extra = {}
+    if metric.needs_row_order and getattr(dm, "row_runs", None) is not None:
+        extra["global_rows"] = global_row_index(dm.row_runs)
+    return float(metric.evaluate(d.margin, d.label, d.weight, dm.group_ptr, objective, comm, **extra))
 
 
 def _refit_leaves(objective, tree, grown, margin, dtrain: DMatrix, keep, p: TrainParams, comm,

@@ -198,8 +198,10 @@ def _read_tree(t: dict, where: str) -> dict:
     bad = np.flatnonzero(_out_of_int32(left, right, raw["parents"]))
     if bad.size:
         i = int(bad[0])
-        raise ModelFormatError(f"{where}: child or parent index out of range at node {i}: "
-                               f"left = {left[i]}, right = {right[i]}, parent = {raw['parents'][i]}")
+        if -1 <= min(left[i], right[i]) and max(left[i], right[i]) <= np.iinfo(np.int32).max:
+            raise ModelFormatError(f"{where}: parent index out of range at node {i}: {raw['parents'][i]}")
+        raise ModelFormatError(f"{where}: child index out of range at node {i}: "
+                               f"left = {left[i]}, right = {right[i]}")
     leaf = left < 0
     conditions = raw["split_conditions"]
     bad = np.flatnonzero(np.isnan(conditions) | (leaf & ~np.isfinite(conditions)))

@@ -159,7 +159,7 @@ class DaskDMatrix:
 
 
 def as_rank_dmatrix(parts: list[dict], has: dict, *, missing: float, feature_names, feature_types,
-                    n_features: int):
+                    n_features: int, row_runs: list[tuple[int, int]] | None = None):
     """A :class:`~dgboost.data.RankDMatrix` of the partitions one rank holds, concatenated in order.
 
     Parameters
@@ -170,6 +170,9 @@ def as_rank_dmatrix(parts: list[dict], has: dict, *, missing: float, feature_nam
     has : dict of str -> bool
         Which fields the job has. A rank without rows gets empty arrays for them, so that it
         takes the same branches (and joins the same collectives) as the ranks with rows.
+    row_runs : list of (int, int), optional
+        The global (row offset, rows) of each partition, when the rank's partitions are not
+        one contiguous run in rank order (see :mod:`._placement`); kept as ``row_runs``.
 
     Returns
     -------
@@ -187,9 +190,11 @@ def as_rank_dmatrix(parts: list[dict], has: dict, *, missing: float, feature_nam
             fields[name] = np.empty((0, n_features) if name == "data" else 0, np.float32)
         else:
             fields[name] = None
-    return RankDMatrix(fields["data"], fields["label"], weight=fields["weight"],
-                       base_margin=fields["base_margin"], qid=fields["qid"], missing=missing,
-                       feature_names=feature_names, feature_types=feature_types)
+    dm = RankDMatrix(fields["data"], fields["label"], weight=fields["weight"],
+                     base_margin=fields["base_margin"], qid=fields["qid"], missing=missing,
+                     feature_names=feature_names, feature_types=feature_types)
+    dm.row_runs = None if row_runs is None else [(int(o), int(n)) for o, n in row_runs]
+    return dm
 
 
 def _concat_rows(values: list):

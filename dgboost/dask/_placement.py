@@ -1,16 +1,21 @@
 """Which worker trains on which partitions, and in which rank order.
 
-The model is that of the ranks' rows concatenated in rank order (row indices feed the sketch
-sample and row subsampling), so each rank must hold a *contiguous* run of partitions, and the
-ranks must follow the partitions' order. Where the partitions already lie that way on the
-workers (Dask places neighbouring root tasks together) nothing moves; otherwise the runs are
-balanced by rows and Dask moves the partitions a rank lacks.
+A row's identity is its index in the partitions' rows concatenated in partition order: it
+feeds the sketch sample, row subsampling and the order AUC sees. Two ways to place ranks:
+
+* :func:`place_where_held`: every worker trains on the partitions it already holds, whatever
+  their order (Dask's scheduler spreads neighbouring partitions over workers), and each rank
+  is told the global row offset of each of its partitions. Nothing moves.
+* :func:`place`: each rank holds a *contiguous* run of partitions, the ranks following the
+  partitions' order. Ranking needs it (a query group's index is counted rank after rank);
+  where the partitions do not lie that way, the runs are balanced by rows and Dask moves the
+  partitions a rank lacks.
 """
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Placement", "place"]
+__all__ = ["Placement", "place", "place_where_held", "row_runs"]
 
 
 class Placement:
@@ -30,6 +35,17 @@ class Placement:
         self.workers = workers
         self.runs = runs
         self.moved = moved
+
+    def runs_where_held(self, holders: list[str]) -> list[list[int]] | None:
+        """Another matrix's partitions on the ranks that hold them (None if a holder is not
+        one of these ranks)."""
+        rank_of = {w: r for r, w in enumerate(self.workers)}
+        if not all(h in rank_of for h in holders):
+            return None
+        runs: list[list[int]] = [[] for _ in self.workers]
+        for i, h in enumerate(holders):
+            runs[rank_of[h]].append(i)
+        return runs
 
     def runs_for(self, holders: list[str], rows: list[int]) -> list[list[int]]:
         """Contiguous runs of another matrix's partitions (an evaluation set) over these ranks."""
@@ -78,3 +94,34 @@ def place(holders: list[str], rows: list[int], workers: list[str]) -> Placement:
     runs = Placement(order, [], 0).runs_for(holders, rows)
     moved = sum(1 for r, run in enumerate(runs) for i in run if holders[i] != order[r])
     return Placement(order, runs, moved)
+
+
+def place_where_held(holders: list[str], workers: list[str]) -> Placement:
+    """Ranks that train on the partitions they hold (nothing moves).
+
+    Parameters
+    ----------
+    holders : list of str, length P
+        The worker that holds partition i (the first of its replicas).
+    workers : list of str
+        Every worker of the cluster; each becomes one rank (ordered by the first partition
+        it holds; workers that hold nothing come last and get no rows).
+
+    Returns
+    -------
+    Placement
+        ``runs[r]``: the partitions rank r holds, increasing (not necessarily contiguous).
+    """
+    first_seen: dict[str, int] = {}
+    for i, h in enumerate(holders):
+        first_seen.setdefault(h, i)
+    order = sorted((w for w in first_seen if w in workers), key=first_seen.get)
+    order += sorted(w for w in workers if w not in first_seen)
+    return Placement(order, Placement(order, [], 0).runs_where_held(holders), 0)
+
+
+def row_runs(runs: list[int], rows: list[int]) -> list[tuple[int, int]]:
+    """(global offset, rows) of each listed partition: its rows' place in the concatenation of
+    all partitions (``rows[i]`` rows each) in partition order."""
+    offsets = np.concatenate([[0], np.cumsum(np.asarray(rows, dtype=np.int64))])
+    return [(int(offsets[i]), int(rows[i])) for i in runs]

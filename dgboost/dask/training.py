@@ -25,7 +25,7 @@ from ..errors import CommunicationError, DGBoostTypeError, DGBoostValueError
 from ..training import _check_features
 from ._communicator import make_spec, open_comm, release_spec
 from ._matrix import DaskDMatrix, as_rank_dmatrix
-from ._placement import place
+from ._placement import place, place_where_held, row_runs
 from ._preflight import check_partitions
 from ._profile import RankClock, job_profile
 
@@ -107,9 +107,11 @@ def _holders(client, futures: list) -> list[str]:
     return [sorted(who[f.key])[0] if who.get(f.key) else "" for f in futures]
 
 
-def _rank_meta(dm: DaskDMatrix) -> dict:
+def _rank_meta(dm: DaskDMatrix, runs: list[tuple[int, int]] | None = None) -> dict:
+    """Keywords of :func:`as_rank_dmatrix` for one rank (``runs``: its partitions' global
+    (row offset, rows), when ranks hold partitions wherever they lie)."""
     return {"has": dm.has, "missing": dm.missing, "feature_names": dm.feature_names,
-            "feature_types": dm.feature_types, "n_features": dm.n_features}
+            "feature_types": dm.feature_types, "n_features": dm.n_features, "row_runs": runs}
 
 
 def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
@@ -228,8 +230,17 @@ def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int,
 
     # -- ranks: every worker, each with a contiguous run of partitions -------------------------
     workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
-    data_futures = dtrain._parts.futures["data"]
-    placement = place(_holders(client, data_futures), [i["rows"] for i in infos], workers)
+    holders, rows = _holders(client, dtrain._parts.futures["data"]), [i["rows"] for i in infos]
+    # ranks train where the partitions lie, told each partition's global row offset; ranking
+    # counts query groups rank after rank, so there the ranks hold contiguous runs (moving
+    # partitions where they do not lie that way)
+    where_held = not dtrain.has.get("qid") and all(h in workers for h in holders)
+    placement = place_where_held(holders, workers) if where_held else place(holders, rows, workers)
+    eval_runs = []
+    for dm, e_infos in zip((dm for dm, _ in evals), eval_infos):
+        e_holders, e_rows = _holders(client, dm._parts.futures["data"]), [i["rows"] for i in e_infos]
+        runs = placement.runs_where_held(e_holders) if where_held else None
+        eval_runs.append((runs if runs is not None else placement.runs_for(e_holders, e_rows), e_rows))
     world = len(placement.workers)
     stages["placement_s"] = lap()
     device_ids = None
@@ -246,11 +257,12 @@ def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int,
         submitted_at = time.time()
         for rank, worker in enumerate(placement.workers):
             train_parts = [dtrain.partition(i) for i in placement.runs[rank]]
+            train_meta = _rank_meta(dtrain, row_runs(placement.runs[rank], rows) if where_held else None)
             eval_sets = []
-            for (dm, name), e_infos in zip(evals, eval_infos):
-                runs = placement.runs_for(_holders(client, dm._parts.futures["data"]), [i["rows"] for i in e_infos])
-                eval_sets.append(([dm.partition(i) for i in runs[rank]], _rank_meta(dm), name))
-            futures.append(client.submit(_rank_task, rank, world, spec, params, train_parts, _rank_meta(dtrain),
+            for (dm, name), (runs, e_rows) in zip(evals, eval_runs):
+                meta = _rank_meta(dm, row_runs(runs[rank], e_rows) if where_held else None)
+                eval_sets.append(([dm.partition(i) for i in runs[rank]], meta, name))
+            futures.append(client.submit(_rank_task, rank, world, spec, params, train_parts, train_meta,
                                          eval_sets, num_boost_round, options, workers=[worker],
                                          allow_other_workers=False, pure=False,
                                          key=f"dgboost-train-rank-{rank}-{job}"))

@@ -338,8 +338,8 @@ def test_save_model_still_refuses_ubjson(tmp_path):
     ("left_children", 0, "cycle: tree 0, node 0 is its own child"),
     ("right_children", 10_000, "child index out of range at tree 0, node 0"),
     # indices that would wrap to a real node when stored as int32
-    ("left_children", 2 ** 32 + 1, "trees\\[0\\]: child or parent index out of range at node 0"),
-    ("parents", 2 ** 32, "trees\\[0\\]: child or parent index out of range at node 0"),
+    ("left_children", 2 ** 32 + 1, "trees\\[0\\]: child index out of range at node 0"),
+    ("parents", 2 ** 32, "trees\\[0\\]: parent index out of range at node 0"),
 ])
 def test_a_tampered_saved_model_is_rejected_naming_the_node(tmp_path, child, value, message):
     booster, _ = _train("reg:squarederror", rounds=2)
