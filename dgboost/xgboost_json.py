@@ -209,25 +209,39 @@ def _read_tree(t: dict, where: str) -> dict:
         i = int(bad[0])
         what = "leaf value" if leaf[i] else "split condition"
         raise ModelFormatError(f"{where}.split_conditions has a non-finite {what} ({conditions[i]!r} at node {i})")
-    parents = raw["parents"]
-    arrs = {
-        "left": left, "right": right,
-        "parent": np.where((parents == _ROOT_PARENT) | (parents < 0), -1, parents),
-        "feature": np.where(leaf, -1, raw["split_indices"]),
-        "split_value": np.where(leaf, np.float32(0), raw["split_conditions"]),
-        "default_left": raw["default_left"],
-        "gain": raw["loss_changes"], "cover": raw["sum_hessian"],
-        "value": np.where(leaf, raw["split_conditions"], raw["base_weights"]),
-    }
+    arrs = _node_arrays(raw)
     if _int(_parse_param(tp.get("num_deleted", "0")), f"{where}.num_deleted") > 0:
         arrs = _renumber(arrs, _bfs_order(left, right, where))  # deleted nodes are unreachable
-    for name, hi in (("feature", np.iinfo(np.int32).max), ("default_left", 1)):
-        a = arrs[name]
-        bad = np.flatnonzero((a < (-1 if name == "feature" else 0)) | (a > hi))
+    for name in ("feature", "default_left"):
+        bad = np.flatnonzero(_out_of_range(arrs, name))
         if bad.size:
             i = int(bad[0])
-            raise ModelFormatError(f"{where}: {name} out of range at node {i}: {a[i]}")
+            raise ModelFormatError(f"{where}: {name} out of range at node {i}: {arrs[name][i]}")
     return arrs
+
+
+def _node_arrays(raw: dict) -> dict:
+    """dgboost's node arrays from XGBoost's fields (read by ``_TREE_FIELDS``): leaves get
+    feature -1, split value 0 and their leaf value (XGBoost's split condition) as value."""
+    leaf = raw["left_children"] < 0
+    parents, conditions = raw["parents"], raw["split_conditions"]
+    return {
+        "left": raw["left_children"], "right": raw["right_children"],
+        "parent": np.where((parents == _ROOT_PARENT) | (parents < 0), -1, parents),
+        "feature": np.where(leaf, -1, raw["split_indices"]),
+        "split_value": np.where(leaf, np.float32(0), conditions),
+        "default_left": raw["default_left"],
+        "gain": raw["loss_changes"], "cover": raw["sum_hessian"],
+        "value": np.where(leaf, conditions, raw["base_weights"]),
+    }
+
+
+def _out_of_range(arrs: dict, name: str) -> np.ndarray:
+    """Nodes whose ``feature`` (-1 .. int32 max) or ``default_left`` (0 or 1) is out of range."""
+    a = arrs[name]
+    if name == "feature":
+        return (a < -1) | (a > np.iinfo(np.int32).max)
+    return (a < 0) | (a > 1)
 
 
 def _read_trees_at_once(trees: list, where: str):
@@ -279,22 +293,11 @@ def _read_trees_at_once(trees: list, where: str):
     except (ModelFormatError, ValueError, TypeError, OverflowError):
         return None
     left, right, conditions = raw["left_children"], raw["right_children"], raw["split_conditions"]
-    leaf = left < 0
     if (np.any(_out_of_int32(left, right, raw["parents"]))
-            or np.any(np.isnan(conditions) | (leaf & ~np.isfinite(conditions)))):
+            or np.any(np.isnan(conditions) | ((left < 0) & ~np.isfinite(conditions)))):
         return None
-    parents = raw["parents"]
-    arrs = {
-        "left": left, "right": right,
-        "parent": np.where((parents == _ROOT_PARENT) | (parents < 0), -1, parents),
-        "feature": np.where(leaf, -1, raw["split_indices"]),
-        "split_value": np.where(leaf, np.float32(0), conditions),
-        "default_left": raw["default_left"],
-        "gain": raw["loss_changes"], "cover": raw["sum_hessian"],
-        "value": np.where(leaf, conditions, raw["base_weights"]),
-    }
-    if (np.any((arrs["feature"] < -1) | (arrs["feature"] > np.iinfo(np.int32).max))
-            or np.any((arrs["default_left"] < 0) | (arrs["default_left"] > 1))):
+    arrs = _node_arrays(raw)
+    if np.any(_out_of_range(arrs, "feature")) or np.any(_out_of_range(arrs, "default_left")):
         return None
     return _concat([arrs]), np.asarray(sizes, dtype=np.int64)
 

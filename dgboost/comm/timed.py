@@ -18,8 +18,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import numpy as np
-
 from .._array import is_device_array
 
 __all__ = ["TimedComm"]
@@ -83,8 +81,3 @@ class TimedComm:
 
     def broadcast(self, obj, root: int = 0):
         return self._timed("broadcast", lambda: self._comm.broadcast(obj, root), None, _nbytes(obj))
-
-    def totals(self) -> dict[str, float]:
-        """Sums over the operations: ``{"calls", "bytes", "producer_s", "collective_s"}``."""
-        keys = ("calls", "bytes", "producer_s", "collective_s")
-        return {k: float(np.sum([s[k] for s in self.stats.values()])) if self.stats else 0.0 for k in keys}

@@ -39,13 +39,7 @@ class Placement:
     def runs_where_held(self, holders: list[str]) -> list[list[int]] | None:
         """Another matrix's partitions on the ranks that hold them (None if a holder is not
         one of these ranks)."""
-        rank_of = {w: r for r, w in enumerate(self.workers)}
-        if not all(h in rank_of for h in holders):
-            return None
-        runs: list[list[int]] = [[] for _ in self.workers]
-        for i, h in enumerate(holders):
-            runs[rank_of[h]].append(i)
-        return runs
+        return _runs_by_holder(self.workers, holders)
 
     def runs_for(self, holders: list[str], rows: list[int]) -> list[list[int]]:
         """Contiguous runs of another matrix's partitions (an evaluation set) over these ranks."""
@@ -117,7 +111,19 @@ def place_where_held(holders: list[str], workers: list[str]) -> Placement:
         first_seen.setdefault(h, i)
     order = sorted((w for w in first_seen if w in workers), key=first_seen.get)
     order += sorted(w for w in workers if w not in first_seen)
-    return Placement(order, Placement(order, [], 0).runs_where_held(holders), 0)
+    return Placement(order, _runs_by_holder(order, holders), 0)
+
+
+def _runs_by_holder(ranks: list[str], holders: list[str]) -> list[list[int]] | None:
+    """``runs[r]``: the partitions (increasing) that ``ranks[r]`` holds; None if a holder is
+    not one of the ranks."""
+    rank_of = {w: r for r, w in enumerate(ranks)}
+    if not all(h in rank_of for h in holders):
+        return None
+    runs: list[list[int]] = [[] for _ in ranks]
+    for i, h in enumerate(holders):
+        runs[rank_of[h]].append(i)
+    return runs
 
 
 def row_runs(runs: list[int], rows: list[int]) -> list[tuple[int, int]]:
