@@ -32,6 +32,7 @@ from ._profile import RankClock, job_profile
 __all__ = ["train"]
 
 _POLL_SECONDS = 0.5
+_RANK_KEY = "dgboost-train-rank-"
 
 
 def _rank_task(rank: int, world_size: int, spec: dict, params: dict, train_parts: list[dict], train_meta: dict,
@@ -105,6 +106,28 @@ def _worker_gpu(dask_worker=None):
 def _holders(client, futures: list) -> list[str]:
     who = client.who_has(futures)
     return [sorted(who[f.key])[0] if who.get(f.key) else "" for f in futures]
+
+
+def _ranks_still_running(dask_worker=None) -> int:
+    """Rank tasks of earlier jobs still running on this worker (cancelled ones included: a
+    cancelled task's thread runs on until its collective fails or times out)."""
+    running = dask_worker.state.executing | dask_worker.state.long_running
+    return sum(str(ts.key).startswith(_RANK_KEY) for ts in running)
+
+
+def _wait_for_earlier_ranks(client, timeout: float) -> None:
+    """Wait (at most ``timeout`` s) until no worker still runs a rank of an earlier job: after a
+    lost worker, the other ranks hold their threads until their collectives give up, and a new
+    job's partition checks would wait behind them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            busy = client.run(_ranks_still_running)
+        except Exception:  # noqa: BLE001 - a worker restarting: its ranks are gone with it
+            return
+        if not any(busy.values()) or time.monotonic() > deadline:
+            return
+        time.sleep(0.2)
 
 
 def _rank_meta(dm: DaskDMatrix, runs: list[tuple[int, int]] | None = None) -> dict:
@@ -215,6 +238,8 @@ def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int,
         clock.append(time.perf_counter())
         return clock[-1] - clock[-2]
 
+    _wait_for_earlier_ranks(client, timeout)
+
     # -- preflight: every partition, where it lives, before any collective ------------------
     for dm, name in evals:
         _check_features(dm, dtrain.n_features, dtrain.feature_names, f"evaluation set {name!r}")
@@ -265,7 +290,7 @@ def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int,
             futures.append(client.submit(_rank_task, rank, world, spec, params, train_parts, train_meta,
                                          eval_sets, num_boost_round, options, workers=[worker],
                                          allow_other_workers=False, pure=False,
-                                         key=f"dgboost-train-rank-{rank}-{job}"))
+                                         key=f"{_RANK_KEY}{rank}-{job}"))
         stages["submit_s"] = lap()
         results = _watch(client, futures, placement.workers)
         stages["ranks_s"] = lap()

@@ -257,3 +257,24 @@ def test_two_jobs_in_a_row_on_one_worker_each_train_their_own_model(dask_client)
     first = dxgb.train(client, {"max_depth": 2}, dtrain, 2)["booster"]
     second = dxgb.train(client, {"max_depth": 3}, dtrain, 2)["booster"]  # not the first job's result again
     assert second.to_json() == dg.train({"max_depth": 3}, dg.DMatrix(x, y), 2).to_json() != first.to_json()
+
+
+def test_a_new_job_waits_for_the_ranks_of_a_cancelled_one_to_free_their_threads(dask_client):
+    from dgboost.dask.training import _RANK_KEY, _ranks_still_running, _wait_for_earlier_ranks
+
+    client = dask_client(1)
+    assert sum(client.run(_ranks_still_running).values()) == 0  # (also imports dgboost on the worker)
+    # a rank of an earlier job whose collective has not given up yet: cancelled, still running
+    zombie = client.submit(time.sleep, 2.0, key=f"{_RANK_KEY}0-earlier-job", pure=False)
+    deadline = time.monotonic() + 10
+    while client.processing() and not any(client.processing().values()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    client.cancel(zombie, force=True)
+    assert sum(client.run(_ranks_still_running).values()) == 1
+    start = time.monotonic()
+    _wait_for_earlier_ranks(client, timeout=0.3)  # gives up after its timeout
+    assert 0.25 < time.monotonic() - start < 1.5
+    _wait_for_earlier_ranks(client, timeout=30)  # returns once the thread is free
+    assert 1.0 < time.monotonic() - start < 5
+    _wait_for_earlier_ranks(client, timeout=30)  # nothing left: at once
+    assert time.monotonic() - start < 5.5
