@@ -126,7 +126,9 @@ def profile_lines(prof: dict) -> list[str]:
         rounds = max(rank["rounds"], 1)
         lines.append(
             f"    rank {r} ({rank['rows']:,} rows): dispatch {rank['dispatch_s']:.3f}, data {rank['data_s']:.3f}, "
-            f"comm open {rank['comm_open_s']:.3f}, setup {rank['setup_s']:.3f}, rounds {rank['rounds_s']:.3f} s "
+            f"comm open {rank['comm_open_s']:.3f}, setup {rank['setup_s']:.3f} ("
+            + ", ".join(f"{k} {v:.3f}" for k, v in rank.get("setup_stages_s", {}).items())
+            + f"), rounds {rank['rounds_s']:.3f} s "
             f"(median round {1e3 * rank['round_s_median']:.2f} ms); collectives {calls / rounds:.0f} a round, "
             f"{sum(v['bytes'] for v in coll.values()) / rounds / 2**20:.2f} MiB a round, waiting for their inputs "
             f"{sum(v['producer_s'] for v in coll.values()):.3f} s, in them {sum(v['collective_s'] for v in coll.values()):.3f} s")

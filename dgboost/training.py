@@ -22,6 +22,7 @@ from .data import DMatrix
 from .errors import DGBoostTypeError, DGBoostValueError
 from .grower import FeatureSampler, TreeGrower
 from .params import TrainParams, parse_params
+from ._stages import stage
 from .quantile import compute_cuts, global_row_index, hashed_uniform
 from .tree import Ensemble
 
@@ -285,7 +286,8 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
         if p.base_score is not None:
             margins = np.full(n_groups, objective.margin_from_score(float(p.base_score)))
         elif obj is None:
-            margins = np.asarray(objective.base_margins(dtrain.label, dtrain.weight, comm), np.float64)
+            with stage("base margins"):
+                margins = np.asarray(objective.base_margins(dtrain.label, dtrain.weight, comm), np.float64)
         else:
             margins = np.zeros(n_groups)
         ensemble = Ensemble(n_groups, margins)
@@ -298,8 +300,9 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
     row_runs, n_global = _row_runs(comm, dtrain)
     global_rows = global_row_index(row_runs, array_module(dtrain.data))
     max_bin = dtrain.max_bin or p.max_bin
-    cuts = compute_cuts(dtrain.data, dtrain.weight, max_bin, seed=p.seed, n_global=n_global, comm=comm,
-                        sample_rows=p.sketch_sample_rows, global_rows=global_rows)
+    with stage("cuts", backend.synchronize):
+        cuts = compute_cuts(dtrain.data, dtrain.weight, max_bin, seed=p.seed, n_global=n_global, comm=comm,
+                            sample_rows=p.sketch_sample_rows, global_rows=global_rows)
     fingerprint = None
     if checkpointer is not None:
         fingerprint = {"data": data_fingerprint(dtrain, 0, n_global, comm, global_rows),
@@ -314,11 +317,13 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
         level_nodes = min(level_nodes, p.max_leaves)
     backend.check_training_memory(dtrain.num_row(), n_features, int(cuts.n_bins().max()), int(cuts.ptrs[-1]),
                                   n_groups, level_nodes, not isinstance(dtrain.data, np.ndarray))
-    binned = BinnedMatrix.from_values(dtrain.data, cuts, backend)
-    train_data = _Data(dtrain, n_groups, ensemble.base_margin, backend)
-    eval_data = [_Data(dm, n_groups, ensemble.base_margin, backend) for dm, _ in evals]
-    for d in [train_data] + eval_data:
-        backend.predict_margin(ensemble, d.values, 0, ensemble.n_trees, d.margin)
+    with stage("binning", backend.synchronize):
+        binned = BinnedMatrix.from_values(dtrain.data, cuts, backend)
+    with stage("margins", backend.synchronize):
+        train_data = _Data(dtrain, n_groups, ensemble.base_margin, backend)
+        eval_data = [_Data(dm, n_groups, ensemble.base_margin, backend) for dm, _ in evals]
+        for d in [train_data] + eval_data:
+            backend.predict_margin(ensemble, d.values, 0, ensemble.n_trees, d.margin)
 
     metrics = _metrics_for(p, objective, custom_metric, get_metric)
     sampler = FeatureSampler(n_features, p.seed, p.colsample_bytree, p.colsample_bylevel, p.colsample_bynode)

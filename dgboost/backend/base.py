@@ -45,6 +45,9 @@ class Backend(Protocol):
 
     def to_host(self, array) -> np.ndarray: ...
 
+    def synchronize(self) -> None:
+        """Wait for the work queued so far (a no-op on the CPU); used to time stages."""
+
     def bin_values(self, values, cut_values, cut_ptrs, dtype): ...
 
     def quantise(self, grad, hess, scale_g: float, scale_h: float, keep=None):

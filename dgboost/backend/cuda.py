@@ -133,6 +133,9 @@ class CUDABackend:
             return array
         return self._read(array)
 
+    def synchronize(self) -> None:
+        self.xp.cuda.get_current_stream().synchronize()
+
     def empty(self, shape, dtype):
         try:
             out = self.xp.empty(shape, dtype=dtype)

@@ -16,9 +16,11 @@ from __future__ import annotations
 import sys
 import time
 import uuid
+from contextlib import nullcontext
 import warnings
 from typing import Any, Callable, Sequence
 
+from .._stages import recording
 from ..checkpoint import checkpointer_for
 from ..comm.timed import TimedComm
 from ..errors import CommunicationError, DGBoostTypeError, DGBoostValueError
@@ -68,7 +70,7 @@ def _rank_task(rank: int, world_size: int, spec: dict, params: dict, train_parts
     kwargs = {k: v for k, v in options.items() if k not in ("verbose_eval", "profile")}
     if clock is not None:
         kwargs["callbacks"] = [*kwargs["callbacks"], clock]
-    with open_comm(spec, rank, world_size) as comm:
+    with open_comm(spec, rank, world_size) as comm, (recording() if profile else nullcontext({})) as setup:
         t_comm = time.perf_counter()
         if profile and world_size > 1:
             comm = TimedComm(comm)
@@ -79,6 +81,7 @@ def _rank_task(rank: int, world_size: int, spec: dict, params: dict, train_parts
         return (booster if rank == 0 else None), history, None
     stages = {"started_at": started_at, "rows": dtrain.num_row(), "data_s": t_data - t0,
               "comm_open_s": t_comm - t_data, **clock.marks(since=t_comm, until=t_trained),
+              "setup_stages_s": dict(setup),
               "comm_close_s": time.perf_counter() - t_trained, "total_s": time.perf_counter() - t0,
               "collectives": comm.stats if isinstance(comm, TimedComm) else {}}
     return (booster if rank == 0 else None), history, stages
@@ -178,7 +181,8 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
         Also return where the job's time went, under ``"profile"``: the client's stages
         (partition checks, placement, communicator, waiting for the ranks) and every rank's
         (``dispatch_s`` from submission to its start, ``data_s`` assembling its partitions,
-        ``comm_open_s``, ``setup_s`` for cuts and binning, ``rounds_s`` and
+        ``comm_open_s``, ``setup_s`` before the first round (and ``setup_stages_s``: base
+        margins, cuts, binning and margins, each waited for on the device), ``rounds_s`` and
         ``round_s_median``, and per collective its calls, bytes, ``producer_s`` waiting for
         the input and ``collective_s`` in the exchange), in seconds of host clocks. The model
         is the same with or without it.

@@ -1,6 +1,8 @@
 """TimedComm: the wrapped communicator's results, unchanged, and what each collective cost."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -81,3 +83,24 @@ def test_a_rank_clock_splits_the_set_up_from_the_rounds_and_takes_their_median()
     marks = clock.marks(since=clock._start - 0.5, until=clock._round_ends[-1])
     assert marks["rounds"] == 3 and marks["setup_s"] == pytest.approx(0.5)
     assert 0 < marks["round_s_median"] <= marks["rounds_s"]
+
+
+def test_set_up_stages_are_timed_only_while_recording():
+    from dgboost._stages import recording, stage
+
+    synced = []
+    with stage("cuts", lambda: synced.append(1)):
+        pass
+    assert synced == []  # not recording: nothing waits, nothing is kept
+    with recording() as times:
+        with stage("cuts", lambda: synced.append(1)):
+            time.sleep(0.01)
+        with stage("binning"):
+            pass
+        with stage("cuts"):
+            pass
+    assert list(times) == ["cuts", "binning"] and synced == [1]
+    assert times["cuts"] >= 0.01 and times["binning"] >= 0
+    with stage("cuts"):
+        pass
+    assert list(times) == ["cuts", "binning"]  # the record ended with its block

@@ -111,6 +111,9 @@ def test_a_profiled_job_gives_the_same_model_and_tells_where_every_rank_spent_it
         assert rank["dispatch_s"] >= -1.0  # host clocks of one machine
         parts = rank["data_s"] + rank["comm_open_s"] + rank["setup_s"] + rank["rounds_s"] + rank["comm_close_s"]
         assert parts <= rank["total_s"] + 1e-6
+        stages = rank["setup_stages_s"]
+        assert list(stages) == ["base margins", "cuts", "binning", "margins"]
+        assert all(v >= 0 for v in stages.values()) and sum(stages.values()) <= rank["setup_s"]
         # every round allreduces histograms: counted with their bytes, inside the rounds' time
         hist = rank["collectives"]["allreduce_sum"]
         assert hist["calls"] >= 4 and hist["bytes"] > 0
