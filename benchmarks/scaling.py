@@ -71,12 +71,16 @@ def _params(device: str, rounds: int) -> dict:
             "tree_method": "hist", "device": device}
 
 
-def train_dgboost(client, X, y, params, rounds):
+def _dgboost_job(client, X, y, params, rounds, **kwargs) -> dict:
     import dgboost.dask as dxgb
 
     dtrain = dxgb.DaskDMatrix(client, X, y)
     return dxgb.train(client, {k: v for k, v in params.items() if k != "tree_method"}, dtrain, rounds,
-                      verbose_eval=False)["booster"]
+                      verbose_eval=False, **kwargs)
+
+
+def train_dgboost(client, X, y, params, rounds):
+    return _dgboost_job(client, X, y, params, rounds)["booster"]
 
 
 @contextlib.contextmanager
@@ -109,11 +113,7 @@ def train_xgboost(client, X, y, params, rounds):
 
 def profile_dgboost(client, X, y, params, rounds) -> dict:
     """One more dgboost job (untimed) with ``profile=True``: where its time went."""
-    import dgboost.dask as dxgb
-
-    dtrain = dxgb.DaskDMatrix(client, X, y)
-    return dxgb.train(client, {k: v for k, v in params.items() if k != "tree_method"}, dtrain, rounds,
-                      verbose_eval=False, profile=True)["profile"]
+    return _dgboost_job(client, X, y, params, rounds, profile=True)["profile"]
 
 
 def profile_lines(prof: dict) -> list[str]:

@@ -69,7 +69,7 @@ def training_config(params, early_stopping_rounds, maximize) -> dict:
     return json.loads(json.dumps(out))
 
 
-def data_fingerprint(dmat, row_offset: int, n_global: int, comm, global_rows=None) -> dict:
+def data_fingerprint(dmat, global_rows, n_global: int, comm) -> dict:
     """A cheap fingerprint of the training rows of all ranks, the same for any partitioning.
 
     The sampled rows are chosen by a hash of their global index (as the sketch sample,
@@ -80,13 +80,12 @@ def data_fingerprint(dmat, row_offset: int, n_global: int, comm, global_rows=Non
     ----------
     dmat : DMatrix
         This rank's rows.
-    row_offset, n_global : int
-        Global index of this rank's first row; rows of all ranks.
+    global_rows : ndarray of int64, shape (n_local,)
+        The rows' global indices, in the array module of ``dmat.data``.
+    n_global : int
+        Rows of all ranks.
     comm : Communicator
         One allgather of at most a few thousand (index, digest) pairs.
-    global_rows : ndarray of int64, shape (n_local,), optional
-        The rows' global indices (in the array module of ``dmat.data``) when they are not
-        the run starting at ``row_offset``.
 
     Returns
     -------
@@ -94,11 +93,10 @@ def data_fingerprint(dmat, row_offset: int, n_global: int, comm, global_rows=Non
         ``{"rows", "features", "feature_names", "sample"}`` (``sample``: hex SHA-256).
     """
     xp = array_module(dmat.data)
-    mask = sketch_sample_mask(dmat.num_row(), row_offset, n_global, _FINGERPRINT_SEED, _FINGERPRINT_ROWS, xp,
-                              global_rows)
+    mask = sketch_sample_mask(dmat.num_row(), 0, n_global, _FINGERPRINT_SEED, _FINGERPRINT_ROWS, xp, global_rows)
     local = np.flatnonzero(to_host(mask))
     pairs = np.empty((local.size, 2), np.int64)
-    pairs[:, 0] = local + row_offset if global_rows is None else np.asarray(to_host(global_rows))[local]
+    pairs[:, 0] = np.asarray(to_host(global_rows))[local]
     pairs[:, 1] = _row_digests(dmat, local, xp)
     pairs = np.asarray(to_host(comm.allgather(pairs)), np.int64).reshape(-1, 2)
     pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]

@@ -305,7 +305,7 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
                             sample_rows=p.sketch_sample_rows, global_rows=global_rows)
     fingerprint = None
     if checkpointer is not None:
-        fingerprint = {"data": data_fingerprint(dtrain, 0, n_global, comm, global_rows),
+        fingerprint = {"data": data_fingerprint(dtrain, global_rows, n_global, comm),
                        "cuts": cuts_fingerprint(cuts)}
         if resumed is not None:
             check_same_data(resumed, fingerprint["data"], fingerprint["cuts"])
