@@ -6,16 +6,13 @@
 #   steps (in the order given; GPU counts from $WORKERS, default 4,1,2):
 #     tests     tests/gpu/test_multi_gpu.py (mgpu + gpu), at most $TEST_S seconds (default 300)
 #     scaling   benchmarks/scaling.py 40M x 28, 100 rounds, SHAP of $SHAP_ROWS rows (default 4M),
-#               3 repeats, --profile, and --stream-ordered (dgboost with NCCL collectives queued
-#               on the stream, timed beside the default)
+#               3 repeats, --profile, and --host-waited (dgboost with the host waiting for every
+#               NCCL collective, timed beside the default of collectives queued on the stream)
 #     airline   benchmarks/scaling.py --dataset airline, 115M x 13, 100 rounds, no SHAP
 #     explain   benchmarks/explain_parquet.py --counts $EXPLAIN_FILES (default 400: 400M rows)
 #               on local-cuda (a worker per GPU)
-# Seen: tests + scaling (4,1,2 GPUs, SHAP of 1M rows, no profile) took 329 s on 4 H100s. The
-# tests have since grown (stream-ordered cases, killed workers followed by a second job, a
-# resume on the other GPUs: about 4-5 minutes) and scaling now explains 4M rows and times a
-# third variant (about 6 minutes): plan three calls of under 10 minutes, e.g.
-# "tests airline", "scaling", "explain".
+# Seen on 4 H100s: tests (14 of them) 181 s; scaling on 4 GPUs alone (without the profile) 93 s.
+# Plan calls of under 10 minutes, e.g. "tests", "scaling", "airline explain".
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -33,7 +30,7 @@ for step in "$@"; do
       echo "tests: exit $?"; tail -n 4 "$OUT/mgpu_tests.log" ;;
     scaling)
       python3 benchmarks/scaling.py --device cuda --workers "$workers" --rows 40000000 \
-        --shap-rows "${SHAP_ROWS:-4000000}" --rounds 100 --repeats 3 --profile --stream-ordered \
+        --shap-rows "${SHAP_ROWS:-4000000}" --rounds 100 --repeats 3 --profile --host-waited \
         --output "$OUT/scaling_multigpu.json" 2>&1 | grep -v "got rank\|^\s*$" > "$OUT/scaling.log"
       tail -n 24 "$OUT/scaling.log" ;;
     airline)

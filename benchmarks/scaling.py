@@ -84,10 +84,10 @@ def train_dgboost(client, X, y, params, rounds):
 
 
 @contextlib.contextmanager
-def _stream_ordered_nccl():
-    """DGBOOST_NCCL_STREAM_ORDERED=1 on the client for the ``with`` block (read when a job starts)."""
+def _host_waited_nccl():
+    """DGBOOST_NCCL_STREAM_ORDERED=0 on the client for the ``with`` block (read when a job starts)."""
     previous = os.environ.get("DGBOOST_NCCL_STREAM_ORDERED")
-    os.environ["DGBOOST_NCCL_STREAM_ORDERED"] = "1"
+    os.environ["DGBOOST_NCCL_STREAM_ORDERED"] = "0"
     try:
         yield
     finally:
@@ -97,9 +97,9 @@ def _stream_ordered_nccl():
             os.environ["DGBOOST_NCCL_STREAM_ORDERED"] = previous
 
 
-def train_dgboost_stream_ordered(client, X, y, params, rounds):
-    """dgboost with NCCL collectives queued on the stream (experimental)."""
-    with _stream_ordered_nccl():
+def train_dgboost_host_waited(client, X, y, params, rounds):
+    """dgboost with the host waiting for every NCCL collective (the default before stream order)."""
+    with _host_waited_nccl():
         return train_dgboost(client, X, y, params, rounds)
 
 
@@ -213,8 +213,8 @@ def run(device: str, n_workers: int, args) -> dict:
               ", ".join(f"{k} {sorted(v.values())}" for k, v in placement.items()), flush=True)
         libs = {"dgboost": (train_dgboost, shap_dgboost, predict_dgboost),
                 "xgboost": (train_xgboost, shap_xgboost, predict_xgboost)}
-        if args.stream_ordered and n_workers > 1:  # one rank has no collectives
-            libs["dgboost_stream_ordered"] = (train_dgboost_stream_ordered, None, predict_dgboost)
+        if args.host_waited and n_workers > 1:  # one rank has no collectives
+            libs["dgboost_host_waited"] = (train_dgboost_host_waited, None, predict_dgboost)
         # warm-up: imports on the workers, kernel compilation, allocator pools
         small, small_y = X[: min(args.rows, 20_000)].persist(), y[: min(args.rows, 20_000)].persist()
         for train_fn, shap_fn, _ in libs.values():
@@ -244,20 +244,20 @@ def run(device: str, n_workers: int, args) -> dict:
         if acc:
             print("  test accuracy: " + ", ".join(f"{k} {v:.5f}" for k, v in acc.items()), flush=True)
         prof = profile_dgboost(client, X, y, params, args.rounds) if args.profile else None
-        prof_queued = None
-        if args.profile and "dgboost_stream_ordered" in libs:
-            with _stream_ordered_nccl():
-                prof_queued = profile_dgboost(client, X, y, params, args.rounds)
+        prof_waited = None
+        if args.profile and "dgboost_host_waited" in libs:
+            with _host_waited_nccl():
+                prof_waited = profile_dgboost(client, X, y, params, args.rounds)
     if prof is not None:
         print("\n".join(profile_lines(prof)), flush=True)
-    if prof_queued is not None:
-        print("  collectives queued on the stream:\n" + "\n".join(profile_lines(prof_queued)), flush=True)
+    if prof_waited is not None:
+        print("  host waiting for every collective:\n" + "\n".join(profile_lines(prof_waited)), flush=True)
     result = {"workers": n_workers, "data_s": made_s, "shap_rows": shap_rows, "rows_per_worker": placement,
-              "test_accuracy": acc, "dgboost_profile": prof, "dgboost_profile_stream_ordered": prof_queued,
+              "test_accuracy": acc, "dgboost_profile": prof, "dgboost_profile_host_waited": prof_waited,
               "train_s": {n: _summary(t) for n, t in train_times.items()}}
     result["train_ratio"] = result["train_s"]["dgboost"]["median"] / result["train_s"]["xgboost"]["median"]
-    if "dgboost_stream_ordered" in result["train_s"]:
-        result["train_ratio_stream_ordered"] = (result["train_s"]["dgboost_stream_ordered"]["median"]
+    if "dgboost_host_waited" in result["train_s"]:
+        result["train_ratio_host_waited"] = (result["train_s"]["dgboost_host_waited"]["median"]
                                                 / result["train_s"]["xgboost"]["median"])
     if Xs is not None:
         result["shap_rows_per_s"] = {n: _summary(r) for n, r in shap_rates.items()}
@@ -281,11 +281,11 @@ def table_lines(payload: dict) -> list[dict]:
                               f"({t['dgboost']['min']:.2f}-{t['dgboost']['max']:.2f}) vs {t['xgboost']['median']:.2f} "
                               f"({t['xgboost']['min']:.2f}-{t['xgboost']['max']:.2f}) s from persisted arrays, "
                               f"median of {payload['repeats']}{acc}"})
-        if "train_ratio_stream_ordered" in r:
-            v = t["dgboost_stream_ordered"]
-            lines.append({"what": f"dgboost.dask with NCCL collectives queued on the stream / xgboost.dask training "
-                                  f"time, {shape}", "ratio": r["train_ratio_stream_ordered"],
-                          "note": f"lower is better; experimental (DGBOOST_NCCL_STREAM_ORDERED=1); "
+        if "train_ratio_host_waited" in r:
+            v = t["dgboost_host_waited"]
+            lines.append({"what": f"dgboost.dask with the host waiting for every NCCL collective / xgboost.dask "
+                                  f"training time, {shape}", "ratio": r["train_ratio_host_waited"],
+                          "note": f"lower is better; DGBOOST_NCCL_STREAM_ORDERED=0, the default before; "
                                   f"{v['median']:.2f} ({v['min']:.2f}-{v['max']:.2f}) s"})
         if "shap_rows_per_s" not in r:
             continue
@@ -326,8 +326,9 @@ def main(argv=None) -> None:
                         help="held-out rows for both models' test accuracy (0: none)")
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--stream-ordered", action="store_true",
-                        help="also time dgboost with NCCL collectives queued on the stream (experimental)")
+    parser.add_argument("--host-waited", action="store_true",
+                        help="also time dgboost with the host waiting for every NCCL collective "
+                             "(DGBOOST_NCCL_STREAM_ORDERED=0)")
     parser.add_argument("--profile", action="store_true",
                         help="after the timed runs, one more dgboost job with profile=True (where its time went)")
     parser.add_argument("--output", default=None,

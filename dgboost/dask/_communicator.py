@@ -64,8 +64,9 @@ def make_spec(client, world_size: int, kind: str, timeout: float, nccl_device_id
                                     f"(ranks use GPUs {nccl_device_ids}); use communicator='host'")
         from ..comm.nccl import new_unique_id
 
-        # experimental until measured on several GPUs: collectives queued on the stream
-        stream_ordered = os.environ.get("DGBOOST_NCCL_STREAM_ORDERED", "0") not in ("", "0")
+        # collectives queued on the stream by default: 3.56-3.69 s against 4.14-4.67 s with a
+        # host wait per collective (40M x 28, 100 rounds, 4 H100s); =0 brings the waits back
+        stream_ordered = os.environ.get("DGBOOST_NCCL_STREAM_ORDERED", "1") not in ("", "0")
         return {"kind": "nccl", "uid": new_unique_id(), "job": job, "timeout": timeout,
                 "stream_ordered": stream_ordered}
     try:

@@ -12,6 +12,7 @@ import json
 
 import numpy as np
 
+from .._array import array_module
 from ..errors import DGBoostValueError
 from ..sklearn import _SKLEARN_ATTR, DGBClassifier, DGBRanker, DGBRegressor
 from ._matrix import DaskDMatrix
@@ -146,8 +147,7 @@ class DaskDGBClassifier(_DaskEstimator, DGBClassifier):
         if not isinstance(p, da.Array):
             p = p.to_dask_array(lengths=True)
         if p.shape[1] == 1:
-            return p.map_blocks(lambda b: np.column_stack([1.0 - b[:, 0], b[:, 0]]).astype(np.float32),
-                                chunks=(p.chunks[0], (2,)), dtype=np.float32)
+            return p.map_blocks(_two_class_block, chunks=(p.chunks[0], (2,)), dtype=np.float32, meta=p._meta)
         return p
 
     def predict(self, X, output_margin: bool = False, validate_features: bool = True, base_margin=None,
@@ -158,7 +158,8 @@ class DaskDGBClassifier(_DaskEstimator, DGBClassifier):
                                    base_margin=base_margin, iteration_range=iteration_range)
         proba = self.predict_proba(X, validate_features=validate_features, iteration_range=iteration_range)
         classes = self.classes_
-        return proba.map_blocks(lambda b: classes[np.argmax(b, axis=1)], drop_axis=1, dtype=classes.dtype)
+        return proba.map_blocks(_label_block, classes, drop_axis=1, dtype=classes.dtype,
+                                meta=array_module(proba._meta).empty((0,), classes.dtype))
 
 
 class DaskDGBRanker(_DaskEstimator, DGBRanker):
@@ -179,6 +180,18 @@ class DaskDGBRanker(_DaskEstimator, DGBRanker):
 
 def _isnan(a: np.ndarray) -> np.ndarray:
     return np.isnan(a) if a.dtype.kind == "f" else np.zeros(a.shape, bool)
+
+
+def _two_class_block(b):
+    """(n, 1) probabilities of class 1 -> (n, 2) float32, in the block's array module."""
+    xp = array_module(b)
+    return xp.stack([1.0 - b[:, 0], b[:, 0]], axis=1).astype(np.float32)
+
+
+def _label_block(b, classes: np.ndarray):
+    """(n, k) probabilities -> (n,) labels from ``classes``, in the block's array module."""
+    xp = array_module(b)
+    return xp.asarray(classes)[xp.argmax(b, axis=1)]
 
 
 def _encode_block(y, classes):

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .._array import array_module
 from ..errors import DGBoostTypeError
 from ._matrix import DaskDMatrix
 
@@ -141,14 +142,17 @@ def _map_collection(client, booster, data, kwargs: dict, base_margin=None):
     elif len(trailing) > 1:
         extra["new_axis"] = list(range(2, 1 + len(trailing)))
     args = [data]
+    # the blocks come back in the input's array module (CuPy in, CuPy out): so must the meta,
+    # or a reduction over the predictions mixes NumPy and CuPy
+    meta = array_module(data._meta).empty((0,) * len(chunks), dtype)
     if base_margin is not None:
         bm = base_margin if base_margin.ndim == 2 else base_margin[:, None]
         args.append(bm.rechunk({0: data.chunks[0], 1: -1}))
         return da.map_blocks(lambda b, m, *a: _predict_array_block(b, *a, base_margin=m), *args, ref, kwargs,
-                             trailing, dtype, dtype=dtype, chunks=chunks, meta=np.empty((0,) * len(chunks), dtype),
+                             trailing, dtype, dtype=dtype, chunks=chunks, meta=meta,
                              **extra)
     return da.map_blocks(_predict_array_block, data, ref, kwargs, trailing, dtype, dtype=dtype, chunks=chunks,
-                         meta=np.empty((0,) * len(chunks), dtype), **extra)
+                         meta=meta, **extra)
 
 
 def _map_dmatrix(client, booster, dm: DaskDMatrix, kwargs: dict):

@@ -122,10 +122,10 @@ def test_n_gpus_through_nccl_give_the_single_process_model_byte_for_byte(cuda_cl
 @pytest.mark.mgpu
 @_needs(2)
 @pytest.mark.parametrize("case", list(CASES))
-def test_collectives_queued_on_the_stream_give_the_same_model_byte_for_byte(cuda_client, case, monkeypatch):
+def test_collectives_waited_for_on_the_host_give_the_same_model_byte_for_byte(cuda_client, case, monkeypatch):
     import dgboost.dask as dxgb
 
-    monkeypatch.setenv("DGBOOST_NCCL_STREAM_ORDERED", "1")
+    monkeypatch.setenv("DGBOOST_NCCL_STREAM_ORDERED", "0")
     X, y, w = _data()
     client = cuda_client(min(_gpu_count(), 4))
     dtrain = dxgb.DaskDMatrix(client, *_dask_arrays(X, y, w)[:2], weight=_dask_arrays(X, y, w)[2])
