@@ -170,7 +170,10 @@ def predict_xgboost(client, booster, X):
 
 def accuracy(proba, y) -> float:
     """Share of rows whose probability is on the label's side of 0.5."""
-    return float(((proba > 0.5) == (y > 0.5)).mean().compute())
+    from dask import compute
+
+    p, t = compute(proba, y)
+    return float(((p > 0.5) == (t > 0.5)).mean())
 
 
 def _cluster(device: str, n_workers: int):
