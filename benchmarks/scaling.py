@@ -35,6 +35,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -173,7 +175,16 @@ def accuracy(proba, y) -> float:
     from dask import compute
 
     p, t = compute(proba, y)
-    return float(((p > 0.5) == (t > 0.5)).mean())
+    return float(((_host(p) > 0.5) == (_host(t) > 0.5)).mean())
+
+
+def _host(a) -> np.ndarray:
+    return a.get() if hasattr(a, "get") else np.asarray(a)
+
+
+def _block_types(proba) -> str:
+    """Array types of the meta and of the first computed block of a lazy prediction."""
+    return f"meta {type(proba._meta).__module__}, blocks {type(proba.blocks[0].compute()).__module__}"
 
 
 def _cluster(device: str, n_workers: int):
@@ -242,19 +253,21 @@ def run(device: str, n_workers: int, args) -> dict:
                     del out
                     line += f", SHAP {shap_rates[name][-1]:,.0f} rows/s"
                 print(line, flush=True)
-        acc = ({name: accuracy(libs[name][2](client, b, Xt), yt) for name, b in boosters.items()}
-               if Xt is not None else None)
-        if acc:
-            print("  test accuracy: " + ", ".join(f"{k} {v:.5f}" for k, v in acc.items()), flush=True)
         prof = profile_dgboost(client, X, y, params, args.rounds) if args.profile else None
+        if prof is not None:
+            print("\n".join(profile_lines(prof)), flush=True)
         prof_waited = None
         if args.profile and "dgboost_host_waited" in libs:
             with _host_waited_nccl():
                 prof_waited = profile_dgboost(client, X, y, params, args.rounds)
-    if prof is not None:
-        print("\n".join(profile_lines(prof)), flush=True)
-    if prof_waited is not None:
-        print("  host waiting for every collective:\n" + "\n".join(profile_lines(prof_waited)), flush=True)
+            print("  host waiting for every collective:\n" + "\n".join(profile_lines(prof_waited)), flush=True)
+        acc = None
+        if Xt is not None:
+            predictions = {name: libs[name][2](client, b, Xt) for name, b in boosters.items()}
+            print("  predictions: " + "; ".join(f"{k} {_block_types(v)}" for k, v in predictions.items())
+                  + f"; labels {_block_types(yt)}", flush=True)
+            acc = {name: accuracy(p, yt) for name, p in predictions.items()}
+            print("  test accuracy: " + ", ".join(f"{k} {v:.5f}" for k, v in acc.items()), flush=True)
     result = {"workers": n_workers, "data_s": made_s, "shap_rows": shap_rows, "rows_per_worker": placement,
               "test_accuracy": acc, "dgboost_profile": prof, "dgboost_profile_host_waited": prof_waited,
               "train_s": {n: _summary(t) for n, t in train_times.items()}}
