@@ -147,6 +147,13 @@ class Objective:
 
     @staticmethod
     def _weighted_mean(label, weight, comm, default: float) -> float:
+        if weight is None:
+            # a column of ones sums to the row count exactly, so the mean is the same without
+            # it, and without the float64 copies of the labels (1.1-1.5 s of the set-up of a
+            # 20-40M-row GPU job on one worker)
+            (s_y,) = exact_sum(label, comm)
+            n = int(comm.allreduce_sum(np.array([len(label)], np.int64))[0])
+            return float(s_y / n) if n > 0 else default
         y = np.asarray(label, np.float64)
         w = np.ones_like(y) if weight is None else np.asarray(weight, np.float64)
         sw_y, sw = exact_sum(np.stack([w * y, w], axis=1), comm)

@@ -348,6 +348,27 @@ def test_exact_sum_is_accurate_and_order_free():
     np.testing.assert_array_equal(exact_sum(np.zeros((0, 2)), LocalComm()), [0.0, 0.0])
 
 
+@pytest.mark.parametrize("scale", [1.0, 1e-30, 3e30], ids=["unit", "tiny", "huge"])
+def test_float32_columns_sum_bit_for_bit_as_their_float64_copies(scale):
+    rng = np.random.default_rng(1)
+    v = (rng.normal(size=(50_001, 3)) * scale).astype(np.float32)
+    v[::7, 1] = 0.0
+    np.testing.assert_array_equal(exact_sum(v, LocalComm()), exact_sum(v.astype(np.float64), LocalComm()))
+    np.testing.assert_array_equal(exact_sum(v[:, 0], LocalComm()), exact_sum(v[:, :1].astype(np.float64), LocalComm()))
+
+
+def test_unweighted_intercepts_equal_those_with_unit_weights_on_any_partitioning():
+    rng = np.random.default_rng(2)
+    y = (rng.random(30_001) < 0.3).astype(np.float32)
+    for name in ["binary:logistic", "reg:squarederror"]:
+        objective = get_objective(parse_params({"objective": name}))
+        unweighted = objective.base_margins(y, None, LocalComm())
+        np.testing.assert_array_equal(unweighted, objective.base_margins(y, np.ones_like(y), LocalComm()))
+        parts = _split_rows(len(y), 3, rng)
+        for got in run_in_threads(3, lambda comm, r: objective.base_margins(y[parts[r]], None, comm)):
+            np.testing.assert_array_equal(got, unweighted)
+
+
 def test_weighted_quantile_ignores_zero_weight_rows_and_reports_empty_segments():
     v = np.array([100, 1, 2, 3], np.float32)
     got = weighted_quantile(v, np.array([0, 1, 1, 1], np.float32), np.array([0, 0, 0, 0]), 2, LocalComm())
