@@ -114,8 +114,47 @@ def train_xgboost(client, X, y, params, rounds):
 
 
 def profile_dgboost(client, X, y, params, rounds) -> dict:
-    """One more dgboost job (untimed) with ``profile=True``: where its time went."""
-    return _dgboost_job(client, X, y, params, rounds, profile=True)["profile"]
+    """One more dgboost job (untimed) with ``profile=True``: where its time went, with the
+    workers' sampled Python stacks of the job (:func:`hotspots`)."""
+    start = time.time()
+    prof = _dgboost_job(client, X, y, params, rounds, profile=True)["profile"]
+    prof["hotspots"] = hotspots(client.profile(start=start, stop=time.time()))
+    return prof
+
+
+def hotspots(tree: dict, top: int = 12) -> dict:
+    """The source lines where the workers' task threads were seen most often.
+
+    ``tree`` is ``distributed.Client.profile()``'s call tree (a sample every 10 ms of every
+    task thread of every worker). A compiled call (Numba, CuPy, NCCL) shows as the Python
+    line that made it. Returns ``{"samples": n, "self": [(line, share)], "dgboost": [(line,
+    share)]}``: lines by the samples taken on them, and dgboost's lines by the samples taken
+    on them or below them.
+    """
+    own: dict[str, int] = {}
+    below: dict[str, int] = {}
+
+    def key(d: dict) -> str:
+        path = d.get("filename", "")
+        short = path[path.rfind("dgboost/"):] if "dgboost/" in path else Path(path).name
+        return f"{short}:{d.get('line_number', 0)} {d.get('name', '')}"
+
+    def walk(node: dict) -> None:
+        k = key(node["description"])
+        kids = node["children"].values()
+        own[k] = own.get(k, 0) + node["count"] - sum(c["count"] for c in kids)
+        if "dgboost/" in node["description"].get("filename", ""):
+            below[k] = below.get(k, 0) + node["count"]
+        for c in kids:
+            walk(c)
+
+    walk(tree)
+    n = max(int(tree.get("count", 0)), 1)
+
+    def ranked(counts):
+        return [(k, round(v / n, 4)) for k, v in sorted(counts.items(), key=lambda kv: -kv[1])[:top] if v > 0]
+
+    return {"samples": int(tree.get("count", 0)), "self": ranked(own), "dgboost": ranked(below)}
 
 
 def profile_lines(prof: dict) -> list[str]:
@@ -134,6 +173,12 @@ def profile_lines(prof: dict) -> list[str]:
             f"(median round {1e3 * rank['round_s_median']:.2f} ms); collectives {calls / rounds:.0f} a round, "
             f"{sum(v['bytes'] for v in coll.values()) / rounds / 2**20:.2f} MiB a round, waiting for their inputs "
             f"{sum(v['producer_s'] for v in coll.values()):.3f} s, in them {sum(v['collective_s'] for v in coll.values()):.3f} s")
+    spots = prof.get("hotspots")
+    if spots:
+        lines.append(f"    sampled stacks ({spots['samples']} samples of 10 ms over the ranks), most seen lines:")
+        lines += [f"      {share:6.1%}  {where}" for where, share in spots["self"]]
+        lines.append("    dgboost lines with what they called:")
+        lines += [f"      {share:6.1%}  {where}" for where, share in spots["dgboost"]]
     return lines
 
 
