@@ -215,7 +215,12 @@ def _as_vector(name: str, value: Any, n: int, allow_negative: bool = True) -> np
         return None
     value = _small_to_host(value)
     try:
-        vec = np.asarray(value, dtype=np.float64)
+        vec = np.asarray(value)
+        # float32 is checked as it is (a float64 copy is a pass over 8 bytes a row for nothing);
+        # anything else goes through float64 first, as before (int64 -> float32 directly
+        # could round differently)
+        if vec.dtype != np.float32:
+            vec = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise DGBoostTypeError(f"{name} must be numeric, got {type(value).__name__}") from None
     if vec.ndim == 2 and vec.shape[1] == 1:
