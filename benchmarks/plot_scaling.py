@@ -4,7 +4,8 @@
 
 Speed-up is the 1-GPU median over the n-GPU median of the same library, with the ideal line.
 SHAP is drawn only where the result says every worker explained rows (``rows_per_worker``);
-the 4-H100 run of 2026-11-27 explained rows held by one worker, so it has no SHAP panel.
+the 4-H100 run at 597ec77 (``results/history/``) explained rows held by one worker, so its
+plot has no SHAP panel.
 """
 from __future__ import annotations
 
