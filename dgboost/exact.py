@@ -42,7 +42,7 @@ def exact_sum(columns: np.ndarray, comm) -> np.ndarray:
     host = xp is np
     v = xp.asarray(columns)
     # float32 host columns stay float32: the kernels widen each value (exactly) as they read
-    # it, where a float64 copy of 40M labels cost a GPU job's set-up about a second
+    # it, rather than reading a float64 copy made for them
     if not (host and v.dtype == np.float32):
         v = v.astype(xp.float64, copy=False)
     v = as_rows(v, len(v))
