@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Placement", "place", "place_where_held", "row_runs"]
+__all__ = ["Placement", "imbalance_note", "place", "place_where_held", "row_runs"]
 
 
 class Placement:
@@ -131,3 +131,23 @@ def row_runs(runs: list[int], rows: list[int]) -> list[tuple[int, int]]:
     all partitions (``rows[i]`` rows each) in partition order."""
     offsets = np.concatenate([[0], np.cumsum(np.asarray(rows, dtype=np.int64))])
     return [(int(offsets[i]), int(rows[i])) for i in runs]
+
+
+def imbalance_note(rows_per_rank: list[int], limit: float = 1.25) -> str | None:
+    """A sentence for the user when the busiest rank holds more than ``limit`` times the mean
+    rows (every rank waits for it at each collective), else None.
+
+    Parameters
+    ----------
+    rows_per_rank : list of int
+    limit : float
+    """
+    if len(rows_per_rank) < 2 or sum(rows_per_rank) == 0:
+        return None
+    mean = sum(rows_per_rank) / len(rows_per_rank)
+    busiest = max(rows_per_rank)
+    if busiest <= limit * mean:
+        return None
+    return (f"the workers hold {min(rows_per_rank):,} to {busiest:,} rows ({busiest / mean:.1f}x the mean): "
+            "training runs at the pace of the busiest worker; persist the partitions evenly over the "
+            "workers to use them all")

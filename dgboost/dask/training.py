@@ -27,7 +27,7 @@ from ..errors import CommunicationError, DGBoostTypeError, DGBoostValueError
 from ..training import _check_features
 from ._communicator import make_spec, open_comm, release_spec
 from ._matrix import DaskDMatrix, as_rank_dmatrix
-from ._placement import place, place_where_held, row_runs
+from ._placement import imbalance_note, place, place_where_held, row_runs
 from ._preflight import check_partitions
 from ._profile import RankClock, job_profile
 
@@ -271,6 +271,9 @@ def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int,
         runs = placement.runs_where_held(e_holders) if where_held else None
         eval_runs.append((runs if runs is not None else placement.runs_for(e_holders, e_rows), e_rows))
     world = len(placement.workers)
+    note = imbalance_note([sum(rows[i] for i in run) for run in placement.runs])
+    if note is not None:
+        warnings.warn(f"dgboost.dask.train: {note}", RuntimeWarning, stacklevel=3)
     stages["placement_s"] = lap()
     device_ids = None
     if str(params.get("device", "cpu")).startswith(("cuda", "gpu")):

@@ -131,3 +131,15 @@ def test_multiclass_auc_of_rows_gathered_out_of_order_is_the_single_process_valu
 
     assert run_in_threads(2, lambda comm, r: rank(comm, r, True)) == [want, want]
     assert run_in_threads(2, lambda comm, r: rank(comm, r, False))[0] != want  # the order matters
+
+
+def test_an_uneven_spread_of_rows_over_the_workers_is_named_and_an_even_one_is_not():
+    from dgboost.dask._placement import imbalance_note
+
+    # how Dask's scheduler once spread 16 partitions of 2.5M rows over 4 GPUs
+    note = imbalance_note([5_000_000, 5_000_000, 15_000_000, 15_000_000])
+    assert "5,000,000 to 15,000,000 rows (1.5x the mean)" in note and "busiest worker" in note
+    assert imbalance_note([2_000_000, 0, 0, 0]) is not None  # one partition on four workers
+    assert imbalance_note([10_000_000] * 4) is None
+    assert imbalance_note([11, 10, 9, 10]) is None
+    assert imbalance_note([7]) is None and imbalance_note([0, 0]) is None

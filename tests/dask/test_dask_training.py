@@ -122,7 +122,7 @@ def test_a_profiled_job_gives_the_same_model_and_tells_where_every_rank_spent_it
     assert "profile" not in dxgb.train(client, params, dtrain, 1, verbose_eval=False)
 
 
-def test_a_worker_that_holds_no_rows_still_takes_part(dask_client):
+def test_a_worker_that_holds_no_rows_still_takes_part_and_train_warns_that_the_rows_are_uneven(dask_client):
     x, y, w = _data()
     params = CASES["depthwise with row and column sampling, missing values and weights"][0]
     client = dask_client(3)
@@ -130,7 +130,8 @@ def test_a_worker_that_holds_no_rows_still_takes_part(dask_client):
     chunks = (1400, N - 1400)
     dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(chunks, 6)), da.from_array(y, chunks=(chunks,)),
                               weight=da.from_array(w, chunks=(chunks,)))
-    out = dxgb.train(client, params, dtrain, 4, evals=[(dtrain, "train")], verbose_eval=False)
+    with pytest.warns(RuntimeWarning, match="pace of the busiest worker"):
+        out = dxgb.train(client, params, dtrain, 4, evals=[(dtrain, "train")], verbose_eval=False)
     assert out["booster"].to_json() == _single(params, x, y, w)[0].to_json()
 
 
