@@ -60,7 +60,8 @@ def rows_per_worker(client, X) -> dict:
     """{worker address: rows of ``X`` it holds}: a training job is as slow as its fullest worker."""
     from distributed import futures_of
 
-    chunk_rows = dict(zip(((X.name, i, 0) for i in range(X.numblocks[0])), X.chunks[0]))
+    trailing = (0,) * (X.ndim - 1)
+    chunk_rows = dict(zip(((X.name, i) + trailing for i in range(X.numblocks[0])), X.chunks[0]))
     held: dict = {}
     for key, workers in client.who_has(futures_of(X)).items():
         if workers:
