@@ -19,7 +19,8 @@ The model: binary, depth 8, 100 rounds, trained on 1M rows of the same distribut
 device the cluster explains on (the shape of the scaling benchmark's model).
 
     python benchmarks/explain_parquet.py --config local-cuda --counts 10,100      # 10M and 100M rows
-    python benchmarks/explain_parquet.py --config local-cpu --counts 1,3 --rows-per-file 20000 --rounds 10
+    python benchmarks/explain_parquet.py --config local-cpu --counts 1,20 --rows-per-file 2000 --rounds 10
+    python benchmarks/explain_parquet.py --config local-cuda --counts 400    # 400M rows on every GPU
 """
 from __future__ import annotations
 
@@ -137,6 +138,21 @@ class _Sampler:
             self.gpu_total_mib = max(self.gpu_total_mib, sum(used))
 
 
+def file_pattern(count: int) -> str:
+    """A glob (without ``.parquet``) of exactly the first ``count`` files ``part-000`` ... (every
+    name has 3 digits): 1, 10-90 in tens, 100-1000 in hundreds."""
+    if count == 1:
+        return "part-000"
+    if count % 10 == 0 and 10 <= count < 100:
+        k = count // 10
+        return "part-00*" if k == 1 else f"part-0[0-{k - 1}]*"
+    if count % 100 == 0 and 100 <= count <= 1000:
+        k = count // 100
+        return "part-0*" if k == 1 else ("part-*" if k == 10 else f"part-[0-{k - 1}]*")
+    raise SystemExit(f"--counts: {count} files cannot be picked by one glob; give 1, 10-90 in tens "
+                     "or 100-1000 in hundreds")
+
+
 def explain_once(config: str, model: Path, data_glob: str, output: Path) -> dict:
     """One ``dgboost explain --cluster`` command, sampled; its timings, peaks and output."""
     shutil.rmtree(output, ignore_errors=True)
@@ -236,6 +252,8 @@ def main(argv=None) -> None:
     from dgboost.cli import resolve_device
 
     counts = [int(c) for c in args.counts.split(",")]
+    for count in counts:
+        file_pattern(count)  # refuse a count no glob can pick before any file is written
     folder = Path(args.folder)
     data = folder / "rows"
     gen_s = make_files(data, max(counts), args.rows_per_file)
@@ -260,10 +278,7 @@ def main(argv=None) -> None:
                "versions": versions("dgboost", "cupy", "dask", "distributed", "pyarrow"), "results": results}
     for count in counts:
         n = count * args.rows_per_file
-        # every file name has 3 digits: part-0* is files 000-099, part-00* is 000-009, ...
-        pattern = {1: "part-000", 10: "part-00*", 100: "part-0*"}.get(count)
-        if pattern is None:
-            raise SystemExit("--counts takes 1, 10 or 100 (files are picked by a glob)")
+        pattern = file_pattern(count)
         out = folder / f"shap-{count}"
         print(f"explaining {n:,} rows ({count} files)", flush=True)
         res = explain_once(config, model, str(data / f"{pattern}.parquet"), out)
