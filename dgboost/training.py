@@ -6,6 +6,7 @@ leaves' row segments. Evaluation sets are predicted incrementally with the new t
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -91,6 +92,13 @@ class _Data:
             margin = np.empty((n, n_groups), np.float32)
             margin[:] = base_margin.astype(np.float32)
         self.margin = backend.asarray(margin)
+
+    @functools.cached_property
+    def global_rows(self) -> np.ndarray | None:
+        """int64 (n,) host: the rows' global indices when the Dask layer placed them out of
+        order (``dmat.row_runs``), else None; made once, for metrics that need the rows' order."""
+        runs = getattr(self.dmat, "row_runs", None)
+        return None if runs is None else global_row_index(runs)
 
 
 def _check_features(dmat: DMatrix, n_features: int, names, what: str) -> None:
@@ -458,8 +466,8 @@ def _evaluate(metric, d: _Data, dm: DMatrix, objective, comm, custom_objective: 
     if dm.label is None:
         raise DGBoostValueError("an evaluation set has no label")
     extra = {}
-    if metric.needs_row_order and getattr(dm, "row_runs", None) is not None:
-        extra["global_rows"] = global_row_index(dm.row_runs)
+    if metric.needs_row_order and d.global_rows is not None:
+        extra["global_rows"] = d.global_rows
     return float(metric.evaluate(d.margin, d.label, d.weight, dm.group_ptr, objective, comm, **extra))
 
 
