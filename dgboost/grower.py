@@ -42,12 +42,6 @@ __all__ = ["TreeGrower", "GrownTree", "FeatureSampler"]
 # that stays within these bounds, else the levels are read and compacted.
 _WHOLE_LEVEL_MAX_DEPTH = 10
 _WHOLE_LEVEL_HIST_BYTES = 4 << 30
-# Lossguide splits up to this many of the best leaves in one device batch (see
-# _grow_best_first; measured on an H100, 10M x 28, 255 leaves: 8 -> 42.9 ms a round, 58 reads
-# a tree; 16 -> 39.4; 32 -> 36.0, 48 reads; 64 -> 35.3), and at most so many that the
-# batch's child histograms stay within _LOOKAHEAD_HIST_BYTES.
-_LOOKAHEAD = 32
-_LOOKAHEAD_HIST_BYTES = 64 << 20
 
 
 class FeatureSampler:
@@ -159,7 +153,8 @@ class _Batch:
     Attributes
     ----------
     records : backend int64 (m, NODE_FIELDS)
-    hist : backend int64 (m, total_bins, 2), or None when the nodes were not evaluated
+    hist : backend int64 (m, total_bins, 2), or None when the nodes were not evaluated or
+        their histograms are no longer needed (every node already split ahead)
     host : ndarray int64 (m, NODE_FIELDS), the records as read after evaluation
     ids : ndarray int64 (m,), the node id of each row
     """
@@ -173,13 +168,14 @@ class _Batch:
     # lossguide: the children of every row, split ahead in the same device batch (rows 2r and
     # 2r + 1 for row r), or None
     ahead: "_Batch | None" = None
+    evaluated: bool = True  # whether the nodes' splits were evaluated (else they are leaves)
 
     def can_split(self, row: int) -> bool:
-        return self.hist is not None and self.host[row, FEATURE] >= 0
+        return self.evaluated and self.host[row, FEATURE] >= 0
 
     def splittable(self) -> np.ndarray:
         """Rows with a valid split, in node-id order."""
-        if self.hist is None:
+        if not self.evaluated:
             return np.zeros(0, np.int64)
         rows = np.flatnonzero(self.host[:, FEATURE] >= 0)
         return rows[np.argsort(self.ids[rows], kind="stable")]
@@ -320,7 +316,8 @@ class TreeGrower:
             self._grow_whole_levels(root, hist, bounds, t, tree_index, tree_mask)
             return self._finish(t)
         host = backend.to_host(root)
-        batch = _Batch(root, hist, host, t.add(np.array([-1]), host, 0), [frozenset()], bounds)
+        batch = _Batch(root, hist, host, t.add(np.array([-1]), host, 0), [frozenset()], bounds,
+                       evaluated=hist is not None)
 
         if self.params.grow_policy == "lossguide":
             self._grow_best_first(batch, t, tree_index, tree_mask)
@@ -352,27 +349,29 @@ class TreeGrower:
     def _grow_best_first(self, root: _Batch, t: _Nodes, tree_index: int, tree_mask) -> None:
         """Lossguide: split the leaf of largest gain (ties: lowest id) until ``max_leaves``.
 
-        The next leaf depends on the gains of the last one's children, so every split waits
-        for a read. That read also brings back the children of the next best leaves in the
-        heap (up to ``_LOOKAHEAD`` nodes a batch), split ahead on the device: a node split
-        ahead only reorders the rows of its own segment, so if its turn never comes (the
-        leaf budget runs out) the tree is unchanged, and when it comes its children are
-        already there. The same batch also splits those children (``_split(ahead=True)``:
-        grandchildren, while their histograms stay within the budget): the best leaf is
-        often a child just made, and its children are then already there too. Ids are given
+        The next leaf depends on the gains of the last one's children, so a split may wait
+        for a read. Each read brings back more than one split, computed ahead in the same
+        device batch: the children of the best leaves in the heap (up to ``nodes``
+        nodes), and below them whole levels (every child split again, levels of 2**m slots
+        as in depthwise growth, while their histograms stay within the budget). A node
+        split ahead only reorders the rows of its own segment, so if its turn never comes
+        (the leaf budget runs out) the tree is unchanged, and when it comes its children
+        are already there. Only the heap's best ``max_leaves - leaves`` nodes can still be
+        split (each later pop takes the best), so no other node is split ahead. How far
+        ahead is the backend's :class:`~dgboost.backend.base.LookaheadBudget`. Ids are given
         at each node's turn: the tree is the one strict best-first growth builds, with a
-        fraction of its reads (H100, 10M x 28, 255 leaves: 47.6 -> 25.7 batches a tree,
-        50 -> 33 ms a round).
+        fraction of its reads.
         """
         max_leaves = self.params.max_leaves
-        # children's column masks seeded by node id need the ids first: no splits ahead then
-        per_node = 2 * 16 * max(1, int(self.cut_ptrs[-1]))  # two children's int64 (G, H) histograms
+        ahead = self.backend.lookahead
+        per_slot = 16 * max(1, int(self.cut_ptrs[-1]))  # one node's int64 (G, H) histogram
+        # children's column masks seeded by node id need the ids first: no splits ahead then;
+        # nor levels below the children when their masks need their ancestors' features
+        # (interaction constraints)
         lookahead = 1
         if self.sampler.rates[2] >= 1.0:
-            lookahead = max(1, min(_LOOKAHEAD, _LOOKAHEAD_HIST_BYTES // per_node))
-        # a batch's children split ahead too (grandchildren: twice the children's histograms),
-        # unless their masks need their ancestors' features (interaction constraints)
-        two_levels = lookahead > 1 and self.interactions is None
+            lookahead = max(1, min(ahead.nodes, ahead.hist_bytes // (3 * 2 * per_slot)))
+        levels_allowed = lookahead > 1 and self.interactions is None
         where = {0: (root, 0)}  # splittable node id -> (batch, row)
         ready: dict[int, tuple[_Batch, int]] = {}  # node id -> (batch of its children, j): rows 2j, 2j + 1
         heap = [(-root.gain(0), 0)] if root.splittable().size else []
@@ -380,12 +379,18 @@ class TreeGrower:
         while heap and (max_leaves <= 0 or n_leaves < max_leaves):
             _, nid = heapq.heappop(heap)
             if nid not in ready:
-                budget = lookahead if max_leaves <= 0 else min(lookahead, max_leaves - n_leaves)
+                remaining = max_leaves - n_leaves if max_leaves > 0 else None  # splits still allowed
+                budget = lookahead if remaining is None else min(lookahead, remaining)
                 group = [nid] + [n for _, n in heapq.nsmallest(budget - 1, heap) if n not in ready]
                 child_ids = t.n + np.arange(2) if len(group) == 1 else None
-                ahead = two_levels and 3 * len(group) * per_node <= _LOOKAHEAD_HIST_BYTES
+                levels = 0
+                if levels_allowed:
+                    slots = 4 * len(group)  # the grandchildren
+                    while (levels < ahead.levels and (remaining is None or levels + 1 < remaining)
+                           and 3 * slots * per_slot <= ahead.hist_bytes):
+                        levels, slots = levels + 1, 2 * slots
                 children = self._split([where[n] for n in group], t.depth[group] + 1, child_ids,
-                                       tree_index, tree_mask, ahead=ahead)
+                                       tree_index, tree_mask, levels_ahead=levels)
                 for j, n in enumerate(group):
                     ready[n] = (children, j)
             children, j = ready.pop(nid)
@@ -426,16 +431,18 @@ class TreeGrower:
         return batch.records[index], batch.hist, index, batch.bounds[index] if bounded else None
 
     def _split(self, nodes: list[tuple[_Batch, int]], child_depths: np.ndarray, child_ids, tree_index: int,
-               tree_mask, ahead: bool = False) -> _Batch:
+               tree_mask, levels_ahead: int = 0) -> _Batch:
         """Split ``nodes`` (valid splits; (batch, row) each) on the device and read their children.
 
         Returns the batch of the children, rows 2j and 2j + 1 for the j-th node, evaluated
         when some child's depth allows another split (the caller checks each child's
         depth). ``child_ids`` (2k,) are their node ids when known now (column masks by node
         need them), else None: the batch's ids are then -1 until the caller sets them.
-        ``ahead``: every evaluated child is split too, in the same device batch, before the
-        one read (``_Batch.ahead``; children without a valid split get empty ones): a
-        lossguide step that picks one of these children finds its children there.
+        ``levels_ahead``: so many whole levels below the children are split too, in the same
+        device batch, before the one read: the children batch's ``ahead`` is the level
+        below it (rows 2r and 2r + 1 under row r; a node without a valid split gets empty
+        children), and so on; a lossguide step that picks a node of one level finds its
+        children in the next. Only the deepest level keeps its histograms.
         """
         k = len(nodes)
         evaluate = any(self._can_split_at(int(d)) for d in child_depths)
@@ -443,27 +450,41 @@ class TreeGrower:
         paths = None
         if self.interactions is not None:  # a child's ancestors: its parent's and the parent's feature
             paths = [b.paths[r] | {int(b.host[r, FEATURE])} for b, r in nodes for _ in (0, 1)]
-        masks = (self._node_masks(child_ids, np.repeat(child_depths, 2), tree_index, tree_mask, paths)
-                 if evaluate else None)
+        depths = np.repeat(child_depths, 2)
+        masks = self._node_masks(child_ids, depths, tree_index, tree_mask, paths) if evaluate else None
         # this rank's rows under the parents, known from their host records: sizes the launches
         # (a few small leaves need not start a grid for every row); the children's are among them
         n_rows = sum(int(b.host[r, END] - b.host[r, BEGIN]) for b, r in nodes)
-        children, hist, bounds = self._split_on_device(parents, parent_hist, index, parent_bounds, n_rows,
-                                                       masks if evaluate else False)
-        grand = None
-        grand_depths = np.repeat(child_depths, 2) + 1
-        if ahead and hist is not None and any(self._can_split_at(int(d) - 1) for d in grand_depths):
-            grand_evaluate = any(self._can_split_at(int(d)) for d in grand_depths)
-            grand_masks = (self._node_masks(None, np.repeat(grand_depths, 2), tree_index, tree_mask)
-                           if grand_evaluate else False)
-            grand = self._split_on_device(children, hist, None, bounds, n_rows, grand_masks)
-        ids = np.full(2 * k, -1, np.int64) if child_ids is None else np.asarray(child_ids, np.int64)
-        batch = _Batch(children, hist, self.backend.to_host(children), ids, paths, bounds)
-        if grand is not None:
-            records, grand_hist, grand_bounds = grand
-            batch.ahead = _Batch(records, grand_hist, self.backend.to_host(records),
-                                 np.full(4 * k, -1, np.int64), None, grand_bounds)
-        return batch
+        levels = [self._split_on_device(parents, parent_hist, index, parent_bounds, n_rows,
+                                        masks if evaluate else False)]
+        evaluated = [evaluate]
+        for _ in range(levels_ahead):
+            records, hist, bounds = levels[-1]
+            if hist is None:  # nothing below may split
+                break
+            depths = np.repeat(depths, 2) + 1
+            evaluate = any(self._can_split_at(int(d)) for d in depths)
+            masks = self._node_masks(None, depths, tree_index, tree_mask) if evaluate else False
+            levels.append(self._split_on_device(records, hist, None, bounds, n_rows, masks))
+            levels[-2] = (records, None, bounds)  # every node of that level is split: its histograms go
+            evaluated.append(evaluate)
+        # one read brings every level back
+        records = [level[0] for level in levels]
+        host = self.backend.to_host(records[0] if len(records) == 1 else self.backend.xp.concatenate(records))
+        below = None
+        start = host.shape[0]
+        for m in range(len(levels) - 1, -1, -1):
+            level_records, hist, bounds = levels[m]
+            size = 2 * k << m
+            start -= size
+            if m:
+                ids, level_paths = np.full(size, -1, np.int64), None
+            else:
+                ids = np.full(2 * k, -1, np.int64) if child_ids is None else np.asarray(child_ids, np.int64)
+                level_paths = paths
+            below = _Batch(level_records, hist, host[start:start + size], ids, level_paths, bounds, ahead=below,
+                           evaluated=evaluated[m])
+        return below
 
     def _split_on_device(self, parents, parent_hist, index, parent_bounds, n_rows: int, masks):
         """Partition the rows of ``parents`` by their splits, make the children's records

@@ -20,11 +20,37 @@ Array conventions (``xp`` is numpy or cupy):
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["Backend", "SplitParams"]
+__all__ = ["Backend", "LookaheadBudget", "SplitParams"]
+
+
+@dataclass(frozen=True)
+class LookaheadBudget:
+    """How much work lossguide growth may do ahead of each read.
+
+    Lossguide reads every batch of splits back before it picks the next leaf. Splits made
+    ahead of that read (the children of the best leaves, whole levels below them) save
+    reads, and are wasted where a node's turn never comes: worth a lot where a read is a
+    device round trip, little where it is a function return on the host.
+
+    Attributes
+    ----------
+    nodes : int
+        The most leaves one batch splits.
+    levels : int
+        The most whole levels below a batch's children that it splits too.
+    hist_bytes : int
+        The bytes a batch's levels may take: a level of ``s`` nodes counts three times
+        their int64 (G, H) histograms (parents, the built half, the children).
+    """
+
+    nodes: int
+    levels: int
+    hist_bytes: int
 
 
 class SplitParams(Protocol):
@@ -40,6 +66,7 @@ class Backend(Protocol):
 
     name: str
     xp: Any
+    lookahead: LookaheadBudget
 
     def asarray(self, array): ...
 

@@ -9,6 +9,7 @@ from .._array import to_host
 from .._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, LEFT_G, LEFT_H, NO_NODE, SPLIT_BIN, SUM_G, SUM_H
 from . import _cpu_kernels as K
 from . import _records
+from .base import LookaheadBudget
 
 __all__ = ["CPUBackend"]
 
@@ -119,6 +120,10 @@ class CPUBackend:
 
     name = "cpu"
     xp = np
+    # work ahead costs as much as any other here, and a read nothing: the best leaves'
+    # children and one level below them (Higgs-like 1M x 28, 255 leaves, one core: 0.65 s a
+    # tree; none ahead 0.80 s; whole levels, 1.5 s)
+    lookahead = LookaheadBudget(nodes=32, levels=1, hist_bytes=64 << 20)
 
     def __init__(self, nthread: int = 0):
         import numba

@@ -20,6 +20,7 @@ from ..errors import DeviceMemoryError, DGBoostValueError
 from .cpu import leaf_weights_on_host, node_bounds_on_host
 from ._ellpack import EllpackMatrix, feature_groups, symbol_bits
 from ._nvrtc import get_module
+from .base import LookaheadBudget
 from .._layout import BEGIN, NODE_FIELDS
 
 __all__ = ["CUDABackend", "SYNC_COUNTER", "DeviceMemoryError"]
@@ -50,6 +51,8 @@ class CUDABackend:
     """
 
     name = "cuda"
+    # a read is a round trip to the device and the launches behind it: whole levels ahead
+    lookahead = LookaheadBudget(nodes=256, levels=12, hist_bytes=256 << 20)
     #: Fill every kernel output with 0xFF bytes before a kernel writes it (tests: an element a
     #: kernel forgets to write then shows up as NaN or -1 instead of a plausible zero).
     poison = False

@@ -183,15 +183,17 @@ def test_trees_grown_in_whole_levels_equal_trees_grown_level_by_level(params, mo
 @pytest.mark.parametrize("params", [{"max_leaves": 40, "max_depth": 5}, {"max_leaves": 63, "max_depth": 0,
                                                                         "subsample": 0.7}])
 def test_lossguide_with_splits_computed_ahead_builds_the_strict_best_first_tree(params, monkeypatch):
-    from dgboost import grower
+    from dgboost.backend.base import LookaheadBudget
+    from dgboost.backend.cpu import CPUBackend
 
     X, y = _real_data(seed=6)
     full = {"grow_policy": "lossguide", "seed": 2, "monotone_constraints": (1, -1, 0, 1, -1), **params}
     models = []
-    for lookahead in (8, 1):
-        monkeypatch.setattr(grower, "_LOOKAHEAD", lookahead)
+    for budget in (LookaheadBudget(nodes=256, levels=12, hist_bytes=256 << 20),
+                   LookaheadBudget(nodes=8, levels=1, hist_bytes=64 << 20), LookaheadBudget(nodes=1, levels=0, hist_bytes=0)):
+        monkeypatch.setattr(CPUBackend, "lookahead", budget)
         models.append(dg.train(full, dg.DMatrix(X, y), 5).save_raw("json"))
-    assert models[0] == models[1]
+    assert models[0] == models[1] == models[2]
 
 
 @pytest.mark.parametrize("seed", range(4))

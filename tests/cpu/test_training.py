@@ -394,7 +394,7 @@ def test_trees_grown_in_whole_levels_equal_trees_grown_level_by_level(params, mo
     {"max_leaves": 63, "max_depth": 0, "subsample": 0.7, "min_child_weight": 3},
 ])
 def test_lossguide_with_splits_computed_ahead_builds_the_strict_best_first_tree(params, monkeypatch):
-    from dgboost import grower
+    from dgboost.backend.base import LookaheadBudget
     from dgboost.backend.cpu import CPUBackend
 
     rng = np.random.default_rng(22)
@@ -404,18 +404,24 @@ def test_lossguide_with_splits_computed_ahead_builds_the_strict_best_first_tree(
     full = dict({"objective": "binary:logistic", "grow_policy": "lossguide", "seed": 2}, **params)
     models, reads = [], []
     real_read = CPUBackend.to_host
-    for lookahead in (8, 1):
+    budgets = [LookaheadBudget(nodes=256, levels=12, hist_bytes=256 << 20),  # whole levels ahead
+               LookaheadBudget(nodes=8, levels=1, hist_bytes=64 << 20),
+               LookaheadBudget(nodes=1, levels=0, hist_bytes=0)]  # strict best-first: one node a read
+    for budget in budgets:
         count = [0]
-        monkeypatch.setattr(grower, "_LOOKAHEAD", lookahead)
+        monkeypatch.setattr(CPUBackend, "lookahead", budget)
         monkeypatch.setattr(CPUBackend, "to_host", lambda self, a: count.__setitem__(0, count[0] + 1) or real_read(self, a))
         models.append(dg.train(full, dg.DMatrix(x, y), 5, verbose_eval=False).save_raw("json"))
         reads.append(count[0])
-    assert models[0] == models[1]
-    assert reads[0] < reads[1] / 2  # the point of splitting ahead: far fewer device round trips
+    assert models[0] == models[1] == models[2]
+    # the point of splitting ahead: far fewer device round trips
+    assert reads[0] < reads[1] < reads[2] / 2
 
 
-def test_lossguide_children_split_ahead_give_the_same_tree_with_fewer_device_batches(monkeypatch):
+def test_lossguide_levels_split_ahead_give_the_same_tree_with_fewer_device_batches(monkeypatch):
     from dgboost import grower
+    from dgboost.backend.base import LookaheadBudget
+    from dgboost.backend.cpu import CPUBackend
 
     rng = np.random.default_rng(23)
     x = rng.normal(size=(4000, 6)).astype(np.float32)
@@ -424,20 +430,22 @@ def test_lossguide_children_split_ahead_give_the_same_tree_with_fewer_device_bat
          ).astype(np.float32)
     params = {"objective": "reg:squarederror", "grow_policy": "lossguide", "max_leaves": 48, "max_depth": 0,
               "max_bin": 32}
+    monkeypatch.setattr(CPUBackend, "lookahead", LookaheadBudget(nodes=256, levels=12, hist_bytes=256 << 20))
     real = grower.TreeGrower._split
-    models, batches, ahead_used = [], [], []
-    for two_levels in (True, False):
+    models, batches, levels_used = [], [], []
+    for most in (None, 1, 0):  # as many levels as fit, the children's children only, none
         count, used = [0], [0]
 
-        def split(self, *args, ahead=False, _two=two_levels, _count=count, _used=used, **kw):
+        def split(self, *args, levels_ahead=0, _most=most, _count=count, _used=used, **kw):
+            levels = levels_ahead if _most is None else min(_most, levels_ahead)
             _count[0] += 1
-            _used[0] += bool(ahead and _two)
-            return real(self, *args, ahead=ahead and _two, **kw)
+            _used[0] = max(_used[0], levels)
+            return real(self, *args, levels_ahead=levels, **kw)
 
         monkeypatch.setattr(grower.TreeGrower, "_split", split)
         models.append(dg.train(params, dg.DMatrix(x, y), 4, verbose_eval=False).save_raw("json"))
         batches.append(count[0])
-        ahead_used.append(used[0])
-    assert models[0] == models[1]
-    assert ahead_used[0] > 0 and ahead_used[1] == 0
-    assert batches[0] < 0.8 * batches[1]
+        levels_used.append(used[0])
+    assert models[0] == models[1] == models[2]
+    assert levels_used[0] > 2 and levels_used[1] == 1 and levels_used[2] == 0
+    assert batches[0] < 0.8 * batches[1] and batches[1] < 0.8 * batches[2]
