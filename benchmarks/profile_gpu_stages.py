@@ -82,6 +82,8 @@ def main() -> None:
     ap.add_argument("--json", default="")
     ap.add_argument("--memory-trace", action="store_true",
                     help="print where CuPy's pool reaches its high-water mark in a plain run, and what is live")
+    ap.add_argument("--lookahead", default="",
+                    help="lossguide: the CUDA backend's LookaheadBudget as nodes:levels:MiB (default: its own)")
     ap.add_argument("--host-profile", type=int, default=0,
                     help="also print the N host functions with the most own time in a plain run (cProfile)")
     args = ap.parse_args()
@@ -96,12 +98,18 @@ def main() -> None:
               "device": "cuda", "grow_policy": args.policy}
     if args.policy == "lossguide":
         params.update(max_depth=0, max_leaves=255)
+    if args.lookahead:
+        from dgboost.backend.base import LookaheadBudget
+
+        nodes, levels, mib = (int(v) for v in args.lookahead.split(":"))
+        cuda_module.CUDABackend.lookahead = LookaheadBudget(nodes=nodes, levels=levels, hist_bytes=mib << 20)
     dtrain = dgboost.DMatrix(x, y.get())
     dgboost.train(params, dtrain, 2, verbose_eval=False)  # compile and warm up
 
     backend = get_backend("cuda")
     stages = ["bin_values", "quantise", "abs_max", "gpair_totals", "build_histograms", "evaluate_splits",
-              "partition", "add_leaf_values", "predict_margin", "leaf_weights"]
+              "partition", "split_nodes", "children_histograms", "root_node", "add_leaf_values", "predict_margin",
+              "leaf_weights"]
     totals, counts = collections.defaultdict(float), collections.defaultdict(int)
     originals = {s: _wrap(backend, s, totals, counts) for s in stages}
     try:
@@ -157,7 +165,8 @@ def main() -> None:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(args.host_profile)
 
     device_ms = sum(totals.values())
-    print(f"\n{args.rows} x {args.features}, depth {args.depth}, {args.policy}, {args.rounds} rounds on "
+    print(f"\n{args.rows} x {args.features}, depth {args.depth}, {args.policy} "
+          f"(lookahead {cuda_module.CUDABackend.lookahead}), {args.rounds} rounds on "
           f"{cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     print(f"plain run: setup (cuts, binning, margins) {setup_ms:.1f} ms, then per round median "
           f"{np.median(rounds_ms):.2f} ms (min {rounds_ms.min():.2f}, max {rounds_ms.max():.2f}); "

@@ -124,21 +124,22 @@ class _Nodes:
         """Append nodes from their host records (split fields are set by :meth:`split`); their ids."""
         m = records.shape[0]
         self._reserve(m)
-        ids = np.arange(self.n, self.n + m)
-        self.parent[ids] = parents
-        self.left[ids] = self.right[ids] = -1
-        self.feature[ids] = self.split_bin[ids] = -1
-        self.default_left[ids] = False
-        self.gain[ids] = 0.0
-        self.depth[ids] = depth
-        self.sums[ids] = records[:, SUM_G:SUM_H + 1]
-        self.begin[ids] = records[:, BEGIN]
-        self.end[ids] = records[:, END]
+        new = slice(self.n, self.n + m)  # slices, not an index: lossguide adds two nodes at a time
+        self.parent[new] = parents
+        self.left[new] = self.right[new] = -1
+        self.feature[new] = self.split_bin[new] = -1
+        self.default_left[new] = False
+        self.gain[new] = 0.0
+        self.depth[new] = depth
+        self.sums[new] = records[:, SUM_G:SUM_H + 1]
+        self.begin[new] = records[:, BEGIN]
+        self.end[new] = records[:, END]
         self.n += m
-        return ids
+        return np.arange(new.start, new.stop)
 
-    def split(self, ids: np.ndarray, records: np.ndarray, left: np.ndarray, right: np.ndarray) -> None:
-        """Record the splits of nodes ``ids`` as evaluated in their host records."""
+    def split(self, ids, records: np.ndarray, left, right) -> None:
+        """Record the splits of nodes ``ids`` (an index array, or a slice) as evaluated in
+        their host records."""
         self.feature[ids] = records[:, FEATURE]
         self.split_bin[ids] = records[:, SPLIT_BIN]
         self.default_left[ids] = records[:, DEFAULT_LEFT] != 0
@@ -370,7 +371,7 @@ class TreeGrower:
         # (interaction constraints)
         lookahead = 1
         if self.sampler.rates[2] >= 1.0:
-            lookahead = max(1, min(ahead.nodes, ahead.hist_bytes // (3 * 2 * per_slot)))
+            lookahead = max(1, min(ahead.nodes, ahead.hist_bytes // (2 * per_slot)))
         levels_allowed = lookahead > 1 and self.interactions is None
         where = {0: (root, 0)}  # splittable node id -> (batch, row)
         ready: dict[int, tuple[_Batch, int]] = {}  # node id -> (batch of its children, j): rows 2j, 2j + 1
@@ -382,10 +383,16 @@ class TreeGrower:
                 remaining = max_leaves - n_leaves if max_leaves > 0 else None  # splits still allowed
                 budget = lookahead if remaining is None else min(lookahead, remaining)
                 group = [nid] + [n for _, n in heapq.nsmallest(budget - 1, heap) if n not in ready]
+                # parents of one batch together, in row order: gathered in a few pieces (the
+                # order of a batch's nodes changes where their children sit, not the tree)
+                batches = {}
+                for n in group:
+                    batches.setdefault(id(where[n][0]), len(batches))
+                group.sort(key=lambda n: (batches[id(where[n][0])], where[n][1]))
                 child_ids = t.n + np.arange(2) if len(group) == 1 else None
                 levels = 0
                 if levels_allowed:
-                    slots = 4 * len(group)  # the grandchildren
+                    slots = 2 * len(group)  # the parents of the next level: the children
                     while (levels < ahead.levels and (remaining is None or levels + 1 < remaining)
                            and 3 * slots * per_slot <= ahead.hist_bytes):
                         levels, slots = levels + 1, 2 * slots
@@ -396,39 +403,52 @@ class TreeGrower:
             children, j = ready.pop(nid)
             batch, row = where.pop(nid)
             depth = int(t.depth[nid]) + 1
-            ids = t.add(np.array([nid, nid]), children.host[2 * j:2 * j + 2], depth)
-            t.split(np.array([nid]), batch.host[row:row + 1], ids[:1], ids[1:])
-            children.ids[2 * j:2 * j + 2] = ids
-            for side in (0, 1):
-                r = 2 * j + side
-                if self._can_split_at(depth) and children.can_split(r):
-                    where[int(ids[side])] = (children, r)
-                    heapq.heappush(heap, (-children.gain(r), int(ids[side])))
-                    if children.ahead is not None:  # its children are already there
-                        ready[int(ids[side])] = (children.ahead, r)
+            left = t.n
+            t.add(nid, children.host[2 * j:2 * j + 2], depth)
+            t.split(slice(nid, nid + 1), batch.host[row:row + 1], left, left + 1)
+            children.ids[2 * j:2 * j + 2] = (left, left + 1)
+            if self._can_split_at(depth):
+                for side in (0, 1):
+                    r = 2 * j + side
+                    if children.can_split(r):
+                        where[left + side] = (children, r)
+                        heapq.heappush(heap, (-children.gain(r), left + side))
+                        if children.ahead is not None:  # its children are already there
+                            ready[left + side] = (children.ahead, r)
             n_leaves += 1
 
     def _parents(self, nodes: list[tuple[_Batch, int]]):
-        """(records, histograms, index, bounds) of ``nodes`` given as (batch, row): views of
-        the batch where the rows are consecutive rows of one batch, the records (and bounds)
-        gathered by an uploaded index (which then also picks the histograms) where they are
-        other rows of one batch, else copies of each; bounds None without monotone
-        constraints. Uploads happen here, while the device is idle after the last read."""
+        """(records, histograms, index, bounds) of ``nodes`` given as (batch, row), the rows
+        of a batch together and in order: for one batch, views where its rows are
+        consecutive, else its records (and bounds) gathered by an uploaded index, which then
+        also picks the histograms; for several, each batch's piece so taken and the pieces
+        concatenated (index None); bounds None without monotone constraints. Uploads happen
+        here, while the device is idle after the last read."""
+        pieces = []  # (batch, rows) per batch, in the order of nodes
+        for batch, row in nodes:
+            if pieces and pieces[-1][0] is batch:
+                pieces[-1][1].append(row)
+            else:
+                pieces.append((batch, [row]))
+        if len(pieces) == 1:
+            return self._piece(*pieces[0], gather_hist=False)
         xp = self.backend.xp
-        batch = nodes[0][0]
-        rows = np.array([r for _, r in nodes], np.int64)
+        taken = [self._piece(batch, rows, gather_hist=True) for batch, rows in pieces]
+        return (xp.concatenate([p[0] for p in taken]), xp.concatenate([p[1] for p in taken]), None,
+                xp.concatenate([p[3] for p in taken]) if self.monotone is not None else None)
+
+    def _piece(self, batch: _Batch, rows: list, gather_hist: bool):
+        """``_parents`` of some rows (ascending) of one batch; the histograms gathered too when
+        ``gather_hist``, else left whole with the index that picks them."""
         bounded = self.monotone is not None
-        if any(b is not batch for b, _ in nodes):
-            return (xp.concatenate([b.records[r:r + 1] for b, r in nodes]),
-                    xp.concatenate([b.hist[r:r + 1] for b, r in nodes]), None,
-                    xp.concatenate([b.bounds[r:r + 1] for b, r in nodes]) if bounded else None)
-        first = int(rows[0])
-        if np.array_equal(rows, np.arange(first, first + rows.size)):
-            end = first + rows.size
+        first = rows[0]
+        if rows[-1] - first == len(rows) - 1:  # consecutive
+            end = first + len(rows)
             return (batch.records[first:end], batch.hist[first:end], None,
                     batch.bounds[first:end] if bounded else None)
-        index = self.backend.asarray(rows)
-        return batch.records[index], batch.hist, index, batch.bounds[index] if bounded else None
+        index = self.backend.asarray(np.array(rows, np.int64))
+        return (batch.records[index], batch.hist[index] if gather_hist else batch.hist, None if gather_hist else index,
+                batch.bounds[index] if bounded else None)
 
     def _split(self, nodes: list[tuple[_Batch, int]], child_depths: np.ndarray, child_ids, tree_index: int,
                tree_mask, levels_ahead: int = 0) -> _Batch:

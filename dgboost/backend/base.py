@@ -40,12 +40,13 @@ class LookaheadBudget:
     Attributes
     ----------
     nodes : int
-        The most leaves one batch splits.
+        The most leaves one batch splits; at most so many that their children's int64
+        (G, H) histograms fit in ``hist_bytes``.
     levels : int
         The most whole levels below a batch's children that it splits too.
     hist_bytes : int
-        The bytes a batch's levels may take: a level of ``s`` nodes counts three times
-        their int64 (G, H) histograms (parents, the built half, the children).
+        The bytes a batch's levels may take: a level below the children is split while
+        three times its parents' histograms fit.
     """
 
     nodes: int

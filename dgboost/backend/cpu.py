@@ -121,8 +121,8 @@ class CPUBackend:
     name = "cpu"
     xp = np
     # work ahead costs as much as any other here, and a read nothing: the best leaves'
-    # children and one level below them (Higgs-like 1M x 28, 255 leaves, one core: 0.65 s a
-    # tree; none ahead 0.80 s; whole levels, 1.5 s)
+    # children and one level below them (Higgs-like 1M x 28, 255 leaves, 2 cores: 0.5 s a tree;
+    # none ahead 0.66 s; whole levels, 1.4 s)
     lookahead = LookaheadBudget(nodes=32, levels=1, hist_bytes=64 << 20)
 
     def __init__(self, nthread: int = 0):

@@ -14,6 +14,8 @@ there already; they use the CPU engine's own kernel, so both devices give the sa
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 from ..errors import DeviceMemoryError, DGBoostValueError
@@ -34,6 +36,9 @@ _HIST_BLOCKS_PER_SM = 4
 _CANDIDATE_BYTES = 32  # split.cu's Candidate record
 _PARTITION_TILE = 256 * 8  # partition.cu's kThreads * kItems
 _HIST_MIN_ROWS = 2048  # the shortest slice of rows a histogram block takes
+# host arrays up to this size are uploaded through pinned buffers, this many in a ring
+_STAGING_BYTES = 64 << 10
+_STAGING_SLOTS = 16
 
 
 def _grid(n: int, sm_count: int, threads: int = _THREADS) -> int:
@@ -51,8 +56,11 @@ class CUDABackend:
     """
 
     name = "cuda"
-    # a read is a round trip to the device and the launches behind it: whole levels ahead
-    lookahead = LookaheadBudget(nodes=256, levels=12, hist_bytes=256 << 20)
+    # a read costs a device round trip, yet the launches of every level cost more: whole levels
+    # ahead (nodes=256, levels=12, hist_bytes=256 MiB) halved the reads of a 10M x 28, 255-leaf
+    # tree but added levels, for no gain in time and 2.5x the memory (H100, H200;
+    # benchmarks/lossguide_lookahead.py)
+    lookahead = LookaheadBudget(nodes=32, levels=1, hist_bytes=64 << 20)
     #: Fill every kernel output with 0xFF bytes before a kernel writes it (tests: an element a
     #: kernel forgets to write then shows up as NaN or -1 instead of a plausible zero).
     poison = False
@@ -87,6 +95,8 @@ class CUDABackend:
         self._no_bounds = cupy.zeros(2, dtype=cupy.float64)
         self._no_signs = cupy.zeros(1, dtype=cupy.int8)
         self._scratch_arrays: dict = {}
+        self._staging: list = []  # [pinned buffer, event of its last copy or None] per slot
+        self._staging_next = 0
 
     # -- plumbing --------------------------------------------------------------------------
     def _kernel(self, file: str, name: str):
@@ -129,7 +139,29 @@ class CUDABackend:
         return self.xp.asnumpy(array)
 
     def asarray(self, array):
+        if isinstance(array, np.ndarray) and 0 < array.nbytes <= _STAGING_BYTES:
+            return self._upload_small(array)
         return self.xp.asarray(array)
+
+    def _upload_small(self, array: np.ndarray):
+        """A small host array copied to the device in stream order, the host not waiting:
+        staged through a ring of pinned buffers (lossguide uploads an index for most
+        batches, and a copy from pageable memory may hold the host until the copy is done)."""
+        cupy = self.xp
+        src = np.ascontiguousarray(array)
+        if len(self._staging) < _STAGING_SLOTS:
+            self._staging.append([cupy.cuda.alloc_pinned_memory(_STAGING_BYTES), None])
+        slot = self._staging[self._staging_next]
+        self._staging_next = (self._staging_next + 1) % _STAGING_SLOTS
+        if slot[1] is not None:
+            slot[1].synchronize()  # its last copy is long done, but it must be before the overwrite
+        np.frombuffer(slot[0], np.uint8, src.nbytes)[:] = src.reshape(-1).view(np.uint8)
+        out = cupy.empty(src.shape, src.dtype)
+        out.data.copy_from_host_async(ctypes.c_void_p(slot[0].ptr), src.nbytes)
+        if slot[1] is None:
+            slot[1] = cupy.cuda.Event(block=False, disable_timing=True, interprocess=False)
+        slot[1].record()
+        return out
 
     def to_host(self, array) -> np.ndarray:
         if isinstance(array, np.ndarray):
@@ -421,13 +453,12 @@ class CUDABackend:
         return counts
 
     def add_leaf_values(self, margin, rows, begins, ends, values, group):
-        xp = self.xp
         begins, offsets, total = self._segments(begins, ends)
         if total == 0:
             return
-        meta = xp.asarray(np.concatenate([offsets, begins]))
+        meta = self.asarray(np.concatenate([offsets, begins]))
         n_leaves = begins.size
-        dev_values = xp.asarray(np.asarray(values, np.float32))
+        dev_values = self.asarray(np.asarray(values, np.float32))
         self._launch("leaf.cu", "add_leaf_values", total,
                      (margin, np.int32(margin.shape[1]), np.int32(group), rows, meta[:n_leaves + 1],
                       meta[n_leaves + 1:], np.int32(n_leaves), dev_values, np.int64(total)))
