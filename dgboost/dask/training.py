@@ -125,10 +125,10 @@ def _wait_for_earlier_ranks(client, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            busy = client.run(_ranks_still_running)
-        except Exception:  # noqa: BLE001 - a worker restarting: its ranks are gone with it
-            return
-        if not any(busy.values()) or time.monotonic() > deadline:
+            busy = any(client.run(_ranks_still_running).values())
+        except Exception:  # noqa: BLE001 - a worker starting or leaving: ask again (the others may be busy)
+            busy = True
+        if not busy or time.monotonic() > deadline:
             return
         time.sleep(0.2)
 
@@ -242,7 +242,9 @@ def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int,
         clock.append(time.perf_counter())
         return clock[-1] - clock[-2]
 
-    _wait_for_earlier_ranks(client, timeout)
+    # a rank left running by a lost peer frees its thread once its late collective is aborted:
+    # up to ``timeout`` after that collective was queued, and then the abort itself
+    _wait_for_earlier_ranks(client, 2 * timeout)
 
     # -- preflight: every partition, where it lives, before any collective ------------------
     for dm, name in evals:

@@ -282,3 +282,21 @@ def test_a_new_job_waits_for_the_ranks_of_a_cancelled_one_to_free_their_threads(
     assert 1.0 < time.monotonic() - start < 5
     _wait_for_earlier_ranks(client, timeout=30)  # nothing left: at once
     assert time.monotonic() - start < 5.5
+
+
+def test_a_new_job_asks_again_when_a_worker_cannot_answer_whether_it_still_runs_a_rank():
+    from dgboost.dask.training import _wait_for_earlier_ranks
+
+    answers = iter([RuntimeError("worker closing"), RuntimeError("worker closing"), {"w": 0}])
+    asked = []
+
+    class Flaky:
+        def run(self, fn):
+            asked.append(fn)
+            answer = next(answers)
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+
+    _wait_for_earlier_ranks(Flaky(), timeout=30)  # a worker that cannot answer may still be busy
+    assert len(asked) == 3
