@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Device calls on one GPU (issue 6). Each step writes its log and result under $OUT as it
 # finishes, so a call stopped at its time limit still returns what ran. Needs the wheelhouse
-# of ../shared/gpu-node/wheelhouse.sh carried as .whl (--with-xgboost for "train" and "year").
+# of ../shared/gpu-node/wheelhouse.sh carried as .whl (--with-xgboost for "train" and "year"; add
+# the lightgbm wheel, a test dependency, for "tests": pip download --no-deps lightgbm -d .whl).
 #   usage (on the device): bash benchmarks/run_gpu.sh STEP...
 #     tests      pytest -m "gpu or mgpu" tests/gpu (tests needing several GPUs skip), at most
 #                $TEST_S seconds (default 420)
