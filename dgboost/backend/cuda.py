@@ -58,8 +58,9 @@ class CUDABackend:
     name = "cuda"
     # a read costs a device round trip, yet the launches of every level cost more: whole levels
     # ahead (nodes=256, levels=12, hist_bytes=256 MiB) halved the reads of a 10M x 28, 255-leaf
-    # tree but added levels, for no gain in time and 2.5x the memory (H100, H200;
-    # benchmarks/lossguide_lookahead.py)
+    # tree but added levels, and took 2.5x the memory for no steady gain in time (42.8 against
+    # 39.6 ms a round on an H100, benchmarks/lossguide_lookahead.py; 44.0 against 62.4 on an
+    # H200 with other data, profile_gpu_stages.py; both host-bound and varying from run to run)
     lookahead = LookaheadBudget(nodes=32, levels=1, hist_bytes=64 << 20)
     #: Fill every kernel output with 0xFF bytes before a kernel writes it (tests: an element a
     #: kernel forgets to write then shows up as NaN or -1 instead of a plausible zero).
