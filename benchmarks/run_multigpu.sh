@@ -11,6 +11,8 @@
 #     airline   benchmarks/scaling.py --dataset airline, 115M x 13, 100 rounds, no SHAP
 #     explain   benchmarks/explain_parquet.py --counts $EXPLAIN_FILES (default 400: 400M rows)
 #               on local-cuda (a worker per GPU)
+#     resume    the lost-GPU resume test alone, with collectives queued on the stream (the
+#               default) and then waited for on the host, 90 s each, -rA for its timings
 # Seen on 4 H100s: tests (14 of them) 181 s; scaling on 4 GPUs alone (without the profile) 93 s.
 # Plan calls of under 10 minutes, e.g. "tests", "scaling", "airline explain".
 set -u
@@ -42,6 +44,13 @@ for step in "$@"; do
       python3 benchmarks/explain_parquet.py --config local-cuda --counts "${EXPLAIN_FILES:-400}" \
         --output "$OUT/explain_parquet_multigpu.json" > "$OUT/explain.log" 2>&1
       tail -n 12 "$OUT/explain.log" ;;
+    resume)
+      t=tests/gpu/test_multi_gpu.py::test_after_a_gpu_worker_is_lost_training_resumes_on_the_other_gpus_to_the_uninterrupted_model
+      for mode in 1 0; do
+        DGBOOST_NCCL_STREAM_ORDERED=$mode timeout 90 python3 -m pytest -q -rA -p no:cacheprovider "$t" \
+          > "$OUT/resume_stream_ordered_$mode.log" 2>&1
+        echo "resume, stream-ordered=$mode: exit $?"; grep -E "Error:|passed|failed" "$OUT/resume_stream_ordered_$mode.log" | tail -3
+      done ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
   echo "== $step: $(( $(date +%s) - start )) s"

@@ -158,6 +158,14 @@ def hotspots(tree: dict, top: int = 12) -> dict:
     return {"samples": int(tree.get("count", 0)), "self": ranked(own), "dgboost": ranked(below)}
 
 
+def _numba_note(use: dict | None) -> str:
+    """'; Numba's compiler: ...' for a rank that entered it (a job after the first should not)."""
+    if not use or not use.get("entries"):
+        return ""
+    compiled = f", compiled {', '.join(use['compiled'])}" if use.get("compiled") else ", loads from its cache only"
+    return f"; Numba's compiler entered {use['entries']} times, {use['seconds']:.3f} s{compiled}"
+
+
 def profile_lines(prof: dict) -> list[str]:
     """A few lines on a profile: the client's stages, then each rank's."""
     c = prof["client"]
@@ -173,7 +181,8 @@ def profile_lines(prof: dict) -> list[str]:
             + f"), rounds {rank['rounds_s']:.3f} s "
             f"(median round {1e3 * rank['round_s_median']:.2f} ms); collectives {calls / rounds:.0f} a round, "
             f"{sum(v['bytes'] for v in coll.values()) / rounds / 2**20:.2f} MiB a round, waiting for their inputs "
-            f"{sum(v['producer_s'] for v in coll.values()):.3f} s, in them {sum(v['collective_s'] for v in coll.values()):.3f} s")
+            f"{sum(v['producer_s'] for v in coll.values()):.3f} s, in them {sum(v['collective_s'] for v in coll.values()):.3f} s"
+            + _numba_note(rank.get("numba")))
     spots = prof.get("hotspots")
     if spots:
         lines.append(f"    sampled stacks ({spots['samples']} samples of 10 ms over the ranks), most seen lines:")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -99,37 +100,35 @@ class _Nodes:
     (right) in the parents' order, as if each split were recorded in turn.
     """
 
-    _FIELDS = {"parent": np.int64, "left": np.int64, "right": np.int64, "feature": np.int32,
-               "split_bin": np.int32, "default_left": np.bool_, "gain": np.float64, "depth": np.int64,
-               "begin": np.int64, "end": np.int64}
+    # dtype and the value a node has until it is split (set when the arrays are made, so
+    # adding a node writes only what its record says)
+    _FIELDS = {"parent": (np.int64, -1), "left": (np.int64, -1), "right": (np.int64, -1),
+               "feature": (np.int32, -1), "split_bin": (np.int32, -1), "default_left": (np.bool_, False),
+               "gain": (np.float64, 0.0), "depth": (np.int64, 0), "begin": (np.int64, 0), "end": (np.int64, 0)}
 
     def __init__(self, capacity: int = 64):
         self.n = 0
-        for name, dtype in self._FIELDS.items():
-            setattr(self, name, np.empty(capacity, dtype))
-        self.sums = np.empty((capacity, 2), np.int64)  # global quantised (G, H)
+        for name, (dtype, unsplit) in self._FIELDS.items():
+            setattr(self, name, np.full(capacity, unsplit, dtype))
+        self.sums = np.zeros((capacity, 2), np.int64)  # global quantised (G, H)
 
     def _reserve(self, extra: int) -> None:
         capacity = self.parent.shape[0]
         if self.n + extra <= capacity:
             return
         capacity = max(self.n + extra, 2 * capacity)
-        for name in list(self._FIELDS) + ["sums"]:
+        for name, (dtype, unsplit) in [*self._FIELDS.items(), ("sums", (np.int64, 0))]:
             old = getattr(self, name)
-            new = np.empty((capacity,) + old.shape[1:], old.dtype)
+            new = np.full((capacity,) + old.shape[1:], unsplit, dtype)
             new[:self.n] = old[:self.n]
             setattr(self, name, new)
 
-    def add(self, parents: np.ndarray, records: np.ndarray, depth: int) -> np.ndarray:
+    def add(self, parents, records: np.ndarray, depth: int) -> np.ndarray:
         """Append nodes from their host records (split fields are set by :meth:`split`); their ids."""
         m = records.shape[0]
         self._reserve(m)
         new = slice(self.n, self.n + m)  # slices, not an index: lossguide adds two nodes at a time
         self.parent[new] = parents
-        self.left[new] = self.right[new] = -1
-        self.feature[new] = self.split_bin[new] = -1
-        self.default_left[new] = False
-        self.gain[new] = 0.0
         self.depth[new] = depth
         self.sums[new] = records[:, SUM_G:SUM_H + 1]
         self.begin[new] = records[:, BEGIN]
@@ -171,8 +170,16 @@ class _Batch:
     ahead: "_Batch | None" = None
     evaluated: bool = True  # whether the nodes' splits were evaluated (else they are leaves)
 
+    @cached_property
+    def _features(self) -> list:
+        return self.host[:, FEATURE].tolist()
+
+    @cached_property
+    def _gains(self) -> list:
+        return np.ascontiguousarray(self.host[:, GAIN]).view(np.float64).tolist()
+
     def can_split(self, row: int) -> bool:
-        return self.evaluated and self.host[row, FEATURE] >= 0
+        return self.evaluated and self._features[row] >= 0
 
     def splittable(self) -> np.ndarray:
         """Rows with a valid split, in node-id order."""
@@ -182,7 +189,7 @@ class _Batch:
         return rows[np.argsort(self.ids[rows], kind="stable")]
 
     def gain(self, row: int) -> float:
-        return float(self.host[row, GAIN:GAIN + 1].view(np.float64)[0])
+        return self._gains[row]
 
 
 class TreeGrower:
@@ -376,6 +383,7 @@ class TreeGrower:
         where = {0: (root, 0)}  # splittable node id -> (batch, row)
         ready: dict[int, tuple[_Batch, int]] = {}  # node id -> (batch of its children, j): rows 2j, 2j + 1
         heap = [(-root.gain(0), 0)] if root.splittable().size else []
+        depths = [0]  # by node id (the host's copy of t.depth, read at every step)
         n_leaves = 1
         while heap and (max_leaves <= 0 or n_leaves < max_leaves):
             _, nid = heapq.heappop(heap)
@@ -396,16 +404,17 @@ class TreeGrower:
                     while (levels < ahead.levels and (remaining is None or levels + 1 < remaining)
                            and 3 * slots * per_slot <= ahead.hist_bytes):
                         levels, slots = levels + 1, 2 * slots
-                children = self._split([where[n] for n in group], t.depth[group] + 1, child_ids,
+                children = self._split([where[n] for n in group], np.array([depths[n] + 1 for n in group]), child_ids,
                                        tree_index, tree_mask, levels_ahead=levels)
                 for j, n in enumerate(group):
                     ready[n] = (children, j)
             children, j = ready.pop(nid)
             batch, row = where.pop(nid)
-            depth = int(t.depth[nid]) + 1
+            depth = depths[nid] + 1
             left = t.n
             t.add(nid, children.host[2 * j:2 * j + 2], depth)
             t.split(slice(nid, nid + 1), batch.host[row:row + 1], left, left + 1)
+            depths += (depth, depth)
             children.ids[2 * j:2 * j + 2] = (left, left + 1)
             if self._can_split_at(depth):
                 for side in (0, 1):

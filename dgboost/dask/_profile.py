@@ -4,17 +4,49 @@ Each rank times its own stages with host clocks: the rank task's start (wall clo
 client can tell how long Dask took to start it), assembling its partitions into one matrix,
 opening the communicator, the set-up inside :func:`dgboost.training.train` (cuts, binning,
 base margins: everything before the first round), the rounds, and the collectives inside them
-(:class:`dgboost.comm.timed.TimedComm`). The client adds its own stages (partition checks,
-placement, communicator spec, waiting for the ranks).
+(:class:`dgboost.comm.timed.TimedComm`), and the time spent in Numba's compiler (a
+compilation, or a load from its cache: a job after the first in a worker should need
+neither). The client adds its own stages (partition checks, placement, communicator spec,
+waiting for the ranks).
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
+from typing import Iterator
 
 from ..training import TrainingCallback
 
-__all__ = ["RankClock", "job_profile"]
+__all__ = ["RankClock", "job_profile", "numba_compiler_use"]
+
+
+@contextlib.contextmanager
+def numba_compiler_use() -> Iterator[dict]:
+    """Record Numba's compiler inside the ``with`` block (every thread of the process).
+
+    Yields a dict filled when the block ends: ``entries`` (times the compiler lock was
+    taken: a compilation or a load from the on-disk cache), ``seconds`` (time holding it,
+    outermost entries only) and ``compiled`` (names of the functions compiled, not loaded).
+    """
+    from numba.core import event
+
+    out: dict = {"entries": 0, "seconds": 0.0, "compiled": []}
+    with event.install_recorder("numba:compiler_lock") as locks, event.install_recorder("numba:compile") as compiles:
+        yield out
+    depth, since = 0, 0.0
+    for stamp, ev in locks.buffer:
+        if ev.is_start:
+            out["entries"] += 1
+            depth += 1
+            if depth == 1:
+                since = stamp
+        else:
+            depth -= 1
+            if depth == 0:
+                out["seconds"] += stamp - since
+    out["compiled"] = sorted({getattr(getattr(ev.data["dispatcher"], "py_func", None), "__qualname__", "?")
+                              for _, ev in compiles.buffer if ev.is_start})
 
 
 class RankClock(TrainingCallback):

@@ -29,7 +29,7 @@ from ._communicator import make_spec, open_comm, release_spec
 from ._matrix import DaskDMatrix, as_rank_dmatrix
 from ._placement import imbalance_note, place, place_where_held, row_runs
 from ._preflight import check_partitions
-from ._profile import RankClock, job_profile
+from ._profile import RankClock, job_profile, numba_compiler_use
 
 __all__ = ["train"]
 
@@ -70,7 +70,8 @@ def _rank_task(rank: int, world_size: int, spec: dict, params: dict, train_parts
     kwargs = {k: v for k, v in options.items() if k not in ("verbose_eval", "profile")}
     if clock is not None:
         kwargs["callbacks"] = [*kwargs["callbacks"], clock]
-    with open_comm(spec, rank, world_size) as comm, (recording() if profile else nullcontext({})) as setup:
+    with open_comm(spec, rank, world_size) as comm, (recording() if profile else nullcontext({})) as setup, \
+            (numba_compiler_use() if profile else nullcontext({})) as numba_use:
         t_comm = time.perf_counter()
         if profile and world_size > 1:
             comm = TimedComm(comm)
@@ -83,7 +84,7 @@ def _rank_task(rank: int, world_size: int, spec: dict, params: dict, train_parts
               "comm_open_s": t_comm - t_data, **clock.marks(since=t_comm, until=t_trained),
               "setup_stages_s": dict(setup),
               "comm_close_s": time.perf_counter() - t_trained, "total_s": time.perf_counter() - t0,
-              "collectives": comm.stats if isinstance(comm, TimedComm) else {}}
+              "collectives": comm.stats if isinstance(comm, TimedComm) else {}, "numba": numba_use}
     return (booster if rank == 0 else None), history, stages
 
 
@@ -183,9 +184,11 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
         (``dispatch_s`` from submission to its start, ``data_s`` assembling its partitions,
         ``comm_open_s``, ``setup_s`` before the first round (and ``setup_stages_s``: base
         margins, cuts, binning and margins, each waited for on the device), ``rounds_s`` and
-        ``round_s_median``, and per collective its calls, bytes, ``producer_s`` waiting for
-        the input and ``collective_s`` in the exchange), in seconds of host clocks. The model
-        is the same with or without it.
+        ``round_s_median``, per collective its calls, bytes, ``producer_s`` waiting for
+        the input and ``collective_s`` in the exchange, and ``numba``: Numba's compiler
+        entered during the job, ``entries``, ``seconds`` and the functions ``compiled``; a
+        job after the first on the same workers should have none), in seconds of host
+        clocks. The model is the same with or without it.
 
     Returns
     -------

@@ -122,6 +122,38 @@ def test_a_profiled_job_gives_the_same_model_and_tells_where_every_rank_spent_it
     assert "profile" not in dxgb.train(client, params, dtrain, 1, verbose_eval=False)
 
 
+def test_numbas_compiler_use_is_recorded_when_a_function_compiles_and_not_when_it_runs_again():
+    import numba
+
+    from dgboost.dask._profile import numba_compiler_use
+
+    @numba.njit
+    def twice_plus_one(v):
+        return 2 * v + 1
+
+    with numba_compiler_use() as first:
+        assert twice_plus_one(3) == 7
+    with numba_compiler_use() as again:
+        assert twice_plus_one(4) == 9
+    assert first["entries"] >= 1 and first["seconds"] > 0
+    assert any(name.endswith("twice_plus_one") for name in first["compiled"])
+    assert again == {"entries": 0, "seconds": 0.0, "compiled": []}
+
+
+def test_a_second_job_on_the_same_workers_needs_nothing_from_numbas_compiler(dask_client):
+    params = CASES["depthwise with row and column sampling, missing values and weights"][0]
+    x, y, w = _data()
+    client = dask_client(2)
+    dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 6)), da.from_array(y, chunks=(CHUNKS,)),
+                              weight=da.from_array(w, chunks=(CHUNKS,)))
+    jobs = [dxgb.train(client, params, dtrain, 3, verbose_eval=False, profile=True)["profile"] for _ in range(2)]
+    for rank in jobs[0]["ranks"] + jobs[1]["ranks"]:
+        use = rank["numba"]
+        assert set(use) == {"entries", "seconds", "compiled"} and use["seconds"] >= 0
+    # every kernel a job calls is compiled (or loaded from Numba's cache) once per worker process
+    assert [r["numba"] for r in jobs[1]["ranks"]] == [{"entries": 0, "seconds": 0.0, "compiled": []}] * 2
+
+
 def test_a_worker_that_holds_no_rows_still_takes_part_and_train_warns_that_the_rows_are_uneven(dask_client):
     x, y, w = _data()
     params = CASES["depthwise with row and column sampling, missing values and weights"][0]
