@@ -119,19 +119,49 @@ def _ranks_still_running(dask_worker=None) -> int:
     return sum(str(ts.key).startswith(_RANK_KEY) for ts in running)
 
 
-def _wait_for_earlier_ranks(client, timeout: float) -> None:
+def _wait_for_earlier_ranks(client, timeout: float) -> list[str]:
     """Wait (at most ``timeout`` s) until no worker still runs a rank of an earlier job: after a
     lost worker, the other ranks hold their threads until their collectives give up, and a new
-    job's partition checks would wait behind them."""
+    job's partition checks would wait behind them. Returns the workers still running one."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            busy = any(client.run(_ranks_still_running).values())
+            busy = sorted(w for w, n in client.run(_ranks_still_running).items() if n)
         except Exception:  # noqa: BLE001 - a worker starting or leaving: ask again (the others may be busy)
-            busy = True
+            busy = ["(a worker that did not answer)"]
         if not busy or time.monotonic() > deadline:
-            return
+            return [w for w in busy if not w.startswith("(")]
         time.sleep(0.2)
+
+
+# a worker process takes this long at most to stop and start again (imports included)
+_RESTART_SECONDS = 60.0
+
+
+def _free_stuck_workers(client, timeout: float) -> None:
+    """Let earlier ranks give up, and restart the workers where one still runs: its thread is
+    stuck in a collective that outlived its own timeout (seen with a peer lost mid-job), and
+    the worker would run nothing else. Their partitions are recomputed where they are needed
+    (or the partition checks name them)."""
+    # a rank left running by a lost peer frees its thread once its late collective is aborted:
+    # up to ``timeout`` after that collective was queued, and then the abort itself
+    stuck = _wait_for_earlier_ranks(client, 2 * timeout)
+    if not stuck:
+        return
+    warnings.warn(f"dgboost.dask.train: {len(stuck)} worker(s) still run a rank of an earlier job after "
+                  f"{2 * timeout:g} s ({', '.join(stuck)}); restarting them", RuntimeWarning, stacklevel=4)
+    n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
+    restart_s = max(timeout, _RESTART_SECONDS)
+    try:
+        status = client.restart_workers(stuck, timeout=restart_s, raise_for_error=False)
+    except Exception as exc:  # noqa: BLE001 - e.g. workers without a nanny cannot be restarted
+        status = {w: repr(exc) for w in stuck}
+    failed = {w: s for w, s in status.items() if s != "OK"}
+    if failed:
+        raise CommunicationError(f"worker(s) {', '.join(failed)} still run a rank of an earlier job and could not "
+                                 f"be restarted ({', '.join(map(str, failed.values()))}); restart them, e.g. "
+                                 "client.restart_workers([...])")
+    client.wait_for_workers(n_workers, timeout=restart_s)
 
 
 def _rank_meta(dm: DaskDMatrix, runs: list[tuple[int, int]] | None = None) -> dict:
@@ -168,7 +198,9 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
         Rabit collective on the host (also for CUDA workers that share one GPU).
     timeout : float
         Seconds one collective may wait for a peer before the job fails, and the preflight
-        checks of the partitions (on the workers that hold them) may take.
+        checks of the partitions (on the workers that hold them) may take. A job first waits
+        up to twice this for ranks of an earlier failed job to give up, and restarts the
+        workers where one still runs (with a ``RuntimeWarning``).
     checkpoint_dir, checkpoint_every, resume
         As for :func:`dgboost.train`: rank 0 writes the checkpoints, so ``checkpoint_dir``
         must be a path every worker can reach (a shared file system on a multi-host cluster).
@@ -245,9 +277,7 @@ def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int,
         clock.append(time.perf_counter())
         return clock[-1] - clock[-2]
 
-    # a rank left running by a lost peer frees its thread once its late collective is aborted:
-    # up to ``timeout`` after that collective was queued, and then the abort itself
-    _wait_for_earlier_ranks(client, 2 * timeout)
+    _free_stuck_workers(client, timeout)
 
     # -- preflight: every partition, where it lives, before any collective ------------------
     for dm, name in evals:

@@ -1,6 +1,8 @@
 """dgboost.dask.train resumes after a lost worker, on the workers that remain, with the same model."""
 from __future__ import annotations
 
+import time
+
 import dask.array as da
 import numpy as np
 import pytest
@@ -99,3 +101,29 @@ def test_retries_need_a_checkpoint_dir(three_workers):
     dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 5)), da.from_array(y, chunks=(CHUNKS,)))
     with pytest.raises(dg.DGBoostValueError, match="retries needs checkpoint_dir"):
         dxgb.train(client, PARAMS, dtrain, 2, retries=1)
+
+
+def test_a_worker_still_running_a_rank_of_an_earlier_job_is_restarted_and_the_next_job_trains(tmp_path):
+    from distributed import Client, LocalCluster
+
+    from dgboost.dask.training import _RANK_KEY
+
+    x, y = _data()
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        client.wait_for_workers(2, timeout=60)
+        stuck = sorted(client.scheduler_info(n_workers=-1)["workers"])[0]
+        # a rank whose collective outlived its own timeout: cancelled, its thread still busy
+        zombie = client.submit(time.sleep, 600, key=f"{_RANK_KEY}0-earlier-job", workers=[stuck], pure=False)
+        deadline = time.monotonic() + 30
+        while not client.processing().get(stuck) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        client.cancel(zombie, force=True)
+        dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 5)), da.from_array(y, chunks=(CHUNKS,)))
+        start = time.monotonic()
+        with pytest.warns(RuntimeWarning, match="still run a rank of an earlier job .* restarting them"):
+            out = dxgb.train(client, PARAMS, dtrain, 5, timeout=2, verbose_eval=False)
+        assert time.monotonic() - start < 60
+        assert stuck not in client.scheduler_info(n_workers=-1)["workers"]  # restarted: a new address
+    full = dg.train(PARAMS, dg.DMatrix(x, y), 5, verbose_eval=False)
+    assert _model_file(out["booster"], tmp_path / "after.json") == _model_file(full, tmp_path / "full.json")

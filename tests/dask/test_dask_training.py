@@ -308,11 +308,12 @@ def test_a_new_job_waits_for_the_ranks_of_a_cancelled_one_to_free_their_threads(
     client.cancel(zombie, force=True)
     assert sum(client.run(_ranks_still_running).values()) == 1
     start = time.monotonic()
-    _wait_for_earlier_ranks(client, timeout=0.3)  # gives up after its timeout
+    busy = _wait_for_earlier_ranks(client, timeout=0.3)  # gives up after its timeout, naming the worker
     assert 0.25 < time.monotonic() - start < 1.5
-    _wait_for_earlier_ranks(client, timeout=30)  # returns once the thread is free
+    assert busy == list(client.scheduler_info(n_workers=-1)["workers"])
+    assert _wait_for_earlier_ranks(client, timeout=30) == []  # returns once the thread is free
     assert 1.0 < time.monotonic() - start < 5
-    _wait_for_earlier_ranks(client, timeout=30)  # nothing left: at once
+    assert _wait_for_earlier_ranks(client, timeout=30) == []  # nothing left: at once
     assert time.monotonic() - start < 5.5
 
 
@@ -330,5 +331,5 @@ def test_a_new_job_asks_again_when_a_worker_cannot_answer_whether_it_still_runs_
                 raise answer
             return answer
 
-    _wait_for_earlier_ranks(Flaky(), timeout=30)  # a worker that cannot answer may still be busy
+    assert _wait_for_earlier_ranks(Flaky(), timeout=30) == []  # a worker that cannot answer may still be busy
     assert len(asked) == 3
