@@ -190,7 +190,8 @@ def test_lossguide_with_splits_computed_ahead_builds_the_strict_best_first_tree(
     full = {"grow_policy": "lossguide", "seed": 2, "monotone_constraints": (1, -1, 0, 1, -1), **params}
     models = []
     for budget in (LookaheadBudget(nodes=256, levels=12, hist_bytes=256 << 20),
-                   LookaheadBudget(nodes=8, levels=1, hist_bytes=64 << 20), LookaheadBudget(nodes=1, levels=0, hist_bytes=0)):
+                   LookaheadBudget(nodes=8, levels=1, hist_bytes=64 << 20),
+                   LookaheadBudget(nodes=1, levels=0, hist_bytes=0)):
         monkeypatch.setattr(CPUBackend, "lookahead", budget)
         models.append(dg.train(full, dg.DMatrix(X, y), 5).save_raw("json"))
     assert models[0] == models[1] == models[2]
