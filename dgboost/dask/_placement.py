@@ -133,20 +133,28 @@ def row_runs(runs: list[int], rows: list[int]) -> list[tuple[int, int]]:
     return [(int(offsets[i]), int(rows[i])) for i in runs]
 
 
-def imbalance_note(rows_per_rank: list[int], limit: float = 1.25) -> str | None:
+# fewer extra rows than this on the busiest rank cost a round little (a warm-up job's 20,000
+# rows on one of 4 workers is not worth a warning)
+_MIN_EXCESS_ROWS = 100_000
+
+
+def imbalance_note(rows_per_rank: list[int], limit: float = 1.25, min_excess_rows: int | None = None) -> str | None:
     """A sentence for the user when the busiest rank holds more than ``limit`` times the mean
-    rows (every rank waits for it at each collective), else None.
+    rows (every rank waits for it at each collective) and at least ``min_excess_rows`` more
+    than the mean (default ``_MIN_EXCESS_ROWS``), else None.
 
     Parameters
     ----------
     rows_per_rank : list of int
     limit : float
+    min_excess_rows : int, optional
     """
     if len(rows_per_rank) < 2 or sum(rows_per_rank) == 0:
         return None
     mean = sum(rows_per_rank) / len(rows_per_rank)
     busiest = max(rows_per_rank)
-    if busiest <= limit * mean:
+    floor = _MIN_EXCESS_ROWS if min_excess_rows is None else min_excess_rows
+    if busiest <= limit * mean or busiest - mean < floor:
         return None
     return (f"the workers hold {min(rows_per_rank):,} to {busiest:,} rows ({busiest / mean:.1f}x the mean): "
             "training runs at the pace of the busiest worker; persist the partitions evenly over the "

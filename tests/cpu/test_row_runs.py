@@ -143,3 +143,5 @@ def test_an_uneven_spread_of_rows_over_the_workers_is_named_and_an_even_one_is_n
     assert imbalance_note([10_000_000] * 4) is None
     assert imbalance_note([11, 10, 9, 10]) is None
     assert imbalance_note([7]) is None and imbalance_note([0, 0]) is None
+    assert imbalance_note([20_000, 0, 0, 0]) is None  # a tiny job: too few rows to matter
+    assert imbalance_note([20_000, 0, 0, 0], min_excess_rows=0) is not None
