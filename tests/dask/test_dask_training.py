@@ -45,6 +45,12 @@ CASES = {
 }
 
 
+def _weighted_dtrain(client, x, y, w):
+    """The rows as a weighted DaskDMatrix in partitions of CHUNKS rows."""
+    return dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 6)), da.from_array(y, chunks=(CHUNKS,)),
+                            weight=da.from_array(w, chunks=(CHUNKS,)))
+
+
 def _single(params, x, y, w, rounds=4, **kw):
     dtrain = dg.DMatrix(x, y, weight=w, **kw)
     history: dict = {}
@@ -58,8 +64,7 @@ def test_the_model_is_byte_identical_to_single_process_training_on_1_2_and_3_wor
     params, classes = CASES[case]
     x, y, w = _data(classes=classes)
     client = dask_client(n_workers)
-    dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 6)), da.from_array(y, chunks=(CHUNKS,)),
-                              weight=da.from_array(w, chunks=(CHUNKS,)))
+    dtrain = _weighted_dtrain(client, x, y, w)
     out = dxgb.train(client, params, dtrain, 4, evals=[(dtrain, "train")], verbose_eval=False)
     single, history = _single(params, x, y, w)
     assert out["booster"].to_json() == single.to_json()
@@ -91,8 +96,7 @@ def test_a_profiled_job_gives_the_same_model_and_tells_where_every_rank_spent_it
     params = CASES["depthwise with row and column sampling, missing values and weights"][0]
     x, y, w = _data()
     client = dask_client(2)
-    dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 6)), da.from_array(y, chunks=(CHUNKS,)),
-                              weight=da.from_array(w, chunks=(CHUNKS,)))
+    dtrain = _weighted_dtrain(client, x, y, w)
     t0 = time.perf_counter()
     out = dxgb.train(client, params, dtrain, 4, evals=[(dtrain, "train")], verbose_eval=False, profile=True)
     elapsed = time.perf_counter() - t0
@@ -144,8 +148,7 @@ def test_a_second_job_on_the_same_workers_needs_nothing_from_numbas_compiler(das
     params = CASES["depthwise with row and column sampling, missing values and weights"][0]
     x, y, w = _data()
     client = dask_client(2)
-    dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 6)), da.from_array(y, chunks=(CHUNKS,)),
-                              weight=da.from_array(w, chunks=(CHUNKS,)))
+    dtrain = _weighted_dtrain(client, x, y, w)
     jobs = [dxgb.train(client, params, dtrain, 3, verbose_eval=False, profile=True)["profile"] for _ in range(2)]
     for rank in jobs[0]["ranks"] + jobs[1]["ranks"]:
         use = rank["numba"]
