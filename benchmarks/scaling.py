@@ -106,6 +106,25 @@ def train_dgboost_host_waited(client, X, y, params, rounds):
         return train_dgboost(client, X, y, params, rounds)
 
 
+def train_dgboost_unshared(client, X, y, params, rounds):
+    """dgboost sharing nothing with the job before, as a first job on a cluster: no NCCL
+    communicator kept (one is made, connected and destroyed in the job) and the partitions
+    checked, where later jobs on the same workers and partitions skip both."""
+    from dgboost.dask import _preflight
+
+    with _preflight._passed_lock:
+        _preflight._PASSED.clear()
+    previous = os.environ.get("DGBOOST_NCCL_KEEP")
+    os.environ["DGBOOST_NCCL_KEEP"] = "0"
+    try:
+        return train_dgboost(client, X, y, params, rounds)
+    finally:
+        if previous is None:
+            del os.environ["DGBOOST_NCCL_KEEP"]
+        else:
+            os.environ["DGBOOST_NCCL_KEEP"] = previous
+
+
 def train_xgboost(client, X, y, params, rounds):
     import xgboost as xgb
     import xgboost.dask  # noqa: F401 - a submodule, not imported by xgboost itself
@@ -284,6 +303,8 @@ def run(device: str, n_workers: int, args) -> dict:
                 "xgboost": (train_xgboost, shap_xgboost, predict_xgboost)}
         if args.host_waited and n_workers > 1:  # one rank has no collectives
             libs["dgboost_host_waited"] = (train_dgboost_host_waited, None, predict_dgboost)
+        if args.unshared:
+            libs["dgboost_unshared"] = (train_dgboost_unshared, None, predict_dgboost)
         # warm-up: imports on the workers, kernel compilation, allocator pools
         small, small_y = X[: min(args.rows, 20_000)].persist(), y[: min(args.rows, 20_000)].persist()
         for train_fn, shap_fn, _ in libs.values():
@@ -330,6 +351,9 @@ def run(device: str, n_workers: int, args) -> dict:
     if "dgboost_host_waited" in result["train_s"]:
         result["train_ratio_host_waited"] = (result["train_s"]["dgboost_host_waited"]["median"]
                                                 / result["train_s"]["xgboost"]["median"])
+    if "dgboost_unshared" in result["train_s"]:
+        result["train_ratio_unshared"] = (result["train_s"]["dgboost_unshared"]["median"]
+                                          / result["train_s"]["xgboost"]["median"])
     if Xs is not None:
         result["shap_rows_per_s"] = {n: _summary(r) for n, r in shap_rates.items()}
         result["shap_ratio"] = (result["shap_rows_per_s"]["dgboost"]["median"]
@@ -352,6 +376,12 @@ def table_lines(payload: dict) -> list[dict]:
                               f"({t['dgboost']['min']:.2f}-{t['dgboost']['max']:.2f}) vs {t['xgboost']['median']:.2f} "
                               f"({t['xgboost']['min']:.2f}-{t['xgboost']['max']:.2f}) s from persisted arrays, "
                               f"median of {payload['repeats']}{acc}"})
+        if "train_ratio_unshared" in r:
+            v = t["dgboost_unshared"]
+            lines.append({"what": f"dgboost.dask as a first job (communicator made, partitions checked) / "
+                                  f"xgboost.dask training time, {shape}", "ratio": r["train_ratio_unshared"],
+                          "note": f"lower is better; DGBOOST_NCCL_KEEP=0 and no remembered checks; "
+                                  f"{v['median']:.2f} ({v['min']:.2f}-{v['max']:.2f}) s"})
         if "train_ratio_host_waited" in r:
             v = t["dgboost_host_waited"]
             lines.append({"what": f"dgboost.dask with the host waiting for every NCCL collective / xgboost.dask "
@@ -400,6 +430,9 @@ def main(argv=None) -> None:
     parser.add_argument("--host-waited", action="store_true",
                         help="also time dgboost with the host waiting for every NCCL collective "
                              "(DGBOOST_NCCL_STREAM_ORDERED=0)")
+    parser.add_argument("--unshared", action="store_true",
+                        help="also time dgboost jobs that share nothing with the job before (as a first "
+                             "job on a cluster: NCCL communicator made, partitions checked)")
     parser.add_argument("--profile", action="store_true",
                         help="after the timed runs, one more dgboost job with profile=True (where its time went)")
     parser.add_argument("--output", default=None,

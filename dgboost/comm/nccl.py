@@ -71,6 +71,12 @@ class NcclComm:
     stream_ordered : bool
         Queue device arrays' reductions on the current stream without waiting for them
         (see the module docstring).
+    communicator : cupy.cuda.nccl.NcclCommunicator, optional
+        An open communicator of these ranks to use instead of making one from ``unique_id``
+        (one kept from an earlier job on the same workers).
+    keep : bool
+        When the ``with`` block ends well, do not destroy the communicator: it is left in
+        :attr:`kept` for the caller to reuse. On an error it is aborted either way.
 
     Notes
     -----
@@ -79,8 +85,11 @@ class NcclComm:
     """
 
     def __init__(self, unique_id, rank: int, world_size: int, timeout: float = 300.0,
-                 stream_ordered: bool = False):
+                 stream_ordered: bool = False, communicator=None, keep: bool = False):
         self._uid = unique_id
+        self._given = communicator
+        self._keep = bool(keep)
+        self.kept = None
         self._rank = int(rank)
         self._world_size = int(world_size)
         self._timeout = float(timeout)
@@ -107,8 +116,10 @@ class NcclComm:
         import cupy
         from cupy.cuda import nccl
 
+        self.kept = None
         try:
-            self._comm = nccl.NcclCommunicator(self._world_size, self._uid, self._rank)
+            self._comm = self._given if self._given is not None else \
+                nccl.NcclCommunicator(self._world_size, self._uid, self._rank)
         except Exception as exc:  # noqa: BLE001 - NcclError and CUDA errors alike
             raise CommunicationError(f"rank {self._rank} could not create its NCCL communicator: {exc}") from exc
         self._stream = cupy.cuda.Stream(non_blocking=True)
@@ -162,7 +173,9 @@ class NcclComm:
                 self._watchdog = None
         if self._comm is not None:
             try:
-                if exc_type is None:
+                if exc_type is None and error is None and self._keep:
+                    self.kept = self._comm
+                elif exc_type is None and error is None:
                     self._comm.destroy()
                 else:
                     self._comm.abort()  # peers may still wait on us: do not block in destroy

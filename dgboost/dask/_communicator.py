@@ -3,7 +3,10 @@
 A spec is a small picklable dict made on the client and sent to every rank's task:
 ``{"kind": "local"}`` for one rank, ``{"kind": "host", "args": ...}`` for XGBoost's Rabit
 collective (its tracker runs on the scheduler, as in ``xgboost.dask``), or
-``{"kind": "nccl", "uid": ...}`` for NCCL between CUDA workers on distinct GPUs.
+``{"kind": "nccl", "uid": ...}`` for NCCL between CUDA workers on distinct GPUs. An NCCL
+spec also names the communicator's ``kept`` shape (token, workers in rank order, GPU): the
+workers keep it after the job for the next one of the same shape (:mod:`._nccl_pool`), and
+``reuse`` says that every rank already keeps one for this job.
 """
 from __future__ import annotations
 
@@ -38,7 +41,8 @@ def _free_tracker(job: str, dask_scheduler=None) -> None:
             pass
 
 
-def make_spec(client, world_size: int, kind: str, timeout: float, nccl_device_ids=None) -> dict:
+def make_spec(client, world_size: int, kind: str, timeout: float, nccl_device_ids=None, workers=(),
+              kept_states=(), device: int = 0) -> dict:
     """A communicator spec for ``world_size`` ranks (see the module docstring).
 
     Parameters
@@ -47,6 +51,12 @@ def make_spec(client, world_size: int, kind: str, timeout: float, nccl_device_id
         ``auto``: one rank needs none, NCCL when every rank has its own GPU, else host.
     nccl_device_ids : list of int or None
         The GPU of every rank (from the workers), or None for CPU workers.
+    workers : sequence of str
+        The job's workers in rank order.
+    kept_states : sequence of Kept or None
+        What NCCL communicator each of those workers keeps (:func:`._nccl_pool.kept_state`).
+    device : int
+        The CUDA device ordinal the ranks train on.
     """
     if kind not in ("auto", "host", "nccl"):
         raise DGBoostValueError(f"communicator must be 'auto', 'host' or 'nccl', got {kind!r}")
@@ -63,12 +73,19 @@ def make_spec(client, world_size: int, kind: str, timeout: float, nccl_device_id
             raise DGBoostValueError("communicator='nccl': NCCL refuses two ranks on one GPU "
                                     f"(ranks use GPUs {nccl_device_ids}); use communicator='host'")
         from ..comm.nccl import new_unique_id
+        from ._nccl_pool import Kept, reusable_token
 
         # collectives queued on the stream by default: 3.56-3.69 s against 4.14-4.67 s with a
         # host wait per collective (40M x 28, 100 rounds, 4 H100s); =0 brings the waits back
         stream_ordered = os.environ.get("DGBOOST_NCCL_STREAM_ORDERED", "1") not in ("", "0")
-        return {"kind": "nccl", "uid": new_unique_id(), "job": job, "timeout": timeout,
-                "stream_ordered": stream_ordered}
+        # =0: every job makes its communicator and destroys it (no GPU memory held between jobs)
+        keep = os.environ.get("DGBOOST_NCCL_KEEP", "1") not in ("", "0")
+        token = reusable_token(list(kept_states), list(workers), device) if keep else None
+        spec = {"kind": "nccl", "job": job, "timeout": timeout, "stream_ordered": stream_ordered,
+                "keep": keep, "reuse": token is not None, "token": token or job, "members": tuple(workers),
+                "device": device}
+        spec["uid"] = None if token is not None else new_unique_id()
+        return spec
     try:
         args = client.run_on_scheduler(_tracker_on_scheduler, world_size, timeout, job)
         where = "scheduler"
@@ -104,7 +121,27 @@ def open_comm(spec: dict, rank: int, world_size: int):
         from ..comm.collective import CollectiveComm
 
         return CollectiveComm(spec["args"], rank, world_size, timeout=spec["timeout"])
-    from ..comm.nccl import NcclComm
+    return _nccl_comm(spec, rank, world_size)
 
-    return NcclComm(spec["uid"], rank, world_size, timeout=spec["timeout"],
-                    stream_ordered=spec.get("stream_ordered", False))
+
+@contextlib.contextmanager
+def _nccl_comm(spec: dict, rank: int, world_size: int):
+    """An NCCL rank: the communicator this worker keeps when the spec reuses it, else a new
+    one; kept for the next job when this one ends well (and the spec asks to keep it)."""
+    from ..comm.nccl import NcclComm
+    from . import _nccl_pool
+
+    kept = _nccl_pool.Kept(spec.get("token", spec.get("job", "")), tuple(spec.get("members", ())), rank,
+                           int(spec.get("device", 0)))
+    given = None
+    if spec.get("reuse"):
+        given = _nccl_pool.take(kept)
+    elif spec.get("keep"):
+        _nccl_pool.discard()  # the new one replaces it: its GPU memory goes first
+    comm = NcclComm(spec["uid"], rank, world_size, timeout=spec["timeout"],
+                    stream_ordered=spec.get("stream_ordered", False), communicator=given,
+                    keep=bool(spec.get("keep")))
+    with comm:
+        yield comm
+    if comm.kept is not None:
+        _nccl_pool.keep(kept, comm.kept)

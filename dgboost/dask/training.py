@@ -98,13 +98,17 @@ def _use_worker_gpu(p) -> None:
 
 
 def _worker_gpu(dask_worker=None):
-    """(visible device ordinal 0's PCI bus id) of a worker, or None without a GPU."""
+    """(visible device ordinal 0's PCI bus id or None without a GPU, the NCCL communicator the
+    worker keeps or None) of a worker."""
+    from ._nccl_pool import kept_state
+
     try:
         import cupy
 
-        return cupy.cuda.Device(0).pci_bus_id
+        bus = cupy.cuda.Device(0).pci_bus_id
     except Exception:  # noqa: BLE001 - a CPU worker
-        return None
+        bus = None
+    return bus, kept_state()
 
 
 def _holders(client, futures: list) -> list[str]:
@@ -310,12 +314,15 @@ def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int,
     if note is not None:
         warnings.warn(f"dgboost.dask.train: {note}", RuntimeWarning, stacklevel=3)
     stages["placement_s"] = lap()
-    device_ids = None
-    if str(params.get("device", "cpu")).startswith(("cuda", "gpu")):
-        buses = client.run(_worker_gpu)
-        ids = [buses.get(w) for w in placement.workers]
+    device_ids, kept = None, []
+    device = str(params.get("device", "cpu"))
+    if device.startswith(("cuda", "gpu")):
+        found = client.run(_worker_gpu, workers=list(placement.workers))
+        ids = [found[w][0] if w in found else None for w in placement.workers]
+        kept = [found[w][1] if w in found else None for w in placement.workers]
         device_ids = ids if all(i is not None for i in ids) else None
-    spec = make_spec(client, world, communicator, timeout, device_ids)
+    spec = make_spec(client, world, communicator, timeout, device_ids, workers=placement.workers,
+                     kept_states=kept, device=int(device.partition(":")[2] or 0))
     stages["communicator_spec_s"] = lap()
     # a key of its own for every job: Dask would hand back a finished job's result for a reused key
     job = uuid.uuid4().hex

@@ -357,6 +357,19 @@ def test_float32_columns_sum_bit_for_bit_as_their_float64_copies(scale):
     np.testing.assert_array_equal(exact_sum(v[:, 0], LocalComm()), exact_sum(v[:, :1].astype(np.float64), LocalComm()))
 
 
+@pytest.mark.parametrize("shift", [0, 40, -30, -900, 1023, 1024, 1060], ids=str)
+def test_host_fixed_point_terms_equal_numpys_ldexp_and_rint_for_every_shift(shift):
+    from dgboost.exact import _host_fixed_point_sum
+
+    rng = np.random.default_rng(2)
+    # magnitudes whose scaled terms fit int64 (and some that round to 0 or become subnormal)
+    top = float(np.ldexp(1.0, 50 - shift))
+    v = rng.normal(size=(20_001, 1)) * top
+    v[::5] *= 1e-12
+    want = np.rint(np.ldexp(v[:, 0], shift)).astype(np.int64).sum()
+    np.testing.assert_array_equal(_host_fixed_point_sum(v, np.array([shift], np.int64)), [want])
+
+
 def test_unweighted_intercepts_equal_those_with_unit_weights_on_any_partitioning():
     rng = np.random.default_rng(2)
     y = (rng.random(30_001) < 0.3).astype(np.float32)

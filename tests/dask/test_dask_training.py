@@ -302,6 +302,53 @@ def test_two_jobs_in_a_row_on_one_worker_each_train_their_own_model(dask_client)
     assert second.to_json() == dg.train({"max_depth": 3}, dg.DMatrix(x, y), 2).to_json() != first.to_json()
 
 
+def test_a_second_job_on_the_same_partitions_does_not_check_them_again(dask_client):
+    from distributed import get_task_stream
+
+    x, y, _ = _data()
+    client = dask_client(2)
+    dx, dy = da.from_array(x, chunks=(CHUNKS, 6)).persist(), da.from_array(y, chunks=(CHUNKS,)).persist()
+    dtrain = dxgb.DaskDMatrix(client, dx, dy)
+    params = {"objective": "binary:logistic", "max_depth": 2}
+    with get_task_stream(client) as first_job:
+        dxgb.train(client, params, dtrain, 2, verbose_eval=False)
+    with get_task_stream(client) as second_job:  # a new matrix of the same persisted arrays
+        second = dxgb.train(client, params, dxgb.DaskDMatrix(client, dx, dy), 2, verbose_eval=False)["booster"]
+    with get_task_stream(client) as other_params:
+        dxgb.train(client, {**params, "objective": "reg:squarederror"}, dtrain, 2, verbose_eval=False)
+
+    def checks(stream):
+        return sum(str(t["key"]).startswith("_check_partition") for t in stream.data)
+
+    assert checks(first_job) == len(CHUNKS)
+    assert checks(second_job) == 0
+    assert checks(other_params) == len(CHUNKS)  # labels are checked against each objective
+    assert second.to_json() == dg.train(params, dg.DMatrix(x, y), 2).to_json()
+
+
+def test_partitions_are_checked_again_when_a_worker_no_longer_holds_one():
+    from dgboost.dask._preflight import _all_held
+
+    class Future:
+        def __init__(self, key):
+            self.key = key
+
+    class Matrix:
+        def all_futures(self):
+            return [Future("a"), Future("b")]
+
+    class Client:
+        def __init__(self, who):
+            self.who = who
+
+        def who_has(self, futures):
+            return self.who
+
+    assert _all_held(Client({"a": ["w1"], "b": ["w2"]}), Matrix())
+    assert not _all_held(Client({"a": ["w1"], "b": []}), Matrix())
+    assert not _all_held(Client({"a": ["w1"]}), Matrix())
+
+
 def test_a_new_job_waits_for_the_ranks_of_a_cancelled_one_to_free_their_threads(dask_client):
     from dgboost.dask.training import _RANK_KEY, _ranks_still_running, _wait_for_earlier_ranks
 

@@ -135,6 +135,26 @@ def test_collectives_waited_for_on_the_host_give_the_same_model_byte_for_byte(cu
 
 @pytest.mark.mgpu
 @_needs(2)
+def test_a_second_job_on_the_same_gpus_reuses_the_nccl_communicator_and_trains_the_same_model(cuda_client):
+    import dgboost.dask as dxgb
+    from dgboost.dask._nccl_pool import kept_state
+
+    X, y, w = _data()
+    client = cuda_client(min(_gpu_count(), 4))
+    dX, dy, dw = _dask_arrays(X, y, w)
+    dtrain = dxgb.DaskDMatrix(client, dX, dy, weight=dw)
+    case = list(CASES)[0]
+    params = {**CASES[case], "device": "cuda"}
+    first = dxgb.train(client, params, dtrain, ROUNDS, communicator="nccl")["booster"]
+    kept = client.run(kept_state)
+    assert len({k.token for k in kept.values()}) == 1  # every rank kept the job's communicator
+    second = dxgb.train(client, params, dtrain, ROUNDS, communicator="nccl")["booster"]
+    assert client.run(kept_state) == kept  # reused, and kept again
+    assert first.to_json() == second.to_json() == _single_gpu_model(case).to_json()
+
+
+@pytest.mark.mgpu
+@_needs(2)
 def test_gpus_that_hold_no_rows_still_take_part_and_the_model_is_unchanged(cuda_client):
     import dask.array as da
 
