@@ -142,6 +142,43 @@ def profile_dgboost(client, X, y, params, rounds) -> dict:
     return prof
 
 
+def profile_shap(client, booster, X) -> dict:
+    """One more dgboost SHAP call (untimed in the table): its wall time and, per worker, when
+    its first block started and its last ended after the call began, and its tasks' busy
+    seconds (Dask's task stream), with the workers' sampled stacks: what a call pays that
+    does not shrink with more GPUs."""
+    from distributed import get_task_stream
+
+    start = time.time()
+    with get_task_stream(client) as stream:
+        t0 = time.perf_counter()
+        shap_dgboost(client, booster, X)
+        wall = time.perf_counter() - t0
+    workers: dict = {}
+    for task in stream.data:
+        spans = [s for s in task.get("startstops", ()) if s.get("action") == "compute"]
+        for span in spans:
+            w = workers.setdefault(task["worker"], {"tasks": 0, "busy_s": 0.0, "first_start_s": None,
+                                                    "last_stop_s": 0.0, "first_task_s": None})
+            w["tasks"] += 1
+            w["busy_s"] += span["stop"] - span["start"]
+            if w["first_start_s"] is None or span["start"] - start < w["first_start_s"]:
+                w["first_start_s"] = span["start"] - start
+                w["first_task_s"] = span["stop"] - span["start"]
+            w["last_stop_s"] = max(w["last_stop_s"], span["stop"] - start)
+    return {"wall_s": wall, "workers": dict(sorted(workers.items())),
+            "hotspots": hotspots(client.profile(start=start, stop=time.time()))}
+
+
+def shap_profile_lines(prof: dict) -> list[str]:
+    lines = [f"    SHAP call: {prof['wall_s']:.3f} s"]
+    for i, (w, v) in enumerate(prof["workers"].items()):
+        lines.append(f"    worker {i}: {v['tasks']} tasks, busy {v['busy_s']:.3f} s, first block from "
+                     f"{v['first_start_s']:.3f} s ({v['first_task_s']:.3f} s), last ends at {v['last_stop_s']:.3f} s")
+    lines += [f"      {share * 100:5.1f}%  {line}" for line, share in prof["hotspots"]["dgboost"][:10]]
+    return lines
+
+
 def hotspots(tree: dict, top: int = 12) -> dict:
     """The source lines where the workers' task threads were seen most often.
 
@@ -332,6 +369,10 @@ def run(device: str, n_workers: int, args) -> dict:
         prof = profile_dgboost(client, X, y, params, args.rounds) if args.profile else None
         if prof is not None:
             print("\n".join(profile_lines(prof)), flush=True)
+        shap_prof = None
+        if args.profile and Xs is not None:
+            shap_prof = profile_shap(client, boosters["dgboost"], Xs)
+            print("\n".join(shap_profile_lines(shap_prof)), flush=True)
         prof_waited = None
         if args.profile and "dgboost_host_waited" in libs:
             with _host_waited_nccl():
@@ -346,6 +387,7 @@ def run(device: str, n_workers: int, args) -> dict:
             print("  test accuracy: " + ", ".join(f"{k} {v:.5f}" for k, v in acc.items()), flush=True)
     result = {"workers": n_workers, "data_s": made_s, "shap_rows": shap_rows, "rows_per_worker": placement,
               "test_accuracy": acc, "dgboost_profile": prof, "dgboost_profile_host_waited": prof_waited,
+              "dgboost_shap_profile": shap_prof,
               "train_s": {n: _summary(t) for n, t in train_times.items()}}
     result["train_ratio"] = result["train_s"]["dgboost"]["median"] / result["train_s"]["xgboost"]["median"]
     if "dgboost_host_waited" in result["train_s"]:

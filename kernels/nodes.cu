@@ -26,12 +26,13 @@ extern "C" __global__ void root_node(const long long* __restrict__ sums, long lo
 }
 
 // Children of parent j are rows 2j (left) and 2j + 1 (right); the child to build is the one
-// with fewer rows over all ranks (ties: the left), as in dgboost/backend/_records.py. A parent
-// that is not split (feature < 0: a leaf, or no node) has two "no node" children with empty
-// segments, and nothing to build.
+// with fewer rows over all ranks (ties: the left), or with ``by_hessian`` the one with the
+// smaller hessian sum (ties: the left; ``global_counts`` is then not read), as in
+// dgboost/backend/_records.py. A parent that is not split (feature < 0: a leaf, or no node)
+// has two "no node" children with empty segments, and nothing to build.
 extern "C" __global__ void split_nodes(const long long* __restrict__ parents, int k,
                                        const long long* __restrict__ counts,
-                                       const long long* __restrict__ global_counts,
+                                       const long long* __restrict__ global_counts, int by_hessian,
                                        long long* __restrict__ children, long long* __restrict__ build_segments,
                                        long long* __restrict__ build_left) {
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
@@ -58,7 +59,7 @@ extern "C" __global__ void split_nodes(const long long* __restrict__ parents, in
   left[kEnd] = mid;
   right[kBegin] = mid;
   right[kEnd] = p[kEnd];
-  const bool is_left = global_counts[2 * j] <= global_counts[2 * j + 1];
+  const bool is_left = by_hessian ? left[kSumH] <= right[kSumH] : global_counts[2 * j] <= global_counts[2 * j + 1];
   build_left[j] = is_left ? 1 : 0;
   build_segments[2 * j] = is_left ? left[kBegin] : right[kBegin];
   build_segments[2 * j + 1] = is_left ? left[kEnd] : right[kEnd];

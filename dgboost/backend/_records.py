@@ -31,8 +31,9 @@ def root_node(sums, n_rows: int) -> np.ndarray:
     return out
 
 
-def split_nodes(parents: np.ndarray, counts: np.ndarray, global_counts: np.ndarray):
-    """Children records, the segments to build and which side they are (see Backend.split_nodes).
+def split_nodes(parents: np.ndarray, counts: np.ndarray, global_counts: np.ndarray | None):
+    """Children records, the segments to build and which side they are (see Backend.split_nodes;
+    ``global_counts`` None: the child of smaller hessian sum is built).
 
     Children of parent j are rows 2j (left) and 2j + 1 (right). A parent that is not split
     (feature < 0) gets two NO_NODE children with empty segments and builds nothing.
@@ -49,7 +50,8 @@ def split_nodes(parents: np.ndarray, counts: np.ndarray, global_counts: np.ndarr
     left[:, BEGIN], left[:, END] = parents[:, BEGIN], mid
     right[:, BEGIN], right[:, END] = mid, np.where(split, parents[:, END], parents[:, BEGIN])
     left[~split, FEATURE] = right[~split, FEATURE] = NO_NODE
-    build_left = ((global_counts[:, 0] <= global_counts[:, 1]) | ~split).astype(np.int64)
+    sizes = np.stack([left[:, SUM_H], right[:, SUM_H]], axis=1) if global_counts is None else global_counts
+    build_left = ((sizes[:, 0] <= sizes[:, 1]) | ~split).astype(np.int64)
     chosen = np.where(build_left[:, None] == 1, left[:, BEGIN:END + 1], right[:, BEGIN:END + 1])
     return children, np.ascontiguousarray(chosen), build_left
 

@@ -136,8 +136,11 @@ class Backend(Protocol):
         rows 2j and 2j + 1 the left and right child of parent j, with their sums and local
         segments (a parent that is not split gets two NO_NODE children with empty segments);
         build_segments int64 (k, 2), the local segment of each parent's child with fewer
-        rows over all ranks (``global_counts``, int64 (k, 2); ties build the left);
-        build_left int64 (k,), 1 where that child is the left one.
+        rows over all ranks (``global_counts``, int64 (k, 2); ties build the left), or, when
+        ``global_counts`` is None, with the smaller hessian sum (XGBoost's choice: the sums
+        are known on every rank without a collective); build_left int64 (k,), 1 where that
+        child is the left one. Which child is built never changes the histograms (the
+        sibling is the parent's minus it, exactly), only the work.
         """
 
     def children_histograms(self, parent_hist, parent_index, built, build_left):

@@ -320,9 +320,11 @@ class CUDABackend:
         children = self.empty((2 * k, NODE_FIELDS), np.int64)
         build_segments = self.empty((k, 2), np.int64)
         build_left = self.empty(k, np.int64)
+        by_hessian = global_counts is None
+        sizes = counts if by_hessian else self.xp.ascontiguousarray(global_counts, dtype=np.int64)
         self._launch("nodes.cu", "split_nodes", k,
-                     (parents, np.int32(k), counts, self.xp.ascontiguousarray(global_counts, dtype=np.int64),
-                      children, build_segments, build_left), threads=64)
+                     (parents, np.int32(k), counts, sizes, np.int32(by_hessian), children, build_segments, build_left),
+                     threads=64)
         return children, build_segments, build_left
 
     def children_histograms(self, parent_hist, parent_index, built, build_left):

@@ -192,6 +192,31 @@ def test_children_records_split_each_parent_segment_and_sum():
                                                   right[:, BEGIN:END + 1]))
 
 
+def test_without_global_counts_the_child_of_smaller_hessian_sum_is_built_ties_left():
+    rng = np.random.default_rng(5)
+    segments = random_segments(rng, 10_000, 8)
+    sums = np.stack([rng.integers(-10**9, 10**9, 8), rng.integers(10**6, 10**9, 8)], axis=1)
+    parents = node_records(segments[:, 0], segments[:, 1], sums=sums)
+    parents[:, LEFT_H] = (sums[:, 1] * rng.random(8)).astype(np.int64)
+    parents[0, LEFT_H] = sums[0, 1] // 2 if sums[0, 1] % 2 == 0 else sums[0, 1] // 2 + 1  # a tie or left heavier
+    parents[1, SUM_H] = 2 * parents[1, LEFT_H]  # an exact tie
+    parents[:, FEATURE] = rng.integers(0, 5, 8)
+    parents[7, FEATURE] = -1  # not split: builds nothing (left, empty)
+    sizes = segments[:, 1] - segments[:, 0]
+    counts = np.stack([sizes // 3, sizes - sizes // 3], axis=1)
+    children, build, build_left = BACKEND.split_nodes(parents, counts, None)
+    left_h, right_h = parents[:, LEFT_H], parents[:, SUM_H] - parents[:, LEFT_H]
+    want_left = (left_h <= right_h) | (parents[:, FEATURE] < 0)
+    assert want_left[1] and build_left[1] == 1
+    np.testing.assert_array_equal(build_left, want_left.astype(np.int64))
+    left, right = children[0::2], children[1::2]
+    np.testing.assert_array_equal(build[:7], np.where(want_left[:7, None], left[:7, BEGIN:END + 1],
+                                                      right[:7, BEGIN:END + 1]))
+    # the records themselves do not depend on how the child to build is picked
+    same, _, _ = BACKEND.split_nodes(parents, counts, counts)
+    np.testing.assert_array_equal(children, same)
+
+
 def test_children_histograms_place_the_built_child_and_subtract_its_sibling():
     rng = np.random.default_rng(6)
     parent_hist = rng.integers(-10**6, 10**6, size=(5, 30, 2))

@@ -260,10 +260,12 @@ def test_children_records_and_histograms_equal_the_cpu_ones(gpu):
     lefts = (sizes * rng.random(40)).astype(np.int64)
     counts = np.stack([lefts, sizes - lefts], axis=1)
     global_counts = counts + rng.integers(0, 30, size=(40, 2))
-    want = CPU.split_nodes(parents, counts, global_counts)
-    got = gpu.split_nodes(cupy.asarray(parents), cupy.asarray(counts), cupy.asarray(global_counts))
-    for g, w in zip(got, want):
-        np.testing.assert_array_equal(g.get(), w)
+    for sizes in (global_counts, None):  # None: the child of smaller hessian sum is built
+        want = CPU.split_nodes(parents, counts, sizes)
+        got = gpu.split_nodes(cupy.asarray(parents), cupy.asarray(counts),
+                              None if sizes is None else cupy.asarray(sizes))
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.get(), w)
     parent_hist = rng.integers(-10**12, 10**12, size=(60, 77, 2))
     index = rng.choice(60, size=40, replace=False).astype(np.int64)
     built = rng.integers(-10**12, 10**12, size=(40, 77, 2))
