@@ -96,3 +96,84 @@ def test_an_nccl_spec_reuses_only_what_every_rank_keeps_and_a_new_one_gets_a_fre
     monkeypatch.setenv("DGBOOST_NCCL_KEEP", "0")
     off = make_spec(None, 3, "nccl", 30.0, [0, 1, 2], workers=WORKERS, kept_states=_states(), device=0)
     assert not off["reuse"] and not off["keep"] and off["uid"] == b"fresh id"
+
+
+class _FakeNcclComm:
+    """Stands in for NcclComm: makes a communicator unless given one, and leaves it in
+    ``kept`` when the block ends well and ``keep`` is set (aborting it otherwise)."""
+
+    made: list = []
+
+    def __init__(self, uid, rank, world_size, timeout, stream_ordered, communicator=None, keep=False):
+        self.given, self.keep, self.kept = communicator, keep, None
+        self.comm = communicator
+
+    def __enter__(self):
+        if self.comm is None:
+            self.comm = _StandIn()
+            _FakeNcclComm.made.append(self.comm)
+        return self
+
+    def __exit__(self, exc_type, *rest):
+        if exc_type is None and self.keep:
+            self.kept = self.comm
+        elif exc_type is not None:
+            self.comm.abort()
+
+
+@pytest.fixture
+def fake_nccl(monkeypatch):
+    import dgboost.comm.nccl as nccl
+
+    _FakeNcclComm.made = []
+    monkeypatch.setattr(nccl, "NcclComm", _FakeNcclComm)
+    return _FakeNcclComm
+
+
+def _spec(token, reuse, keep=True):
+    return {"kind": "nccl", "uid": None if reuse else b"id", "job": token, "token": token, "timeout": 5.0,
+            "stream_ordered": True, "keep": keep, "reuse": reuse, "members": WORKERS, "device": 0}
+
+
+def test_a_rank_keeps_its_communicator_after_a_good_job_and_the_next_job_of_that_shape_reuses_it(fake_nccl):
+    from dgboost.dask._communicator import open_comm
+
+    with open_comm(_spec("job1", reuse=False), 1, 3) as comm:
+        first = comm.comm
+    assert pool.kept_state() == pool.Kept("job1", WORKERS, 1, 0)
+    with open_comm(_spec("job1", reuse=True), 1, 3) as comm:
+        assert comm.comm is first  # no new communicator made
+        assert pool.kept_state() is None  # out of the pool while in use
+    assert len(fake_nccl.made) == 1 and pool.kept_state() == pool.Kept("job1", WORKERS, 1, 0)
+
+
+def test_a_job_that_fails_leaves_nothing_kept_and_its_communicator_is_aborted(fake_nccl):
+    from dgboost.dask._communicator import open_comm
+
+    with open_comm(_spec("job1", reuse=False), 0, 3):
+        pass
+    kept = fake_nccl.made[0]
+    with pytest.raises(RuntimeError, match="training failed"):
+        with open_comm(_spec("job1", reuse=True), 0, 3):
+            raise RuntimeError("training failed")
+    assert kept.aborted and pool.kept_state() is None
+
+
+def test_a_job_of_another_shape_ends_the_kept_communicator_before_making_its_own(fake_nccl):
+    from dgboost.dask._communicator import open_comm
+
+    with open_comm(_spec("job1", reuse=False), 0, 3):
+        pass
+    with open_comm(_spec("job2", reuse=False), 0, 3):
+        assert fake_nccl.made[0].aborted  # its GPU memory went before the new one was made
+    assert pool.kept_state().token == "job2" and not fake_nccl.made[1].aborted
+
+
+def test_a_job_that_keeps_nothing_leaves_the_kept_communicator_alone(fake_nccl):
+    from dgboost.dask._communicator import open_comm
+
+    with open_comm(_spec("job1", reuse=False), 0, 3):
+        pass
+    with open_comm(_spec("job2", reuse=False, keep=False), 0, 3):
+        pass
+    assert not fake_nccl.made[0].aborted and pool.kept_state().token == "job1"
