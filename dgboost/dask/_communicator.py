@@ -73,7 +73,7 @@ def make_spec(client, world_size: int, kind: str, timeout: float, nccl_device_id
             raise DGBoostValueError("communicator='nccl': NCCL refuses two ranks on one GPU "
                                     f"(ranks use GPUs {nccl_device_ids}); use communicator='host'")
         from ..comm.nccl import new_unique_id
-        from ._nccl_pool import Kept, reusable_token
+        from ._nccl_pool import reusable_token
 
         # collectives queued on the stream by default: 3.56-3.69 s against 4.14-4.67 s with a
         # host wait per collective (40M x 28, 100 rounds, 4 H100s); =0 brings the waits back

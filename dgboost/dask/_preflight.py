@@ -109,6 +109,8 @@ def check_partitions(client, dmatrix, params: dict | None, what: str = "data",
     key = _memo_key(client, dmatrix, params)
     with _passed_lock:
         passed = _PASSED.get(key)
+        if passed is not None:
+            _PASSED.move_to_end(key)  # least recently used goes first
     if passed is not None and _all_held(client, dmatrix):
         return [dict(info) for info in passed]
     futures = [client.submit(_check_partition, i, dmatrix.partition(i), dmatrix.has, dmatrix.missing,
