@@ -18,6 +18,7 @@ import pytest
 import dgboost as dg
 from dgboost.datasets import make_synthetic
 from dgboost.testing import assert_same_trees
+from dgboost.testing.checks import normalised_model_json
 from dgboost.testing.faults import KillProcessAtRound
 
 pytestmark = [pytest.mark.dask]  # gpu / mgpu per test: the 1-GPU cases run on any GPU machine
@@ -117,6 +118,27 @@ def test_n_gpus_through_nccl_give_the_single_process_model_byte_for_byte(cuda_cl
     assert got.to_json() == single.to_json()
     cpu = dg.train({**CASES[case], "device": "cpu"}, dg.DMatrix(X, y, weight=w), ROUNDS)
     assert_same_trees(got, cpu, names=(f"{n_gpus} GPUs", "cpu"))
+
+
+@pytest.mark.mgpu
+@_needs(2)
+@pytest.mark.parametrize("case", list(CASES))
+def test_n_gpus_give_the_single_process_cpu_models_json_byte_for_byte(cuda_client, case):
+    """Issue 10's identity line taken literally: not only the CPU model's trees (splits and
+    leaf values to 1e-6, as above) but its saved JSON. Leaf values come from the same host
+    kernel on the same integer sums on both devices, so nothing should differ."""
+    import dgboost.dask as dxgb
+
+    X, y, w = _data()
+    n_gpus = min(_gpu_count(), 4)
+    client = cuda_client(n_gpus)
+    dX, dy, dw = _dask_arrays(X, y, w)
+    got = dxgb.train(client, {**CASES[case], "device": "cuda"}, dxgb.DaskDMatrix(client, dX, dy, weight=dw), ROUNDS,
+                     communicator="nccl")["booster"]
+    cpu = dg.train({**CASES[case], "device": "cpu"}, dg.DMatrix(X, y, weight=w), ROUNDS)
+    # the device (and nthread) are run-only parameters the model records: every other byte,
+    # leaf values unrounded
+    assert normalised_model_json(got, keys=()) == normalised_model_json(cpu, keys=())
 
 
 @pytest.mark.mgpu
