@@ -19,7 +19,9 @@ reads. A :class:`~dgboost.comm._watchdog.CollectiveWatchdog` thread aborts the c
 when a queued collective is late; an aborted collective leaves partial sums (its output starts
 as a copy of the input, never uninitialised memory), and the next collective, or closing the
 communicator, raises :class:`~dgboost.errors.CommunicationError`. Host arrays, ``allgather``
-and ``broadcast`` wait as before.
+and ``broadcast`` wait as before. :meth:`NcclComm.abort` does the same from any thread at
+once, for a job known to have failed elsewhere (the Dask layer calls it on the other ranks
+when one fails or its worker leaves), so they need not wait for their timeout.
 
 Exactness: integer sums are exact in any order; ``allgather`` moves bytes (rows padded to the
 largest rank's count), so floats arrive bit for bit.
@@ -98,6 +100,8 @@ class NcclComm:
         self._stream = None
         self._watchdog: CollectiveWatchdog | None = None
         self._nccl_lock = threading.Lock()  # NCCL calls on one communicator: one thread at a time
+        self._aborted: str | None = None  # why another thread aborted the job's communicator
+        self.device: int | None = None  # the CUDA device it lives on, once open
 
     @property
     def rank(self) -> int:
@@ -123,8 +127,9 @@ class NcclComm:
         except Exception as exc:  # noqa: BLE001 - NcclError and CUDA errors alike
             raise CommunicationError(f"rank {self._rank} could not create its NCCL communicator: {exc}") from exc
         self._stream = cupy.cuda.Stream(non_blocking=True)
+        self.device = cupy.cuda.Device().id
         if self._stream_ordered:
-            device = cupy.cuda.Device().id
+            device = self.device
             self._watchdog = CollectiveWatchdog(
                 self._timeout, self._abort, f"NCCL rank {self._rank} of {self._world_size}",
                 setup=lambda: cupy.cuda.Device(device).use()).start()
@@ -143,6 +148,14 @@ class NcclComm:
             if locked:
                 self._nccl_lock.release()
 
+    def abort(self, reason: str) -> None:
+        """Abort the communicator from another thread because the job failed elsewhere (a
+        peer's rank erred or its worker left): collectives waiting on that peer return, and
+        this rank's next collective, wait or closing raises ``CommunicationError(reason)``
+        instead of waiting for its timeout."""
+        self._aborted = str(reason)
+        self._abort()
+
     def _call(self, name: str, *args) -> None:
         """Queue one NCCL operation (one thread at a time, never on an aborted communicator)."""
         with self._nccl_lock:
@@ -150,6 +163,8 @@ class NcclComm:
             getattr(self._comm, name)(*args)
 
     def _check(self) -> None:
+        if self._aborted is not None:
+            raise CommunicationError(self._aborted)
         if self._watchdog is not None and self._watchdog.fired:
             raise CommunicationError(self._watchdog.fired)
         if self._comm is None:
@@ -171,6 +186,8 @@ class NcclComm:
                 if self._watchdog.fired:  # aborted by the watchdog: nothing left to destroy
                     error = error or CommunicationError(self._watchdog.fired)
                 self._watchdog = None
+        if self._aborted is not None:  # partial sums may have reached the model: it is not trusted
+            error = error or CommunicationError(self._aborted)
         if self._comm is not None:
             try:
                 if exc_type is None and error is None and self._keep:
@@ -202,6 +219,8 @@ class NcclComm:
                                          "the communicator was aborted")
             time.sleep(pause)
             pause = min(pause * 2, 1e-3)
+        if self._aborted is not None:  # finished because another thread aborted it
+            raise CommunicationError(self._aborted)
         if self._watchdog is not None and self._watchdog.fired:  # finished because it was aborted
             raise CommunicationError(self._watchdog.fired)
 

@@ -141,7 +141,7 @@ def _nccl_comm(spec: dict, rank: int, world_size: int):
     comm = NcclComm(spec["uid"], rank, world_size, timeout=spec["timeout"],
                     stream_ordered=spec.get("stream_ordered", False), communicator=given,
                     keep=bool(spec.get("keep")))
-    with comm:
+    with comm, _nccl_pool.in_use(spec.get("job", ""), comm):
         yield comm
     if comm.kept is not None:
         _nccl_pool.keep(kept, comm.kept)

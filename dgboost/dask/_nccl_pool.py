@@ -1,4 +1,4 @@
-"""NCCL communicators kept on a worker from one job to the next.
+"""NCCL communicators of a worker: the one a job is using, and the one kept for the next job.
 
 Creating an NCCL communicator, connecting its peers on the first collective and destroying it
 cost about a second a job on 4 H100s (40M x 28, 100 rounds: ``comm_open_s`` 0.10 s, the first
@@ -10,16 +10,24 @@ the same workers, ranks and GPUs reuses it; any other job, or any failure, ends 
 Only the client decides to reuse one (:func:`reusable_token`): every rank must report the
 same token, or no rank may reuse it, since NCCL's ranks must agree on their communicator.
 A communicator in use is taken out of the pool, so one that fails is never handed out again.
+
+The communicator a job is using is registered under the job's id, so that when the client sees
+the job fail (a rank erred, a worker left) it can abort it on every other worker
+(:func:`abort_job`): their ranks, waiting on a collective the lost peer never joins, are freed
+at once rather than after their timeout (300 s by default), and the next job need not wait
+for them.
 """
 from __future__ import annotations
 
+import collections
+import contextlib
 import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..errors import CommunicationError
 
-__all__ = ["Kept", "kept_state", "take", "keep", "discard", "reusable_token"]
+__all__ = ["Kept", "kept_state", "take", "keep", "discard", "reusable_token", "in_use", "abort_job"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,72 @@ class Kept:
 
 _lock = threading.Lock()
 _pool: dict[str, Any] = {}  # on a worker: at most one {"kept": Kept, "comm": cupy NcclCommunicator}
+
+
+_active: dict[str, Any] = {}  # on a worker: job id -> the NcclComm that job is using
+# jobs aborted here (newest last), for ranks that register after the abort arrived (one still
+# assembling its partitions when its peer failed)
+_aborted: "collections.OrderedDict[str, str]" = collections.OrderedDict()
+_ABORTED_KEPT = 64
+
+
+@contextlib.contextmanager
+def in_use(job: str, comm):
+    """``with in_use(job, comm):`` registers ``comm`` (an NcclComm) as job ``job``'s for
+    :func:`abort_job` while the block runs.
+
+    Raises
+    ------
+    CommunicationError
+        At once, when job ``job`` was aborted on this worker before its rank got here.
+    """
+    job = str(job)
+    with _lock:
+        reason = _aborted.get(job)
+        if reason is None:
+            _active[job] = comm
+    if reason is not None:
+        raise CommunicationError(reason)
+    try:
+        yield comm
+    finally:
+        with _lock:
+            if _active.get(job) is comm:
+                del _active[job]
+
+
+def abort_job(job: str, reason: str, dask_worker=None) -> bool:
+    """Abort job ``job``'s communicator on this worker, if it is using one (run on the workers
+    through ``client.run``). The abort runs in a thread of its own (it may wait up to a second
+    for the rank's thread to leave an NCCL call), so the worker's event loop is not held.
+
+    Returns
+    -------
+    bool
+        Whether this worker had one to abort (a rank of the job that starts here later
+        fails at once: the abort is remembered).
+    """
+    with _lock:
+        comm = _active.get(str(job))
+        _aborted[str(job)] = str(reason)
+        while len(_aborted) > _ABORTED_KEPT:
+            _aborted.popitem(last=False)
+    if comm is None:
+        return False
+
+    def run() -> None:
+        device = getattr(comm, "device", None)
+        if device is not None:
+            try:
+                import cupy
+
+                cupy.cuda.Device(device).use()
+            except Exception:  # noqa: BLE001 - NCCL picks its own device; this only helps CUDA
+                pass
+        comm.abort(reason)
+
+    threading.Thread(target=run, name=f"dgboost-abort-{job}", daemon=True).start()
+    return True
 
 
 def kept_state(dask_worker=None) -> Kept | None:

@@ -8,8 +8,10 @@ per worker, pinned to it, concatenates its partitions (on its GPU for CuPy / cuD
 runs :func:`dgboost.training.train` with that communicator. Rank 0 returns the model.
 
 While the ranks run, the client watches them: a rank that fails, or a worker that leaves the
-cluster, ends the job with a :class:`~dgboost.errors.DGBoostError` (the other ranks' collectives
-fail or time out and free their workers), so the same client can train again.
+cluster, ends the job with a :class:`~dgboost.errors.DGBoostError`, so the same client can
+train again. The other ranks free their workers when their collectives fail or time out; for
+an NCCL job the client also aborts their communicators at once (:func:`._nccl_pool.abort_job`),
+so they need not wait for the timeout.
 """
 from __future__ import annotations
 
@@ -341,7 +343,7 @@ def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int,
                                          allow_other_workers=False, pure=False,
                                          key=f"{_RANK_KEY}{rank}-{job}"))
         stages["submit_s"] = lap()
-        results = _watch(client, futures, placement.workers)
+        results = _watch(client, futures, placement.workers, spec.get("job") if spec["kind"] == "nccl" else None)
         stages["ranks_s"] = lap()
     finally:
         release_spec(client, spec)
@@ -354,9 +356,15 @@ def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int,
     return out
 
 
-def _watch(client, futures: list, workers: list[str]) -> list[Any]:
-    """Wait for the rank tasks; fail fast when one errs or its worker leaves the cluster."""
+def _watch(client, futures: list, workers: list[str], nccl_job: str | None = None) -> list[Any]:
+    """Wait for the rank tasks; fail fast when one errs or its worker leaves the cluster (and,
+    for an NCCL job, abort the other ranks' communicator, so they stop waiting for the peer)."""
     from distributed import wait
+
+    def stop(why: str) -> None:
+        _cancel(client, futures)
+        if nccl_job is not None:
+            _abort_nccl_job(client, nccl_job, why)
 
     while True:
         pending = [f for f in futures if f.status == "pending"]
@@ -371,13 +379,16 @@ def _watch(client, futures: list, workers: list[str]) -> list[Any]:
             # forgets it (and would raise FutureCancelledError instead)
             exc, tb = errored[0].exception(), errored[0].traceback()
             _cancel(client, [f for f in futures if f is not errored[0]])
+            if nccl_job is not None:
+                rank = futures.index(errored[0])
+                _abort_nccl_job(client, nccl_job, f"rank {rank} of this job failed ({type(exc).__name__}: {exc})")
             if type(exc).__name__ == "KilledWorker":  # distributed gave up on a worker that kept dying
                 rank = futures.index(errored[0])
                 raise CommunicationError(f"the worker of rank {rank} died while training: {exc}") from exc
             raise exc.with_traceback(tb)
         cancelled = [r for r, f in enumerate(futures) if f.status == "cancelled"]
         if cancelled:
-            _cancel(client, futures)
+            stop(f"the task of rank {cancelled[0]} of this job was cancelled")
             raise CommunicationError(f"the task of rank {cancelled[0]} (worker {workers[cancelled[0]]}) was "
                                      "cancelled, e.g. because its worker was lost or restarted; the job was "
                                      "stopped (train again: the same client can be reused)")
@@ -386,10 +397,26 @@ def _watch(client, futures: list, workers: list[str]) -> list[Any]:
         alive = set(client.scheduler_info(n_workers=-1)["workers"])
         lost = [(r, w) for r, w in enumerate(workers) if w not in alive and futures[r].status != "finished"]
         if lost:
-            _cancel(client, futures)
             rank, worker = lost[0]
+            stop(f"worker {worker} (rank {rank} of this job) left the cluster")
             raise CommunicationError(f"worker {worker} (rank {rank}) left the cluster during training; "
                                      "the job was stopped (train again: the same client can be reused)")
+
+
+async def _abort_nccl_job_on_worker(job: str, reason: str, dask_worker=None) -> bool:
+    # a coroutine, so that client.run need not wait for it (and it cannot hold the worker)
+    from ._nccl_pool import abort_job
+
+    return abort_job(job, reason)
+
+
+def _abort_nccl_job(client, job: str, why: str) -> None:
+    """Abort job ``job``'s NCCL communicator on every worker that still runs one of its ranks
+    (fire and forget: a worker that cannot be reached has nothing to free)."""
+    try:
+        client.run(_abort_nccl_job_on_worker, job, f"the job was stopped: {why}", wait=False)
+    except Exception as exc:  # noqa: BLE001 - best effort: the ranks' own timeouts still free them
+        print(f"dgboost.dask: could not abort the job's NCCL communicators: {exc}", file=sys.stderr)
 
 
 def _cancel(client, futures: list) -> None:

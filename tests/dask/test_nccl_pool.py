@@ -177,3 +177,90 @@ def test_a_job_that_keeps_nothing_leaves_the_kept_communicator_alone(fake_nccl):
     with open_comm(_spec("job2", reuse=False, keep=False), 0, 3):
         pass
     assert not fake_nccl.made[0].aborted and pool.kept_state().token == "job1"
+
+
+def test_abort_job_aborts_only_the_communicator_that_job_is_using_and_only_while_it_runs():
+    import time
+
+    used, other = _Abortable(), _Abortable()
+    with pool.in_use("job1", used), pool.in_use("job2", other):
+        assert pool.abort_job("job1", "the job was stopped: rank 1 failed")
+        deadline = time.monotonic() + 5
+        while used.reason is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert used.reason == "the job was stopped: rank 1 failed" and other.reason is None
+    assert not pool.abort_job("job1", "too late")  # the block ended: nothing registered
+
+
+class _Abortable:
+    """Stands in for an NcclComm in use: records the reason it was aborted for."""
+
+    device = None
+
+    def __init__(self):
+        self.reason = None
+
+    def abort(self, reason):
+        self.reason = reason
+
+
+def test_an_nccl_rank_aborted_from_another_thread_raises_at_its_next_collective_and_when_it_closes():
+    from dgboost.comm.nccl import NcclComm
+
+    comm = NcclComm(None, 0, 2, timeout=5.0, keep=True)
+    comm._comm = nccl = _StandIn()  # as if entered (without a GPU)
+    comm.abort("the job was stopped: worker w2 (rank 1 of this job) left the cluster")
+    assert nccl.aborted
+    with pytest.raises(dg.CommunicationError, match="worker w2 .* left the cluster"):
+        comm._check()
+    with pytest.raises(dg.CommunicationError, match="left the cluster"):
+        comm.__exit__(None, None, None)  # partial sums may have reached the model: not trusted
+    assert comm.kept is None  # and never kept for the next job
+
+
+def test_when_a_rank_fails_the_client_aborts_the_other_ranks_communicator_and_frees_their_workers(dask_client):
+    import time
+
+    from distributed import Event
+
+    from dgboost.dask.training import _RANK_KEY, _wait_for_earlier_ranks, _watch
+
+    client = dask_client(2)
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+
+    def waiting_rank(job):
+        # a rank blocked on a collective its failed peer never joins, until aborted (or 30 s)
+        from dgboost.dask import _nccl_pool
+
+        class Comm:
+            device, reason = None, None
+
+            def abort(self, reason):
+                self.reason = reason
+
+        comm = Comm()
+        with _nccl_pool.in_use(job, comm):
+            Event(f"{job}-waiting").set()
+            deadline = time.monotonic() + 30
+            while comm.reason is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return comm.reason
+
+    def failing_rank(job):
+        Event(f"{job}-waiting").wait(timeout=30)  # fail once the peer waits on its collective
+        raise dg.DGBoostValueError("rank 1 found bad data")
+
+    futures = [client.submit(waiting_rank, "job-x", workers=[workers[0]], key=f"{_RANK_KEY}0-job-x", pure=False),
+               client.submit(failing_rank, "job-x", workers=[workers[1]], key=f"{_RANK_KEY}1-job-x", pure=False)]
+    start = time.monotonic()
+    with pytest.raises(dg.DGBoostValueError, match="rank 1 found bad data"):
+        _watch(client, futures, workers, nccl_job="job-x")
+    assert _wait_for_earlier_ranks(client, timeout=10) == []  # the waiting rank let go of its worker
+    assert time.monotonic() - start < 8  # long before its 30 s
+
+
+def test_a_rank_that_starts_after_its_job_was_aborted_on_its_worker_fails_at_once():
+    assert not pool.abort_job("job-late", "the job was stopped: rank 0 of this job failed")
+    with pytest.raises(dg.CommunicationError, match="rank 0 of this job failed"):
+        with pool.in_use("job-late", _Abortable()):
+            raise AssertionError("the rank must not start")
