@@ -1,6 +1,7 @@
-"""The NCCL communicators a worker keeps between jobs: reused only by a job of exactly the
-same shape on every rank, ended (aborted) otherwise. Pure host logic, with stand-in
-communicators: the NCCL runs are in ``tests/gpu/test_multi_gpu.py``."""
+"""The NCCL communicators of a worker: the one kept between jobs, reused only by a job of
+exactly the same shape on every rank and ended (aborted) otherwise, and the one a job is using,
+aborted on every worker when the job fails elsewhere. Host logic, with stand-in communicators
+(and CPU Dask workers for the client's abort): the NCCL runs are in ``tests/gpu/test_multi_gpu.py``."""
 from __future__ import annotations
 
 import pytest
