@@ -103,6 +103,23 @@ def build_histograms(bins, cut_ptrs, gpair, rows, begins, ends, missing_bin, n_t
                 out[i, b, 1] += partial[src, b, 1]
 
 
+@njit(parallel=True, **_KW)
+def children_histograms(parent_hist, parent_index, use_index, built, build_left, out):
+    """Children's histograms in one pass (twin: ``_records.children_histograms``): the built
+    child of parent j in its slot (2j left, 2j + 1 right), its sibling the parent's minus it."""
+    k, n_bins = built.shape[0], built.shape[1]
+    for j in prange(k):
+        jj = np.int64(j)  # a prange index may be unsigned: int64 throughout
+        p = parent_index[jj] if use_index else jj
+        built_slot = 2 * jj if build_left[jj] != 0 else 2 * jj + 1
+        other_slot = 4 * jj + 1 - built_slot
+        for b in range(n_bins):
+            for c in range(2):
+                x = built[jj, b, c]
+                out[built_slot, b, c] = x
+                out[other_slot, b, c] = parent_hist[p, b, c] - x
+
+
 @njit(**_KW)
 def _threshold_l1(G, alpha):
     """G shrunk towards zero by alpha (the L1 penalty's soft threshold)."""

@@ -234,6 +234,21 @@ def test_children_histograms_place_the_built_child_and_subtract_its_sibling():
     np.testing.assert_array_equal(same, out)
 
 
+@pytest.mark.parametrize("indexed", [False, True], ids=["parent j is row j", "parents by index"])
+def test_the_children_histograms_kernel_equals_its_numpy_twin(indexed):
+    from dgboost.backend import _records
+
+    rng = np.random.default_rng(7)
+    k, n_bins = 37, 301
+    parent_hist = rng.integers(-10**15, 10**15, size=(k + 5, n_bins, 2))
+    built = rng.integers(-10**15, 10**15, size=(k, n_bins, 2))
+    build_left = rng.integers(0, 2, size=k)
+    index = rng.permutation(k + 5)[:k] if indexed else None
+    parents = parent_hist if indexed else parent_hist[:k]
+    np.testing.assert_array_equal(BACKEND.children_histograms(parents, index, built, build_left),
+                                  _records.children_histograms(parents, index, built, build_left))
+
+
 def test_a_parent_that_is_not_split_keeps_its_rows_and_has_no_children():
     rng, x, cuts = binning_data(8, n=3000)
     bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
