@@ -378,12 +378,11 @@ def _watch(client, futures: list, workers: list[str], nccl_job: str | None = Non
             # read the rank's exception before cancelling the others: a cancelled future
             # forgets it (and would raise FutureCancelledError instead)
             exc, tb = errored[0].exception(), errored[0].traceback()
+            rank = futures.index(errored[0])
             _cancel(client, [f for f in futures if f is not errored[0]])
             if nccl_job is not None:
-                rank = futures.index(errored[0])
                 _abort_nccl_job(client, nccl_job, f"rank {rank} of this job failed ({type(exc).__name__}: {exc})")
             if type(exc).__name__ == "KilledWorker":  # distributed gave up on a worker that kept dying
-                rank = futures.index(errored[0])
                 raise CommunicationError(f"the worker of rank {rank} died while training: {exc}") from exc
             raise exc.with_traceback(tb)
         cancelled = [r for r, f in enumerate(futures) if f.status == "cancelled"]
