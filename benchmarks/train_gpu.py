@@ -31,7 +31,8 @@ compilation):
 * peak device memory above the level before the run, from ``cudaMemGetInfo`` sampled at
   every round's end (the same measure for both libraries: XGBoost allocates outside CuPy);
   for dgboost also the exact high-water mark of CuPy's memory pool, recorded by a wrapping
-  allocator;
+  allocator in one more run that is not timed (a Python call per allocation would slow
+  the timed runs of dgboost only);
 * host synchronisations per tree, where ``dgboost.backend.cuda.SYNC_COUNTER`` exists.
 
 Medians and (min, max) over the repeats are reported, with the ratios dgboost / XGBoost;
@@ -48,6 +49,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import json
 import sys
 import tempfile
 import time
@@ -201,13 +203,19 @@ class Device:
             self.xp = cupy
             self.pool = cupy.get_default_memory_pool()
             self.pool_peak = 0
-            # every CuPy allocation goes through _malloc, which records the pool's
-            # high-water mark exactly (use can only peak right after an allocation)
-            cupy.cuda.set_allocator(self._malloc)
         else:
             self.xp = np
             self.pool = None
         self.reset()
+
+    def track_pool(self, on: bool) -> None:
+        """Route every CuPy allocation through :meth:`_malloc`, which records the pool's
+        high-water mark exactly (use can only peak right after an allocation), or back to
+        the pool. Only for a run that is not timed: a Python call per allocation costs
+        dgboost about 1-2 us each, a few hundred a lossguide tree, which XGBoost (no CuPy
+        allocations) does not pay."""
+        if self.cuda:
+            self.cupy.cuda.set_allocator(self._malloc if on else self.pool.malloc)
 
     def _malloc(self, size: int):
         mem = self.pool.malloc(size)
@@ -308,23 +316,29 @@ def _sync_counter():
 # ---------------------------------------------------------------------------------------
 # one library, one run
 # ---------------------------------------------------------------------------------------
-def _params(lib: str, case: Case, device: Device, threads: int) -> dict:
+def _params(lib: str, case: Case, device: Device, args) -> dict:
+    """The parameters of ``lib`` for ``case``: the same for both libraries, plus XGBoost's
+    ``tree_method`` and, for dgboost, ``--dgboost-params``."""
     p = {"objective": OBJECTIVE[case.task], "eta": 0.1, "max_bin": 256, "seed": 0, "device": device.name,
          **case.params}
     if case.task == "multiclass":
         p["num_class"] = case.n_classes
     if not device.cuda:
-        p["nthread"] = threads
+        p["nthread"] = args.threads
     if lib == "xgboost":
         p["tree_method"] = "hist"
+    else:
+        p.update(args.dgboost_params)
     return p
 
 
-def run_once(lib: str, case: Case, data, rounds: int, device: Device, args) -> dict:
-    """Train ``lib`` once on ``data``; whole-run and per-round time, metric, memory."""
+def run_once(lib: str, case: Case, data, rounds: int, device: Device, args, track_pool: bool = False) -> dict:
+    """Train ``lib`` once on ``data``; whole-run and per-round time, metric, memory (the
+    CuPy pool's high-water mark only with ``track_pool``, which slows dgboost's run)."""
     Xtr, ytr, Xte, yte = data
-    params = _params(lib, case, device, args.threads)
+    params = _params(lib, case, device, args)
     device.reset()
+    device.track_pool(track_pool)
     counter = _sync_counter() if lib == "dgboost" else None
     before = dict(counter) if counter is not None else None
     if lib == "dgboost":
@@ -344,9 +358,10 @@ def run_once(lib: str, case: Case, data, rounds: int, device: Device, args) -> d
     device.sync()
     total = time.perf_counter() - start
     device.sample()
+    device.track_pool(False)
     mem_used, mem_pool = device.peaks()
     out = {"total_s": total, "per_round_s": clock.per_round(args.warm_rounds),
-           "peak_memory_bytes": mem_used, "cupy_pool_peak_bytes": mem_pool if lib == "dgboost" else None}
+           "peak_memory_bytes": mem_used, "cupy_pool_peak_bytes": mem_pool if track_pool else None}
     if counter is not None:
         syncs = counter.get("syncs", 0) - before.get("syncs", 0)
         trees = counter.get("trees", 0) - before.get("trees", 0)
@@ -404,14 +419,20 @@ def run_case(name: str, case: Case, data, args, device: Device) -> dict:
             syncs = "" if r.get("syncs_per_tree") is None else f", {r['syncs_per_tree']:.1f} syncs/tree"
             print(f"  [{rep}] {lib:8s} {r['per_round_s'] * 1e3:9.2f} ms/round {r['total_s']:8.2f} s total, "
                   f"{METRIC[case.task]} {r['metric']:.4f}{mem}{syncs}", flush=True)
+    pool_peak = None
+    if device.cuda and "dgboost" in args.libraries and "dgboost" not in errors:
+        # the pool's exact high-water mark, from one more run that is not timed (the same
+        # data and parameters, so the same allocations)
+        pool_peak = run_once("dgboost", case, data, rounds, device, args, track_pool=True)["cupy_pool_peak_bytes"]
+        print(f"  dgboost's CuPy pool peak {pool_peak / MiB:.0f} MiB (a run not timed)", flush=True)
     result = {"what": case.what, "task": case.task, "rows_train": int(data[0].shape[0]),
               "rows_test": int(data[2].shape[0]), "features": case.features, "missing_rate": case.missing_rate,
               "rounds": rounds, "metric_name": METRIC[case.task],
-              "params": {lib: _params(lib, case, device, args.threads) for lib in args.libraries}}
+              "params": {lib: _params(lib, case, device, args) for lib in args.libraries}}
     for lib in args.libraries:
         rs = runs[lib]
         mem = [r["peak_memory_bytes"] for r in rs]
-        pool = [r["cupy_pool_peak_bytes"] for r in rs]
+        pool = [pool_peak] if lib == "dgboost" and pool_peak is not None else []
         result[lib] = {
             "per_round_s": _spread([r["per_round_s"] for r in rs]),
             "total_s": _spread([r["total_s"] for r in rs]),
@@ -511,6 +532,8 @@ def main(argv=None) -> int:
     ap.add_argument("--metric-seeds", type=int, default=0,
                     help="after the timed runs, the held-out metric of both libraries on this many more "
                          "draws of each case's data (one run each)")
+    ap.add_argument("--dgboost-params", type=json.loads, default={},
+                    help='JSON object of dgboost parameters over the shared ones, e.g. \'{"sketch_sample_rows": 1048576}\'')
     ap.add_argument("--out", default=None, help="JSON path (default benchmarks/results/train_gpu.json; "
                                                 "with --device cpu a file in the temp folder)")
     args = ap.parse_args(argv)
