@@ -33,7 +33,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, SPLIT_BIN, SUM_G, SUM_H
+from ._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, NODE_FIELDS, SPLIT_BIN, SUM_G, SUM_H
 from .binned import BinnedMatrix
 from .tree import Tree
 
@@ -123,11 +123,12 @@ class _Nodes:
             new[:self.n] = old[:self.n]
             setattr(self, name, new)
 
-    def add(self, parents, records: np.ndarray, depth: int) -> np.ndarray:
-        """Append nodes from their host records (split fields are set by :meth:`split`); their ids."""
+    def add(self, parents, records: np.ndarray, depth) -> np.ndarray:
+        """Append nodes from their host records (split fields are set by :meth:`split`) at
+        ``depth`` (one int, or int64 (m,)); their ids."""
         m = records.shape[0]
         self._reserve(m)
-        new = slice(self.n, self.n + m)  # slices, not an index: lossguide adds two nodes at a time
+        new = slice(self.n, self.n + m)
         self.parent[new] = parents
         self.depth[new] = depth
         self.sums[new] = records[:, SUM_G:SUM_H + 1]
@@ -384,6 +385,12 @@ class TreeGrower:
         ready: dict[int, tuple[_Batch, int]] = {}  # node id -> (batch of its children, j): rows 2j, 2j + 1
         heap = [(-root.gain(0), 0)] if root.splittable().size else []
         depths = [0]  # by node id (the host's copy of t.depth, read at every step)
+        # the nodes go into ``t`` once, at the end (NumPy writes of two nodes at every split
+        # cost more than the rest of a step): by node id its record's (host array, row) and
+        # parent; by split node id its left child (the right is the next id)
+        hosts, host_of = [root.host], {id(root.host): 0}
+        record_at, parents, lefts = [(0, 0)], [-1], {}
+        n_nodes = t.n
         n_leaves = 1
         while heap and (max_leaves <= 0 or n_leaves < max_leaves):
             _, nid = heapq.heappop(heap)
@@ -397,7 +404,7 @@ class TreeGrower:
                 for n in group:
                     batches.setdefault(id(where[n][0]), len(batches))
                 group.sort(key=lambda n: (batches[id(where[n][0])], where[n][1]))
-                child_ids = t.n + np.arange(2) if len(group) == 1 else None
+                child_ids = n_nodes + np.arange(2) if len(group) == 1 else None
                 levels = 0
                 if levels_allowed:
                     slots = 2 * len(group)  # the parents of the next level: the children
@@ -409,11 +416,17 @@ class TreeGrower:
                 for j, n in enumerate(group):
                     ready[n] = (children, j)
             children, j = ready.pop(nid)
-            batch, row = where.pop(nid)
+            del where[nid]
             depth = depths[nid] + 1
-            left = t.n
-            t.add(nid, children.host[2 * j:2 * j + 2], depth)
-            t.split(slice(nid, nid + 1), batch.host[row:row + 1], left, left + 1)
+            left = n_nodes
+            n_nodes += 2
+            h = host_of.get(id(children.host))
+            if h is None:
+                h = host_of[id(children.host)] = len(hosts)
+                hosts.append(children.host)
+            record_at += ((h, 2 * j), (h, 2 * j + 1))
+            parents += (nid, nid)
+            lefts[nid] = left
             depths += (depth, depth)
             children.ids[2 * j:2 * j + 2] = (left, left + 1)
             if self._can_split_at(depth):
@@ -425,6 +438,22 @@ class TreeGrower:
                         if children.ahead is not None:  # its children are already there
                             ready[left + side] = (children.ahead, r)
             n_leaves += 1
+        self._write_nodes(t, hosts, record_at, parents, depths, lefts)
+
+    @staticmethod
+    def _write_nodes(t: _Nodes, hosts: list, record_at: list, parents: list, depths: list, lefts: dict) -> None:
+        """Write lossguide's nodes (all but the root, already in ``t``) and splits into ``t``:
+        node i's record is row ``record_at[i][1]`` of ``hosts[record_at[i][0]]``, a split
+        node's record holds its split too."""
+        offsets = np.cumsum([0] + [h.shape[0] for h in hosts])
+        at = np.asarray(record_at, np.int64)
+        records = np.concatenate(hosts)[offsets[at[:, 0]] + at[:, 1]]
+        if len(parents) > 1:
+            t.add(np.asarray(parents[1:], np.int64), records[1:], np.asarray(depths[1:], np.int64))
+        if lefts:
+            split = np.fromiter(lefts.keys(), np.int64, len(lefts))
+            left = np.fromiter(lefts.values(), np.int64, len(lefts))
+            t.split(split, records[split], left, left + 1)
 
     def _parents(self, nodes: list[tuple[_Batch, int]]):
         """(records, histograms, index, bounds) of ``nodes`` given as (batch, row), the rows
@@ -441,10 +470,10 @@ class TreeGrower:
                 pieces.append((batch, [row]))
         if len(pieces) == 1:
             return self._piece(*pieces[0], gather_hist=False)
-        xp = self.backend.xp
+        cat = self.backend.concatenate
         taken = [self._piece(batch, rows, gather_hist=True) for batch, rows in pieces]
-        return (xp.concatenate([p[0] for p in taken]), xp.concatenate([p[1] for p in taken]), None,
-                xp.concatenate([p[3] for p in taken]) if self.monotone is not None else None)
+        return (cat([p[0] for p in taken]), cat([p[1] for p in taken]), None,
+                cat([p[3] for p in taken]) if self.monotone is not None else None)
 
     def _piece(self, batch: _Batch, rows: list, gather_hist: bool):
         """``_parents`` of some rows (ascending) of one batch; the histograms gathered too when
@@ -484,8 +513,12 @@ class TreeGrower:
         # this rank's rows under the parents, known from their host records: sizes the launches
         # (a few small leaves need not start a grid for every row); the children's are among them
         n_rows = sum(int(b.host[r, END] - b.host[r, BEGIN]) for b, r in nodes)
+        # every level's records in one array, level m (2k << m rows) after level m - 1: the
+        # read needs no concatenation
+        records_of_levels = self.backend.empty(((2 * k) * ((2 << levels_ahead) - 1), NODE_FIELDS), np.int64)
         levels = [self._split_on_device(parents, parent_hist, index, parent_bounds, n_rows,
-                                        masks if evaluate else False)]
+                                        masks if evaluate else False, out=records_of_levels[:2 * k])]
+        filled = 2 * k
         evaluated = [evaluate]
         for _ in range(levels_ahead):
             records, hist, bounds = levels[-1]
@@ -494,12 +527,15 @@ class TreeGrower:
             depths = np.repeat(depths, 2) + 1
             evaluate = any(self._can_split_at(int(d)) for d in depths)
             masks = self._node_masks(None, depths, tree_index, tree_mask) if evaluate else False
-            levels.append(self._split_on_device(records, hist, None, bounds, n_rows, masks))
+            size = 2 * records.shape[0]
+            levels.append(self._split_on_device(records, hist, None, bounds, n_rows, masks,
+                                                out=records_of_levels[filled:filled + size]))
+            filled += size
             levels[-2] = (records, None, bounds)  # every node of that level is split: its histograms go
             evaluated.append(evaluate)
         # one read brings every level back
-        records = [level[0] for level in levels]
-        host = self.backend.to_host(records[0] if len(records) == 1 else self.backend.xp.concatenate(records))
+        host = self.backend.to_host(records_of_levels if filled == records_of_levels.shape[0]
+                                    else records_of_levels[:filled])
         below = None
         start = host.shape[0]
         for m in range(len(levels) - 1, -1, -1):
@@ -522,14 +558,15 @@ class TreeGrower:
         collective a level, 8 of the 18 a depth-8 round's NCCL ranks waited on each other."""
         return counts if self.comm.world_size == 1 else None
 
-    def _split_on_device(self, parents, parent_hist, index, parent_bounds, n_rows: int, masks):
+    def _split_on_device(self, parents, parent_hist, index, parent_bounds, n_rows: int, masks, out=None):
         """Partition the rows of ``parents`` by their splits, make the children's records
         and bounds, and (``masks`` not False: the children's column masks or None) build,
         allreduce and evaluate their histograms. Returns (children, hist or None, bounds),
-        all on the device."""
+        all on the device; the children's records in ``out`` when given."""
         backend, comm = self.backend, self.comm
         counts = backend.partition(self.binned.bins_by_feature, self.rows, parents, max_rows=n_rows)
-        children, build_segments, build_left = backend.split_nodes(parents, counts, self._child_sizes(counts))
+        children, build_segments, build_left = backend.split_nodes(parents, counts, self._child_sizes(counts),
+                                                                   out=out)
         bounds = self._child_bounds(parents, parent_bounds)
         hist = None
         if masks is not False:
@@ -557,7 +594,7 @@ class TreeGrower:
                 backend.evaluate_splits(hist, children, self.cut_ptrs, masks[depth], self.scale_g, self.scale_h, p,
                                         **self._monotone_args(bounds))
             levels.append(children)
-        host = backend.to_host(backend.xp.concatenate(levels))
+        host = backend.to_host(backend.concatenate(levels))
         # node ids as the per-level growth gives them: children of the split nodes of a level,
         # in slot order (which is id order), left then right
         slot_ids = t.add(np.array([-1]), host[:1], 0)

@@ -4,8 +4,11 @@
 //
 // Thread mapping and traffic:
 // - ``root_node``: one thread writes one record (80 B).
-// - ``split_nodes``: one thread per split parent reads its record and counts and writes two
-//   child records, the segment to build and its side (~250 B per parent).
+// - ``split_nodes``: one block; a thread per split parent (looping over them) reads its record
+//   and counts and writes two child records, the segment to build and its side (~250 B per
+//   parent); then the block scans the built segments' sizes and the children's partition
+//   tiles (16 B per parent and per child), so that the histogram and the next partition
+//   launch no scan of their own.
 // - ``segment_offsets``: one block scans the m segment sizes (in units of ``tile`` rows,
 //   rounded up) into m + 1 exclusive offsets; each thread owns a contiguous run of segments.
 // - ``children_histograms``: one thread per (parent, bin) cell pair (16 B): reads the parent's
@@ -30,13 +33,11 @@ extern "C" __global__ void root_node(const long long* __restrict__ sums, long lo
 // smaller hessian sum (ties: the left; ``global_counts`` is then not read), as in
 // dgboost/backend/_records.py. A parent that is not split (feature < 0: a leaf, or no node)
 // has two "no node" children with empty segments, and nothing to build.
-extern "C" __global__ void split_nodes(const long long* __restrict__ parents, int k,
-                                       const long long* __restrict__ counts,
-                                       const long long* __restrict__ global_counts, int by_hessian,
-                                       long long* __restrict__ children, long long* __restrict__ build_segments,
-                                       long long* __restrict__ build_left) {
-  const int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= k) return;
+__device__ __forceinline__ void split_one(const long long* __restrict__ parents, int j,
+                                          const long long* __restrict__ counts,
+                                          const long long* __restrict__ global_counts, int by_hessian,
+                                          long long* __restrict__ children, long long* __restrict__ build_segments,
+                                          long long* __restrict__ build_left) {
   const long long* p = parents + static_cast<long long>(j) * kNodeFields;
   long long* left = children + 2LL * j * kNodeFields;
   long long* right = left + kNodeFields;
@@ -63,6 +64,33 @@ extern "C" __global__ void split_nodes(const long long* __restrict__ parents, in
   build_left[j] = is_left ? 1 : 0;
   build_segments[2 * j] = is_left ? left[kBegin] : right[kBegin];
   build_segments[2 * j + 1] = is_left ? left[kEnd] : right[kEnd];
+}
+
+// One block. After the splits: ``build_offsets`` (k + 1) = exclusive sums of the built
+// segments' sizes (segment_offsets of build_segments, tile 1) and ``child_tiles`` (2k + 1) =
+// exclusive sums of the children's sizes in tiles of ``tile`` rows (segment_offsets of the
+// children's records, the next partition's tiles). A block's global writes are visible to
+// its own threads after __syncthreads.
+extern "C" __global__ void split_nodes(const long long* __restrict__ parents, int k,
+                                       const long long* __restrict__ counts,
+                                       const long long* __restrict__ global_counts, int by_hessian,
+                                       long long* __restrict__ children, long long* __restrict__ build_segments,
+                                       long long* __restrict__ build_left, long long tile,
+                                       long long* __restrict__ build_offsets, long long* __restrict__ child_tiles) {
+  __shared__ long long partial[1024];
+  for (int j = threadIdx.x; j < k; j += blockDim.x)
+    split_one(parents, j, counts, global_counts, by_hessian, children, build_segments, build_left);
+  __syncthreads();
+  block_exclusive_scan(
+      k, [&](int i) { return build_segments[2 * i + 1] - build_segments[2 * i]; }, build_offsets, partial);
+  __syncthreads();
+  block_exclusive_scan(
+      2 * k,
+      [&](int i) {
+        const long long* c = children + static_cast<long long>(i) * kNodeFields;
+        return (c[kEnd] - c[kBegin] + tile - 1) / tile;
+      },
+      child_tiles, partial);
 }
 
 // out[i] = sum over j < i of ceil(size_j / tile), size_j = segments[j * stride + 1] -

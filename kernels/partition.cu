@@ -8,12 +8,11 @@
 //  1. ``partition_flags``: per position, the row's split-feature symbol (one 8-byte load,
 //     scattered since rows are permuted) -> a 0/1 byte flag; the tile's left count. A parent
 //     that is not split (feature < 0, in a level grown whole) sends every row left: its
-//     rows stay where they are.
-//  2. ``partition_tile_scan`` (one block): exclusive scan of the tile counts, each parent's
-//     (left, right) counts.
-//  3. ``partition_scatter``: ranks inside the tile by warp ballots, plus the tile's base,
+//     rows stay where they are. The last block to finish (a counter, then a fence) scans the
+//     tile counts and writes each parent's (left, right) counts: one launch less a level.
+//  2. ``partition_scatter``: ranks inside the tile by warp ballots, plus the tile's base,
 //     give each row its place; rows go to a buffer at their final absolute positions.
-//  4. ``partition_copy_back``: buffer -> rows over the split segments.
+//  3. ``partition_copy_back``: buffer -> rows over the split segments.
 // Memory traffic per row: 4 B row + 8 B symbol + 1 B flag written; 1 B flag + 4 B row read,
 // 4 B written; 8 B copied back (~30 B a row, no host round trip, no library scan).
 #include "common.cuh"
@@ -53,50 +52,14 @@ __device__ __forceinline__ bool tile_span(const long long* __restrict__ parents,
   return true;
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads) partition_flags(
-    const unsigned int* __restrict__ packed, int bits, int n_features, unsigned missing,
-    const int* __restrict__ rows, const long long* __restrict__ parents, int k,
-    const long long* __restrict__ tile_offsets, unsigned char* __restrict__ flags,
-    long long* __restrict__ tile_lefts) {
-  TileSpan s;
-  if (!tile_span(parents, k, tile_offsets, s)) return;
-  const long long* rec = parents + static_cast<long long>(s.node) * kNodeFields;
-  const long long feature = rec[kFeature], split_bin = rec[kSplitBin];
-  const unsigned char dl = rec[kDefaultLeft] != 0 ? 1 : 0;
-  int lefts = 0;
-#pragma unroll
-  for (int it = 0; it < kItems; ++it) {
-    const long long p = s.start + it * kThreads + threadIdx.x;
-    if (p < s.stop) {
-      unsigned char f = 1;
-      if (feature >= 0) {
-        const int r = rows[p];
-        const unsigned sym = read_symbol(packed, bits, static_cast<uint64_t>(r) * n_features + feature);
-        f = sym == missing ? dl : (static_cast<long long>(sym) <= split_bin ? 1 : 0);
-      }
-      flags[p] = f;
-      lefts += f;
-    }
-  }
-  __shared__ int warp_sums[kThreads / 32];
-  for (int d = 16; d > 0; d >>= 1) lefts += __shfl_down_sync(0xffffffffu, lefts, d);
-  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = lefts;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    long long total = 0;
-    for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
-    tile_lefts[blockIdx.x] = total;
-  }
-}
-
-// One block: tile_scan[t] = left rows of the tiles before t (all parents), tile_scan[T] = total;
-// counts[j] = (left, right) rows of parent j.
-extern "C" __global__ void partition_tile_scan(const long long* __restrict__ parents, int k,
-                                               const long long* __restrict__ tile_offsets,
-                                               const long long* __restrict__ tile_lefts,
-                                               long long* __restrict__ tile_scan, long long* __restrict__ counts) {
-  __shared__ long long partial[1024];
-  block_exclusive_scan(static_cast<int>(tile_offsets[k]), [&](int i) { return tile_lefts[i]; }, tile_scan, partial);
+// tile_scan[t] = left rows of the tiles before t (all parents), tile_scan[T] = total;
+// counts[j] = (left, right) rows of parent j. ``tile_lefts`` are read through L2 (__ldcg):
+// other blocks wrote them.
+__device__ void scan_tiles(const long long* __restrict__ parents, int k, const long long* __restrict__ tile_offsets,
+                           const long long* tile_lefts, long long* __restrict__ tile_scan,
+                           long long* __restrict__ counts, long long* partial) {
+  block_exclusive_scan(static_cast<int>(tile_offsets[k]), [&](int i) { return __ldcg(tile_lefts + i); }, tile_scan,
+                       partial);
   __syncthreads();
   for (int j = threadIdx.x; j < k; j += blockDim.x) {
     const long long* rec = parents + static_cast<long long>(j) * kNodeFields;
@@ -104,6 +67,56 @@ extern "C" __global__ void partition_tile_scan(const long long* __restrict__ par
     counts[2 * j] = left;
     counts[2 * j + 1] = rec[kEnd] - rec[kBegin] - left;
   }
+}
+
+// ``done``: a zeroed counter; the last block leaves it zero again for the next launch.
+extern "C" __global__ void __launch_bounds__(kThreads) partition_flags(
+    const unsigned int* __restrict__ packed, int bits, int n_features, unsigned missing,
+    const int* __restrict__ rows, const long long* __restrict__ parents, int k,
+    const long long* __restrict__ tile_offsets, unsigned char* __restrict__ flags,
+    long long* __restrict__ tile_lefts, long long* __restrict__ tile_scan, long long* __restrict__ counts,
+    unsigned int* __restrict__ done) {
+  __shared__ int warp_sums[kThreads / 32];
+  __shared__ long long partial[kThreads];
+  __shared__ bool last;
+  TileSpan s;
+  if (tile_span(parents, k, tile_offsets, s)) {  // blocks past the last tile only count themselves
+    const long long* rec = parents + static_cast<long long>(s.node) * kNodeFields;
+    const long long feature = rec[kFeature], split_bin = rec[kSplitBin];
+    const unsigned char dl = rec[kDefaultLeft] != 0 ? 1 : 0;
+    int lefts = 0;
+#pragma unroll
+    for (int it = 0; it < kItems; ++it) {
+      const long long p = s.start + it * kThreads + threadIdx.x;
+      if (p < s.stop) {
+        unsigned char f = 1;
+        if (feature >= 0) {
+          const int r = rows[p];
+          const unsigned sym = read_symbol(packed, bits, static_cast<uint64_t>(r) * n_features + feature);
+          f = sym == missing ? dl : (static_cast<long long>(sym) <= split_bin ? 1 : 0);
+        }
+        flags[p] = f;
+        lefts += f;
+      }
+    }
+    for (int d = 16; d > 0; d >>= 1) lefts += __shfl_down_sync(0xffffffffu, lefts, d);
+    if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = lefts;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      long long total = 0;
+      for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
+      tile_lefts[blockIdx.x] = total;
+    }
+  }
+  if (threadIdx.x == 0) {
+    __threadfence();  // this block's tile count is visible before the counter moves
+    last = atomicAdd(done, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  scan_tiles(parents, k, tile_offsets, tile_lefts, tile_scan, counts, partial);
+  if (threadIdx.x == 0) *done = 0u;
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads) partition_scatter(

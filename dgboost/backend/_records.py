@@ -31,9 +31,11 @@ def root_node(sums, n_rows: int) -> np.ndarray:
     return out
 
 
-def split_nodes(parents: np.ndarray, counts: np.ndarray, global_counts: np.ndarray | None):
+def split_nodes(parents: np.ndarray, counts: np.ndarray, global_counts: np.ndarray | None,
+                out: np.ndarray | None = None):
     """Children records, the segments to build and which side they are (see Backend.split_nodes;
-    ``global_counts`` None: the child of smaller hessian sum is built).
+    ``global_counts`` None: the child of smaller hessian sum is built; ``out``: int64
+    (2k, NODE_FIELDS) to hold the children).
 
     Children of parent j are rows 2j (left) and 2j + 1 (right). A parent that is not split
     (feature < 0) gets two NO_NODE children with empty segments and builds nothing.
@@ -53,6 +55,9 @@ def split_nodes(parents: np.ndarray, counts: np.ndarray, global_counts: np.ndarr
     sizes = np.stack([left[:, SUM_H], right[:, SUM_H]], axis=1) if global_counts is None else global_counts
     build_left = ((sizes[:, 0] <= sizes[:, 1]) | ~split).astype(np.int64)
     chosen = np.where(build_left[:, None] == 1, left[:, BEGIN:END + 1], right[:, BEGIN:END + 1])
+    if out is not None:
+        out[...] = children
+        children = out
     return children, np.ascontiguousarray(chosen), build_left
 
 

@@ -129,7 +129,7 @@ class Backend(Protocol):
         backend's column layout of the bins (:meth:`column_layout`).
         """
 
-    def split_nodes(self, parents, counts, global_counts):
+    def split_nodes(self, parents, counts, global_counts, out=None):
         """Records of the children of split ``parents`` and which child to build.
 
         Returns ``(children, build_segments, build_left)``: children int64 (2k, NODE_FIELDS),
@@ -140,8 +140,16 @@ class Backend(Protocol):
         ``global_counts`` is None, with the smaller hessian sum (XGBoost's choice: the sums
         are known on every rank without a collective); build_left int64 (k,), 1 where that
         child is the left one. Which child is built never changes the histograms (the
-        sibling is the parent's minus it, exactly), only the work.
+        sibling is the parent's minus it, exactly), only the work. ``out``, a C-contiguous
+        int64 (2k, NODE_FIELDS) array on the device, receives the children (a batch's
+        levels then need no concatenation before their one read).
         """
+
+    def concatenate(self, arrays):
+        """Device arrays of one dtype and trailing shape, one after another along axis 0."""
+
+    def empty(self, shape, dtype):
+        """An uninitialised array on the device."""
 
     def children_histograms(self, parent_hist, parent_index, built, build_left):
         """int64 (2k, total_bins, 2) histograms of the children, laid out as their records.

@@ -171,8 +171,14 @@ class CPUBackend:
     def root_node(self, sums, n_rows: int) -> np.ndarray:
         return _records.root_node(sums, n_rows)
 
-    def split_nodes(self, parents, counts, global_counts):
-        return _records.split_nodes(parents, counts, global_counts)
+    def split_nodes(self, parents, counts, global_counts, out=None):
+        return _records.split_nodes(parents, counts, global_counts, out=out)
+
+    def concatenate(self, arrays):
+        return np.concatenate(arrays)
+
+    def empty(self, shape, dtype):
+        return np.empty(shape, dtype)
 
     def children_histograms(self, parent_hist, parent_index, built, build_left):
         built = np.ascontiguousarray(built, np.int64)

@@ -98,6 +98,12 @@ class CUDABackend:
         self._scratch_arrays: dict = {}
         self._staging: list = []  # [pinned buffer, event of its last copy or None] per slot
         self._staging_next = 0
+        # scans the last split_nodes made in its own launch, by the array they scan: the
+        # built segments' offsets (for build_histograms) and the children's partition tiles
+        # (for partition of those children); {id(array): (array, offsets)}
+        self._scanned: dict = {}
+        # partition_flags' block counter: zero between launches (the last block resets it)
+        self._partition_done = cupy.zeros(1, dtype=cupy.uint32)
 
     # -- plumbing --------------------------------------------------------------------------
     def _kernel(self, file: str, name: str):
@@ -119,13 +125,15 @@ class CUDABackend:
 
     def _scratch(self, name: str, size: int, dtype):
         """A 1-D work array of at least ``size`` elements, reused between calls (one stream
-        orders its uses); fresh and poisoned in tests that poison outputs."""
+        orders its uses); fresh and poisoned in tests that poison outputs. Only for kernel
+        arguments: it may be longer than ``size`` (a view of the first ``size`` would cost a
+        few microseconds, hundreds of times a lossguide tree)."""
         if self.poison:
             return self.empty(size, dtype)
         held = self._scratch_arrays.get(name)
         if held is None or held.size < size or held.dtype != np.dtype(dtype):
             held = self._scratch_arrays[name] = self.empty(max(size, 1), dtype)
-        return held[:size]
+        return held
 
     def _launch(self, file: str, name: str, n: int, args, threads: int = _THREADS, shared: int = 0, grid=None):
         kernel = self._kernel(file, name)
@@ -171,6 +179,21 @@ class CUDABackend:
 
     def synchronize(self) -> None:
         self.xp.cuda.get_current_stream().synchronize()
+
+    def concatenate(self, arrays):
+        """The arrays (same dtype and trailing shape) one after another along the first axis:
+        one allocation and a device-to-device copy per array in stream order (cupy's
+        concatenate costs about 50 us of host time a call, and lossguide makes dozens a tree)."""
+        first = arrays[0]
+        out = self.empty((sum(int(a.shape[0]) for a in arrays),) + tuple(first.shape[1:]), first.dtype)
+        stream = self.xp.cuda.get_current_stream()
+        offset = 0
+        for a in arrays:
+            a = self.xp.ascontiguousarray(a)
+            if a.nbytes:
+                (out.data + offset).copy_from_device_async(a.data, a.nbytes, stream)
+            offset += a.nbytes
+        return out
 
     def empty(self, shape, dtype):
         try:
@@ -314,18 +337,29 @@ class CUDABackend:
             records = self.xp.ascontiguousarray(records)
         return records
 
-    def split_nodes(self, parents, counts, global_counts):
+    def split_nodes(self, parents, counts, global_counts, out=None):
         parents = self._records(parents)
         k = int(parents.shape[0])
-        children = self.empty((2 * k, NODE_FIELDS), np.int64)
+        children = self.empty((2 * k, NODE_FIELDS), np.int64) if out is None else self._records(out, in_place=True)
         build_segments = self.empty((k, 2), np.int64)
         build_left = self.empty(k, np.int64)
+        build_offsets = self.empty(k + 1, np.int64)
+        child_tiles = self.empty(2 * k + 1, np.int64)
         by_hessian = global_counts is None
         sizes = counts if by_hessian else self.xp.ascontiguousarray(global_counts, dtype=np.int64)
-        self._launch("nodes.cu", "split_nodes", k,
-                     (parents, np.int32(k), counts, sizes, np.int32(by_hessian), children, build_segments, build_left),
-                     threads=64)
+        # one block: it also scans what build_histograms and the next partition would each
+        # have scanned in a launch of their own
+        self._launch("nodes.cu", "split_nodes", 0,
+                     (parents, np.int32(k), counts, sizes, np.int32(by_hessian), children, build_segments, build_left,
+                      np.int64(_PARTITION_TILE), build_offsets, child_tiles), threads=256, grid=1)
+        self._scanned = {id(build_segments): (build_segments, build_offsets), id(children): (children, child_tiles)}
         return children, build_segments, build_left
+
+    def _scanned_offsets(self, array):
+        """The offsets split_nodes computed for ``array`` (its built segments or its children),
+        or None."""
+        hit = self._scanned.get(id(array))
+        return hit[1] if hit is not None and hit[0] is array else None
 
     def children_histograms(self, parent_hist, parent_index, built, build_left):
         k, total_bins = int(built.shape[0]), int(built.shape[1])
@@ -353,7 +387,9 @@ class CUDABackend:
         hist = self.zeros((m, total_bins, 2), np.int64)
         if m == 0 or total_bins == 0 or bins.n_rows == 0:
             return hist
-        offsets = self._segment_offsets(segments, 2, m, 1)
+        offsets = self._scanned_offsets(segments)
+        if offsets is None:
+            offsets = self._segment_offsets(segments, 2, m, 1)
         # one wave of resident blocks: each flushes its shared histogram once per segment it
         # touches, so fewer, longer slices move fewer global atomics
         slices = max(1, (self.sm_count * _HIST_BLOCKS_PER_SM) // bins.n_groups)
@@ -435,7 +471,9 @@ class CUDABackend:
         if k == 0:
             return counts
         n = int(rows.shape[0])
-        tile_offsets = self._segment_offsets(records[:, BEGIN:], NODE_FIELDS, k, _PARTITION_TILE)
+        tile_offsets = self._scanned_offsets(records)
+        if tile_offsets is None:
+            tile_offsets = self._segment_offsets(records[:, BEGIN:], NODE_FIELDS, k, _PARTITION_TILE)
         # the split segments are disjoint parts of [0, n): at most this many tiles
         bound = n if max_rows is None else min(n, int(max_rows))
         max_tiles = -(-bound // _PARTITION_TILE) + k
@@ -444,11 +482,11 @@ class CUDABackend:
         tile_scan = self._scratch("tile_scan", max_tiles + 1, np.int64)
         buffer = self._scratch("partition_buffer", n, np.int32)
         tiled = (records, np.int32(k), tile_offsets)
+        # flags and tile counts; the last block scans them into the parents' counts
         self._launch("partition.cu", "partition_flags", 0,
                      (bins.packed, np.int32(bins.bits), np.int32(bins.n_features), np.uint32(bins.missing), rows)
-                     + tiled + (flags, tile_lefts), threads=256, grid=max_tiles)
-        self._launch("partition.cu", "partition_tile_scan", 0, tiled + (tile_lefts, tile_scan, counts),
-                     threads=1024, grid=1)
+                     + tiled + (flags, tile_lefts, tile_scan, counts, self._partition_done),
+                     threads=256, grid=max_tiles)
         self._launch("partition.cu", "partition_scatter", 0, (rows, flags) + tiled + (tile_scan, counts, buffer),
                      threads=256, grid=max_tiles)
         self._launch("partition.cu", "partition_copy_back", 0, (buffer,) + tiled + (rows,),

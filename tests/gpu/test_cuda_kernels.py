@@ -266,6 +266,18 @@ def test_children_records_and_histograms_equal_the_cpu_ones(gpu):
                               None if sizes is None else cupy.asarray(sizes))
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g.get(), w)
+        # the scans split_nodes makes in its launch are the ones the next stages would make
+        children, build_segments = got[0], got[1]
+        np.testing.assert_array_equal(gpu._scanned_offsets(build_segments).get(),
+                                      gpu._segment_offsets(build_segments, 2, 40, 1).get())
+        np.testing.assert_array_equal(gpu._scanned_offsets(children).get(),
+                                      gpu._segment_offsets(children[:, BEGIN:], NODE_FIELDS, 80, 2048).get())
+        assert gpu._scanned_offsets(cupy.asarray(parents)) is None
+    # children written into a given array: the same records there
+    out = cupy.full((100, NODE_FIELDS), -7, np.int64)
+    gpu.split_nodes(cupy.asarray(parents), cupy.asarray(counts), None, out=out[10:90])
+    np.testing.assert_array_equal(out[10:90].get(), want[0])
+    assert int(out[:10].min()) == int(out[90:].max()) == -7
     parent_hist = rng.integers(-10**12, 10**12, size=(60, 77, 2))
     index = rng.choice(60, size=40, replace=False).astype(np.int64)
     built = rng.integers(-10**12, 10**12, size=(40, 77, 2))
