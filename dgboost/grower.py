@@ -241,6 +241,15 @@ class TreeGrower:
             return False
         return 3 * 16 * (1 << p.max_depth) * int(self.cut_ptrs[-1]) <= _WHOLE_LEVEL_HIST_BYTES
 
+    def _node_capacity(self) -> int:
+        """Nodes the tree can have (at most 2**13 reserved ahead): growing the arrays as a
+        depth-8 tree fills them cost more host time than the rest of its bookkeeping."""
+        p = self.params
+        bound = 2 * p.max_leaves if p.max_leaves > 0 else 1 << 13
+        if p.max_depth > 0:
+            bound = min(bound, (2 << min(p.max_depth, 12)) - 1)
+        return max(bound, 64)
+
     def _level_masks(self, tree_index: int, tree_mask):
         """bool (1, F) device masks of each depth (every node of a level shares one), or Nones."""
         if self.sampler.rates[0] >= 1.0 and self.sampler.rates[1] >= 1.0:
@@ -320,7 +329,7 @@ class TreeGrower:
                 self.binned.bins, self.cut_ptrs, gpair, self.rows, root[:, BEGIN:END + 1]))
             backend.evaluate_splits(hist, root, self.cut_ptrs, self._node_masks([0], [0], tree_index, tree_mask),
                                     scale_g, scale_h, self.params, **self._monotone_args(bounds))
-        t = _Nodes(capacity=2 * max(self.params.max_leaves, 32))
+        t = _Nodes(capacity=self._node_capacity())
         if self._whole_levels():
             self._grow_whole_levels(root, hist, bounds, t, tree_index, tree_mask)
             return self._finish(t)

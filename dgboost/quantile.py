@@ -22,7 +22,7 @@ from ._array import array_module, is_device_array, to_host
 from .comm.base import Communicator, LocalComm
 
 __all__ = ["Cuts", "splitmix64", "hashed_uniform", "global_row_index", "sketch_sample_mask", "compute_cuts",
-           "weighted_cut_values"]
+           "weighted_cut_values", "sorted_cut_values"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -123,7 +123,7 @@ def weighted_cut_values(values: np.ndarray, weights: np.ndarray, max_bin: int) -
     ndarray of float32, strictly increasing, at most ``max_bin`` values; at least one.
     """
     if values.size == 0:
-        return np.array([np.float32(1e-5)], dtype=np.float32)
+        return _cuts_from_unique(values, None, max_bin)
     if np.all(weights == weights[0]):
         unique, counts = np.unique(values, return_counts=True)
         uw = counts * float(weights[0])
@@ -133,6 +133,37 @@ def weighted_cut_values(values: np.ndarray, weights: np.ndarray, max_bin: int) -
         w = weights[order]
         unique, start = np.unique(v, return_index=True)
         uw = np.add.reduceat(w, start)
+    return _cuts_from_unique(unique, uw, max_bin)
+
+
+def sorted_cut_values(values: np.ndarray, max_bin: int) -> np.ndarray:
+    """:func:`weighted_cut_values` of unit weights, from values already sorted (ascending,
+    no NaN): the distinct values and their counts come from one linear pass, no sort.
+
+    Parameters
+    ----------
+    values : ndarray of float32, shape (m,), sorted
+    max_bin : int
+    """
+    if values.size == 0:
+        return _cuts_from_unique(values, None, max_bin)
+    first = np.empty(values.size, bool)
+    first[0] = True
+    np.not_equal(values[1:], values[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    counts = np.diff(np.append(starts, values.size)).astype(np.float64)
+    return _cuts_from_unique(values[starts], counts, max_bin)
+
+
+def _cuts_from_unique(unique: np.ndarray, uw, max_bin: int) -> np.ndarray:
+    """Cut values from the distinct values (ascending, float32) and their summed weights.
+
+    -0.0 becomes +0.0 (adding +0.0 does that): a sort may put either zero first, and the
+    first of equal values is the one kept, so without this the cut could depend on the sort
+    (NumPy's on the host, CuPy's on the device). The bins are the same either way."""
+    if unique.size == 0:
+        return np.array([np.float32(1e-5)], dtype=np.float32)
+    unique = unique + np.float32(0.0)
     top = np.float32(unique[-1])
     last = np.float32(top + (abs(top) + np.float32(1e-5)))
     if unique.size <= max_bin:
@@ -185,7 +216,8 @@ def compute_cuts(values: np.ndarray, weight: np.ndarray | None, max_bin: int, se
     ----------
     values : numpy.ndarray or cupy.ndarray of float32, shape (n_local, F)
         This rank's rows; NaN is missing. For a CuPy array only the sampled rows are
-        copied to the host; the cuts are the same as for ``values.get()``.
+        copied to the host (in a single process without weights, sorted per feature on
+        the device first); the cuts are the same as for ``values.get()``.
     weight : ndarray of float32, shape (n_local,), or None
         NumPy or CuPy.
     max_bin : int
@@ -207,6 +239,11 @@ def compute_cuts(values: np.ndarray, weight: np.ndarray | None, max_bin: int, se
         n_global = int(comm.allreduce_sum(np.array([n_local], dtype=np.int64))[0])
     # hashed where the rows are: a device matrix is sampled on the device
     mask = sketch_sample_mask(n_local, row_offset, n_global, seed, sample_rows, array_module(values), global_rows)
+    if comm.world_size == 1 and weight is None and is_device_array(values):
+        per_feature = _cuts_sorted_on_device(values, mask, max_bin)
+        sizes = np.array([c.size for c in per_feature], dtype=np.int64)
+        return Cuts(values=np.concatenate(per_feature).astype(np.float32),
+                    ptrs=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
     sample = comm.allgather(_sampled_rows_on_host(values, mask))
     if weight is None:
         sample_w = np.ones(sample.shape[0], dtype=np.float64)
@@ -241,6 +278,45 @@ def compute_cuts(values: np.ndarray, weight: np.ndarray | None, max_bin: int, se
         values_mine = np.asarray(comm.allgather(values_mine), dtype=np.float32)
     ptrs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     return Cuts(values=values_mine, ptrs=ptrs)
+
+
+# device bytes of sampled values sorted at a time (a few copies of this are live at once)
+_DEVICE_SORT_BYTES = 64 << 20
+
+
+def _cuts_sorted_on_device(values, mask, max_bin: int) -> list:
+    """Cut values of every feature of a device matrix, the same as the host computes: the
+    sampled rows are sorted per feature on the device (a block of features at a time),
+    their non-missing values cross to the host feature by feature, and the host takes the
+    distinct values in one linear pass (:func:`sorted_cut_values`). A host sort of a 2**18
+    row sample took about 15 ms a feature; 968 features took seconds.
+
+    Parameters
+    ----------
+    values : cupy.ndarray of float32, shape (n, F)
+    mask : cupy.ndarray of bool, shape (n,)
+    max_bin : int
+
+    Returns
+    -------
+    list of F ndarrays of float32, each feature's cut values
+    """
+    import cupy
+
+    rows = cupy.flatnonzero(cupy.asarray(mask))
+    m, n_features = int(rows.size), int(values.shape[1])
+    block = max(1, _DEVICE_SORT_BYTES // max(1, 4 * m))
+    out = []
+    for f0 in range(0, n_features, block):
+        f1 = min(n_features, f0 + block)
+        # (features, rows): each feature's sample contiguous, sorted along the rows, NaN last
+        columns = cupy.sort(cupy.ascontiguousarray(values[rows, f0:f1].astype(cupy.float32, copy=False).T), axis=1)
+        present = ~cupy.isnan(columns)
+        counts = present.sum(axis=1).get()
+        flat = columns[present].get()  # the features' non-missing values, one after another
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        out.extend(sorted_cut_values(flat[starts[j]:starts[j + 1]], max_bin) for j in range(f1 - f0))
+    return out
 
 
 def _sampled_rows_on_host(array, mask: np.ndarray) -> np.ndarray:

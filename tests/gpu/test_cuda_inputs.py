@@ -104,6 +104,25 @@ def test_compute_cuts_on_a_cupy_matrix_equals_compute_cuts_on_its_numpy_copy(cp,
         np.testing.assert_array_equal(on_device.ptrs, on_host.ptrs)
 
 
+def test_cuts_sorted_on_the_device_are_the_host_cuts_bit_for_bit_block_by_block(cp, monkeypatch):
+    from dgboost import quantile
+
+    rng = np.random.default_rng(31)
+    n = 6000
+    columns = [rng.normal(size=n), np.round(rng.normal(size=n), 1), rng.integers(-3, 3, n).astype(float),
+               np.full(n, np.nan), np.full(n, 2.5),
+               rng.choice([-np.inf, -0.0, 0.0, 1.0, np.inf], n), rng.exponential(size=n)]
+    values = np.stack(columns, axis=1).astype(np.float32)
+    values[rng.random(values.shape) < 0.3] = np.nan
+    # a few features a block, so that blocks and their boundaries are exercised
+    monkeypatch.setattr(quantile, "_DEVICE_SORT_BYTES", 3 * 4 * 1024)
+    for max_bin, sample_rows in ((256, 1 << 18), (16, 1024)):
+        on_host = compute_cuts(values, None, max_bin, seed=5, sample_rows=sample_rows)
+        on_device = compute_cuts(cp.asarray(values), None, max_bin, seed=5, sample_rows=sample_rows)
+        assert on_device.values.tobytes() == on_host.values.tobytes()  # -0.0 and 0.0 told apart
+        np.testing.assert_array_equal(on_device.ptrs, on_host.ptrs)
+
+
 # -- prediction ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("output_margin", [False, True])
 def test_predict_on_cupy_returns_cupy_equal_to_the_cpu_prediction(cp, binary_model, output_margin):
