@@ -239,23 +239,6 @@ def compute_cuts(values: np.ndarray, weight: np.ndarray | None, max_bin: int, se
         n_global = int(comm.allreduce_sum(np.array([n_local], dtype=np.int64))[0])
     # hashed where the rows are: a device matrix is sampled on the device
     mask = sketch_sample_mask(n_local, row_offset, n_global, seed, sample_rows, array_module(values), global_rows)
-    if comm.world_size == 1 and weight is None and is_device_array(values):
-        per_feature = _cuts_sorted_on_device(values, mask, max_bin)
-        sizes = np.array([c.size for c in per_feature], dtype=np.int64)
-        return Cuts(values=np.concatenate(per_feature).astype(np.float32),
-                    ptrs=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
-    sample = comm.allgather(_sampled_rows_on_host(values, mask))
-    if weight is None:
-        sample_w = np.ones(sample.shape[0], dtype=np.float64)
-    else:
-        sample_w = comm.allgather(np.asarray(_sampled_rows_on_host(weight, mask), dtype=np.float64))
-    columns = np.ascontiguousarray(sample.T)  # one transpose, then each feature reads contiguously
-
-    def feature_cuts(f: int) -> np.ndarray:
-        column = columns[f]
-        keep = ~np.isnan(column) & (sample_w > 0)  # a zero-weight row must not place a cut
-        return weighted_cut_values(column[keep], sample_w[keep], max_bin)
-
     # every rank holds the whole sample, and a feature's cuts depend on its column alone: each
     # rank cuts a contiguous block of the features and the blocks are gathered in rank order,
     # which is feature order (on 4 GPUs the rank's share of a 2**18-row sample of 28 features
@@ -263,14 +246,20 @@ def compute_cuts(values: np.ndarray, weight: np.ndarray | None, max_bin: int, se
     world, rank = comm.world_size, comm.rank
     split = 1 < world <= n_features
     mine = range(rank * n_features // world, (rank + 1) * n_features // world) if split else range(n_features)
-    # features in threads (NumPy's sorts release the GIL): wide data has hundreds of them;
-    # map keeps the feature order
-    workers = min(len(mine), os.cpu_count() or 1, 32)
-    if workers > 1 and sample.shape[0] * len(mine) > 1 << 20:
-        with ThreadPoolExecutor(workers) as pool:
-            per_feature = list(pool.map(feature_cuts, mine))
+    if weight is None and is_device_array(values) and (world == 1 or getattr(comm, "gathers_on_device", False)):
+        # the sample stays on the device (NCCL gathers device arrays) and is sorted there
+        import cupy
+
+        rows = cupy.flatnonzero(cupy.asarray(mask))
+        if world == 1:  # gathered a block of features at a time: wide data's sample is large
+            per_feature = _cuts_sorted_on_device(values, rows, mine, max_bin)
+        else:
+            per_feature = _cuts_sorted_on_device(comm.allgather(values[rows]), None, mine, max_bin)
     else:
-        per_feature = [feature_cuts(f) for f in mine]
+        per_feature = _cuts_sorted_on_host(comm.allgather(_sampled_rows_on_host(values, mask)),
+                                           None if weight is None else
+                                           comm.allgather(np.asarray(_sampled_rows_on_host(weight, mask), np.float64)),
+                                           mine, max_bin)
     sizes = np.array([c.size for c in per_feature], dtype=np.int64)
     values_mine = np.concatenate(per_feature).astype(np.float32) if per_feature else np.empty(0, np.float32)
     if split:
@@ -280,12 +269,36 @@ def compute_cuts(values: np.ndarray, weight: np.ndarray | None, max_bin: int, se
     return Cuts(values=values_mine, ptrs=ptrs)
 
 
+def _threads(n_values: int, n_features: int) -> int:
+    """Threads for per-feature host work (NumPy releases the GIL): one when it is small."""
+    return min(n_features, os.cpu_count() or 1, 32) if n_values * n_features > 1 << 20 else 1
+
+
+def _cuts_sorted_on_host(sample: np.ndarray, sample_w: np.ndarray | None, features: range, max_bin: int) -> list:
+    """Cut values of ``features`` from the gathered host sample (float32 (m, F)) and its
+    weights (float64 (m,), None for unit weights); a list of float32 arrays."""
+    if sample_w is None:
+        sample_w = np.ones(sample.shape[0], dtype=np.float64)
+    columns = np.ascontiguousarray(sample.T)  # one transpose, then each feature reads contiguously
+
+    def feature_cuts(f: int) -> np.ndarray:
+        column = columns[f]
+        keep = ~np.isnan(column) & (sample_w > 0)  # a zero-weight row must not place a cut
+        return weighted_cut_values(column[keep], sample_w[keep], max_bin)
+
+    workers = _threads(sample.shape[0], len(features))
+    if workers == 1:
+        return [feature_cuts(f) for f in features]
+    with ThreadPoolExecutor(workers) as pool:  # map keeps the feature order
+        return list(pool.map(feature_cuts, features))
+
+
 # device bytes of sampled values sorted at a time (a few copies of this are live at once)
 _DEVICE_SORT_BYTES = 64 << 20
 
 
-def _cuts_sorted_on_device(values, mask, max_bin: int) -> list:
-    """Cut values of every feature of a device matrix, the same as the host computes: the
+def _cuts_sorted_on_device(values, rows, features: range, max_bin: int) -> list:
+    """Cut values of ``features`` of a device matrix, the same as the host computes: the
     sampled rows are sorted per feature on the device (a block of features at a time),
     their non-missing values cross to the host feature by feature, and the host takes the
     distinct values in one linear pass (:func:`sorted_cut_values`, features in threads).
@@ -294,28 +307,26 @@ def _cuts_sorted_on_device(values, mask, max_bin: int) -> list:
     Parameters
     ----------
     values : cupy.ndarray of float32, shape (n, F)
-    mask : cupy.ndarray of bool, shape (n,)
+    rows : cupy.ndarray of int64, shape (m,), or None
+        The sampled rows of ``values``; None: every row (``values`` is the sample).
+    features : range
     max_bin : int
 
     Returns
     -------
-    list of F ndarrays of float32, each feature's cut values
+    list of ndarrays of float32, each feature's cut values
     """
     import cupy
 
-    rows = cupy.flatnonzero(cupy.asarray(mask))
-    m, n_features = int(rows.size), int(values.shape[1])
+    m = int(values.shape[0] if rows is None else rows.size)
     block = max(1, _DEVICE_SORT_BYTES // max(1, 4 * m))
-    # the host's linear passes take a few ms a feature of 2**18 values: features in threads
-    # (NumPy releases the GIL), as the host sketch does
-    workers = min(n_features, os.cpu_count() or 1, 32) if m * n_features > 1 << 20 else 1
     out = []
-    with ThreadPoolExecutor(workers) as pool:
-        for f0 in range(0, n_features, block):
-            f1 = min(n_features, f0 + block)
+    with ThreadPoolExecutor(_threads(m, len(features))) as pool:
+        for f0 in range(features.start, features.stop, block):
+            f1 = min(features.stop, f0 + block)
+            part = values[:, f0:f1] if rows is None else values[rows, f0:f1]
             # (features, rows): each feature's sample contiguous, sorted along the rows, NaN last
-            columns = cupy.sort(cupy.ascontiguousarray(values[rows, f0:f1].astype(cupy.float32, copy=False).T),
-                                axis=1)
+            columns = cupy.sort(cupy.ascontiguousarray(part.astype(cupy.float32, copy=False).T), axis=1)
             present = ~cupy.isnan(columns)
             counts = present.sum(axis=1).get()
             flat = columns[present].get()  # the features' non-missing values, one after another

@@ -86,6 +86,10 @@ class NcclComm:
     back); results are in the array module of the argument.
     """
 
+    #: allgather of a device array returns a device array (the quantile sketch's sample stays
+    #: on the device)
+    gathers_on_device = True
+
     def __init__(self, unique_id, rank: int, world_size: int, timeout: float = 300.0,
                  stream_ordered: bool = False, communicator=None, keep: bool = False):
         self._uid = unique_id
