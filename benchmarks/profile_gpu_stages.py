@@ -107,7 +107,7 @@ def main() -> None:
     dgboost.train(params, dtrain, 2, verbose_eval=False)  # compile and warm up
 
     backend = get_backend("cuda")
-    stages = ["bin_values", "quantise", "abs_max", "gpair_totals", "build_histograms", "evaluate_splits",
+    stages = ["bin_values", "quantise", "abs_max_bits", "gpair_totals", "build_histograms", "evaluate_splits",
               "partition", "split_nodes", "children_histograms", "root_node", "add_leaf_values", "predict_margin",
               "leaf_weights"]
     totals, counts = collections.defaultdict(float), collections.defaultdict(int)

@@ -384,10 +384,13 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
         new_first = ensemble.n_trees
         for k in range(n_groups):
             g, h = grad[:, k], hess[:, k]
-            local_max = backend.abs_max(g, h)
-            if not np.isfinite(local_max).all():
+            # the maxima as float32 bits, which order as the values do (NaN above inf): the max
+            # of the bits over the ranks, queued on the device, is the bits of the max, so one
+            # read brings the global maxima and every rank sees a non-finite value of any rank
+            bits = backend.to_host(comm.allreduce_max(backend.abs_max_bits(g, h)))
+            gmax, hmax = bits.view(np.float32).astype(np.float64)
+            if not (np.isfinite(gmax) and np.isfinite(hmax)):
                 raise DGBoostValueError(f"round {r}: the objective produced non-finite gradients or hessians")
-            gmax, hmax = comm.allreduce_max(local_max)
             scale_g, scale_h = fixed_point_scale(gmax, n_global), fixed_point_scale(hmax, n_global)
             gpair = backend.quantise(g, h, scale_g, scale_h, keep)
             grown = grower.grow(gpair, scale_g, scale_h, tree_index=ensemble.n_trees)

@@ -78,6 +78,11 @@ class Backend(Protocol):
 
     def bin_values(self, values, cut_values, cut_ptrs, dtype): ...
 
+    def abs_max_bits(self, grad, hess):
+        """uint32 (2,) on the device: the float32 bit patterns of max |grad| and max |hess|
+        (float32 (n,) each). Non-negative floats order as their bits, NaN above inf, so the
+        max of the bits over ranks is the bits of the max, NaN kept."""
+
     def quantise(self, grad, hess, scale_g: float, scale_h: float, keep=None):
         """int32 (n, 2) fixed-point gradient pairs; rows where ``keep`` is False get (0, 0).
 

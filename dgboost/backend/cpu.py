@@ -159,9 +159,9 @@ class CPUBackend:
             columns[f] = bins[:, f]
         return columns
 
-    def abs_max(self, grad, hess) -> np.ndarray:
-        """float64 (2,): max |grad| and max |hess| (NaN or inf when the input has them)."""
-        return np.array([np.abs(grad).max(initial=0.0), np.abs(hess).max(initial=0.0)], np.float64)
+    def abs_max_bits(self, grad, hess) -> np.ndarray:
+        """uint32 (2,): the float32 bits of max |grad| and max |hess|."""
+        return np.array([np.abs(grad).max(initial=0.0), np.abs(hess).max(initial=0.0)], np.float32).view(np.uint32)
 
     def gpair_totals(self, gpair) -> np.ndarray:
         """int64 (2,): column sums of ``gpair`` (int32 (n, 2))."""

@@ -279,15 +279,14 @@ class CUDABackend:
         return self._read(out)
 
     # -- gradients -------------------------------------------------------------------------
-    def abs_max(self, grad, hess) -> np.ndarray:
-        """float64 (2,) host: max |grad|, max |hess| (NaN or inf when the input has them)."""
-        n = grad.shape[0]
-        if n == 0:
-            return np.zeros(2)
-        grad, hess, stride = self._same_stride(grad, hess)
+    def abs_max_bits(self, grad, hess):
+        """uint32 (2,) on the device: the float32 bits of max |grad| and max |hess|."""
         out = self.zeros(2, np.uint32)
-        self._launch("quantise.cu", "abs_max", n, (grad, hess, np.int64(stride), np.int64(n), out))
-        return self._read(out).view(np.float32).astype(np.float64)
+        n = grad.shape[0]
+        if n:
+            grad, hess, stride = self._same_stride(grad, hess)
+            self._launch("quantise.cu", "abs_max", n, (grad, hess, np.int64(stride), np.int64(n), out))
+        return out
 
     def _same_stride(self, grad, hess):
         """float32 device columns with one row stride (in elements), for the gradient kernels."""

@@ -53,7 +53,8 @@ def _nccl_type(dtype):
 
     table = {np.dtype(np.int64): nccl.NCCL_INT64, np.dtype(np.int32): nccl.NCCL_INT32,
              np.dtype(np.float64): nccl.NCCL_FLOAT64, np.dtype(np.float32): nccl.NCCL_FLOAT32,
-             np.dtype(np.uint8): nccl.NCCL_UINT8, np.dtype(np.uint64): nccl.NCCL_UINT64}
+             np.dtype(np.uint8): nccl.NCCL_UINT8, np.dtype(np.uint32): nccl.NCCL_UINT32,
+             np.dtype(np.uint64): nccl.NCCL_UINT64}
     try:
         return table[np.dtype(dtype)]
     except KeyError:

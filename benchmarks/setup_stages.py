@@ -1,3 +1,11 @@
+"""Where dgboost's whole-run time goes before the rounds, on one GPU: DMatrix construction and
+training's set-up stages (base margins, cuts, binning, margins), for train_gpu.py's cases.
+
+Each case: one small warm-up run (kernel loading, NVRTC), then two runs of DMatrix plus one
+round with ``dgboost._stages.recording`` (each stage waits for its device work).
+
+    python benchmarks/setup_stages.py bosch year higgs
+"""
 import sys, time
 sys.path.insert(0, '.'); sys.path.insert(0, 'benchmarks')
 import cupy, numpy as np
@@ -5,7 +13,12 @@ import dgboost as dg
 from dgboost._stages import recording
 from train_gpu import make_data, CASES, _params
 from types import SimpleNamespace
-class D: name = "cuda"; cuda = True
+
+
+class D:  # train_gpu's Device, as far as _params reads it
+    name = "cuda"
+    cuda = True
+
 for name in sys.argv[1:]:
     c = CASES[name]
     X, y = make_data(cupy, c.rows, c.features, c.task, n_classes=c.n_classes, missing_rate=c.missing_rate, seed=0)
