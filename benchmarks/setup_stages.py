@@ -1,34 +1,64 @@
 """Where dgboost's whole-run time goes before the rounds, on one GPU: DMatrix construction and
 training's set-up stages (base margins, cuts, binning, margins), for train_gpu.py's cases.
 
-Each case: one small warm-up run (kernel loading, NVRTC), then two runs of DMatrix plus one
-round with ``dgboost._stages.recording`` (each stage waits for its device work).
+Each case: one small warm-up run (kernel loading, NVRTC), then ``--repeats`` runs of DMatrix
+plus one round with ``dgboost._stages.recording`` (each stage waits for its device work).
 
     python benchmarks/setup_stages.py bosch year higgs
 """
-import sys, time
-sys.path.insert(0, '.'); sys.path.insert(0, 'benchmarks')
-import cupy, numpy as np
-import dgboost as dg
-from dgboost._stages import recording
-from train_gpu import make_data, CASES, _params
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
 from types import SimpleNamespace
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-class D:  # train_gpu's Device, as far as _params reads it
+from train_gpu import CASES, _params, make_data  # noqa: E402
+
+
+class _Device:
+    """train_gpu's Device, as far as ``_params`` reads it."""
+
     name = "cuda"
     cuda = True
 
-for name in sys.argv[1:]:
-    c = CASES[name]
-    X, y = make_data(cupy, c.rows, c.features, c.task, n_classes=c.n_classes, missing_rate=c.missing_rate, seed=0)
-    p = _params("dgboost", c, D(), SimpleNamespace(threads=0, dgboost_params={}))
-    dg.train(p, dg.DMatrix(X[:20000], y[:20000]), 2, verbose_eval=False)  # warm
-    for rep in range(2):
-        cupy.cuda.runtime.deviceSynchronize(); t0 = time.perf_counter()
-        d = dg.DMatrix(X, y); cupy.cuda.runtime.deviceSynchronize(); t1 = time.perf_counter()
-        with recording() as st:
-            dg.train(p, d, 1, verbose_eval=False)
-        cupy.cuda.runtime.deviceSynchronize(); t2 = time.perf_counter()
-        print(f"{name} rep{rep}: DMatrix {1e3*(t1-t0):.1f} ms, train(1 round) {1e3*(t2-t1):.1f} ms, stages " + ", ".join(f"{k} {1e3*v:.1f}" for k, v in st.items()), flush=True)
-    del X, y, d
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("cases", nargs="+", choices=sorted(CASES))
+    ap.add_argument("--repeats", type=int, default=2)
+    args = ap.parse_args(argv)
+    import cupy
+
+    import dgboost as dg
+    from dgboost._stages import recording
+
+    sync = cupy.cuda.runtime.deviceSynchronize
+    for name in args.cases:
+        case = CASES[name]
+        X, y = make_data(cupy, case.rows, case.features, case.task, n_classes=case.n_classes,
+                         missing_rate=case.missing_rate, seed=0)
+        params = _params("dgboost", case, _Device(), SimpleNamespace(threads=0, dgboost_params={}))
+        dg.train(params, dg.DMatrix(X[:20_000], y[:20_000]), 2, verbose_eval=False)  # warm-up
+        for rep in range(args.repeats):
+            sync()
+            t0 = time.perf_counter()
+            dmat = dg.DMatrix(X, y)
+            sync()
+            t1 = time.perf_counter()
+            with recording() as stages:
+                dg.train(params, dmat, 1, verbose_eval=False)
+            sync()
+            t2 = time.perf_counter()
+            print(f"{name} [{rep}]: DMatrix {1e3 * (t1 - t0):.1f} ms, train (one round) {1e3 * (t2 - t1):.1f} ms; "
+                  + ", ".join(f"{k} {1e3 * v:.1f}" for k, v in stages.items()) + " ms", flush=True)
+        del X, y, dmat
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
