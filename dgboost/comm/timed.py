@@ -56,6 +56,11 @@ class TimedComm:
     def world_size(self) -> int:
         return self._comm.world_size
 
+    @property
+    def gathers_on_device(self) -> bool:
+        """As the wrapped communicator (a timed job takes the same paths as an untimed one)."""
+        return bool(getattr(self._comm, "gathers_on_device", False))
+
     def _timed(self, op: str, fn, payload: Any, nbytes: int):
         t0 = time.perf_counter()
         if not self._queues:

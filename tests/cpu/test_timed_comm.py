@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dgboost as dg
-from dgboost.comm import run_in_threads
+from dgboost.comm import LocalComm, run_in_threads
 from dgboost.comm.timed import TimedComm
 from dgboost.datasets import make_synthetic
 
@@ -104,3 +104,11 @@ def test_set_up_stages_are_timed_only_while_recording():
     with stage("cuts"):
         pass
     assert list(times) == ["cuts", "binning"]  # the record ended with its block
+
+
+def test_a_timed_communicator_gathers_on_the_device_exactly_when_the_one_it_wraps_does():
+    class DeviceGathering(LocalComm):
+        gathers_on_device = True
+
+    assert TimedComm(DeviceGathering()).gathers_on_device
+    assert not TimedComm(LocalComm()).gathers_on_device
