@@ -192,19 +192,16 @@ def sorted_features_cut_values(flat, counts: np.ndarray, max_bin: int) -> tuple[
         first[1:] = flat[1:] != flat[:-1]
         present = counts > 0
         first[xp.asarray(starts[:-1][present])] = True  # a feature's first value starts a run
-        # int32 per value (a block holds < 2**31 values): this is most of the sketch's memory
-        runs = xp.flatnonzero(first).astype(xp.int32)  # (R,) start of every distinct value's run
-        del first
+        runs = xp.flatnonzero(first)  # (R,) start of every distinct value's run
         run_end = xp.concatenate([runs[1:], xp.asarray([total], runs.dtype)])
-        dev_starts = xp.asarray(starts.astype(np.int32))
-        feature = (xp.searchsorted(dev_starts, runs, side="right") - 1).astype(xp.int32)  # (R,)
+        dev_starts = xp.asarray(starts)
+        feature = xp.searchsorted(dev_starts, runs, side="right") - 1  # (R,)
         distinct = np.asarray(to_host(xp.bincount(feature, minlength=n_features)), np.int64)
         run_offsets = np.concatenate([[0], np.cumsum(distinct)]).astype(np.int64)
         # ranks inside each feature: rmin = values before the run, rmax = through the run
         rmin = runs - dev_starts[feature]
         rmax = run_end - dev_starts[feature]
         run_values = flat[runs]
-        del flat, run_end
         tops = np.asarray(to_host(run_values[xp.asarray(run_offsets[1:][present] - 1)]), np.float32)
         tops_all = np.zeros(n_features, np.float32)
         tops_all[present] = tops
@@ -216,7 +213,7 @@ def sorted_features_cut_values(flat, counts: np.ndarray, max_bin: int) -> tuple[
         picked = [xp.flatnonzero(small[feature] & ~is_first_run)]
         big = np.flatnonzero(distinct > max_bin)
         if big.size:
-            picked.append(_pruned_runs(xp, big, run_offsets, counts, feature, is_first_run, rmin, rmax, max_bin))
+            picked.append(_pruned_runs(xp, big, run_offsets, feature, is_first_run, rmin, rmax, max_bin))
         index = xp.sort(xp.concatenate(picked))
         chosen_values = np.asarray(to_host(run_values[index]), np.float32)
         cut_counts = np.asarray(to_host(xp.bincount(feature[index], minlength=n_features)), np.int64)
@@ -226,15 +223,13 @@ def sorted_features_cut_values(flat, counts: np.ndarray, max_bin: int) -> tuple[
     return values, cut_counts + 1
 
 
-def _pruned_runs(xp, big: np.ndarray, run_offsets: np.ndarray, counts: np.ndarray, feature, is_first_run, rmin, rmax,
-                 max_bin: int):
+def _pruned_runs(xp, big: np.ndarray, run_offsets: np.ndarray, feature, is_first_run, rmin, rmax, max_bin: int):
     """Global run indices that ``_prune_summary(weights, max_bin + 1)`` keeps of the features
     ``big`` (more than max_bin distinct values), its first pick (rank 0) left out and at most
-    ``max_bin - 1`` a feature, ascending; ``counts`` (host) are the features' values,
-    ``feature``, ``is_first_run`` and ``rmin``/``rmax`` (int32 ranks in each feature) are per
-    run (R,)."""
+    ``max_bin - 1`` a feature, ascending; ``feature``, ``is_first_run`` and ``rmin``/``rmax``
+    (int64 ranks in each feature) are per run (R,)."""
     n = max_bin  # size - 1 of the summary of size max_bin + 1
-    lo = xp.asarray(run_offsets[big])  # each big feature's first run (int64)
+    lo = xp.asarray(run_offsets[big])  # each big feature's first run
     m = xp.asarray(run_offsets[big + 1] - run_offsets[big])  # its distinct values
     begin = rmax[lo].astype(xp.float64)
     span = rmin[lo + m - 1].astype(xp.float64) - begin
@@ -243,19 +238,19 @@ def _pruned_runs(xp, big: np.ndarray, run_offsets: np.ndarray, counts: np.ndarra
     target = xp.floor(dx2).astype(xp.int64)
     # keys[i] = rmax[i + 1] + rmin[i + 1], i < m - 1, every big feature's keys one after another,
     # shifted by the feature's place times a bound above every key and target: one search
-    width = int(2 * int(counts[big].max()) + 2)  # a feature's last rmax is its count
+    width = int(2 * int(to_host(xp.max(rmax[lo + m - 1]))) + 2)
     place_of = np.full(run_offsets.size - 1, -1, np.int64)
     place_of[big] = np.arange(big.size)
     place_of = xp.asarray(place_of)
     key_rows = xp.flatnonzero((place_of[feature] >= 0) & ~is_first_run)  # runs 1 .. m - 1 of each
-    keys = rmax[key_rows].astype(xp.int64) + rmin[key_rows] + place_of[feature[key_rows]] * width
+    keys = rmax[key_rows] + rmin[key_rows] + place_of[feature[key_rows]] * width
     key_offsets = xp.concatenate([xp.zeros(1, xp.int64), xp.cumsum(m - 1)])[:-1]
     place = xp.arange(big.size, dtype=xp.int64)[:, None]
     i = xp.searchsorted(keys, target + place * width, side="right") - key_offsets[:, None]  # local, (B, n - 1)
     valid = i < (m - 1)[:, None]
     safe = xp.where(valid, i, 0)
     right = lo[:, None] + xp.minimum(safe + 1, (m - 1)[:, None])
-    take_left = target < rmax[lo[:, None] + safe].astype(xp.int64) + rmin[right]
+    take_left = target < rmax[lo[:, None] + safe] + rmin[right]
     chosen = xp.where(valid, xp.where(take_left, safe, safe + 1), (m - 1)[:, None])
     rows = xp.concatenate([xp.zeros((big.size, 1), xp.int64), chosen, (m - 1)[:, None]], axis=1)
     rows = xp.sort(rows, axis=1)
@@ -405,8 +400,9 @@ def _cuts_sorted_on_host(sample: np.ndarray, sample_w: np.ndarray | None, featur
 
 
 # device bytes of sampled float32 values sorted and cut at a time: the block's temporaries
-# take about 12x this (sorted copies, run starts, ranks), so 8 MiB keeps the sketch under
-# the training's own peak (64 MiB took the pool from 596 to 725 MiB on 10M x 28)
+# (sorted copies, run starts and ranks in int64) take about 15x this. 64 MiB took CuPy's pool
+# from 596 to 725 MiB on 10M x 28 (and above XGBoost's peak on the small sets); 8 MiB keeps
+# them near 120 MiB
 _DEVICE_SORT_BYTES = 8 << 20
 
 
