@@ -402,7 +402,7 @@ def _cuts_sorted_on_host(sample: np.ndarray, sample_w: np.ndarray | None, featur
 # device bytes of sampled float32 values sorted and cut at a time: the block's temporaries
 # (sorted copies, run starts and ranks in int64) take about 15x this. 64 MiB took CuPy's pool
 # from 596 to 725 MiB on 10M x 28 (and above XGBoost's peak on the small sets); 8 MiB keeps
-# them near 120 MiB
+# them near 130 MiB (estimated: 2M values at about 65 bytes each; not measured)
 _DEVICE_SORT_BYTES = 8 << 20
 
 
