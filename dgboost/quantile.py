@@ -322,8 +322,9 @@ def compute_cuts(values: np.ndarray, weight: np.ndarray | None, max_bin: int, se
     ----------
     values : numpy.ndarray or cupy.ndarray of float32, shape (n_local, F)
         This rank's rows; NaN is missing. For a CuPy array only the sampled rows are
-        copied to the host (in a single process without weights, sorted per feature on
-        the device first); the cuts are the same as for ``values.get()``.
+        copied to the host; without weights, in one process or across NCCL ranks, the
+        sample is sorted and cut on the device and only the cut values reach the host. The
+        cuts are the same as for ``values.get()``.
     weight : ndarray of float32, shape (n_local,), or None
         NumPy or CuPy.
     max_bin : int
