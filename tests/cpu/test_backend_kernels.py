@@ -215,6 +215,12 @@ def test_without_global_counts_the_child_of_smaller_hessian_sum_is_built_ties_le
     # the records themselves do not depend on how the child to build is picked
     same, _, _ = BACKEND.split_nodes(parents, counts, counts)
     np.testing.assert_array_equal(children, same)
+    # written into the rows of a given array (a batch's records of several levels), the same
+    held = np.full((20, children.shape[1]), -7, np.int64)
+    into, _, _ = BACKEND.split_nodes(parents, counts, None, out=held[2:18])
+    assert np.shares_memory(into, held)
+    np.testing.assert_array_equal(held[2:18], children)
+    assert (held[:2] == -7).all() and (held[18:] == -7).all()
 
 
 def test_children_histograms_place_the_built_child_and_subtract_its_sibling():

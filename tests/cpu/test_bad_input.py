@@ -138,3 +138,33 @@ def test_an_infinite_value_past_the_first_checked_chunk_is_found_at_its_row(monk
     x[57, 2] = -np.inf
     with pytest.raises(dg.DGBoostError, match="infinite values .*row 57, column 2"):
         dg.DMatrix(x, np.zeros(100))
+
+
+def test_a_non_finite_gradient_on_one_rank_stops_training_on_every_rank_with_the_same_error(monkeypatch):
+    from dgboost.comm import run_in_threads
+    from dgboost.datasets import make_synthetic
+    from dgboost.objective import SquaredError
+
+    X, y, _ = make_synthetic(2000, 5, task="regression", seed=4)
+    halves = [slice(0, 1200), slice(1200, None)]
+    real = SquaredError._grad_hess
+
+    def nan_on_the_small_rank_from_round_one(self, m, labels, xp):
+        g, h = real(self, m, labels, xp)
+        if len(labels) == 800 and np.any(m != 0.5):  # rank 1's rows, past the first round
+            g = g.copy()
+            g[3] = np.nan
+        return g, h
+
+    monkeypatch.setattr(SquaredError, "_grad_hess", nan_on_the_small_rank_from_round_one)
+
+    def rank(comm, r):
+        try:
+            dg.train({"max_depth": 2, "base_score": 0.5}, dg.DMatrix(X[halves[r]], y[halves[r]]), 4, comm=comm)
+        except dg.DGBoostValueError as exc:
+            return str(exc)
+        return None
+
+    messages = run_in_threads(2, rank, timeout=60)
+    # the maxima are reduced before anyone checks them: both ranks stop in the same round
+    assert messages[0] == messages[1] and "round 1: the objective produced non-finite gradients" in messages[0]
