@@ -94,7 +94,7 @@ def _stand_in(state: _State):
     nccl = types.ModuleType("cupy.cuda.nccl")
     nccl.NcclCommunicator = Communicator
     for i, name in enumerate(["NCCL_INT64", "NCCL_INT32", "NCCL_FLOAT64", "NCCL_FLOAT32", "NCCL_UINT8",
-                              "NCCL_UINT64", "NCCL_SUM", "NCCL_MAX"]):
+                              "NCCL_UINT32", "NCCL_UINT64", "NCCL_SUM", "NCCL_MAX"]):
         setattr(nccl, name, i)
     cuda = types.ModuleType("cupy.cuda")
     cuda.Event, cuda.Stream, cuda.Device, cuda.nccl = Event, Stream, Device, nccl
