@@ -19,6 +19,11 @@ set -u
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
+# XGBoost's wheel and LightGBM's (a test dependency) do not fit in one 64 MiB carry with the
+# tree: a call may carry LightGBM's alone as .whll into a warm machine, whose .site is kept
+if ls .whll/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whll/*.whl || exit 1
+fi
 export PYTHONPATH=$PWD/.site:$PWD
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpus.txt"
 for step in "$@"; do
