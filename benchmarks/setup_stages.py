@@ -17,14 +17,7 @@ from types import SimpleNamespace
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from train_gpu import CASES, _params, make_data  # noqa: E402
-
-
-class _Device:
-    """train_gpu's Device, as far as ``_params`` reads it."""
-
-    name = "cuda"
-    cuda = True
+from train_gpu import CASES, Device, _params, make_data  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -32,17 +25,16 @@ def main(argv=None) -> int:
     ap.add_argument("cases", nargs="+", choices=sorted(CASES))
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args(argv)
-    import cupy
-
     import dgboost as dg
     from dgboost._stages import recording
 
-    sync = cupy.cuda.runtime.deviceSynchronize
+    device = Device("cuda")
+    sync = device.sync
     for name in args.cases:
         case = CASES[name]
-        X, y = make_data(cupy, case.rows, case.features, case.task, n_classes=case.n_classes,
+        X, y = make_data(device.xp, case.rows, case.features, case.task, n_classes=case.n_classes,
                          missing_rate=case.missing_rate, seed=0)
-        params = _params("dgboost", case, _Device(), SimpleNamespace(threads=0, dgboost_params={}))
+        params = _params("dgboost", case, device, SimpleNamespace(threads=0, dgboost_params={}))
         dg.train(params, dg.DMatrix(X[:20_000], y[:20_000]), 2, verbose_eval=False)  # warm-up
         for rep in range(args.repeats):
             sync()

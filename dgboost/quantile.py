@@ -22,7 +22,7 @@ from ._array import array_module, is_device_array, to_host
 from .comm.base import Communicator, LocalComm
 
 __all__ = ["Cuts", "splitmix64", "hashed_uniform", "global_row_index", "sketch_sample_mask", "compute_cuts",
-           "weighted_cut_values", "sorted_cut_values", "sorted_features_cut_values"]
+           "weighted_cut_values", "sorted_features_cut_values"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -136,30 +136,12 @@ def weighted_cut_values(values: np.ndarray, weights: np.ndarray, max_bin: int) -
     return _cuts_from_unique(unique, uw, max_bin)
 
 
-def sorted_cut_values(values: np.ndarray, max_bin: int) -> np.ndarray:
-    """:func:`weighted_cut_values` of unit weights, from values already sorted (ascending,
-    no NaN): the distinct values and their counts come from one linear pass, no sort.
-
-    Parameters
-    ----------
-    values : ndarray of float32, shape (m,), sorted
-    max_bin : int
-    """
-    if values.size == 0:
-        return _cuts_from_unique(values, None, max_bin)
-    first = np.empty(values.size, bool)
-    first[0] = True
-    np.not_equal(values[1:], values[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
-    counts = np.diff(np.append(starts, values.size)).astype(np.float64)
-    return _cuts_from_unique(values[starts], counts, max_bin)
-
-
 def sorted_features_cut_values(flat, counts: np.ndarray, max_bin: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`sorted_cut_values` of many features at once, in their array module: on the
-    device a few dozen kernels for all of them, and only the cut values cross to the host.
+    """:func:`weighted_cut_values` of unit weights for many features whose values are already
+    sorted, in their array module: on the device a few dozen kernels for all of them (one
+    linear pass finds the distinct values, no sort), and only the cut values cross to the host.
 
-    The same numbers as the per-feature loop: rank targets, searches and the nearer-neighbour
+    The same numbers as the per-feature function: rank targets, searches and the nearer-neighbour
     choice of ``_prune_summary`` on the same float64 values, with the integer rank sums
     compared against ``floor`` of each target (exact, since ``t < k`` for an integer ``k``
     is ``floor(t) < k``), which lets one search serve every feature.
@@ -202,10 +184,7 @@ def sorted_features_cut_values(flat, counts: np.ndarray, max_bin: int) -> tuple[
         rmin = runs - dev_starts[feature]
         rmax = run_end - dev_starts[feature]
         run_values = flat[runs]
-        tops = np.asarray(to_host(run_values[xp.asarray(run_offsets[1:][present] - 1)]), np.float32)
-        tops_all = np.zeros(n_features, np.float32)
-        tops_all[present] = tops
-        tops = tops_all
+        tops[present] = to_host(run_values[xp.asarray(run_offsets[1:][present] - 1)])
         # features with at most max_bin distinct values: every distinct value but the first
         small = xp.asarray(distinct <= max_bin)
         is_first_run = xp.zeros(runs.size, dtype=bool)
@@ -219,7 +198,7 @@ def sorted_features_cut_values(flat, counts: np.ndarray, max_bin: int) -> tuple[
         cut_counts = np.asarray(to_host(xp.bincount(feature[index], minlength=n_features)), np.int64)
     with np.errstate(invalid="ignore"):  # a top of -inf gives a NaN last cut, as one feature's does
         lasts = np.where(counts > 0, (tops + (np.abs(tops) + np.float32(1e-5))).astype(np.float32), np.float32(1e-5))
-    values = np.insert(chosen_values, np.cumsum(cut_counts), lasts.astype(np.float32)).astype(np.float32)
+    values = np.insert(chosen_values, np.cumsum(cut_counts), lasts).astype(np.float32)
     return values, cut_counts + 1
 
 
