@@ -9,6 +9,7 @@ plus one round with ``dgboost._stages.recording`` (each stage waits for its devi
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -24,6 +25,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cases", nargs="+", choices=sorted(CASES))
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--dgboost-params", type=json.loads, default={},
+                    help='JSON object of dgboost parameters over the shared ones, e.g. \'{"sketch_sample_rows": 262144}\'')
     args = ap.parse_args(argv)
     import dgboost as dg
     from dgboost._stages import recording
@@ -34,7 +37,7 @@ def main(argv=None) -> int:
         case = CASES[name]
         X, y = make_data(device.xp, case.rows, case.features, case.task, n_classes=case.n_classes,
                          missing_rate=case.missing_rate, seed=0)
-        params = _params("dgboost", case, device, SimpleNamespace(threads=0, dgboost_params={}))
+        params = _params("dgboost", case, device, SimpleNamespace(threads=0, dgboost_params=args.dgboost_params))
         dg.train(params, dg.DMatrix(X[:20_000], y[:20_000]), 2, verbose_eval=False)  # warm-up
         for rep in range(args.repeats):
             sync()

@@ -134,7 +134,10 @@ class TrainParams:
     lambdarank_num_pair_per_sample: int = 0
     ndcg_exp_gain: bool = True
     device: str = "cpu"
-    sketch_sample_rows: int = 1 << 18
+    # rows in the quantile sketch's hashed sample: 2**20 covers every row of sets up to a
+    # million rows, as XGBoost sketches them (2**18 left a Year-like 515K-row set's RMSE
+    # +0.70% from XGBoost's on the benchmark draw, +0.11% with every row)
+    sketch_sample_rows: int = 1 << 20
 
     def validate(self) -> "TrainParams":
         if self.objective == "reg:linear":
