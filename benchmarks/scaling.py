@@ -141,17 +141,17 @@ def profile_dgboost(client, X, y, params, rounds) -> dict:
     return prof
 
 
-def profile_shap(client, booster, X) -> dict:
-    """One more dgboost SHAP call (untimed in the table): its wall time and, per worker, when
-    its first block started and its last ended after the call began, and its tasks' busy
-    seconds (Dask's task stream), with the workers' sampled stacks: what a call pays that
-    does not shrink with more GPUs."""
+def timed_shap(client, shap_fn, booster, X) -> dict:
+    """One SHAP call timed, with Dask's task stream: per worker, when its first block started
+    and its last ended after the call began, its tasks and their busy seconds. What a call
+    pays that does not shrink with more GPUs shows as late first blocks or as idle time
+    between busy and the wall. The stream is fetched after the timer stops."""
     from distributed import get_task_stream
 
     start = time.time()
     with get_task_stream(client) as stream:
         t0 = time.perf_counter()
-        shap_dgboost(client, booster, X)
+        shap_fn(client, booster, X)
         wall = time.perf_counter() - t0
     workers: dict = {}
     for task in stream.data:
@@ -165,8 +165,29 @@ def profile_shap(client, booster, X) -> dict:
                 w["first_start_s"] = span["start"] - start
                 w["first_task_s"] = span["stop"] - span["start"]
             w["last_stop_s"] = max(w["last_stop_s"], span["stop"] - start)
-    return {"wall_s": wall, "workers": dict(sorted(workers.items())),
-            "hotspots": hotspots(client.profile(start=start, stop=time.time()))}
+    return {"wall_s": wall, "workers": dict(sorted(workers.items()))}
+
+
+def stream_summary(call: dict) -> str:
+    """The workers of one :func:`timed_shap` call in one line: ranges over the workers."""
+    ws = list(call["workers"].values())
+    if not ws:
+        return "no task stream"
+
+    def span(key: str) -> str:
+        vals = [w[key] for w in ws if w[key] is not None]
+        return f"{min(vals):.3f}-{max(vals):.3f}"
+    return (f"wall {call['wall_s']:.3f} s; first blocks at {span('first_start_s')} s, last end {span('last_stop_s')} s, "
+            f"busy {span('busy_s')} s, tasks {'/'.join(str(w['tasks']) for w in ws)}")
+
+
+def profile_shap(client, booster, X) -> dict:
+    """One more dgboost SHAP call (untimed in the table): :func:`timed_shap`'s figures with the
+    workers' sampled stacks."""
+    start = time.time()
+    prof = timed_shap(client, shap_dgboost, booster, X)
+    prof["hotspots"] = hotspots(client.profile(start=start, stop=time.time()))
+    return prof
 
 
 def shap_profile_lines(prof: dict) -> list[str]:
@@ -349,6 +370,7 @@ def run(device: str, n_workers: int, args) -> dict:
                 shap_fn(client, booster, small[:1000])
         train_times = {name: [] for name in libs}
         shap_rates = {name: [] for name, lib in libs.items() if lib[1] is not None}
+        shap_calls = {name: [] for name in shap_rates}
         boosters = {}
         for k in range(args.repeats):
             order = list(libs) if k % 2 == 0 else list(libs)[::-1]
@@ -359,11 +381,10 @@ def run(device: str, n_workers: int, args) -> dict:
                 train_times[name].append(time.perf_counter() - t0)
                 line = f"  workers={n_workers} {name:8s} repeat {k}: train {train_times[name][-1]:.2f} s"
                 if Xs is not None and shap_fn is not None:
-                    t0 = time.perf_counter()
-                    out = shap_fn(client, boosters[name], Xs)
-                    shap_rates[name].append(shap_rows / (time.perf_counter() - t0))
-                    del out
-                    line += f", SHAP {shap_rates[name][-1]:,.0f} rows/s"
+                    call = timed_shap(client, shap_fn, boosters[name], Xs)
+                    shap_rates[name].append(shap_rows / call["wall_s"])
+                    shap_calls[name].append(call)
+                    line += f", SHAP {shap_rates[name][-1]:,.0f} rows/s ({stream_summary(call)})"
                 print(line, flush=True)
         prof = profile_dgboost(client, X, y, params, args.rounds) if args.profile else None
         if prof is not None:
@@ -386,7 +407,7 @@ def run(device: str, n_workers: int, args) -> dict:
             print("  test accuracy: " + ", ".join(f"{k} {v:.5f}" for k, v in acc.items()), flush=True)
     result = {"workers": n_workers, "data_s": made_s, "shap_rows": shap_rows, "rows_per_worker": placement,
               "test_accuracy": acc, "dgboost_profile": prof, "dgboost_profile_host_waited": prof_waited,
-              "dgboost_shap_profile": shap_prof,
+              "dgboost_shap_profile": shap_prof, "shap_calls": shap_calls if Xs is not None else None,
               "train_s": {n: _summary(t) for n, t in train_times.items()}}
     result["train_ratio"] = result["train_s"]["dgboost"]["median"] / result["train_s"]["xgboost"]["median"]
     for variant in _VARIANT_ROWS:

@@ -379,19 +379,18 @@ def _cuts_sorted_on_host(sample: np.ndarray, sample_w: np.ndarray | None, featur
         return list(pool.map(feature_cuts, features))
 
 
-# device bytes of sampled float32 values sorted and cut at a time: the block's temporaries
-# (sorted copies, run starts and ranks in int64) take about 15x this. 64 MiB took CuPy's pool
-# from 596 to 725 MiB on 10M x 28 (and above XGBoost's peak on the small sets); 8 MiB keeps
-# them near 130 MiB (estimated: 2M values at about 65 bytes each; not measured)
-_DEVICE_SORT_BYTES = 8 << 20
+# sampled non-missing values sorted and cut on the device at a time. Sorting takes about 20
+# bytes a value (keys, the radix sort's second buffer), cutting about 60 (flags, run starts,
+# their features and int64 ranks); 4M values keep the block under 256 MiB, below training's
+# own peak on 10M x 28 (596 MiB of CuPy's pool, XGBoost 726 MiB)
+_DEVICE_SORT_VALUES = 4 << 20
 
 
 def _cuts_sorted_on_device(values, rows, features: range, max_bin: int) -> list:
     """Cut values of ``features`` of a device matrix, the same as the host computes: the
-    sampled rows are sorted per feature on the device (a block of features at a time) and
-    cut there (:func:`sorted_features_cut_values`); only the cut values cross to the host.
-    A host sort of a 2**18 row sample took about 15 ms a feature, and host passes over the
-    sorted values about 1 ms: 968 features took a second either way.
+    sampled values are sorted per feature on the device a block of features at a time
+    (``backend/_cuda_sketch.py``) and cut there (:func:`sorted_features_cut_values`); only the
+    cut values cross to the host.
 
     Parameters
     ----------
@@ -405,20 +404,11 @@ def _cuts_sorted_on_device(values, rows, features: range, max_bin: int) -> list:
     -------
     list of ndarrays of float32, each feature's cut values
     """
-    import cupy
+    from .backend._cuda_sketch import sorted_blocks
 
-    m = int(values.shape[0] if rows is None else rows.size)
-    block = max(1, _DEVICE_SORT_BYTES // max(1, 4 * m))
     out = []
-    for f0 in range(features.start, features.stop, block):
-        f1 = min(features.stop, f0 + block)
-        part = values[:, f0:f1] if rows is None else values[rows, f0:f1]
-        # (features, rows): each feature's sample contiguous, sorted along the rows, NaN last
-        columns = cupy.sort(cupy.ascontiguousarray(part.astype(cupy.float32, copy=False).T), axis=1)
-        present = ~cupy.isnan(columns)
-        counts = present.sum(axis=1).get()
-        # the features' non-missing values, one after another, cut on the device together
-        cut_values, sizes = sorted_features_cut_values(columns[present], counts, max_bin)
+    for flat, counts in sorted_blocks(values, rows, features, _DEVICE_SORT_VALUES):
+        cut_values, sizes = sorted_features_cut_values(flat, counts, max_bin)
         out.extend(np.split(cut_values, np.cumsum(sizes)[:-1]))
     return out
 

@@ -115,12 +115,14 @@ def test_cuts_sorted_on_the_device_are_the_host_cuts_bit_for_bit_block_by_block(
     values = np.stack(columns, axis=1).astype(np.float32)
     values[rng.random(values.shape) < 0.3] = np.nan
     # a few features a block, so that blocks and their boundaries are exercised
-    monkeypatch.setattr(quantile, "_DEVICE_SORT_BYTES", 3 * 4 * 1024)
+    # (about 4,200 values a feature: two features a block of every row, all in one of a sample)
+    monkeypatch.setattr(quantile, "_DEVICE_SORT_VALUES", 9 * 1024)
     for max_bin, sample_rows in ((256, 1 << 18), (16, 1024)):
         on_host = compute_cuts(values, None, max_bin, seed=5, sample_rows=sample_rows)
-        on_device = compute_cuts(cp.asarray(values), None, max_bin, seed=5, sample_rows=sample_rows)
-        assert on_device.values.tobytes() == on_host.values.tobytes()  # -0.0 and 0.0 told apart
-        np.testing.assert_array_equal(on_device.ptrs, on_host.ptrs)
+        for layout in (cp.asarray(values), cp.asfortranarray(cp.asarray(values))):  # the kernels take strides
+            on_device = compute_cuts(layout, None, max_bin, seed=5, sample_rows=sample_rows)
+            assert on_device.values.tobytes() == on_host.values.tobytes()  # -0.0 and 0.0 told apart
+            np.testing.assert_array_equal(on_device.ptrs, on_host.ptrs)
 
 
 # -- prediction ----------------------------------------------------------------------------------
