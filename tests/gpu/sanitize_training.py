@@ -21,4 +21,17 @@ for params, task, extra in [
     booster.set_param({"device": "cuda"})
     booster.predict(dgboost.DMatrix(X[:500]))
     booster.predict(dgboost.DMatrix(X[:500]), pred_leaf=True)
+
+# the quantile sketch on the device (kernels/sketch.cu): every row, a hashed sample of the
+# rows, a column-major matrix, and a training job on device input
+import cupy  # noqa: E402
+
+from dgboost.quantile import compute_cuts  # noqa: E402
+
+X, y, _ = make_synthetic(3000, 12, task="binary", missing_rate=0.2, seed=2)
+for values, sample_rows in ((cupy.asarray(X), 1 << 20), (cupy.asarray(X), 1024),
+                            (cupy.asfortranarray(cupy.asarray(X)), 1024)):
+    compute_cuts(values, None, 64, sample_rows=sample_rows)
+dgboost.train({"objective": "binary:logistic", "max_depth": 4, "device": "cuda"},
+              dgboost.DMatrix(cupy.asarray(X), y), 2, verbose_eval=False)
 print("sanitized training finished")
