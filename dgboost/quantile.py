@@ -22,7 +22,7 @@ from ._array import array_module, is_device_array, to_host
 from .comm.base import Communicator, LocalComm
 
 __all__ = ["Cuts", "splitmix64", "hashed_uniform", "global_row_index", "sketch_sample_mask", "compute_cuts",
-           "weighted_cut_values", "sorted_features_cut_values"]
+           "weighted_cut_values"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -134,110 +134,6 @@ def weighted_cut_values(values: np.ndarray, weights: np.ndarray, max_bin: int) -
         unique, start = np.unique(v, return_index=True)
         uw = np.add.reduceat(w, start)
     return _cuts_from_unique(unique, uw, max_bin)
-
-
-def sorted_features_cut_values(flat, counts: np.ndarray, max_bin: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`weighted_cut_values` of unit weights for many features whose values are already
-    sorted, in their array module: on the device a few dozen kernels for all of them (one
-    linear pass finds the distinct values, no sort), and only the cut values cross to the host.
-
-    The same numbers as the per-feature function: rank targets, searches and the nearer-neighbour
-    choice of ``_prune_summary`` on the same float64 values, with the integer rank sums
-    compared against ``floor`` of each target (exact, since ``t < k`` for an integer ``k``
-    is ``floor(t) < k``), which lets one search serve every feature.
-
-    Parameters
-    ----------
-    flat : ndarray or cupy.ndarray of float32, shape (N,)
-        Each feature's non-missing sample values, sorted, one feature after another.
-    counts : ndarray of int64, shape (F,)
-        Values of each feature in ``flat`` (host).
-    max_bin : int
-
-    Returns
-    -------
-    values : ndarray of float32, shape (total,)
-        Every feature's cut values, one feature after another (host).
-    sizes : ndarray of int64, shape (F,)
-    """
-    xp = array_module(flat)
-    counts = np.asarray(counts, np.int64)
-    n_features = counts.size
-    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    total = int(starts[-1])
-    tops = np.zeros(n_features, np.float32)
-    cut_counts = np.zeros(n_features, np.int64)
-    chosen_values = np.empty(0, np.float32)
-    if total:
-        flat = flat + np.float32(0.0)  # -0.0 -> +0.0, as _cuts_from_unique does
-        first = xp.ones(total, dtype=bool)
-        first[1:] = flat[1:] != flat[:-1]
-        present = counts > 0
-        first[xp.asarray(starts[:-1][present])] = True  # a feature's first value starts a run
-        runs = xp.flatnonzero(first)  # (R,) start of every distinct value's run
-        run_end = xp.concatenate([runs[1:], xp.asarray([total], runs.dtype)])
-        dev_starts = xp.asarray(starts)
-        feature = xp.searchsorted(dev_starts, runs, side="right") - 1  # (R,)
-        distinct = np.asarray(to_host(xp.bincount(feature, minlength=n_features)), np.int64)
-        run_offsets = np.concatenate([[0], np.cumsum(distinct)]).astype(np.int64)
-        # ranks inside each feature: rmin = values before the run, rmax = through the run
-        rmin = runs - dev_starts[feature]
-        rmax = run_end - dev_starts[feature]
-        run_values = flat[runs]
-        tops[present] = to_host(run_values[xp.asarray(run_offsets[1:][present] - 1)])
-        # features with at most max_bin distinct values: every distinct value but the first
-        small = xp.asarray(distinct <= max_bin)
-        is_first_run = xp.zeros(runs.size, dtype=bool)
-        is_first_run[xp.asarray(run_offsets[:-1][present])] = True
-        picked = [xp.flatnonzero(small[feature] & ~is_first_run)]
-        big = np.flatnonzero(distinct > max_bin)
-        if big.size:
-            picked.append(_pruned_runs(xp, big, run_offsets, feature, is_first_run, rmin, rmax, max_bin))
-        index = xp.sort(xp.concatenate(picked))
-        chosen_values = np.asarray(to_host(run_values[index]), np.float32)
-        cut_counts = np.asarray(to_host(xp.bincount(feature[index], minlength=n_features)), np.int64)
-    with np.errstate(invalid="ignore"):  # a top of -inf gives a NaN last cut, as one feature's does
-        lasts = np.where(counts > 0, (tops + (np.abs(tops) + np.float32(1e-5))).astype(np.float32), np.float32(1e-5))
-    values = np.insert(chosen_values, np.cumsum(cut_counts), lasts).astype(np.float32)
-    return values, cut_counts + 1
-
-
-def _pruned_runs(xp, big: np.ndarray, run_offsets: np.ndarray, feature, is_first_run, rmin, rmax, max_bin: int):
-    """Global run indices that ``_prune_summary(weights, max_bin + 1)`` keeps of the features
-    ``big`` (more than max_bin distinct values), its first pick (rank 0) left out and at most
-    ``max_bin - 1`` a feature, ascending; ``feature``, ``is_first_run`` and ``rmin``/``rmax``
-    (int64 ranks in each feature) are per run (R,)."""
-    n = max_bin  # size - 1 of the summary of size max_bin + 1
-    lo = xp.asarray(run_offsets[big])  # each big feature's first run
-    m = xp.asarray(run_offsets[big + 1] - run_offsets[big])  # its distinct values
-    begin = rmax[lo].astype(xp.float64)
-    span = rmin[lo + m - 1].astype(xp.float64) - begin
-    k = xp.arange(1, n, dtype=xp.float64)
-    dx2 = 2.0 * (k[None, :] * span[:, None] / n + begin[:, None])  # (B, n - 1), as NumPy per feature
-    target = xp.floor(dx2).astype(xp.int64)
-    # keys[i] = rmax[i + 1] + rmin[i + 1], i < m - 1, every big feature's keys one after another,
-    # shifted by the feature's place times a bound above every key and target: one search
-    width = int(2 * int(to_host(xp.max(rmax[lo + m - 1]))) + 2)
-    place_of = np.full(run_offsets.size - 1, -1, np.int64)
-    place_of[big] = np.arange(big.size)
-    place_of = xp.asarray(place_of)
-    key_rows = xp.flatnonzero((place_of[feature] >= 0) & ~is_first_run)  # runs 1 .. m - 1 of each
-    keys = rmax[key_rows] + rmin[key_rows] + place_of[feature[key_rows]] * width
-    key_offsets = xp.concatenate([xp.zeros(1, xp.int64), xp.cumsum(m - 1)])[:-1]
-    place = xp.arange(big.size, dtype=xp.int64)[:, None]
-    i = xp.searchsorted(keys, target + place * width, side="right") - key_offsets[:, None]  # local, (B, n - 1)
-    valid = i < (m - 1)[:, None]
-    safe = xp.where(valid, i, 0)
-    right = lo[:, None] + xp.minimum(safe + 1, (m - 1)[:, None])
-    take_left = target < rmax[lo[:, None] + safe] + rmin[right]
-    chosen = xp.where(valid, xp.where(take_left, safe, safe + 1), (m - 1)[:, None])
-    rows = xp.concatenate([xp.zeros((big.size, 1), xp.int64), chosen, (m - 1)[:, None]], axis=1)
-    rows = xp.sort(rows, axis=1)
-    keep = xp.ones(rows.shape, dtype=bool)
-    keep[:, 1:] = rows[:, 1:] != rows[:, :-1]
-    rank = xp.cumsum(keep, axis=1) - 1
-    keep &= (rank >= 1) & (rank <= max_bin - 1)
-    return (lo[:, None] + rows)[keep]
 
 
 def _cuts_from_unique(unique: np.ndarray, uw, max_bin: int) -> np.ndarray:
@@ -379,18 +275,17 @@ def _cuts_sorted_on_host(sample: np.ndarray, sample_w: np.ndarray | None, featur
         return list(pool.map(feature_cuts, features))
 
 
-# sampled non-missing values sorted and cut on the device at a time. Sorting takes about 20
-# bytes a value (keys, the radix sort's second buffer), cutting about 60 (flags, run starts,
-# their features and int64 ranks); 4M values keep the block under 256 MiB, below training's
-# own peak on 10M x 28 (596 MiB of CuPy's pool, XGBoost 726 MiB)
-_DEVICE_SORT_VALUES = 4 << 20
+# sampled non-missing values sorted and cut on the device at a time: the keys and the radix
+# sort's second buffer take 16 bytes a value (128 MiB), under training's own peak on 10M x 28
+# (596 MiB of CuPy's pool; XGBoost 726). Choosing the cuts with CuPy array operations had
+# taken about 80 bytes a value (per-run int64 arrays) and a few ms of launches a block.
+_DEVICE_SORT_VALUES = 8 << 20
 
 
 def _cuts_sorted_on_device(values, rows, features: range, max_bin: int) -> list:
-    """Cut values of ``features`` of a device matrix, the same as the host computes: the
-    sampled values are sorted per feature on the device a block of features at a time
-    (``backend/_cuda_sketch.py``) and cut there (:func:`sorted_features_cut_values`); only the
-    cut values cross to the host.
+    """Cut values of ``features`` of a device matrix, the same as the host computes
+    (``backend/_cuda_sketch.py``: sorted and cut on the device, a block of features at a
+    time; only the cut values cross to the host).
 
     Parameters
     ----------
@@ -404,13 +299,9 @@ def _cuts_sorted_on_device(values, rows, features: range, max_bin: int) -> list:
     -------
     list of ndarrays of float32, each feature's cut values
     """
-    from .backend._cuda_sketch import sorted_blocks
+    from .backend._cuda_sketch import cut_values
 
-    out = []
-    for flat, counts in sorted_blocks(values, rows, features, _DEVICE_SORT_VALUES):
-        cut_values, sizes = sorted_features_cut_values(flat, counts, max_bin)
-        out.extend(np.split(cut_values, np.cumsum(sizes)[:-1]))
-    return out
+    return cut_values(values, rows, features, max_bin, _DEVICE_SORT_VALUES)
 
 
 def _sampled_rows_on_host(array, mask: np.ndarray) -> np.ndarray:

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import dgboost as dg
-from dgboost.quantile import compute_cuts
+from dgboost.quantile import compute_cuts, weighted_cut_values
 
 pytestmark = pytest.mark.gpu
 
@@ -123,6 +123,51 @@ def test_cuts_sorted_on_the_device_are_the_host_cuts_bit_for_bit_block_by_block(
             on_device = compute_cuts(layout, None, max_bin, seed=5, sample_rows=sample_rows)
             assert on_device.values.tobytes() == on_host.values.tobytes()  # -0.0 and 0.0 told apart
             np.testing.assert_array_equal(on_device.ptrs, on_host.ptrs)
+
+
+SKETCH_SAMPLES = {
+    "continuous": lambda rng, n: rng.normal(size=n),
+    "few distinct values": lambda rng, n: rng.integers(-5, 5, size=n),
+    "constant": lambda rng, n: np.full(n, 2.5),
+    "ties and both zeros": lambda rng, n: np.where(rng.random(n) < 0.2, -0.0, np.round(rng.normal(size=n), 1)),
+    "infinities and zeros": lambda rng, n: rng.choice([-np.inf, -0.0, 0.0, 1.0, np.inf], size=n),
+}
+
+
+def test_the_device_cut_kernels_give_every_features_host_cuts_bit_for_bit(cp):
+    """The kernels against the host's unit-weight sketch of each feature: ties, both zeros,
+    infinities, empty and constant features, max_bin 2 to 256, sampled rows, a feature range
+    not starting at 0, and one feature, a few, or all of them a block."""
+    from dgboost.backend._cuda_sketch import cut_values
+
+    rng = np.random.default_rng(5)
+    kinds = list(SKETCH_SAMPLES.values())
+    for trial in range(60):
+        max_bin = int(rng.choice([2, 3, 16, 256]))
+        n_rows = int(rng.choice([1, 5, 300, 3000]))
+        F = int(rng.integers(1, 12))
+        matrix = np.full((n_rows, F), np.nan, np.float32)
+        for f in range(F):
+            present = rng.random(n_rows) < rng.choice([0.0, 0.5, 1.0])
+            matrix[present, f] = kinds[int(rng.integers(len(kinds)))](rng, int(present.sum()))
+        rows = None if trial % 2 else np.sort(rng.choice(n_rows, size=max(1, n_rows // 2), replace=False))
+        first = int(rng.integers(0, F))
+        block = int(rng.choice([1, 200, 1 << 20]))
+        got = cut_values(cp.asarray(matrix), None if rows is None else cp.asarray(rows), range(first, F),
+                         max_bin, block)
+        sample = matrix if rows is None else matrix[rows]
+        for f, cuts in zip(range(first, F), got):
+            column = sample[:, f][~np.isnan(sample[:, f])]
+            want = weighted_cut_values(column, np.ones(column.size), max_bin)
+            assert cuts.tobytes() == want.tobytes(), (trial, f)
+
+
+def test_a_negative_zero_never_becomes_a_cut_value_on_the_device(cp):
+    from dgboost.backend._cuda_sketch import cut_values
+
+    (cuts,) = cut_values(cp.asarray([[-1.0], [-0.0], [-0.0], [2.0]], dtype=cp.float32), None, range(1), 256, 8)
+    zero = cuts[cuts == 0]
+    assert zero.size == 1 and not np.signbit(zero[0])
 
 
 # -- prediction ----------------------------------------------------------------------------------
