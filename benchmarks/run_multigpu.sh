@@ -8,7 +8,8 @@
 #     scaling   benchmarks/scaling.py 40M x 28, 100 rounds, SHAP of $SHAP_ROWS rows (default 4M),
 #               3 repeats, --profile, and --host-waited (dgboost with the host waiting for every
 #               NCCL collective, timed beside the default of collectives queued on the stream), and
-#               --unshared (dgboost jobs that keep no communicator and check their partitions)
+#               --unshared (dgboost jobs that keep no communicator and check their partitions);
+#               VARIANTS="" leaves those two out
 #     airline   benchmarks/scaling.py --dataset airline, 115M x 13, 100 rounds, no SHAP
 #     explain   benchmarks/explain_parquet.py --counts $EXPLAIN_FILES (default 400: 400M rows)
 #               on local-cuda (a worker per GPU)
@@ -33,7 +34,7 @@ for step in "$@"; do
       echo "tests: exit $?"; tail -n 4 "$OUT/mgpu_tests.log" ;;
     scaling)
       python3 benchmarks/scaling.py --device cuda --workers "$workers" --rows 40000000 \
-        --shap-rows "${SHAP_ROWS:-4000000}" --rounds 100 --repeats 3 --profile --host-waited --unshared \
+        --shap-rows "${SHAP_ROWS:-4000000}" --rounds 100 --repeats 3 --profile ${VARIANTS---host-waited --unshared} \
         --output "$OUT/scaling_multigpu.json" 2>&1 | grep -v "got rank\|^\s*$" > "$OUT/scaling.log"
       tail -n 24 "$OUT/scaling.log" ;;
     airline)
