@@ -162,6 +162,49 @@ def test_a_worker_lost_while_shap_values_are_held_is_recomputed_and_the_result_i
     np.testing.assert_array_equal(out.compute(), explainer.shap_values(x))
 
 
+def _explain_task_restrictions(dask_scheduler=None):
+    return {ts.key: (sorted(ts.worker_restrictions or ()), ts.loose_restrictions)
+            for ts in dask_scheduler.tasks.values() if "_explain_block" in str(ts.key)}
+
+
+def test_shap_values_of_a_persisted_array_run_each_block_where_it_is_held(dask_client, binary_model):
+    """Dask would otherwise place blocks on the worker of the model's task too (on 4 GPUs 6/4/3/4
+    of 16 blocks a worker). The restrictions are loose: a lost worker's blocks run elsewhere,
+    and Dask's work stealing may still hand a block to an idle worker."""
+    from distributed import futures_of, wait
+
+    booster, x = binary_model
+    client = dask_client(2)
+    holder = sorted(client.scheduler_info()["workers"])[1]
+    data = client.persist(da.from_array(x, chunks=(CHUNKS, 5)), workers=[holder], allow_other_workers=True)
+    wait(futures_of(data))
+    out = dxgb.shap_values(client, booster, data).persist()
+    wait(futures_of(out))
+    restrictions = client.run_on_scheduler(_explain_task_restrictions)
+    assert len(restrictions) == len(CHUNKS)
+    assert all(r == ([holder], True) for r in restrictions.values())
+    np.testing.assert_array_equal(out.compute(), dg.TreeExplainer(booster).shap_values(x))
+    del out
+    # a lazy input: its blocks are made where the scheduler puts them, nothing is pinned
+    lazy = dxgb.shap_values(client, booster, da.from_array(x, chunks=(CHUNKS, 5)))
+    assert type(lazy) is da.Array
+
+
+def test_a_held_blocks_worker_lost_runs_its_blocks_elsewhere_with_the_same_values(dask_client, binary_model):
+    from distributed import futures_of, wait
+
+    booster, x = binary_model
+    client = dask_client(3)
+    holder = sorted(client.scheduler_info()["workers"])[0]
+    data = client.persist(da.from_array(x, chunks=(CHUNKS, 5)), workers=[holder], allow_other_workers=True)
+    wait(futures_of(data))
+    out = dxgb.shap_values(client, booster, data).persist()
+    wait(futures_of(out))
+    pid = client.run(os.getpid, workers=[holder])[holder]
+    os.kill(pid, signal.SIGKILL)  # the rows and their values are lost with it; both are recomputed
+    np.testing.assert_array_equal(out.compute(), dg.TreeExplainer(booster).shap_values(x))
+
+
 # -- estimators --------------------------------------------------------------------------------
 
 def test_the_dask_regressor_trains_the_local_regressors_trees(dask_client):
