@@ -277,8 +277,9 @@ def _cuts_sorted_on_host(sample: np.ndarray, sample_w: np.ndarray | None, featur
 
 # sampled non-missing values sorted and cut on the device at a time: the keys and the radix
 # sort's second buffer take 16 bytes a value (128 MiB), under training's own peak on 10M x 28
-# (596 MiB of CuPy's pool; XGBoost 726). Choosing the cuts with CuPy array operations had
-# taken about 80 bytes a value (per-run int64 arrays) and a few ms of launches a block.
+# (596 MiB of CuPy's pool; XGBoost 726). Choosing the cuts with CuPy array operations (a
+# dozen temporaries a value: flags, run starts, their features and int64 ranks) had kept
+# 1,322 MiB of CuPy's pool for blocks of 4M values on 1M x 968, and cost a few ms a block.
 _DEVICE_SORT_VALUES = 8 << 20
 
 
