@@ -1,4 +1,4 @@
-// The quantile sketch's sample, sorted per feature on the device (dgboost/backend/_cuda_sketch.py).
+// The quantile sketch on the device: the sample sorted per feature, then cut (dgboost/backend/_cuda_sketch.py).
 //
 // A feature block's non-missing sampled values become 64-bit keys, (feature in the block) << 32
 // | the value's bits flipped so that unsigned order is float order, and one radix sort of the

@@ -1,8 +1,8 @@
-"""The quantile sketch's sample sorted per feature on the device (``kernels/sketch.cu``).
+"""The quantile sketch's sample sorted and cut on the device (``kernels/sketch.cu``).
 
-:func:`dgboost.quantile.compute_cuts` cuts the sorted values (``sorted_features_cut_values``);
-this module only produces them, a block of features at a time so that the temporaries stay
-bounded whatever the sample's width.
+:func:`dgboost.quantile.compute_cuts` calls :func:`cut_values` for a device matrix: a block of
+features at a time, so that the temporaries stay bounded whatever the sample's width, and only
+the cut values cross to the host.
 """
 from __future__ import annotations
 

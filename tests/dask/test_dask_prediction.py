@@ -162,6 +162,17 @@ def test_a_worker_lost_while_shap_values_are_held_is_recomputed_and_the_result_i
     np.testing.assert_array_equal(out.compute(), explainer.shap_values(x))
 
 
+def _shap_of_rows_held_by(client, booster, x, holder: str):
+    """SHAP values, computed and held, of ``x`` persisted on the worker ``holder``."""
+    from distributed import futures_of, wait
+
+    data = client.persist(da.from_array(x, chunks=(CHUNKS, 5)), workers=[holder], allow_other_workers=True)
+    wait(futures_of(data))
+    out = dxgb.shap_values(client, booster, data).persist()
+    wait(futures_of(out))
+    return out
+
+
 def _explain_task_restrictions(dask_scheduler=None):
     return {ts.key: (sorted(ts.worker_restrictions or ()), ts.loose_restrictions)
             for ts in dask_scheduler.tasks.values() if "_explain_block" in str(ts.key)}
@@ -171,15 +182,10 @@ def test_shap_values_of_a_persisted_array_run_each_block_where_it_is_held(dask_c
     """Dask would otherwise place blocks on the worker of the model's task too (on 4 GPUs 6/4/3/4
     of 16 blocks a worker). The restrictions are loose: a lost worker's blocks run elsewhere,
     and Dask's work stealing may still hand a block to an idle worker."""
-    from distributed import futures_of, wait
-
     booster, x = binary_model
     client = dask_client(2)
     holder = sorted(client.scheduler_info()["workers"])[1]
-    data = client.persist(da.from_array(x, chunks=(CHUNKS, 5)), workers=[holder], allow_other_workers=True)
-    wait(futures_of(data))
-    out = dxgb.shap_values(client, booster, data).persist()
-    wait(futures_of(out))
+    out = _shap_of_rows_held_by(client, booster, x, holder)
     restrictions = client.run_on_scheduler(_explain_task_restrictions)
     assert len(restrictions) == len(CHUNKS)
     assert all(r == ([holder], True) for r in restrictions.values())
@@ -191,15 +197,10 @@ def test_shap_values_of_a_persisted_array_run_each_block_where_it_is_held(dask_c
 
 
 def test_a_held_blocks_worker_lost_runs_its_blocks_elsewhere_with_the_same_values(dask_client, binary_model):
-    from distributed import futures_of, wait
-
     booster, x = binary_model
     client = dask_client(3)
     holder = sorted(client.scheduler_info()["workers"])[0]
-    data = client.persist(da.from_array(x, chunks=(CHUNKS, 5)), workers=[holder], allow_other_workers=True)
-    wait(futures_of(data))
-    out = dxgb.shap_values(client, booster, data).persist()
-    wait(futures_of(out))
+    out = _shap_of_rows_held_by(client, booster, x, holder)
     pid = client.run(os.getpid, workers=[holder])[holder]
     os.kill(pid, signal.SIGKILL)  # the rows and their values are lost with it; both are recomputed
     np.testing.assert_array_equal(out.compute(), dg.TreeExplainer(booster).shap_values(x))
