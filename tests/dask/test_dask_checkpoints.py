@@ -77,7 +77,7 @@ def test_after_a_worker_is_lost_train_with_resume_continues_on_two_workers_with_
     # the nanny restarts the killed worker process: take it away, as a machine that is gone
     cluster.scale(2)
     client.wait_for_workers(2, timeout=60)
-    _wait_for_exactly(client, 2)
+    _wait_for_the_cluster_spec(cluster, client)
     rounds = tmp_path / "rounds"
     out = dxgb.train(client, PARAMS, dtrain, 60, checkpoint_dir=ckpt, checkpoint_every=10, resume=True,
                      timeout=30, verbose_eval=False, callbacks=[RecordRounds(str(rounds))])
@@ -86,12 +86,19 @@ def test_after_a_worker_is_lost_train_with_resume_continues_on_two_workers_with_
     assert _model_file(out["booster"], tmp_path / "resumed.json") == _model_file(full, tmp_path / "full.json")
 
 
-def _wait_for_exactly(client, n: int, timeout: float = 60.0) -> None:
+def _wait_for_the_cluster_spec(cluster, client, timeout: float = 60.0) -> None:
+    """Wait until the scheduler's workers are exactly the cluster's specified ones. Scaling down
+    may retire a healthy worker while the killed one's nanny is still starting it again: a
+    count of 2 can be seen between the one leaving and the other joining, and a job placed
+    then loses a rank (seen once in a full CI-like run)."""
     import time
 
     deadline = time.monotonic() + timeout
-    while len(client.scheduler_info(n_workers=-1)["workers"]) != n:
-        assert time.monotonic() < deadline, "the cluster did not shrink"
+    while True:
+        names = {w["name"] for w in client.scheduler_info(n_workers=-1)["workers"].values()}
+        if names == set(cluster.worker_spec):
+            return
+        assert time.monotonic() < deadline, f"the cluster's workers {names} are not its spec {set(cluster.worker_spec)}"
         time.sleep(0.2)
 
 
