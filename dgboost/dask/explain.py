@@ -13,70 +13,12 @@ import numpy as np
 
 from .._array import array_module, is_device_array
 from ..errors import DGBoostTypeError, DGBoostValueError
+from ._held_blocks import held_blocks_array, where_held
 from .prediction import as_booster, frame_meta_like, model_reference
 
 __all__ = ["shap_values", "shap_frame_meta"]
 
 DEFAULT_MAX_BLOCK_BYTES = 256 << 20
-
-
-def _where_held(client, data) -> dict | None:
-    """{row block index: the address of a worker holding it} for an array whose every block is
-    a computed future (a persisted array); None otherwise."""
-    from distributed import futures_of
-
-    futures = {f.key: f for f in futures_of(data)}
-    keys = [(data.name, i) + (0,) * (data.ndim - 1) for i in range(data.numblocks[0])]
-    if not keys or any(k not in futures for k in keys):
-        return None
-    try:
-        who = client.who_has([futures[k] for k in keys])
-    except Exception:  # noqa: BLE001 - a client that cannot say: the scheduler places the tasks
-        return None
-    holders = {}
-    for i, k in enumerate(keys):
-        held = who.get(k)
-        if not held:
-            return None
-        holders[i] = sorted(held)[0]
-    return holders
-
-
-def _optimize_keeping_annotations(dsk, keys, **kwargs):
-    """dask.array's graph optimisation without its low-level fusion, which turns the graph
-    into a plain dict and so drops the layers' annotations (here: where each block runs)."""
-    import dask
-    from dask.array.optimization import optimize
-
-    with dask.config.set({"optimization.fuse.active": False}):
-        return optimize(dsk, keys, **kwargs)
-
-
-class _HeldBlocksArray(da.Array):
-    """A dask Array optimised without low-level fusion (see :func:`_held_blocks_array`)."""
-
-    __dask_optimize__ = staticmethod(_optimize_keeping_annotations)
-
-
-def _held_blocks_array(array, holders: dict):
-    """``array`` (one :func:`~dask.array.map_blocks` layer over a persisted array) with row
-    block i's task placed on ``holders[i]``.
-
-    Dask otherwise also places a block on the worker that holds the model's task (each block
-    task depends on both): on 4 GPUs, 6/4/3/4 of 16 equal blocks ran on a worker, and the call
-    waited 1.3 s for its busiest worker against 1.0 s balanced. The restrictions are loose, so
-    a lost worker's blocks run elsewhere, and Dask's work stealing may still hand a block to
-    an idle worker. The annotations survive only an optimisation without low-level fusion: the
-    array returned optimises so when it is computed or persisted itself (an array derived
-    from it is optimised as any other, and Dask places its tasks)."""
-    name = array.name
-
-    def workers(key):
-        return [holders[key[1]]] if isinstance(key, tuple) and key[0] == name else None
-
-    layer = array.dask.layers[name]
-    layer.annotations = {**(layer.annotations or {}), "workers": workers, "allow_other_workers": True}
-    return _HeldBlocksArray(array.dask, name, array.chunks, meta=array._meta)
 
 
 def _as_explainer(model_or_explainer, background):
@@ -205,6 +147,6 @@ def shap_values(client, model_or_explainer, data, interactions: bool = False, ba
     extra = {"new_axis": list(range(2, 1 + len(trailing)))} if len(trailing) > 1 else {}
     out = da.map_blocks(_explain_block, data, ref, interactions, trailing, device, dtype=np.float64, chunks=chunks,
                         meta=array_module(data._meta).empty((0,) * len(chunks), np.float64), **extra)
-    holders = _where_held(client, data)
+    holders = where_held(client, data)
     # a persisted array's blocks are explained where they are held
-    return out if holders is None else _held_blocks_array(out, holders)
+    return out if holders is None else held_blocks_array(out, holders)

@@ -15,6 +15,7 @@ import numpy as np
 
 from .._array import array_module
 from ..errors import DGBoostTypeError
+from ._held_blocks import held_blocks_array, where_held
 from ._matrix import DaskDMatrix
 
 __all__ = ["predict", "inplace_predict", "model_reference", "as_booster"]
@@ -148,11 +149,14 @@ def _map_collection(client, booster, data, kwargs: dict, base_margin=None):
     if base_margin is not None:
         bm = base_margin if base_margin.ndim == 2 else base_margin[:, None]
         args.append(bm.rechunk({0: data.chunks[0], 1: -1}))
-        return da.map_blocks(lambda b, m, *a: _predict_array_block(b, *a, base_margin=m), *args, ref, kwargs,
-                             trailing, dtype, dtype=dtype, chunks=chunks, meta=meta,
-                             **extra)
-    return da.map_blocks(_predict_array_block, data, ref, kwargs, trailing, dtype, dtype=dtype, chunks=chunks,
-                         meta=meta, **extra)
+        out = da.map_blocks(lambda b, m, *a: _predict_array_block(b, *a, base_margin=m), *args, ref, kwargs,
+                            trailing, dtype, dtype=dtype, chunks=chunks, meta=meta, **extra)
+    else:
+        out = da.map_blocks(_predict_array_block, data, ref, kwargs, trailing, dtype, dtype=dtype, chunks=chunks,
+                            meta=meta, **extra)
+    # a persisted array's blocks are predicted where they are held
+    holders = where_held(client, data)
+    return out if holders is None else held_blocks_array(out, holders)
 
 
 def _map_dmatrix(client, booster, dm: DaskDMatrix, kwargs: dict):

@@ -166,16 +166,22 @@ def _shap_of_rows_held_by(client, booster, x, holder: str):
     """SHAP values, computed and held, of ``x`` persisted on the worker ``holder``."""
     from distributed import futures_of, wait
 
-    data = client.persist(da.from_array(x, chunks=(CHUNKS, 5)), workers=[holder], allow_other_workers=True)
-    wait(futures_of(data))
-    out = dxgb.shap_values(client, booster, data).persist()
+    out = dxgb.shap_values(client, booster, _rows_held_by(client, x, holder)).persist()
     wait(futures_of(out))
     return out
 
 
-def _explain_task_restrictions(dask_scheduler=None):
+def _rows_held_by(client, x, holder: str):
+    from distributed import futures_of, wait
+
+    data = client.persist(da.from_array(x, chunks=(CHUNKS, 5)), workers=[holder], allow_other_workers=True)
+    wait(futures_of(data))
+    return data
+
+
+def _task_restrictions(dask_scheduler=None, prefix: str = ""):
     return {ts.key: (sorted(ts.worker_restrictions or ()), ts.loose_restrictions)
-            for ts in dask_scheduler.tasks.values() if "_explain_block" in str(ts.key)}
+            for ts in dask_scheduler.tasks.values() if prefix in str(ts.key)}
 
 
 def test_shap_values_of_a_persisted_array_run_each_block_where_it_is_held(dask_client, binary_model):
@@ -186,7 +192,7 @@ def test_shap_values_of_a_persisted_array_run_each_block_where_it_is_held(dask_c
     client = dask_client(2)
     holder = sorted(client.scheduler_info()["workers"])[1]
     out = _shap_of_rows_held_by(client, booster, x, holder)
-    restrictions = client.run_on_scheduler(_explain_task_restrictions)
+    restrictions = client.run_on_scheduler(_task_restrictions, prefix="_explain_block")
     assert len(restrictions) == len(CHUNKS)
     assert all(r == ([holder], True) for r in restrictions.values())
     np.testing.assert_array_equal(out.compute(), dg.TreeExplainer(booster).shap_values(x))
@@ -194,6 +200,30 @@ def test_shap_values_of_a_persisted_array_run_each_block_where_it_is_held(dask_c
     # a lazy input: its blocks are made where the scheduler puts them, nothing is pinned
     lazy = dxgb.shap_values(client, booster, da.from_array(x, chunks=(CHUNKS, 5)))
     assert type(lazy) is da.Array
+
+
+@pytest.mark.parametrize("with_margin", [False, True])
+def test_predictions_of_a_persisted_array_run_each_block_where_it_is_held(dask_client, binary_model, with_margin):
+    from distributed import futures_of, wait
+
+    booster, x = binary_model
+    client = dask_client(2)
+    holder = sorted(client.scheduler_info()["workers"])[1]
+    data = _rows_held_by(client, x, holder)
+    margin = np.linspace(-1, 1, N).astype(np.float32)
+    if with_margin:
+        out = dxgb.inplace_predict(client, booster, data, base_margin=da.from_array(margin, chunks=(CHUNKS,)))
+        expected = booster.inplace_predict(x, base_margin=margin)
+    else:
+        out = dxgb.predict(client, booster, data, output_margin=True)
+        expected = booster.predict(dg.DMatrix(x), output_margin=True)
+    name = out.name
+    out = out.persist()
+    wait(futures_of(out))
+    restrictions = client.run_on_scheduler(_task_restrictions, prefix=name)
+    assert len(restrictions) == len(CHUNKS)
+    assert all(r == ([holder], True) for r in restrictions.values())
+    np.testing.assert_array_equal(out.compute(), expected)
 
 
 def test_a_held_blocks_worker_lost_runs_its_blocks_elsewhere_with_the_same_values(dask_client, binary_model):
