@@ -96,7 +96,7 @@ def main():
         hist = cupy.asarray(np.random.default_rng(0).integers(0, 1000, (k, total_bins, 2)))
         totals = hist[:, :cuts.ptrs[1]].sum(axis=1).get()
         records = cupy.asarray(node_records(np.zeros(k), np.full(k, n), sums=totals))
-        ms = timed(lambda: be.evaluate_splits(hist, records, cuts.ptrs, None, 1.0, 1.0, p))
+        ms = timed(lambda: be.evaluate_splits(hist, records, cuts.ptrs, None, np.array([1.0, 1.0]), p))
         print(f"evaluate_splits {k:>4} nodes  {ms:7.3f} ms")
 
 

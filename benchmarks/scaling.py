@@ -255,7 +255,9 @@ def profile_lines(prof: dict) -> list[str]:
             f"comm open {rank['comm_open_s']:.3f}, setup {rank['setup_s']:.3f} ("
             + ", ".join(f"{k} {v:.3f}" for k, v in rank.get("setup_stages_s", {}).items())
             + f"), rounds {rank['rounds_s']:.3f} s "
-            f"(median round {1e3 * rank['round_s_median']:.2f} ms); collectives {calls / rounds:.0f} a round, "
+            f"(median round {1e3 * rank['round_s_median']:.2f} ms, first {1e3 * rank.get('round_s_first', 0):.1f}, "
+            f"longest {1e3 * rank.get('round_s_max', 0):.1f}, beyond the median "
+            f"{rank.get('rounds_over_median_s', 0):.3f} s in all); collectives {calls / rounds:.0f} a round, "
             f"{sum(v['bytes'] for v in coll.values()) / rounds / 2**20:.2f} MiB a round, waiting for their inputs "
             f"{sum(v['producer_s'] for v in coll.values()):.3f} s, in them {sum(v['collective_s'] for v in coll.values()):.3f} s"
             + _numba_note(rank.get("numba")))

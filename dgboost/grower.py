@@ -37,7 +37,7 @@ from ._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, NODE_FIELDS, SPLIT
 from .binned import BinnedMatrix
 from .tree import Tree
 
-__all__ = ["TreeGrower", "GrownTree", "FeatureSampler"]
+__all__ = ["TreeGrower", "GrownTree", "GrowingTree", "FeatureSampler"]
 
 # Whole levels hold the histograms of 2**depth slots (built, siblings, parents): used while
 # that stays within these bounds, else the levels are read and compacted.
@@ -91,6 +91,33 @@ class GrownTree:
     leaf_nodes: np.ndarray
     begins: np.ndarray
     ends: np.ndarray
+
+
+class GrowingTree:
+    """A tree whose growth is queued on the backend's device (:meth:`TreeGrower.grow`).
+
+    Attributes
+    ----------
+    records : backend int64 (m, NODE_FIELDS), or None
+        A tree grown in whole levels: every level's records, whose leaves (feature -1) let
+        ``Backend.add_record_leaf_values`` update the margins before the host reads the
+        tree. None where growth read its batches on the way.
+    rows : backend int32 (n_local,)
+        The row order: each record's (each leaf's) rows are ``rows[begin:end]``.
+    """
+
+    def __init__(self, records, rows, finish):
+        self.records = records
+        self.rows = rows
+        self._finish = finish
+        self._grown = None
+
+    def finish(self) -> GrownTree:
+        """The tree, read and built on the host (waits for the device once)."""
+        if self._grown is None:
+            self._grown = self._finish(self.rows)
+            self._finish = None
+        return self._grown
 
 
 class _Nodes:
@@ -230,6 +257,11 @@ class TreeGrower:
     def _can_split_at(self, depth: int) -> bool:
         return self.params.max_depth <= 0 or depth < self.params.max_depth
 
+    def grows_without_reads(self) -> bool:
+        """Whether every tree is queued whole on the device (:meth:`grow` returns before the
+        host reads any of it, with its records)."""
+        return self._whole_levels()
+
     def _whole_levels(self) -> bool:
         """Whether depthwise trees can grow without reading any level (see the module docstring)."""
         p = self.params
@@ -299,23 +331,27 @@ class TreeGrower:
         """Bounds of the children of the evaluated ``parents`` (None without constraints)."""
         if self.monotone is None:
             return None
-        return self.backend.child_bounds(parents, bounds, self._device_monotone, self.scale_g, self.scale_h,
-                                         self.params)
+        return self.backend.child_bounds(parents, bounds, self._device_monotone, self.scales, self.params)
 
     # -- growth ---------------------------------------------------------------------------
-    def grow(self, gpair, scale_g: float, scale_h: float, tree_index: int) -> GrownTree:
-        """Grow one tree.
+    def grow(self, gpair, scales, tree_index: int) -> "GrowingTree":
+        """Grow one tree: queued on the device where its growth needs no host decision.
 
         Parameters
         ----------
         gpair : int32 (n_local, 2)
             Quantised (gradient, hessian) of this rank's rows; (0, 0) for rows left out.
-        scale_g, scale_h : float
+        scales : float64 (2,) on the backend's device
             The fixed-point scales (identical on every rank).
         tree_index : int
             Index of the tree in the ensemble (drives column sampling).
+
+        Returns
+        -------
+        GrowingTree
+            Its ``finish()`` gives the :class:`GrownTree`; call it before the next ``grow``.
         """
-        self.scale_g, self.scale_h = scale_g, scale_h
+        self.scales = scales
         self.gpair = gpair
         n_local = self.binned.n_rows
         backend, comm = self.backend, self.comm
@@ -328,11 +364,12 @@ class TreeGrower:
             hist = comm.allreduce_sum(backend.build_histograms(
                 self.binned.bins, self.cut_ptrs, gpair, self.rows, root[:, BEGIN:END + 1]))
             backend.evaluate_splits(hist, root, self.cut_ptrs, self._node_masks([0], [0], tree_index, tree_mask),
-                                    scale_g, scale_h, self.params, **self._monotone_args(bounds))
+                                    scales, self.params, **self._monotone_args(bounds))
         t = _Nodes(capacity=self._node_capacity())
         if self._whole_levels():
-            self._grow_whole_levels(root, hist, bounds, t, tree_index, tree_mask)
-            return self._finish(t)
+            records = self._grow_whole_levels(root, hist, bounds, tree_index, tree_mask)
+            read = backend.read_later([records, scales])
+            return self._queued(records, lambda rows: self._finish(*self._whole_level_nodes(read, t), rows))
         host = backend.to_host(root)
         batch = _Batch(root, hist, host, t.add(np.array([-1]), host, 0), [frozenset()], bounds,
                        evaluated=hist is not None)
@@ -341,7 +378,14 @@ class TreeGrower:
             self._grow_best_first(batch, t, tree_index, tree_mask)
         else:
             self._grow_level_by_level(batch, t, tree_index, tree_mask)
-        return self._finish(t)
+        read = backend.read_later([scales])
+        return self._queued(None, lambda rows: self._finish(t, read.result()[0], rows))
+
+    def _queued(self, records, finish) -> "GrowingTree":
+        """The tree just grown, its pairs and row order no longer held by the grower (device
+        memory: a tree's 12 bytes a row are freed as soon as its holders let go)."""
+        rows, self.rows, self.gpair, self.scales = self.rows, None, None, None
+        return GrowingTree(records=records, rows=rows, finish=finish)
 
     def _grow_level_by_level(self, batch: _Batch, t: _Nodes, tree_index: int, tree_mask) -> None:
         """Depthwise growth reading each level: split every splittable node of a level (in id
@@ -582,12 +626,13 @@ class TreeGrower:
             built = comm.allreduce_sum(backend.build_histograms(
                 self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments, max_rows=n_rows))
             hist = backend.children_histograms(parent_hist, index, built, build_left)
-            backend.evaluate_splits(hist, children, self.cut_ptrs, masks, self.scale_g, self.scale_h,
+            backend.evaluate_splits(hist, children, self.cut_ptrs, masks, self.scales,
                                     self.params, **self._monotone_args(bounds))
         return children, hist, bounds
 
-    def _grow_whole_levels(self, root, root_hist, root_bounds, t: _Nodes, tree_index: int, tree_mask) -> None:
-        """Grow every level of 2**d slots on the device, then read them all once into ``t``."""
+    def _grow_whole_levels(self, root, root_hist, root_bounds, tree_index: int, tree_mask):
+        """Grow every level of 2**d slots on the device; their records, concatenated (int64
+        (2**(max_depth + 1) - 1, NODE_FIELDS) on the device, level by level from the root)."""
         backend, comm, p = self.backend, self.comm, self.params
         masks = self._level_masks(tree_index, tree_mask)  # (the root was evaluated with its own)
         levels, hist, bounds = [root], root_hist, root_bounds
@@ -600,10 +645,20 @@ class TreeGrower:
                 built = comm.allreduce_sum(backend.build_histograms(
                     self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments))
                 hist = backend.children_histograms(hist, None, built, build_left)
-                backend.evaluate_splits(hist, children, self.cut_ptrs, masks[depth], self.scale_g, self.scale_h, p,
+                backend.evaluate_splits(hist, children, self.cut_ptrs, masks[depth], self.scales, p,
                                         **self._monotone_args(bounds))
             levels.append(children)
-        host = backend.to_host(backend.concatenate(levels))
+        return backend.concatenate(levels)
+
+    def _whole_level_nodes(self, read, t: _Nodes):
+        """``t`` filled from the read of a tree grown in whole levels; the scales as read."""
+        host, scales = read.result()
+        p = self.params
+        self._fill_from_levels(t, host)
+        return t, scales
+
+    def _fill_from_levels(self, t: _Nodes, host: np.ndarray) -> None:
+        p = self.params
         # node ids as the per-level growth gives them: children of the split nodes of a level,
         # in slot order (which is id order), left then right
         slot_ids = t.add(np.array([-1]), host[:1], 0)
@@ -621,24 +676,24 @@ class TreeGrower:
             slot_ids = np.full(2 * slot_ids.size, -1, np.int64)
             slot_ids[child_slots] = ids
 
-    def _node_weights(self, t: _Nodes) -> np.ndarray:
+    def _node_weights(self, t: _Nodes, scale_g: float, scale_h: float) -> np.ndarray:
         """float64 (n,) weight of every node; with monotone constraints clipped into the
         node's bounds, replayed on the host from the tree (the device's were never read)."""
         n, p = t.n, self.params
         sums = t.sums[:n]
         if self.monotone is None:
-            return self.backend.leaf_weights(sums, self.scale_g, self.scale_h, p)
+            return self.backend.leaf_weights(sums, scale_g, scale_h, p)
         bounds = self.backend.node_bounds(t.left[:n], t.right[:n], t.feature[:n], sums, self.monotone,
-                                          self.scale_g, self.scale_h, p)
-        return self.backend.leaf_weights(sums, self.scale_g, self.scale_h, p, bounds=bounds)
+                                          scale_g, scale_h, p)
+        return self.backend.leaf_weights(sums, scale_g, scale_h, p, bounds=bounds)
 
-    def _finish(self, t: _Nodes) -> GrownTree:
-        # neither the caller's pairs nor the row order are held between trees (device memory)
-        rows, self.rows, self.gpair = self.rows, None, None
+    def _finish(self, t: _Nodes, scales: np.ndarray, rows) -> GrownTree:
+        """The tree of ``t`` with its weights (``scales`` float64 (2,) on the host, as read)."""
+        scale_g, scale_h = (float(v) for v in scales)
         p = self.params
         n = t.n
         sums = t.sums[:n]
-        weights = self._node_weights(t) * p.eta
+        weights = self._node_weights(t, scale_g, scale_h) * p.eta
         feature = t.feature[:n].copy()
         split_bin = t.split_bin[:n].copy()
         split_value = np.zeros(n, np.float32)
@@ -646,7 +701,7 @@ class TreeGrower:
         split_value[inner] = self.cut_values[self.cut_ptrs[feature[inner]] + split_bin[inner]]
         tree = Tree(left=t.left[:n].copy(), right=t.right[:n].copy(), parent=t.parent[:n].copy(),
                     feature=feature, split_value=split_value, default_left=t.default_left[:n].astype(np.uint8),
-                    gain=t.gain[:n].astype(np.float32), cover=sums[:, 1] / self.scale_h,
+                    gain=t.gain[:n].astype(np.float32), cover=sums[:, 1] / scale_h,
                     value=weights.astype(np.float32), split_bin=split_bin)
         leaves = np.flatnonzero(~inner)
         return GrownTree(tree=tree, rows=rows, leaf_nodes=leaves,

@@ -7,12 +7,12 @@ leaves' row segments. Evaluation sets are predicted incrementally with the new t
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ._array import array_module
+from ._fixed_point import fixed_point_scale  # noqa: F401 (public here, as before)
 from .backend import get_backend
 from .binned import BinnedMatrix
 from .checkpoint import (check_resumable, checkpointer_for, check_same_data, cuts_fingerprint, data_fingerprint,
@@ -49,28 +49,6 @@ class TrainingCallback:
 
     def after_iteration(self, model, epoch: int, evals_log: dict) -> bool:
         return False
-
-
-FIXED_POINT_BITS = 30  # |quantised value| <= 2**30: fits int32 per row
-
-
-def fixed_point_scale(max_abs: float, n_global: int) -> float:
-    """A power of two ``s`` with ``|round(x * s)| <= 2**30`` for every ``|x| <= max_abs``.
-
-    Each row's quantised pair then fits int32 (half the memory traffic of int64 while
-    histograms are built), keeps a resolution of ``max_abs * 2**-30`` and, summed into int64
-    histograms, cannot overflow for fewer than 2**32 rows. Being a function of a maximum
-    (exact under any reduction order), the scale is identical on every rank for any
-    partitioning of the rows.
-    """
-    if n_global >= 1 << 32:
-        raise DGBoostValueError("more than 2**32 rows: int64 histogram sums could overflow")
-    if not max_abs > 0.0 or not math.isfinite(max_abs):
-        return 1.0
-    exponent = FIXED_POINT_BITS - math.ceil(math.log2(max_abs))
-    if math.ldexp(max_abs, exponent) > 2.0 ** FIXED_POINT_BITS:  # log2 rounding at a power of two
-        exponent -= 1
-    return math.ldexp(1.0, min(exponent, 1000))
 
 
 class _Data:
@@ -366,43 +344,45 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
         period = 0  # one printer, as XGBoost's monitor on rank 0
     skipped_line = None  # the last line held back by the period: printed when training ends
 
+    round_args = (objective, obj, train_data, dtrain, n_groups, p, global_index, backend, comm, n_global)
+    # leaves added to the margins on the device from the records of trees grown in whole levels
+    # (no host decision in their growth), so the host reads a tree while the next round's
+    # gradients are made; leaves refitted on the host, clipped into monotone bounds or of a
+    # custom objective (whose call must come after the round's callbacks) go the host's way
+    leaves_on_device = (grower.grows_without_reads() and obj is None and not objective.adaptive_leaves
+                        and monotone is None)
+    queued = None  # the next round's _RoundPairs, when queued ahead
     for r in range(first_round, begin_round + int(num_boost_round)):
         if stopped:  # the checkpoint was written by the round training stopped on
             break
         if any(cb.before_iteration(booster, r, history) for cb in callbacks):
             break
-        if obj is not None:
-            objective.dtrain = dtrain
-        grad, hess = objective.gradient(train_data.margin, train_data.label, train_data.weight,
-                                        dtrain.group_ptr, r)
-        xp = backend.xp
-        grad = xp.asarray(grad, dtype=np.float32).reshape(dtrain.num_row(), n_groups)
-        hess = xp.asarray(hess, dtype=np.float32).reshape(dtrain.num_row(), n_groups)
-        keep = None
-        if p.subsample < 1.0:
-            keep = hashed_uniform(p.seed, _SUBSAMPLE_STREAM + r, global_index) < p.subsample
+        pairs = queued if queued is not None and queued.round == r else _RoundPairs(r, *round_args)
+        queued = None
         new_first = ensemble.n_trees
+        read_later = []  # trees whose leaves the device added to the margins, read after the queueing
         for k in range(n_groups):
-            g, h = grad[:, k], hess[:, k]
-            # the maxima as float32 bits, which order as the values do (NaN above inf): the max
-            # of the bits over the ranks, queued on the device, is the bits of the max, so one
-            # read brings the global maxima and every rank sees a non-finite value of any rank
-            bits = backend.to_host(comm.allreduce_max(backend.abs_max_bits(g, h)))
-            gmax, hmax = bits.view(np.float32).astype(np.float64)
-            if not (np.isfinite(gmax) and np.isfinite(hmax)):
-                raise DGBoostValueError(f"round {r}: the objective produced non-finite gradients or hessians")
-            scale_g, scale_h = fixed_point_scale(gmax, n_global), fixed_point_scale(hmax, n_global)
-            gpair = backend.quantise(g, h, scale_g, scale_h, keep)
-            grown = grower.grow(gpair, scale_g, scale_h, tree_index=ensemble.n_trees)
-            tree = grown.tree
-            if objective.adaptive_leaves:
-                _refit_leaves(objective, tree, grown, train_data.margin[:, k], dtrain, keep, p, comm, backend)
-            ensemble.append(tree, k)
-            backend.add_leaf_values(train_data.margin, grown.rows, grown.begins, grown.ends,
-                                    tree.value[grown.leaf_nodes], k)
-            # the tree's row order and quantised pairs (12 bytes a row) are not kept into the
-            # next gradient computation: on a GPU that is where training peaks
-            del grown, gpair
+            bits, scales, gpair = pairs.group(k)
+            maxima = backend.read_later([bits])
+            if not leaves_on_device:
+                _check_finite(maxima, r)  # growth reads the device anyway: no tree on bad pairs
+            tree = grower.grow(gpair, scales, tree_index=new_first + k)
+            del gpair
+            if leaves_on_device:
+                backend.add_record_leaf_values(train_data.margin, tree.rows, tree.records, scales, p, k)
+                tree.rows = None
+                read_later.append((tree, maxima))
+            else:
+                _finish_tree(tree, maxima, r, k, ensemble, objective, train_data, dtrain, pairs.keep, p, comm,
+                             backend)
+        # round r's gradients go before the next round's are made (device memory)
+        del pairs
+        if read_later and r + 1 < begin_round + int(num_boost_round):
+            # the next round's gradients are queued before this round's trees are read and
+            # built on the host, so the device works meanwhile (unused if training stops)
+            queued = _RoundPairs(r + 1, *round_args)
+        for k, (tree, maxima) in enumerate(read_later):
+            _finish_tree(tree, maxima, r, k, ensemble, objective, train_data, dtrain, None, p, comm, backend)
         for d in eval_data:
             backend.predict_margin(ensemble, d.values, new_first, ensemble.n_trees, d.margin)
         booster._set_ensemble(ensemble)
@@ -472,6 +452,66 @@ def _evaluate(metric, d: _Data, dm: DMatrix, objective, comm, custom_objective: 
     if metric.needs_row_order and d.global_rows is not None:
         extra["global_rows"] = d.global_rows
     return float(metric.evaluate(d.margin, d.label, d.weight, dm.group_ptr, objective, comm, **extra))
+
+
+class _RoundPairs:
+    """One round's gradients, queued on the device, and per output group its quantised pairs.
+
+    The pairs of group 0 are queued at once, those of a later group when :meth:`group` asks
+    (one group's 8 bytes a row held at a time beyond the gradients).
+    """
+
+    def __init__(self, r: int, objective, obj, train_data, dtrain: DMatrix, n_groups: int, p: TrainParams,
+                 global_index, backend, comm, n_global: int):
+        if obj is not None:
+            objective.dtrain = dtrain
+        grad, hess = objective.gradient(train_data.margin, train_data.label, train_data.weight, dtrain.group_ptr, r)
+        xp = backend.xp
+        self.round = r
+        self.grad = xp.asarray(grad, dtype=np.float32).reshape(dtrain.num_row(), n_groups)
+        self.hess = xp.asarray(hess, dtype=np.float32).reshape(dtrain.num_row(), n_groups)
+        self.keep = None
+        if p.subsample < 1.0:
+            self.keep = hashed_uniform(p.seed, _SUBSAMPLE_STREAM + r, global_index) < p.subsample
+        self._backend, self._comm, self._n_global = backend, comm, n_global
+        self._first = self._quantised(0)
+
+    def _quantised(self, k: int):
+        backend = self._backend
+        g, h = self.grad[:, k], self.hess[:, k]
+        # the maxima as float32 bits, which order as the values do (NaN above inf): the max of
+        # the bits over the ranks is the bits of the max, so every rank makes the same scales
+        # on its device and sees a non-finite value of any rank when it reads them
+        bits = self._comm.allreduce_max(backend.abs_max_bits(g, h))
+        scales = backend.fixed_point_scales(bits, self._n_global)
+        return bits, scales, backend.quantise(g, h, scales, self.keep)
+
+    def group(self, k: int):
+        """(bits uint32 (2,), scales float64 (2,), pairs int32 (n, 2)) of group ``k``, on the device."""
+        if k == 0 and self._first is not None:
+            first, self._first = self._first, None
+            return first
+        return self._quantised(k)
+
+
+def _check_finite(maxima, r: int) -> None:
+    """Raise if the gradient maxima read by ``maxima`` (``Backend.read_later``) are not finite."""
+    if not np.isfinite(maxima.result()[0].view(np.float32)).all():
+        raise DGBoostValueError(f"round {r}: the objective produced non-finite gradients or hessians")
+
+
+def _finish_tree(tree, maxima, r: int, k: int, ensemble: Ensemble, objective, train_data, dtrain: DMatrix, keep,
+                 p: TrainParams, comm, backend) -> None:
+    """Read and build a grown tree (:class:`~dgboost.grower.GrowingTree`) into ``ensemble`` as
+    group ``k``'s; its leaves go to the margins here unless the device added them."""
+    _check_finite(maxima, r)
+    grown = tree.finish()
+    if objective.adaptive_leaves:
+        _refit_leaves(objective, grown.tree, grown, train_data.margin[:, k], dtrain, keep, p, comm, backend)
+    ensemble.append(grown.tree, k)
+    if grown.rows is not None:
+        backend.add_leaf_values(train_data.margin, grown.rows, grown.begins, grown.ends,
+                                grown.tree.value[grown.leaf_nodes], k)
 
 
 def _refit_leaves(objective, tree, grown, margin, dtrain: DMatrix, keep, p: TrainParams, comm,

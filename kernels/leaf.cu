@@ -11,6 +11,7 @@ extern "C" __global__ void add_leaf_values(float* __restrict__ margin, int n_gro
                                            const int* __restrict__ rows, const long long* __restrict__ seg_offsets,
                                            const long long* __restrict__ begins, int n_leaves,
                                            const float* __restrict__ values, long long total) {
+  total = min(total, seg_offsets[n_leaves]);  // a bound from the host, the count from the device
   for (long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x; q < total;
        q += (long long)gridDim.x * blockDim.x) {
     int a = 0, b = n_leaves;

@@ -8,7 +8,8 @@
 
 extern "C" __global__ void quantise(const float* __restrict__ grad, const float* __restrict__ hess,
                                     long long stride, const bool* __restrict__ keep, int has_keep, long long n,
-                                    double scale_g, double scale_h, int* __restrict__ out) {
+                                    const double* __restrict__ scales, int* __restrict__ out) {
+  const double scale_g = scales[0], scale_h = scales[1];
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
     int g = 0, h = 0;
@@ -72,4 +73,23 @@ extern "C" __global__ void abs_max(const float* __restrict__ grad, const float* 
     atomicMax(out, mg);
     atomicMax(out + 1, mh);
   }
+}
+
+// The fixed-point scale of a maximum given as float32 bits (dgboost/_fixed_point.py): the
+// largest power of two s with max * s <= 2**30, or 1.0 when the maximum is not positive and
+// finite. With max = frac * 2**e (frac in [0.5, 1)), ceil(log2 max) is e - 1 exactly when
+// frac is 0.5 (a power of two) and e otherwise, so no logarithm is rounded.
+__device__ double fixed_point_scale(unsigned bits) {
+  const float m = __uint_as_float(bits);
+  if (!(m > 0.0f) || isinf(m)) return 1.0;  // NaN fails m > 0
+  int e = 0;
+  const double frac = frexp(static_cast<double>(m), &e);
+  const int exponent = 30 - (frac == 0.5 ? e - 1 : e);
+  return ldexp(1.0, min(exponent, 1000));
+}
+
+// scales[0..1] from the global maxima's bits (abs_max's output after the max allreduce), on
+// the device, so that quantising needs no read of the maxima by the host. One thread each.
+extern "C" __global__ void fixed_point_scales(const unsigned int* __restrict__ bits, double* __restrict__ scales) {
+  if (blockIdx.x == 0 && threadIdx.x < 2) scales[threadIdx.x] = fixed_point_scale(bits[threadIdx.x]);
 }

@@ -103,10 +103,10 @@ struct Candidate {
 extern "C" __global__ void best_per_feature(
     const long long* __restrict__ hist, long long total_bins, const long long* __restrict__ records,
     const int* __restrict__ cut_ptrs, int n_features, int n_pairs, const bool* __restrict__ feature_mask,
-    int mask_rows, double inv_scale_g, double inv_scale_h, double lam, double alpha, double mcw, double mds,
+    int mask_rows, const double* __restrict__ scales, double lam, double alpha, double mcw, double mds,
     const double* __restrict__ bounds, const signed char* __restrict__ monotone, int constrained,
     Candidate* __restrict__ out) {
-  const SplitParamsDev p{inv_scale_g, inv_scale_h, lam, alpha, mcw, mds};
+  const SplitParamsDev p{1.0 / scales[0], 1.0 / scales[1], lam, alpha, mcw, mds};
   const int lane = threadIdx.x & 31;
   const long long pair = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5;
   if (pair >= n_pairs) return;  // whole warps leave together
@@ -225,11 +225,11 @@ extern "C" __global__ void best_per_node(const Candidate* __restrict__ cand, int
 // A parent that is not split, or splits on an unconstrained feature, passes its bounds on.
 extern "C" __global__ void child_bounds(const long long* __restrict__ records, int k,
                                         const double* __restrict__ bounds, const signed char* __restrict__ monotone,
-                                        double inv_scale_g, double inv_scale_h, double lam, double alpha,
+                                        const double* __restrict__ scales, double lam, double alpha,
                                         double mcw, double mds, double* __restrict__ out) {
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= k) return;
-  const SplitParamsDev p{inv_scale_g, inv_scale_h, lam, alpha, mcw, mds};
+  const SplitParamsDev p{1.0 / scales[0], 1.0 / scales[1], lam, alpha, mcw, mds};
   const long long* r = records + static_cast<long long>(j) * kNodeFields;
   const double lo = bounds[2 * j], hi = bounds[2 * j + 1];
   double* left = out + 4LL * j;
@@ -240,8 +240,8 @@ extern "C" __global__ void child_bounds(const long long* __restrict__ records, i
   const int sign = f >= 0 ? monotone[f] : 0;
   if (sign == 0) return;
   const long long lg = r[kLeftG], lh = r[kLeftH];
-  const double wl = bounded_weight(lg * inv_scale_g, lh * inv_scale_h, lo, hi, p);
-  const double wr = bounded_weight((r[kSumG] - lg) * inv_scale_g, (r[kSumH] - lh) * inv_scale_h, lo, hi, p);
+  const double wl = bounded_weight(lg * p.inv_scale_g, lh * p.inv_scale_h, lo, hi, p);
+  const double wr = bounded_weight((r[kSumG] - lg) * p.inv_scale_g, (r[kSumH] - lh) * p.inv_scale_h, lo, hi, p);
   const double mid = (wl + wr) / 2.0;
   if (sign < 0) {
     left[0] = mid;
@@ -250,4 +250,30 @@ extern "C" __global__ void child_bounds(const long long* __restrict__ records, i
     left[1] = mid;
     right[0] = mid;
   }
+}
+
+// The leaves of a tree grown in whole levels, from its records (every level's, concatenated):
+// a record of feature -1 is a leaf (its slots below hold no node), and gets its segment and
+// value float32(eta * weight), the weight as dgboost/backend/cpu.py's leaf_weights_on_host
+// computes it; any other record gets an empty segment and 0. add_leaf_values then adds the
+// values to the leaves' rows, so the margins need no read of the tree by the host.
+// One thread per record.
+extern "C" __global__ void record_leaf_values(const long long* __restrict__ records, int m,
+                                              const double* __restrict__ scales, double lam, double alpha,
+                                              double mcw, double mds, double eta, long long* __restrict__ segments,
+                                              float* __restrict__ values) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= m) return;
+  const SplitParamsDev p{1.0 / scales[0], 1.0 / scales[1], lam, alpha, mcw, mds};
+  const long long* r = records + static_cast<long long>(j) * kNodeFields;
+  if (r[kFeature] != -1) {
+    segments[2 * j] = segments[2 * j + 1] = 0;
+    values[j] = 0.0f;
+    return;
+  }
+  segments[2 * j] = r[kBegin];
+  segments[2 * j + 1] = r[kEnd];
+  const double w = leaf_weight(static_cast<double>(r[kSumG]) * p.inv_scale_g,
+                               static_cast<double>(r[kSumH]) * p.inv_scale_h, p);
+  values[j] = static_cast<float>(w * eta);
 }

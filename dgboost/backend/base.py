@@ -14,6 +14,10 @@ Array conventions (``xp`` is numpy or cupy):
   decision, global quantised sums, local row segment. A batch of nodes lives on the device
   as records from partition to evaluation; the host reads them once per batch.
 - ``segments``: int64 (m, 2) row segments ``[begin, end)``.
+- ``scales``: float64 (2,) on the device, the fixed-point scales ``(scale_g, scale_h)``
+  (powers of two, :func:`dgboost._fixed_point.fixed_point_scale`): made there from the
+  allreduced maxima (:meth:`Backend.fixed_point_scales`), so no round needs the host to read
+  them before its tree is grown; the host reads them with the tree.
 - ``bounds``: float64 (m, 2) ``[lower, upper]`` weight bounds of each node (monotone
   constraints; the root's are ``[-inf, inf]``); ``monotone``: int8 (F,) sign of each feature
   (1 increasing, -1 decreasing, 0 free). Both None when nothing is constrained.
@@ -83,8 +87,15 @@ class Backend(Protocol):
         (float32 (n,) each). Non-negative floats order as their bits, NaN above inf, so the
         max of the bits over ranks is the bits of the max, NaN kept."""
 
-    def quantise(self, grad, hess, scale_g: float, scale_h: float, keep=None):
-        """int32 (n, 2) fixed-point gradient pairs; rows where ``keep`` is False get (0, 0).
+    def fixed_point_scales(self, bits, n_global: int):
+        """float64 (2,) ``scales`` on the device from ``bits`` (uint32 (2,) on the device, the
+        global maxima's float32 bits, :meth:`abs_max_bits` allreduced by max): each the
+        :func:`~dgboost._fixed_point.fixed_point_scale` of its maximum, 1.0 for a maximum
+        that is not positive and finite. Raises when ``n_global`` is 2**32 or more."""
+
+    def quantise(self, grad, hess, scales, keep=None):
+        """int32 (n, 2) fixed-point gradient pairs ``rint(x * scale)`` (``scales`` float64 (2,)
+        on the device); rows where ``keep`` is False get (0, 0).
 
         Histograms sum them in int64.
         """
@@ -103,7 +114,7 @@ class Backend(Protocol):
         launch).
         """
 
-    def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scale_g, scale_h,
+    def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scales,
                         params: SplitParams, bounds=None, monotone=None) -> None:
         """Write the best split of each node into its record (feature -1 when none).
 
@@ -116,7 +127,7 @@ class Backend(Protocol):
         (``dgboost.constraints``).
         """
 
-    def child_bounds(self, parents, bounds, monotone, scale_g: float, scale_h: float, params: SplitParams):
+    def child_bounds(self, parents, bounds, monotone, scales, params: SplitParams):
         """float64 (2k, 2) on the device: the bounds of the children of evaluated ``parents``.
 
         Rows 2j and 2j + 1 belong to parent j's left and right child (as ``split_nodes``
@@ -174,7 +185,23 @@ class Backend(Protocol):
         node 0 the root, parents before children), the same numbers ``child_bounds`` gave
         its splits on the device."""
 
-    def add_leaf_values(self, margin, rows, begins, ends, values, group: int) -> None: ...
+    def add_leaf_values(self, margin, rows, begins, ends, values, group: int) -> None:
+        """``margin[rows[begins[i]:ends[i]], group] += values[i]`` (float32 (n_leaves,) host values)."""
+
+    def add_record_leaf_values(self, margin, rows, records, scales, params, group: int) -> None:
+        """Add each leaf's value to its rows' margins, on the device, from node records.
+
+        The leaves are the records of feature -1 (``NO_NODE`` slots are skipped); a leaf's
+        value is float32(eta * weight), the weight from its sums as :meth:`leaf_weights`
+        computes it (no bounds: not for monotone constraints), so the margins are those
+        :meth:`add_leaf_values` gives with the grown tree's values, without waiting for the
+        host to read the tree.
+        """
+
+    def read_later(self, arrays):
+        """Start copying device ``arrays`` to the host in stream order; returns an object
+        whose ``result()`` waits for the copies and gives the host arrays (a list), so the
+        host can queue more work before it waits."""
 
     def predict_margin(self, ensemble_arrays, values, tree_begin: int, tree_end: int, out): ...
 

@@ -6,6 +6,7 @@ import sys
 import numpy as np
 
 from .._array import to_host
+from .._fixed_point import scales_from_bits
 from .._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, LEFT_G, LEFT_H, NO_NODE, SPLIT_BIN, SUM_G, SUM_H
 from . import _cpu_kernels as K
 from . import _records
@@ -81,6 +82,22 @@ def _regularisers(params) -> tuple:
     """(lambda, alpha, min_child_weight, max_delta_step) as the kernels take them."""
     return (float(params.reg_lambda), float(params.alpha), float(params.min_child_weight),
             float(params.max_delta_step))
+
+
+def _host_scales(scales) -> tuple[float, float]:
+    """(scale_g, scale_h) as floats from the float64 (2,) scales array."""
+    scale_g, scale_h = np.asarray(scales, np.float64).tolist()
+    return scale_g, scale_h
+
+
+class _Ready:
+    """A read that has already happened (``Backend.read_later`` on the host)."""
+
+    def __init__(self, arrays: list):
+        self._arrays = arrays
+
+    def result(self) -> list:
+        return self._arrays
 
 
 def leaf_weights_on_host(sums, scale_g: float, scale_h: float, params, bounds=None) -> np.ndarray:
@@ -190,11 +207,20 @@ class CPUBackend:
                               np.ascontiguousarray(build_left, np.int64), out)
         return out
 
-    def quantise(self, grad, hess, scale_g, scale_h, keep=None):
+    def fixed_point_scales(self, bits, n_global: int) -> np.ndarray:
+        """float64 (2,): the scales of the gradients and hessians whose maxima have the
+        float32 bits ``bits`` (uint32 (2,))"""
+        return scales_from_bits(bits, n_global)
+
+    def quantise(self, grad, hess, scales, keep=None):
         """int32 (n, 2) fixed-point pairs (the scales keep every value within 2**30)."""
+        scale_g, scale_h = _host_scales(scales)
         out = np.empty((grad.shape[0], 2), dtype=np.int32)
-        out[:, 0] = np.rint(grad.astype(np.float64) * scale_g)
-        out[:, 1] = np.rint(hess.astype(np.float64) * scale_h)
+        # a non-finite value casts to garbage, quietly: its round raises when the training loop
+        # reads the maxima, and the tree grown from these pairs is dropped
+        with np.errstate(invalid="ignore"):
+            out[:, 0] = np.rint(grad.astype(np.float64) * scale_g)
+            out[:, 1] = np.rint(hess.astype(np.float64) * scale_h)
         if keep is not None:
             out[~keep] = 0
         return out
@@ -219,8 +245,9 @@ class CPUBackend:
                                missing, threads, out[s:s + batch])
         return out
 
-    def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scale_g, scale_h, params,
+    def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scales, params,
                         bounds=None, monotone=None) -> None:
+        scale_g, scale_h = _host_scales(scales)
         n = hist.shape[0]
         feature = np.empty(n, np.int32)
         split_bin = np.empty(n, np.int32)
@@ -248,8 +275,9 @@ class CPUBackend:
         gain[no_node], left[no_node] = 0.0, 0
         _records.write_splits(records, feature, split_bin, default_left, gain, left)
 
-    def child_bounds(self, parents, bounds, monotone, scale_g, scale_h, params) -> np.ndarray:
+    def child_bounds(self, parents, bounds, monotone, scales, params) -> np.ndarray:
         """float64 (2k, 2): the weight bounds of the children of ``parents`` (rows 2j, 2j + 1)."""
+        scale_g, scale_h = _host_scales(scales)
         out = np.empty((2 * parents.shape[0], 2), np.float64)
         K.child_bounds(np.ascontiguousarray(parents[:, FEATURE]), np.ascontiguousarray(parents[:, LEFT_G:LEFT_H + 1]),
                        np.ascontiguousarray(parents[:, SUM_G:SUM_H + 1]), np.ascontiguousarray(bounds, np.float64),
@@ -279,6 +307,18 @@ class CPUBackend:
     def add_leaf_values(self, margin, rows, begins, ends, values, group):
         K.add_leaf_values(margin, rows, np.asarray(begins, np.int64), np.asarray(ends, np.int64),
                           np.asarray(values, np.float32), int(group))
+
+    def add_record_leaf_values(self, margin, rows, records, scales, params, group):
+        """Add ``eta`` times the weight of every leaf record (feature -1) to its rows' margins."""
+        leaves = np.flatnonzero(records[:, FEATURE] == -1)
+        scale_g, scale_h = _host_scales(scales)
+        weights = leaf_weights_on_host(records[leaves, SUM_G:SUM_H + 1], scale_g, scale_h, params) * params.eta
+        self.add_leaf_values(margin, rows, records[leaves, BEGIN], records[leaves, END], weights.astype(np.float32),
+                             group)
+
+    def read_later(self, arrays):
+        """The arrays, already on the host: a read with nothing to wait for."""
+        return _Ready(list(arrays))
 
     def predict_margin(self, ensemble, values, tree_begin, tree_end, out):
         """Add trees ``[tree_begin, tree_end)`` of ``ensemble`` to ``out`` (float32 (n, n_groups))."""

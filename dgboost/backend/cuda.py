@@ -18,6 +18,7 @@ import ctypes
 
 import numpy as np
 
+from .._fixed_point import fixed_point_scale
 from ..errors import DeviceMemoryError, DGBoostValueError
 from .cpu import leaf_weights_on_host, node_bounds_on_host
 from ._ellpack import EllpackMatrix, feature_groups, symbol_bits
@@ -43,6 +44,37 @@ _STAGING_SLOTS = 16
 
 def _grid(n: int, sm_count: int, threads: int = _THREADS) -> int:
     return int(max(1, min((int(n) + threads - 1) // threads, sm_count * 32)))
+
+
+class _PendingRead:
+    """Device arrays being copied to pinned host memory in stream order (``read_later``).
+
+    The device arrays are held until the copies are done; ``result()`` waits for an event
+    recorded after the copies (not for the whole stream) and returns host copies.
+    """
+
+    def __init__(self, backend: "CUDABackend", arrays):
+        cupy = backend.xp
+        stream = cupy.cuda.get_current_stream()
+        self._sources = [cupy.ascontiguousarray(a) for a in arrays]
+        self._hosts = []
+        for a in self._sources:
+            pinned = cupy.cuda.alloc_pinned_memory(max(a.nbytes, 1))
+            if a.nbytes:
+                a.data.copy_to_host_async(ctypes.c_void_p(pinned.ptr), a.nbytes, stream)
+            self._hosts.append((pinned, a.dtype, a.shape))
+        self._done = cupy.cuda.Event(block=False, disable_timing=True, interprocess=False)
+        self._done.record(stream)
+        self._result = None
+
+    def result(self) -> list:
+        if self._result is None:
+            SYNC_COUNTER["syncs"] += 1
+            self._done.synchronize()
+            self._result = [np.frombuffer(pinned, dtype, int(np.prod(shape))).reshape(shape).copy()
+                            for pinned, dtype, shape in self._hosts]
+            self._sources = self._hosts = None
+        return self._result
 
 
 class CUDABackend:
@@ -297,7 +329,15 @@ class CUDABackend:
             grad, hess = xp.ascontiguousarray(grad), xp.ascontiguousarray(hess)
         return grad, hess, grad.strides[0] // 4
 
-    def quantise(self, grad, hess, scale_g, scale_h, keep=None):
+    def fixed_point_scales(self, bits, n_global: int):
+        """float64 (2,) on the device: the scales of the maxima whose float32 bits are ``bits``."""
+        fixed_point_scale(0.0, n_global)  # raises for 2**32 rows or more
+        out = self.empty(2, np.float64)
+        self._launch("quantise.cu", "fixed_point_scales", 2, (self.xp.asarray(bits, dtype=np.uint32), out),
+                     threads=32, grid=1)
+        return out
+
+    def quantise(self, grad, hess, scales, keep=None):
         xp = self.xp
         n = grad.shape[0]
         out = self.empty((n, 2), np.int32)
@@ -307,7 +347,7 @@ class CUDABackend:
         keep_arr = xp.asarray(keep, dtype=xp.bool_) if keep is not None else xp.empty(1, xp.bool_)
         self._launch("quantise.cu", "quantise", n,
                      (grad, hess, np.int64(stride), keep_arr, np.int32(keep is not None), np.int64(n),
-                      np.float64(scale_g), np.float64(scale_h), out))
+                      self._scales(scales), out))
         return out
 
     def gpair_totals(self, gpair):
@@ -403,7 +443,11 @@ class CUDABackend:
         return hist
 
     # -- split evaluation --------------------------------------------------------------------
-    def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scale_g, scale_h, params,
+    def _scales(self, scales):
+        """The scales as the kernels read them: C-contiguous float64 (2,) on the device."""
+        return self.xp.ascontiguousarray(self.xp.asarray(scales, dtype=self.xp.float64))
+
+    def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scales, params,
                         bounds=None, monotone=None) -> None:
         records = self._records(records, in_place=True)
         n = int(hist.shape[0])
@@ -425,15 +469,14 @@ class CUDABackend:
         if pairs:
             self._launch("split.cu", "best_per_feature", 0,
                          (hist, np.int64(hist.shape[1]), records, dev_ptrs, np.int32(n_features), np.int32(pairs),
-                          mask, np.int32(mask_rows), np.float64(1.0 / scale_g), np.float64(1.0 / scale_h),
-                          np.float64(params.reg_lambda), np.float64(params.alpha),
+                          mask, np.int32(mask_rows), self._scales(scales), np.float64(params.reg_lambda), np.float64(params.alpha),
                           np.float64(params.min_child_weight), np.float64(params.max_delta_step),
                           bounds, monotone, np.int32(constrained), cand),
                          threads=256, grid=-(-pairs // 8))
         self._launch("split.cu", "best_per_node", n,
                      (cand, np.int32(n), np.int32(n_features), np.float64(params.gamma), records), threads=64)
 
-    def child_bounds(self, parents, bounds, monotone, scale_g, scale_h, params):
+    def child_bounds(self, parents, bounds, monotone, scales, params):
         """float64 (2k, 2) on the device: the weight bounds of the children of ``parents``."""
         xp = self.xp
         parents = self._records(parents)
@@ -442,8 +485,8 @@ class CUDABackend:
         if k:
             self._launch("split.cu", "child_bounds", k,
                          (parents, np.int32(k), xp.ascontiguousarray(bounds, dtype=xp.float64),
-                          xp.ascontiguousarray(monotone, dtype=xp.int8), np.float64(1.0 / scale_g),
-                          np.float64(1.0 / scale_h), np.float64(params.reg_lambda), np.float64(params.alpha),
+                          xp.ascontiguousarray(monotone, dtype=xp.int8), self._scales(scales),
+                          np.float64(params.reg_lambda), np.float64(params.alpha),
                           np.float64(params.min_child_weight), np.float64(params.max_delta_step), out), threads=64)
         return out
 
@@ -502,6 +545,29 @@ class CUDABackend:
         self._launch("leaf.cu", "add_leaf_values", total,
                      (margin, np.int32(margin.shape[1]), np.int32(group), rows, meta[:n_leaves + 1],
                       meta[n_leaves + 1:], np.int32(n_leaves), dev_values, np.int64(total)))
+
+    def add_record_leaf_values(self, margin, rows, records, scales, params, group):
+        records = self._records(records)
+        m = int(records.shape[0])
+        n = int(rows.shape[0])
+        if m == 0 or n == 0:
+            return
+        segments = self.empty((m, 2), np.int64)
+        values = self.empty(m, np.float32)
+        self._launch("split.cu", "record_leaf_values", m,
+                     (records, np.int32(m), self._scales(scales), np.float64(params.reg_lambda),
+                      np.float64(params.alpha), np.float64(params.min_child_weight),
+                      np.float64(params.max_delta_step), np.float64(params.eta), segments, values), threads=64)
+        offsets = self._segment_offsets(segments, 2, m, 1)
+        # every row is in one leaf: n positions (the kernel also stops at the leaves' total)
+        self._launch("leaf.cu", "add_leaf_values", n,
+                     (margin, np.int32(margin.shape[1]), np.int32(group), rows, offsets, segments[:, 0].copy(),
+                      np.int32(m), values, np.int64(n)))
+
+    def read_later(self, arrays):
+        """Copies of device ``arrays`` into pinned host memory, queued on the stream; the
+        returned object's ``result()`` waits for them (:class:`_PendingRead`)."""
+        return _PendingRead(self, arrays)
 
     # -- prediction ------------------------------------------------------------------------------
     def _trees(self, ensemble, t0: int, t1: int):

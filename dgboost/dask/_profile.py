@@ -65,16 +65,21 @@ class RankClock(TrainingCallback):
         return False
 
     def marks(self, since: float, until: float) -> dict:
-        """``{"setup_s", "rounds_s", "round_s_median", "rounds"}`` (``time.perf_counter``
-        seconds): from ``since`` (the call of ``train``) to the first round's start, from there
-        to the last round's end, the median round, and the number of rounds. ``until``: when
+        """``{"setup_s", "rounds_s", "round_s_median", "rounds", "round_s_first", "round_s_max",
+        "rounds_over_median_s"}`` (``time.perf_counter`` seconds): from ``since`` (the call of
+        ``train``) to the first round's start, from there to the last round's end, the median
+        round, the number of rounds, the first and the longest round, and what the rounds took
+        beyond the median, summed (where the total exceeds rounds x median). ``until``: when
         ``train`` returned (the set-up's end when no round ran)."""
         start, ends = self._start, self._round_ends
         if start is None or not ends:
-            return {"setup_s": (start or until) - since, "rounds_s": 0.0, "round_s_median": 0.0, "rounds": 0}
+            return {"setup_s": (start or until) - since, "rounds_s": 0.0, "round_s_median": 0.0, "rounds": 0,
+                    "round_s_first": 0.0, "round_s_max": 0.0, "rounds_over_median_s": 0.0}
         per_round = [b - a for a, b in zip([start, *ends[:-1]], ends)]
-        return {"setup_s": start - since, "rounds_s": ends[-1] - start,
-                "round_s_median": statistics.median(per_round), "rounds": len(ends)}
+        median = statistics.median(per_round)
+        return {"setup_s": start - since, "rounds_s": ends[-1] - start, "round_s_median": median,
+                "rounds": len(ends), "round_s_first": per_round[0], "round_s_max": max(per_round),
+                "rounds_over_median_s": sum(max(0.0, t - median) for t in per_round)}
 
 
 def job_profile(client_stages: dict, submitted_at: float, ranks: list[dict]) -> dict:

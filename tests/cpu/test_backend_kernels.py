@@ -62,14 +62,14 @@ def test_split_evaluation_kernel_matches_the_reference(seed, lam, alpha, mcw, md
     scale = 2.0 ** 26
     g = rng.normal(size=x.shape[0])
     h = rng.uniform(0.1, 1.0, size=x.shape[0])
-    gpair = BACKEND.quantise(g, h, scale, scale)
+    gpair = BACKEND.quantise(g, h, np.array([scale, scale]))
     rows = np.arange(x.shape[0], dtype=np.int32)
     hist = BACKEND.build_histograms(bins, cuts.ptrs, gpair, rows, np.array([[0, 400], [0, 800]]))
     totals = np.stack([gpair[:400].sum(0), gpair.sum(0)])
     mask = rng.random((2, x.shape[1])) < 0.8
     p = SimpleNamespace(reg_lambda=lam, alpha=alpha, gamma=gamma, min_child_weight=mcw, max_delta_step=mds)
     records = node_records([0, 0], [400, 800], sums=totals)
-    BACKEND.evaluate_splits(hist, records, cuts.ptrs, mask, scale, scale, p)
+    BACKEND.evaluate_splits(hist, records, cuts.ptrs, mask, np.array([scale, scale]), p)
     want = ref.evaluate_splits(hist, totals, cuts.ptrs, mask, scale, scale, p)
     for i, (f, b, dl, gain, left) in enumerate(want):
         assert records[i, FEATURE] == f
@@ -85,13 +85,13 @@ def test_split_evaluation_kernel_matches_the_reference(seed, lam, alpha, mcw, md
 def test_split_evaluation_without_a_mask_uses_every_feature():
     rng, x, cuts = binning_data(3, n=800)
     bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
-    gpair = BACKEND.quantise(rng.normal(size=800), rng.uniform(0.1, 1.0, size=800), 2.0 ** 26, 2.0 ** 26)
+    gpair = BACKEND.quantise(rng.normal(size=800), rng.uniform(0.1, 1.0, size=800), np.array([2.0 ** 26, 2.0 ** 26]))
     hist = BACKEND.build_histograms(bins, cuts.ptrs, gpair, np.arange(800, dtype=np.int32), np.array([[0, 800]]))
     p = SimpleNamespace(reg_lambda=1.0, alpha=0.0, gamma=0.0, min_child_weight=1.0, max_delta_step=0.0)
     unmasked = node_records([0], [800], sums=gpair.sum(0)[None])
     masked = unmasked.copy()
-    BACKEND.evaluate_splits(hist, unmasked, cuts.ptrs, None, 2.0 ** 26, 2.0 ** 26, p)
-    BACKEND.evaluate_splits(hist, masked, cuts.ptrs, np.ones((1, x.shape[1]), bool), 2.0 ** 26, 2.0 ** 26, p)
+    BACKEND.evaluate_splits(hist, unmasked, cuts.ptrs, None, np.array([2.0 ** 26, 2.0 ** 26]), p)
+    BACKEND.evaluate_splits(hist, masked, cuts.ptrs, np.ones((1, x.shape[1]), bool), np.array([2.0 ** 26, 2.0 ** 26]), p)
     assert unmasked[0, FEATURE] >= 0
     np.testing.assert_array_equal(unmasked, masked)
 
@@ -278,7 +278,7 @@ def test_a_parent_that_is_not_split_keeps_its_rows_and_has_no_children():
 def test_split_evaluation_leaves_slots_with_no_node_alone_and_takes_one_mask_for_all():
     rng, x, cuts = binning_data(9, n=800)
     bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
-    gpair = BACKEND.quantise(rng.normal(size=800), rng.uniform(0.1, 1.0, size=800), 2.0 ** 26, 2.0 ** 26)
+    gpair = BACKEND.quantise(rng.normal(size=800), rng.uniform(0.1, 1.0, size=800), np.array([2.0 ** 26, 2.0 ** 26]))
     hist = BACKEND.build_histograms(bins, cuts.ptrs, gpair, np.arange(800, dtype=np.int32),
                                     np.array([[0, 800], [0, 800]]))
     p = SimpleNamespace(reg_lambda=1.0, alpha=0.0, gamma=0.0, min_child_weight=1.0, max_delta_step=0.0)
@@ -287,7 +287,7 @@ def test_split_evaluation_leaves_slots_with_no_node_alone_and_takes_one_mask_for
     untouched = records[1].copy()
     one_mask = np.zeros((1, x.shape[1]), bool)
     one_mask[0, 1] = True
-    BACKEND.evaluate_splits(hist, records, cuts.ptrs, one_mask, 2.0 ** 26, 2.0 ** 26, p)
+    BACKEND.evaluate_splits(hist, records, cuts.ptrs, one_mask, np.array([2.0 ** 26, 2.0 ** 26]), p)
     assert records[0, FEATURE] == 1
     np.testing.assert_array_equal(records[1], untouched)
 

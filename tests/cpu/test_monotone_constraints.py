@@ -204,7 +204,7 @@ def test_constrained_split_evaluation_matches_the_reference(seed, lam, alpha, mc
     rng, x, cuts = binning_data(seed, n=800)
     bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
     scale = 2.0 ** 26
-    gpair = BACKEND.quantise(rng.normal(size=800), rng.uniform(0.1, 1.0, size=800), scale, scale)
+    gpair = BACKEND.quantise(rng.normal(size=800), rng.uniform(0.1, 1.0, size=800), np.array([scale, scale]))
     hist = BACKEND.build_histograms(bins, cuts.ptrs, gpair, np.arange(800, dtype=np.int32),
                                     np.array([[0, 400], [0, 800], [100, 700]]))
     totals = np.stack([gpair[:400].sum(0), gpair.sum(0), gpair[100:700].sum(0)]).astype(np.int64)
@@ -214,7 +214,7 @@ def test_constrained_split_evaluation_matches_the_reference(seed, lam, alpha, mc
     # unbounded, a tight band and a band that excludes every Newton weight's sign
     bounds = np.array([[-np.inf, np.inf], [-0.05, 0.02], [0.01, 0.3]])
     records = node_records([0, 0, 100], [400, 800, 700], sums=totals)
-    BACKEND.evaluate_splits(hist, records, cuts.ptrs, mask, scale, scale, p, bounds=bounds, monotone=monotone)
+    BACKEND.evaluate_splits(hist, records, cuts.ptrs, mask, np.array([scale, scale]), p, bounds=bounds, monotone=monotone)
     want = ref.evaluate_splits(hist, totals, cuts.ptrs, mask, scale, scale, p, bounds=bounds, monotone=monotone)
     for i, (f, b, dl, gain, left) in enumerate(want):
         assert records[i, FEATURE] == f
@@ -222,7 +222,7 @@ def test_constrained_split_evaluation_matches_the_reference(seed, lam, alpha, mc
             assert (records[i, SPLIT_BIN], bool(records[i, DEFAULT_LEFT])) == (b, dl)
             assert records[i, GAIN:GAIN + 1].view(np.float64)[0] == pytest.approx(gain, rel=1e-9)
             assert (records[i, LEFT_G], records[i, LEFT_H]) == left
-    got = BACKEND.child_bounds(records, bounds, monotone, scale, scale, p)
+    got = BACKEND.child_bounds(records, bounds, monotone, np.array([scale, scale]), p)
     expected = ref.child_bounds(records[:, FEATURE], records[:, LEFT_G:LEFT_H + 1], totals, bounds, monotone,
                                 scale, scale, p)
     np.testing.assert_allclose(got, expected, rtol=1e-12)

@@ -77,12 +77,16 @@ def test_a_rank_clock_splits_the_set_up_from_the_rounds_and_takes_their_median()
     from dgboost.dask._profile import RankClock
 
     clock = RankClock()
-    assert clock.marks(since=1.0, until=3.0) == {"setup_s": 2.0, "rounds_s": 0.0, "round_s_median": 0.0, "rounds": 0}
+    assert clock.marks(since=1.0, until=3.0) == {"setup_s": 2.0, "rounds_s": 0.0, "round_s_median": 0.0, "rounds": 0,
+                                                 "round_s_first": 0.0, "round_s_max": 0.0, "rounds_over_median_s": 0.0}
     X, y, _ = make_synthetic(500, 4, task="binary", seed=1)
     dg.train({"objective": "binary:logistic", "max_depth": 2}, dg.DMatrix(X, y), 3, callbacks=[clock])
     marks = clock.marks(since=clock._start - 0.5, until=clock._round_ends[-1])
     assert marks["rounds"] == 3 and marks["setup_s"] == pytest.approx(0.5)
-    assert 0 < marks["round_s_median"] <= marks["rounds_s"]
+    assert 0 < marks["round_s_median"] <= marks["round_s_max"] <= marks["rounds_s"]
+    assert 0 < marks["round_s_first"] <= marks["round_s_max"]
+    per_round = np.diff([clock._start, *clock._round_ends])
+    assert marks["rounds_over_median_s"] == pytest.approx(np.clip(per_round - np.median(per_round), 0, None).sum())
 
 
 def test_set_up_stages_are_timed_only_while_recording():

@@ -308,6 +308,36 @@ def test_fixed_point_scale_keeps_every_quantised_value_within_int32(max_abs):
     assert np.log2(s) == int(np.log2(s))  # a power of two: scaling is exact
 
 
+@pytest.mark.parametrize("params", [
+    BASE, {**BASE, "objective": "multi:softprob", "num_class": 3, "subsample": 0.7},
+    {**BASE, "objective": "reg:squarederror", "max_depth": 3, "alpha": 0.5, "max_delta_step": 0.4}])
+def test_leaves_added_to_the_margins_from_node_records_give_the_model_the_host_trees_give(monkeypatch, params):
+    from dgboost.grower import TreeGrower
+
+    x, y = _data(task="regression" if params["objective"].startswith("reg") else "binary")
+    if params["objective"].startswith("multi"):
+        y = np.digitize(y, [0.3, 0.7]).astype(np.float32)
+    queued = dg.train(params, dg.DMatrix(x, y), 6).to_json()
+    # the same trees grown in whole levels, but their leaves added from the host's trees
+    monkeypatch.setattr(TreeGrower, "grows_without_reads", lambda self: False)
+    assert dg.train(params, dg.DMatrix(x, y), 6).to_json() == queued
+
+
+def test_gradients_queued_ahead_go_unused_when_a_callback_stops_training():
+    x, y = _data()
+
+    class StopAfterTwo(dg.TrainingCallback):
+        def after_iteration(self, model, epoch, evals_log):
+            return epoch == 1
+
+    stopped = dg.train(BASE, dg.DMatrix(x, y), 6, callbacks=[StopAfterTwo()])
+    assert stopped.num_boosted_rounds() == 2
+    assert stopped.to_json() == dg.train(BASE, dg.DMatrix(x, y), 2).to_json()
+    # and training on from the stopped model is training four more rounds
+    more = dg.train(BASE, dg.DMatrix(x, y), 4, xgb_model=stopped)
+    assert more.to_json() == dg.train(BASE, dg.DMatrix(x, y), 6).to_json()
+
+
 @pytest.mark.parametrize("objective", ["rank:ndcg", "rank:pairwise"])
 def test_ranking_models_do_not_depend_on_how_query_groups_are_partitioned(objective):
     rng = np.random.default_rng(4)

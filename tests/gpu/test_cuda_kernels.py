@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from dgboost._layout import (BEGIN, END, FEATURE, GAIN, GRAD_PAIR_INT, LEFT_G, LEFT_H, NO_NODE, NODE, NODE_FIELDS,
-                             PATH_ELEMENT, SPLIT_BIN)
+                             PATH_ELEMENT, SPLIT_BIN, SUM_G, SUM_H)
 from dgboost.backend.cpu import CPUBackend
 from dgboost.quantile import compute_cuts
 from dgboost.training import fixed_point_scale
@@ -77,9 +77,9 @@ def test_quantised_pairs_equal_the_cpu_ones_with_and_without_a_sample_mask(gpu):
     scale_h = fixed_point_scale(float(np.abs(h).max()), 5000)
     for k in range(3):
         for mask in (None, keep):
-            got = gpu.quantise(cupy.asarray(g)[:, k], cupy.asarray(h)[:, k], scale_g, scale_h,
+            got = gpu.quantise(cupy.asarray(g)[:, k], cupy.asarray(h)[:, k], np.array([scale_g, scale_h]),
                                None if mask is None else cupy.asarray(mask))
-            want = CPU.quantise(g[:, k], h[:, k], scale_g, scale_h, mask)
+            want = CPU.quantise(g[:, k], h[:, k], np.array([scale_g, scale_h]), mask)
             np.testing.assert_array_equal(got.get(), want)
 
 
@@ -139,7 +139,7 @@ def _split_inputs(seed: int, segments: np.ndarray):
     """(rng, x, cuts, hist, totals): quantised random gradients of 2000 rows x 8 features,
     the CPU histograms and gradient totals of ``segments``."""
     rng, x, cuts = binning_data(seed, n=2000, f=8, max_bin=64)
-    gpair = CPU.quantise(rng.normal(size=x.shape[0]), rng.uniform(0.1, 1.0, size=x.shape[0]), _SCALE, _SCALE)
+    gpair = CPU.quantise(rng.normal(size=x.shape[0]), rng.uniform(0.1, 1.0, size=x.shape[0]), np.array([_SCALE, _SCALE]))
     hist = CPU.build_histograms(_cpu_bins(x, cuts), cuts.ptrs, gpair, np.arange(x.shape[0], dtype=np.int32), segments)
     totals = np.stack([gpair[b:e].sum(0) for b, e in segments]).astype(np.int64)
     return rng, x, cuts, hist, totals
@@ -170,9 +170,9 @@ def test_split_decisions_equal_the_cpu_ones_bit_for_bit(gpu, lam, alpha, mcw, md
             want = node_records(segments[:, 0], segments[:, 1], sums=totals)
             want[seed % 3, FEATURE] = NO_NODE  # a slot with no node is left alone
             got = cupy.asarray(want)
-            CPU.evaluate_splits(hist, want, cuts.ptrs, mask, scale, scale, p)
+            CPU.evaluate_splits(hist, want, cuts.ptrs, mask, np.array([scale, scale]), p)
             gpu.evaluate_splits(cupy.asarray(hist), got, cuts.ptrs, None if mask is None else cupy.asarray(mask),
-                                scale, scale, p)
+                                np.array([scale, scale]), p)
             got = got.get()
             _assert_same_decisions(got, want)
             np.testing.assert_array_equal(got[:, 6:], want[:, 6:])  # sums and segments untouched
@@ -195,15 +195,15 @@ def test_monotone_split_decisions_and_child_bounds_equal_the_cpu_ones_bit_for_bi
             want = node_records(segments[:, 0], segments[:, 1], sums=totals)
             want[seed % 4, FEATURE] = NO_NODE  # a slot with no node is left alone
             got = cupy.asarray(want)
-            CPU.evaluate_splits(hist, want, cuts.ptrs, mask, scale, scale, p, bounds=bounds, monotone=monotone)
+            CPU.evaluate_splits(hist, want, cuts.ptrs, mask, np.array([scale, scale]), p, bounds=bounds, monotone=monotone)
             gpu.evaluate_splits(cupy.asarray(hist), got, cuts.ptrs, None if mask is None else cupy.asarray(mask),
-                                scale, scale, p, bounds=cupy.asarray(bounds), monotone=cupy.asarray(monotone))
+                                np.array([scale, scale]), p, bounds=cupy.asarray(bounds), monotone=cupy.asarray(monotone))
             got = got.get()
             _assert_same_decisions(got, want)
             np.testing.assert_array_equal(got[seed % 4], want[seed % 4])
-            want_bounds = CPU.child_bounds(want, bounds, monotone, scale, scale, p)
+            want_bounds = CPU.child_bounds(want, bounds, monotone, np.array([scale, scale]), p)
             got_bounds = gpu.child_bounds(cupy.asarray(want), cupy.asarray(bounds), cupy.asarray(monotone),
-                                          scale, scale, p).get()
+                                          np.array([scale, scale]), p).get()
             np.testing.assert_array_equal(got_bounds, want_bounds)
 
 
@@ -213,12 +213,12 @@ def test_tied_gains_pick_the_lowest_feature_then_the_lowest_bin(gpu):
     x = np.tile(np.arange(8, dtype=np.float32)[:, None], (50, 3))  # three identical features
     cuts = compute_cuts(x, None, 16)
     bins = _cpu_bins(x, cuts)
-    gpair = CPU.quantise(np.where(x[:, 0] < 4, -1.0, 1.0), np.ones(x.shape[0]), 2.0 ** 20, 2.0 ** 20)
+    gpair = CPU.quantise(np.where(x[:, 0] < 4, -1.0, 1.0), np.ones(x.shape[0]), np.array([2.0 ** 20, 2.0 ** 20]))
     hist = CPU.build_histograms(bins, cuts.ptrs, gpair, np.arange(x.shape[0], dtype=np.int32),
                                 np.array([[0, x.shape[0]]]))
     records = cupy.asarray(node_records([0], [x.shape[0]], sums=gpair.sum(0, dtype=np.int64)[None]))
     p = SimpleNamespace(reg_lambda=1.0, alpha=0.0, gamma=0.0, min_child_weight=0.0, max_delta_step=0.0)
-    gpu.evaluate_splits(cupy.asarray(hist), records, cuts.ptrs, None, 2.0 ** 20, 2.0 ** 20, p)
+    gpu.evaluate_splits(cupy.asarray(hist), records, cuts.ptrs, None, np.array([2.0 ** 20, 2.0 ** 20]), p)
     got = records.get()
     assert got[0, FEATURE] == 0
     assert got[0, SPLIT_BIN] == 3
@@ -321,3 +321,73 @@ def test_prediction_kernels_equal_the_cpu_ones(gpu):
         gpu.predict_margin(ens, cupy.asarray(x), t0, t1, got)
         np.testing.assert_array_equal(got.get(), want)
         np.testing.assert_array_equal(gpu.predict_leaf(ens, x, t0, t1).get(), CPU.predict_leaf(ens, x, t0, t1))
+
+
+def _maxima_bits() -> np.ndarray:
+    """uint32 float32 bit patterns of maxima of every kind: zero, subnormals, powers of two
+    and their neighbours, random values, the largest float, infinity and NaNs."""
+    rng = np.random.default_rng(7)
+    powers = np.ldexp(1.0, np.arange(-149, 128)).astype(np.float32)
+    values = np.concatenate([
+        [0.0, np.float32(1.4e-45), np.float32(1e-40), np.finfo(np.float32).max, np.inf],
+        powers, np.nextafter(powers, np.float32(np.inf)), np.nextafter(powers, np.float32(0)),
+        rng.uniform(0, 10, 200), np.exp(rng.uniform(-80, 80, 200))]).astype(np.float32)
+    bits = values.view(np.uint32)
+    return np.concatenate([bits, [0x7FC00000, 0x7F800001, 0xFFFFFFFF]]).astype(np.uint32)
+
+
+def test_device_fixed_point_scales_are_the_hosts_for_every_kind_of_maximum(gpu):
+    import cupy
+
+    from dgboost._fixed_point import scales_from_bits
+
+    bits = _maxima_bits()
+    pairs = bits[: bits.size // 2 * 2].reshape(-1, 2)
+    got = np.stack([gpu.fixed_point_scales(cupy.asarray(pair), 10**6).get() for pair in pairs])
+    want = np.stack([scales_from_bits(pair, 10**6) for pair in pairs])
+    np.testing.assert_array_equal(got, want)
+    # every scale keeps its maximum within 2**30, and twice the scale would not
+    finite = np.isfinite(pairs.view(np.float32)) & (pairs.view(np.float32) > 0)
+    scaled = pairs.view(np.float32).astype(np.float64) * got
+    assert np.all(scaled[finite] <= 2.0 ** 30) and np.all(2 * scaled[finite] > 2.0 ** 30)
+    assert np.all(got[~finite] == 1.0)
+
+
+def test_leaves_added_from_records_give_the_margins_of_the_hosts_leaf_values(gpu):
+    import cupy
+
+    rng = np.random.default_rng(3)
+    n, m = 5000, 63
+    p = SimpleNamespace(reg_lambda=1.0, alpha=0.3, gamma=0.0, min_child_weight=0.5, max_delta_step=0.7, eta=0.3)
+    records = np.zeros((m, NODE_FIELDS), np.int64)
+    kinds = rng.choice([-1, 3, NO_NODE], size=m, p=[0.5, 0.3, 0.2])
+    leaves = np.flatnonzero(kinds == -1)
+    cuts = np.sort(rng.choice(np.arange(1, n), size=leaves.size - 1, replace=False))
+    bounds = np.concatenate([[0], cuts, [n]])
+    records[:, FEATURE] = kinds
+    records[:, BEGIN], records[:, END] = rng.integers(0, n, m), rng.integers(0, n, m)  # ignored off the leaves
+    records[leaves, BEGIN], records[leaves, END] = bounds[:-1], bounds[1:]
+    records[:, SUM_G] = rng.integers(-2**40, 2**40, m)
+    records[:, SUM_H] = rng.integers(0, 2**40, m)
+    scales = np.array([2.0 ** 12, 2.0 ** 14])
+    rows = rng.permutation(n).astype(np.int32)
+    margin = rng.normal(size=(n, 2)).astype(np.float32)
+    want = margin.copy()
+    CPU.add_record_leaf_values(want, rows, records, scales, p, 1)
+    got = cupy.asarray(margin)
+    gpu.add_record_leaf_values(got, cupy.asarray(rows), cupy.asarray(records), cupy.asarray(scales), p, 1)
+    np.testing.assert_array_equal(got.get(), want)
+    assert not np.array_equal(want[:, 1], margin[:, 1]) and np.array_equal(want[:, 0], margin[:, 0])
+
+
+def test_reads_queued_on_the_stream_give_the_arrays_as_they_were_when_queued(gpu):
+    import cupy
+
+    a = cupy.arange(12, dtype=cupy.int64).reshape(3, 4)
+    b = cupy.asarray(np.array([0.5, 2.0]))
+    read = gpu.read_later([a, b[::-1]])
+    a += 100  # queued after the copies: not in what was read
+    got_a, got_b = read.result()
+    np.testing.assert_array_equal(got_a, np.arange(12).reshape(3, 4))
+    np.testing.assert_array_equal(got_b, [2.0, 0.5])
+    assert read.result()[0] is got_a  # read once
