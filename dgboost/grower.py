@@ -37,7 +37,7 @@ from ._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, NODE_FIELDS, SPLIT
 from .binned import BinnedMatrix
 from .tree import Tree
 
-__all__ = ["TreeGrower", "GrownTree", "GrowingTree", "FeatureSampler"]
+__all__ = ["TreeGrower", "GrownTree", "GrowingTree", "StartedTree", "FeatureSampler"]
 
 # Whole levels hold the histograms of 2**depth slots (built, siblings, parents): used while
 # that stays within these bounds, else the levels are read and compacted.
@@ -91,6 +91,22 @@ class GrownTree:
     leaf_nodes: np.ndarray
     begins: np.ndarray
     ends: np.ndarray
+
+
+@dataclass
+class StartedTree:
+    """A tree whose root is queued on the device (:meth:`TreeGrower.start`): its pairs,
+    scales and row order (held until it is grown), column mask, root record, histogram
+    (None where the root may not split) and bounds."""
+
+    gpair: object
+    scales: object
+    rows: object
+    tree_index: int
+    tree_mask: np.ndarray
+    root: object
+    hist: object
+    bounds: object
 
 
 class GrowingTree:
@@ -349,22 +365,34 @@ class TreeGrower:
         Returns
         -------
         GrowingTree
-            Its ``finish()`` gives the :class:`GrownTree`; call it before the next ``grow``.
+            Its ``finish()`` reads the tree and gives the :class:`GrownTree`.
         """
-        self.scales = scales
-        self.gpair = gpair
+        return self.grow_from(self.start(gpair, scales, tree_index))
+
+    def start(self, gpair, scales, tree_index: int) -> "StartedTree":
+        """Queue a tree's root on the device (its sums, histogram and split; collectives
+        included), which needs no host decision: :meth:`grow_from` grows the rest. The
+        training loop starts the next round's first tree before it reads the last one."""
         n_local = self.binned.n_rows
         backend, comm = self.backend, self.comm
-        self.rows = backend.xp.arange(n_local, dtype=np.int32)
+        rows = backend.xp.arange(n_local, dtype=np.int32)
         tree_mask = self.sampler.tree_mask(tree_index)
         root = backend.root_node(comm.allreduce_sum(backend.gpair_totals(gpair)), n_local)
         bounds = self._root_bounds()
         hist = None
         if self._can_split_at(0):
             hist = comm.allreduce_sum(backend.build_histograms(
-                self.binned.bins, self.cut_ptrs, gpair, self.rows, root[:, BEGIN:END + 1]))
+                self.binned.bins, self.cut_ptrs, gpair, rows, root[:, BEGIN:END + 1]))
             backend.evaluate_splits(hist, root, self.cut_ptrs, self._node_masks([0], [0], tree_index, tree_mask),
                                     scales, self.params, **self._monotone_args(bounds))
+        return StartedTree(gpair, scales, rows, tree_index, tree_mask, root, hist, bounds)
+
+    def grow_from(self, started: "StartedTree") -> "GrowingTree":
+        """Grow the rest of a tree whose root :meth:`start` queued (see :meth:`grow`)."""
+        backend = self.backend
+        self.gpair, self.scales, self.rows = started.gpair, started.scales, started.rows
+        tree_index, tree_mask, scales = started.tree_index, started.tree_mask, started.scales
+        root, hist, bounds = started.root, started.hist, started.bounds
         t = _Nodes(capacity=self._node_capacity())
         if self._whole_levels():
             records = self._grow_whole_levels(root, hist, bounds, tree_index, tree_mask)

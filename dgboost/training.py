@@ -3,6 +3,13 @@
 Each round: objective -> float32 gradients -> int64 fixed point with a scale agreed
 through the communicator -> one tree per output group (grower) -> margins updated from the
 leaves' row segments. Evaluation sets are predicted incrementally with the new trees.
+
+Where trees grow in whole levels (no host decision inside a tree) nothing in a round waits
+for the host: the scales are made on the device from the allreduced maxima, the margins are
+updated there from the tree's node records, and the next round's gradients and first root
+are queued before the host reads and builds the tree, so the device is not idle while the
+host does its part. Callbacks see the same rounds in the same order; work queued for a round
+that a callback or early stopping ends is dropped.
 """
 from __future__ import annotations
 
@@ -366,8 +373,9 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
             maxima = backend.read_later([bits])
             if not leaves_on_device:
                 _check_finite(maxima, r)  # growth reads the device anyway: no tree on bad pairs
-            tree = grower.grow(gpair, scales, tree_index=new_first + k)
-            del gpair
+            started = pairs.take_started(new_first + k) if k == 0 else None
+            tree = grower.grow_from(started or grower.start(gpair, scales, new_first + k))
+            del gpair, started
             if leaves_on_device:
                 backend.add_record_leaf_values(train_data.margin, tree.rows, tree.records, scales, p, k)
                 tree.rows = None
@@ -378,9 +386,11 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
         # round r's gradients go before the next round's are made (device memory)
         del pairs
         if read_later and r + 1 < begin_round + int(num_boost_round):
-            # the next round's gradients are queued before this round's trees are read and
-            # built on the host, so the device works meanwhile (unused if training stops)
+            # the next round's gradients and its first tree's root are queued before this
+            # round's trees are read and built on the host, so the device works meanwhile
+            # (unused if training stops)
             queued = _RoundPairs(r + 1, *round_args)
+            queued.start_first_tree(grower, new_first + n_groups)
         for k, (tree, maxima) in enumerate(read_later):
             _finish_tree(tree, maxima, r, k, ensemble, objective, train_data, dtrain, None, p, comm, backend)
         for d in eval_data:
@@ -475,6 +485,7 @@ class _RoundPairs:
             self.keep = hashed_uniform(p.seed, _SUBSAMPLE_STREAM + r, global_index) < p.subsample
         self._backend, self._comm, self._n_global = backend, comm, n_global
         self._first = self._quantised(0)
+        self._first_tree = None  # group 0's tree, when started ahead
 
     def _quantised(self, k: int):
         backend = self._backend
@@ -485,6 +496,19 @@ class _RoundPairs:
         bits = self._comm.allreduce_max(backend.abs_max_bits(g, h))
         scales = backend.fixed_point_scales(bits, self._n_global)
         return bits, scales, backend.quantise(g, h, scales, self.keep)
+
+    def start_first_tree(self, grower, tree_index: int) -> None:
+        """Queue the root of group 0's tree (``TreeGrower.start``), to be grown later."""
+        _, scales, gpair = self._first
+        self._first_tree = grower.start(gpair, scales, tree_index)
+
+    def take_started(self, tree_index: int):
+        """The tree :meth:`start_first_tree` started (:class:`~dgboost.grower.StartedTree`,
+        no longer held here), or None."""
+        first, self._first_tree = self._first_tree, None
+        if first is not None and first.tree_index != tree_index:
+            raise AssertionError(f"tree {first.tree_index} was started ahead, tree {tree_index} is due")
+        return first
 
     def group(self, k: int):
         """(bits uint32 (2,), scales float64 (2,), pairs int32 (n, 2)) of group ``k``, on the device."""

@@ -3,14 +3,18 @@
 Every stage of a boosting round runs on the device: binning into an ELLPACK matrix,
 quantisation, histograms (shared-memory int64 atomics per feature group), split evaluation,
 stable partition, margin updates and prediction. What crosses to the host in a round is
-small and counted in :data:`SYNC_COUNTER`: the per-tree gradient maxima, and the node records
-(split decisions, sums, row segments) of the tree's levels: all of them in one read at the
-end of a depthwise tree grown in whole levels, else one read per batch of nodes (see
+small and counted in :data:`SYNC_COUNTER`: the per-tree gradient maxima (only to check them:
+the fixed-point scales are made from them on the device), and the node records (split
+decisions, sums, row segments) of the tree's levels: all of them in one read at the end of a
+depthwise tree grown in whole levels, copied in stream order (``read_later``) while the
+device goes on with the next round, else one read per batch of nodes (see
 dgboost/grower.py). In between, the stages run as kernels on device data only (partition,
 child records, histograms, siblings, evaluation), so the host never waits inside a level.
-Leaf weights are computed on the host from the split decisions' integer sums, which are
-there already; they use the CPU engine's own kernel, so both devices give the same leaves
-(with monotone constraints the nodes' bounds too are replayed there, from the tree).
+The tree's leaf weights are computed on the host from the split decisions' integer sums with
+the CPU engine's own kernel, so both devices give the same leaves (with monotone constraints
+the nodes' bounds too are replayed there, from the tree); the margins of a tree grown in
+whole levels are updated on the device from its records with the same float64 operations
+(``record_leaf_values`` in kernels/split.cu), before the host has read the tree.
 """
 from __future__ import annotations
 
