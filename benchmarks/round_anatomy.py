@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import time
 
 import numpy as np
@@ -145,7 +144,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, nargs="+", default=[10_000_000, 40_000_000])
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--skip", type=int, default=5, help="first rounds left out of the medians")
-    ap.add_argument("--output")
+    ap.add_argument("--output", help="result JSON (default: results/round_anatomy.json)")
     args = ap.parse_args()
     report = {}
     for rows in args.rows:
@@ -188,9 +187,11 @@ def main() -> None:
                    key=lambda k: -report[sizes[0]]["kernels_ms"].get(k, 0.0))
     for k in names:
         line(f"  {k} x{report[sizes[0]]['launches'].get(k, 0):.0f}", [report[s]["kernels_ms"].get(k, 0.0) for s in sizes])
-    if args.output:
-        with open(args.output, "w") as f:
-            json.dump({str(k): v for k, v in report.items()}, f, indent=1)
+    from _common import versions, write_result
+
+    write_result("round_anatomy", {"rounds": args.rounds, "skip": args.skip, "features": 28, "max_depth": 8,
+                                   "versions": versions("dgboost", "numpy", "cupy"),
+                                   "sizes": {str(k): v for k, v in report.items()}}, args.output)
 
 
 if __name__ == "__main__":

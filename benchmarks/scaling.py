@@ -433,6 +433,28 @@ _VARIANT_ROWS = {
 }
 
 
+def speedups(results: list[dict]) -> dict:
+    """``{"<n>_over_1": {"train_dgboost", "train_xgboost", "shap_dgboost", "shap_xgboost"}}``:
+    each library's 1-worker median time over its n-worker median (SHAP: n-worker rows/s over
+    1-worker rows/s), for every n measured beside 1 worker."""
+    by_count = {r["workers"]: r for r in results}
+    one = by_count.get(1)
+    out = {}
+    if one is None:
+        return out
+    for n, r in sorted(by_count.items()):
+        if n == 1:
+            continue
+        entry = {f"train_{lib}": one["train_s"][lib]["median"] / r["train_s"][lib]["median"]
+                 for lib in ("dgboost", "xgboost")}
+        for lib in ("dgboost", "xgboost"):
+            rates = (r.get("shap_rows_per_s") or {}).get(lib), (one.get("shap_rows_per_s") or {}).get(lib)
+            if all(rates) and rates[1]["median"]:
+                entry[f"shap_{lib}"] = rates[0]["median"] / rates[1]["median"]
+        out[f"{n}_over_1"] = entry
+    return out
+
+
 def table_lines(payload: dict) -> list[dict]:
     """The README table's rows (``make_table.py``) for a result payload."""
     lines = []
@@ -520,6 +542,7 @@ def main(argv=None) -> None:
         results.append(run(args.device, w, args))
         # written after every worker count: a run stopped part-way keeps the counts it finished
         payload["table"] = table_lines(payload)
+        payload["speedups"] = speedups(results)
         path = write_result(name, payload, args.output)
     print("\n".join(_final_table(results, args.repeats)))
     print(f"wrote {path}")
