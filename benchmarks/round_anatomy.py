@@ -107,7 +107,8 @@ def _data(rows: int):
 
     from _scaling_data import make_block
 
-    blocks = [make_block("higgs", 42, i, min(2_500_000, rows - s), "cuda") for i, s in enumerate(range(0, rows, 2_500_000))]
+    starts = range(0, rows, 2_500_000)
+    blocks = [make_block("higgs", 42, i, min(2_500_000, rows - s), "cuda") for i, s in enumerate(starts)]
     return cupy.concatenate([b[0] for b in blocks]), cupy.concatenate([b[1] for b in blocks])
 
 
@@ -158,7 +159,7 @@ def main() -> None:
         kernels = sorted({k for r in timed for k in r["kernels_ms"]})
         report[rows] = {
             "wall_ms": float(np.median([r["wall_ms"] for r in plain])),
-            "wall_ms_range": [float(np.min([r["wall_ms"] for r in plain])), float(np.max([r["wall_ms"] for r in plain]))],
+            "wall_ms_range": [float(min(r["wall_ms"] for r in plain)), float(max(r["wall_ms"] for r in plain))],
             "instrumented_wall_ms": float(np.median([r["wall_ms"] for r in timed])),
             "span_ms": float(np.median([r["span_ms"] for r in timed])),
             "read_ms": float(np.median([r["read_ms"] for r in timed])),
@@ -186,7 +187,8 @@ def main() -> None:
     names = sorted({k for s in sizes for k in report[s]["kernels_ms"]},
                    key=lambda k: -report[sizes[0]]["kernels_ms"].get(k, 0.0))
     for k in names:
-        line(f"  {k} x{report[sizes[0]]['launches'].get(k, 0):.0f}", [report[s]["kernels_ms"].get(k, 0.0) for s in sizes])
+        launches = report[sizes[0]]["launches"].get(k, 0)
+        line(f"  {k} x{launches:.0f}", [report[s]["kernels_ms"].get(k, 0.0) for s in sizes])
     from _common import versions, write_result
 
     write_result("round_anatomy", {"rounds": args.rounds, "skip": args.skip, "features": 28, "max_depth": 8,

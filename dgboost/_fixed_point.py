@@ -7,9 +7,15 @@ import numpy as np
 
 from .errors import DGBoostValueError
 
-__all__ = ["FIXED_POINT_BITS", "fixed_point_scale", "scales_from_bits"]
+__all__ = ["FIXED_POINT_BITS", "check_row_count", "fixed_point_scale", "scales_from_bits"]
 
 FIXED_POINT_BITS = 30  # |quantised value| <= 2**30: fits int32 per row
+
+
+def check_row_count(n_global: int) -> None:
+    """Raise for 2**32 rows or more: int64 sums of 2**30-bounded values could overflow."""
+    if n_global >= 1 << 32:
+        raise DGBoostValueError("more than 2**32 rows: int64 histogram sums could overflow")
 
 
 def fixed_point_scale(max_abs: float, n_global: int) -> float:
@@ -22,8 +28,7 @@ def fixed_point_scale(max_abs: float, n_global: int) -> float:
     partitioning of the rows. A maximum that is not positive and finite gives 1.0 (the
     training loop raises on non-finite gradients when it reads their maxima).
     """
-    if n_global >= 1 << 32:
-        raise DGBoostValueError("more than 2**32 rows: int64 histogram sums could overflow")
+    check_row_count(n_global)
     if not max_abs > 0.0 or not math.isfinite(max_abs):
         return 1.0
     exponent = FIXED_POINT_BITS - math.ceil(math.log2(max_abs))

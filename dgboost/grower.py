@@ -17,7 +17,9 @@ records once, after their splits are evaluated. Otherwise depthwise trees are gr
 *whole levels*: level d has 2**d slots, a leaf keeps its rows and its slots below hold no
 node (``NO_NODE``), so no level needs the host, and one read at the end of the tree brings
 every level back; node ids are then given in the order the per-level growth gives them,
-so both ways build the same tree.
+so both ways build the same tree. That read is queued in stream order (``Backend.read_later``)
+and made by :meth:`GrowingTree.finish`, so the caller can queue more work first (the training
+loop queues the margins' update and the next round's root, :meth:`TreeGrower.start`).
 
 With monotone constraints every batch also carries its nodes' weight bounds on the device
 (float64 (m, 2), ``_Batch.bounds``): the backend derives the children's bounds from their
@@ -681,7 +683,6 @@ class TreeGrower:
     def _whole_level_nodes(self, read, t: _Nodes):
         """``t`` filled from the read of a tree grown in whole levels; the scales as read."""
         host, scales = read.result()
-        p = self.params
         self._fill_from_levels(t, host)
         return t, scales
 

@@ -22,7 +22,7 @@ import ctypes
 
 import numpy as np
 
-from .._fixed_point import fixed_point_scale
+from .._fixed_point import check_row_count
 from ..errors import DeviceMemoryError, DGBoostValueError
 from .cpu import leaf_weights_on_host, node_bounds_on_host
 from ._ellpack import EllpackMatrix, feature_groups, symbol_bits
@@ -335,7 +335,7 @@ class CUDABackend:
 
     def fixed_point_scales(self, bits, n_global: int):
         """float64 (2,) on the device: the scales of the maxima whose float32 bits are ``bits``."""
-        fixed_point_scale(0.0, n_global)  # raises for 2**32 rows or more
+        check_row_count(n_global)
         out = self.empty(2, np.float64)
         self._launch("quantise.cu", "fixed_point_scales", 2, (self.xp.asarray(bits, dtype=np.uint32), out),
                      threads=32, grid=1)
@@ -473,7 +473,8 @@ class CUDABackend:
         if pairs:
             self._launch("split.cu", "best_per_feature", 0,
                          (hist, np.int64(hist.shape[1]), records, dev_ptrs, np.int32(n_features), np.int32(pairs),
-                          mask, np.int32(mask_rows), self._scales(scales), np.float64(params.reg_lambda), np.float64(params.alpha),
+                          mask, np.int32(mask_rows), self._scales(scales), np.float64(params.reg_lambda),
+                          np.float64(params.alpha),
                           np.float64(params.min_child_weight), np.float64(params.max_delta_step),
                           bounds, monotone, np.int32(constrained), cand),
                          threads=256, grid=-(-pairs // 8))

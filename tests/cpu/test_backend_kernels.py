@@ -91,7 +91,8 @@ def test_split_evaluation_without_a_mask_uses_every_feature():
     unmasked = node_records([0], [800], sums=gpair.sum(0)[None])
     masked = unmasked.copy()
     BACKEND.evaluate_splits(hist, unmasked, cuts.ptrs, None, np.array([2.0 ** 26, 2.0 ** 26]), p)
-    BACKEND.evaluate_splits(hist, masked, cuts.ptrs, np.ones((1, x.shape[1]), bool), np.array([2.0 ** 26, 2.0 ** 26]), p)
+    BACKEND.evaluate_splits(hist, masked, cuts.ptrs, np.ones((1, x.shape[1]), bool), np.array([2.0 ** 26, 2.0 ** 26]),
+                            p)
     assert unmasked[0, FEATURE] >= 0
     np.testing.assert_array_equal(unmasked, masked)
 

@@ -214,7 +214,8 @@ def test_constrained_split_evaluation_matches_the_reference(seed, lam, alpha, mc
     # unbounded, a tight band and a band that excludes every Newton weight's sign
     bounds = np.array([[-np.inf, np.inf], [-0.05, 0.02], [0.01, 0.3]])
     records = node_records([0, 0, 100], [400, 800, 700], sums=totals)
-    BACKEND.evaluate_splits(hist, records, cuts.ptrs, mask, np.array([scale, scale]), p, bounds=bounds, monotone=monotone)
+    BACKEND.evaluate_splits(hist, records, cuts.ptrs, mask, np.array([scale, scale]), p, bounds=bounds,
+                            monotone=monotone)
     want = ref.evaluate_splits(hist, totals, cuts.ptrs, mask, scale, scale, p, bounds=bounds, monotone=monotone)
     for i, (f, b, dl, gain, left) in enumerate(want):
         assert records[i, FEATURE] == f

@@ -139,7 +139,8 @@ def _split_inputs(seed: int, segments: np.ndarray):
     """(rng, x, cuts, hist, totals): quantised random gradients of 2000 rows x 8 features,
     the CPU histograms and gradient totals of ``segments``."""
     rng, x, cuts = binning_data(seed, n=2000, f=8, max_bin=64)
-    gpair = CPU.quantise(rng.normal(size=x.shape[0]), rng.uniform(0.1, 1.0, size=x.shape[0]), np.array([_SCALE, _SCALE]))
+    gpair = CPU.quantise(rng.normal(size=x.shape[0]), rng.uniform(0.1, 1.0, size=x.shape[0]),
+                         np.array([_SCALE, _SCALE]))
     hist = CPU.build_histograms(_cpu_bins(x, cuts), cuts.ptrs, gpair, np.arange(x.shape[0], dtype=np.int32), segments)
     totals = np.stack([gpair[b:e].sum(0) for b, e in segments]).astype(np.int64)
     return rng, x, cuts, hist, totals
@@ -195,9 +196,11 @@ def test_monotone_split_decisions_and_child_bounds_equal_the_cpu_ones_bit_for_bi
             want = node_records(segments[:, 0], segments[:, 1], sums=totals)
             want[seed % 4, FEATURE] = NO_NODE  # a slot with no node is left alone
             got = cupy.asarray(want)
-            CPU.evaluate_splits(hist, want, cuts.ptrs, mask, np.array([scale, scale]), p, bounds=bounds, monotone=monotone)
+            CPU.evaluate_splits(hist, want, cuts.ptrs, mask, np.array([scale, scale]), p, bounds=bounds,
+                                monotone=monotone)
             gpu.evaluate_splits(cupy.asarray(hist), got, cuts.ptrs, None if mask is None else cupy.asarray(mask),
-                                np.array([scale, scale]), p, bounds=cupy.asarray(bounds), monotone=cupy.asarray(monotone))
+                                np.array([scale, scale]), p, bounds=cupy.asarray(bounds),
+                                monotone=cupy.asarray(monotone))
             got = got.get()
             _assert_same_decisions(got, want)
             np.testing.assert_array_equal(got[seed % 4], want[seed % 4])
