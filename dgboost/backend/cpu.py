@@ -209,7 +209,7 @@ class CPUBackend:
 
     def fixed_point_scales(self, bits, n_global: int) -> np.ndarray:
         """float64 (2,): the scales of the gradients and hessians whose maxima have the
-        float32 bits ``bits`` (uint32 (2,))"""
+        float32 bits ``bits`` (uint32 (2,))."""
         return scales_from_bits(bits, n_global)
 
     def quantise(self, grad, hess, scales, keep=None):
