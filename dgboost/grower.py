@@ -683,10 +683,6 @@ class TreeGrower:
     def _whole_level_nodes(self, read, t: _Nodes):
         """``t`` filled from the read of a tree grown in whole levels; the scales as read."""
         host, scales = read.result()
-        self._fill_from_levels(t, host)
-        return t, scales
-
-    def _fill_from_levels(self, t: _Nodes, host: np.ndarray) -> None:
         p = self.params
         # node ids as the per-level growth gives them: children of the split nodes of a level,
         # in slot order (which is id order), left then right
@@ -704,6 +700,7 @@ class TreeGrower:
             start += 2 * slot_ids.size
             slot_ids = np.full(2 * slot_ids.size, -1, np.int64)
             slot_ids[child_slots] = ids
+        return t, scales
 
     def _node_weights(self, t: _Nodes, scale_g: float, scale_h: float) -> np.ndarray:
         """float64 (n,) weight of every node; with monotone constraints clipped into the
