@@ -286,7 +286,7 @@ def _require(kind: str):
 
 
 # ----------------------------------------------------------------------------- arguments
-def _local_args(config: Mapping) -> dict:
+def local_worker_args(config: Mapping) -> dict:
     """LocalCluster's arguments, with ``n_workers: null`` made concrete."""
     args = dict(config.get("args") or {})
     if args.get("n_workers") is None:
@@ -375,7 +375,7 @@ def _make_local(config: Mapping):
     from distributed import LocalCluster
 
     with _worker_env(config.get("env")):
-        return LocalCluster(**_local_args(config))
+        return LocalCluster(**local_worker_args(config))
 
 
 def _make_local_cuda(config: Mapping):
@@ -502,7 +502,7 @@ def render(config: Mapping | str | os.PathLike) -> str:
 
 
 def _render_local(config: Mapping) -> str:
-    return f"distributed.LocalCluster({_call_args(_local_args(config))}){_env_note(config)}"
+    return f"distributed.LocalCluster({_call_args(local_worker_args(config))}){_env_note(config)}"
 
 
 def _render_local_cuda(config: Mapping) -> str:

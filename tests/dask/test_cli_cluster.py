@@ -2,7 +2,7 @@
 through Dask, with the same models and numbers as single-process dgboost.
 
 One LocalCluster (2 single-threaded worker processes) serves the module: it is started through
-a cluster YAML of kind ``local`` (:func:`dgboost.cli_cluster.open_cluster`), and the commands
+a cluster YAML of kind ``local`` (:func:`dgboost.cli.cluster_session.open_cluster`), and the commands
 join it through a YAML of kind ``existing`` (each command's client leaves it running).
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ ROUNDS = 6
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """(path of an ``existing`` config naming the module's cluster, the client)."""
-    from dgboost.cli_cluster import open_cluster
+    from dgboost.cli.cluster_session import open_cluster
 
     folder = tmp_path_factory.mktemp("cluster")
     local = folder / "local.yaml"

@@ -1,0 +1,277 @@
+"""The cluster work behind ``dgboost train|predict|explain --cluster``.
+
+Plain functions of a ``distributed.Client`` (no click), so that they can be used and tested
+without the command line:
+
+- :func:`train_on_cluster`: Parquet files (a glob) -> :func:`dgboost.dask.train` -> a model file;
+- :func:`predict_on_cluster` / :func:`explain_on_cluster`: Parquet files -> a folder of Parquet
+  files, one per input partition, each written by the worker that computed it
+  (:mod:`dgboost.cli.cluster_io`).
+
+The rows of the data are the files' rows concatenated in natural sort order, and the model is
+byte-identical to single-process :func:`dgboost.train` on those rows (the Dask layer's
+guarantee). Paths must be readable and writable by every worker (a local cluster, or a
+filesystem the workers share); URLs (``s3://...``) go to Dask as given.
+
+Progress (:mod:`dgboost.cli.cluster_progress`): evaluation lines on stdout every
+``verbose_eval`` rounds and the last one; without an evaluation set, ``round k/N`` lines on
+stderr every ~10% of the rounds; ``partitions done k/N`` on stderr while writing.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DGBoostValueError
+from ._format import rate, seconds
+from .cluster_io import read_parquet, require_column, select_features, split_frame, write_partitions
+from .cluster_progress import RoundPrinter, say
+from .cluster_session import cluster_device
+
+__all__ = ["train_on_cluster", "predict_on_cluster", "explain_on_cluster"]
+
+# interaction values are computed and written in slices of rows whose output stays below this
+_MAX_SLICE_BYTES = 256 << 20
+
+
+def train_on_cluster(client, data_glob: str, label: str, weight: str | None, params: dict, num_boost_round: int,
+                     output_model, validation_glob: str | None = None, early_stopping_rounds: int | None = None,
+                     quiet: bool = False, verbose_eval: int | None = None):
+    """Train on the Parquet files of ``data_glob`` with :func:`dgboost.dask.train`; write the model.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    data_glob : str
+        Parquet files (a glob or one path) with the features, ``label`` and ``weight`` columns.
+    label, weight : str, str or None
+        Label and (optional) weight columns; every other column is a feature.
+    params : dict
+        Training parameters, as for :func:`dgboost.train`.
+    num_boost_round : int
+    output_model : str or os.PathLike
+        The model file to write (JSON; atomically).
+    validation_glob : str, optional
+        Parquet files of an evaluation set named ``validation`` (same columns).
+    early_stopping_rounds : int, optional
+        Needs ``validation_glob``; the model written keeps the rounds up to the best one.
+    quiet : bool
+        No progress output.
+    verbose_eval : int, optional
+        Rounds between evaluation lines (0: none); default about 10% of the rounds.
+
+    Returns
+    -------
+    Booster
+        The model written.
+    """
+    from .. import dask as dxgb
+    from ..params import parse_params
+
+    parse_params(params)  # bad parameters fail before any data is read
+    if early_stopping_rounds is not None and validation_glob is None:
+        raise DGBoostValueError("early stopping needs a validation data set")
+    if weight is not None and weight == label:
+        raise DGBoostValueError(f"the label and weight columns are both {label!r}")
+    dtrain, n_rows, n_parts = _dmatrix(client, data_glob, label, weight, "training data")
+    evals = []
+    if validation_glob is not None:
+        dvalid, _, _ = _dmatrix(client, validation_glob, label, weight, "validation data")
+        evals.append((dvalid, "validation"))
+    # evaluation lines every verbose_eval rounds (default ~10%); without an evaluation set,
+    # "round k/N" lines every ~10% (none for verbose_eval=0)
+    period = max(1, num_boost_round // 10)
+    if evals and verbose_eval is not None:
+        period = int(verbose_eval)
+    elif verbose_eval == 0:
+        period = 0
+    n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
+    say(quiet, f"training {num_boost_round} rounds on {n_rows:,} rows x {dtrain.num_col()} features "
+                f"({n_parts} partitions of {data_glob}) on {n_workers} workers")
+    started = time.perf_counter()
+    printer = RoundPrinter(client, num_boost_round, period, quiet or period == 0, has_evals=bool(evals))
+    with printer:
+        result = dxgb.train(client, params, dtrain, num_boost_round, evals=evals,
+                            early_stopping_rounds=early_stopping_rounds, verbose_eval=False,
+                            callbacks=[printer.callback()])
+        booster = result["booster"]
+        printer.finish(booster.num_boosted_rounds(), result["history"])
+    elapsed = time.perf_counter() - started
+    best = booster.meta.get("best_iteration")
+    detail = ""
+    if early_stopping_rounds is not None and best is not None:
+        # keep the rounds up to the best one, so that predict uses the best model
+        best_score = booster.meta.get("best_score")
+        booster = booster[: best + 1]
+        booster._set_best(best, best_score)
+        detail = f", best iteration {best}"
+    output_model = Path(output_model)
+    output_model.parent.mkdir(parents=True, exist_ok=True)
+    booster.save_model(output_model)
+    say(quiet, f"wrote {output_model} ({booster.num_boosted_rounds()} rounds{detail}; trained in "
+                f"{seconds(elapsed)}, {rate(n_rows * max(1, booster.num_boosted_rounds()), elapsed)} rows/s "
+                f"(rows x rounds / s))")
+    return booster
+
+
+def _dmatrix(client, data_glob: str, label: str, weight: str | None, what: str):
+    """(DaskDMatrix, rows, partitions) of Parquet files with a label (and weight) column."""
+    from .. import dask as dxgb
+
+    frame = read_parquet(data_glob, what)
+    columns = [str(c) for c in frame.columns]
+    require_column(columns, label, "label", data_glob)
+    if weight is not None:
+        require_column(columns, weight, "weight", data_glob)
+    by_name = {str(c): c for c in frame.columns}
+    features = [c for c in frame.columns if str(c) not in (label, weight)]
+    if not features:
+        raise DGBoostValueError(f"{data_glob}: no feature columns besides the label and weight")
+    wanted = {"X": features, "y": by_name[label]}
+    if weight is not None:
+        wanted["w"] = by_name[weight]
+    parts = split_frame(frame, wanted)
+    dm = dxgb.DaskDMatrix(client, parts["X"], parts["y"], weight=parts.get("w"))
+    rows = sum(client.gather([client.submit(len, dm.partition(i)["data"], pure=False)
+                              for i in range(dm.n_partitions)]))
+    return dm, int(rows), dm.n_partitions
+
+
+# ----------------------------------------------------------------------------- predict
+def _prediction_frame(preds):
+    """A partition's predictions as the frame written: ``prediction`` or ``prediction_0..k-1``."""
+    import pandas as pd
+
+    if isinstance(preds, pd.Series):
+        return preds.to_frame("prediction")
+    out = preds.copy()
+    out.columns = ["prediction"] if out.shape[1] == 1 else [f"prediction_{i}" for i in range(out.shape[1])]
+    return out
+
+
+def predict_on_cluster(client, model_path, data_glob: str, output_dir, margin: bool = False,
+                       label_column: str | None = None, quiet: bool = False) -> tuple[int, int]:
+    """Predict the Parquet files of ``data_glob`` on the workers; write a Parquet folder.
+
+    Each output file holds one input partition's predictions, in row order: a column
+    ``prediction`` (``prediction_0..k-1`` for several outputs), raw margins with ``margin``.
+    The model's feature columns are picked by name when the data has them all; ``label_column``
+    is dropped first.
+
+    Returns
+    -------
+    (rows, partitions) written.
+    """
+    import dask
+
+    from .. import dask as dxgb
+    from ..booster import Booster
+
+    booster = Booster(model_file=str(model_path))
+    frame = read_parquet(data_glob)
+    if label_column is not None:
+        require_column([str(c) for c in frame.columns], label_column, "label", data_glob)
+    features = select_features(frame, data_glob, [label_column] if label_column else [], booster.feature_names)
+    X = split_frame(frame, {"X": features})["X"]
+    say(quiet, f"predicting {X.npartitions} partitions of {data_glob} with {booster.num_boosted_rounds()} "
+                f"rounds into {output_dir}")
+    preds = dxgb.predict(client, booster, X, output_margin=margin)
+    pieces = [dask.delayed(_prediction_frame, pure=True)(p) for p in preds.to_delayed()]
+    rows, parts = write_partitions(client, pieces, output_dir, quiet, "predicted")
+    say(quiet, f"wrote {rows:,} predictions in {parts} files to {output_dir}")
+    return rows, parts
+
+
+# ----------------------------------------------------------------------------- explain
+def _interaction_columns(features: list[str], output_names) -> list[str]:
+    """The columns of ``dgboost explain --interactions`` (as :func:`dgboost.cli.files.shap_column_names`)."""
+    cols = [str(f) for f in features] + ["bias"]
+    cols = [f"{a}:{b}" for a in cols for b in cols]
+    if output_names is None:
+        return cols
+    return [f"{c}[{g}]" for g in output_names for c in cols]
+
+
+def _write_interactions(part, path: str, explainer, columns: list[str], device: str | None = None) -> int:
+    """Interaction values of one partition, computed and appended in slices of rows (on its worker)."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ..dask.explain import _on_device
+
+    explainer = _on_device(explainer, device, rows_on_gpu=False)
+
+    named = any(n is not None for n in getattr(part.index, "names", [None]))
+    step = max(1, _MAX_SLICE_BYTES // (8 * len(columns)))
+    writer = None
+    try:
+        for start in range(0, max(len(part), 1), step):
+            rows = part.iloc[start:start + step]
+            if len(rows):
+                values = explainer.contributions(rows, interactions=True, progress=False)
+                flat = values.reshape(values.shape[0], -1)
+            else:
+                flat = np.empty((0, len(columns)), np.float64)
+            frame = pd.DataFrame(flat, columns=columns, index=rows.index)
+            table = pa.Table.from_pandas(frame, preserve_index=named)
+            if writer is None:
+                writer = pq.ParquetWriter(path, table.schema)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
+    return len(part)
+
+
+def explain_on_cluster(client, model_path, data_glob: str, output_dir, interactions: bool = False,
+                       label_column: str | None = None, quiet: bool = False,
+                       algorithm: str = "auto", device: str = "auto") -> tuple[int, int]:
+    """Exact SHAP values of every row of the Parquet files of ``data_glob``, written by the workers.
+
+    SHAP values: :meth:`TreeExplainer.shap_frame` of each partition (columns: the features and
+    ``bias``; ``<feature>[<output>]`` for several outputs), through
+    :func:`dgboost.dask.shap_values`. ``interactions``: the interaction values flattened to
+    ``<a>:<b>`` columns (``(F+1)^2`` per output, bias included: the layout of
+    ``dgboost explain --interactions``), computed in slices of rows so that a worker never holds
+    more than ~256 MB of them at once.
+
+    ``device``: where the workers explain; ``"auto"`` is their GPUs when every worker has one
+    (:func:`cluster_device`), and the partitions read from Parquet are uploaded there.
+
+    Returns
+    -------
+    (rows, partitions) written.
+    """
+    from .. import dask as dxgb
+    from ..dask.prediction import model_reference
+    from ..explain.explainer import TreeExplainer
+
+    explainer = TreeExplainer(str(model_path), algorithm=algorithm, progress=False)
+    frame = read_parquet(data_glob)
+    if label_column is not None:
+        require_column([str(c) for c in frame.columns], label_column, "label", data_glob)
+    features = select_features(frame, data_glob, [label_column] if label_column else [],
+                                explainer.meta.get("feature_names"))
+    X = split_frame(frame, {"X": features})["X"]
+    what = "interaction values" if interactions else "SHAP values"
+    device = cluster_device(client) if device == "auto" else device
+    say(quiet, f"explaining {X.npartitions} partitions of {data_glob} with {explainer.ensemble.n_trees} trees "
+                f"({what}, on the workers' {'GPUs' if device == 'cuda' else 'CPUs'}) into {output_dir}")
+    if interactions:
+        outputs = None
+        if explainer.n_outputs > 1:
+            outputs = explainer.output_names if explainer.output_names is not None \
+                else list(range(explainer.n_outputs))
+        columns = _interaction_columns([str(c) for c in features], outputs)
+        rows, parts = write_partitions(client, list(X.to_delayed()), output_dir, quiet, "explained",
+                                        writer=_write_interactions,
+                                        writer_args=(model_reference(explainer), columns, device))
+    else:
+        values = dxgb.shap_values(client, explainer, X, device=device)
+        rows, parts = write_partitions(client, list(values.to_delayed()), output_dir, quiet, "explained")
+    say(quiet, f"wrote {what} of {rows:,} rows in {parts} files to {output_dir}")
+    return rows, parts
+

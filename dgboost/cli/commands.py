@@ -1,0 +1,413 @@
+"""The ``dgboost`` click commands: ``demo``, ``train``, ``predict`` and ``explain``.
+
+Each command checks its options, then hands the work to the modules of :mod:`dgboost.cli`
+(in this process) or, with ``--cluster``, to :mod:`dgboost.cli.cluster_commands`.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import click
+
+from .. import __version__
+from ..errors import DGBoostError, DGBoostTypeError, DGBoostValueError
+from ._format import say, seconds, table
+from .config import load_config
+from .demo import DEMO_STEPS, DemoRun
+from .device import resolve_device
+from .files import read_table, split_columns, write_explanations, write_predictions
+
+__all__ = ["main", "CLIError"]
+
+
+# ----------------------------------------------------------------------------- errors
+class CLIError(click.ClickException):
+    """A user-facing failure: ``Error: <message>`` on stderr, exit code 2."""
+
+    exit_code = 2
+
+
+def _errors_to_exit_code(fn: Callable) -> Callable:
+    """Turn DGBoostError (and file-system errors) into a one-line ``Error:`` and exit code 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except DGBoostError as exc:
+            raise CLIError(str(exc)) from None
+        except OSError as exc:
+            where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+            raise CLIError(f"{exc.strerror or exc}{where}") from None
+
+    return wrapper
+
+
+
+# ----------------------------------------------------------------------------- commands
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="dgboost")
+def main() -> None:
+    """dgboost: gradient-boosted trees on one or many GPUs, with exact TreeSHAP."""
+
+
+@main.command()
+@click.option("--rows", type=click.IntRange(min=10), default=100_000, show_default=True,
+              help="Rows of synthetic data (20% held out for testing).")
+@click.option("--rounds", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Boosting rounds.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+              help="auto: cuda when a GPU and CuPy are usable (on every worker), else cpu.")
+@click.option("--cluster", "cluster", default=None, metavar="CONFIG",
+              help="The Dask cluster to run on: a shipped config (local-cpu, local-cuda, slurm-cuda, "
+                   "kubernetes-cuda, existing-scheduler) or a cluster YAML file. Default: local-cuda "
+                   "where GPUs are present, else local-cpu.")
+@click.option("--local", "local", is_flag=True, help="Run in this process, without a cluster.")
+@click.option("--quiet", is_flag=True, help="Print only the summary table (and errors).")
+@_errors_to_exit_code
+def demo(rows: int, rounds: int, device: str, cluster: str | None, local: bool, quiet: bool) -> None:
+    """Train on synthetic binary data (10% missing) and print a summary.
+
+    By default on a Dask cluster that the demo starts (and stops): the rows are partitioned
+    over its workers, trained on with dgboost.dask.train (the test rows as evaluation set),
+    and the test rows explained with exact TreeSHAP on the workers; the summary gives rows/s
+    for training (rows x rounds / s) and for SHAP. --local runs the same training in this
+    process.
+    """
+    if local and cluster is not None:
+        raise click.UsageError("--local and --cluster exclude each other")
+    if local:
+        run = DemoRun(rows=rows, rounds=rounds, device=resolve_device(device), quiet=quiet)
+        for step in DEMO_STEPS:
+            step(run)
+        click.echo(table("dgboost demo", run.summary))
+        return
+    from .cluster_demo import cluster_demo
+    from .cluster_session import cluster_device, open_cluster
+
+    started = time.perf_counter()
+    client, config = open_cluster(cluster, quiet)
+    try:
+        start_time = time.perf_counter() - started
+        summary = cluster_demo(client, rows, rounds, cluster_device(client) if device == "auto" else device,
+                               quiet=quiet, config=config)
+    finally:
+        client.close()
+    summary.insert(4, ("cluster start", seconds(start_time)))
+    summary.append(("total time", f"{seconds(time.perf_counter() - started)} (with cluster start and stop)"))
+    click.echo(table("dgboost demo on a Dask cluster", summary))
+
+
+def _cluster_client(cluster: str, quiet: bool):
+    """A Client on the cluster of ``--cluster`` (closing it stops a cluster it started)."""
+    from .cluster_session import open_cluster
+
+    return open_cluster(cluster, quiet)[0]
+
+
+def _check_path_option(name: str, value, **path_args):
+    """What click.Path(**path_args) makes of an option's value, with click's own error.
+
+    Options that are a file without --cluster and a glob or a folder with it are parsed as
+    text; this applies the file checks of the single-process commands."""
+    ctx = click.get_current_context()
+    param = next(p for p in ctx.command.params if p.name == name)
+    return click.Path(**path_args).convert(value, param, ctx)
+
+
+def _parse_params(items: tuple[str, ...]) -> dict:
+    """``--param key=value`` pairs; values are read as YAML (``3``, ``0.1``, ``[logloss, auc]``);
+    a key given twice collects its values in a list (``--param eval_metric=auc`` twice)."""
+    import yaml
+
+    params: dict = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected key=value, got {item!r}", param_hint="'--param'")
+        try:
+            value = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError:
+            value = text
+        key = key.strip()
+        if key in params:
+            previous = params[key] if isinstance(params[key], list) else [params[key]]
+            value = previous + (value if isinstance(value, list) else [value])
+        params[key] = value
+    return params
+
+
+@main.command("train")
+@click.option("--config", "config_path", default=None,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="YAML or JSON training config (required without --cluster; with --cluster, its "
+                   "'data' and 'validation' may be globs of Parquet files).")
+@click.option("--cluster", "cluster", default=None, metavar="CONFIG",
+              help="Train on this Dask cluster (a shipped config name or a cluster YAML), reading "
+                   "Parquet files through Dask; give either --config or --data.")
+@click.option("--data", "data_glob", default=None, metavar="GLOB",
+              help="With --cluster: the training Parquet files, e.g. 'train/*.parquet' (quoted; read in "
+                   "natural sort order).")
+@click.option("--label", default=None, metavar="COL", help="With --data: the label column [default: label].")
+@click.option("--weight", default=None, metavar="COL", help="With --data: a weight column.")
+@click.option("--validation", "validation_glob", default=None, metavar="GLOB",
+              help="With --data: Parquet files evaluated every round (named 'validation').")
+@click.option("--output", "output_path", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              metavar="MODEL.json", help="With --data: where the model is written.")
+@click.option("--rounds", type=click.IntRange(min=0), default=None, metavar="N",
+              help="With --data: boosting rounds [default: 100].")
+@click.option("--early-stopping-rounds", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With --data: stop after N rounds without improvement (needs --validation).")
+@click.option("--param", "param_items", multiple=True, metavar="KEY=VALUE",
+              help="With --data: a training parameter, e.g. --param max_depth=8 (repeatable; values "
+                   "are read as YAML).")
+@click.option("--quiet", is_flag=True, help="No progress output (errors only).")
+@_errors_to_exit_code
+def train_command(config_path: Path | None, cluster: str | None, data_glob: str | None, label: str | None,
+                  weight: str | None, validation_glob: str | None, output_path: Path | None, rounds: int | None,
+                  early_stopping_rounds: int | None, param_items: tuple[str, ...], quiet: bool) -> None:
+    """Train a model and write it as JSON.
+
+    \b
+    In this process, from a config:  dgboost train --config train.yaml
+    On a Dask cluster, from Parquet: dgboost train --cluster local-cpu --data 'train/*.parquet'
+        --label target --output model.json --rounds 200 --param max_depth=8 [--validation GLOB]
+    or with a config whose data paths are globs: dgboost train --cluster local-cpu --config train.yaml
+
+    On a cluster, the model is the one single-process training on the files' rows
+    (concatenated in natural sort order of the file names) would give, byte for byte.
+    Every worker must be able to read the files (a local cluster, or a shared filesystem).
+    Progress: evaluation lines every ~10% of the rounds (with --config, its verbose_eval),
+    else "round k/N" lines.
+    """
+    from ..data import DMatrix
+    from ..params import parse_params
+    from ..training import train
+
+    cluster_only = {"--data": data_glob, "--label": label, "--weight": weight, "--validation": validation_glob,
+                    "--output": output_path, "--rounds": rounds, "--early-stopping-rounds": early_stopping_rounds,
+                    "--param": param_items or None}
+    given = [name for name, value in cluster_only.items() if value is not None]
+    if cluster is None:
+        if given:
+            raise click.UsageError(f"{', '.join(given)}: only with --cluster (in this process, train reads "
+                                   "a --config)")
+        if config_path is None:
+            raise click.UsageError("Missing option '--config'.")
+    elif (config_path is None) == (data_glob is None):
+        raise click.UsageError("with --cluster, give either --config or --data (with --label and --output)")
+    elif config_path is not None and given:
+        raise click.UsageError(f"{', '.join(given)}: not with --config (the config gives them)")
+    elif data_glob is not None and output_path is None:
+        raise click.UsageError("Missing option '--output' (the model file to write).")
+
+    if cluster is not None:
+        from .cluster_commands import train_on_cluster
+        from .cluster_io import check_parquet_glob
+
+        if config_path is not None:
+            cfg = load_config(config_path)
+            data, label, weight, params = str(cfg.data), cfg.label, cfg.weight, cfg.params
+            validation = None if cfg.validation is None else str(cfg.validation)
+            rounds, early, output, verbose = (cfg.num_boost_round, cfg.early_stopping_rounds, cfg.output,
+                                              cfg.verbose_eval)
+        else:
+            data, label, weight, params = data_glob, label or "label", weight, _parse_params(param_items)
+            validation, early, output, verbose = validation_glob, early_stopping_rounds, output_path, None
+            rounds = 100 if rounds is None else rounds
+        parse_params(params)  # bad parameters and missing files fail before a cluster starts
+        if early is not None and validation is None:
+            raise DGBoostValueError("early stopping needs validation data ('validation' / --validation)")
+        data = check_parquet_glob(data, "training data")
+        if validation is not None:
+            validation = check_parquet_glob(validation, "validation data")
+        client = _cluster_client(cluster, quiet)
+        try:
+            train_on_cluster(client, data, label, weight, params, rounds, output, validation_glob=validation,
+                             early_stopping_rounds=early, quiet=quiet, verbose_eval=verbose)
+        finally:
+            client.close()
+        return
+
+    cfg = load_config(config_path)
+    parse_params(cfg.params)  # bad parameters fail before any data is read
+    if cfg.early_stopping_rounds is not None and cfg.validation is None:
+        raise DGBoostValueError("early_stopping_rounds needs a 'validation' data path in the config")
+    X, y, w = split_columns(read_table(cfg.data), cfg.label, cfg.weight, cfg.data)
+    dtrain = DMatrix(X, label=y, weight=w)
+    evals = []
+    if cfg.validation is not None:
+        Xv, yv, wv = split_columns(read_table(cfg.validation), cfg.label, cfg.weight, cfg.validation)
+        evals.append((DMatrix(Xv, label=yv, weight=wv, ref=dtrain), "validation"))
+    say(quiet, f"training {cfg.num_boost_round} rounds on {dtrain.num_row():,} rows x "
+                f"{dtrain.num_col()} features from {cfg.data}")
+    started = time.perf_counter()
+    verbose = False if quiet or not cfg.verbose_eval else cfg.verbose_eval
+    booster = train(cfg.params, dtrain, num_boost_round=cfg.num_boost_round, evals=evals,
+                    early_stopping_rounds=cfg.early_stopping_rounds, verbose_eval=verbose)
+    elapsed = time.perf_counter() - started
+    best = booster.meta.get("best_iteration")
+    detail = ""
+    if cfg.early_stopping_rounds is not None and best is not None:
+        # keep the rounds up to the best one, so `dgboost predict` uses the best model
+        best_score = booster.meta.get("best_score")
+        booster = booster[: best + 1]
+        booster._set_best(best, best_score)
+        detail = f", best iteration {best}"
+    cfg.output.parent.mkdir(parents=True, exist_ok=True)
+    booster.save_model(cfg.output)
+    say(quiet, f"wrote {cfg.output} ({booster.num_boosted_rounds()} rounds{detail}; "
+                f"trained in {seconds(elapsed)})")
+
+
+@main.command()
+@click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="dgboost or XGBoost JSON model.")
+@click.option("--data", "data_path", required=True,
+              help="CSV, Parquet or .npy features; with --cluster, Parquet files (a quoted glob).")
+@click.option("--output", "output_path", required=True,
+              help="Where to write predictions: .csv (default), .npy or .parquet; with --cluster, a folder "
+                   "of Parquet files (one per partition, in row order).")
+@click.option("--margin", is_flag=True, help="Write raw margins instead of transformed predictions.")
+@click.option("--label-column", default=None, help="Column to drop before predicting (e.g. the label).")
+@click.option("--cluster", "cluster", default=None, metavar="CONFIG",
+              help="Predict on this Dask cluster (a shipped config name or a cluster YAML); the "
+                   "predictions are written by the workers, never gathered here.")
+@click.option("--quiet", is_flag=True, help="No progress output (errors only).")
+@_errors_to_exit_code
+def predict(model_path: str, data_path: str, output_path: str, margin: bool, label_column: str | None,
+            cluster: str | None, quiet: bool) -> None:
+    """Predict with a saved model and write the predictions.
+
+    With --cluster: --data is a glob of Parquet files and --output a folder that gets one
+    Parquet file per partition (part.00000.parquet, ...: in name order, the input's rows in
+    order), column "prediction" ("prediction_0".. for several outputs). The folder appears
+    only when every partition is written.
+    """
+    from ..booster import Booster
+
+    if cluster is not None:
+        from .cluster_commands import predict_on_cluster
+        from .cluster_io import check_output_folder, check_parquet_glob
+
+        check_parquet_glob(data_path)  # fail before a cluster starts
+        check_output_folder(output_path)
+        client = _cluster_client(cluster, quiet)
+        try:
+            predict_on_cluster(client, model_path, data_path, output_path, margin=margin,
+                               label_column=label_column, quiet=quiet)
+        finally:
+            client.close()
+        return
+    data_path = _check_path_option("data_path", data_path, exists=True, dir_okay=False)
+    output_path = _check_path_option("output_path", output_path, dir_okay=False, path_type=Path)
+    booster = Booster(model_file=model_path)
+    data = read_table(data_path)
+    if hasattr(data, "columns"):
+        columns = [str(c) for c in data.columns]
+        if label_column is not None:
+            if label_column not in columns:
+                raise DGBoostValueError(f"{data_path}: no column {label_column!r} to drop "
+                                        f"(columns are {columns[:10]})")
+            data = data.drop(columns=[c for c in data.columns if str(c) == label_column])
+        names = booster.feature_names
+        if names is not None and set(names) <= {str(c) for c in data.columns}:
+            data = data[names]  # the model's columns, in the model's order
+    elif label_column is not None:
+        raise DGBoostTypeError(f"{data_path} has no column names: --label-column needs CSV or Parquet data")
+    preds = booster.predict(data, output_margin=margin)
+    write_predictions(output_path, preds)
+    say(quiet, f"wrote {len(preds):,} predictions to {output_path}")
+
+
+
+@main.command()
+@click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="dgboost or XGBoost JSON model, or a LightGBM text model.")
+@click.option("--data", "data_path", required=True,
+              help="CSV, Parquet or .npy features; with --cluster, Parquet files (a quoted glob).")
+@click.option("--output", "output_path", required=True,
+              help="Where to write SHAP values: .csv (default), .npy or .parquet; with --cluster, a folder "
+                   "of Parquet files (one per partition, in row order).")
+@click.option("--interactions", is_flag=True, help="Write SHAP interaction values instead.")
+@click.option("--algorithm", type=click.Choice(["auto", "path", "table"]), default="auto",
+              show_default=True, help="How SHAP values are computed (same numbers).")
+@click.option("--label-column", default=None, help="Column to drop before explaining (e.g. the label).")
+@click.option("--cluster", "cluster", default=None, metavar="CONFIG",
+              help="Explain on this Dask cluster (a shipped config name or a cluster YAML); the "
+                   "values are written by the workers, never gathered here.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+              help="Where to explain: auto = the GPU when there is one (with --cluster: the workers' "
+                   "GPUs when every worker has one).")
+@click.option("--quiet", is_flag=True, help="No progress output (errors only).")
+@_errors_to_exit_code
+def explain(model_path: str, data_path: str, output_path: str, interactions: bool, algorithm: str,
+            label_column: str | None, cluster: str | None, device: str, quiet: bool) -> None:
+    """Exact SHAP values (or interaction values) of a saved model for every row of a file.
+
+    Columns: one per feature plus "bias" (the expected value); each row sums to the model's
+    raw output (margin). Multi-output models get one block of columns per output, named
+    "<feature>[<output>]"; interaction files have "<a>:<b>" columns.
+
+    With --cluster: --data is a glob of Parquet files and --output a folder that gets one
+    Parquet file per partition (part.00000.parquet, ...: in name order, the input's rows in
+    order), with the same columns; interaction values are written flattened the same way,
+    (F+1)^2 columns per output. The folder appears only when every partition is written.
+    """
+    from ..explain.explainer import TreeExplainer
+
+    if cluster is not None:
+        from .cluster_commands import explain_on_cluster
+        from .cluster_io import check_output_folder, check_parquet_glob
+
+        check_parquet_glob(data_path)  # fail before a cluster starts
+        check_output_folder(output_path)
+        client = _cluster_client(cluster, quiet)
+        try:
+            explain_on_cluster(client, model_path, data_path, output_path, interactions=interactions,
+                               label_column=label_column, quiet=quiet, algorithm=algorithm, device=device)
+        finally:
+            client.close()
+        return
+    data_path = _check_path_option("data_path", data_path, exists=True, dir_okay=False)
+    output_path = _check_path_option("output_path", output_path, dir_okay=False, path_type=Path)
+
+    explainer = TreeExplainer(model_path, algorithm=algorithm, progress=not quiet, device=resolve_device(device))
+    data = read_table(data_path)
+    if hasattr(data, "columns"):
+        columns = [str(c) for c in data.columns]
+        if label_column is not None:
+            if label_column not in columns:
+                raise DGBoostValueError(f"{data_path}: no column {label_column!r} to drop "
+                                        f"(columns are {columns[:10]})")
+            data = data.drop(columns=[c for c in data.columns if str(c) == label_column])
+        names = explainer.meta.get("feature_names")
+        if names is not None and set(names) <= {str(c) for c in data.columns}:
+            data = data[names]  # the model's columns, in the model's order
+    elif label_column is not None:
+        raise DGBoostTypeError(f"{data_path} has no column names: --label-column needs CSV or Parquet data")
+    n_rows = len(data)
+    if n_rows == 0:
+        raise DGBoostValueError(f"{data_path} has no rows to explain")
+    say(quiet, f"explaining {n_rows:,} rows with {explainer.ensemble.n_trees} trees "
+                f"({'interaction values' if interactions else 'SHAP values'})")
+    values = explainer.contributions(data, interactions=interactions)
+    if explainer.n_outputs == 1:
+        values = values[:, 0]
+    features = [str(c) for c in data.columns] if hasattr(data, "columns") else \
+        explainer._names_for(values.shape[-1] - 1)
+    outputs = None
+    if explainer.n_outputs > 1:
+        outputs = explainer.output_names if explainer.output_names is not None \
+            else list(range(explainer.n_outputs))
+    write_explanations(output_path, values, features, outputs, interactions)
+    say(quiet, f"wrote {'interaction values' if interactions else 'SHAP values'} of {n_rows:,} rows "
+                f"to {output_path}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
