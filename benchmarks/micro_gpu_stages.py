@@ -1,8 +1,8 @@
 """Micro-benchmark of the CUDA stages on one level, timed with CUDA events (median of 7).
 
-Histogram variants (kernels/histogram.cu HIST_MODE): 0 = real, 1 = loads only (no atomics),
-2 = low-word atomics only; at the root (all rows in order) and at a deep level (128 nodes
-over half the rows, permuted). Partition sub-steps and split evaluation alone. Prints the
+Histogram variants, made here from kernels/histogram.cu by replacing the body of its
+``add_pair``: 0 = real, 1 = loads only (no atomics), 2 = low-word atomics only; at the root
+(all rows in order) and at a deep level (128 nodes over half the rows, permuted). Partition sub-steps and split evaluation alone. Prints the
 achieved bandwidth against a device-to-device copy of the same size.
 
     python benchmarks/micro_gpu_stages.py --rows 10000000 --features 28
@@ -10,8 +10,31 @@ achieved bandwidth against a device-to-device copy of the same size.
 from __future__ import annotations
 
 import argparse
+import re
 
 import numpy as np
+
+# the body of histogram.cu's add_pair in each variant (None: the kernel as it is)
+_ADD_PAIR_BODIES = {
+    0: None,
+    # the same loads, no atomics: a store no row makes (no quantised pair is (INT_MAX, INT_MAX))
+    # keeps the symbol, row and pair loads alive
+    1: "  if ((gp.x & gp.y) == 0x7fffffff) *cell = 0;",
+    2: ("  atomicAdd(reinterpret_cast<unsigned int*>(cell), static_cast<unsigned int>(gp.x));\n"
+        "  atomicAdd(reinterpret_cast<unsigned int*>(cell + 1), static_cast<unsigned int>(gp.y));"),
+}
+_ADD_PAIR = re.compile(r"(void add_pair\(long long\* cell, int2 gp\) \{\n)(.*?)(\n\})", re.DOTALL)
+
+
+def histogram_variant(source: str, mode: int) -> str:
+    """``source`` (assembled kernels/histogram.cu) with ``add_pair``'s body of ``mode``."""
+    body = _ADD_PAIR_BODIES[mode]
+    if body is None:
+        return source
+    out, found = _ADD_PAIR.subn(lambda m: m.group(1) + body + m.group(3), source)
+    if found != 1:
+        raise SystemExit(f"kernels/histogram.cu: add_pair found {found} times; update this benchmark's variants")
+    return out
 
 
 def timed(fn, repeats=7):
@@ -33,7 +56,7 @@ def main():
     import cupy
 
     from dgboost.backend import get_backend
-    from dgboost.backend._nvrtc import get_module
+    from dgboost.backend._nvrtc import assemble, module_from_source
     from dgboost.quantile import compute_cuts
 
     ap = argparse.ArgumentParser()
@@ -68,7 +91,8 @@ def main():
     try:
         for mode in (0, 1, 2):
             # the backend launches whatever its kernel cache holds: swap in the measurement variant
-            be._functions[key] = get_module("histogram.cu", {"HIST_MODE": mode}).get_function(key[1])
+            variant = histogram_variant(assemble(key[0]), mode)
+            be._functions[key] = module_from_source(variant, key[0]).get_function(key[1])
             for name, (rows, segments) in layouts.items():
                 dev_segments = cupy.asarray(segments)
                 ms = timed(lambda: be.build_histograms(ell, cuts.ptrs, gpair, rows, dev_segments))

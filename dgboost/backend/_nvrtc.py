@@ -4,7 +4,8 @@ A kernel file is compiled as one translation unit: its local ``#include "x.cuh"`
 inlined (each header once, as ``#pragma once`` would), so the text that is hashed is the
 text that is compiled and the cache key covers every header. Modules are compiled by NVRTC
 to a cubin for the current device, cached in memory per (source hash, options, architecture)
-and on disk (``$DGBOOST_KERNEL_CACHE``, else ``~/.cache/dgboost/kernels``), so a second
+and on disk (the ``kernel_cache_dir`` option of :mod:`dgboost.config`, whose default is
+``$DGBOOST_KERNEL_CACHE``, else ``~/.cache/dgboost/kernels``), so a second
 process does not compile again, and loaded with ``cupy.RawModule(path=...)``.
 
 Not ``cupy.RawModule(code=...)``: CuPy appends ``-ftz=true`` to every NVRTC compile, and
@@ -25,10 +26,11 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
+from ..config import get_config
 from ..errors import DGBoostError
 
-__all__ = ["kernel_dir", "kernel_files", "assemble", "compile_options", "get_module", "compile_ptx",
-           "compile_all"]
+__all__ = ["kernel_dir", "kernel_files", "assemble", "compile_options", "get_module", "module_from_source",
+           "compile_ptx", "compile_all"]
 
 _log = logging.getLogger("dgboost")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
@@ -106,7 +108,10 @@ def _device_arch() -> str:
 
 
 def _cache_dir() -> Path:
-    return Path(os.environ.get("DGBOOST_KERNEL_CACHE") or Path.home() / ".cache" / "dgboost" / "kernels")
+    """The on-disk cubin cache: ``kernel_cache_dir`` of :mod:`dgboost.config` (read at each
+    compile), else ``~/.cache/dgboost/kernels``."""
+    folder = get_config()["kernel_cache_dir"]
+    return Path(folder) if folder is not None else Path.home() / ".cache" / "dgboost" / "kernels"
 
 
 def _compile(source: str, name: str, options: tuple[str, ...], arch: str, cubin: bool) -> bytes:
@@ -146,9 +151,15 @@ def _cubin_file(source: str, name: str, options: tuple[str, ...], arch: str) -> 
 
 def get_module(name: str, defines: dict | None = None):
     """The compiled ``cupy.RawModule`` of ``kernels/<name>`` for the current device (cached)."""
+    return module_from_source(assemble(name), name, defines)
+
+
+def module_from_source(source: str, name: str, defines: dict | None = None):
+    """The compiled ``cupy.RawModule`` of an assembled kernel ``source`` (cached as
+    :func:`get_module` caches; ``name`` names the file in errors and in the disk cache).
+    Benchmarks compile variants of a kernel file's text through it."""
     import cupy
 
-    source = assemble(name)
     options = compile_options(defines)
     arch = f"sm_{_device_arch()}"
     key = (hashlib.sha256(source.encode()).hexdigest(), options, arch)

@@ -6,14 +6,16 @@ collective (its tracker runs on the scheduler, as in ``xgboost.dask``), or
 ``{"kind": "nccl", "uid": ...}`` for NCCL between CUDA workers on distinct GPUs. An NCCL
 spec also names the communicator's ``kept`` shape (token, workers in rank order, GPU): the
 workers keep it after the job for the next one of the same shape (:mod:`._nccl_pool`), and
-``reuse`` says that every rank already keeps one for this job.
+``reuse`` says that every rank already keeps one for this job. The NCCL spec carries the
+settings of :mod:`dgboost.config` (``nccl_stream_ordered``, ``nccl_keep_communicators``) as
+the client had them when the job was set up.
 """
 from __future__ import annotations
 
 import contextlib
-import os
 import uuid
 
+from ..config import get_config
 from ..errors import DGBoostValueError
 
 __all__ = ["make_spec", "release_spec", "open_comm"]
@@ -75,11 +77,13 @@ def make_spec(client, world_size: int, kind: str, timeout: float, nccl_device_id
         from ..comm.nccl import new_unique_id
         from ._nccl_pool import reusable_token
 
-        # collectives queued on the stream by default: 3.56-3.69 s against 4.14-4.67 s with a
-        # host wait per collective (40M x 28, 100 rounds, 4 H100s); =0 brings the waits back
-        stream_ordered = os.environ.get("DGBOOST_NCCL_STREAM_ORDERED", "1") not in ("", "0")
-        # =0: every job makes its communicator and destroys it (no GPU memory held between jobs)
-        keep = os.environ.get("DGBOOST_NCCL_KEEP", "1") not in ("", "0")
+        # read here, on the client, and sent with the spec: the workers never read the
+        # configuration. Collectives queued on the stream by default: no host wait per
+        # collective (docs/performance-notes.md); off brings the waits back. Not keeping: every
+        # job makes its communicator and destroys it (no GPU memory held between jobs)
+        config = get_config()
+        stream_ordered = config["nccl_stream_ordered"]
+        keep = config["nccl_keep_communicators"]
         token = reusable_token(list(kept_states), list(workers), device) if keep else None
         spec = {"kind": "nccl", "job": job, "timeout": timeout, "stream_ordered": stream_ordered,
                 "keep": keep, "reuse": token is not None, "token": token or job, "members": tuple(workers),

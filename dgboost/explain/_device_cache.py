@@ -7,18 +7,19 @@ upload it ever made: entries are dropped, least recently used first, once there 
 than ``max_entries`` or their device bytes exceed ``max_bytes`` (the entry just used is
 always kept, whatever its size). An entry's size is read when entries are counted, so one
 that grows after it is built (a path table's interaction constants) is counted as it is.
+Unless a cache is given its own bound, ``max_bytes`` is the ``device_cache_bytes`` option of
+:mod:`dgboost.config`, read whenever entries are counted (so a change applies to the
+module-level caches made at import).
 """
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from typing import Callable, Hashable
 
-__all__ = ["DeviceCache", "device_bytes", "DEFAULT_MAX_BYTES"]
+from ..config import get_config
 
-#: bytes of device memory the uploads of one cache may hold (``DGBOOST_DEVICE_CACHE_BYTES``)
-DEFAULT_MAX_BYTES = int(os.environ.get("DGBOOST_DEVICE_CACHE_BYTES", 4 << 30))
+__all__ = ["DeviceCache", "device_bytes"]
 
 
 def device_bytes(*arrays) -> int:
@@ -33,15 +34,21 @@ class DeviceCache:
     Parameters
     ----------
     max_entries : int
-    max_bytes : int
-        Bound on the sum of the entries' ``nbytes`` (each entry has an ``nbytes`` property).
+    max_bytes : int or None
+        Bound on the sum of the entries' ``nbytes`` (each entry has an ``nbytes`` property);
+        None: ``dgboost.get_config()["device_cache_bytes"]`` at the time entries are counted.
     """
 
-    def __init__(self, max_entries: int = 4, max_bytes: int = DEFAULT_MAX_BYTES):
+    def __init__(self, max_entries: int = 4, max_bytes: int | None = None):
         self.max_entries = int(max_entries)
-        self.max_bytes = int(max_bytes)
+        self._max_bytes = None if max_bytes is None else int(max_bytes)
         self._entries: "OrderedDict[Hashable, object]" = OrderedDict()
         self._lock = threading.Lock()
+
+    @property
+    def max_bytes(self) -> int:
+        """The bound on the entries' device bytes now (the configured one unless given)."""
+        return get_config()["device_cache_bytes"] if self._max_bytes is None else self._max_bytes
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -63,9 +70,10 @@ class DeviceCache:
         return built
 
     def _evict(self) -> None:
+        max_bytes = self.max_bytes
         while len(self._entries) > 1 and (
                 len(self._entries) > self.max_entries
-                or sum(int(e.nbytes) for e in self._entries.values()) > self.max_bytes):
+                or sum(int(e.nbytes) for e in self._entries.values()) > max_bytes):
             self._entries.popitem(last=False)
 
     def clear(self) -> None:
