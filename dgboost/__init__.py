@@ -8,6 +8,7 @@ The training API follows XGBoost's names so that switching is a change of import
 from __future__ import annotations
 
 from .booster import Booster
+from .config import config_context, get_config, set_config
 from .data import DMatrix, QuantileDMatrix
 # cv.py imports pandas and scikit-learn only when called; importing it here (not lazily) keeps
 # ``dgboost.cv`` the function even after ``import dgboost.cv`` (a submodule import would
@@ -70,5 +71,6 @@ __all__ = [
     "DGBoostError", "DGBoostValueError", "DGBoostTypeError", "ModelFormatError", "ParameterError",
     "DeviceMemoryError", "CommunicationError",
     "DGBModel", "DGBRegressor", "DGBClassifier", "DGBRanker", "XGBRegressor", "XGBClassifier", "XGBRanker",
+    "set_config", "get_config", "config_context",
     "__version__",
 ]
