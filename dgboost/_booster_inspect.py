@@ -192,13 +192,13 @@ def training_params(booster) -> dict[str, Any]:
     """The parameters a further round trains with: the model's training parameters, then
     every known parameter given to :meth:`Booster.set_param` (unknown names are ignored,
     as XGBoost ignores unused parameters)."""
-    from .params import _ACCEPTED_AND_IGNORED, _ALIASES, _FIELD_NAMES
+    from .params import PARAMETER_NAMES, canonical_name, is_parameter_name
 
     params = {k: v for k, v in (booster.meta.get("params") or {}).items()
-              if k in _FIELD_NAMES and v is not None}
+              if k in PARAMETER_NAMES and v is not None}
     for key, value in booster._predict_params.items():
-        if key in _FIELD_NAMES or key in _ALIASES or key in _ACCEPTED_AND_IGNORED:
-            params[_ALIASES.get(key) or key] = value
+        if is_parameter_name(key):
+            params[canonical_name(key)] = value
     if "objective" not in booster._predict_params and booster.meta.get("objective") not in (None, "custom"):
         params["objective"] = booster.meta["objective"]
     if booster.meta.get("num_class") and "num_class" not in booster._predict_params:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ._array import array_module, is_device_array
 from .errors import DGBoostTypeError, DGBoostValueError
+from .params import check_max_bin
 
 __all__ = ["DMatrix", "QuantileDMatrix", "RankDMatrix", "as_feature_matrix"]
 
@@ -253,11 +254,16 @@ class DMatrix:
     qid : array-like of int, shape (n,), optional
         Query id per row (sorted); an alternative to ``group``.
     feature_names : sequence of str, optional
+    feature_types : sequence of str, optional
+        Only numerical types (``"q"``, ``"float"``, ``"int"``, ``"i"``) are supported.
     missing : float, default NaN
     max_bin : int, optional
-        Number of histogram bins; overrides the training parameter for this data.
+        Number of histogram bins; overrides the training parameter for this data. Checked
+        by :func:`dgboost.params.check_max_bin` (2 to 65535), here and whenever it is set.
     ref : DMatrix, optional
         Reuse the quantile cuts of ``ref`` (validation data binned like the training data).
+    nthread, enable_categorical
+        Accepted for XGBoost compatibility (categorical features are not supported yet).
 
     Attributes
     ----------
@@ -271,9 +277,11 @@ class DMatrix:
 
     _allow_empty_rows = False  # a user's DMatrix with no rows is a mistake; a rank's is not
 
-    def __init__(self, data, label=None, weight=None, base_margin=None, group=None, qid=None,
-                 feature_names=None, feature_types=None, missing=np.nan, max_bin=None, ref=None,
-                 nthread=None, enable_categorical=False):
+    def __init__(self, data: Any, label: Any = None, weight: Any = None, base_margin: Any = None,
+                 group: Any = None, qid: Any = None, feature_names: Sequence[str] | None = None,
+                 feature_types: Sequence[str] | None = None, missing: float = np.nan,
+                 max_bin: int | None = None, ref: DMatrix | None = None, nthread: int | None = None,
+                 enable_categorical: bool = False) -> None:
         self.data, self.feature_names = as_feature_matrix(data, missing, feature_names,
                                                           allow_empty_rows=self._allow_empty_rows)
         n = self.data.shape[0]
@@ -292,15 +300,23 @@ class DMatrix:
                 raise DGBoostValueError(f"base_margin must be finite with {n} rows, got shape {bm.shape}")
             self.base_margin = np.ascontiguousarray(bm)
         self.group_ptr = _group_pointer(group, qid, n)
-        if max_bin is not None and (int(max_bin) != max_bin or max_bin < 2):
-            raise DGBoostValueError(f"max_bin must be an integer >= 2, got {max_bin!r}")
-        self.max_bin = None if max_bin is None else int(max_bin)
+        self.max_bin = max_bin
         if ref is not None and not isinstance(ref, DMatrix):
             raise DGBoostTypeError("ref must be a DMatrix")
         if ref is not None and ref.num_col() != self.num_col():
             raise DGBoostValueError(f"ref has {ref.num_col()} features but data has {self.num_col()}")
         self.ref = ref
         self._binned_cache: dict = {}
+
+    @property
+    def max_bin(self) -> int | None:
+        """Histogram bins per feature for this data (None: the training parameter's)."""
+        return self._max_bin
+
+    @max_bin.setter
+    def max_bin(self, value: int | None) -> None:
+        # checked when set, not when used: training reads it in place of the parameter
+        self._max_bin = None if value is None else check_max_bin(value)
 
     def num_row(self) -> int:
         return int(self.data.shape[0])
@@ -317,13 +333,13 @@ class DMatrix:
     def get_group(self) -> np.ndarray | None:
         return None if self.group_ptr is None else np.diff(self.group_ptr)
 
-    def set_label(self, label) -> None:
+    def set_label(self, label: Any) -> None:
         self.label = _as_vector("label", label, self.num_row())
 
-    def set_weight(self, weight) -> None:
+    def set_weight(self, weight: Any) -> None:
         self.weight = _as_vector("weight", weight, self.num_row(), allow_negative=False)
 
-    def set_group(self, group) -> None:
+    def set_group(self, group: Any) -> None:
         self.group_ptr = _group_pointer(group, None, self.num_row())
 
     def __repr__(self) -> str:
@@ -385,33 +401,38 @@ class QuantileDMatrix(DMatrix):
         As for :class:`DMatrix`.
     max_bin : int, optional
         Histogram bins per feature (default: the ``max_bin`` of ``ref`` if given, else the
-        training parameter).
+        training parameter); :func:`dgboost.params.check_max_bin` applies.
     ref : DMatrix, optional
         The training data whose quantile cuts this (validation) data shares; its ``max_bin``
         must agree with ``max_bin`` when both are given.
+    silent, nthread, enable_categorical, max_quantile_batches, data_split_mode
+        Accepted for XGBoost compatibility; no effect.
+    label_lower_bound, label_upper_bound, feature_weights
+        Not supported: refused when given.
     """
 
-    def __init__(self, data, label=None, *, weight=None, base_margin=None, missing=np.nan,
-                 silent=False, feature_names=None, feature_types=None, nthread=None,
-                 max_bin=None, ref=None, group=None, qid=None, label_lower_bound=None,
-                 label_upper_bound=None, feature_weights=None, enable_categorical=False,
-                 max_quantile_batches=None, data_split_mode=None):
+    def __init__(self, data: Any, label: Any = None, *, weight: Any = None, base_margin: Any = None,
+                 missing: float = np.nan, silent: bool = False, feature_names: Sequence[str] | None = None,
+                 feature_types: Sequence[str] | None = None, nthread: int | None = None,
+                 max_bin: int | None = None, ref: DMatrix | None = None, group: Any = None, qid: Any = None,
+                 label_lower_bound: Any = None, label_upper_bound: Any = None, feature_weights: Any = None,
+                 enable_categorical: bool = False, max_quantile_batches: int | None = None,
+                 data_split_mode: Any = None) -> None:
         if ref is not None and not isinstance(ref, DMatrix):
             raise DGBoostTypeError(f"ref must be a DMatrix or QuantileDMatrix, got {type(ref).__name__}")
+        if max_bin is not None:
+            max_bin = check_max_bin(max_bin)  # before comparing it with ref's
         if label_lower_bound is not None or label_upper_bound is not None:
             raise DGBoostValueError("label_lower_bound / label_upper_bound (survival objectives) "
                                     "are not supported")
         if feature_weights is not None:
             raise DGBoostValueError("feature_weights are not supported")
         if ref is not None and ref.max_bin is not None:
-            if max_bin is not None and int(max_bin) != ref.max_bin:
+            if max_bin is not None and max_bin != ref.max_bin:
                 raise DGBoostValueError(f"max_bin={max_bin!r} differs from the max_bin of ref "
                                         f"({ref.max_bin}); data binned with ref's cuts must use its bins")
             if max_bin is None:
                 max_bin = ref.max_bin
-        if max_bin is not None and (isinstance(max_bin, bool) or not isinstance(max_bin, (int, np.integer))):
-            if not (isinstance(max_bin, (float, np.floating)) and float(max_bin).is_integer()):
-                raise DGBoostValueError(f"max_bin must be an integer >= 2, got {max_bin!r}")
         super().__init__(data, label, weight=weight, base_margin=base_margin, group=group, qid=qid,
                          feature_names=feature_names, feature_types=feature_types, missing=missing,
                          max_bin=max_bin, ref=ref, nthread=nthread,

@@ -2,19 +2,29 @@
 
 Unknown names raise :class:`~dgboost.errors.ParameterError` with the closest valid
 name; values are type-checked and range-checked before any data is touched.
+
+Every entry point (``train``, the Dask driver, the scikit-learn estimators, the CLI) turns
+the user's parameters into one :class:`TrainParams` with :func:`parse_params` and hands that
+object on: ``parse_params`` of an already validated ``TrainParams`` returns it as it is.
+``max_bin`` has one rule, :func:`check_max_bin`, wherever it is given (parameters,
+``DMatrix``, ``QuantileDMatrix``, their Dask versions); parameter names have one alias table,
+:data:`ALIASES`.
 """
 from __future__ import annotations
 
 import difflib
 import math
 import numbers
+import types
 import warnings
 from dataclasses import dataclass, fields
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .errors import ParameterError
 
-__all__ = ["TrainParams", "parse_params", "normalize_device", "OBJECTIVES", "METRICS"]
+__all__ = ["TrainParams", "parse_params", "normalize_device", "check_max_bin", "canonical_name",
+           "is_parameter_name", "coerce_value", "ALIASES", "MAX_BIN", "PARAMETER_NAMES", "OBJECTIVES",
+           "METRICS"]
 
 OBJECTIVES = (
     "reg:squarederror", "reg:logistic", "reg:pseudohubererror", "reg:absoluteerror",
@@ -26,8 +36,11 @@ METRICS = ("rmse", "mae", "logloss", "error", "auc", "mlogloss", "merror", "ndcg
            "poisson-nloglik", "mphe", "gamma-nloglik", "gamma-deviance",
            "tweedie-nloglik", "quantile", "cox-nloglik")
 
-# alias -> canonical name (XGBoost's and scikit-learn's spellings)
-_ALIASES = {
+#: Every alias of a training parameter -> its canonical (XGBoost) name: XGBoost's own
+#: aliases, scikit-learn's argument names and LightGBM's names with the same meaning. The one
+#: table every entry point resolves names with (through :func:`parse_params` or
+#: :func:`canonical_name`).
+ALIASES: Mapping[str, str] = types.MappingProxyType({
     "learning_rate": "eta",
     "reg_lambda": "lambda",
     "lambda_l2": "lambda",
@@ -37,9 +50,13 @@ _ALIASES = {
     "random_state": "seed",
     "n_jobs": "nthread",
     "nthreads": "nthread",
-    "num_class": "num_class",
     "max_leaf_nodes": "max_leaves",
-    "min_child_samples": None,  # LightGBM name with no exact equivalent: reject below
+})
+
+# names other libraries use that have no exact equivalent here: refused with this reason
+_NO_EQUIVALENT = {
+    "min_child_samples": "LightGBM's minimum row count of a leaf; dgboost bounds a leaf's hessian sum "
+                         "with 'min_child_weight'",
 }
 
 # parameters that XGBoost users pass and that make no difference to this engine
@@ -48,9 +65,76 @@ _ACCEPTED_AND_IGNORED = {"tree_method", "booster", "verbosity", "silent", "valid
                          "num_parallel_tree", "multi_strategy", "max_cat_to_onehot",
                          "enable_categorical", "use_rmm", "importance_type"}
 
+#: The largest ``max_bin``. The CPU bin matrix stores a feature's bin index as uint16 and
+#: marks a missing value with the dtype's maximum, 65535; ``max_bin`` cuts give local bins
+#: ``0 .. max_bin - 1``, so 65535 is the most bins that stay apart from the missing marker.
+#: (The GPU's packed matrix has no such limit: one bound for every device keeps a model the
+#: same wherever it trains.)
+MAX_BIN = 65535
+
+
+def check_max_bin(value: Any) -> int:
+    """``max_bin`` checked by the one rule every entry point uses.
+
+    Parameters
+    ----------
+    value : int
+        Histogram bins per feature, from training parameters, a ``DMatrix``, a
+        ``QuantileDMatrix``, their Dask versions, an estimator or the CLI. Integral floats
+        (``256.0``) are accepted; text is not (:func:`parse_params` converts the text of
+        config files before calling this).
+
+    Returns
+    -------
+    int
+        ``value`` as a Python int in ``[2, MAX_BIN]``.
+
+    Raises
+    ------
+    ParameterError
+        For anything else, always with the same message.
+    """
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value).is_integer()
+            or not 2 <= value <= MAX_BIN):
+        raise ParameterError(f"max_bin must be an integer >= 2 and <= {MAX_BIN}, got {value!r}: a feature's "
+                             f"bin indices are stored as uint16, and {MAX_BIN} marks a missing value")
+    return int(value)
+
+
+def canonical_name(name: str) -> str:
+    """The canonical (XGBoost) name of a parameter name or of one of its :data:`ALIASES`.
+
+    Parameters
+    ----------
+    name : str
+        A parameter name as a user spells it.
+
+    Returns
+    -------
+    str
+        The canonical name; a name that is not an alias is returned unchanged (not checked:
+        :func:`parse_params` refuses unknown names).
+    """
+    return ALIASES.get(name, name)
+
+
+def is_parameter_name(name: str) -> bool:
+    """Whether ``name`` is a training parameter, an alias of one, or an XGBoost parameter that
+    is accepted and ignored.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    bool
+    """
+    return name in _FIELD_NAMES or name in ALIASES or name in _ACCEPTED_AND_IGNORED
+
 
 def normalize_device(device: Any) -> str:
-    """The canonical spelling of a device string, as XGBoost accepts them.
+    """The canonical spelling of a device string (:func:`dgboost.device.parse_device`).
 
     Parameters
     ----------
@@ -68,20 +152,9 @@ def normalize_device(device: Any) -> str:
     ParameterError
         For anything else (``"tpu"``, ``"cuda:x"``, ``"cuda:-1"``, a non-string...).
     """
-    expected = "expected 'cpu', 'cuda', 'cuda:N' or 'gpu' (N a GPU ordinal such as 0)"
-    if not isinstance(device, str):
-        raise ParameterError(f"parameter 'device' must be a string, got {device!r}: {expected}")
-    text = device.strip().lower()
-    kind, sep, ordinal = text.partition(":")
-    if kind == "cpu" and not sep:
-        return "cpu"
-    if kind in ("cuda", "gpu"):
-        if not sep:
-            return "cuda"
-        if ordinal.isdigit() and ordinal.isascii():
-            return f"cuda:{int(ordinal)}"
-        raise ParameterError(f"device {device!r} has an invalid GPU ordinal {ordinal!r}: {expected}")
-    raise ParameterError(f"unknown device {device!r}: {expected}")
+    from .device import parse_device  # the one device parser
+
+    return str(parse_device(device))
 
 
 def _check_range(name: str, value: float, low: float | None, high: float | None,
@@ -102,10 +175,15 @@ class TrainParams:
 
     ``objective`` may be a callable ``(preds, dtrain) -> (grad, hess)``; ``eval_metric``
     a list of metric names (``"ndcg@10"`` style suffixes allowed) or a callable.
+
+    Made once per entry point by :func:`parse_params` and handed on as it is (it pickles, so
+    a Dask job ships it to its workers). The object remembers that it was validated: giving
+    it to :func:`parse_params` again costs nothing, while setting any field makes the next
+    :func:`parse_params` validate it again.
     """
 
-    objective: Any = "reg:squarederror"
-    eval_metric: Any = None
+    objective: str | Callable[..., Any] = "reg:squarederror"
+    eval_metric: list[str | Callable[..., Any]] | None = None
     eta: float = 0.3
     gamma: float = 0.0
     max_depth: int = 6
@@ -127,7 +205,7 @@ class TrainParams:
     scale_pos_weight: float = 1.0
     huber_slope: float = 1.0
     tweedie_variance_power: float = 1.5
-    quantile_alpha: tuple | None = None  # the quantiles of reg:quantileerror (see _quantile_alpha)
+    quantile_alpha: tuple[float, ...] | None = None  # the quantiles of reg:quantileerror (see _quantile_alpha)
     interaction_constraints: Any = None  # tuple of feature groups (dgboost/constraints.py)
     monotone_constraints: Any = None  # tuple of -1/0/1 per feature, or {name: sign} (dgboost/constraints.py)
     lambdarank_pair_method: str = "topk"
@@ -139,7 +217,29 @@ class TrainParams:
     # +0.70% from XGBoost's on the benchmark draw, +0.11% with every row)
     sketch_sample_rows: int = 1 << 20
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # a changed field has not been checked: the next parse_params validates again
+        object.__setattr__(self, "_validated", False)
+        object.__setattr__(self, name, value)
+
+    @property
+    def validated(self) -> bool:
+        """Whether :meth:`validate` passed and no field was set since."""
+        return bool(self.__dict__.get("_validated", False))
+
     def validate(self) -> "TrainParams":
+        """Check every field (types, ranges, combinations), normalising some in place.
+
+        Returns
+        -------
+        TrainParams
+            ``self``, marked as validated.
+
+        Raises
+        ------
+        ParameterError
+            For the first field that is out of range or a combination that is refused.
+        """
         if self.objective == "reg:linear":
             warnings.warn("objective 'reg:linear' is XGBoost's deprecated name for 'reg:squarederror'; "
                           "using 'reg:squarederror'", DeprecationWarning, stacklevel=3)
@@ -163,7 +263,7 @@ class TrainParams:
             _check_range(name, getattr(self, name), 0.0, 1.0, low_open=True)
         _check_range("lambda", self.reg_lambda, 0.0, None)
         _check_range("alpha", self.alpha, 0.0, None)
-        _check_range("max_bin", self.max_bin, 2, 65535)
+        self.max_bin = check_max_bin(self.max_bin)
         _check_range("num_class", self.num_class, 0, None)
         _check_range("scale_pos_weight", self.scale_pos_weight, 0.0, None, low_open=True)
         _check_range("huber_slope", self.huber_slope, 0.0, None, low_open=True)
@@ -186,6 +286,7 @@ class TrainParams:
             raise ParameterError(f"objective {self.objective!r} needs num_class >= 2, "
                                  f"got num_class={self.num_class}")
         self.device = normalize_device(self.device)
+        object.__setattr__(self, "_validated", True)
         return self
 
     @property
@@ -193,7 +294,7 @@ class TrainParams:
         """Number of trees per boosting round (output groups)."""
         return self.num_class if self.objective in ("multi:softprob", "multi:softmax") else 1
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The parameters as XGBoost spells them (JSON-able; callables dropped)."""
         out = {}
         for f in fields(self):
@@ -208,6 +309,8 @@ class TrainParams:
 
 
 _FIELD_NAMES = {("lambda" if f.name == "reg_lambda" else f.name): f.name for f in fields(TrainParams)}
+#: The canonical (XGBoost) names of the training parameters (``"lambda"``, not ``reg_lambda``).
+PARAMETER_NAMES: frozenset[str] = frozenset(_FIELD_NAMES)
 _INT_FIELDS = {"max_depth", "max_leaves", "max_bin", "seed", "nthread", "num_class",
                "lambdarank_num_pair_per_sample", "sketch_sample_rows"}
 _FLOAT_FIELDS = {f.name for f in fields(TrainParams) if f.type in ("float", "float | None")}
@@ -264,6 +367,10 @@ def _suggest(what: str, given: str, choices) -> str:
 
 
 def _coerce(name: str, value: Any) -> Any:
+    if name == "max_bin":
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)  # config files may carry numbers as text
+        return check_max_bin(value)
     if name in _INT_FIELDS:
         if isinstance(value, str) and value.strip().lstrip("-").isdigit():
             return int(value)  # config files may carry numbers as text
@@ -283,8 +390,45 @@ def _coerce(name: str, value: Any) -> Any:
     return value
 
 
+def coerce_value(name: str, value: Any) -> Any:
+    """``value`` as the :class:`TrainParams` field of parameter ``name`` holds it (for values read
+    from a configuration, e.g. XGBoost's ``save_config`` text).
+
+    Parameters
+    ----------
+    name : str
+        A canonical parameter name (one of :data:`PARAMETER_NAMES`).
+    value : object
+        The value, possibly as text.
+
+    Returns
+    -------
+    object
+        An int for integer parameters, a float for real ones, ``value`` unchanged otherwise.
+
+    Raises
+    ------
+    ParameterError
+        When the value cannot be converted.
+    """
+    return _coerce(_FIELD_NAMES.get(name, name), value)
+
+
 def parse_params(params: Mapping[str, Any] | TrainParams | None) -> TrainParams:
     """Validate a user's parameter dict (XGBoost names or aliases) into :class:`TrainParams`.
+
+    Parameters
+    ----------
+    params : mapping of str to object, TrainParams, or None
+        Parameter names (canonical or from :data:`ALIASES`) and values; None means every
+        default. A :class:`TrainParams` that was validated and not changed since is returned
+        as it is, without checking it again (an entry point parses once and hands the object
+        on); one that was changed is validated in place.
+
+    Returns
+    -------
+    TrainParams
+        Validated.
 
     Raises
     ------
@@ -293,7 +437,7 @@ def parse_params(params: Mapping[str, Any] | TrainParams | None) -> TrainParams:
         out of range.
     """
     if isinstance(params, TrainParams):
-        return params.validate()
+        return params if params.validated else params.validate()
     params = dict(params or {})
     kwargs: dict[str, Any] = {}
     metrics: list = []
@@ -316,14 +460,14 @@ def parse_params(params: Mapping[str, Any] | TrainParams | None) -> TrainParams:
             if key == "booster" and value not in ("gbtree", None):
                 raise ParameterError(f"booster={value!r} is not supported: dgboost trains 'gbtree' only")
             continue
-        canonical = _ALIASES.get(key, key)
-        if canonical is None:
-            raise ParameterError(f"parameter {key!r} has no dgboost equivalent")
+        if key in _NO_EQUIVALENT:
+            raise ParameterError(f"parameter {key!r} has no dgboost equivalent ({_NO_EQUIVALENT[key]})")
+        canonical = canonical_name(key)
         if canonical == "eval_metric":
             metrics.extend([value] if isinstance(value, str) or callable(value) else list(value))
             continue
         if canonical not in _FIELD_NAMES:
-            raise ParameterError(_suggest("parameter", key, list(_FIELD_NAMES) + list(_ALIASES)))
+            raise ParameterError(_suggest("parameter", key, list(_FIELD_NAMES) + list(ALIASES)))
         field_name = _FIELD_NAMES[canonical]
         if field_name in kwargs:
             raise ParameterError(f"parameter {canonical!r} given twice (as {key!r} and an alias)")
