@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -29,6 +30,7 @@ from sklearn.utils.multiclass import type_of_target
 from .booster import Booster
 from .data import DMatrix
 from .errors import DGBoostTypeError, DGBoostValueError
+from .params import TrainParams, canonical_name, parse_params
 from .training import train
 
 __all__ = ["DGBModel", "DGBRegressor", "DGBClassifier", "DGBRanker", "XGBRegressor", "XGBClassifier",
@@ -38,16 +40,11 @@ __all__ = ["DGBModel", "DGBRegressor", "DGBClassifier", "DGBRanker", "XGBRegress
 # model across save_model/load_model, like XGBoost's "scikit_learn" attribute
 _SKLEARN_ATTR = "scikit_learn"
 
-# constructor argument -> training parameter (XGBoost's canonical name)
-_PARAM_NAMES = {
-    "max_depth": "max_depth", "max_leaves": "max_leaves", "max_bin": "max_bin",
-    "grow_policy": "grow_policy", "learning_rate": "eta", "gamma": "gamma",
-    "min_child_weight": "min_child_weight", "max_delta_step": "max_delta_step",
-    "subsample": "subsample", "colsample_bytree": "colsample_bytree",
-    "colsample_bylevel": "colsample_bylevel", "colsample_bynode": "colsample_bynode",
-    "reg_alpha": "alpha", "reg_lambda": "lambda", "base_score": "base_score",
-    "device": "device", "verbosity": "verbosity",
-}
+# constructor arguments that are training parameters, sent under their canonical names
+# (dgboost.params.ALIASES: learning_rate -> eta, reg_alpha -> alpha, reg_lambda -> lambda)
+_PARAM_ARGS = ("max_depth", "max_leaves", "max_bin", "grow_policy", "learning_rate", "gamma",
+               "min_child_weight", "max_delta_step", "subsample", "colsample_bytree", "colsample_bylevel",
+               "colsample_bynode", "reg_alpha", "reg_lambda", "base_score", "device", "verbosity")
 # constructor arguments used by the wrapper itself, never sent as training parameters
 _WRAPPER_ONLY = {"n_estimators", "missing", "early_stopping_rounds", "callbacks", "importance_type",
                  "objective", "eval_metric", "n_jobs", "random_state"}
@@ -196,11 +193,13 @@ class DGBModel(BaseEstimator):
                  subsample: float | None = None, colsample_bytree: float | None = None,
                  colsample_bylevel: float | None = None, colsample_bynode: float | None = None,
                  reg_alpha: float | None = None, reg_lambda: float | None = None,
-                 base_score: float | None = None, random_state=None, missing: float = np.nan,
-                 objective: str | Callable | None = None, eval_metric=None,
+                 base_score: float | None = None,
+                 random_state: int | np.random.RandomState | np.random.Generator | None = None,
+                 missing: float = np.nan, objective: str | Callable[..., Any] | None = None,
+                 eval_metric: str | Callable[..., Any] | Sequence[str | Callable[..., Any]] | None = None,
                  early_stopping_rounds: int | None = None, device: str | None = None,
-                 callbacks: list | None = None, verbosity: int | None = None,
-                 importance_type: str | None = None, **kwargs: Any):
+                 callbacks: list[Any] | None = None, verbosity: int | None = None,
+                 importance_type: str | None = None, **kwargs: Any) -> None:
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.max_leaves = max_leaves
@@ -243,15 +242,37 @@ class DGBModel(BaseEstimator):
                 if k not in names and not k.startswith("_") and not k.endswith("_")}
 
     # -- scikit-learn parameter protocol ----------------------------------------------------
-    def get_params(self, deep: bool = True) -> dict:
-        """Constructor arguments, plus the extra training parameters given as ``**kwargs``."""
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Constructor arguments, plus the extra training parameters given as ``**kwargs``.
+
+        Parameters
+        ----------
+        deep : bool
+            As scikit-learn's (no nested estimators here).
+
+        Returns
+        -------
+        dict
+            Argument name -> value.
+        """
         params = super().get_params(deep)
         params.update(self._extra_params())
         return params
 
-    def set_params(self, **params) -> "DGBModel":
+    def set_params(self, **params: Any) -> DGBModel:
         """Set constructor arguments; unknown names become extra training parameters
-        (checked at ``fit``)."""
+        (checked at ``fit``).
+
+        Parameters
+        ----------
+        **params
+            Argument or training parameter name -> value.
+
+        Returns
+        -------
+        DGBModel
+            ``self``.
+        """
         names = set(self._get_param_names())
         for key, value in params.items():
             if key in names:
@@ -274,12 +295,13 @@ class DGBModel(BaseEstimator):
         return self.objective if self.objective is not None else self._default_objective
 
     def _train_params(self) -> dict:
-        """The dict given to :func:`dgboost.train` (XGBoost names; None values left out)."""
+        """The training parameters as a dict (XGBoost names; None values left out), made into
+        a :class:`~dgboost.params.TrainParams` once per ``fit``."""
         params: dict[str, Any] = {}
-        for arg, name in _PARAM_NAMES.items():
+        for arg in _PARAM_ARGS:
             value = getattr(self, arg)
             if value is not None:
-                params[name] = value
+                params[canonical_name(arg)] = value
         if self.n_jobs is not None:
             params["nthread"] = 0 if self.n_jobs < 0 else int(self.n_jobs)
         seed = self.random_state
@@ -389,11 +411,9 @@ class DGBModel(BaseEstimator):
             return xgb_model.get_booster()
         return xgb_model
 
-    def _fit(self, train_dm: DMatrix, X, evals, verbose, xgb_model, params: dict | None = None,
-             obj=None) -> "DGBModel":
-        params = self._train_params() if params is None else params
+    def _fit(self, p: TrainParams, train_dm: DMatrix, X, evals, verbose, xgb_model, obj=None) -> DGBModel:
         results: dict = {}
-        booster = train(params, train_dm, num_boost_round=self.n_estimators, evals=evals,
+        booster = train(p, train_dm, num_boost_round=self.n_estimators, evals=evals,
                         obj=obj if obj is not None else self._custom_objective(),
                         custom_metric=self._custom_metric(),
                         early_stopping_rounds=self.early_stopping_rounds, evals_result=results,
@@ -405,6 +425,11 @@ class DGBModel(BaseEstimator):
         self._early_stopping_used = self.early_stopping_rounds is not None and bool(evals)
         booster.set_attr(**{_SKLEARN_ATTR: json.dumps(self._sklearn_state())})
         return self
+
+    def _parsed_params(self, params: dict | None = None) -> TrainParams:
+        """The one :class:`~dgboost.params.TrainParams` of a ``fit`` (``params``: the dict, when
+        the estimator adds to :meth:`_train_params`, as the classifier does)."""
+        return parse_params(self._train_params() if params is None else params)
 
     def _set_feature_info(self, X, n_features: int) -> None:
         self.n_features_in_ = int(n_features)
@@ -422,9 +447,10 @@ class DGBModel(BaseEstimator):
         self._early_stopping_used = bool(state.get("early_stopping", False))
 
     # -- fitting ------------------------------------------------------------------------------
-    def fit(self, X, y, *, sample_weight=None, base_margin=None, eval_set=None,
-            sample_weight_eval_set=None, base_margin_eval_set=None, verbose: bool | int = False,
-            xgb_model=None) -> "DGBModel":
+    def fit(self, X: Any, y: Any, *, sample_weight: Any = None, base_margin: Any = None,
+            eval_set: Sequence[tuple[Any, Any]] | None = None, sample_weight_eval_set: Sequence[Any] | None = None,
+            base_margin_eval_set: Sequence[Any] | None = None, verbose: bool | int = False,
+            xgb_model: Booster | DGBModel | str | os.PathLike | None = None) -> DGBModel:
         """Train ``n_estimators`` rounds on ``X``, ``y``.
 
         Parameters
@@ -446,13 +472,21 @@ class DGBModel(BaseEstimator):
 
         Returns
         -------
-        self
+        DGBModel
+            ``self``, fitted.
+
+        Raises
+        ------
+        ParameterError
+            For a training parameter that is unknown or out of range (checked once per ``fit``,
+            before training starts).
         """
+        p = self._parsed_params()
         y_enc = self._encode_y(y, fitting=True)
         train_dm = self._dmatrix(X, y_enc, sample_weight, base_margin)
         evals = self._eval_sets(eval_set, sample_weight_eval_set, base_margin_eval_set, train_dm,
                                 X, y, sample_weight, base_margin)
-        return self._fit(train_dm, X, evals, verbose, xgb_model)
+        return self._fit(p, train_dm, X, evals, verbose, xgb_model)
 
     # -- fitted model -------------------------------------------------------------------------
     def get_booster(self) -> Booster:
@@ -464,8 +498,14 @@ class DGBModel(BaseEstimator):
     def get_num_boosting_rounds(self) -> int:
         return int(self.n_estimators)
 
-    def get_xgb_params(self) -> dict:
-        """The training parameters this estimator passes to :func:`dgboost.train`."""
+    def get_xgb_params(self) -> dict[str, Any]:
+        """The training parameters this estimator passes to :func:`dgboost.train`.
+
+        Returns
+        -------
+        dict
+            XGBoost parameter names and values, None values left out.
+        """
         return self._train_params()
 
     @property
@@ -486,7 +526,7 @@ class DGBModel(BaseEstimator):
                                  "(early_stopping_rounds and eval_set)")
         return booster.best_score
 
-    def evals_result(self) -> dict:
+    def evals_result(self) -> dict[str, dict[str, list[float]]]:
         """``{"validation_0": {"metric": [per-round values]}, ...}`` of the last ``fit``."""
         self.get_booster()
         result = getattr(self, "evals_result_", None)
@@ -522,8 +562,8 @@ class DGBModel(BaseEstimator):
         margin = np.asarray(margin)
         return margin.reshape(margin.shape[0], -1)
 
-    def predict(self, X, output_margin: bool = False, validate_features: bool = True,
-                base_margin=None, iteration_range=None) -> np.ndarray:
+    def predict(self, X: Any, output_margin: bool = False, validate_features: bool = True,
+                base_margin: Any = None, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Predictions (the objective's output, or margins with ``output_margin``).
 
         Uses rounds ``0..best_iteration`` when the model was fitted with early stopping
@@ -534,13 +574,13 @@ class DGBModel(BaseEstimator):
                                      validate_features=validate_features,
                                      iteration_range=self._iteration_range(iteration_range))
 
-    def apply(self, X, iteration_range=None) -> np.ndarray:
+    def apply(self, X: Any, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Leaf index of every row in every tree: int array of shape (n, n_trees)."""
         dm = self._predict_dmatrix(X)
         return self._Booster.predict(dm, pred_leaf=True,
                                      iteration_range=self._iteration_range(iteration_range))
 
-    def shap_values(self, X, **kwargs) -> np.ndarray:
+    def shap_values(self, X: Any, **kwargs: Any) -> np.ndarray:
         """Exact SHAP values of the margin, as ``shap.TreeExplainer(model).shap_values(X)``:
         float64 (n, F), or (n, F, k) for k classes; ``shap_values(X).sum(1) +
         dgboost.TreeExplainer(model).expected_value`` is ``predict(X, output_margin=True)``.
@@ -566,13 +606,13 @@ class DGBModel(BaseEstimator):
         return values / total if total > 0 else values
 
     # -- persistence --------------------------------------------------------------------------
-    def save_model(self, fname) -> None:
+    def save_model(self, fname: str | os.PathLike) -> None:
         """Write the model (with what the wrapper needs, e.g. ``classes_``) as dgboost JSON."""
         booster = self.get_booster()
         booster.set_attr(**{_SKLEARN_ATTR: json.dumps(self._sklearn_state())})
         booster.save_model(fname)
 
-    def load_model(self, fname) -> None:
+    def load_model(self, fname: str | os.PathLike | Booster) -> None:
         """Load a model written by :meth:`save_model` (or any dgboost / XGBoost JSON model)."""
         booster = fname if isinstance(fname, Booster) else Booster(model_file=fname)
         raw = booster.attr(_SKLEARN_ATTR)
@@ -593,7 +633,7 @@ class DGBModel(BaseEstimator):
 class DGBRegressor(RegressorMixin, DGBModel):
     """Gradient-boosted regression trees (``objective="reg:squarederror"``); ``score`` is R^2."""
 
-    def __init__(self, *, objective: str | Callable | None = "reg:squarederror", **kwargs: Any):
+    def __init__(self, *, objective: str | Callable[..., Any] | None = "reg:squarederror", **kwargs: Any) -> None:
         super().__init__(objective=objective, **kwargs)
 
 
@@ -607,7 +647,7 @@ class DGBClassifier(ClassifierMixin, DGBModel):
 
     _default_objective = "binary:logistic"
 
-    def __init__(self, *, objective: str | Callable | None = "binary:logistic", **kwargs: Any):
+    def __init__(self, *, objective: str | Callable[..., Any] | None = "binary:logistic", **kwargs: Any) -> None:
         super().__init__(objective=objective, **kwargs)
 
     def _encode_y(self, y, fitting: bool) -> np.ndarray:
@@ -642,7 +682,7 @@ class DGBClassifier(ClassifierMixin, DGBModel):
                                     f"(classes: {list(classes)[:10]})")
         return idx.astype(np.float64)
 
-    def get_xgb_params(self) -> dict:
+    def get_xgb_params(self) -> dict[str, Any]:
         """The training parameters; after ``fit`` on more than two classes they hold
         ``objective="multi:softprob"`` (as ``XGBClassifier`` reports) and ``num_class``.
 
@@ -674,16 +714,18 @@ class DGBClassifier(ClassifierMixin, DGBModel):
             params["num_class"] = 2
         return params, None
 
-    def fit(self, X, y, *, sample_weight=None, base_margin=None, eval_set=None,
-            sample_weight_eval_set=None, base_margin_eval_set=None, verbose: bool | int = False,
-            xgb_model=None) -> "DGBClassifier":
+    def fit(self, X: Any, y: Any, *, sample_weight: Any = None, base_margin: Any = None,
+            eval_set: Sequence[tuple[Any, Any]] | None = None, sample_weight_eval_set: Sequence[Any] | None = None,
+            base_margin_eval_set: Sequence[Any] | None = None, verbose: bool | int = False,
+            xgb_model: Booster | DGBModel | str | os.PathLike | None = None) -> DGBClassifier:
         """Train on ``X`` and labels ``y`` (any sortable labels); see :meth:`DGBModel.fit`."""
-        y_enc = self._encode_y(y, fitting=True)
+        y_enc = self._encode_y(y, fitting=True)  # the class count first: it is a parameter
         params, obj = self._class_params()
+        p = self._parsed_params(params)
         train_dm = self._dmatrix(X, y_enc, sample_weight, base_margin)
         evals = self._eval_sets(eval_set, sample_weight_eval_set, base_margin_eval_set, train_dm,
                                 X, y, sample_weight, base_margin)
-        return self._fit(train_dm, X, evals, verbose, xgb_model, params=params, obj=obj)
+        return self._fit(p, train_dm, X, evals, verbose, xgb_model, obj=obj)
 
     def _sklearn_state(self) -> dict:
         state = super()._sklearn_state()
@@ -711,8 +753,8 @@ class DGBClassifier(ClassifierMixin, DGBModel):
         else:
             self.classes_ = np.arange(self.n_classes_)
 
-    def predict_proba(self, X, validate_features: bool = True, base_margin=None,
-                      iteration_range=None) -> np.ndarray:
+    def predict_proba(self, X: Any, validate_features: bool = True, base_margin: Any = None,
+                      iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Class probabilities, shape (n, n_classes); rows sum to 1."""
         booster = self.get_booster()
         objective = booster.meta.get("objective")
@@ -730,8 +772,8 @@ class DGBClassifier(ClassifierMixin, DGBModel):
             return np.column_stack([1.0 - p1, p1]).astype(np.float32)
         return p
 
-    def predict(self, X, output_margin: bool = False, validate_features: bool = True,
-                base_margin=None, iteration_range=None) -> np.ndarray:
+    def predict(self, X: Any, output_margin: bool = False, validate_features: bool = True,
+                base_margin: Any = None, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Predicted class labels (from ``classes_``), or margins with ``output_margin``."""
         if output_margin:
             return super().predict(X, output_margin=True, validate_features=validate_features,
@@ -751,7 +793,7 @@ class DGBRanker(DGBModel):
 
     _default_objective = "rank:ndcg"
 
-    def __init__(self, *, objective: str | Callable | None = "rank:ndcg", **kwargs: Any):
+    def __init__(self, *, objective: str | Callable[..., Any] | None = "rank:ndcg", **kwargs: Any) -> None:
         super().__init__(objective=objective, **kwargs)
 
     @staticmethod
@@ -781,14 +823,17 @@ class DGBRanker(DGBModel):
                 weight = np.repeat(weight, sizes)
         return X, y, sizes, weight, base_margin
 
-    def fit(self, X, y, *, group=None, qid=None, sample_weight=None, base_margin=None,
-            eval_set=None, eval_group=None, eval_qid=None, sample_weight_eval_set=None,
-            base_margin_eval_set=None, verbose: bool | int = False, xgb_model=None) -> "DGBRanker":
+    def fit(self, X: Any, y: Any, *, group: Any = None, qid: Any = None, sample_weight: Any = None,
+            base_margin: Any = None, eval_set: Sequence[tuple[Any, Any]] | None = None,
+            eval_group: Sequence[Any] | None = None, eval_qid: Sequence[Any] | None = None,
+            sample_weight_eval_set: Sequence[Any] | None = None, base_margin_eval_set: Sequence[Any] | None = None,
+            verbose: bool | int = False, xgb_model: Booster | DGBModel | str | os.PathLike | None = None) -> DGBRanker:
         """Train on ``X`` and relevance labels ``y`` for queries given by ``group`` or ``qid``.
 
         ``sample_weight`` is per query (one per group) or per row (constant within a query).
         ``eval_set`` pairs need matching ``eval_group`` or ``eval_qid`` lists.
         """
+        p = self._parsed_params()
         y_enc = self._encode_y(y, fitting=True)
         X, y_enc, sizes, weight, base_margin = self._query_rows(X, y_enc, group, qid, sample_weight,
                                                                base_margin, "fit")
@@ -805,7 +850,7 @@ class DGBRanker(DGBModel):
                       for i in range(n)]
         evals = self._eval_sets(eval_set, sample_weight_eval_set, base_margin_eval_set, train_dm,
                                 X, y, sample_weight, base_margin, groups=groups)
-        return self._fit(train_dm, X, evals, verbose, xgb_model)
+        return self._fit(p, train_dm, X, evals, verbose, xgb_model)
 
     def _eval_dmatrix(self, i, Xe, ye, we, be, ge, qe, train_dm) -> DMatrix:
         ye = self._encode_y(ye, fitting=False)
@@ -816,7 +861,7 @@ class DGBRanker(DGBModel):
                                     f"has {train_dm.num_col()}")
         return dm
 
-    def score(self, X, y, group=None, qid=None, k: int | None = None) -> float:
+    def score(self, X: Any, y: Any, group: Any = None, qid: Any = None, k: int | None = None) -> float:
         """Mean NDCG (exponential gain ``2^rel - 1``) over queries; at ``k`` if given.
 
         Without ``group``/``qid`` all rows form one query.
