@@ -33,13 +33,14 @@ class BinnedMatrix:
     bins : ndarray of uint8 or uint16, shape (n, F), or the backend's bin matrix
         Local bin of each value; ``missing_bin`` where the value is missing (CPU layout).
     cuts : Cuts
-    backend : Backend, optional
-        The backend that made ``bins`` (it also makes the partition layout).
+    backend : Backend
+        The backend that made ``bins`` (it also makes the partition layout): the matrix
+        is the backend's, so it never picks one of its own.
     """
 
     bins: Any
     cuts: Cuts
-    backend: Any = field(default=None, repr=False, compare=False)
+    backend: Any = field(repr=False, compare=False)
     _columns: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -47,10 +48,6 @@ class BinnedMatrix:
         """The layout the backend partitions from (made once): on the CPU a column-major (F, n)
         copy of ``bins``, for reading one feature of many rows."""
         if self._columns is None:
-            if self.backend is None:
-                from .backend.cpu import CPUBackend
-
-                self.backend = CPUBackend()
             self._columns = self.backend.column_layout(self.bins)
         return self._columns
 

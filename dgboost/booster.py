@@ -7,12 +7,12 @@ objective, base score, feature names, best iteration, training parameters): the 
 from __future__ import annotations
 
 import os
-import warnings
 from typing import Any
 
 import numpy as np
 
-from .backend import cuda_status, get_backend
+from .backend import array_backend, get_backend
+from .device import resolve_device
 from ._array import is_device_array
 from .data import DMatrix, _small_to_host, as_feature_matrix
 from .errors import DGBoostTypeError, DGBoostValueError, ParameterError
@@ -245,23 +245,18 @@ class Booster:
     def _prediction_backend(self, values):
         """The backend that predicts ``values`` (a NumPy or CuPy float32 (n, F) matrix).
 
-        Device data is predicted where it lives. Host data goes to the requested device,
-        or to the CPU, with one warning per booster, when no CUDA device is usable here.
+        Device data is predicted where it lives. Host data goes to the requested device, by
+        the rule of every entry point (:func:`dgboost.device.resolve_device`: a GPU that is
+        not usable here gives the CPU, with one warning per booster and device).
         """
         nthread = int(self._predict_params.get("nthread", 0) or 0)
         if is_device_array(values):
-            return get_backend(f"cuda:{values.device.id}", nthread)
-        device = self._prediction_device()
-        if device != "cpu":
-            usable, reason = cuda_status()
-            if not usable:
-                if not getattr(self, "_warned_cpu_fallback", False):
-                    warnings.warn(f"device={device!r} was requested for prediction but no CUDA device "
-                                  f"is usable ({reason}); predicting on the CPU instead",
-                                  UserWarning, stacklevel=3)
-                    self._warned_cpu_fallback = True
-                device = "cpu"
-        return get_backend(device, nthread)
+            return array_backend(values, nthread)
+        requested = self._prediction_device()
+        resolved = getattr(self, "_resolved_device", None)
+        if resolved is None or resolved[0] != requested:
+            resolved = self._resolved_device = (requested, resolve_device(requested))
+        return get_backend(resolved[1], nthread)
 
     def predict(self, data, output_margin: bool = False, pred_leaf: bool = False,
                 pred_contribs: bool = False, approx_contribs: bool = False,

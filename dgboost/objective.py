@@ -20,10 +20,10 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-import numba
 import numpy as np
 
 from ._array import array_module, as_rows, to_host
+from .backend import array_backend
 from .comm.base import LocalComm
 from .errors import DGBoostValueError, ParameterError
 from .params import TrainParams
@@ -53,19 +53,6 @@ def _sigmoid(x):
     xp = array_module(x)
     x = xp.asarray(x, dtype=xp.float64)
     return 0.5 * (1.0 + xp.tanh(0.5 * x))  # overflow-free logistic function
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _logistic_gradient(margin, label, weight, scale_pos_weight, out_g, out_h):
-    """Logistic-loss gradient and hessian per row, computed in float64, stored as float32."""
-    for i in numba.prange(margin.shape[0]):
-        p = 0.5 * (1.0 + math.tanh(0.5 * np.float64(margin[i])))
-        y = np.float64(label[i])
-        w = 1.0 if weight.shape[0] == 0 else np.float64(weight[i])
-        if y == 1.0:
-            w *= scale_pos_weight
-        out_g[i] = (p - y) * w
-        out_h[i] = max(p * (1.0 - p), _EPS) * w
 
 
 def _check_weight(weight, n: int) -> None:
@@ -325,23 +312,12 @@ class RegLogistic(Objective):
         return p - y, xp.maximum(p * (1.0 - p), _EPS)
 
     def gradient(self, margin, label, weight, group_ptr, iteration: int):
-        if array_module(margin) is not np:
-            # device arrays: one kernel with the Numba loop's float64 arithmetic (tanh may
-            # differ by 1 ulp in float64), no float64 temporaries
-            from .backend._cuda_objective import logistic_gradient
-
-            n = len(label)
-            return logistic_gradient(as_rows(margin, n)[:, 0], label, weight, float(self.params.scale_pos_weight))
-        # the same float64 arithmetic as _grad_hess, fused into one pass: on a million rows
-        # the NumPy version spends most of its time on temporaries
+        # the same float64 arithmetic as _grad_hess, fused into one pass by the backend of the
+        # margins' device (on a million rows the NumPy version spends most of its time on
+        # temporaries)
         n = len(label)
-        g = np.empty((n, 1), np.float32)
-        h = np.empty((n, 1), np.float32)
-        w = np.empty(0, np.float32) if weight is None else np.asarray(weight, np.float32)
-        _logistic_gradient(as_rows(np.asarray(margin, np.float32), n)[:, 0],
-                           np.asarray(label, np.float32), w, float(self.params.scale_pos_weight),
-                           g[:, 0], h[:, 0])
-        return g, h
+        return array_backend(margin).logistic_gradient(as_rows(margin, n)[:, 0], label, weight,
+                                                       float(self.params.scale_pos_weight))
 
     def _row_weight(self, weight, y, xp):
         spw = float(self.params.scale_pos_weight)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._array import array_module, is_device_array, to_host
+from .backend import array_backend
 from .comm.base import Communicator, LocalComm
 
 __all__ = ["Cuts", "splitmix64", "hashed_uniform", "global_row_index", "sketch_sample_mask", "compute_cuts",
@@ -228,16 +229,18 @@ def compute_cuts(values: np.ndarray, weight: np.ndarray | None, max_bin: int, se
     world, rank = comm.world_size, comm.rank
     split = 1 < world <= n_features
     mine = range(rank * n_features // world, (rank + 1) * n_features // world) if split else range(n_features)
+    per_feature = None
     if weight is None and is_device_array(values) and (world == 1 or getattr(comm, "gathers_on_device", False)):
-        # the sample stays on the device (NCCL gathers device arrays) and is sorted there
-        import cupy
-
-        rows = cupy.flatnonzero(cupy.asarray(mask))
-        if world == 1:  # gathered a block of features at a time: wide data's sample is large
-            per_feature = _cuts_sorted_on_device(values, rows, mine, max_bin)
+        # the sample stays on the device (NCCL gathers device arrays) and is sorted there by
+        # the device's backend, a block of features at a time (wide data's sample is large);
+        # only the cut values cross to the host
+        backend = array_backend(values)
+        rows = backend.xp.flatnonzero(backend.xp.asarray(mask))
+        if world == 1:
+            per_feature = backend.sketch_cuts(values, rows, mine, max_bin, _DEVICE_SORT_VALUES)
         else:
-            per_feature = _cuts_sorted_on_device(comm.allgather(values[rows]), None, mine, max_bin)
-    else:
+            per_feature = backend.sketch_cuts(comm.allgather(values[rows]), None, mine, max_bin, _DEVICE_SORT_VALUES)
+    if per_feature is None:
         per_feature = _cuts_sorted_on_host(comm.allgather(_sampled_rows_on_host(values, mask)),
                                            None if weight is None else
                                            comm.allgather(np.asarray(_sampled_rows_on_host(weight, mask), np.float64)),
@@ -283,28 +286,6 @@ def _cuts_sorted_on_host(sample: np.ndarray, sample_w: np.ndarray | None, featur
 _DEVICE_SORT_VALUES = 8 << 20
 
 
-def _cuts_sorted_on_device(values, rows, features: range, max_bin: int) -> list:
-    """Cut values of ``features`` of a device matrix, the same as the host computes
-    (``backend/_cuda_sketch.py``: sorted and cut on the device, a block of features at a
-    time; only the cut values cross to the host).
-
-    Parameters
-    ----------
-    values : cupy.ndarray of float32, shape (n, F)
-    rows : cupy.ndarray of int64, shape (m,), or None
-        The sampled rows of ``values``; None: every row (``values`` is the sample).
-    features : range
-    max_bin : int
-
-    Returns
-    -------
-    list of ndarrays of float32, each feature's cut values
-    """
-    from .backend._cuda_sketch import cut_values
-
-    return cut_values(values, rows, features, max_bin, _DEVICE_SORT_VALUES)
-
-
 def _sampled_rows_on_host(array, mask: np.ndarray) -> np.ndarray:
     """``array[mask]`` as C-contiguous host data (float32 for values, as given for weights).
 
@@ -313,11 +294,10 @@ def _sampled_rows_on_host(array, mask: np.ndarray) -> np.ndarray:
     crosses to the host.
     """
     if is_device_array(array):
-        import cupy
-
+        xp = array_module(array)
         # row indices, not the boolean mask: CuPy scans a 1-D mask broadcast over every entry
         # of a 2-D array (a 1.3 GB temporary for 10M x 28), the indices are n_local at most
-        host = array[cupy.flatnonzero(cupy.asarray(mask))].get()
+        host = to_host(array[xp.flatnonzero(xp.asarray(mask))])
     else:
         host = array[to_host(mask)]
     if host.ndim == 2:

@@ -1,10 +1,12 @@
 """Numba kernels of the CPU backend.
 
-Each kernel has a plain NumPy twin in ``_reference.py``; the tests run both on the same
+Each kernel has a plain NumPy twin in ``dgboost/testing/kernel_reference.py``; the tests run both on the same
 inputs. All kernels release the GIL (``nogil``) so the in-process thread communicator can
 run several ranks at once.
 """
 from __future__ import annotations
+
+import math
 
 import numba
 import numpy as np
@@ -437,3 +439,20 @@ def predict_leaf(left, right, feature, split_value, default_left, offsets, value
 
 def n_threads() -> int:
     return numba.get_num_threads()
+
+
+_HESS_EPS = 1e-16  # XGBoost's floor for hessians (dgboost.objective's _EPS)
+
+
+@njit(parallel=True, **_KW)
+def logistic_gradient(margin, label, weight, scale_pos_weight, out_g, out_h):
+    """Logistic-loss gradient and hessian per row, computed in float64, stored as float32
+    (``weight`` empty: unit weights)."""
+    for i in prange(margin.shape[0]):
+        p = 0.5 * (1.0 + math.tanh(0.5 * np.float64(margin[i])))
+        y = np.float64(label[i])
+        w = 1.0 if weight.shape[0] == 0 else np.float64(weight[i])
+        if y == 1.0:
+            w *= scale_pos_weight
+        out_g[i] = (p - y) * w
+        out_h[i] = max(p * (1.0 - p), _HESS_EPS) * w

@@ -206,3 +206,18 @@ class Backend(Protocol):
     def predict_margin(self, ensemble_arrays, values, tree_begin: int, tree_end: int, out): ...
 
     def predict_leaf(self, ensemble_arrays, values, tree_begin: int, tree_end: int): ...
+
+    def logistic_gradient(self, margin, label, weight, scale_pos_weight: float):
+        """float32 (n, 1) gradient and hessian of the logistic loss, computed in float64 from
+        ``margin`` and ``label`` (n,) and ``weight`` (n,) or None; rows labelled 1 weigh
+        ``scale_pos_weight`` times more (``dgboost.objective.RegLogistic``)."""
+
+    def sketch_cuts(self, values, rows, features: range, max_bin: int, block_values: int):
+        """Cut values of ``features`` of ``values`` (float32 (n, F) on this device; ``rows``
+        int64 (m,), the sampled rows, or None for every row) sorted and cut where they live,
+        ``block_values`` sampled values at a time: a list of float32 host arrays, the host
+        sketch's (``dgboost.quantile``) bit for bit; None when the host sketch applies."""
+
+    def shap_engine(self, max_table_bytes: int | None = None):
+        """The SHAP engine of this device (``dgboost.explain.engines``' interface), with a
+        weight-table budget of ``max_table_bytes`` (None: the device's default)."""

@@ -337,3 +337,28 @@ class CPUBackend:
                            ensemble.default_left.view(np.bool_), ensemble.offsets(),
                            np.ascontiguousarray(values, np.float32), int(tree_begin), int(tree_end), out)
         return out
+
+    # -- stages of other modules: objective gradients, the sketch, SHAP -----------------------
+    def logistic_gradient(self, margin, label, weight, scale_pos_weight: float):
+        """float32 (n, 1) gradient and hessian of the logistic loss (float64 arithmetic).
+
+        ``margin`` and ``label`` are (n,), ``weight`` (n,) or None; ``scale_pos_weight``
+        multiplies the weight of rows labelled 1.
+        """
+        n = len(label)
+        g = np.empty((n, 1), np.float32)
+        h = np.empty((n, 1), np.float32)
+        w = np.empty(0, np.float32) if weight is None else np.asarray(weight, np.float32)
+        K.logistic_gradient(np.asarray(margin, np.float32), np.asarray(label, np.float32), w,
+                            float(scale_pos_weight), g[:, 0], h[:, 0])
+        return g, h
+
+    def sketch_cuts(self, values, rows, features: range, max_bin: int, block_values: int):
+        """None: the CPU has no sketch of its own, the host sketch of :mod:`dgboost.quantile` applies."""
+        return None
+
+    def shap_engine(self, max_table_bytes: int | None = None):
+        """The SHAP engine of this device (:class:`dgboost.explain.engines.CpuEngine`)."""
+        from ..explain.engines import CpuEngine
+
+        return CpuEngine(self, max_table_bytes)

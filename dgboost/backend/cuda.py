@@ -613,3 +613,25 @@ class CUDABackend:
                          (left, right, feature, split_value, dl, offsets, x, np.int64(n), np.int32(x.shape[1]),
                           np.int32(0), np.int32(n_trees), out))
         return out
+
+    # -- stages of other modules: objective gradients, the sketch, SHAP -----------------------
+    def logistic_gradient(self, margin, label, weight, scale_pos_weight: float):
+        """float32 (n, 1) gradient and hessian of the logistic loss, one kernel with the CPU's
+        float64 arithmetic (tanh may differ by 1 ulp), no float64 temporaries."""
+        from ._cuda_objective import logistic_gradient
+
+        return logistic_gradient(margin, label, weight, scale_pos_weight)
+
+    def sketch_cuts(self, values, rows, features: range, max_bin: int, block_values: int) -> list:
+        """Cut values of ``features`` of device ``values`` (``rows``: the sampled rows, None:
+        every row), the host sketch's bit for bit: sorted and cut on the device,
+        ``block_values`` values at a time; only the cut values cross to the host."""
+        from ._cuda_sketch import cut_values
+
+        return cut_values(values, rows, features, max_bin, block_values)
+
+    def shap_engine(self, max_table_bytes: int | None = None):
+        """The SHAP engine of this GPU (``backend/_cuda_shap.py``)."""
+        from ._cuda_shap import CudaEngine
+
+        return CudaEngine(self, max_table_bytes)

@@ -64,11 +64,11 @@ def booster_contributions(booster, values, t0: int, t1: int, *, interactions: bo
     Computed on ``device`` ("cpu" or "cuda"); the result is in the array module of ``values``.
     """
     from .._array import array_module, is_device_array, to_host
-    from .engines import engine_for
+    from ..backend import get_backend
     from .treeshap import cached_tables
 
     table = booster_path_table(booster, t0, t1)
-    engine = engine_for(device)
+    engine = get_backend(device).shap_engine()
     xp = engine.xp
     rows = xp.ascontiguousarray(xp.asarray(values, dtype=xp.float32))
     n, F = rows.shape

@@ -1,35 +1,40 @@
-"""Where an explainer's kernels run: one object per device, so TreeExplainer never branches on it.
+"""SHAP engines: where an explainer's kernels run, so TreeExplainer never branches on the device.
 
 An engine says which rows it takes where they are (:meth:`keeps`), computes path-dependent
 SHAP contributions and the model's margins in its array module, and sizes the row chunks
-that bound one call's memory. Interventional SHAP runs on both: the CPU engine's Numba
-kernels (:mod:`dgboost.explain.interventional`), or the same kernels with one thread per row
-on the GPU (:mod:`dgboost.explain.gpu_interventional`, bitwise the CPU's values).
+that bound one call's memory. The engine of a device comes from its backend
+(``get_backend(device).shap_engine(max_table_bytes)``, the one per-device lookup): the CPU's
+is :class:`CpuEngine` here (the Numba kernels of :mod:`dgboost.explain.treeshap` and
+:mod:`dgboost.explain.interventional`), the GPU's lives with the CUDA backend and runs the
+same kernels with one thread per row (bitwise the CPU's values).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .._array import is_device_array, to_host
+from .._array import to_host
+from .tables import DEFAULT_MAX_TABLE_BYTES
 
-__all__ = ["CpuEngine", "CudaEngine", "engine_for", "default_table_bytes", "GPU_TABLE_BYTES"]
-
-#: the GPU's default weight-table budget: on an H100, a 100-round x 8-class depth-8 model
-#: (920 MB of tables) explained 3.1x faster with every path tabled than with 256 MiB
-#: (benchmarks/shap_gpu.py case c); device memory is rarely that short
-GPU_TABLE_BYTES = 1 << 30
+__all__ = ["CpuEngine", "margins_from_leaves", "call_row_bytes"]
 
 
-def default_table_bytes(device: str) -> int:
-    """The weight-table budget of ``device`` when none is given (the CPU's: 256 MiB)."""
-    from .tables import DEFAULT_MAX_TABLE_BYTES
+def margins_from_leaves(xp, ensemble, leaves):
+    """The model's raw output from the leaves rows reach.
 
-    return GPU_TABLE_BYTES if device == "cuda" else DEFAULT_MAX_TABLE_BYTES
+    Parameters
+    ----------
+    xp : module
+        numpy or cupy: where ``leaves`` are and the result is.
+    ensemble : Ensemble
+    leaves : ndarray of int, shape (n, T)
+        Local node ids of the leaf each row reaches in each tree.
 
-
-def _margins_from_leaves(xp, ensemble, leaves):
-    """(n, k) float64: base margin + the leaf values reached (``leaves``: (n, T) local node ids),
-    summed tree by tree (no (n, T) float temporaries: inputs may be large)."""
+    Returns
+    -------
+    ndarray of float64, shape (n, k)
+        Base margin + the leaf values reached, summed tree by tree (no (n, T) float
+        temporaries: inputs may be large).
+    """
     vals = xp.asarray(ensemble.value.astype(np.float64))
     offs = ensemble.offsets()
     groups = ensemble.groups()
@@ -40,24 +45,35 @@ def _margins_from_leaves(xp, ensemble, leaves):
 
 
 class CpuEngine:
-    """NumPy rows and outputs; the Numba kernels of :mod:`dgboost.explain.treeshap`."""
+    """NumPy rows and outputs; the Numba kernels of :mod:`dgboost.explain.treeshap`.
+
+    Parameters
+    ----------
+    backend : Backend
+        The CPU backend (it finds the leaves rows reach).
+    max_table_bytes : int, optional
+        Budget of the per-path weight tables; default 256 MiB.
+    """
 
     name = "cpu"
     xp = np
+
+    def __init__(self, backend, max_table_bytes: int | None = None):
+        self.backend = backend
+        self.max_table_bytes = DEFAULT_MAX_TABLE_BYTES if max_table_bytes is None else int(max_table_bytes)
 
     def keeps(self, values) -> bool:
         """Whether rows are used where they are (False: device rows are copied to the host)."""
         return False
 
     def leaves(self, ensemble, rows):
-        from ..backend import get_backend
-
-        return get_backend("cpu").predict_leaf(ensemble, np.ascontiguousarray(rows, np.float32), 0,
-                                               ensemble.n_trees)
+        """int32 (n, T) local node ids of the leaf each row of ``rows`` (float32 (n, F)) reaches."""
+        return self.backend.predict_leaf(ensemble, np.ascontiguousarray(to_host(rows), np.float32), 0,
+                                         ensemble.n_trees)
 
     def margins(self, ensemble, rows):
         """The model's raw output, float64 (n, k)."""
-        return _margins_from_leaves(np, ensemble, self.leaves(ensemble, rows))
+        return margins_from_leaves(np, ensemble, self.leaves(ensemble, rows))
 
     def path_dependent(self, table, rows, algorithm: str, weight_tables):
         """Contributions (n, k, F + 1), float64; ``weight_tables()`` gives the CPU tables."""
@@ -87,59 +103,6 @@ class CpuEngine:
         return None
 
 
-DEVICE_CALL_BYTES = 256 << 20  # a GPU engine call's outputs and scratch, by default
-
-
-class CudaEngine:
-    """CuPy rows (host rows are uploaded per chunk) and outputs; ``kernels/treeshap_rows.cu``."""
-
-    name = "cuda"
-
-    def __init__(self, max_table_bytes: int):
-        self.max_table_bytes = int(max_table_bytes)
-
-    @property
-    def xp(self):
-        import cupy
-
-        return cupy
-
-    def keeps(self, values) -> bool:
-        return is_device_array(values)
-
-    def margins(self, ensemble, rows):
-        from ..backend import get_backend
-
-        leaves = get_backend("cuda").predict_leaf(ensemble, rows, 0, ensemble.n_trees)
-        return _margins_from_leaves(self.xp, ensemble, leaves)
-
-    def path_dependent(self, table, rows, algorithm: str, weight_tables):
-        from .gpu import shap_values_device
-
-        if algorithm == "table":
-            return shap_values_device(table, rows, self.max_table_bytes)
-        return shap_values_device(table, rows, 0, quad_max_k=0)  # EXTEND / UNWOUND-SUM, as the CPU's
-
-    def interactions(self, table, rows, method: str | None):
-        """The CPU's quadrature method on the GPU, whatever ``method`` (all give the same
-        values up to rounding)."""
-        from .gpu import shap_interactions_device
-
-        return shap_interactions_device(table, rows)
-
-    def interventional(self, table, rows, background, transform: str | None):
-        """Interventional SHAP on the GPU (``kernels/treeshap_interventional.cu``), bitwise
-        the CPU engine's; a CuPy array (n, k, F + 1), float64, whatever the rows' module."""
-        from .gpu_interventional import shap_values_interventional_device
-
-        return shap_values_interventional_device(table, rows, background, transform)
-
-    def chunk_rows(self, table, n_outputs: int, interactions: bool, n_background: int | None = None) -> int:
-        # about DEVICE_CALL_BYTES a call, but at least 256 rows (wide interaction outputs: more)
-        per_row = call_row_bytes(table, n_outputs, interactions, n_background)
-        return max(256, min(1 << 22, DEVICE_CALL_BYTES // per_row))
-
-
 def call_row_bytes(table, n_outputs: int, interactions: bool, n_background: int | None = None) -> int:
     """Bytes one row takes in an engine call: its output and, for interactions, the
     accumulator (twice the output), or for interventional SHAP (``n_background`` given) the
@@ -148,10 +111,3 @@ def call_row_bytes(table, n_outputs: int, interactions: bool, n_background: int 
     if n_background is not None:
         width = 2 * table.n_features + 3
     return max(8 * n_outputs * width, 1)
-
-
-def engine_for(device: str, max_table_bytes: int | None = None):
-    """The engine of ``device`` ("cpu" or "cuda"); ``max_table_bytes`` None: the device's default."""
-    if device != "cuda":
-        return CpuEngine()
-    return CudaEngine(default_table_bytes(device) if max_table_bytes is None else max_table_bytes)

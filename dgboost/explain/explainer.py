@@ -39,6 +39,7 @@ by default when stderr is a terminal and there are at least :data:`PROGRESS_MIN_
 """
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from dataclasses import dataclass
@@ -51,7 +52,9 @@ from ..errors import DGBoostTypeError, DGBoostValueError
 from .importers import to_ensemble
 from .paths import extract_paths
 from .._array import array_module, is_device_array, to_host
-from .engines import CpuEngine, call_row_bytes, default_table_bytes, engine_for
+from .engines import call_row_bytes
+from ..backend import get_backend
+from ..device import Device, resolve_device
 
 __all__ = ["TreeExplainer", "Explanation", "AdditivityError", "PROGRESS_MIN_ROWS"]
 
@@ -62,7 +65,6 @@ _PERTURBATIONS = ("auto", "tree_path_dependent", "interventional")
 _ALGORITHMS = ("auto", "path", "table")
 # rough cost units per row chunk (path elements x background rows ...): a few per second
 _CHUNK_COST = 4e7
-_HOST = CpuEngine()  # leaves and margins of host rows, whatever the explainer's device
 # objectives whose output is sigmoid(margin): dgboost / XGBoost, and LightGBM's names
 _LOGISTIC_OBJECTIVES = frozenset({"binary:logistic", "reg:logistic", "binary", "cross_entropy"})
 
@@ -131,6 +133,12 @@ def _progress_enabled(progress, n_rows: int) -> bool:
 # ---------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def _host_engine():
+    """The CPU's engine: leaves and margins of host rows, whatever the explainer's device."""
+    return get_backend("cpu").shap_engine()
+
+
 @njit(cache=True, nogil=True)
 def _count_covers(parent, offsets, leaves, out):
     """out[node] = number of rows whose path passes the node (leaves: local leaf ids)."""
@@ -199,8 +207,11 @@ class TreeExplainer:
     feature_perturbation : {"auto", "tree_path_dependent", "interventional"}
     algorithm : {"auto", "path", "table"}
         How path-dependent SHAP values are computed (same numbers either way).
-    device : {"cpu", "cuda"}
-        Where the engine runs. ``"cuda"``: path-dependent SHAP and interaction values by
+    device : str or Device
+        Where the engine runs: any spelling :func:`dgboost.device.parse_device` accepts
+        (``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"gpu"``, ...). A GPU that is not usable here
+        gives a warning and the CPU (:func:`dgboost.device.resolve_device`, the rule of every
+        entry point). A GPU: path-dependent SHAP and interaction values by
         ``kernels/treeshap_rows.cu`` (the CPU engine's kernels with one thread per row, so
         the values are bitwise the CPU's), interventional SHAP (also with
         ``model_output="probability"``) by ``kernels/treeshap_interventional.cu`` the same way.
@@ -251,10 +262,10 @@ class TreeExplainer:
                 f"model_output={model_output!r} is not supported: TreeExplainer explains the raw "
                 "model output (margins for boosting, probabilities for sklearn tree classifiers), "
                 "or with model_output='probability' the probability of a logistic model")
-        self.device = self._check_device(device)
+        self.device = resolve_device(device)
         self._budget_given = max_table_bytes is not None
-        self.max_table_bytes = int(max_table_bytes) if self._budget_given else default_table_bytes(self.device)
-        self._kernels = engine_for(self.device, self.max_table_bytes)
+        self._kernels = get_backend(self.device).shap_engine(max_table_bytes)
+        self.max_table_bytes = self._kernels.max_table_bytes
         if max_batch_bytes is not None and not (isinstance(max_batch_bytes, (int, np.integer))
                                                 and not isinstance(max_batch_bytes, bool) and max_batch_bytes >= 1):
             raise DGBoostValueError(f"max_batch_bytes must be a positive number of bytes, got {max_batch_bytes!r}")
@@ -318,28 +329,24 @@ class TreeExplainer:
         self._expected = np.asarray(ev, dtype=np.float64)
 
     # -- configuration -----------------------------------------------------------------
-    @staticmethod
-    def _check_device(device: str) -> str:
-        if device in ("cpu", None):
-            return "cpu"
-        if isinstance(device, str) and (device.startswith("cuda") or device == "gpu"):
-            from ..backend import cuda_status
+    def with_device(self, device: str | Device) -> "TreeExplainer":
+        """This explainer running on ``device`` (a shallow copy sharing the path table).
 
-            usable, why = cuda_status()
-            if not usable:
-                raise DGBoostValueError(f"device={device!r}: no usable CUDA GPU ({why}); use device='cpu'")
-            return "cuda"
-        raise DGBoostValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
+        Parameters
+        ----------
+        device : str or Device
+            As the constructor's ``device`` (a GPU not usable here: a warning and the CPU).
 
-    def with_device(self, device: str) -> "TreeExplainer":
-        """This explainer running on ``device`` (a shallow copy sharing the path table)."""
+        Returns
+        -------
+        TreeExplainer
+        """
         import copy
 
         other = copy.copy(self)
-        other.device = self._check_device(device)
-        if not self._budget_given:
-            other.max_table_bytes = default_table_bytes(other.device)
-        other._kernels = engine_for(other.device, other.max_table_bytes)
+        other.device = resolve_device(device)
+        other._kernels = get_backend(other.device).shap_engine(self.max_table_bytes if self._budget_given else None)
+        other.max_table_bytes = other._kernels.max_table_bytes
         return other
 
     @property
@@ -440,7 +447,7 @@ class TreeExplainer:
 
     # -- covers and margins ----------------------------------------------------------------
     def _leaves(self, rows_f32: np.ndarray, ensemble) -> np.ndarray:
-        return _HOST.leaves(ensemble, rows_f32)
+        return _host_engine().leaves(ensemble, rows_f32)
 
     def _recount_covers(self, ensemble, data_values: np.ndarray):
         """A copy of ``ensemble`` whose covers count the background rows (shap's rule for
@@ -461,7 +468,7 @@ class TreeExplainer:
         """The model's raw output in float64, (n, k): base margin + leaf values, computed
         where ``values`` are (NumPy or CuPy)."""
         rows = self._engine_rows(values)
-        kernels = self._kernels if self._kernels.keeps(rows) else _HOST
+        kernels = self._kernels if self._kernels.keeps(rows) else _host_engine()
         return kernels.margins(self.ensemble, rows)
 
     def _output64(self, values):
@@ -693,7 +700,16 @@ class TreeExplainer:
         # the weight tables are rebuilt where the explainer lands, once per process
         # (treeshap.cached_tables keys them by the path table's fingerprint)
         state["_weight_tables"] = None
+        # the engine is made where the explainer lands, by the rule of every entry point (a
+        # GPU explainer unpickled where no GPU is usable runs on the CPU, with a warning)
+        state.pop("_kernels", None)
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        device = state.get("device", "cpu")
+        self.device = resolve_device(device if isinstance(device, (str, Device)) else "cpu")
+        self._kernels = get_backend(self.device).shap_engine(self.max_table_bytes)  # the fingerprint's budget
 
     def __repr__(self) -> str:
         return (f"TreeExplainer({self.meta.get('source')} {self.meta.get('model_type')}, "

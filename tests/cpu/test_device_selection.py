@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import dgboost as dg
-import dgboost.booster as booster_module
+import dgboost.device as device_module
 from dgboost.errors import ParameterError
 from dgboost.params import normalize_device, parse_params
 
@@ -33,11 +33,11 @@ def cpu_model():
 @pytest.fixture
 def no_gpu(monkeypatch):
     """Make this process look GPU-less, whatever the machine has."""
-    monkeypatch.setattr(booster_module, "cuda_status", lambda: (False, "no CUDA device (test)"))
+    monkeypatch.setattr(device_module, "cuda_device_count", lambda: (0, "no CUDA device (test)"))
 
 
 def _fallback_warnings(caught):
-    return [w for w in caught if "predicting on the CPU" in str(w.message)]
+    return [w for w in caught if "running on the CPU instead" in str(w.message)]
 
 
 @pytest.mark.parametrize("given, canonical", [
@@ -94,7 +94,7 @@ def test_a_cuda_booster_predicts_numpy_on_the_cpu_and_warns_once_when_no_gpu_is_
 def test_on_this_gpu_less_machine_device_cuda_falls_back_to_the_cpu_with_one_warning(cpu_model):
     b = cpu_model.copy()
     b.set_param({"device": "cuda"})
-    with pytest.warns(UserWarning, match="no CUDA device is usable") as caught:
+    with pytest.warns(UserWarning, match="no CUDA GPU is usable") as caught:
         out = b.predict(dg.DMatrix(X))
         b.predict(dg.DMatrix(X), output_margin=True)
     assert len(_fallback_warnings(caught)) == 1

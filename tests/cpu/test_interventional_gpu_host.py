@@ -17,7 +17,8 @@ from dgboost.backend import _nvrtc
 from dgboost.datasets import make_synthetic
 from dgboost.explain import gpu_interventional as gi
 from dgboost.explain import interventional as iv
-from dgboost.explain.engines import CpuEngine, CudaEngine
+from dgboost.backend import get_backend
+from dgboost.backend._cuda_shap import CudaEngine
 
 _C_TYPES = {"const float*": np.float32, "const double*": np.float64, "double*": np.float64,
             "const long long*": np.int64, "const int*": np.int32, "const unsigned char*": np.uint8,
@@ -152,8 +153,9 @@ def test_the_engines_share_one_interventional_call_and_the_gpu_sizes_its_chunks(
     booster, X = _model("multi:softprob")
     table = dg.TreeExplainer(booster).table
     want = iv.shap_values_interventional(table, X[:20], X[100:104])
-    np.testing.assert_array_equal(CpuEngine().interventional(table, X[:20], X[100:104], None), want)
-    assert CpuEngine().chunk_rows(table, 3, False, 4) is None
-    rows = CudaEngine(0).chunk_rows(table, table.n_groups, False, 4)
+    cpu = get_backend("cpu").shap_engine()
+    np.testing.assert_array_equal(cpu.interventional(table, X[:20], X[100:104], None), want)
+    assert cpu.chunk_rows(table, 3, False, 4) is None
+    rows = CudaEngine(None).chunk_rows(table, table.n_groups, False, 4)  # sizing needs no GPU
     assert 256 <= rows <= 1 << 22
     assert rows * 8 * table.n_groups * (2 * table.n_features + 3) <= 256 << 20

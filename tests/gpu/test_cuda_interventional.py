@@ -111,12 +111,12 @@ def test_gpu_interventional_values_are_identical_over_reruns_and_any_batching_of
 
 
 def test_small_explainer_chunks_give_the_same_bits(monkeypatch):
-    from dgboost.explain import engines
+    from dgboost.backend import _cuda_shap
 
     booster, X = _model("reg:squarederror", 6, rounds=8)
     _, gpu = _pair(booster, X[2000:2040])
     want = gpu.contributions(X[:1000])
-    monkeypatch.setattr(engines.CudaEngine, "chunk_rows", lambda self, *args, **kwargs: 300)
+    monkeypatch.setattr(_cuda_shap.CudaEngine, "chunk_rows", lambda self, *args, **kwargs: 300)
     _bitwise(gpu.contributions(X[:1000]), want)
 
 

@@ -298,7 +298,7 @@ def test_slices_of_paths_summed_in_parallel_for_few_rows_give_the_cpus_bits(monk
 def test_subnormal_row_values_compare_with_thresholds_as_on_the_cpu():
     """CuPy compiles with -ftz=true; dgboost's kernels must not (a row value of -1.4e-45
     against a threshold of 0 would flush to -0 and take the other branch)."""
-    from dgboost.explain.engines import CpuEngine, CudaEngine
+    from dgboost.backend import get_backend
     from dgboost.testing.shap_oracle import chain_tree
     from dgboost.tree import Ensemble
 
@@ -309,9 +309,10 @@ def test_subnormal_row_values_compare_with_thresholds_as_on_the_cpu():
     tiny = np.float32(1.4e-45)
     values = np.array([-tiny, tiny, -0.0, 0.0, np.nan, 1.0, -1.0], dtype=np.float32)
     X = rng.choice(values, size=(400, 5)).astype(np.float32)
-    cpu_leaves = CpuEngine().leaves(ens, X)
-    gpu_margins = CudaEngine(0).margins(ens, X)
-    np.testing.assert_array_equal(gpu_margins.get(), CpuEngine().margins(ens, X))
+    cpu = get_backend("cpu").shap_engine()
+    cpu_leaves = cpu.leaves(ens, X)
+    gpu_margins = get_backend("cuda").shap_engine().margins(ens, X)
+    np.testing.assert_array_equal(gpu_margins.get(), cpu.margins(ens, X))
     assert len(np.unique(cpu_leaves[:, 0])) > 3
     for algorithm in ("table", "path"):
         _bitwise(dg.TreeExplainer(ens, algorithm=algorithm, device="cuda", max_table_bytes=BUDGET).contributions(X),
