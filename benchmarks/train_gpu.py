@@ -33,7 +33,7 @@ compilation):
   for dgboost also the exact high-water mark of CuPy's memory pool, recorded by a wrapping
   allocator in one more run that is not timed (a Python call per allocation would slow
   the timed runs of dgboost only);
-* host synchronisations per tree, where ``dgboost.backend.cuda.SYNC_COUNTER`` exists.
+* host synchronisations per tree, where ``dgboost.testing.cuda_probes`` exists.
 
 Medians and (min, max) over the repeats are reported, with the ratios dgboost / XGBoost;
 peak memory is reported as the largest of the repeats, since caching allocators can only
@@ -47,6 +47,7 @@ with both libraries on the CPU (no memory figures), to check the harness anywher
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib
 import json
@@ -305,10 +306,10 @@ def _round_clock(base, device: Device):
     return RoundClock()
 
 
-def _sync_counter():
-    """dgboost's CUDA backend's ``SYNC_COUNTER`` dict, if it has one."""
+def _host_read_probe():
+    """dgboost's ``count_host_reads`` context manager, if this dgboost has it."""
     try:
-        return getattr(importlib.import_module("dgboost.backend.cuda"), "SYNC_COUNTER", None)
+        return importlib.import_module("dgboost.testing.cuda_probes").count_host_reads
     except Exception:  # noqa: BLE001 - no CUDA backend: no counter
         return None
 
@@ -339,15 +340,16 @@ def run_once(lib: str, case: Case, data, rounds: int, device: Device, args, trac
     params = _params(lib, case, device, args)
     device.reset()
     device.track_pool(track_pool)
-    counter = _sync_counter() if lib == "dgboost" else None
-    before = dict(counter) if counter is not None else None
+    probe = _host_read_probe() if lib == "dgboost" else None
+    counted = None
     if lib == "dgboost":
         import dgboost as dg
 
         clock = _round_clock(dg.TrainingCallback, device)
         start = time.perf_counter()
-        dtrain = dg.DMatrix(Xtr, ytr)
-        booster = dg.train(params, dtrain, rounds, verbose_eval=False, callbacks=[clock])
+        with probe() if probe is not None else contextlib.nullcontext() as counted:
+            dtrain = dg.DMatrix(Xtr, ytr)
+            booster = dg.train(params, dtrain, rounds, verbose_eval=False, callbacks=[clock])
     else:
         import xgboost as xgb
 
@@ -362,10 +364,8 @@ def run_once(lib: str, case: Case, data, rounds: int, device: Device, args, trac
     mem_used, mem_pool = device.peaks()
     out = {"total_s": total, "per_round_s": clock.per_round(args.warm_rounds),
            "peak_memory_bytes": mem_used, "cupy_pool_peak_bytes": mem_pool if track_pool else None}
-    if counter is not None:
-        syncs = counter.get("syncs", 0) - before.get("syncs", 0)
-        trees = counter.get("trees", 0) - before.get("trees", 0)
-        out["syncs_per_tree"] = syncs / trees if trees else None
+    if counted is not None:
+        out["syncs_per_tree"] = counted.syncs / counted.trees if counted.trees else None
     del dtrain
     if lib == "dgboost":
         import dgboost as dg
@@ -588,9 +588,8 @@ def main(argv=None) -> int:
         ] if args.device.startswith("cuda") else [],
     }
     path = write_result("train_gpu", payload, args.out)
-    counter = _sync_counter()
-    if counter is None and args.device.startswith("cuda"):
-        print("dgboost.backend.cuda has no SYNC_COUNTER: host synchronisations per tree not reported")
+    if _host_read_probe() is None and args.device.startswith("cuda"):
+        print("dgboost.testing.cuda_probes not found: host synchronisations per tree not reported")
     print(f"results in {path}")
     print("\n".join(summary_lines(results)))
     failed = [f"{c}/{lib}" for c, r in results.items() for lib in args.libraries if (r.get(lib) or {}).get("error")]

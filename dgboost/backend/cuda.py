@@ -3,12 +3,13 @@
 Every stage of a boosting round runs on the device: binning into an ELLPACK matrix,
 quantisation, histograms (shared-memory int64 atomics per feature group), split evaluation,
 stable partition, margin updates and prediction. What crosses to the host in a round is
-small and counted in :data:`SYNC_COUNTER`: the per-tree gradient maxima (only to check them:
-the fixed-point scales are made from them on the device), and the node records (split
-decisions, sums, row segments) of the tree's levels: all of them in one read at the end of a
-depthwise tree grown in whole levels, copied in stream order (``read_later``) while the
-device goes on with the next round, else one read per batch of nodes (see
-dgboost/grower.py). In between, the stages run as kernels on device data only (partition,
+small, and every read goes through :meth:`CUDABackend.to_host` or :meth:`CUDABackend.read_later`
+(:mod:`dgboost.testing.cuda_probes` counts them by wrapping those two): the per-tree gradient
+maxima (only to check them: the fixed-point scales are made from them on the device), and the
+node records (split decisions, sums, row segments) of the tree's levels: all of them in one
+read at the end of a depthwise tree grown in whole levels, copied in stream order
+(``read_later``) while the device goes on with the next round, else one read per batch of
+nodes (see dgboost/grower.py). In between, the stages run as kernels on device data only (partition,
 child records, histograms, siblings, evaluation), so the host never waits inside a level.
 The tree's leaf weights are computed on the host from the split decisions' integer sums with
 the CPU engine's own kernel, so both devices give the same leaves (with monotone constraints
@@ -30,10 +31,7 @@ from ._nvrtc import get_module
 from .base import LookaheadBudget
 from .._layout import BEGIN, NODE_FIELDS
 
-__all__ = ["CUDABackend", "SYNC_COUNTER", "DeviceMemoryError"]
-
-#: Host reads made by the backend (``syncs``) and trees grown (``trees``), for benchmarks.
-SYNC_COUNTER = {"syncs": 0, "trees": 0}
+__all__ = ["CUDABackend", "DeviceMemoryError"]
 
 _THREADS = 256
 _HIST_THREADS = 512
@@ -73,7 +71,6 @@ class _PendingRead:
 
     def result(self) -> list:
         if self._result is None:
-            SYNC_COUNTER["syncs"] += 1
             self._done.synchronize()
             self._result = [np.frombuffer(pinned, dtype, int(np.prod(shape))).reshape(shape).copy()
                             for pinned, dtype, shape in self._hosts]
@@ -98,9 +95,6 @@ class CUDABackend:
     # 39.6 ms a round on an H100, benchmarks/lossguide_lookahead.py; 44.0 against 62.4 on an
     # H200 with other data, profile_gpu_stages.py; both host-bound and varying from run to run)
     lookahead = LookaheadBudget(nodes=32, levels=1, hist_bytes=64 << 20)
-    #: Fill every kernel output with 0xFF bytes before a kernel writes it (tests: an element a
-    #: kernel forgets to write then shows up as NaN or -1 instead of a plausible zero).
-    poison = False
 
     def __init__(self, device_id: int = 0):
         try:
@@ -161,11 +155,9 @@ class CUDABackend:
 
     def _scratch(self, name: str, size: int, dtype):
         """A 1-D work array of at least ``size`` elements, reused between calls (one stream
-        orders its uses); fresh and poisoned in tests that poison outputs. Only for kernel
-        arguments: it may be longer than ``size`` (a view of the first ``size`` would cost a
-        few microseconds, hundreds of times a lossguide tree)."""
-        if self.poison:
-            return self.empty(size, dtype)
+        orders its uses; a subclass that needs fresh arrays from :meth:`empty` overrides this).
+        Only for kernel arguments: it may be longer than ``size`` (a view of the first ``size``
+        would cost a few microseconds, hundreds of times a lossguide tree)."""
         held = self._scratch_arrays.get(name)
         if held is None or held.size < size or held.dtype != np.dtype(dtype):
             held = self._scratch_arrays[name] = self.empty(max(size, 1), dtype)
@@ -178,10 +170,6 @@ class CUDABackend:
         if grid is None:
             grid = _grid(n, self.sm_count, threads)
         kernel(grid if isinstance(grid, tuple) else (int(grid),), (threads,), args, shared_mem=shared)
-
-    def _read(self, array) -> np.ndarray:
-        SYNC_COUNTER["syncs"] += 1
-        return self.xp.asnumpy(array)
 
     def asarray(self, array):
         if isinstance(array, np.ndarray) and 0 < array.nbytes <= _STAGING_BYTES:
@@ -209,9 +197,10 @@ class CUDABackend:
         return out
 
     def to_host(self, array) -> np.ndarray:
+        """A host copy of a device array (the host waits for it); a host array as it is."""
         if isinstance(array, np.ndarray):
             return array
-        return self._read(array)
+        return self.xp.asnumpy(array)
 
     def synchronize(self) -> None:
         self.xp.cuda.get_current_stream().synchronize()
@@ -233,10 +222,7 @@ class CUDABackend:
 
     def empty(self, shape, dtype):
         try:
-            out = self.xp.empty(shape, dtype=dtype)
-            if self.poison:
-                out.view(self.xp.uint8).fill(0xFF)
-            return out
+            return self.xp.empty(shape, dtype=dtype)
         except self.xp.cuda.memory.OutOfMemoryError:
             need = int(np.prod(shape)) * np.dtype(dtype).itemsize
             free, total = self.xp.cuda.runtime.memGetInfo()
@@ -312,7 +298,7 @@ class CUDABackend:
         n_entries = bins.n_rows * bins.n_features
         out = self.empty(bins.shape, np.uint16)
         self._launch("binning.cu", "unpack", n_entries, (bins.packed, np.int32(bins.bits), np.int64(n_entries), out))
-        return self._read(out)
+        return self.to_host(out)
 
     # -- gradients -------------------------------------------------------------------------
     def abs_max_bits(self, grad, hess):
@@ -356,7 +342,6 @@ class CUDABackend:
 
     def gpair_totals(self, gpair):
         """int64 (2,) on the device: the column sums of ``gpair`` (int32 (n, 2))."""
-        SYNC_COUNTER["trees"] += 1
         out = self.zeros(2, np.int64)
         n = gpair.shape[0]
         if n:
@@ -599,7 +584,7 @@ class CUDABackend:
                       np.int32(x.shape[1]), np.int32(0), np.int32(tree_end - tree_begin),
                       np.int32(target.shape[1]), target))
         if target is not out:
-            out[...] = self._read(target)
+            out[...] = self.to_host(target)
         return out
 
     def predict_leaf(self, ensemble, values, tree_begin, tree_end):

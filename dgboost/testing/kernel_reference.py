@@ -1,9 +1,10 @@
-"""Plain NumPy versions of the CPU kernels: slow, obvious, and the oracle for the Numba ones."""
+"""Plain NumPy versions of the CPU kernels (``dgboost/backend/_cpu_kernels.py``): slow,
+obvious, and the oracle the tests hold the Numba ones to."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..testing.reference import add_tree_outputs
+from dgboost.testing.reference import add_tree_outputs
 
 __all__ = ["bin_values", "build_histograms", "evaluate_splits", "child_bounds", "partition", "predict_margin"]
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from dgboost._layout import (BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, LEFT_G, LEFT_H, NO_NODE, SPLIT_BIN, SUM_G,
                              SUM_H)
-from dgboost.backend import _reference as ref
+from dgboost.testing import kernel_reference as ref
 from dgboost.backend.cpu import CPUBackend
 from dgboost.testing.kernel_inputs import binning_data, node_records, random_ensemble, random_segments
 

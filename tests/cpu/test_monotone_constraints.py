@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import dgboost as dg
-from dgboost.backend import _reference as ref
+from dgboost.testing import kernel_reference as ref
 from dgboost.backend.cpu import CPUBackend
 from dgboost.constraints import parse_monotone_constraints, resolve_monotone_constraints
 from dgboost.errors import DGBoostValueError, ParameterError

@@ -18,12 +18,9 @@ CPU = CPUBackend()
 
 @pytest.fixture(scope="module")
 def gpu():
-    from dgboost.backend import get_backend
+    from dgboost.testing.cuda_probes import PoisonedCUDABackend
 
-    backend = get_backend("cuda")
-    backend.poison = True
-    yield backend
-    backend.poison = False
+    return PoisonedCUDABackend(0)
 
 
 def _cpu_bins(x, cuts):

@@ -158,14 +158,14 @@ def test_cuda_evaluation_metrics_match_the_cpu(case, metrics):
 
 @pytest.mark.gpu
 def test_monotone_constraints_keep_whole_level_growth_and_its_host_reads():
-    from dgboost.backend.cuda import SYNC_COUNTER
+    from dgboost.testing.cuda_probes import count_host_reads
 
     X, y, _, _ = _dataset("missing")
     reads = []
     for extra in ({}, {"monotone_constraints": MONOTONE_28}):
-        SYNC_COUNTER["syncs"] = 0
-        dg.train({**BINARY, **extra, "device": DEVICE}, dg.DMatrix(X, y), 5, verbose_eval=False)
-        reads.append(SYNC_COUNTER["syncs"])
+        with count_host_reads() as counted:
+            dg.train({**BINARY, **extra, "device": DEVICE}, dg.DMatrix(X, y), 5, verbose_eval=False)
+        reads.append(counted.syncs)
     assert reads[1] == reads[0]  # the bounds stay on the device; the leaves' are replayed on the host
 
 
