@@ -210,21 +210,53 @@ def training_params(booster) -> dict[str, Any]:
 
 
 def train_one_round(booster, dtrain, fobj=None) -> None:
-    """One boosting round on ``dtrain`` through :func:`dgboost.training.train`, appended to
-    ``booster`` in place (the model object keeps its identity, as XGBoost's does)."""
+    """One boosting round on ``dtrain`` appended to ``booster`` in place (the model object keeps
+    its identity, as XGBoost's does): the round ``train(..., xgb_model=booster)`` would add.
+
+    The booster keeps the :class:`~dgboost._training_job.TrainingJob` for the next call (as
+    ``booster._job``, never pickled) and uses it again while it is still valid
+    (:func:`_kept_job`); otherwise a new job prepares the data.
+    """
+    from ._training_job import TrainingJob
     from .data import DMatrix
-    from .training import train
+    from .params import parse_params
 
     if not isinstance(dtrain, DMatrix):
         raise DGBoostTypeError(f"invalid training matrix: {type(dtrain).__name__}")
+    p = parse_params(training_params(booster))
+    job = _kept_job(booster, dtrain, p, fobj)
     previous = booster if booster.ensemble.n_trees > 0 else None
-    new = train(training_params(booster), dtrain, num_boost_round=1, obj=fobj, xgb_model=previous,
-                verbose_eval=False)
+    if job is None:
+        booster._job = None  # the old job's memory goes before the new job's is taken
+        job = TrainingJob(p, dtrain, obj=fobj, start=previous)
+    job.set_eta(p.eta)
+    job.obj = fobj
+    if fobj is not None:
+        job.objective.fn = fobj
+    job.run_round(booster.num_boosted_rounds(), queue_next=fobj is None)
+    new = type(booster)._from_training(job.ensemble, job.params, job.objective, job.base_score,
+                                       dtrain.feature_names, dtrain.feature_types, dtrain.num_col(), previous)
     if fobj is not None and previous is not None:
         # a custom gradient does not change what the model is: keep its objective (link)
         for key in ("objective", "objective_params"):
             new.meta[key] = booster.meta[key]
     booster.ensemble, booster.meta = new.ensemble, new.meta
+    booster._job = job
+
+
+def _kept_job(booster, dtrain, p, fobj):
+    """The job ``booster`` kept from its last :func:`train_one_round`, if it can boost the next
+    round: the same ``dtrain`` object, the booster's trees are the job's (not loaded, sliced or
+    replaced since), equal parameters (``eta`` aside: it applies to the next trees only), and
+    a custom objective again where there was one. Else None."""
+    import dataclasses
+
+    job = getattr(booster, "_job", None)
+    if job is None or job.dtrain is not dtrain or booster.ensemble is not job.ensemble:
+        return None
+    if (job.obj is None) != (fobj is None) or dataclasses.replace(p, eta=job.params.eta) != job.params:
+        return None
+    return job
 
 
 def boost_gradients(booster, dtrain, grad, hess) -> None:
@@ -252,9 +284,8 @@ def eval_set(booster, evals, iteration: int = 0, feval=None, output_margin: bool
     """``[iteration]\\tname-metric:value...`` for every set and metric, as XGBoost's."""
     from .comm import LocalComm
     from .data import DMatrix
-    from .metric import get_metric
     from .params import parse_params
-    from .training import _metrics_for
+    from ._training_job import metrics_for
 
     for item in evals:
         if not isinstance(item, (tuple, list)) or len(item) != 2:
@@ -267,7 +298,7 @@ def eval_set(booster, evals, iteration: int = 0, feval=None, output_margin: bool
     params = training_params(booster)
     p = parse_params({k: v for k, v in params.items() if k in ("objective", "num_class", "eval_metric",
                                                                  "huber_slope", "scale_pos_weight")})
-    metrics = _metrics_for(p, objective, None, get_metric) if objective is not None else []
+    metrics = metrics_for(p, objective) if objective is not None else []
     comm = LocalComm()
     parts = [f"[{int(iteration)}]"]
     for dmat, name in evals:

@@ -7,7 +7,7 @@ objective, base score, feature names, best iteration, training parameters): the 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -130,17 +130,29 @@ class Booster:
 
     @property
     def best_iteration(self) -> int:
+        """The best round (0-based, counting the rounds of a continued model) by the last metric
+        of the last evaluation set; set by training with evaluation sets and by
+        :class:`~dgboost.callback.EarlyStopping`. AttributeError when not set."""
         best = self.meta.get("best_iteration")
         if best is None:
             raise AttributeError("best_iteration is only set when training used evaluation sets")
         return best
 
+    @best_iteration.setter
+    def best_iteration(self, value: int | None) -> None:
+        self.meta["best_iteration"] = None if value is None else int(value)
+
     @property
     def best_score(self) -> float:
+        """The score of :attr:`best_iteration`. AttributeError when not set."""
         best = self.meta.get("best_score")
         if best is None:
             raise AttributeError("best_score is only set when training used evaluation sets")
         return best
+
+    @best_score.setter
+    def best_score(self, value: float | None) -> None:
+        self.meta["best_score"] = None if value is None else float(value)
 
     def num_features(self) -> int:
         return int(self.meta.get("num_feature") or 0)
@@ -447,19 +459,45 @@ class Booster:
         return trees_dataframe(self, fmap)
 
     # -- training steps -------------------------------------------------------------------
-    def update(self, dtrain, iteration: int, fobj=None) -> None:
+    def update(self, dtrain: DMatrix, iteration: int, fobj: Callable | None = None) -> None:
         """Boost one round on ``dtrain`` (with the custom objective ``fobj``, if given) and
-        append it to this model, as ``xgboost.Booster.update``. It runs
-        :func:`dgboost.train` for one round continuing this model, so ``n`` calls give the
-        model ``train(..., num_boost_round=n)`` gives. ``iteration`` is accepted for
-        compatibility; the round number is the model's :meth:`num_boosted_rounds`."""
+        append it to this model, as ``xgboost.Booster.update``.
+
+        ``n`` calls give the model ``train(..., num_boost_round=n)`` gives. The booster keeps
+        its training job (cuts, binned rows, margins) between calls while the same ``dtrain``
+        object is passed, the model's trees are not changed in between (``load_model``,
+        slicing) and the training parameters stay equal (a new ``eta`` is taken as it is); a
+        ``dtrain`` whose values or labels are changed in place is not noticed. Otherwise the
+        job is made again. ``iteration`` is accepted for compatibility; the round number is
+        the model's :meth:`num_boosted_rounds`.
+
+        Parameters
+        ----------
+        dtrain : DMatrix
+        iteration : int
+            Ignored (XGBoost's round counter).
+        fobj : callable, optional
+            ``fobj(margin, dtrain) -> (grad, hess)``.
+        """
         from ._booster_inspect import train_one_round
 
         train_one_round(self, dtrain, fobj)
 
-    def boost(self, dtrain, iteration: int, grad=None, hess=None, fobj=None) -> None:
+    def boost(self, dtrain: DMatrix, iteration: int, grad: Any = None, hess: Any = None,
+              fobj: Callable | None = None) -> None:
         """Boost one round from the given gradient and hessian (``(n,)`` or ``(n, k)``), or
-        from ``fobj(margin, dtrain) -> (grad, hess)``, as ``xgboost.Booster.boost``."""
+        from ``fobj(margin, dtrain) -> (grad, hess)``, as ``xgboost.Booster.boost``.
+
+        Parameters
+        ----------
+        dtrain : DMatrix
+        iteration : int
+            Ignored (XGBoost's round counter).
+        grad, hess : array-like of float32, optional
+            One value per row and output group.
+        fobj : callable, optional
+            Instead of ``grad`` and ``hess``.
+        """
         from ._booster_inspect import boost_gradients, train_one_round
 
         if grad is not None and hess is not None and fobj is not None:
@@ -499,10 +537,11 @@ class Booster:
 
         load_config(self, config)
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict:
+        # the model only: a training job kept by update() is not pickled
         return {"ensemble": self.ensemble, "meta": self.meta, "_predict_params": self._predict_params}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
 
     def __repr__(self) -> str:

@@ -1,0 +1,462 @@
+"""The per-rank training job: everything one rank holds while it boosts, and one round of it.
+
+A :class:`TrainingJob` is made once per training call (or kept by a Booster between its
+``update`` calls): the objective and starting ensemble, the quantile cuts agreed by all
+ranks, the binned training matrix, the margins of the training and evaluation sets on the
+backend's device, the metrics and the tree grower. :meth:`TrainingJob.run_round` then boosts
+one round: objective -> float32 gradients -> int64 fixed point with a scale agreed through
+the communicator -> one tree per output group -> margins updated from the leaves' row
+segments; the evaluation sets' margins are predicted incrementally with the new trees.
+
+Where trees grow in whole levels (no host decision inside a tree) nothing in a round waits
+for the host: the scales are made on the device from the allreduced maxima, the margins are
+updated there from the tree's node records, and the next round's gradients and first root
+are queued before the host reads and builds the tree, so the device is not idle while the
+host does its part. Work queued for a round that never runs (training stopped) is dropped.
+
+The job knows nothing of Boosters, callbacks or printing: the drivers (:func:`dgboost.train`,
+``Booster.update``, :func:`dgboost.cv`, the Dask rank task) hand it the starting model and
+read its ensemble.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ._array import array_module
+from ._stages import stage
+from .backend import get_backend
+from .binned import BinnedMatrix
+from .checkpoint import check_same_data, cuts_fingerprint, data_fingerprint
+from .comm.base import Communicator, LocalComm
+from .constraints import InteractionConstraints, resolve_monotone_constraints
+from .data import DMatrix
+from .errors import DGBoostValueError
+from .grower import FeatureSampler, TreeGrower
+from .metric import get_metric
+from .objective import CustomObjective, get_objective, score_from_margin
+from .params import TrainParams
+from .quantile import compute_cuts, global_row_index, hashed_uniform
+from .tree import Ensemble
+
+__all__ = ["TrainingJob", "check_features", "metrics_for"]
+
+_SUBSAMPLE_STREAM = 0x5AB5
+
+
+def check_features(dmat: Any, n_features: int, names: Sequence[str] | None, what: str) -> None:
+    """Raise unless ``dmat`` has the training data's number of features and feature names.
+
+    Parameters
+    ----------
+    dmat : DMatrix or DaskDMatrix
+        Anything with ``num_col()`` and ``feature_names``.
+    n_features : int
+        The training data's columns.
+    names : sequence of str or None
+        The training data's feature names.
+    what : str
+        How the message names ``dmat`` (e.g. ``"evaluation set 'valid'"``).
+
+    Raises
+    ------
+    DGBoostValueError
+    """
+    if dmat.num_col() != n_features:
+        raise DGBoostValueError(f"{what} has {dmat.num_col()} features, training data has {n_features}")
+    if names is not None and dmat.feature_names is not None and list(dmat.feature_names) != list(names):
+        diff = [f"{a!r} vs {b!r}" for a, b in zip(dmat.feature_names, names) if a != b][:3]
+        raise DGBoostValueError(f"{what} has different feature names from the training data: {', '.join(diff)}")
+
+
+def metrics_for(p: TrainParams, objective: Any, custom_metric: Callable | None = None) -> list:
+    """The metrics a job evaluates: ``eval_metric``'s, then ``custom_metric``, else the
+    objective's default metric (none for a custom objective).
+
+    Returns
+    -------
+    list of dgboost.metric.Metric
+    """
+    names = list(p.eval_metric) if p.eval_metric else []
+    metrics = [get_metric(m, objective) for m in names]
+    if custom_metric is not None:
+        metrics.append(get_metric(custom_metric, objective))
+    if not metrics and not callable(p.objective) and getattr(objective, "default_metric", None):
+        metrics.append(get_metric(objective.default_metric, objective))
+    return metrics
+
+
+class _Data:
+    """One DMatrix prepared on one rank, on the backend's device: features, labels, margins."""
+
+    def __init__(self, dmat: DMatrix, n_groups: int, base_margin: np.ndarray, backend):
+        self.dmat = dmat
+        self.backend = backend
+        self.values = backend.asarray(dmat.data)
+        self.label = None if dmat.label is None else backend.asarray(np.asarray(dmat.label, np.float32))
+        self.weight = None if dmat.weight is None else backend.asarray(np.asarray(dmat.weight, np.float32))
+        n = dmat.num_row()
+        if dmat.base_margin is not None:
+            if dmat.base_margin.shape[1] != n_groups:
+                raise DGBoostValueError(
+                    f"base_margin has {dmat.base_margin.shape[1]} columns, the model has {n_groups} outputs")
+            margin = dmat.base_margin.astype(np.float32).copy()
+        else:
+            margin = np.empty((n, n_groups), np.float32)
+            margin[:] = base_margin.astype(np.float32)
+        self.margin = backend.asarray(margin)
+
+    @functools.cached_property
+    def global_rows(self) -> np.ndarray | None:
+        """int64 (n,) host: the rows' global indices when the Dask layer placed them out of
+        order (``dmat.row_runs``), else None; made once, for metrics that need the rows' order."""
+        runs = getattr(self.dmat, "row_runs", None)
+        return None if runs is None else global_row_index(runs)
+
+
+def _row_runs(comm: Communicator, dmat: DMatrix) -> tuple[list[tuple[int, int]], int]:
+    """This rank's rows as global (offset, rows) runs, and the rows of all ranks.
+
+    One run after the previous ranks' rows, unless the Dask layer placed the rank's partitions
+    wherever they lie and said where each sits in the global order (``dmat.row_runs``).
+    """
+    runs = getattr(dmat, "row_runs", None)
+    if runs is None:
+        offset, n_global = _row_offset(comm, dmat.num_row())
+        return [(offset, dmat.num_row())], n_global
+    if sum(n for _, n in runs) != dmat.num_row():
+        raise DGBoostValueError(f"row runs {runs} do not cover the rank's {dmat.num_row()} rows")
+    return runs, int(np.asarray(comm.allreduce_sum(np.array([dmat.num_row()], dtype=np.int64)))[0])
+
+
+def _row_offset(comm: Communicator, n_local: int) -> tuple[int, int]:
+    """(global index of this rank's first item, total number of items) for items laid out
+    rank after rank."""
+    counts = np.asarray(comm.allgather(np.array([n_local], dtype=np.int64)))
+    return int(counts[:comm.rank].sum()), int(counts.sum())
+
+
+class TrainingJob:
+    """One rank's training state: objective, ensemble, cuts, binned rows, margins, grower.
+
+    Parameters
+    ----------
+    params : TrainParams
+        Parsed once by the driver; not parsed again here (a callable ``objective`` is taken
+        as ``obj`` on a copy).
+    dtrain : DMatrix
+        This rank's training rows.
+    evals : sequence of (DMatrix, name)
+        Evaluation sets, predicted incrementally after every round.
+    obj : callable, optional
+        Custom objective ``obj(margin, dtrain) -> (grad, hess)``.
+    custom_metric : callable, optional
+        ``custom_metric(predt, dmatrix) -> (name, value)``.
+    comm : Communicator, optional
+        Defaults to :class:`~dgboost.comm.LocalComm`.
+    start : Booster, optional
+        The model to continue (its ensemble is copied; it is not changed).
+    resumed : dict, optional
+        A checkpoint being resumed (:mod:`dgboost.checkpoint`): its ``begin_round`` is the
+        job's, and its data fingerprints must match this data's.
+    fingerprint : bool
+        Compute :attr:`fingerprint` (the data and cuts fingerprints a checkpoint holds).
+    """
+
+    def __init__(self, params: TrainParams, dtrain: DMatrix, evals: Sequence[tuple[DMatrix, str]] = (), *,
+                 obj: Callable | None = None, custom_metric: Callable | None = None,
+                 comm: Communicator | None = None, start: Any = None, resumed: dict | None = None,
+                 fingerprint: bool = False) -> None:
+        p = params
+        if callable(p.objective):
+            obj, p = p.objective, dataclasses.replace(p, objective="reg:squarederror")
+        if dtrain.label is None and obj is None:
+            raise DGBoostValueError("dtrain has no label: pass label= to DMatrix")
+        self.params, self.obj, self.dtrain = p, obj, dtrain
+        self.comm = comm or LocalComm()
+        self.evals = list(evals)
+        # checked against the data before any collective starts
+        self.monotone = resolve_monotone_constraints(p.monotone_constraints, dtrain.num_col(), dtrain.feature_names)
+        self.backend = get_backend(p.device, p.nthread)
+        self._make_objective(start)
+        for dm, name in self.evals:
+            check_features(dm, dtrain.num_col(), dtrain.feature_names, f"evaluation set {name!r}")
+        self._starting_model(start, resumed)
+        self._prepare_data(resumed, fingerprint)
+        self.metrics = metrics_for(p, self.objective, custom_metric)
+        self._make_grower()
+        self.queued: _RoundPairs | None = None  # the next round's pairs, when queued ahead
+
+    # -- set-up -------------------------------------------------------------------------------
+    def _make_objective(self, start: Any) -> None:
+        p, obj, dtrain, comm = self.params, self.obj, self.dtrain, self.comm
+        if start is not None and obj is None and start.meta["objective"] != p.objective:
+            raise DGBoostValueError(f"cannot continue a {start.meta['objective']!r} model with "
+                                    f"objective {p.objective!r}")
+        self.objective = get_objective(p) if obj is None else CustomObjective(obj, p, p.n_groups)
+        self.n_groups = self.objective.n_outputs()
+        if obj is None:
+            self.objective.validate_labels(dtrain.label, dtrain.weight, dtrain.group_ptr)
+            # the ranks' communicator for reductions inside the gradient; ranking: weight
+            # normalisation over all ranks' query groups
+            self.objective.prepare(dtrain.label, dtrain.weight, dtrain.group_ptr, comm)
+            if self.objective.needs_group:
+                # each rank's first global group index (pair sampling hashes it)
+                n_local_groups = 0 if dtrain.group_ptr is None else len(dtrain.group_ptr) - 1
+                self.objective.group_offset, _ = _row_offset(comm, n_local_groups)
+
+    def _starting_model(self, start: Any, resumed: dict | None) -> None:
+        """The ensemble boosting continues (a copy of ``start``'s, or a new one from the base
+        margins), its ``base_score`` and the job's first round."""
+        p, n_groups, objective, dtrain = self.params, self.n_groups, self.objective, self.dtrain
+        if start is not None:
+            self.ensemble = start.ensemble.copy()
+            if self.ensemble.n_groups != n_groups:
+                raise DGBoostValueError("the model to continue has a different number of outputs")
+            self.base_score = start.meta["base_score"]
+            self.begin_round = start.num_boosted_rounds() if resumed is None else resumed["begin_round"]
+            return
+        if p.base_score is not None:
+            margins = np.full(n_groups, objective.margin_from_score(float(p.base_score)))
+        elif self.obj is None:
+            with stage("base margins"):
+                margins = np.asarray(objective.base_margins(dtrain.label, dtrain.weight, self.comm), np.float64)
+        else:
+            margins = np.zeros(n_groups)
+        self.ensemble = Ensemble(n_groups, margins)
+        scores = [float(score_from_margin(objective.name, m)) for m in margins]
+        self.base_score = scores[0] if n_groups == 1 else scores
+        self.begin_round = 0
+
+    def _prepare_data(self, resumed: dict | None, fingerprint: bool) -> None:
+        """Cuts agreed by all ranks, the binned rows, the margins of every data set."""
+        p, dtrain, backend, comm = self.params, self.dtrain, self.backend, self.comm
+        # a row's identity (sketch sample, subsampling) is its index in the global order
+        row_runs, self.n_global = _row_runs(comm, dtrain)
+        global_rows = global_row_index(row_runs, array_module(dtrain.data))
+        max_bin = dtrain.max_bin or p.max_bin
+        with stage("cuts", backend.synchronize):
+            cuts = compute_cuts(dtrain.data, dtrain.weight, max_bin, seed=p.seed, n_global=self.n_global, comm=comm,
+                                sample_rows=p.sketch_sample_rows, global_rows=global_rows)
+        self.fingerprint = None
+        if fingerprint or resumed is not None:
+            self.fingerprint = {"data": data_fingerprint(dtrain, global_rows, self.n_global, comm),
+                                "cuts": cuts_fingerprint(cuts)}
+            if resumed is not None:
+                check_same_data(resumed, self.fingerprint["data"], self.fingerprint["cuts"])
+        del global_rows
+        # deep trees rarely fill a level: the estimate counts at most 256 nodes' histograms, and a
+        # wider level that does not fit fails then, with its own size in the message
+        level_nodes = 2 if p.grow_policy == "lossguide" else 1 << min(max(p.max_depth, 1), 8)
+        if p.max_leaves > 0:
+            level_nodes = min(level_nodes, p.max_leaves)
+        backend.check_training_memory(dtrain.num_row(), dtrain.num_col(), int(cuts.n_bins().max()),
+                                      int(cuts.ptrs[-1]), self.n_groups, level_nodes,
+                                      not isinstance(dtrain.data, np.ndarray))
+        with stage("binning", backend.synchronize):
+            self.binned = BinnedMatrix.from_values(dtrain.data, cuts, backend)
+        with stage("margins", backend.synchronize):
+            self.train_data = _Data(dtrain, self.n_groups, self.ensemble.base_margin, backend)
+            self.eval_data = [_Data(dm, self.n_groups, self.ensemble.base_margin, backend) for dm, _ in self.evals]
+            for d in [self.train_data] + self.eval_data:
+                backend.predict_margin(self.ensemble, d.values, 0, self.ensemble.n_trees, d.margin)
+        # on the backend's device: the subsample mask of every round is hashed there (only made
+        # when rows are sampled: 8 bytes a row)
+        self.global_index = global_row_index(row_runs, backend.xp) if p.subsample < 1.0 else None
+
+    def _make_grower(self) -> None:
+        p, dtrain = self.params, self.dtrain
+        n_features = dtrain.num_col()
+        sampler = FeatureSampler(n_features, p.seed, p.colsample_bytree, p.colsample_bylevel, p.colsample_bynode)
+        interactions = None
+        if p.interaction_constraints is not None:
+            interactions = InteractionConstraints(p.interaction_constraints, n_features, dtrain.feature_names)
+        self.grower = TreeGrower(self.backend, self.comm, p, self.binned, sampler, interactions, self.monotone)
+        # leaves added to the margins on the device from the records of trees grown in whole levels
+        # (no host decision in their growth), so the host reads a tree while the next round's
+        # gradients are made; leaves refitted on the host, clipped into monotone bounds or of a
+        # custom objective (whose call must come after the round's callbacks) go the host's way
+        self.leaves_on_device = (self.grower.grows_without_reads() and self.obj is None
+                                 and not self.objective.adaptive_leaves and self.monotone is None)
+
+    # -- rounds -------------------------------------------------------------------------------
+    def set_eta(self, eta: float) -> None:
+        """Use learning rate ``eta`` from the next tree on (trees already grown keep theirs)."""
+        if float(eta) != self.params.eta:
+            self.params = dataclasses.replace(self.params, eta=float(eta)).validate()
+            self.grower.params = self.params
+
+    def run_round(self, r: int, queue_next: bool = True) -> None:
+        """Boost round ``r``: one tree per output group appended to :attr:`ensemble`, the
+        training and evaluation margins updated.
+
+        Parameters
+        ----------
+        r : int
+            The round (the model's number of rounds before it; seeds subsampling).
+        queue_next : bool
+            Round ``r + 1`` will follow: its gradients and first root may be queued on the
+            device before this round's trees are read on the host.
+        """
+        backend, ensemble, n_groups = self.backend, self.ensemble, self.n_groups
+        queued, self.queued = self.queued, None
+        pairs = queued if queued is not None and queued.round == r else self._pairs(r)
+        del queued
+        new_first = ensemble.n_trees
+        read_later = []  # trees whose leaves the device added to the margins, read after the queueing
+        for k in range(n_groups):
+            bits, scales, gpair = pairs.group(k)
+            maxima = backend.read_later([bits])
+            if not self.leaves_on_device:
+                _check_finite(maxima, r)  # growth reads the device anyway: no tree on bad pairs
+            started = pairs.take_started(new_first + k) if k == 0 else None
+            tree = self.grower.grow_from(started or self.grower.start(gpair, scales, new_first + k))
+            del gpair, started
+            if self.leaves_on_device:
+                backend.add_record_leaf_values(self.train_data.margin, tree.rows, tree.records, scales,
+                                               self.params, k)
+                tree.rows = None
+                read_later.append((tree, maxima))
+            else:
+                self._finish_tree(tree, maxima, r, k, pairs.keep)
+        # round r's gradients go before the next round's are made (device memory)
+        del pairs
+        if read_later and queue_next:
+            # the next round's gradients and its first tree's root are queued before this
+            # round's trees are read and built on the host, so the device works meanwhile
+            # (unused if training stops)
+            self.queued = self._pairs(r + 1)
+            self.queued.start_first_tree(self.grower, new_first + n_groups)
+        for k, (tree, maxima) in enumerate(read_later):
+            self._finish_tree(tree, maxima, r, k, None)
+        for d in self.eval_data:
+            backend.predict_margin(ensemble, d.values, new_first, ensemble.n_trees, d.margin)
+
+    def _pairs(self, r: int) -> "_RoundPairs":
+        return _RoundPairs(r, self.objective, self.obj, self.train_data, self.dtrain, self.n_groups, self.params,
+                           self.global_index, self.backend, self.comm, self.n_global)
+
+    def _finish_tree(self, tree, maxima, r: int, k: int, keep) -> None:
+        """Read and build a grown tree (:class:`~dgboost.grower.GrowingTree`) into the ensemble
+        as group ``k``'s; its leaves go to the margins here unless the device added them."""
+        _check_finite(maxima, r)
+        grown = tree.finish()
+        if self.objective.adaptive_leaves:
+            _refit_leaves(self.objective, grown.tree, grown, self.train_data.margin[:, k], self.dtrain, keep,
+                          self.params, self.comm, self.backend)
+        self.ensemble.append(grown.tree, k)
+        if grown.rows is not None:
+            self.backend.add_leaf_values(self.train_data.margin, grown.rows, grown.begins, grown.ends,
+                                         grown.tree.value[grown.leaf_nodes], k)
+
+    # -- evaluation ---------------------------------------------------------------------------
+    def evaluate(self, history: dict) -> None:
+        """Append every metric of every evaluation set to ``history``
+        (``{name: {metric: [values]}}``), sets and metrics in order."""
+        for d, (dm, name) in zip(self.eval_data, self.evals):
+            for m in self.metrics:
+                value = _evaluate(m, d, dm, self.objective, self.comm, self.obj is not None)
+                history.setdefault(name, {}).setdefault(m.name, []).append(value)
+
+
+def _evaluate(metric, d: _Data, dm: DMatrix, objective, comm, custom_objective: bool) -> float:
+    if getattr(metric, "is_custom", False):
+        # a user's metric function gets host arrays, as XGBoost gives it NumPy predictions
+        margin = d.backend.to_host(d.margin)
+        preds = margin if custom_objective else objective.transform(margin)
+        return float(metric.evaluate_custom(preds, dm))
+    if dm.label is None:
+        raise DGBoostValueError("an evaluation set has no label")
+    extra = {}
+    if metric.needs_row_order and d.global_rows is not None:
+        extra["global_rows"] = d.global_rows
+    return float(metric.evaluate(d.margin, d.label, d.weight, dm.group_ptr, objective, comm, **extra))
+
+
+class _RoundPairs:
+    """One round's gradients, queued on the device, and per output group its quantised pairs.
+
+    The pairs of group 0 are queued at once, those of a later group when :meth:`group` asks
+    (one group's 8 bytes a row held at a time beyond the gradients).
+    """
+
+    def __init__(self, r: int, objective, obj, train_data, dtrain: DMatrix, n_groups: int, p: TrainParams,
+                 global_index, backend, comm, n_global: int):
+        if obj is not None:
+            objective.dtrain = dtrain
+        grad, hess = objective.gradient(train_data.margin, train_data.label, train_data.weight, dtrain.group_ptr, r)
+        xp = backend.xp
+        self.round = r
+        self.grad = xp.asarray(grad, dtype=np.float32).reshape(dtrain.num_row(), n_groups)
+        self.hess = xp.asarray(hess, dtype=np.float32).reshape(dtrain.num_row(), n_groups)
+        self.keep = None
+        if p.subsample < 1.0:
+            self.keep = hashed_uniform(p.seed, _SUBSAMPLE_STREAM + r, global_index) < p.subsample
+        self._backend, self._comm, self._n_global = backend, comm, n_global
+        self._first = self._quantised(0)
+        self._first_tree = None  # group 0's tree, when started ahead
+
+    def _quantised(self, k: int):
+        backend = self._backend
+        g, h = self.grad[:, k], self.hess[:, k]
+        # the maxima as float32 bits, which order as the values do (NaN above inf): the max of
+        # the bits over the ranks is the bits of the max, so every rank makes the same scales
+        # on its device and sees a non-finite value of any rank when it reads them
+        bits = self._comm.allreduce_max(backend.abs_max_bits(g, h))
+        scales = backend.fixed_point_scales(bits, self._n_global)
+        return bits, scales, backend.quantise(g, h, scales, self.keep)
+
+    def start_first_tree(self, grower, tree_index: int) -> None:
+        """Queue the root of group 0's tree (``TreeGrower.start``), to be grown later."""
+        _, scales, gpair = self._first
+        self._first_tree = grower.start(gpair, scales, tree_index)
+
+    def take_started(self, tree_index: int):
+        """The tree :meth:`start_first_tree` started (:class:`~dgboost.grower.StartedTree`,
+        no longer held here), or None."""
+        first, self._first_tree = self._first_tree, None
+        if first is not None and first.tree_index != tree_index:
+            raise AssertionError(f"tree {first.tree_index} was started ahead, tree {tree_index} is due")
+        return first
+
+    def group(self, k: int):
+        """(bits uint32 (2,), scales float64 (2,), pairs int32 (n, 2)) of group ``k``, on the device."""
+        if k == 0 and self._first is not None:
+            first, self._first = self._first, None
+            return first
+        return self._quantised(k)
+
+
+def _check_finite(maxima, r: int) -> None:
+    """Raise if the gradient maxima read by ``maxima`` (``Backend.read_later``) are not finite."""
+    if not np.isfinite(maxima.result()[0].view(np.float32)).all():
+        raise DGBoostValueError(f"round {r}: the objective produced non-finite gradients or hessians")
+
+
+def _refit_leaves(objective, tree, grown, margin, dtrain: DMatrix, keep, p: TrainParams, comm,
+                  backend) -> None:
+    """Objectives like reg:absoluteerror re-fit each leaf to a quantile of its residuals.
+
+    The exact quantile search is host code: rows, margins and the sample mask come to the host.
+    """
+    n = dtrain.num_row()
+    margin = backend.to_host(margin)
+    rows = backend.to_host(grown.rows)
+    keep = None if keep is None else backend.to_host(keep)
+    leaf_of_row = np.full(n, -1, dtype=np.int64)
+    for i, (b, e) in enumerate(zip(grown.begins, grown.ends)):
+        leaf_of_row[rows[b:e]] = i
+    residual = (dtrain.label.astype(np.float64) - margin.astype(np.float64)).astype(np.float32)
+    # unweighted rows take XGBoost's interpolated median (weight None); weights, or rows
+    # left out by subsampling (weight 0), take the weighted median
+    weight = dtrain.weight
+    if keep is not None:
+        weight = np.where(keep, np.ones(n, np.float32) if weight is None else weight, np.float32(0.0))
+    values = np.asarray(objective.leaf_values(residual, weight, leaf_of_row, len(grown.leaf_nodes), comm),
+                        dtype=np.float64)
+    old = tree.value[grown.leaf_nodes].astype(np.float64)
+    refit = np.where(np.isnan(values), old, values * p.eta)
+    tree.value[grown.leaf_nodes] = refit.astype(np.float32)
