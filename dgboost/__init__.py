@@ -17,6 +17,7 @@ from .cv import cv
 from .errors import (CommunicationError, DeviceMemoryError, DGBoostError, DGBoostTypeError,
                      DGBoostValueError, ModelFormatError, ParameterError)
 from .training import TrainingCallback, train
+from . import callback  # noqa: F401 (dgboost.callback, XGBoost's xgboost.callback)
 from .explain.explainer import TreeExplainer
 
 __version__ = "0.1.0"
