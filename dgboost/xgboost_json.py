@@ -18,12 +18,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from dgboost.errors import ModelFormatError
-from dgboost.model_io import (CUSTOM_OBJECTIVE, _as_array, _atomic_write_json, _build_ensemble,
-                              _check_meta_vs_ensemble, _int, _margin_from_score, _normalize_meta,
-                              _require, _score_from_margin, _validate_arrays, canonical_objective,
-                              validate_ensemble)
-from dgboost.tree import NODE_ARRAYS, Ensemble
+from ._model_schema import (
+    CUSTOM_OBJECTIVE,
+    OBJECTIVE_SECTIONS,
+    as_array,
+    as_int,
+    atomic_write_json,
+    base_margin_from_score,
+    base_score_from_margin,
+    build_ensemble,
+    canonical_objective,
+    check_meta_vs_ensemble,
+    normalize_meta,
+    require_key,
+    validate_arrays,
+    validate_ensemble,
+)
+from .errors import ModelFormatError
+from .tree import NODE_ARRAYS, Ensemble
 
 __all__ = ["export_xgboost_dict", "export_xgboost_json", "import_xgboost_dict",
            "import_xgboost_booster", "XGBOOST_FORMAT_VERSION"]
@@ -35,27 +47,6 @@ _ROOT_PARENT = 2147483647
 #: 10**12 must fail at once, not allocate a base margin per output
 MAX_OUTPUTS = 1 << 20
 
-_REG_LOSS = ("reg_loss_param", {"scale_pos_weight": 1})
-_LAMBDARANK = ("lambdarank_param", {
-    "lambdarank_bias_norm": 1, "lambdarank_normalization": 1,
-    "lambdarank_num_pair_per_sample": 4294967295, "lambdarank_pair_method": "topk",
-    "lambdarank_score_normalization": 1, "lambdarank_unbiased": 0, "ndcg_exp_gain": 1})
-# objective -> (parameter section XGBoost expects, its parameters with defaults) or None
-_OBJECTIVE_SECTIONS: dict[str, tuple[str, dict] | None] = {
-    "reg:squarederror": _REG_LOSS, "reg:linear": _REG_LOSS, "reg:logistic": _REG_LOSS,
-    "binary:logistic": _REG_LOSS, "binary:logitraw": _REG_LOSS, "reg:gamma": _REG_LOSS,
-    "reg:squaredlogerror": None, "reg:absoluteerror": None, "binary:hinge": None,
-    "survival:cox": None,
-    "reg:pseudohubererror": ("pseudo_huber_param", {"huber_slope": 1}),
-    "reg:quantileerror": ("quantile_loss_param", {"quantile_alpha": None}),
-    "count:poisson": ("poisson_regression_param", {"max_delta_step": 0.7}),
-    "reg:tweedie": ("tweedie_regression_param", {"tweedie_variance_power": 1.5}),
-    "multi:softmax": ("softmax_multiclass_param", {"num_class": None}),
-    "multi:softprob": ("softmax_multiclass_param", {"num_class": None}),
-    "rank:ndcg": _LAMBDARANK, "rank:pairwise": _LAMBDARANK, "rank:map": _LAMBDARANK,
-    "survival:aft": ("aft_loss_param", {"aft_loss_distribution": "normal",
-                                        "aft_loss_distribution_scale": 1}),
-}
 
 
 # -- small parsers ------------------------------------------------------------------------
@@ -172,14 +163,14 @@ def _out_of_int32(left: np.ndarray, right: np.ndarray, parents: np.ndarray) -> n
 
 
 def _read_tree(t: dict, where: str) -> dict:
-    tp = _require(t, "tree_param", where)
-    n = _int(_parse_param(_require(tp, "num_nodes", f"{where}.tree_param")), f"{where}.num_nodes", lo=1)
+    tp = require_key(t, "tree_param", where)
+    n = as_int(_parse_param(require_key(tp, "num_nodes", f"{where}.tree_param")), f"{where}.num_nodes", lo=1)
     slv = _parse_param(tp.get("size_leaf_vector", "1"))
     if slv not in (0, 1):
         raise ModelFormatError(f"{where}: multi-target (vector-leaf) trees are not supported "
                                f"(size_leaf_vector = {slv})")
     st = t.get("split_type")
-    if st is not None and np.any(_as_array(st, np.int64, f"{where}.split_type") != 0):
+    if st is not None and np.any(as_array(st, np.int64, f"{where}.split_type") != 0):
         raise ModelFormatError(f"{where}: categorical splits are not supported")
     for k in ("categories", "categories_nodes"):
         v = t.get(k)
@@ -189,7 +180,7 @@ def _read_tree(t: dict, where: str) -> dict:
             raise ModelFormatError(f"{where}: categorical splits are not supported")
     raw = {}
     for name, (dt, finite) in _TREE_FIELDS.items():
-        a = _as_array(_require(t, name, where), dt, f"{where}.{name}", finite=finite)
+        a = as_array(require_key(t, name, where), dt, f"{where}.{name}", finite=finite)
         if a.shape[0] != n:
             raise ModelFormatError(f"{where}.{name} has length {a.shape[0]}, expected num_nodes = {n}")
         raw[name] = a
@@ -210,7 +201,7 @@ def _read_tree(t: dict, where: str) -> dict:
         what = "leaf value" if leaf[i] else "split condition"
         raise ModelFormatError(f"{where}.split_conditions has a non-finite {what} ({conditions[i]!r} at node {i})")
     arrs = _node_arrays(raw)
-    if _int(_parse_param(tp.get("num_deleted", "0")), f"{where}.num_deleted") > 0:
+    if as_int(_parse_param(tp.get("num_deleted", "0")), f"{where}.num_deleted") > 0:
         arrs = _renumber(arrs, _bfs_order(left, right, where))  # deleted nodes are unreachable
     for name in ("feature", "default_left"):
         bad = np.flatnonzero(_out_of_range(arrs, name))
@@ -286,8 +277,8 @@ def _read_trees_at_once(trees: list, where: str):
             pieces = [np.asarray(v) for v in fields[name]]
             if any(a.ndim != 1 for a in pieces):
                 return None
-            raw[name] = _as_array(np.concatenate(pieces) if pieces else np.empty(0), dt, name, finite=finite)
-        if split_types and np.any(_as_array(np.concatenate([np.asarray(v) for v in split_types]), np.int64,
+            raw[name] = as_array(np.concatenate(pieces) if pieces else np.empty(0), dt, name, finite=finite)
+        if split_types and np.any(as_array(np.concatenate([np.asarray(v) for v in split_types]), np.int64,
                                             "split_type") != 0):
             return None
     except (ModelFormatError, ValueError, TypeError, OverflowError):
@@ -318,45 +309,45 @@ def _concat(per_tree: list[dict]) -> dict:
 
 def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
     """Read a parsed XGBoost JSON model; returns ``(ensemble, meta)`` (validated)."""
-    learner = _require(d, "learner", "")
-    gb = _require(learner, "gradient_booster", "learner")
-    name = _require(gb, "name", "learner.gradient_booster")
+    learner = require_key(d, "learner", "")
+    gb = require_key(learner, "gradient_booster", "learner")
+    name = require_key(gb, "name", "learner.gradient_booster")
     weight_drop = None
     if name == "gbtree":
-        model = _require(gb, "model", "learner.gradient_booster")
+        model = require_key(gb, "model", "learner.gradient_booster")
     elif name == "dart":
         if "gbtree" in gb:
-            model = _require(_require(gb, "gbtree", "learner.gradient_booster"), "model",
+            model = require_key(require_key(gb, "gbtree", "learner.gradient_booster"), "model",
                              "learner.gradient_booster.gbtree")
         else:
-            model = _require(gb, "model", "learner.gradient_booster")
+            model = require_key(gb, "model", "learner.gradient_booster")
         weight_drop = gb.get("weight_drop")
     else:
         raise ModelFormatError(f"XGBoost booster {name!r} is not supported (only gbtree and dart)")
     where = "learner.gradient_booster.model"
     if isinstance(model, dict) and "weight_drop" in model:
         weight_drop = model["weight_drop"]
-    lmp = _require(learner, "learner_model_param", "learner")
+    lmp = require_key(learner, "learner_model_param", "learner")
     w = "learner.learner_model_param"
-    num_class = _int(_parse_param(_require(lmp, "num_class", w)), f"{w}.num_class")
-    num_feature = _int(_parse_param(_require(lmp, "num_feature", w)), f"{w}.num_feature")
-    num_target = _int(_parse_param(lmp.get("num_target", "1")), f"{w}.num_target", lo=1)
+    num_class = as_int(_parse_param(require_key(lmp, "num_class", w)), f"{w}.num_class")
+    num_feature = as_int(_parse_param(require_key(lmp, "num_feature", w)), f"{w}.num_feature")
+    num_target = as_int(_parse_param(lmp.get("num_target", "1")), f"{w}.num_target", lo=1)
     n_groups = num_class if num_class > 0 else num_target
     if n_groups > MAX_OUTPUTS:  # checked before anything is allocated per output
         raise ModelFormatError(f"{w} declares {n_groups} outputs (num_class / num_target); at most "
                                f"{MAX_OUTPUTS} are supported")
-    obj_sec = _require(learner, "objective", "learner")
-    objective = canonical_objective(_require(obj_sec, "name", "learner.objective"),
+    obj_sec = require_key(learner, "objective", "learner")
+    objective = canonical_objective(require_key(obj_sec, "name", "learner.objective"),
                                     "learner.objective.name")
     if objective == CUSTOM_OBJECTIVE:  # dgboost's marker is never an XGBoost objective name
         raise ModelFormatError(f"learner.objective.name {objective!r} is not an XGBoost objective")
-    scores = _parse_base_score(_require(lmp, "base_score", w), f"{w}.base_score")
+    scores = _parse_base_score(require_key(lmp, "base_score", w), f"{w}.base_score")
     if len(scores) not in (1, n_groups):
         raise ModelFormatError(f"{w}.base_score has {len(scores)} values for {n_groups} outputs")
-    base_margin = [_margin_from_score(objective, s) for s in np.broadcast_to(scores, (n_groups,))]
+    base_margin = [base_margin_from_score(objective, s) for s in np.broadcast_to(scores, (n_groups,))]
 
-    trees = _require(model, "trees", where)
-    tree_info = _as_array(_require(model, "tree_info", where), np.int64, f"{where}.tree_info")
+    trees = require_key(model, "trees", where)
+    tree_info = as_array(require_key(model, "tree_info", where), np.int64, f"{where}.tree_info")
     if not isinstance(trees, list):
         raise ModelFormatError(f"{where}.trees must be a list")
     if tree_info.shape[0] != len(trees):
@@ -368,14 +359,14 @@ def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
     if "num_trees" in gmp and _parse_param(gmp["num_trees"]) != len(trees):
         raise ModelFormatError(f"{where}.gbtree_model_param.num_trees is {gmp['num_trees']!r} but "
                                f"there are {len(trees)} trees")
-    npt = _int(_parse_param(gmp.get("num_parallel_tree", "1")), f"{where}.num_parallel_tree", lo=1)
+    npt = as_int(_parse_param(gmp.get("num_parallel_tree", "1")), f"{where}.num_parallel_tree", lo=1)
     cats = model.get("cats") or {}
     if isinstance(cats, dict) and cats.get("enc"):
         raise ModelFormatError(f"{where}: categorical features (cats.enc) are not supported")
     if tree_info.size and (tree_info.min() < 0 or tree_info.max() >= n_groups):
         raise ModelFormatError(f"{where}.tree_info has an output group out of range 0..{n_groups - 1}")
     if weight_drop is not None:
-        weight_drop = _as_array(weight_drop, np.float32, f"{where}.weight_drop")
+        weight_drop = as_array(weight_drop, np.float32, f"{where}.weight_drop")
         if weight_drop.shape[0] != len(trees):
             raise ModelFormatError(f"{where}.weight_drop has length {weight_drop.shape[0]} for "
                                    f"{len(trees)} trees")
@@ -385,7 +376,7 @@ def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
         arrays["value"] = (arrays["value"] * np.repeat(weight_drop, sizes)).astype(np.float32)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     bm = np.asarray(base_margin, dtype=np.float64)
-    _validate_arrays(n_groups, bm, offsets, tree_info.astype(np.int32), arrays, num_feature,
+    validate_arrays(n_groups, bm, offsets, tree_info.astype(np.int32), arrays, num_feature,
                      where="XGBoost model", require_order=False)
     # dgboost numbers children after their parents: renumber trees that do not
     par, idx = arrays["parent"], np.arange(offsets[-1]) - np.repeat(offsets[:-1], sizes)
@@ -426,8 +417,8 @@ def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
         "params": {"num_parallel_tree": npt} if npt > 1 else {},
         "attributes": attrs,
     }
-    meta = _normalize_meta(meta, "XGBoost learner")
-    return _build_ensemble(n_groups, bm, offsets, tree_info, arrays), meta
+    meta = normalize_meta(meta, "XGBoost learner")
+    return build_ensemble(n_groups, bm, offsets, tree_info, arrays), meta
 
 
 def import_xgboost_booster(booster) -> tuple[Ensemble, dict]:
@@ -450,11 +441,11 @@ def _objective_section(meta: dict) -> dict:
     name = meta["objective"]
     if name == CUSTOM_OBJECTIVE:
         name = "reg:squarederror"
-    if name not in _OBJECTIVE_SECTIONS:
+    if name not in OBJECTIVE_SECTIONS:
         raise ModelFormatError(f"cannot export objective {name!r} to XGBoost JSON (known: "
-                               f"{sorted(_OBJECTIVE_SECTIONS)})")
+                               f"{sorted(OBJECTIVE_SECTIONS)})")
     out = {"name": "reg:squarederror" if name == "reg:linear" else name}
-    spec = _OBJECTIVE_SECTIONS[name]
+    spec = OBJECTIVE_SECTIONS[name]
     if spec is None:
         return out
     section, defaults = spec
@@ -474,14 +465,14 @@ def _objective_section(meta: dict) -> dict:
 
 def export_xgboost_dict(ensemble: Ensemble, meta: dict) -> dict:
     """The model as the dict XGBoost 3.4's ``Booster.save_model("m.json")`` writes."""
-    meta = _normalize_meta(meta, "meta")
+    meta = normalize_meta(meta, "meta")
     nf = meta["num_feature"]
     validate_ensemble(ensemble, nf)
-    _check_meta_vs_ensemble(meta, ensemble.n_groups)
+    check_meta_vs_ensemble(meta, ensemble.n_groups)
     objective = _objective_section(meta)
     n_groups = ensemble.n_groups
     num_class = meta["num_class"]
-    scores = [_score_from_margin(meta["objective"], m) for m in ensemble.base_margin]
+    scores = [base_score_from_margin(meta["objective"], m) for m in ensemble.base_margin]
     off = ensemble.offsets()
     groups = ensemble.groups()
     n_trees = ensemble.n_trees
@@ -545,4 +536,4 @@ def export_xgboost_dict(ensemble: Ensemble, meta: dict) -> dict:
 
 def export_xgboost_json(path, ensemble: Ensemble, meta: dict) -> None:
     """Write an XGBoost JSON model file atomically (``xgboost.Booster(model_file=path)`` loads it)."""
-    _atomic_write_json(path, export_xgboost_dict(ensemble, meta))
+    atomic_write_json(path, export_xgboost_dict(ensemble, meta))

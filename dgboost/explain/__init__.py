@@ -13,8 +13,8 @@ from .paths import PATH_ELEMENT_DTYPE, PathTable, as_path_table, extract_paths
 from .binpack import (BIN_CAPACITY, PackedTable, best_fit_decreasing, bin_items,
                       first_fit_decreasing, next_fit, pack)
 from .tables import WeightTables, build_tables
-from .treeshap import (shap_interactions, shap_values, shap_values_interventional,
-                       shap_values_path, shap_values_table)
+from .treeshap import shap_interactions, shap_values, shap_values_path, shap_values_table
+from .interventional import shap_values_interventional
 from .importers import ThresholdEncoder, UnsupportedModelError, to_ensemble
 from .explainer import AdditivityError, Explanation, TreeExplainer
 from .api import booster_contributions

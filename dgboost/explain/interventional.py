@@ -28,6 +28,7 @@ from numba import njit, prange
 
 from ..errors import DGBoostValueError
 from .paths import PathTable, as_path_table, element_is_on
+from .rows import prepare_rows
 
 __all__ = ["shap_values_interventional", "path_on_bits", "path_word_offsets", "background_terms",
            "sigmoid_values", "shapley_weights", "table_weights", "check_transform", "check_background",
@@ -338,7 +339,6 @@ def shap_values_interventional(model, X, background, transform: str | None = Non
     secant of the sigmoid); the bias column is then the mean of the background's probabilities.
     """
     check_transform(transform)
-    from .treeshap import prepare_rows
 
     table = as_path_table(model)
     Xf = prepare_rows(X, table.n_features)

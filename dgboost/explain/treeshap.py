@@ -35,12 +35,20 @@ from numba import njit, prange
 
 from ..errors import DGBoostTypeError, DGBoostValueError
 from .paths import PathTable, as_path_table, element_is_on
-from .tables import (DEFAULT_MAX_K, DEFAULT_MAX_K_INTERACTIONS, DEFAULT_MAX_TABLE_BYTES,
-                     InteractionTables, WeightTables, build_interaction_tables, build_tables,
-                     gauss_legendre_01)
+from .rows import check_rows, prepare_rows
+from .tables import (
+    DEFAULT_MAX_K,
+    DEFAULT_MAX_K_INTERACTIONS,
+    DEFAULT_MAX_TABLE_BYTES,
+    InteractionTables,
+    WeightTables,
+    build_interaction_tables,
+    build_tables,
+    gauss_legendre_01,
+)
 
 __all__ = ["shap_values_path", "shap_values_table", "shap_values", "shap_interactions",
-           "shap_values_interventional", "prepare_rows", "cached_tables",
+           "check_rows", "prepare_rows", "cached_tables",
            "cached_interaction_tables", "DEFAULT_BLOCK_ROWS", "SLICE_PATHS",
            "INTERACTION_SLICE_PATHS", "interaction_slice_paths", "QUADRATURE_MAX_K"]
 
@@ -70,30 +78,8 @@ _PROCESS_LOCK = threading.Lock()
 
 
 # ---------------------------------------------------------------------------------------
-# inputs
+# blocks of rows
 # ---------------------------------------------------------------------------------------
-def check_rows(X, n_features: int) -> None:
-    """Refuse a host or device matrix ``X`` that is not numeric, not 2-d, or narrower than
-    ``n_features`` columns (DGBoostTypeError / DGBoostValueError)."""
-    if not (np.issubdtype(X.dtype, np.integer) or np.issubdtype(X.dtype, np.floating)
-            or X.dtype == np.bool_):
-        raise DGBoostTypeError(f"X must be numeric, got dtype {X.dtype}")
-    if X.ndim != 2:
-        raise DGBoostValueError(f"X must be 2-dimensional (rows, features), got shape {X.shape}")
-    if X.shape[1] < n_features:
-        raise DGBoostValueError(f"X has {X.shape[1]} columns but the model splits on feature "
-                                f"{n_features - 1}; expected at least {n_features} columns")
-
-
-def prepare_rows(X, n_features: int) -> np.ndarray:
-    """``X`` as a C-contiguous float32 matrix with at least ``n_features`` columns."""
-    if hasattr(X, "to_numpy"):  # pandas / polars
-        X = X.to_numpy()
-    X = np.asarray(X)
-    check_rows(X, n_features)
-    return np.ascontiguousarray(X, dtype=np.float32)
-
-
 def _block_rows(n: int, block_rows: int | None, acc_width: int = 1, min_rows: int = 16) -> int:
     """Rows per block: given, else DEFAULT_BLOCK_ROWS capped so the block's float64
     accumulator (``acc_width`` values per row) stays around 1 MiB (>= ``min_rows``)."""
@@ -814,5 +800,3 @@ def shap_interactions(model, X, *, block_rows: int | None = None,
     out[:, :, F, F] = _bias(table)
     return out
 
-
-from .interventional import shap_values_interventional  # noqa: E402  (re-export)
