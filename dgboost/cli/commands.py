@@ -18,7 +18,7 @@ from ..errors import DGBoostError, DGBoostTypeError, DGBoostValueError
 from ._format import say, seconds, table
 from .config import load_config
 from .demo import DEMO_STEPS, DemoRun
-from .device import resolve_device
+from .device import DEVICE, resolve_device
 from .files import read_table, split_columns, write_explanations, write_predictions
 
 __all__ = ["main", "CLIError"]
@@ -60,8 +60,9 @@ def main() -> None:
               help="Rows of synthetic data (20% held out for testing).")
 @click.option("--rounds", type=click.IntRange(min=1), default=50, show_default=True,
               help="Boosting rounds.")
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
-              help="auto: cuda when a GPU and CuPy are usable (on every worker), else cpu.")
+@click.option("--device", type=DEVICE, default="auto", show_default=True,
+              help="auto: cuda when a GPU and CuPy are usable (on every worker), else cpu; or cpu, cuda, "
+                   "cuda:N, gpu, gpu:N (docs/devices.md).")
 @click.option("--cluster", "cluster", default=None, metavar="CONFIG",
               help="The Dask cluster to run on: a shipped config (local-cpu, local-cuda, slurm-cuda, "
                    "kubernetes-cuda, existing-scheduler) or a cluster YAML file. Default: local-cuda "
@@ -340,9 +341,9 @@ def predict(model_path: str, data_path: str, output_path: str, margin: bool, lab
 @click.option("--cluster", "cluster", default=None, metavar="CONFIG",
               help="Explain on this Dask cluster (a shipped config name or a cluster YAML); the "
                    "values are written by the workers, never gathered here.")
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+@click.option("--device", type=DEVICE, default="auto", show_default=True,
               help="Where to explain: auto = the GPU when there is one (with --cluster: the workers' "
-                   "GPUs when every worker has one).")
+                   "GPUs when every worker has one); or cpu, cuda, cuda:N, gpu, gpu:N (docs/devices.md).")
 @click.option("--quiet", is_flag=True, help="No progress output (errors only).")
 @_errors_to_exit_code
 def explain(model_path: str, data_path: str, output_path: str, interactions: bool, algorithm: str,

@@ -8,13 +8,20 @@ outputs are ``(F+1)^2`` per row: blocks are re-chunked so that no block's output
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import dask.array as da
 import numpy as np
 
 from .._array import array_module, is_device_array
-from ..errors import DGBoostTypeError, DGBoostValueError
+from ..device import Device, parse_device
+from ..errors import DGBoostTypeError
 from ._held_blocks import held_blocks_array, where_held
 from .prediction import as_booster, frame_meta_like, model_reference
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+    from distributed import Client
 
 __all__ = ["shap_values", "shap_frame_meta"]
 
@@ -33,15 +40,18 @@ def _as_explainer(model_or_explainer, background):
     return TreeExplainer(model, data=background, progress=False)
 
 
-def _on_device(explainer, device: str | None, rows_on_gpu: bool):
+def _on_device(explainer, device: Device | None, rows_on_gpu: bool):
     """The explainer that runs here: on the GPU for rows already there, or for every block
-    when ``device`` is ``"cuda"`` (host rows are uploaded, their values come back to the host)."""
-    if explainer.device == "cpu" and (rows_on_gpu or device == "cuda"):
-        return explainer.with_device("cuda")  # a shallow copy; the upload is cached per worker
+    when ``device`` is a GPU (host rows are uploaded, their values come back to the host). A GPU
+    that is not usable on this worker gives the CPU, with a warning (the rule of every entry point)."""
+    if device is not None and device.is_cuda and not explainer.device.is_cuda:
+        return explainer.with_device(device)  # a shallow copy; the upload is cached per worker
+    if rows_on_gpu and not explainer.device.is_cuda:
+        return explainer.with_device("cuda")  # rows on a GPU: a GPU works here
     return explainer
 
 
-def _explain_block(block, explainer, interactions: bool, trailing: tuple, device: str | None = None):
+def _explain_block(block, explainer, interactions: bool, trailing: tuple, device: Device | None = None):
     if block.shape[0] == 0:
         return array_module(block).empty((0,) + tuple(trailing), np.float64)
     explainer = _on_device(explainer, device, is_device_array(block))
@@ -50,7 +60,7 @@ def _explain_block(block, explainer, interactions: bool, trailing: tuple, device
     return explainer.shap_values(block, progress=False)
 
 
-def _frame_partition(part, explainer, device: str | None = None):
+def _frame_partition(part, explainer, device: Device | None = None):
     on_gpu = type(part).__module__.split(".")[0] == "cudf"
     if part.shape[0] == 0:
         out = shap_frame_meta(explainer, [str(c) for c in part.columns])
@@ -88,8 +98,10 @@ def shap_frame_meta(explainer, columns=None):
     return pd.DataFrame({c: np.empty(0, np.float64) for c in cols})
 
 
-def shap_values(client, model_or_explainer, data, interactions: bool = False, background=None,
-                max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES, device: str | None = None):
+def shap_values(client: Client | None, model_or_explainer: Any, data: da.Array | dd.DataFrame,
+                interactions: bool = False, background: Any = None,
+                max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES,
+                device: str | Device | None = None) -> da.Array | dd.DataFrame:
     """SHAP values of a dask Array or DataFrame, computed where the rows are; lazy.
 
     Parameters
@@ -104,11 +116,14 @@ def shap_values(client, model_or_explainer, data, interactions: bool = False, ba
         Background rows for interventional SHAP (when a model, not an explainer, is given).
     max_block_bytes : int
         Upper bound on one block's output (interaction outputs are re-chunked by rows to fit).
-    device : {None, "cpu", "cuda"}
-        Where the workers explain. None or ``"cpu"``: on the explainer's device, and on the
-        worker's GPU for blocks already there (CuPy, cuDF). ``"cuda"``: every block on the
-        worker's GPU (host blocks are uploaded there and their values come back to the host),
-        e.g. pandas partitions read from Parquet by Dask-CUDA workers; the workers need a GPU.
+    device : str or Device, optional
+        Where the workers explain: any spelling :func:`dgboost.device.parse_device` accepts
+        (checked here, on the client). None or the CPU: on the explainer's device, and on
+        the worker's GPU for blocks already there (CuPy, cuDF). A GPU (``"cuda"``,
+        ``"gpu:0"``...): every block on the worker's GPU (host blocks are uploaded there and
+        their values come back to the host), e.g. pandas partitions read from Parquet by
+        Dask-CUDA workers; a worker without a usable GPU explains on its CPU, with a warning
+        in its log (:func:`dgboost.device.resolve_device`).
 
     Returns
     -------
@@ -121,8 +136,9 @@ def shap_values(client, model_or_explainer, data, interactions: bool = False, ba
     import dask.dataframe as dd
     from distributed import default_client
 
-    if device not in (None, "cpu", "cuda"):
-        raise DGBoostValueError(f"device must be None, 'cpu' or 'cuda', got {device!r}")
+    device = None if device is None else parse_device(device)
+    if device is not None and not device.is_cuda:
+        device = None  # the CPU: the explainer's own device
     client = client if client is not None else default_client()
     explainer = _as_explainer(model_or_explainer, background)
     ref = model_reference(explainer)

@@ -9,7 +9,7 @@ input a Series (1-D output) or DataFrame (2-D output) with the input's divisions
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,6 +17,11 @@ from .._array import array_module
 from ..errors import DGBoostTypeError
 from ._held_blocks import held_blocks_array, where_held
 from ._matrix import DaskDMatrix
+
+if TYPE_CHECKING:
+    import dask.array as da
+    import dask.dataframe as dd
+    from distributed import Client
 
 __all__ = ["predict", "inplace_predict", "model_reference", "as_booster"]
 
@@ -179,9 +184,11 @@ def _map_dmatrix(client, booster, dm: DaskDMatrix, kwargs: dict):
     return da.concatenate(pieces, axis=0)
 
 
-def predict(client, model, data, output_margin: bool = False, pred_leaf: bool = False,
-            pred_contribs: bool = False, approx_contribs: bool = False, pred_interactions: bool = False,
-            validate_features: bool = True, iteration_range=(0, 0), strict_shape: bool = False):
+def predict(client: Client | None, model: Any, data: DaskDMatrix | da.Array | dd.DataFrame,
+            output_margin: bool = False, pred_leaf: bool = False, pred_contribs: bool = False,
+            approx_contribs: bool = False, pred_interactions: bool = False, validate_features: bool = True,
+            iteration_range: tuple[int, int] = (0, 0),
+            strict_shape: bool = False) -> da.Array | dd.Series | dd.DataFrame:
     """Predict on a Dask cluster (``xgboost.dask.predict``); lazy.
 
     Parameters
@@ -191,7 +198,9 @@ def predict(client, model, data, output_margin: bool = False, pred_leaf: bool = 
     data : DaskDMatrix, dask Array (n, F) or dask DataFrame
     output_margin, pred_leaf, pred_contribs, approx_contribs, pred_interactions, validate_features,
     iteration_range, strict_shape
-        As for :meth:`dgboost.Booster.predict`.
+        As for :meth:`dgboost.Booster.predict`. The workers predict on the booster's
+        device (:meth:`dgboost.Booster.set_param`), by the rule of every entry point: a
+        worker without a usable GPU predicts on its CPU, with a warning in its log.
 
     Returns
     -------
@@ -213,9 +222,10 @@ def predict(client, model, data, output_margin: bool = False, pred_leaf: bool = 
     return _map_collection(client, booster, data, kwargs)
 
 
-def inplace_predict(client, model, data, iteration_range=(0, 0), predict_type: str = "value",
-                    missing: float = np.nan, validate_features: bool = True, base_margin=None,
-                    strict_shape: bool = False):
+def inplace_predict(client: Client | None, model: Any, data: da.Array | dd.DataFrame,
+                    iteration_range: tuple[int, int] = (0, 0), predict_type: str = "value",
+                    missing: float = np.nan, validate_features: bool = True, base_margin: da.Array | None = None,
+                    strict_shape: bool = False) -> da.Array | dd.Series | dd.DataFrame:
     """Predict a dask Array or DataFrame without a DaskDMatrix (``xgboost.dask.inplace_predict``).
 
     ``predict_type`` is ``"value"`` or ``"margin"``; ``base_margin`` a dask Array aligned with

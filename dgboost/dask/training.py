@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 from .._stages import recording
 from ..checkpoint import checkpointer_for
 from ..comm.timed import TimedComm
+from ..device import parse_device, resolve_device
 from ..errors import CommunicationError, DGBoostTypeError, DGBoostValueError
 from ..training import _check_features
 from ._communicator import make_spec, open_comm, release_spec
@@ -61,8 +62,9 @@ def _rank_task(rank: int, world_size: int, spec: dict, params: dict, train_parts
         from distributed import get_worker
 
         numba.set_num_threads(max(1, min(int(get_worker().state.nthreads), numba.config.NUMBA_NUM_THREADS)))
-    if str(p.device).startswith(("cuda", "gpu")):
-        _use_worker_gpu(p)
+    device = resolve_device(p.device)  # the rule of every entry point, on this worker
+    if device.is_cuda:
+        _use_worker_gpu(device)
     dtrain = as_rank_dmatrix(train_parts, **train_meta)
     evals = [(as_rank_dmatrix(parts, **meta), name) for parts, meta, name in eval_sets]
     t_data = time.perf_counter()
@@ -90,13 +92,11 @@ def _rank_task(rank: int, world_size: int, spec: dict, params: dict, train_parts
     return (booster if rank == 0 else None), history, stages
 
 
-def _use_worker_gpu(p) -> None:
+def _use_worker_gpu(device) -> None:
     """A CUDA worker trains on the GPU dask-cuda gave it (its first visible device)."""
     import cupy
 
-    device = str(p.device)
-    index = int(device.partition(":")[2] or 0)
-    cupy.cuda.Device(index).use()
+    cupy.cuda.Device(device.index).use()
 
 
 def _worker_gpu(dask_worker=None):
@@ -317,14 +317,16 @@ def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int,
         warnings.warn(f"dgboost.dask.train: {note}", RuntimeWarning, stacklevel=3)
     stages["placement_s"] = lap()
     device_ids, kept = None, []
-    device = str(params.get("device", "cpu"))
-    if device.startswith(("cuda", "gpu")):
+    device = parse_device(params.get("device", "cpu"))
+    if device.is_cuda:
         found = client.run(_worker_gpu, workers=list(placement.workers))
         ids = [found[w][0] if w in found else None for w in placement.workers]
         kept = [found[w][1] if w in found else None for w in placement.workers]
         device_ids = ids if all(i is not None for i in ids) else None
+        if device_ids is None:  # the missing-GPU rule, said here too: the workers' warnings stay in their logs
+            resolve_device(device, available=(0, "a worker has no usable GPU"))
     spec = make_spec(client, world, communicator, timeout, device_ids, workers=placement.workers,
-                     kept_states=kept, device=int(device.partition(":")[2] or 0))
+                     kept_states=kept, device=device.index)
     stages["communicator_spec_s"] = lap()
     # a key of its own for every job: Dask would hand back a finished job's result for a reused key
     job = uuid.uuid4().hex
