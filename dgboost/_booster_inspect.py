@@ -282,10 +282,10 @@ def _fmt_metric(value: float) -> str:
 
 def eval_set(booster, evals, iteration: int = 0, feval=None, output_margin: bool = True) -> str:
     """``[iteration]\\tname-metric:value...`` for every set and metric, as XGBoost's."""
+    from ._training_job import metrics_for
     from .comm import LocalComm
     from .data import DMatrix
     from .params import parse_params
-    from ._training_job import metrics_for
 
     for item in evals:
         if not isinstance(item, (tuple, list)) or len(item) != 2:
@@ -362,7 +362,8 @@ def save_config(booster) -> str:
                                                               (meta.get("objective_params") or {}).items()}}
                                           if meta.get("objective_params") else {})},
         },
-        "dgboost": {"params": _jsonable(meta.get("params") or {}), "predict_params": _jsonable(booster._predict_params)},
+        "dgboost": {"params": _jsonable(meta.get("params") or {}),
+                    "predict_params": _jsonable(booster._predict_params)},
     }
     return json.dumps(config, sort_keys=True)
 

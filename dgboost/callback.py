@@ -179,6 +179,8 @@ class EarlyStopping(TrainingCallback):
 
     def before_training(self, model: Any) -> Any:
         self.starting_round = model.num_boosted_rounds()
+        if self.save_best and not hasattr(model, "__getitem__"):
+            raise DGBoostValueError("`save_best` is not applicable to the `cv` function as it doesn't return a model.")
         return model
 
     def _improves(self, score: float) -> bool:

@@ -1,23 +1,26 @@
 """Cross-validation with XGBoost's ``xgboost.cv`` name, arguments and result columns.
 
-Each fold is trained with :func:`dgboost.train` (evaluated on its own training and test rows);
-the per-round metrics are then averaged over the folds. Trees never depend on evaluation
-results, so early stopping on the fold mean (as XGBoost does it, on the last metric of the
-``test`` set) is applied to the averaged history afterwards, giving the same rows.
+Every fold is a :class:`~dgboost._training_job.TrainingJob` on its training rows, evaluated
+on them (``train``) and on its test rows (``test``); the folds boost round by round
+together, and after each round the callbacks of :mod:`dgboost.callback` see the fold means
+and standard deviations as ``(mean, std)`` pairs, as XGBoost's do: the user's callbacks,
+then the :class:`~dgboost.callback.EvaluationMonitor` (``verbose_eval``) and the
+:class:`~dgboost.callback.EarlyStopping` (``early_stopping_rounds``, on the last metric of
+the ``test`` set). When a callback stops training the rows end at the best round.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ._training_job import TrainingJob
+from .callback import CallbackContainer, EarlyStopping, EvaluationMonitor, TrainingCallback
 from .data import DMatrix
 from .errors import DGBoostTypeError, DGBoostValueError
+from .params import canonical_name, parse_params
 
 __all__ = ["cv"]
-
-# XGBoost's EarlyStopping maximises metrics whose names start with one of these
-_MAXIMIZE_PREFIXES = ("auc", "aucpr", "pre", "map", "ndcg", "interval-regression-accuracy")
 
 
 def _subset(dmat: DMatrix, rows: np.ndarray) -> DMatrix:
@@ -93,17 +96,13 @@ def _make_folds(dtrain: DMatrix, nfold: int, stratified: bool, folds, seed: int,
             for i in range(nfold)]
 
 
-def _maximizes(metric: str) -> bool:
-    return metric.startswith(_MAXIMIZE_PREFIXES)
-
-
-def cv(params: dict, dtrain: DMatrix, num_boost_round: int = 10, nfold: int = 3,
-       stratified: bool = False, folds=None, metrics: Sequence[str] | str = (),
+def cv(params: Mapping[str, Any] | Sequence[tuple[str, Any]], dtrain: DMatrix, num_boost_round: int = 10,
+       nfold: int = 3, stratified: bool = False, folds: Iterable | Any = None, metrics: Sequence[str] | str = (),
        obj: Callable | None = None, feval: Callable | None = None, maximize: bool | None = None,
        early_stopping_rounds: int | None = None, fpreproc: Callable | None = None,
        as_pandas: bool = True, verbose_eval: bool | int | None = None, show_stdv: bool = True,
-       seed: int = 0, callbacks: Iterable | None = None, shuffle: bool = True,
-       custom_metric: Callable | None = None):
+       seed: int = 0, callbacks: Iterable[TrainingCallback] | None = None, shuffle: bool = True,
+       custom_metric: Callable | None = None) -> Any:
     """Cross-validation, as ``xgboost.cv``.
 
     Parameters
@@ -138,7 +137,9 @@ def cv(params: dict, dtrain: DMatrix, num_boost_round: int = 10, nfold: int = 3,
     seed, shuffle
         Fold generation, as XGBoost.
     callbacks : iterable of TrainingCallback, optional
-        Passed to :func:`dgboost.train` of every fold.
+        Called as XGBoost's ``cv`` calls them: with an object standing for all folds
+        (``num_boosted_rounds``, ``set_param`` of ``learning_rate``, ``best_iteration``,
+        ``best_score``) and the history of ``(mean, std)`` pairs.
 
     Returns
     -------
@@ -147,13 +148,42 @@ def cv(params: dict, dtrain: DMatrix, num_boost_round: int = 10, nfold: int = 3,
         (``train``, ``test``) and every metric; one row per round (population standard
         deviation over folds, as XGBoost).
     """
-    from .training import train
+    params = _check_arguments(params, dtrain, num_boost_round, early_stopping_rounds, metrics)
+    custom_metric = custom_metric or feval
+    jobs = []
+    for tr, te in _make_folds(dtrain, nfold, stratified, folds, seed, shuffle):
+        d_tr, d_te, fold_params = _subset(dtrain, tr), _subset(dtrain, te), dict(params)
+        if fpreproc is not None:
+            d_tr, d_te, fold_params = fpreproc(d_tr, d_te, fold_params)
+        jobs.append(TrainingJob(parse_params(fold_params), d_tr, [(d_tr, "train"), (d_te, "test")], obj=obj,
+                                custom_metric=custom_metric))
+    callbacks = list(callbacks or ())
+    if verbose_eval:
+        period = 1 if verbose_eval is True else int(verbose_eval)
+        callbacks.append(EvaluationMonitor(period=period, show_stdv=show_stdv))
+    if early_stopping_rounds is not None:
+        callbacks.append(EarlyStopping(rounds=int(early_stopping_rounds), maximize=maximize))
+    history = _boost_folds(_Folds(jobs), CallbackContainer(callbacks), int(num_boost_round))
+    results: dict[str, list] = {}
+    for data, metrics_log in history.items():
+        for metric, log in metrics_log.items():
+            results[f"{data}-{metric}-mean"] = [mean for mean, _ in log]
+            results[f"{data}-{metric}-std"] = [std for _, std in log]
+    if as_pandas:
+        import pandas as pd
 
+        return pd.DataFrame.from_dict(results)
+    return results
+
+
+def _check_arguments(params: Any, dtrain: DMatrix, num_boost_round: int, early_stopping_rounds: int | None,
+                     metrics: Sequence[str] | str) -> dict:
+    """Raise for bad arguments of :func:`cv`; returns the params dict with ``metrics`` as its
+    ``eval_metric``."""
     if not isinstance(dtrain, DMatrix):
         raise DGBoostTypeError(f"dtrain must be a DMatrix, got {type(dtrain).__name__}")
     if int(num_boost_round) != num_boost_round or num_boost_round < 0:
         raise DGBoostValueError(f"num_boost_round must be a non-negative integer, got {num_boost_round!r}")
-    num_boost_round = int(num_boost_round)
     if early_stopping_rounds is not None and (int(early_stopping_rounds) != early_stopping_rounds
                                               or early_stopping_rounds < 1):
         raise DGBoostValueError(f"early_stopping_rounds must be a positive integer, got {early_stopping_rounds!r}")
@@ -165,66 +195,59 @@ def cv(params: dict, dtrain: DMatrix, num_boost_round: int = 10, nfold: int = 3,
             params["eval_metric"] = listed
     else:
         params = dict(params)
-    if isinstance(metrics, str):
-        metrics = [metrics]
-    metrics = list(metrics or ())
+    metrics = [metrics] if isinstance(metrics, str) else list(metrics or ())
     if not metrics and "eval_metric" in params:
         em = params["eval_metric"]
         metrics = list(em) if isinstance(em, (list, tuple)) else [em]
     params.pop("eval_metric", None)
     if metrics:
         params["eval_metric"] = metrics
-    custom_metric = custom_metric or feval
-    callbacks = list(callbacks or ())
+    return params
 
-    histories = []
-    for tr, te in _make_folds(dtrain, nfold, stratified, folds, seed, shuffle):
-        d_tr, d_te, fold_params = _subset(dtrain, tr), _subset(dtrain, te), dict(params)
-        if fpreproc is not None:
-            d_tr, d_te, fold_params = fpreproc(d_tr, d_te, fold_params)
-        history: dict = {}
-        train(fold_params, d_tr, num_boost_round, evals=[(d_tr, "train"), (d_te, "test")],
-              obj=obj, custom_metric=custom_metric, evals_result=history, verbose_eval=False,
-              callbacks=callbacks)
-        histories.append(history)
 
-    results: dict[str, list] = {}
-    n_rounds = min((len(v) for h in histories for m in h.values() for v in m.values()), default=0)
-    keys = [(data, metric) for data in ("train", "test") for metric in histories[0].get(data, {})]
-    for data, metric in keys:
-        scores = np.array([h[data][metric][:n_rounds] for h in histories], dtype=np.float64)
-        results[f"{data}-{metric}-mean"] = scores.mean(axis=0).tolist()
-        results[f"{data}-{metric}-std"] = scores.std(axis=0).tolist()
+class _Folds:
+    """All folds as the one model the callbacks see (XGBoost's ``cv`` packs its folds too)."""
 
-    if early_stopping_rounds is not None and keys:
-        data, metric = keys[-1]
-        series = results[f"{data}-{metric}-mean"]
-        maximize_flag = _maximizes(metric) if maximize is None else bool(maximize)
-        best_score, best_round = None, 0
-        for r, score in enumerate(series):
-            if best_score is None or (score > best_score if maximize_flag else score < best_score):
-                best_score, best_round = score, r
-            if r - best_round >= early_stopping_rounds:
-                for k in results:
-                    results[k] = results[k][:best_round + 1]
-                break
+    def __init__(self, jobs: list[TrainingJob]) -> None:
+        self.jobs = jobs
+        self.rounds = 0
+        self.best_iteration: int | None = None
+        self.best_score: float | None = None
 
-    period = 1 if verbose_eval is True else (int(verbose_eval) if verbose_eval else 0)
-    if period:
-        rows = len(next(iter(results.values()), []))
-        for r in range(rows):
-            if r % period and r != rows - 1:
-                continue
-            line = f"[{r}]"
-            for data, metric in keys:
-                mean = results[f"{data}-{metric}-mean"][r]
-                line += f"\t{data}-{metric}:{mean:.5f}"
-                if show_stdv:
-                    line += f"+{results[f'{data}-{metric}-std'][r]:.5f}"
-            print(line)
+    def num_boosted_rounds(self) -> int:
+        return self.rounds
 
-    if as_pandas:
-        import pandas as pd
+    def set_param(self, params: Any, value: Any = None) -> None:
+        """``learning_rate`` / ``eta`` changes every fold's learning rate; other names are ignored."""
+        items = params.items() if isinstance(params, Mapping) else [(params, value)]
+        for key, val in items:
+            if canonical_name(key) == "eta":
+                for job in self.jobs:
+                    job.set_eta(val)
 
-        return pd.DataFrame.from_dict(results)
-    return results
+
+def _boost_folds(folds: _Folds, container: CallbackContainer, num_boost_round: int) -> dict:
+    """Boost every fold round by round between the callbacks; returns the history of
+    ``(mean, std)`` pairs (population std over folds, as XGBoost), cut after the best round
+    when a callback stopped training."""
+    history: dict = {}
+    fold_logs: list[dict] = [{} for _ in folds.jobs]
+    container.before_training(folds)
+    for r in range(num_boost_round):
+        if container.before_iteration(folds, r, history):
+            break
+        for job, log in zip(folds.jobs, fold_logs):
+            job.run_round(r, queue_next=r + 1 < num_boost_round)
+            job.evaluate(log)
+        folds.rounds += 1
+        for data, metrics in fold_logs[0].items():
+            for metric in metrics:
+                scores = np.array([log[data][metric][-1] for log in fold_logs], dtype=np.float64)
+                history.setdefault(data, {}).setdefault(metric, []).append((float(scores.mean()),
+                                                                            float(scores.std())))
+        if container.after_iteration(folds, r, history):
+            if folds.best_iteration is not None:
+                history = {d: {m: log[:folds.best_iteration + 1] for m, log in ms.items()} for d, ms in history.items()}
+            break
+    container.after_training(folds)
+    return history

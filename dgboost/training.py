@@ -19,8 +19,15 @@ from ._booster_inspect import training_params
 from ._fixed_point import fixed_point_scale  # noqa: F401 (public here, as before)
 from ._training_job import TrainingJob
 from .booster import Booster
-from .callback import (CallbackContainer, CheckpointContext, EarlyStopping, EvaluationMonitor, TrainingCallback,
-                       TrainingCheckPoint, format_evaluation)
+from .callback import (
+    CallbackContainer,
+    CheckpointContext,
+    EarlyStopping,
+    EvaluationMonitor,
+    TrainingCallback,
+    TrainingCheckPoint,
+    format_evaluation,
+)
 from .checkpoint import check_resumable, checkpointer_for, load_on_rank0, training_config
 from .comm.base import Communicator, LocalComm
 from .data import DMatrix
