@@ -40,3 +40,27 @@ def test_device_bytes_adds_the_arrays_and_skips_none():
     import numpy as np
 
     assert device_bytes(np.zeros(3), None, np.zeros(2, np.int32)) == 24 + 8
+
+
+def test_a_cache_without_its_own_bound_follows_the_configured_device_cache_bytes_when_it_counts(monkeypatch):
+    import dgboost as dg
+
+    cache = DeviceCache(max_entries=10)  # made before the bound is set, as the module-level caches are
+    monkeypatch.setenv("DGBOOST_DEVICE_CACHE_BYTES", "100")
+    assert cache.max_bytes == 100
+    cache.get("a", lambda: _Upload(60))
+    cache.get("b", lambda: _Upload(30))
+    assert "a" in cache and "b" in cache
+    with dg.config_context(device_cache_bytes=80):
+        cache.get("c", lambda: _Upload(30))  # 120 bytes against 80: a goes
+    assert "a" not in cache and "b" in cache and "c" in cache
+
+
+def test_a_bound_given_to_the_cache_is_kept_whatever_the_configuration():
+    import dgboost as dg
+
+    cache = DeviceCache(max_entries=10, max_bytes=1000)
+    with dg.config_context(device_cache_bytes=1):
+        cache.get("a", lambda: _Upload(400))
+        cache.get("b", lambda: _Upload(400))
+        assert cache.max_bytes == 1000 and len(cache) == 2

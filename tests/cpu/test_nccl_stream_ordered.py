@@ -173,3 +173,29 @@ def test_the_default_mode_waits_for_every_collective(fake_gpu):
         comm.allreduce_sum(_Array(np.ones(2, np.int64)))
         assert fake_gpu.synchronised == 1  # the producer's stream, then the collective's own
     assert fake_gpu.destroyed
+
+
+@pytest.fixture
+def communicator_module():
+    """dgboost.dask._communicator, imported before the stand-in CuPy (Dask looks CuPy up)."""
+    from dgboost.dask import _communicator
+
+    return _communicator
+
+
+@pytest.mark.parametrize("stream_ordered", [True, False])
+def test_the_client_s_nccl_stream_ordered_option_reaches_the_rank_s_communicator(communicator_module, fake_gpu,
+                                                                               monkeypatch, stream_ordered):
+    import dgboost as dg
+    import dgboost.comm.nccl as nccl
+
+    make_spec, open_comm = communicator_module.make_spec, communicator_module.open_comm
+    monkeypatch.setattr(nccl, "new_unique_id", lambda: b"uid")
+    with dg.config_context(nccl_stream_ordered=stream_ordered, nccl_keep_communicators=False):
+        spec = make_spec(None, 1, "nccl", 0.2, [0], workers=("tcp://a:1",), kept_states=[None])
+    # the rank reads the spec only: the configuration where it runs does not matter
+    with dg.config_context(nccl_stream_ordered=not stream_ordered), open_comm(spec, 0, 1) as comm:
+        assert comm.stream_ordered is stream_ordered
+        comm.allreduce_sum(_Array(np.ones(2, np.int64)))
+        assert fake_gpu.synchronised == (0 if stream_ordered else 1)
+    assert fake_gpu.destroyed and comm.kept is None
