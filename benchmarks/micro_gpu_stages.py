@@ -2,8 +2,9 @@
 
 Histogram variants, made here from kernels/histogram.cu by replacing the body of its
 ``add_pair``: 0 = real, 1 = loads only (no atomics), 2 = low-word atomics only; at the root
-(all rows in order) and at a deep level (128 nodes over half the rows, permuted). Partition sub-steps and split evaluation alone. Prints the
-achieved bandwidth against a device-to-device copy of the same size.
+(all rows in order) and at a deep level (128 nodes over half the rows, permuted). Partition
+sub-steps and split evaluation alone. Prints the achieved bandwidth against a device-to-device
+copy of the same size.
 
     python benchmarks/micro_gpu_stages.py --rows 10000000 --features 28
 """

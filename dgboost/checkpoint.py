@@ -35,8 +35,8 @@ __all__ = ["CheckpointWarning", "Checkpointer", "checkpointer_for", "data_finger
 _FORMAT = "dgboost-checkpoint"
 _VERSION = 1
 _NAME = re.compile(r"^checkpoint-(\d{8})\.json$")
-# parameters that change where or how fast training runs, never the model (DESIGN.md §1.3:
-# the same model on CPU and GPU): a job may resume on other hardware
+# parameters that change where or how fast training runs, never the model (docs/design.md
+# §1.3 "Integers make it exact": the same model on CPU and GPU): a job may resume on other hardware
 _RUNTIME_PARAMS = frozenset({"nthread", "device"})
 # the fingerprint's row sample: its own seed, so that changing the training seed is reported
 # as a parameter change and not as a change of the data

@@ -1,4 +1,4 @@
-"""Start, or connect to, a Dask cluster described by a small YAML file (DESIGN.md §5.4).
+"""Start, or connect to, a Dask cluster described by a small YAML file (docs/design.md §5.4 "Clusters").
 
 A cluster config names a ``kind`` and the arguments of what that kind builds:
 

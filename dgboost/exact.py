@@ -1,5 +1,5 @@
 """Exact reductions across ranks: sums and weighted quantiles that do not depend on how
-rows are partitioned or ordered (DESIGN.md §1.3).
+rows are partitioned or ordered (docs/design.md §1.3 "Integers make it exact").
 
 Sums are taken in 64-bit fixed point with a power-of-two step agreed by all ranks; quantiles
 are found by bisection over the ordered bit patterns of float32 values with integer counts.

@@ -1,4 +1,4 @@
-"""Quantile cuts from a deterministic hashed sample (DESIGN.md §5.1).
+"""Quantile cuts from a deterministic hashed sample (docs/design.md §5.1 "Cuts").
 
 A row belongs to the sketch sample when ``hash(seed, global_row_index)`` falls below a
 threshold, so the sample is the same set of rows however the data is partitioned across

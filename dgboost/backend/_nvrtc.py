@@ -1,4 +1,4 @@
-"""Find, assemble, compile and cache the CUDA kernels in ``kernels/`` (DESIGN.md §1.5).
+"""Find, assemble, compile and cache the CUDA kernels in ``kernels/`` (docs/design.md §1.5 "Kernels are files").
 
 A kernel file is compiled as one translation unit: its local ``#include "x.cuh"`` lines are
 inlined (each header once, as ``#pragma once`` would), so the text that is hashed is the

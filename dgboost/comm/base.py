@@ -1,8 +1,8 @@
 """The Communicator protocol and the trivial single-process communicator.
 
 The boosting loop only ever talks to a communicator, so one process is simply a
-cluster of size one (DESIGN.md §1.2). Collectives take and return NumPy arrays on
-the CPU backend (CuPy arrays on the CUDA backend); ``allreduce_sum`` on integer arrays
+cluster of size one (docs/design.md §1.2 "One process is a cluster of size one").
+Collectives take and return NumPy arrays on the CPU backend (CuPy arrays on the CUDA backend); ``allreduce_sum`` on integer arrays
 is exact and therefore independent of the order in which ranks are summed.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Exact TreeSHAP: path table, bin packing, weight tables and the CPU reference kernels.
 
-Pipeline (DESIGN.md section 4)::
+Pipeline (docs/design.md §4 "Explanation data flow")::
 
     Ensemble --extract_paths--> PathTable --pack--> PackedTable (32-lane bins for a GPU)
              --build_tables--> WeightTables (optional, Fast TreeSHAP v2)

@@ -1,7 +1,7 @@
 """Test helpers shipped with dgboost (reference implementations and check_* helpers).
 
 The ``check_*`` helpers take a ``device`` argument so that CPU and GPU tests run the same
-checks (DESIGN.md §7); see :mod:`dgboost.testing.checks`.
+checks (docs/design.md §7 "Tests and oracles"); see :mod:`dgboost.testing.checks`.
 """
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""``check_*`` helpers that put any device through the same checks (DESIGN.md §7).
+"""``check_*`` helpers that put any device through the same checks (docs/design.md §7 "Tests and oracles").
 
 Every helper takes a ``device`` argument: CPU tests call them with ``"cpu"``, GPU tests
 with ``"cuda"``, so both backends face exactly the same assertions. The CPU backend is
