@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ._links import margin_from_score, score_from_margin
 from .errors import ModelFormatError
 from .tree import NODE_ARRAYS, Ensemble
 
@@ -69,38 +70,18 @@ OBJECTIVE_SECTIONS: dict[str, tuple[str, dict] | None] = {
 
 
 # -- links between base_score (output space) and base_margin -----------------------------
-_LOGIT = ("binary:logistic", "reg:logistic")
-_LOG_LINK = ("count:poisson", "reg:gamma", "reg:tweedie", "survival:cox")  # as objective.LOG_LINK, for the fallback
 # XGBoost objectives whose base_score is read and written through log/exp here (the
 # dgboost-trained ones among them as their objectives do; survival:aft is import/export only)
 _XGB_LOG_ONLY = ("reg:gamma", "reg:tweedie", "survival:cox", "survival:aft")
 
 
-def _links():
-    try:
-        from dgboost.objective import margin_from_score, score_from_margin
-        return margin_from_score, score_from_margin
-    except ImportError:
-        pass
-
-    def margin_from_score(name, score):  # XGBoost's links, if objective.py is unavailable
-        if name in _LOGIT:
-            return math.log(score / (1.0 - score))
-        return math.log(score) if name in _LOG_LINK else float(score)
-
-    def score_from_margin(name, margin):
-        if name in _LOGIT:
-            return 1.0 / (1.0 + math.exp(-margin))
-        return math.exp(margin) if name in _LOG_LINK else float(margin)
-    return margin_from_score, score_from_margin
-
-
 def base_margin_from_score(objective: str, score: float) -> float:
+    """The margin of a model file's base ``score`` (ModelFormatError when it has none)."""
     try:
         if objective in _XGB_LOG_ONLY:
             m = math.log(score)
         else:
-            m = float(_links()[0](objective, float(score)))
+            m = float(margin_from_score(objective, float(score)))
     except (ValueError, ZeroDivisionError, OverflowError) as e:
         raise ModelFormatError(f"base_score {score!r} is invalid for objective {objective!r}: {e}") from e
     if not math.isfinite(m):
@@ -109,9 +90,10 @@ def base_margin_from_score(objective: str, score: float) -> float:
 
 
 def base_score_from_margin(objective: str, margin: float) -> float:
+    """The base score a model file records for ``margin``."""
     if objective in _XGB_LOG_ONLY:
         return math.exp(margin)
-    return float(_links()[1](objective, float(margin)))
+    return float(score_from_margin(objective, float(margin)))
 
 
 def canonical_objective(name, where: str = "objective") -> str:

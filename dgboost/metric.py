@@ -26,7 +26,7 @@ from scipy.special import gammaln
 
 from ._array import array_module, as_rows, to_host
 from .errors import DGBoostValueError, ParameterError
-from .objective import Objective, _cox_risk_sums, exact_sum
+from .objective import Objective, cox_risk_sums, exact_sum
 
 __all__ = ["Metric", "CustomMetric", "get_metric", "METRIC_NAMES"]
 
@@ -241,7 +241,7 @@ class _CoxNLogLik(Metric):
         time = xp.abs(label)
         order = xp.argsort(time, kind="stable")
         p = pred[order, 0]
-        risk = _cox_risk_sums(time[order], p, float(p.sum()), xp)
+        risk = cox_risk_sums(time[order], p, float(p.sum()), xp)
         event = label[order] > 0
         n_events = int(event.sum())
         if n_events == 0:

@@ -5,7 +5,7 @@ the arithmetic is done in float64 and the gradients come back as float32 ``(n, k
 already multiplied by the row weights. Whatever is combined across ranks (intercepts,
 adaptive leaf values) is computed *exactly*: sums are taken in 64-bit fixed point and
 quantiles by bisection over integer counts, so the result is the same for any
-partitioning of the rows (DESIGN.md §1.3).
+partitioning of the rows (docs/design.md §1.3 "Integers make it exact").
 
 Gradients and transforms are written once against an array module ``xp`` chosen from the
 margin (:func:`dgboost._array.array_module`): NumPy margins give NumPy results, CuPy
@@ -26,6 +26,7 @@ from ._array import array_module, as_rows, to_host
 from .backend import array_backend
 from .comm.base import LocalComm
 from .errors import DGBoostValueError, ParameterError
+from ._links import margin_from_score, score_from_margin
 from .params import TrainParams
 from ._lambdarank import lambdarank_gradient
 from .exact import exact_sum, weighted_quantile
@@ -41,9 +42,6 @@ __all__ = [
 
 _EPS = 1e-16          # XGBoost's floor for hessians (kRtEps-like)
 _PROB_CLIP = 1e-6     # logistic intercepts stay inside (1e-6, 1 - 1e-6)
-_LOGISTIC = ("reg:logistic", "binary:logistic")
-#: Objectives whose predictions are exp(margin).
-LOG_LINK = ("count:poisson", "reg:gamma", "reg:tweedie", "survival:cox")
 _PRIOR_FLOOR = 1e-6   # smallest class prior used for a multiclass intercept
 
 
@@ -136,8 +134,8 @@ class Objective:
     def _weighted_mean(label, weight, comm, default: float) -> float:
         if weight is None:
             # a column of ones sums to the row count exactly, so the mean is the same without
-            # it, and without the float64 copies of the labels (on 2 H200s this stage went
-            # from 1.09 to 0.45 s for 20M rows a rank, on 1 from 1.53 to 0.63 s for 40M)
+            # it, and without the float64 copies of the labels (this stage took less than half
+            # the time so: docs/performance-notes.md)
             (s_y,) = exact_sum(label, comm)
             n = int(comm.allreduce_sum(np.array([len(label)], np.int64))[0])
             return float(s_y / n) if n > 0 else default
@@ -635,7 +633,7 @@ class CoxRegression(_LogLink):
         return g.astype(np.float32)[:, None], h.astype(np.float32)[:, None]
 
 
-def _cox_risk_sums(time_sorted, exp_sorted, total, xp):
+def cox_risk_sums(time_sorted, exp_sorted, total, xp):
     """Breslow risk sums of rows sorted by time: ``total`` less the sum over the rows of
     earlier times (a tie group shares its first row's sum).
 
@@ -676,7 +674,7 @@ def _cox_gradient(margin, label, xp):
     e = xp.exp(m)
     # XGBoost adds std::exp of the float margins (float32) into the starting total
     total = float(e.astype(np.float32).astype(xp.float64).sum())
-    risk = _cox_risk_sums(time[order], e, total, xp)
+    risk = cox_risk_sums(time[order], e, total, xp)
     event = label[order] > 0
     r = xp.cumsum(xp.where(event, 1.0 / risk, 0.0))
     s = xp.cumsum(xp.where(event, 1.0 / (risk * risk), 0.0))
@@ -950,28 +948,3 @@ def get_objective(params: TrainParams) -> Objective:
         hint = f"; did you mean {close[0]!r}?" if close else f"; expected one of {sorted(_REGISTRY)}"
         raise ParameterError(f"unknown objective {obj!r}{hint}")
     return _REGISTRY[obj](params)
-
-
-def margin_from_score(objective_name: str, score: float) -> float:
-    """Output space -> margin: logit for logistic objectives, log for the log-link ones
-    (Poisson, gamma, Tweedie, Cox), else identity."""
-    score = float(score)
-    if objective_name in _LOGISTIC:
-        if not 0.0 < score < 1.0:
-            raise ParameterError(f"base_score={score} must be in (0, 1) for {objective_name}")
-        return math.log(score) - math.log1p(-score)
-    if objective_name in LOG_LINK:
-        if score <= 0.0:
-            raise ParameterError(f"base_score={score} must be > 0 for {objective_name}")
-        return math.log(score)
-    return score
-
-
-def score_from_margin(objective_name: str, margin: float) -> float:
-    """Margin -> output space (the inverse of :func:`margin_from_score`)."""
-    margin = float(margin)
-    if objective_name in _LOGISTIC:
-        return float(_sigmoid(np.float64(margin)))
-    if objective_name in LOG_LINK:
-        return math.exp(margin)
-    return margin
