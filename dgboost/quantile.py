@@ -279,10 +279,10 @@ def _cuts_sorted_on_host(sample: np.ndarray, sample_w: np.ndarray | None, featur
 
 
 # sampled non-missing values sorted and cut on the device at a time: the keys and the radix
-# sort's second buffer take 16 bytes a value (128 MiB), under training's own peak on 10M x 28
-# (596 MiB of CuPy's pool; XGBoost 726). Choosing the cuts with CuPy array operations (a
+# sort's second buffer take 16 bytes a value (128 MiB), under training's own peak on 10M x 28.
+# Choosing the cuts with CuPy array operations (a
 # dozen temporaries a value: flags, run starts, their features and int64 ranks) had kept
-# 1,322 MiB of CuPy's pool for blocks of 4M values on 1M x 968, and cost a few ms a block.
+# several times more of CuPy's pool, and cost more time a block (docs/performance-notes.md).
 _DEVICE_SORT_VALUES = 8 << 20
 
 

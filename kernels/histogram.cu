@@ -38,7 +38,7 @@ __device__ __forceinline__ void accumulate(const unsigned int* __restrict__ pack
                                            long long* target) {
   if (nf <= static_cast<int>(blockDim.x)) {
     // Rows advance by the number of row lanes; a thread keeps one row in flight (unrolling
-    // several rows per thread was measured slower: 1.43 ms vs 0.98 ms for 10M x 28 on an H100)
+    // several rows per thread was measured slower: docs/performance-notes.md)
     const int lanes = blockDim.x / nf;
     const int lane = threadIdx.x / nf;
     if (lane < lanes) {
@@ -69,7 +69,7 @@ __device__ __forceinline__ void accumulate(const unsigned int* __restrict__ pack
 }
 
 // 512 threads, 4 blocks per SM (dgboost/backend/cuda.py sizes the grid for that): at most 32
-// registers, else only 3 blocks fit and the grid runs in 1.33 waves (measured 22% slower).
+// registers, else only 3 blocks fit and the grid runs in 1.33 waves (measured slower).
 extern "C" __global__ void __launch_bounds__(512, 4) build_histograms(
     const unsigned int* __restrict__ packed, int bits, int n_features, unsigned missing,
     const int* __restrict__ rows, const int2* __restrict__ gpair,

@@ -4,7 +4,7 @@
 // | the value's bits flipped so that unsigned order is float order, and one radix sort of the
 // keys (CuPy's 1-D sort of uint64) sorts every feature of the block at once. A segmented
 // comparison sort of a (features, rows) matrix, which this replaces, was a merge sort over
-// (segment, value) tuples: about 16 ms a block of two 2**20-row features.
+// (segment, value) tuples, several times slower (docs/performance-notes.md).
 //  1. ``sketch_count_present``: thread = feature (consecutive threads read consecutive floats
 //     of a row), blockIdx.y = a chunk of sampled rows; one 8-byte atomic per thread and chunk.
 //     Reads the sample once (4 B an entry, through the row indices when the sample is not

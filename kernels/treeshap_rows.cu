@@ -511,9 +511,9 @@ extern "C" __global__ void interaction_finish(const double* __restrict__ acc, lo
 // A path's features are distinct, so no two lanes of a path touch one entry, and a
 // __syncwarp between paths keeps every entry's additions in path order: the values are
 // bitwise those of the thread-per-row kernel (and the CPU's). Two rows a warp, not one:
-// the kernel is bound by instruction issue (Nsight Compute on an H100: 71% issue-active,
-// about 550 warp instructions per path), and a half-warp covers the up to 16 elements, so
-// the second row comes at the cost of more pair rounds only. At the end the half writes
+// the kernel is bound by instruction issue (Nsight Compute; docs/performance-notes.md), and a
+// half-warp covers the up to 16 elements, so the second row comes at the cost of more pair
+// rounds only. At the end the half writes
 // the row's interaction matrix as interaction_finish does (in place when the accumulator is
 // the output: lane f reads the upper triangle and writes row f's lower half and diagonal,
 // which no other lane reads). ``out`` (n, n_groups, F + 1, F + 1) is zeroed by the caller;

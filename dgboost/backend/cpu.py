@@ -138,8 +138,8 @@ class CPUBackend:
     name = "cpu"
     xp = np
     # work ahead costs as much as any other here, and a read nothing: the best leaves'
-    # children and one level below them (Higgs-like 1M x 28, 255 leaves, 2 cores: 0.5 s a tree;
-    # none ahead 0.66 s; whole levels, 1.4 s)
+    # children and one level below them, faster than none ahead or whole levels
+    # (docs/performance-notes.md, "Lossguide lookahead")
     lookahead = LookaheadBudget(nodes=32, levels=1, hist_bytes=64 << 20)
 
     def __init__(self, nthread: int = 0):

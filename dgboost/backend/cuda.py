@@ -90,10 +90,9 @@ class CUDABackend:
 
     name = "cuda"
     # a read costs a device round trip, yet the launches of every level cost more: whole levels
-    # ahead (nodes=256, levels=12, hist_bytes=256 MiB) halved the reads of a 10M x 28, 255-leaf
-    # tree but added levels, and took 2.5x the memory for no steady gain in time (42.8 against
-    # 39.6 ms a round on an H100, benchmarks/lossguide_lookahead.py; 44.0 against 62.4 on an
-    # H200 with other data, profile_gpu_stages.py; both host-bound and varying from run to run)
+    # ahead (nodes=256, levels=12, hist_bytes=256 MiB) halved the reads of a 255-leaf tree but
+    # added levels and took far more memory for no steady gain in time
+    # (docs/performance-notes.md, "Lossguide lookahead")
     lookahead = LookaheadBudget(nodes=32, levels=1, hist_bytes=64 << 20)
 
     def __init__(self, device_id: int = 0):
@@ -208,7 +207,7 @@ class CUDABackend:
     def concatenate(self, arrays):
         """The arrays (same dtype and trailing shape) one after another along the first axis:
         one allocation and a device-to-device copy per array in stream order (cupy's
-        concatenate costs about 50 us of host time a call, and lossguide makes dozens a tree)."""
+        concatenate costs more host time a call than the copies, and lossguide makes dozens a tree)."""
         first = arrays[0]
         out = self.empty((sum(int(a.shape[0]) for a in arrays),) + tuple(first.shape[1:]), first.dtype)
         stream = self.xp.cuda.get_current_stream()

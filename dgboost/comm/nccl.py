@@ -10,9 +10,9 @@ communicator is aborted (``ncclCommAbort`` frees the waiting kernels) and
 :class:`~dgboost.errors.CommunicationError` is raised. That is a host synchronisation per
 collective (about 19 a depth-8 tree), where single-GPU training reads the device twice a tree.
 
-``stream_ordered=True`` (what ``dgboost.dask.train`` uses unless the client sets
-``DGBOOST_NCCL_STREAM_ORDERED=0``; 40M x 28, 100 rounds on 4 H100s trained in 3.56-3.69 s
-against 4.14-4.67 s with the host waits) queues a device
+``stream_ordered=True`` (what ``dgboost.dask.train`` uses unless the client's
+``nccl_stream_ordered`` option of :mod:`dgboost.config` is off; faster than the host waits,
+docs/performance-notes.md, "NCCL collectives in stream order") queues a device
 array's ``allreduce_sum`` / ``allreduce_max`` on the current stream, after the kernels that
 make it and before those that read it, and returns at once: the host waits only where it
 reads. A :class:`~dgboost.comm._watchdog.CollectiveWatchdog` thread aborts the communicator

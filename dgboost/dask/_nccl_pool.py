@@ -1,9 +1,8 @@
 """NCCL communicators of a worker: the one a job is using, and the one kept for the next job.
 
 Creating an NCCL communicator, connecting its peers on the first collective and destroying it
-cost about a second a job on 4 H100s (40M x 28, 100 rounds: ``comm_open_s`` 0.10 s, the first
-collective inside ``base margins`` about 0.35 s, ``comm_close_s`` 0.49 s; the rounds took
-1.22 s). A worker therefore keeps its communicator after a job that ended well, with what it
+cost a large share of a short job (docs/performance-notes.md, "Kept NCCL communicators"). A
+worker therefore keeps its communicator after a job that ended well, with what it
 was made for (a token, the workers in rank order, its rank and GPU). The next job on exactly
 the same workers, ranks and GPUs reuses it; any other job, or any failure, ends it.
 

@@ -32,8 +32,8 @@ _MAX_GRID_X = (1 << 31) - 1
 _MAX_GRID_Z = 65535
 _PARTIAL_BYTES = 256 << 20    # slice sums held at once by shap_rows' slice mode
 # shap_rows runs the slices of paths in parallel below this many (row, group) pairs: about
-# one wave of threads on an H100 (132 SMs x 2048). Measured there on the covtype-like 8-class
-# model, 10,000 rows: 59.5K rows/s below 1 << 15, 84.4K below 1 << 18; 1M rows unchanged.
+# one wave of threads on a 132-SM GPU (132 SMs x 2048); above it the rows alone fill the GPU
+# (docs/performance-notes.md, "GPU SHAP: slices of paths in parallel").
 _SLICES_BELOW = 1 << 18
 
 _CACHE = DeviceCache()  # uploaded path tables by (fingerprint, budget, max_k, device)
@@ -302,8 +302,8 @@ def _interaction_layout(F: int, n: int, n_groups: int) -> tuple[str, int, int]:
     shared memory (2 to 8 rows a block); ``"warp-out"``: half a warp per row accumulating in
     its own output matrix, for F too wide for shared memory and few rows; ``"rows"``: a
     thread per row with coalesced global accumulators, for F too wide and many rows. All give
-    the same bits. (A quarter warp per row, for paths of at most 8 elements, measured 5%
-    slower on an H100: more pair rounds for the same work per row.)
+    the same bits. (A quarter warp per row, for paths of at most 8 elements, was measured
+    slower: more pair rounds for the same work per row; docs/performance-notes.md.)
     """
     per_row = F * (F + 1) // 2 * 8
     if 2 * per_row <= max(_ACC_SMEM_BYTES, _shared_optin_bytes()):  # a warp's two rows fit
