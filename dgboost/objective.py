@@ -23,13 +23,13 @@ from typing import Callable
 import numpy as np
 
 from ._array import array_module, as_rows, to_host
+from ._lambdarank import lambdarank_gradient
+from ._links import margin_from_score, score_from_margin
 from .backend import array_backend
 from .comm.base import LocalComm
 from .errors import DGBoostValueError, ParameterError
-from ._links import margin_from_score, score_from_margin
-from .params import TrainParams
-from ._lambdarank import lambdarank_gradient
 from .exact import exact_sum, weighted_quantile
+from .params import TrainParams
 
 __all__ = [
     "Objective", "SquaredError", "PseudoHuberError", "AbsoluteError", "RegLogistic",

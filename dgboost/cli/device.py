@@ -45,7 +45,8 @@ def resolve_device(device: str) -> str:
         every entry point (a GPU not usable here: ``"cpu"``, with a warning).
     """
     from .. import backend
-    from ..device import cuda_device_count, resolve_device as resolve
+    from ..device import cuda_device_count
+    from ..device import resolve_device as resolve
 
     if device != "auto":
         return str(resolve(device))

@@ -48,13 +48,13 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from ..errors import DGBoostTypeError, DGBoostValueError
-from .importers import to_ensemble
-from .paths import extract_paths
 from .._array import array_module, is_device_array, to_host
-from .engines import call_row_bytes
 from ..backend import get_backend
 from ..device import Device, resolve_device
+from ..errors import DGBoostTypeError, DGBoostValueError
+from .engines import call_row_bytes
+from .importers import to_ensemble
+from .paths import extract_paths
 
 __all__ = ["TreeExplainer", "Explanation", "AdditivityError", "PROGRESS_MIN_ROWS"]
 

@@ -12,7 +12,8 @@ import pytest
 
 import dgboost as dg
 import dgboost.device as device_module
-from dgboost.cli.device import DEVICE, resolve_device as cli_resolve_device
+from dgboost.cli.device import DEVICE
+from dgboost.cli.device import resolve_device as cli_resolve_device
 from dgboost.device import CPU, Device, parse_device, resolve_device
 from dgboost.errors import ParameterError
 
