@@ -28,7 +28,6 @@ data sets), rewritten after every worker count.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import statistics
 import sys
@@ -86,24 +85,12 @@ def train_dgboost(client, X, y, params, rounds):
     return _dgboost_job(client, X, y, params, rounds)["booster"]
 
 
-@contextlib.contextmanager
-def _client_env(name: str, value: str):
-    """``name=value`` in the client's environment for the ``with`` block (dgboost.dask reads
-    its DGBOOST_NCCL_* switches when a job starts)."""
-    previous = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if previous is None:
-            del os.environ[name]
-        else:
-            os.environ[name] = previous
-
-
 def _host_waited_nccl():
-    """DGBOOST_NCCL_STREAM_ORDERED=0 for the ``with`` block."""
-    return _client_env("DGBOOST_NCCL_STREAM_ORDERED", "0")
+    """dgboost's ``nccl_stream_ordered`` option off for the ``with`` block (read on the client
+    when a job is set up, and sent with the job)."""
+    import dgboost
+
+    return dgboost.config_context(nccl_stream_ordered=False)
 
 
 def train_dgboost_host_waited(client, X, y, params, rounds):
@@ -116,11 +103,12 @@ def train_dgboost_unshared(client, X, y, params, rounds):
     """dgboost sharing nothing with the job before, as a first job on a cluster: no NCCL
     communicator kept (one is made, connected and destroyed in the job) and the partitions
     checked, where later jobs on the same workers and partitions skip both."""
+    import dgboost
     from dgboost.dask import _preflight
 
     with _preflight._passed_lock:
         _preflight._PASSED.clear()
-    with _client_env("DGBOOST_NCCL_KEEP", "0"):
+    with dgboost.config_context(nccl_keep_communicators=False):
         return train_dgboost(client, X, y, params, rounds)
 
 
@@ -427,9 +415,9 @@ def run(device: str, n_workers: int, args) -> dict:
 # words and how the variant is made, in the order of the table
 _VARIANT_ROWS = {
     "unshared": ("as a first job (communicator made, partitions checked)",
-                 "DGBOOST_NCCL_KEEP=0 and no remembered checks"),
+                 "nccl_keep_communicators=False and no remembered checks"),
     "host_waited": ("with the host waiting for every NCCL collective",
-                    "DGBOOST_NCCL_STREAM_ORDERED=0, the default before"),
+                    "nccl_stream_ordered=False, the default before"),
 }
 
 
@@ -517,7 +505,7 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--host-waited", action="store_true",
                         help="also time dgboost with the host waiting for every NCCL collective "
-                             "(DGBOOST_NCCL_STREAM_ORDERED=0)")
+                             "(dgboost.config nccl_stream_ordered=False)")
     parser.add_argument("--unshared", action="store_true",
                         help="also time dgboost jobs that share nothing with the job before (as a first "
                              "job on a cluster: NCCL communicator made, partitions checked)")
