@@ -409,14 +409,14 @@ def load_config(booster, config: str) -> None:
         if isinstance(obj, str) and (booster.ensemble.n_trees == 0 or booster.meta.get("objective") == obj):
             booster.meta["objective"] = obj
         return
-    from .params import _FIELD_NAMES, _coerce
+    from .params import PARAMETER_NAMES, coerce_value
 
     learner = d["learner"]
     params: dict[str, Any] = {}
     tree = (learner.get("gradient_booster") or {}).get("tree_train_param") or {}
     for k, v in tree.items():
         if k in _TREE_PARAMS:
-            params[k] = _coerce(_FIELD_NAMES[k], v)
+            params[k] = coerce_value(k, v)
     if "monotone_constraints" in tree:
         from .constraints import parse_monotone_constraints
 
@@ -424,8 +424,8 @@ def load_config(booster, config: str) -> None:
         params["monotone_constraints"] = None if signs is None else list(signs)
     generic = learner.get("generic_param") or {}
     for src, dst in (("seed", "seed"), ("nthread", "nthread"), ("device", "device")):
-        if src in generic and dst in _FIELD_NAMES:
-            params[dst] = _coerce(_FIELD_NAMES[dst], generic[src])
+        if src in generic and dst in PARAMETER_NAMES:
+            params[dst] = coerce_value(dst, generic[src])
     obj = (learner.get("learner_train_param") or {}).get("objective")
     if obj:
         params["objective"] = obj

@@ -3,10 +3,27 @@
 The job (:class:`dgboost._training_job.TrainingJob`) prepares the data and boosts the rounds
 (queueing the next round's gradients ahead where trees grow without host decisions, see its
 module docstring); this module checks the arguments, makes the starting model, and runs the
-rounds between the callbacks of :mod:`dgboost.callback`: the user's, then the evaluation
-monitor (``verbose_eval``), early stopping (``early_stopping_rounds``) and checkpoints
-(``checkpoint_dir``), as XGBoost's ``train`` orders them. Work queued for a round that a
+rounds between the callbacks of :mod:`dgboost.callback`. Work queued for a round that a
 callback or early stopping ends is dropped.
+
+Callbacks, in XGBoost's order: the user's ``callbacks``; an
+:class:`~dgboost.callback.EvaluationMonitor` for ``verbose_eval`` (with evaluation sets, print
+the metrics every round (True) or every ``verbose_eval``-th round and the last one (int);
+False prints nothing; only rank 0 prints); an :class:`~dgboost.callback.EarlyStopping` for
+``early_stopping_rounds`` on the last metric of the last evaluation set (``maximize``:
+default from the metric); then checkpoints. The first ``after_iteration`` returning True ends
+training. ``epoch`` counts the rounds of the call from 0, as XGBoost's. With evaluation
+sets the model's ``best_iteration`` / ``best_score`` follow the last metric of the last set
+(before the user's callbacks see the round), also without early stopping.
+
+Checkpoints (``checkpoint_dir``): rank 0 writes one (see :mod:`dgboost.checkpoint`) every
+``checkpoint_every`` rounds (default 10, counted in this call: the checkpoints hold 10, 20,
+30, ... rounds) and keeps the newest two, through a :class:`~dgboost.callback.TrainingCheckPoint`.
+``resume=True`` continues from the newest valid checkpoint in ``checkpoint_dir`` (files that
+are truncated or altered are skipped with a :class:`~dgboost.checkpoint.CheckpointWarning`;
+with none, training starts from the beginning). The finished model is byte-identical to an
+uninterrupted run. A checkpoint written with other parameters, early-stopping settings,
+evaluation set names or training data is refused. Callbacks' own state is not saved.
 """
 from __future__ import annotations
 
@@ -67,50 +84,32 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
           verbose_eval: bool | int = True, xgb_model: Booster | str | os.PathLike | None = None,
           callbacks: Iterable[TrainingCallback] = (), comm: Communicator | None = None,
           feval: Callable | None = None, checkpoint_dir: str | os.PathLike | None = None,
-          checkpoint_every: int | None = None,
-          resume: bool = False) -> Booster:
-    """Train a gradient-boosted tree model (XGBoost's ``xgboost.train`` signature).
+          checkpoint_every: int | None = None, resume: bool = False) -> Booster:
+    """Train a gradient-boosted tree model (``xgboost.train``'s arguments and behaviour).
 
     Parameters
     ----------
     params : dict or TrainParams
-        XGBoost parameter names (see :class:`~dgboost.params.TrainParams`).
+        XGBoost parameter names (:class:`~dgboost.params.TrainParams`).
     dtrain : DMatrix
-        Training rows of this rank (all rows when training in one process).
+        This rank's training rows (all rows in one process).
     num_boost_round : int
     evals : sequence of (DMatrix, name)
-        Evaluated after every round; the last metric of the last set drives early stopping.
-    obj : callable, optional
-        Custom objective ``obj(margin, dtrain) -> (grad, hess)``.
-    custom_metric : callable, optional
-        ``custom_metric(predt, dmatrix) -> (name, value)``.
-    maximize : bool, optional
-        Whether early stopping maximises the metric (default: from the metric).
-    early_stopping_rounds : int, optional
+        Evaluated after every round; the last metric of the last set is the best round's.
+    obj, custom_metric, feval : callable, optional
+        ``obj(margin, dtrain) -> (grad, hess)``; ``custom_metric(predt, dmatrix) -> (name,
+        value)`` (``feval``: its old name).
+    maximize, early_stopping_rounds, verbose_eval, callbacks
+        As ``xgboost.train``: see the module docstring for the callbacks they become.
     evals_result : dict, optional
         Filled as ``{eval_name: {metric_name: [values...]}}``.
-    verbose_eval : bool or int
-        As in ``xgboost.train``: with evaluation sets, print the metrics every round (True)
-        or every ``verbose_eval``-th round and the last one (int); False prints nothing.
-        Nothing is printed without evaluation sets.
     xgb_model : Booster or path, optional
         Continue training from this model.
-    callbacks : iterable of TrainingCallback
     comm : Communicator, optional
         Defaults to the single-process :class:`~dgboost.comm.LocalComm`.
-    checkpoint_dir : str or os.PathLike, optional
-        Rank 0 writes a checkpoint here (see :mod:`dgboost.checkpoint`) every
-        ``checkpoint_every`` rounds and keeps the newest two.
-    checkpoint_every : int, optional
-        Rounds between checkpoints, counted in this call (default 10): with 10, the
-        checkpoints hold 10, 20, 30, ... rounds.
-    resume : bool
-        Continue from the newest valid checkpoint in ``checkpoint_dir`` (files that are
-        truncated or altered are skipped with a :class:`~dgboost.checkpoint.CheckpointWarning`;
-        with none, training starts from the beginning). The finished model is byte-identical
-        to an uninterrupted run. A checkpoint written with other parameters, early-stopping
-        settings, evaluation set names or training data is refused. Callbacks' own state is
-        not saved.
+    checkpoint_dir, checkpoint_every, resume
+        Checkpoints every ``checkpoint_every`` (10) rounds, and resuming from the newest:
+        see the module docstring.
 
     Returns
     -------
@@ -119,39 +118,51 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
     p = parse_params(params)
     comm = comm or LocalComm()
     _check_arguments(dtrain, num_boost_round, early_stopping_rounds, evals)
-    callbacks = list(callbacks)
     checkpointer = checkpointer_for(checkpoint_dir, checkpoint_every, resume)
     config = training_config(p, early_stopping_rounds, maximize)
-    resumed = load_on_rank0(checkpointer, comm) if resume else None
-    if resumed is not None:
-        check_resumable(resumed, config, [name for _, name in evals])
-        # the checkpoint's model already holds any model this job continued
-        xgb_model = Booster(model_file=resumed["model"].encode("utf-8"))
-    if xgb_model is not None and not isinstance(xgb_model, Booster):
-        xgb_model = Booster(model_file=xgb_model)
-    if checkpointer is not None:
-        callbacks.append(TrainingCheckPoint(checkpointer.directory, checkpointer.every, checkpointer.keep))
+    resumed, xgb_model = _starting_model(checkpointer if resume else None, comm, config, evals, xgb_model)
+    callbacks = list(callbacks) + ([] if checkpointer is None else [TrainingCheckPoint(
+        checkpointer.directory, checkpointer.every, checkpointer.keep)])
     job = TrainingJob(p, dtrain, evals, obj=obj, custom_metric=custom_metric or feval, comm=comm, start=xgb_model,
                       resumed=resumed, fingerprint=any(isinstance(cb, TrainingCheckPoint) for cb in callbacks))
     booster = Booster._from_training(job.ensemble, job.params, job.objective, job.base_score, dtrain.feature_names,
                                      dtrain.feature_types, dtrain.num_col(), xgb_model)
-    best = _BestRound(job, maximize, sets_model=not any(isinstance(cb, EarlyStopping) for cb in callbacks))
-    stopping = _early_stopping(job, early_stopping_rounds, best)
-    monitor = [EvaluationMonitor(period=period)] if (period := _verbose_period(verbose_eval)) else []
-    checkpoint = None if job.fingerprint is None else CheckpointContext(
-        job.begin_round, config, job.fingerprint["data"], job.fingerprint["cuts"], [name for _, name in evals],
-        best.state)
-    container = CallbackContainer([best, *callbacks, *monitor, *stopping], comm.rank, checkpoint)
+    container, best, stopping = _callbacks(job, callbacks, verbose_eval, early_stopping_rounds, maximize, config)
     history: dict = {} if evals_result is None else evals_result
     history.clear()
     booster = container.before_training(booster)
-    first_round = job.begin_round
-    if resumed is not None:
-        first_round = _restore(resumed, history, best, stopping, job.begin_round)
-        if resumed["stopped"]:  # the checkpoint was written by the round training stopped on
-            first_round = job.begin_round + int(num_boost_round)
-    _boost(job, booster, container, history, first_round, job.begin_round + int(num_boost_round))
+    end_round = job.begin_round + int(num_boost_round)
+    first_round = job.begin_round if resumed is None else _restore(resumed, history, best, stopping, end_round)
+    _boost(job, booster, container, history, first_round, end_round)
     return container.after_training(booster)
+
+
+def _starting_model(checkpointer: Any, comm: Communicator, config: dict, evals: Sequence[tuple[DMatrix, str]],
+                    xgb_model: Booster | str | os.PathLike | None) -> tuple[dict | None, Booster | None]:
+    """(the checkpoint resumed or None, the model to continue or None): with ``checkpointer``
+    (resuming), the newest valid checkpoint, checked against ``config`` and the evaluation
+    sets' names; its model already holds any model the job continued."""
+    resumed = None if checkpointer is None else load_on_rank0(checkpointer, comm)
+    if resumed is not None:
+        check_resumable(resumed, config, [name for _, name in evals])
+        xgb_model = Booster(model_file=resumed["model"].encode("utf-8"))
+    if xgb_model is not None and not isinstance(xgb_model, Booster):
+        xgb_model = Booster(model_file=xgb_model)
+    return resumed, xgb_model
+
+
+def _callbacks(job: TrainingJob, callbacks: list, verbose_eval: bool | int, early_stopping_rounds: int | None,
+               maximize: bool | None, config: dict) -> tuple[CallbackContainer, "_BestRound", list[EarlyStopping]]:
+    """The job's callbacks in XGBoost's order: the best round's tracker, the user's, the monitor,
+    early stopping; checkpoints last (with what they hold beyond the model)."""
+    best = _BestRound(job, maximize, sets_model=not any(isinstance(cb, EarlyStopping) for cb in callbacks))
+    stopping = _early_stopping(job, early_stopping_rounds, best)
+    period = _verbose_period(verbose_eval)
+    monitor = [EvaluationMonitor(period=period)] if period else []
+    checkpoint = None if job.fingerprint is None else CheckpointContext(
+        job.begin_round, config, job.fingerprint["data"], job.fingerprint["cuts"], [name for _, name in job.evals],
+        best.state)
+    return CallbackContainer([best, *callbacks, *monitor, *stopping], job.comm.rank, checkpoint), best, stopping
 
 
 def _check_arguments(dtrain: DMatrix, num_boost_round: int, early_stopping_rounds: int | None,
@@ -229,15 +240,15 @@ def _early_stopping(job: TrainingJob, rounds: int | None, best: _BestRound) -> l
                           maximize=maximize)]
 
 
-def _restore(resumed: dict, history: dict, best: _BestRound, stopping: list[EarlyStopping],
-             begin_round: int) -> int:
-    """Put a checkpoint's history and early-stopping state back; returns the first round to run."""
+def _restore(resumed: dict, history: dict, best: _BestRound, stopping: list[EarlyStopping], end_round: int) -> int:
+    """Put a checkpoint's history and early-stopping state back; returns the first round to run
+    (``end_round`` when the checkpoint was written by the round training stopped on)."""
     history.update(resumed["history"])
     state = resumed["early_stopping"]
     best.best_score, best.best_round, best.maximize = state["best_score"], state["best_round"], state["maximize"]
     for es in stopping:
-        es.starting_round = begin_round
+        es.starting_round = resumed["begin_round"]
         if state["best_round"] is not None:
             es.best_score = state["best_score"]
             es.current_rounds = resumed["round"] - 1 - state["best_round"]
-    return resumed["round"]
+    return end_round if resumed["stopped"] else resumed["round"]

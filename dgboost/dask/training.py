@@ -1,6 +1,6 @@
 """``dgboost.dask.train``: one long-running task per worker, each a rank of ``training.train``.
 
-The job (DESIGN.md §5.2): the DaskDMatrix partitions are already computed on the workers;
+The job (docs/design.md §5.2 "Training"): the DaskDMatrix partitions are already computed on the workers;
 every partition is checked where it lives (preflight) before anything else; the partitions
 are placed in contiguous runs, one per worker, in rank order (:mod:`._placement`); a
 communicator is set up (Rabit tracker on the scheduler, or an NCCL id); then exactly one task
@@ -15,24 +15,30 @@ so they need not wait for the timeout.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 import uuid
-from contextlib import nullcontext
 import warnings
-from typing import Any, Callable, Sequence
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .._stages import recording
+from .._training_job import check_features
 from ..checkpoint import checkpointer_for
 from ..comm.timed import TimedComm
 from ..device import parse_device, resolve_device
 from ..errors import CommunicationError, DGBoostTypeError, DGBoostValueError
-from ..training import _check_features
+from ..params import TrainParams, parse_params
 from ._communicator import make_spec, open_comm, release_spec
 from ._matrix import DaskDMatrix, as_rank_dmatrix
 from ._placement import imbalance_note, place, place_where_held, row_runs
 from ._preflight import check_partitions
 from ._profile import RankClock, job_profile, numba_compiler_use
+
+if TYPE_CHECKING:  # annotations only: the ranks import the training driver when they run
+    from ..booster import Booster
+    from ..callback import TrainingCallback
 
 __all__ = ["train"]
 
@@ -40,20 +46,27 @@ _POLL_SECONDS = 0.5
 _RANK_KEY = "dgboost-train-rank-"
 
 
-def _rank_task(rank: int, world_size: int, spec: dict, params: dict, train_parts: list[dict], train_meta: dict,
+def _rank_task(rank: int, world_size: int, spec: dict, p: TrainParams, train_parts: list[dict], train_meta: dict,
                eval_sets: list, num_boost_round: int, options: dict):
-    """The body of one rank (runs on its worker).
+    """The body of one rank (runs on its worker): :func:`dgboost.train` with the job's
+    communicator and the parameters parsed on the client (not parsed again).
 
     Returns
     -------
-    (Booster or None, dict)
-        The model on rank 0 (None elsewhere), and the evaluation history.
+    (Booster or None, dict, dict or None)
+        The model on rank 0 (None elsewhere), the evaluation history, and with
+        ``options["profile"]`` the rank's profile: ``data_s`` assembling its partitions,
+        ``comm_open_s``, ``setup_s`` before the first round (and ``setup_stages_s``: base
+        margins, cuts, binning and margins, each waited for on the device), ``rounds_s`` and
+        ``round_s_median`` (:meth:`._profile.RankClock.marks`), per collective its calls,
+        bytes, ``producer_s`` waiting for the input and ``collective_s`` in the exchange,
+        and ``numba``: Numba's compiler entered during the job, ``entries``, ``seconds`` and
+        the functions ``compiled`` (a job after the first on the same workers should have
+        none).
     """
     from .. import training
-    from ..params import parse_params
 
     started_at, t0 = time.time(), time.perf_counter()
-    p = parse_params(params)
     if not p.nthread:
         # as xgboost.dask, a rank uses its worker's threads, not every core of a shared machine;
         # set here, not in params: the parameters are saved with the model, which must be the
@@ -79,7 +92,7 @@ def _rank_task(rank: int, world_size: int, spec: dict, params: dict, train_parts
         t_comm = time.perf_counter()
         if profile and world_size > 1:
             comm = TimedComm(comm)
-        booster = training.train(params, dtrain, num_boost_round, evals=evals, evals_result=history,
+        booster = training.train(p, dtrain, num_boost_round, evals=evals, evals_result=history,
                                  comm=comm, verbose_eval=options["verbose_eval"] if rank == 0 else False, **kwargs)
         t_trained = time.perf_counter()
     if not profile:
@@ -177,11 +190,12 @@ def _rank_meta(dm: DaskDMatrix, runs: list[tuple[int, int]] | None = None) -> di
             "feature_types": dm.feature_types, "n_features": dm.n_features, "row_runs": runs}
 
 
-def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
+def train(client: Any, params: Mapping[str, Any] | TrainParams, dtrain: DaskDMatrix, num_boost_round: int = 10,
           *, evals: Sequence[tuple[DaskDMatrix, str]] | None = None, obj: Callable | None = None,
-          feval: Callable | None = None, early_stopping_rounds: int | None = None, xgb_model=None,
-          verbose_eval: bool | int = True, callbacks: Sequence | None = None, custom_metric: Callable | None = None,
-          communicator: str = "auto", timeout: float = 300.0, checkpoint_dir=None,
+          feval: Callable | None = None, early_stopping_rounds: int | None = None,
+          xgb_model: Booster | str | os.PathLike | None = None, verbose_eval: bool | int = True,
+          callbacks: Sequence[TrainingCallback] | None = None, custom_metric: Callable | None = None,
+          communicator: str = "auto", timeout: float = 300.0, checkpoint_dir: str | os.PathLike | None = None,
           checkpoint_every: int | None = None, resume: bool = False, retries: int = 0,
           profile: bool = False) -> dict:
     """Train on a Dask cluster (``xgboost.dask.train``): every worker is one rank.
@@ -190,9 +204,10 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
     ----------
     client : distributed.Client or None
         None uses the current default client.
-    params : dict
-        Training parameters, as for :func:`dgboost.train`. ``device="cuda"`` trains on each
-        worker's GPU (dask-cuda workers: one GPU each).
+    params : dict or TrainParams
+        Training parameters, as for :func:`dgboost.train`, parsed once here: the workers get
+        the :class:`~dgboost.params.TrainParams`. ``device="cuda"`` trains on each worker's
+        GPU (dask-cuda workers: one GPU each).
     dtrain : DaskDMatrix
     num_boost_round : int
     evals : sequence of (DaskDMatrix, str), optional
@@ -217,16 +232,10 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
         communicator, from the newest checkpoint (from the start when there is none yet);
         each retry warns. Needs ``checkpoint_dir``. Other errors are raised at once.
     profile : bool
-        Also return where the job's time went, under ``"profile"``: the client's stages
-        (partition checks, placement, communicator, waiting for the ranks) and every rank's
-        (``dispatch_s`` from submission to its start, ``data_s`` assembling its partitions,
-        ``comm_open_s``, ``setup_s`` before the first round (and ``setup_stages_s``: base
-        margins, cuts, binning and margins, each waited for on the device), ``rounds_s`` and
-        ``round_s_median``, per collective its calls, bytes, ``producer_s`` waiting for
-        the input and ``collective_s`` in the exchange, and ``numba``: Numba's compiler
-        entered during the job, ``entries``, ``seconds`` and the functions ``compiled``; a
-        job after the first on the same workers should have none), in seconds of host
-        clocks. The model is the same with or without it.
+        Also return where the job's time went, under ``"profile"`` (host clocks, seconds): the
+        client's stages and every rank's (dispatch, data, communicator, set-up stages, rounds,
+        collectives, Numba compilations: the keys are listed by ``_rank_task`` and
+        :func:`._profile.job_profile`). The model is the same with or without it.
 
     Returns
     -------
@@ -239,18 +248,11 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
     from distributed import default_client
 
     client = client if client is not None else default_client()
-    if isinstance(retries, bool) or int(retries) != retries or retries < 0:
-        raise DGBoostValueError(f"retries must be a non-negative integer, got {retries!r}")
-    if retries and checkpoint_dir is None:
-        raise DGBoostValueError("retries needs checkpoint_dir (a retry resumes from the newest checkpoint)")
-    checkpointer_for(checkpoint_dir, checkpoint_every, resume)  # checked here, before any worker starts
-    if not isinstance(dtrain, DaskDMatrix):
-        raise DGBoostTypeError(f"dtrain must be a dgboost.dask.DaskDMatrix, got {type(dtrain).__name__}")
     evals = list(evals or [])
-    for item in evals:
-        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], DaskDMatrix)):
-            raise DGBoostTypeError("evals must be a sequence of (DaskDMatrix, name) pairs")
-    params = dict(params)
+    _check_arguments(dtrain, evals, retries, checkpoint_dir, checkpoint_every, resume)
+    # parsed once, here: a parameter mistake raises on the client, and the ranks and the
+    # partition checks get the dataclass (parse_params hands a validated one back as it is)
+    p = parse_params(params)
     options = {"obj": obj, "feval": feval, "custom_metric": custom_metric,
                "early_stopping_rounds": early_stopping_rounds, "xgb_model": xgb_model,
                "verbose_eval": verbose_eval, "callbacks": list(callbacks or []),
@@ -258,25 +260,46 @@ def train(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int = 10,
                "checkpoint_every": checkpoint_every, "resume": bool(resume), "profile": bool(profile)}
     for attempt in range(int(retries) + 1):
         try:
-            return _train_once(client, params, dtrain, num_boost_round, evals, options, communicator, timeout)
+            return _train_once(client, p, dtrain, num_boost_round, evals, options, communicator, timeout)
         except CommunicationError as exc:
             if attempt == retries:
                 raise
-            # the partitions the lost worker held are recomputed by Dask when the next
-            # attempt's preflight asks for them
-            client.wait_for_workers(1, timeout=timeout)
-            n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
-            warnings.warn(f"dgboost.dask.train: {exc}; retry {attempt + 1} of {retries} on {n_workers} "
-                          f"workers, from the newest checkpoint in {checkpoint_dir}", RuntimeWarning, stacklevel=2)
+            _before_retry(client, exc, attempt, retries, checkpoint_dir, timeout)
             options["resume"] = True
     raise AssertionError("unreachable")
 
 
-def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int, evals: list, options: dict,
+def _before_retry(client: Any, exc: Exception, attempt: int, retries: int, checkpoint_dir: Any,
+                  timeout: float) -> None:
+    """Wait for a worker and warn that the job is trained again (retry ``attempt + 1``). The
+    partitions the lost worker held are recomputed by Dask when the next attempt's preflight
+    asks for them."""
+    client.wait_for_workers(1, timeout=timeout)
+    n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
+    warnings.warn(f"dgboost.dask.train: {exc}; retry {attempt + 1} of {retries} on {n_workers} "
+                  f"workers, from the newest checkpoint in {checkpoint_dir}", RuntimeWarning, stacklevel=3)
+
+
+def _check_arguments(dtrain: DaskDMatrix, evals: list, retries: int, checkpoint_dir: str | os.PathLike | None,
+                     checkpoint_every: int | None, resume: bool) -> None:
+    """Raise for arguments of :func:`train` of the wrong type or out of range, before any
+    worker starts."""
+    if isinstance(retries, bool) or int(retries) != retries or retries < 0:
+        raise DGBoostValueError(f"retries must be a non-negative integer, got {retries!r}")
+    if retries and checkpoint_dir is None:
+        raise DGBoostValueError("retries needs checkpoint_dir (a retry resumes from the newest checkpoint)")
+    checkpointer_for(checkpoint_dir, checkpoint_every, resume)
+    if not isinstance(dtrain, DaskDMatrix):
+        raise DGBoostTypeError(f"dtrain must be a dgboost.dask.DaskDMatrix, got {type(dtrain).__name__}")
+    for item in evals:
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], DaskDMatrix)):
+            raise DGBoostTypeError("evals must be a sequence of (DaskDMatrix, name) pairs")
+
+
+def _train_once(client, p: TrainParams, dtrain: DaskDMatrix, num_boost_round: int, evals: list, options: dict,
                 communicator: str, timeout: float) -> dict:
     """One attempt of :func:`train`: preflight, placement on the current workers, a new
     communicator, one rank task per worker."""
-    obj = options["obj"]
     clock = [time.perf_counter()]
 
     def lap() -> float:
@@ -284,65 +307,21 @@ def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int,
         return clock[-1] - clock[-2]
 
     _free_stuck_workers(client, timeout)
-
-    # -- preflight: every partition, where it lives, before any collective ------------------
-    for dm, name in evals:
-        _check_features(dm, dtrain.n_features, dtrain.feature_names, f"evaluation set {name!r}")
-    label_params = params if obj is None and not callable(params.get("objective")) else None
-    infos = check_partitions(client, dtrain, label_params, "training data", timeout)
-    eval_infos = [check_partitions(client, dm, label_params, f"evaluation set {name!r}", timeout)
-                  for dm, name in evals]
-    if sum(i["rows"] for i in infos) == 0:
-        raise DGBoostValueError("the training data has no rows (every partition is empty)")
-    for dm, name in evals:
-        _check_features(dm, dtrain.n_features, dtrain.feature_names, f"evaluation set {name!r}")
+    infos, eval_infos = _preflight(client, p, dtrain, evals, options["obj"], timeout)
     stages = {"partition_checks_s": lap()}
-
-    # -- ranks: every worker, each with a contiguous run of partitions -------------------------
-    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
-    holders, rows = _holders(client, dtrain._parts.futures["data"]), [i["rows"] for i in infos]
-    # ranks train where the partitions lie, told each partition's global row offset; ranking
-    # counts query groups rank after rank, so there the ranks hold contiguous runs (moving
-    # partitions where they do not lie that way)
-    where_held = not dtrain.has.get("qid") and all(h in workers for h in holders)
-    placement = place_where_held(holders, workers) if where_held else place(holders, rows, workers)
-    eval_runs = []
-    for dm, e_infos in zip((dm for dm, _ in evals), eval_infos):
-        e_holders, e_rows = _holders(client, dm._parts.futures["data"]), [i["rows"] for i in e_infos]
-        runs = placement.runs_where_held(e_holders) if where_held else None
-        eval_runs.append((runs if runs is not None else placement.runs_for(e_holders, e_rows), e_rows))
-    world = len(placement.workers)
-    note = imbalance_note([sum(rows[i] for i in run) for run in placement.runs])
-    if note is not None:
-        warnings.warn(f"dgboost.dask.train: {note}", RuntimeWarning, stacklevel=3)
+    placement, where_held, rows, eval_runs = _place(client, dtrain, evals, infos, eval_infos)
     stages["placement_s"] = lap()
-    device_ids, kept = None, []
-    device = parse_device(params.get("device", "cpu"))
-    if device.is_cuda:
-        found = client.run(_worker_gpu, workers=list(placement.workers))
-        ids = [found[w][0] if w in found else None for w in placement.workers]
-        kept = [found[w][1] if w in found else None for w in placement.workers]
-        device_ids = ids if all(i is not None for i in ids) else None
-        if device_ids is None:  # the missing-GPU rule, said here too: the workers' warnings stay in their logs
-            resolve_device(device, available=(0, "a worker has no usable GPU"))
-    spec = make_spec(client, world, communicator, timeout, device_ids, workers=placement.workers,
-                     kept_states=kept, device=device.index)
+    spec = _communicator_spec(client, p, placement, communicator, timeout)
     stages["communicator_spec_s"] = lap()
     # a key of its own for every job: Dask would hand back a finished job's result for a reused key
     job = uuid.uuid4().hex
     try:
-        futures = []
         submitted_at = time.time()
+        futures = []
         for rank, worker in enumerate(placement.workers):
-            train_parts = [dtrain.partition(i) for i in placement.runs[rank]]
-            train_meta = _rank_meta(dtrain, row_runs(placement.runs[rank], rows) if where_held else None)
-            eval_sets = []
-            for (dm, name), (runs, e_rows) in zip(evals, eval_runs):
-                meta = _rank_meta(dm, row_runs(runs[rank], e_rows) if where_held else None)
-                eval_sets.append(([dm.partition(i) for i in runs[rank]], meta, name))
-            futures.append(client.submit(_rank_task, rank, world, spec, params, train_parts, train_meta,
-                                         eval_sets, num_boost_round, options, workers=[worker],
-                                         allow_other_workers=False, pure=False,
+            args = _rank_args(dtrain, evals, placement.runs[rank], rows if where_held else None, eval_runs, rank)
+            futures.append(client.submit(_rank_task, rank, len(placement.workers), spec, p, *args, num_boost_round,
+                                         options, workers=[worker], allow_other_workers=False, pure=False,
                                          key=f"{_RANK_KEY}{rank}-{job}"))
         stages["submit_s"] = lap()
         results = _watch(client, futures, placement.workers, spec.get("job") if spec["kind"] == "nccl" else None)
@@ -356,6 +335,81 @@ def _train_once(client, params: dict, dtrain: DaskDMatrix, num_boost_round: int,
         stages["total_s"] = clock[-1] - clock[0]
         out["profile"] = job_profile(stages, submitted_at, [r[2] for r in results])
     return out
+
+
+def _preflight(client, p: TrainParams, dtrain: DaskDMatrix, evals: list, obj: Callable | None,
+               timeout: float) -> tuple[list[dict], list[list[dict]]]:
+    """Every partition checked where it lives, before any collective: the partitions' infos
+    (:func:`._preflight.check_partitions`) of the training data and of each evaluation set."""
+    for dm, name in evals:
+        check_features(dm, dtrain.n_features, dtrain.feature_names, f"evaluation set {name!r}")
+    label_params = p if obj is None else None
+    infos = check_partitions(client, dtrain, label_params, "training data", timeout)
+    eval_infos = [check_partitions(client, dm, label_params, f"evaluation set {name!r}", timeout)
+                  for dm, name in evals]
+    if sum(i["rows"] for i in infos) == 0:
+        raise DGBoostValueError("the training data has no rows (every partition is empty)")
+    for dm, name in evals:
+        check_features(dm, dtrain.n_features, dtrain.feature_names, f"evaluation set {name!r}")
+    return infos, eval_infos
+
+
+def _place(client, dtrain: DaskDMatrix, evals: list, infos: list[dict], eval_infos: list[list[dict]]):
+    """The ranks: every worker, each with a contiguous run of partitions.
+
+    Returns
+    -------
+    (Placement, bool, list of int, list)
+        The placement; whether ranks hold the partitions where they lie (told their global
+        rows); rows per training partition; per evaluation set (runs per rank, rows per
+        partition).
+    """
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    holders, rows = _holders(client, dtrain._parts.futures["data"]), [i["rows"] for i in infos]
+    # ranks train where the partitions lie, told each partition's global row offset; ranking
+    # counts query groups rank after rank, so there the ranks hold contiguous runs (moving
+    # partitions where they do not lie that way)
+    where_held = not dtrain.has.get("qid") and all(h in workers for h in holders)
+    placement = place_where_held(holders, workers) if where_held else place(holders, rows, workers)
+    eval_runs = []
+    for dm, e_infos in zip((dm for dm, _ in evals), eval_infos):
+        e_holders, e_rows = _holders(client, dm._parts.futures["data"]), [i["rows"] for i in e_infos]
+        runs = placement.runs_where_held(e_holders) if where_held else None
+        eval_runs.append((runs if runs is not None else placement.runs_for(e_holders, e_rows), e_rows))
+    note = imbalance_note([sum(rows[i] for i in run) for run in placement.runs])
+    if note is not None:
+        warnings.warn(f"dgboost.dask.train: {note}", RuntimeWarning, stacklevel=4)
+    return placement, where_held, rows, eval_runs
+
+
+def _communicator_spec(client, p: TrainParams, placement, communicator: str, timeout: float) -> dict:
+    """The job's communicator (:func:`._communicator.make_spec`), NCCL over the workers' GPUs
+    where each has its own."""
+    device_ids, kept = None, []
+    device = parse_device(p.device)
+    if device.is_cuda:
+        found = client.run(_worker_gpu, workers=list(placement.workers))
+        ids = [found[w][0] if w in found else None for w in placement.workers]
+        kept = [found[w][1] if w in found else None for w in placement.workers]
+        device_ids = ids if all(i is not None for i in ids) else None
+        if device_ids is None:  # the missing-GPU rule, said here too: the workers' warnings stay in their logs
+            resolve_device(device, available=(0, "a worker has no usable GPU"))
+    return make_spec(client, len(placement.workers), communicator, timeout, device_ids, workers=placement.workers,
+                     kept_states=kept, device=device.index)
+
+
+def _rank_args(dtrain: DaskDMatrix, evals: list, run: list[int], rows: list[int] | None, eval_runs: list,
+               rank: int) -> tuple:
+    """(training partitions, their :func:`as_rank_dmatrix` keywords, evaluation sets) of rank
+    ``rank``, whose training partitions are ``run``; ``rows`` (rows per training partition)
+    when ranks hold the partitions where they lie, else None."""
+    train_parts = [dtrain.partition(i) for i in run]
+    train_meta = _rank_meta(dtrain, None if rows is None else row_runs(run, rows))
+    eval_sets = []
+    for (dm, name), (runs, e_rows) in zip(evals, eval_runs):
+        meta = _rank_meta(dm, None if rows is None else row_runs(runs[rank], e_rows))
+        eval_sets.append(([dm.partition(i) for i in runs[rank]], meta, name))
+    return train_parts, train_meta, eval_sets
 
 
 def _watch(client, futures: list, workers: list[str], nccl_job: str | None = None) -> list[Any]:
