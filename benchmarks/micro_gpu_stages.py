@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from functools import partial
 
 import numpy as np
 
@@ -96,7 +97,7 @@ def main():
             be._functions[key] = module_from_source(variant, key[0]).get_function(key[1])
             for name, (rows, segments) in layouts.items():
                 dev_segments = cupy.asarray(segments)
-                ms = timed(lambda: be.build_histograms(ell, cuts.ptrs, gpair, rows, dev_segments))
+                ms = timed(partial(be.build_histograms, ell, cuts.ptrs, gpair, rows, dev_segments))
                 entries = int((segments[:, 1] - segments[:, 0]).sum()) * f
                 print(f"hist mode {mode} {name:<32} {ms:7.3f} ms  {entries / ms / 1e6:8.1f} G entries/s")
     finally:
@@ -109,8 +110,8 @@ def main():
                                             split_bin=np.full(k, 100), default_left=np.ones(k)))
         work = rows.copy()
         counts = be.partition(ell, work, records)
-        steps = {"whole partition()": lambda: be.partition(ell, work, records),
-                 "split_nodes()": lambda: be.split_nodes(records, counts, counts)}
+        steps = {"whole partition()": partial(be.partition, ell, work, records),
+                 "split_nodes()": partial(be.split_nodes, records, counts, counts)}
         for s_name, fn in steps.items():
             print(f"partition {name:<32} {s_name:<18} {timed(fn):7.3f} ms")
 
@@ -121,7 +122,7 @@ def main():
         hist = cupy.asarray(np.random.default_rng(0).integers(0, 1000, (k, total_bins, 2)))
         totals = hist[:, :cuts.ptrs[1]].sum(axis=1).get()
         records = cupy.asarray(node_records(np.zeros(k), np.full(k, n), sums=totals))
-        ms = timed(lambda: be.evaluate_splits(hist, records, cuts.ptrs, None, np.array([1.0, 1.0]), p))
+        ms = timed(partial(be.evaluate_splits, hist, records, cuts.ptrs, None, np.array([1.0, 1.0]), p))
         print(f"evaluate_splits {k:>4} nodes  {ms:7.3f} ms")
 
 

@@ -357,7 +357,8 @@ class CUDABackend:
     def _records(self, records, in_place: bool = False):
         """Node records as the kernels read them: C-contiguous int64 (m, NODE_FIELDS) on the device."""
         if records.dtype != np.int64 or records.ndim != 2 or records.shape[1] != NODE_FIELDS:
-            raise DGBoostValueError(f"node records must be int64 (m, {NODE_FIELDS}), got {records.dtype} {records.shape}")
+            raise DGBoostValueError(f"node records must be int64 (m, {NODE_FIELDS}), "
+                                    f"got {records.dtype} {records.shape}")
         if not records.flags.c_contiguous:
             if in_place:
                 raise DGBoostValueError("node records written in place must be C-contiguous")

@@ -2,8 +2,9 @@
 
 The boosting loop only ever talks to a communicator, so one process is simply a
 cluster of size one (docs/design.md §1.2 "One process is a cluster of size one").
-Collectives take and return NumPy arrays on the CPU backend (CuPy arrays on the CUDA backend); ``allreduce_sum`` on integer arrays
-is exact and therefore independent of the order in which ranks are summed.
+Collectives take and return NumPy arrays on the CPU backend (CuPy arrays on the CUDA
+backend); ``allreduce_sum`` on integer arrays is exact and therefore independent of the
+order in which ranks are summed.
 """
 from __future__ import annotations
 

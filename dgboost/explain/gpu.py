@@ -15,7 +15,6 @@ elements (trees deeper than 63) are computed by the CPU engine and added.
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from ._device_cache import DeviceCache, device_bytes
@@ -356,7 +355,8 @@ def shap_interactions_device(table: PathTable, rows):
             acc = cupy.zeros((G, F + 1, F, n), dtype=cupy.float64)  # row fastest: coalesced updates
             module.get_function("shap_interactions_quadrature")(
                 grid, (_THREADS,), common + quad_args + (np.int64(slice_paths), acc))
-            module.get_function("interaction_finish")(grid, (_THREADS,), (acc, np.int64(n), np.int32(F), np.int32(G), out))
+            module.get_function("interaction_finish")(grid, (_THREADS,),
+                                                      (acc, np.int64(n), np.int32(F), np.int32(G), out))
             del acc
         elif kind == "warp-shared" and n * G < _SLICES_BELOW and 1 < n_slices <= _MAX_GRID_Z:
             _interactions_by_slice(module, X, out, common + quad_args, per_block, shared, slice_paths, slice_ptr,
