@@ -29,7 +29,7 @@ from sklearn.utils.multiclass import type_of_target
 
 from .booster import Booster
 from .data import DMatrix
-from .errors import DGBoostTypeError, DGBoostValueError
+from .errors import DGBoostTypeError, DGBoostValueError, ParameterError
 from .params import TrainParams, canonical_name, parse_params
 from .training import train
 
@@ -318,7 +318,12 @@ class DGBModel(BaseEstimator):
         names = [m for m in metrics if not callable(m)]
         if names:
             params["eval_metric"] = names
-        params.update(self._extra_params())
+        for key, value in self._extra_params().items():
+            # an extra under another spelling of a named argument's parameter would override it unseen
+            if canonical_name(key) in params:
+                raise ParameterError(f"parameter {canonical_name(key)!r} given twice (as {key!r} and a "
+                                     f"constructor argument)")
+            params[key] = value
         return params
 
     def _metric_list(self) -> list:

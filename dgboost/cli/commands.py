@@ -235,7 +235,7 @@ def train_command(config_path: Path | None, cluster: str | None, data_glob: str 
         return
 
     cfg = load_config(config_path)
-    parse_params(cfg.params)  # bad parameters fail before any data is read
+    p = parse_params(cfg.params)  # once: bad parameters fail before any data is read
     if cfg.early_stopping_rounds is not None and cfg.validation is None:
         raise DGBoostValueError("early_stopping_rounds needs a 'validation' data path in the config")
     X, y, w = split_columns(read_table(cfg.data), cfg.label, cfg.weight, cfg.data)
@@ -248,7 +248,7 @@ def train_command(config_path: Path | None, cluster: str | None, data_glob: str 
                 f"{dtrain.num_col()} features from {cfg.data}")
     started = time.perf_counter()
     verbose = False if quiet or not cfg.verbose_eval else cfg.verbose_eval
-    booster = train(cfg.params, dtrain, num_boost_round=cfg.num_boost_round, evals=evals,
+    booster = train(p, dtrain, num_boost_round=cfg.num_boost_round, evals=evals,
                     early_stopping_rounds=cfg.early_stopping_rounds, verbose_eval=verbose)
     elapsed = time.perf_counter() - started
     best = booster.meta.get("best_iteration")

@@ -5,13 +5,12 @@ import (``from dgboost import dask as dxgb``): ``DaskDMatrix``, ``train``, ``pre
 ``inplace_predict``, the ``DaskDGB*`` estimators (also named ``DaskXGB*``), and
 ``shap_values`` for distributed explanations.
 """
-from ._matrix import DaskDMatrix
+from ._matrix import DaskDMatrix, DaskQuantileDMatrix
 from .estimators import DaskDGBClassifier, DaskDGBRanker, DaskDGBRegressor
 from .explain import shap_frame_meta, shap_values
 from .prediction import inplace_predict, predict
 from .training import train
 
-DaskQuantileDMatrix = DaskDMatrix  # dgboost bins when training starts (see dgboost.QuantileDMatrix)
 DaskXGBRegressor, DaskXGBClassifier, DaskXGBRanker = DaskDGBRegressor, DaskDGBClassifier, DaskDGBRanker
 
 __all__ = ["DaskDMatrix", "DaskQuantileDMatrix", "train", "predict", "inplace_predict", "shap_values",

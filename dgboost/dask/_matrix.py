@@ -9,13 +9,14 @@ in this order, however they are spread over workers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from ..errors import DGBoostTypeError, DGBoostValueError
+from ..params import check_max_bin
 
-__all__ = ["DaskDMatrix"]
+__all__ = ["DaskDMatrix", "DaskQuantileDMatrix"]
 
 _FIELDS = ("data", "label", "weight", "base_margin", "qid")
 
@@ -74,6 +75,15 @@ class DaskDMatrix:
         The value that marks a missing entry (NaN when None).
     feature_names : list of str, optional
         Defaults to the DataFrame's columns.
+    feature_types : list of str, optional
+        Only numerical types (``"q"``, ``"float"``, ``"int"``, ``"i"``) are supported.
+    max_bin : int, optional
+        Histogram bins per feature, in place of the training parameter (as for
+        :class:`dgboost.DMatrix`); checked here by :func:`dgboost.params.check_max_bin`.
+    silent, enable_categorical
+        Accepted for XGBoost compatibility.
+    group, label_lower_bound, label_upper_bound, feature_weights
+        Not supported: refused when given.
 
     Notes
     -----
@@ -81,11 +91,15 @@ class DaskDMatrix:
     (``client.compute``); they are released when it is garbage-collected.
     """
 
-    def __init__(self, client, data, label=None, *, weight=None, base_margin=None, missing=None,
-                 silent: bool = False, feature_names=None, feature_types=None, group=None, qid=None,
-                 label_lower_bound=None, label_upper_bound=None, feature_weights=None,
-                 enable_categorical: bool = False):
+    def __init__(self, client: Any, data: Any, label: Any = None, *, weight: Any = None, base_margin: Any = None,
+                 missing: float | None = None, silent: bool = False, feature_names: Sequence[str] | None = None,
+                 feature_types: Sequence[str] | None = None, group: Any = None, qid: Any = None,
+                 label_lower_bound: Any = None, label_upper_bound: Any = None, feature_weights: Any = None,
+                 enable_categorical: bool = False, max_bin: int | None = None) -> None:
         from distributed import default_client
+
+        # checked first, on the client: before any partition is computed
+        self.max_bin = None if max_bin is None else check_max_bin(max_bin)
 
         if group is not None:
             raise DGBoostValueError("DaskDMatrix takes qid (a query id per row), not group sizes")
@@ -154,12 +168,57 @@ class DaskDMatrix:
         return self.n_features
 
     def __repr__(self) -> str:
-        return (f"DaskDMatrix(partitions={self.n_partitions}, features={self.n_features}, "
+        return (f"{type(self).__name__}(partitions={self.n_partitions}, features={self.n_features}, "
                 f"label={self.has['label']})")
 
 
+class DaskQuantileDMatrix(DaskDMatrix):
+    """A :class:`DaskDMatrix` with XGBoost's ``DaskQuantileDMatrix`` signature.
+
+    dgboost bins the features when training starts, so, as :class:`dgboost.QuantileDMatrix`,
+    this class only carries and checks ``max_bin`` and ``ref``.
+
+    Parameters
+    ----------
+    client, data, label, weight, base_margin, missing, silent, feature_names, feature_types, group, qid,
+    label_lower_bound, label_upper_bound, feature_weights, enable_categorical
+        As for :class:`DaskDMatrix`.
+    max_bin : int, optional
+        Histogram bins per feature (default: the ``max_bin`` of ``ref`` if given, else the
+        training parameter); :func:`dgboost.params.check_max_bin` applies.
+    ref : DaskDMatrix, optional
+        The training data this (evaluation) data is binned like; its ``max_bin`` must agree
+        with ``max_bin`` when both are given.
+    max_quantile_batches : int, optional
+        Accepted for XGBoost compatibility; no effect.
+    """
+
+    def __init__(self, client: Any, data: Any, label: Any = None, *, weight: Any = None, base_margin: Any = None,
+                 missing: float | None = None, silent: bool = False, feature_names: Sequence[str] | None = None,
+                 feature_types: Sequence[str] | None = None, max_bin: int | None = None,
+                 ref: DaskDMatrix | None = None, group: Any = None, qid: Any = None, label_lower_bound: Any = None,
+                 label_upper_bound: Any = None, feature_weights: Any = None, enable_categorical: bool = False,
+                 max_quantile_batches: int | None = None) -> None:
+        if ref is not None and not isinstance(ref, DaskDMatrix):
+            raise DGBoostTypeError(f"ref must be a DaskDMatrix or DaskQuantileDMatrix, got {type(ref).__name__}")
+        if max_bin is not None:
+            max_bin = check_max_bin(max_bin)  # before comparing it with ref's
+        if ref is not None and ref.max_bin is not None:
+            if max_bin is not None and max_bin != ref.max_bin:
+                raise DGBoostValueError(f"max_bin={max_bin!r} differs from the max_bin of ref "
+                                        f"({ref.max_bin}); data binned with ref's cuts must use its bins")
+            max_bin = ref.max_bin if max_bin is None else max_bin
+        super().__init__(client, data, label, weight=weight, base_margin=base_margin, missing=missing,
+                         silent=silent, feature_names=feature_names, feature_types=feature_types, group=group,
+                         qid=qid, label_lower_bound=label_lower_bound, label_upper_bound=label_upper_bound,
+                         feature_weights=feature_weights, enable_categorical=enable_categorical, max_bin=max_bin)
+        if ref is not None and ref.n_features != self.n_features:
+            raise DGBoostValueError(f"ref has {ref.n_features} features but data has {self.n_features}")
+        self.ref = ref
+
+
 def as_rank_dmatrix(parts: list[dict], has: dict, *, missing: float, feature_names, feature_types,
-                    n_features: int, row_runs: list[tuple[int, int]] | None = None):
+                    n_features: int, row_runs: list[tuple[int, int]] | None = None, max_bin: int | None = None):
     """A :class:`~dgboost.data.RankDMatrix` of the partitions one rank holds, concatenated in order.
 
     Parameters
@@ -173,6 +232,8 @@ def as_rank_dmatrix(parts: list[dict], has: dict, *, missing: float, feature_nam
     row_runs : list of (int, int), optional
         The global (row offset, rows) of each partition, when the rank's partitions are not
         one contiguous run in rank order (see :mod:`._placement`); kept as ``row_runs``.
+    max_bin : int, optional
+        The ``max_bin`` of the :class:`DaskDMatrix` (None: the training parameter's).
 
     Returns
     -------
@@ -192,7 +253,7 @@ def as_rank_dmatrix(parts: list[dict], has: dict, *, missing: float, feature_nam
             fields[name] = None
     dm = RankDMatrix(fields["data"], fields["label"], weight=fields["weight"],
                      base_margin=fields["base_margin"], qid=fields["qid"], missing=missing,
-                     feature_names=feature_names, feature_types=feature_types)
+                     feature_names=feature_names, feature_types=feature_types, max_bin=max_bin)
     dm.row_runs = None if row_runs is None else [(int(o), int(n)) for o, n in row_runs]
     return dm
 

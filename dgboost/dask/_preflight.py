@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import collections
 import threading
+from typing import Any
 
 import numpy as np
 
-from ..errors import CommunicationError, DGBoostError, DGBoostValueError
+from ..errors import CommunicationError, DGBoostError, DGBoostTypeError, DGBoostValueError
+from ..params import TrainParams
 
 __all__ = ["check_partitions"]
 
@@ -24,8 +26,11 @@ _passed_lock = threading.Lock()
 
 
 def _check_partition(index: int, part: dict, has: dict, missing: float, feature_names, columns,
-                     n_features: int, params: dict | None) -> dict:
+                     n_features: int, params: TrainParams | None) -> dict:
     """Validate partition ``index`` as the training data of one rank would be validated.
+
+    ``params`` were validated on the client: only its objective is used here, to check the
+    labels (not for a callable objective).
 
     Returns
     -------
@@ -35,7 +40,6 @@ def _check_partition(index: int, part: dict, has: dict, missing: float, feature_
     """
     from ..data import RankDMatrix
     from ..objective import get_objective
-    from ..params import parse_params
 
     try:
         data = part["data"]
@@ -51,8 +55,8 @@ def _check_partition(index: int, part: dict, has: dict, missing: float, feature_
                          qid=part.get("qid"), missing=missing, feature_names=feature_names)
         if dm.num_col() != n_features:
             raise DGBoostValueError(f"it has {dm.num_col()} features, the data has {n_features}")
-        if params is not None and dm.label is not None and dm.num_row():
-            objective = get_objective(parse_params(params))
+        if params is not None and not callable(params.objective) and dm.label is not None and dm.num_row():
+            objective = get_objective(params)
             objective.validate_labels(dm.label, dm.weight, dm.group_ptr)
         info = {"rows": dm.num_row()}
         if part.get("qid") is not None and dm.num_row():
@@ -71,7 +75,7 @@ def _to_numpy(value):
     return np.asarray(value)
 
 
-def check_partitions(client, dmatrix, params: dict | None, what: str = "data",
+def check_partitions(client: Any, dmatrix: Any, params: TrainParams | None, what: str = "data",
                      timeout: float | None = None) -> list[dict]:
     """Run the partition checks of ``dmatrix`` on the workers that hold the partitions.
 
@@ -79,8 +83,10 @@ def check_partitions(client, dmatrix, params: dict | None, what: str = "data",
     ----------
     client : distributed.Client
     dmatrix : DaskDMatrix
-    params : dict or None
-        Training parameters (labels are checked against the objective), or None.
+    params : TrainParams or None
+        The job's parameters, parsed once on the client (:func:`dgboost.params.parse_params`):
+        the labels are checked against its objective (unless that is a callable). None: no
+        label checks (e.g. a custom objective given as ``obj``). They are not parsed again.
     what : str
         How errors name the matrix ("data", "evaluation set 'valid'").
     timeout : float, optional
@@ -94,17 +100,23 @@ def check_partitions(client, dmatrix, params: dict | None, what: str = "data",
     list of dict
         Per partition: ``rows`` (and query id bounds). Checks that passed are remembered
         for the same partitions (Dask keys) and ``params``: while a worker holds every
-        partition, later calls return them without running again (0.18-0.20 s a job on
-        4 H100s, 40M rows).
+        partition, later calls return them without running again (a large share of a short
+        job otherwise: docs/performance-notes.md).
 
     Raises
     ------
+    DGBoostTypeError
+        When ``params`` is not a TrainParams (a dict must be parsed first, once).
     DGBoostValueError
         Naming every bad partition (the first few), or a query group that spans partitions.
     CommunicationError
         When the checks did not all finish within ``timeout`` seconds.
     """
     from distributed import wait
+
+    if params is not None and not isinstance(params, TrainParams):
+        raise DGBoostTypeError(f"check_partitions takes the TrainParams parsed on the client (or None), "
+                               f"got {type(params).__name__}")
 
     key = _memo_key(client, dmatrix, params)
     with _passed_lock:
@@ -149,13 +161,13 @@ def check_partitions(client, dmatrix, params: dict | None, what: str = "data",
     return infos
 
 
-def _memo_key(client, dmatrix, params: dict | None) -> tuple:
+def _memo_key(client, dmatrix, params: TrainParams | None) -> tuple:
     """What the checks of a matrix depend on: its partitions (their Dask keys, field by field),
     the parameters, and the cluster that holds them."""
     parts = tuple(tuple(None if f is None else str(f.key) for f in dmatrix.partition(i).values())
                   for i in range(dmatrix.n_partitions))
     shape = (dmatrix.missing, repr(dmatrix.feature_names), repr(dmatrix._frame_columns), dmatrix.n_features)
-    settings = "" if params is None else repr(sorted((str(k), repr(v)) for k, v in params.items()))
+    settings = "" if params is None else repr(params)
     return str(getattr(client.scheduler, "address", "")), parts, repr(shape), settings
 
 

@@ -9,12 +9,16 @@ would give on the concatenated rows.
 from __future__ import annotations
 
 import json
+import os
+from typing import Any, Sequence
 
 import numpy as np
 
 from .._array import array_module
+from ..booster import Booster
 from ..errors import DGBoostValueError
-from ..sklearn import _SKLEARN_ATTR, DGBClassifier, DGBRanker, DGBRegressor
+from ..params import TrainParams
+from ..sklearn import _SKLEARN_ATTR, DGBClassifier, DGBModel, DGBRanker, DGBRegressor
 from ._matrix import DaskDMatrix
 from .prediction import predict as dask_predict
 from .training import train as dask_train
@@ -28,7 +32,7 @@ class _DaskEstimator:
     _client = None
 
     @property
-    def client(self):
+    def client(self) -> Any:
         """The ``distributed.Client`` to train and predict with (None: the default client)."""
         if self._client is None:
             from distributed import default_client
@@ -37,7 +41,7 @@ class _DaskEstimator:
         return self._client
 
     @client.setter
-    def client(self, value) -> None:
+    def client(self, value: Any) -> None:
         self._client = value
 
     def __getstate__(self):
@@ -61,12 +65,17 @@ class _DaskEstimator:
     def _encode_dask_y(self, y, fitting: bool = False):
         return y
 
-    def _fit_params(self) -> dict | None:
-        return None
+    def _fit_params(self) -> dict:
+        """The training parameters of one ``fit`` (made once: a RandomState seed is drawn here)."""
+        return self._train_params()
 
-    def _dask_fit(self, dtrain: DaskDMatrix, X, evals, verbose, xgb_model, params: dict | None = None):
-        params = self._train_params() if params is None else params
-        out = dask_train(self.client, params, dtrain, num_boost_round=self.n_estimators, evals=evals,
+    def _checked_fit_params(self) -> TrainParams:
+        """:meth:`_fit_params` parsed once, on the client, before any partition is computed;
+        ``dgboost.dask.train`` ships this object to the workers as it is."""
+        return self._parsed_params(self._fit_params())
+
+    def _dask_fit(self, dtrain: DaskDMatrix, X, evals, verbose, xgb_model, p: TrainParams):
+        out = dask_train(self.client, p, dtrain, num_boost_round=self.n_estimators, evals=evals,
                          custom_metric=self._custom_metric(), obj=self._custom_objective(),
                          early_stopping_rounds=self.early_stopping_rounds, verbose_eval=verbose,
                          xgb_model=self._start_model(xgb_model), callbacks=list(self.callbacks or ()))
@@ -77,19 +86,29 @@ class _DaskEstimator:
         self._Booster.set_attr(**{_SKLEARN_ATTR: json.dumps(self._sklearn_state())})
         return self
 
-    def fit(self, X, y, *, sample_weight=None, base_margin=None, eval_set=None, sample_weight_eval_set=None,
-            base_margin_eval_set=None, verbose: bool | int = False, xgb_model=None):
-        """Train on dask collections ``X`` (Array or DataFrame) and ``y``; see :meth:`DGBModel.fit`."""
-        dtrain = self._dask_matrix(X, self._encode_dask_y(y, fitting=True), sample_weight, base_margin)
+    def fit(self, X: Any, y: Any, *, sample_weight: Any = None, base_margin: Any = None,
+            eval_set: Sequence[tuple[Any, Any]] | None = None, sample_weight_eval_set: Sequence[Any] | None = None,
+            base_margin_eval_set: Sequence[Any] | None = None, verbose: bool | int = False,
+            xgb_model: Booster | DGBModel | str | os.PathLike | None = None) -> DGBModel:
+        """Train on dask collections ``X`` (Array or DataFrame) and ``y``; see :meth:`DGBModel.fit`.
+
+        Returns
+        -------
+        DGBModel
+            ``self``, fitted.
+        """
+        y = self._encode_dask_y(y, fitting=True)  # a classifier's class count is a parameter
+        p = self._checked_fit_params()
+        dtrain = self._dask_matrix(X, y, sample_weight, base_margin)
         evals = self._dask_evals(eval_set, sample_weight_eval_set, base_margin_eval_set)
-        return self._dask_fit(dtrain, X, evals, verbose, xgb_model, self._fit_params())
+        return self._dask_fit(dtrain, X, evals, verbose, xgb_model, p)
 
     def _iteration_range_for(self, iteration_range):
         r = self._iteration_range(iteration_range)
         return (0, 0) if r is None else r
 
-    def predict(self, X, output_margin: bool = False, validate_features: bool = True, base_margin=None,
-                iteration_range=None):
+    def predict(self, X: Any, output_margin: bool = False, validate_features: bool = True, base_margin: Any = None,
+                iteration_range: tuple[int, int] | None = None) -> Any:
         """Lazy predictions of a dask Array or DataFrame (margins with ``output_margin``)."""
         if base_margin is not None:
             from .prediction import inplace_predict
@@ -103,7 +122,7 @@ class _DaskEstimator:
                             validate_features=validate_features,
                             iteration_range=self._iteration_range_for(iteration_range))
 
-    def apply(self, X, iteration_range=None):
+    def apply(self, X: Any, iteration_range: tuple[int, int] | None = None) -> Any:
         """Lazy leaf indices, (n, trees)."""
         return dask_predict(self.client, self.get_booster(), X, pred_leaf=True,
                             iteration_range=self._iteration_range_for(iteration_range))
@@ -138,7 +157,8 @@ class DaskDGBClassifier(_DaskEstimator, DGBClassifier):
     def _fit_params(self) -> dict:
         return self._class_params()[0]
 
-    def predict_proba(self, X, validate_features: bool = True, base_margin=None, iteration_range=None):
+    def predict_proba(self, X: Any, validate_features: bool = True, base_margin: Any = None,
+                      iteration_range: tuple[int, int] | None = None) -> Any:
         """Lazy class probabilities, (n, n_classes)."""
         import dask.array as da
 
@@ -150,8 +170,8 @@ class DaskDGBClassifier(_DaskEstimator, DGBClassifier):
             return p.map_blocks(_two_class_block, chunks=(p.chunks[0], (2,)), dtype=np.float32, meta=p._meta)
         return p
 
-    def predict(self, X, output_margin: bool = False, validate_features: bool = True, base_margin=None,
-                iteration_range=None):
+    def predict(self, X: Any, output_margin: bool = False, validate_features: bool = True, base_margin: Any = None,
+                iteration_range: tuple[int, int] | None = None) -> Any:
         """Lazy class labels (from ``classes_``), or margins with ``output_margin``."""
         if output_margin:
             return super().predict(X, output_margin=True, validate_features=validate_features,
@@ -166,16 +186,25 @@ class DaskDGBRanker(_DaskEstimator, DGBRanker):
     """:class:`~dgboost.DGBRanker` on Dask (``xgboost.dask.DaskXGBRanker``): ``qid`` per row,
     sorted, each query within one partition."""
 
-    def fit(self, X, y, *, qid=None, sample_weight=None, base_margin=None, eval_set=None, eval_qid=None,
-            sample_weight_eval_set=None, base_margin_eval_set=None, verbose: bool | int = False,
-            xgb_model=None, group=None):
-        """Train on dask collections with a query id per row (``qid``)."""
+    def fit(self, X: Any, y: Any, *, qid: Any = None, sample_weight: Any = None, base_margin: Any = None,
+            eval_set: Sequence[tuple[Any, Any]] | None = None, eval_qid: Sequence[Any] | None = None,
+            sample_weight_eval_set: Sequence[Any] | None = None, base_margin_eval_set: Sequence[Any] | None = None,
+            verbose: bool | int = False, xgb_model: Booster | DGBModel | str | os.PathLike | None = None,
+            group: Any = None) -> DaskDGBRanker:
+        """Train on dask collections with a query id per row (``qid``).
+
+        Returns
+        -------
+        DaskDGBRanker
+            ``self``, fitted.
+        """
         if group is not None or qid is None:
             raise DGBoostValueError("DaskDGBRanker.fit needs qid (a dask Array/Series, a query id per row); "
                                     "group sizes are not supported on Dask")
+        p = self._checked_fit_params()
         dtrain = self._dask_matrix(X, y, sample_weight, base_margin, qid)
         evals = self._dask_evals(eval_set, sample_weight_eval_set, base_margin_eval_set, eval_qid)
-        return self._dask_fit(dtrain, X, evals, verbose, xgb_model)
+        return self._dask_fit(dtrain, X, evals, verbose, xgb_model, p)
 
 
 def _isnan(a: np.ndarray) -> np.ndarray:
