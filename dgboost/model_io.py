@@ -42,7 +42,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import uuid
 import warnings
 from typing import Any
 
@@ -141,7 +140,14 @@ def _dumps(d: dict) -> str:
         raise ModelFormatError(f"cannot serialise the model to JSON: {e}") from e
 
 
-def _parse_json(text, source: str = "model"):
+def parse_model_json(text: str | bytes, source: str = "model") -> Any:
+    """JSON text (or UTF-8 bytes) of a model file, parsed, with messages naming ``source``.
+
+    Raises
+    ------
+    ModelFormatError
+        For text that is empty, truncated, not UTF-8, not JSON, or nested too deeply.
+    """
     if isinstance(text, (bytes, bytearray, memoryview)):
         try:
             text = bytes(text).decode("utf-8")
@@ -289,7 +295,7 @@ def _apply_extension(ensemble: Ensemble, meta: dict, ext, source: str) -> tuple[
 
 def model_from_json(text: str | bytes) -> tuple[Ensemble, dict]:
     """Parse dgboost or XGBoost JSON text (str or bytes); returns ``(ensemble, meta)``."""
-    return model_from_parsed_json(_parse_json(text), "model")
+    return model_from_parsed_json(parse_model_json(text), "model")
 
 
 def save_model(path, ensemble: Ensemble, meta: dict) -> None:
@@ -320,7 +326,7 @@ def load_model(path) -> tuple[Ensemble, dict]:
     with open(path, "rb") as fh:
         data = fh.read()
     source = f"model file {os.fspath(path)!r}"
-    return model_from_parsed_json(_parse_json(data, source), source)
+    return model_from_parsed_json(parse_model_json(data, source), source)
 
 
 # -- text dump ----------------------------------------------------------------------------

@@ -50,6 +50,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Protocol
+
 import numpy as np
 
 from ..errors import DGBoostTypeError, DGBoostValueError, ModelFormatError
@@ -246,9 +248,9 @@ def _from_xgboost(model) -> tuple[Ensemble, dict]:
 
 
 def _from_json_text(text: str, model) -> tuple[Ensemble, dict]:
-    from ..model_io import _parse_json
+    from ..model_io import parse_model_json
 
-    d = _parse_json(text, "the model text")  # the loader's parser: deep nesting is an error too
+    d = parse_model_json(text, "the model text")  # the loader's parser: deep nesting is an error too
     if not isinstance(d, dict):
         raise ModelFormatError("the model JSON is not an object")
     return _from_dict(d, model)
@@ -548,6 +550,24 @@ def _root_module(obj) -> str:
     return type(obj).__module__.split(".")[0]
 
 
+class BoosterLike(Protocol):
+    """What the importer reads of a dgboost :class:`~dgboost.booster.Booster`: its trees,
+    its meta dict (objective, feature names, ...) and its feature count. The explainer
+    recognises a booster by these, so that it never imports the booster module (which
+    imports the explainer for ``predict(pred_contribs=True)``)."""
+
+    ensemble: Ensemble
+    meta: dict
+
+    def num_features(self) -> int: ...
+
+
+def _is_dgboost_booster(model) -> bool:
+    """Whether ``model`` is a dgboost booster (see :class:`BoosterLike`)."""
+    return (isinstance(getattr(model, "ensemble", None), Ensemble) and isinstance(getattr(model, "meta", None), dict)
+            and callable(getattr(model, "num_features", None)))
+
+
 def to_ensemble(model) -> tuple[Ensemble, dict]:
     """``(ensemble, meta)`` for any supported model (see the module docstring).
 
@@ -564,8 +584,6 @@ def to_ensemble(model) -> tuple[Ensemble, dict]:
     ModelFormatError
         For model files / dicts that are not valid.
     """
-    from ..booster import Booster
-
     if isinstance(model, tuple) and len(model) == 2 and isinstance(model[0], Ensemble):
         ens, meta = model
         meta = dict(meta)
@@ -579,9 +597,9 @@ def to_ensemble(model) -> tuple[Ensemble, dict]:
         return ens, meta
     if isinstance(model, Ensemble):
         return _meta_only(model)
-    if isinstance(model, Booster):
+    if _is_dgboost_booster(model):
         return _from_dgboost_booster(model)
-    if hasattr(model, "get_booster") and type(model).__module__.startswith("dgboost"):
+    if hasattr(model, "get_booster") and _root_module(model) == "dgboost":
         booster = model.get_booster()
         rounds = model._iteration_range(None) if hasattr(model, "_iteration_range") else None
         return _from_dgboost_booster(booster, model, rounds)
