@@ -481,23 +481,8 @@ class TreeGrower:
                 remaining = max_leaves - n_leaves if max_leaves > 0 else None  # splits still allowed
                 budget = lookahead if remaining is None else min(lookahead, remaining)
                 group = [nid] + [n for _, n in heapq.nsmallest(budget - 1, heap) if n not in ready]
-                # parents of one batch together, in row order: gathered in a few pieces (the
-                # order of a batch's nodes changes where their children sit, not the tree)
-                batches = {}
-                for n in group:
-                    batches.setdefault(id(where[n][0]), len(batches))
-                group.sort(key=lambda n: (batches[id(where[n][0])], where[n][1]))
-                child_ids = n_nodes + np.arange(2) if len(group) == 1 else None
-                levels = 0
-                if levels_allowed:
-                    slots = 2 * len(group)  # the parents of the next level: the children
-                    while (levels < ahead.levels and (remaining is None or levels + 1 < remaining)
-                           and 3 * slots * per_slot <= ahead.hist_bytes):
-                        levels, slots = levels + 1, 2 * slots
-                children = self._split([where[n] for n in group], np.array([depths[n] + 1 for n in group]), child_ids,
-                                       tree_index, tree_mask, levels_ahead=levels)
-                for j, n in enumerate(group):
-                    ready[n] = (children, j)
+                levels = self._levels_ahead(len(group), remaining, per_slot) if levels_allowed else 0
+                self._split_group(group, where, ready, depths, n_nodes, levels, tree_index, tree_mask)
             children, j = ready.pop(nid)
             del where[nid]
             depth = depths[nid] + 1
@@ -522,6 +507,32 @@ class TreeGrower:
                             ready[left + side] = (children.ahead, r)
             n_leaves += 1
         self._write_nodes(t, hosts, record_at, parents, depths, lefts)
+
+    def _levels_ahead(self, n_parents: int, remaining: int | None, per_slot: int) -> int:
+        """Whole levels to split below the children of ``n_parents`` nodes (lossguide's
+        lookahead), within the backend's budget and the splits still allowed (``remaining``)."""
+        ahead = self.backend.lookahead
+        levels, slots = 0, 2 * n_parents  # the parents of the next level: the children
+        while (levels < ahead.levels and (remaining is None or levels + 1 < remaining)
+               and 3 * slots * per_slot <= ahead.hist_bytes):
+            levels, slots = levels + 1, 2 * slots
+        return levels
+
+    def _split_group(self, group: list[int], where: dict, ready: dict, depths: list[int], n_nodes: int, levels: int,
+                     tree_index: int, tree_mask) -> None:
+        """Split lossguide's nodes ``group`` in one device batch (``levels`` whole levels below
+        their children too); each node's children become ``ready[node] = (batch, j)``."""
+        # parents of one batch together, in row order: gathered in a few pieces (the
+        # order of a batch's nodes changes where their children sit, not the tree)
+        batches: dict[int, int] = {}
+        for n in group:
+            batches.setdefault(id(where[n][0]), len(batches))
+        group.sort(key=lambda n: (batches[id(where[n][0])], where[n][1]))
+        child_ids = n_nodes + np.arange(2) if len(group) == 1 else None
+        children = self._split([where[n] for n in group], np.array([depths[n] + 1 for n in group]), child_ids,
+                               tree_index, tree_mask, levels_ahead=levels)
+        for j, n in enumerate(group):
+            ready[n] = (children, j)
 
     @staticmethod
     def _write_nodes(t: _Nodes, hosts: list, record_at: list, parents: list, depths: list, lefts: dict) -> None:
