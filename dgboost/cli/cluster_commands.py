@@ -48,8 +48,9 @@ def train_on_cluster(client, data_glob: str, label: str, weight: str | None, par
         Parquet files (a glob or one path) with the features, ``label`` and ``weight`` columns.
     label, weight : str, str or None
         Label and (optional) weight columns; every other column is a feature.
-    params : dict
-        Training parameters, as for :func:`dgboost.train`.
+    params : dict or TrainParams
+        Training parameters, as for :func:`dgboost.train` (parsed once, here, unless already
+        a validated :class:`~dgboost.params.TrainParams`, which is used as it is).
     num_boost_round : int
     output_model : str or os.PathLike
         The model file to write (JSON; atomically).
@@ -70,7 +71,7 @@ def train_on_cluster(client, data_glob: str, label: str, weight: str | None, par
     from .. import dask as dxgb
     from ..params import parse_params
 
-    parse_params(params)  # bad parameters fail before any data is read
+    p = parse_params(params)  # bad parameters fail before any data is read
     if early_stopping_rounds is not None and validation_glob is None:
         raise DGBoostValueError("early stopping needs a validation data set")
     if weight is not None and weight == label:
@@ -93,7 +94,7 @@ def train_on_cluster(client, data_glob: str, label: str, weight: str | None, par
     started = time.perf_counter()
     printer = RoundPrinter(client, num_boost_round, period, quiet or period == 0, has_evals=bool(evals))
     with printer:
-        result = dxgb.train(client, params, dtrain, num_boost_round, evals=evals,
+        result = dxgb.train(client, p, dtrain, num_boost_round, evals=evals,
                             early_stopping_rounds=early_stopping_rounds, verbose_eval=False,
                             callbacks=[printer.callback()])
         booster = result["booster"]

@@ -220,7 +220,7 @@ def train_command(config_path: Path | None, cluster: str | None, data_glob: str 
             data, label, weight, params = data_glob, label or "label", weight, _parse_params(param_items)
             validation, early, output, verbose = validation_glob, early_stopping_rounds, output_path, None
             rounds = 100 if rounds is None else rounds
-        parse_params(params)  # bad parameters and missing files fail before a cluster starts
+        params = parse_params(params)  # once: bad parameters and missing files fail before a cluster starts
         if early is not None and validation is None:
             raise DGBoostValueError("early stopping needs validation data ('validation' / --validation)")
         data = check_parquet_glob(data, "training data")
