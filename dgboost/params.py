@@ -313,7 +313,8 @@ _FIELD_NAMES = {("lambda" if f.name == "reg_lambda" else f.name): f.name for f i
 PARAMETER_NAMES: frozenset[str] = frozenset(_FIELD_NAMES)
 _INT_FIELDS = {"max_depth", "max_leaves", "max_bin", "seed", "nthread", "num_class",
                "lambdarank_num_pair_per_sample", "sketch_sample_rows"}
-_FLOAT_FIELDS = {f.name for f in fields(TrainParams) if f.type in ("float", "float | None")}
+# by field name, and "lambda" by its parameter name too: parse_params coerces by parameter name
+_FLOAT_FIELDS = {f.name for f in fields(TrainParams) if f.type in ("float", "float | None")} | {"lambda"}
 
 
 def _quantile_alpha(value) -> tuple:

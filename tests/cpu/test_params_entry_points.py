@@ -172,6 +172,13 @@ def test_every_alias_parses_to_its_canonical_parameter(alias):
     assert parse_params({alias: value}) == parse_params({canonical: value})
 
 
+def test_lambda_is_a_number_under_every_spelling_as_the_other_real_parameters():
+    assert parse_params({"lambda": "2"}) == parse_params({"reg_lambda": 2}) == parse_params({"lambda_l2": 2.0})
+    assert isinstance(parse_params({"lambda": 2}).reg_lambda, float)
+    with pytest.raises(dg.ParameterError, match="'lambda' must be a number"):
+        parse_params({"lambda": "two"})
+
+
 def test_an_alias_and_its_canonical_name_together_are_refused_at_every_entry_point(tmp_path):
     with pytest.raises(dg.ParameterError, match="given twice"):
         dg.train({"learning_rate": 0.1, "eta": 0.2}, dg.DMatrix(X, Y), 2)
