@@ -14,7 +14,7 @@ import numpy as np
 from .backend import array_backend, get_backend
 from .device import resolve_device
 from ._array import is_device_array
-from .data import DMatrix, _small_to_host, as_feature_matrix
+from .data import DMatrix, as_feature_matrix, small_to_host
 from .errors import DGBoostTypeError, DGBoostValueError, ParameterError
 from .params import OBJECTIVES, normalize_device
 from .tree import Ensemble
@@ -300,7 +300,7 @@ class Booster:
 
             backend = self._prediction_backend(values)
             return booster_contributions(self, values, t0, t1, interactions=pred_interactions,
-                                         base_margin=_small_to_host(base_margin), device=backend.name)
+                                         base_margin=small_to_host(base_margin), device=backend.name)
         on_device = is_device_array(values)
         backend = self._prediction_backend(values)
         values = backend.asarray(values)
@@ -313,7 +313,7 @@ class Booster:
         # caller's (or the DMatrix's) base_margin
         margin = xp.empty((n, n_groups), xp.float32)
         if base_margin is not None:
-            bm = np.asarray(_small_to_host(base_margin), np.float32).reshape(n, -1)
+            bm = np.asarray(small_to_host(base_margin), np.float32).reshape(n, -1)
             if bm.shape[1] != n_groups:
                 raise DGBoostValueError(f"base_margin has {bm.shape[1]} columns, the model has {n_groups} outputs")
             margin[...] = backend.asarray(bm)

@@ -34,7 +34,7 @@ def _top_module(obj: Any) -> str:
     return type(obj).__module__.split(".")[0]
 
 
-def _small_to_host(value: Any) -> Any:
+def small_to_host(value: Any) -> Any:
     """A CuPy array or cuDF Series/DataFrame as NumPy/pandas; anything else unchanged.
 
     Used for the per-row meta information only (labels, weights, margins, groups, qid).
@@ -214,7 +214,7 @@ def as_feature_matrix(data: Any, missing: float = np.nan, feature_names: Sequenc
 def _as_vector(name: str, value: Any, n: int, allow_negative: bool = True) -> np.ndarray | None:
     if value is None:
         return None
-    value = _small_to_host(value)
+    value = small_to_host(value)
     try:
         vec = np.asarray(value)
         # float32 is checked as it is (a float64 copy is a pass over 8 bytes a row for nothing);
@@ -293,7 +293,7 @@ class DMatrix:
         self.weight = _as_vector("weight", weight, n, allow_negative=False)
         self.base_margin = None
         if base_margin is not None:
-            bm = np.asarray(_small_to_host(base_margin), dtype=np.float32)
+            bm = np.asarray(small_to_host(base_margin), dtype=np.float32)
             if bm.ndim == 1:
                 bm = bm[:, None]
             if bm.ndim != 2 or bm.shape[0] != n or not np.isfinite(bm).all():
@@ -368,7 +368,7 @@ def _group_pointer(group, qid, n: int) -> np.ndarray | None:
     if group is not None and qid is not None:
         raise DGBoostValueError("give either group or qid, not both")
     if qid is not None:
-        q = np.asarray(_small_to_host(qid))
+        q = np.asarray(small_to_host(qid))
         if q.shape != (n,):
             raise DGBoostValueError(f"qid must have one entry per row ({n}), got shape {q.shape}")
         if (np.diff(q) < 0).any():
@@ -377,7 +377,7 @@ def _group_pointer(group, qid, n: int) -> np.ndarray | None:
         group = sizes
     if group is None:
         return None
-    sizes = np.asarray(_small_to_host(group))
+    sizes = np.asarray(small_to_host(group))
     if sizes.ndim != 1 or sizes.dtype.kind not in "iu" and not np.all(np.mod(sizes, 1) == 0):
         raise DGBoostValueError("group must be a 1-D array of integer group sizes")
     sizes = sizes.astype(np.int64)

@@ -201,9 +201,10 @@ def _write_interactions(part, path: str, explainer, columns: list[str], device: 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ..dask.explain import _on_device
+    from ..dask.explain import explainer_on_device
+    from ..device import parse_device
 
-    explainer = _on_device(explainer, device, rows_on_gpu=False)
+    explainer = explainer_on_device(explainer, None if device is None else parse_device(device), rows_on_gpu=False)
 
     named = any(n is not None for n in getattr(part.index, "names", [None]))
     step = max(1, _MAX_SLICE_BYTES // (8 * len(columns)))
@@ -260,7 +261,7 @@ def explain_on_cluster(client, model_path, data_glob: str, output_dir, interacti
     what = "interaction values" if interactions else "SHAP values"
     device = cluster_device(client) if device == "auto" else device
     say(quiet, f"explaining {X.npartitions} partitions of {data_glob} with {explainer.ensemble.n_trees} trees "
-                f"({what}, on the workers' {'GPUs' if device == 'cuda' else 'CPUs'}) into {output_dir}")
+                f"({what}, on the workers' {'GPUs' if device.startswith('cuda') else 'CPUs'}) into {output_dir}")
     if interactions:
         outputs = None
         if explainer.n_outputs > 1:

@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 
-from ..training import TrainingCallback, _format_evaluation
+from ..callback import TrainingCallback, format_evaluation
 from ._format import seconds
 
 __all__ = ["RoundReporter", "RoundPrinter", "say", "out"]
@@ -105,7 +105,7 @@ class RoundPrinter:
         if self.quiet:
             return
         if history:
-            out(self.quiet, _format_evaluation(epoch, history))
+            out(self.quiet, format_evaluation(epoch, history))
         else:
             now = time.perf_counter()
             eta = ""

@@ -40,7 +40,7 @@ def _as_explainer(model_or_explainer, background):
     return TreeExplainer(model, data=background, progress=False)
 
 
-def _on_device(explainer, device: Device | None, rows_on_gpu: bool):
+def explainer_on_device(explainer, device: Device | None, rows_on_gpu: bool):
     """The explainer that runs here: on the GPU for rows already there, or for every block
     when ``device`` is a GPU (host rows are uploaded, their values come back to the host). A GPU
     that is not usable on this worker gives the CPU, with a warning (the rule of every entry point)."""
@@ -54,7 +54,7 @@ def _on_device(explainer, device: Device | None, rows_on_gpu: bool):
 def _explain_block(block, explainer, interactions: bool, trailing: tuple, device: Device | None = None):
     if block.shape[0] == 0:
         return array_module(block).empty((0,) + tuple(trailing), np.float64)
-    explainer = _on_device(explainer, device, is_device_array(block))
+    explainer = explainer_on_device(explainer, device, is_device_array(block))
     if interactions:
         return explainer.shap_interaction_values(block, progress=False)
     return explainer.shap_values(block, progress=False)
@@ -69,7 +69,7 @@ def _frame_partition(part, explainer, device: Device | None = None):
 
             return cudf.from_pandas(out)
         return out
-    explainer = _on_device(explainer, device, on_gpu)
+    explainer = explainer_on_device(explainer, device, on_gpu)
     return explainer.shap_frame(part, progress=False)  # a cuDF frame for a cuDF partition
 
 
