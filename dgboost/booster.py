@@ -299,8 +299,8 @@ class Booster:
             from .explain.api import booster_contributions
 
             backend = self._prediction_backend(values)
-            return booster_contributions(self, values, t0, t1, interactions=pred_interactions,
-                                         base_margin=small_to_host(base_margin), device=backend.name)
+            return booster_contributions(self, values, t0, t1, engine=backend.shap_engine(),
+                                         interactions=pred_interactions, base_margin=small_to_host(base_margin))
         on_device = is_device_array(values)
         backend = self._prediction_backend(values)
         values = backend.asarray(values)

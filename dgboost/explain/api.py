@@ -14,6 +14,8 @@ weight tables once per path table) and cached on the booster; it is not pickled.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..errors import DGBoostValueError
@@ -24,7 +26,7 @@ __all__ = ["booster_contributions", "booster_path_table"]
 _CACHE_ATTR = "_explain_cache"
 
 
-def booster_path_table(booster, t0: int = 0, t1: int | None = None) -> PathTable:
+def booster_path_table(booster: Any, t0: int = 0, t1: int | None = None) -> PathTable:
     """The :class:`PathTable` of trees ``[t0, t1)`` of ``booster.ensemble``, cached on the
     booster (one entry, invalidated when the ensemble object or its size changes)."""
     ens = booster.ensemble
@@ -40,7 +42,7 @@ def booster_path_table(booster, t0: int = 0, t1: int | None = None) -> PathTable
     return table
 
 
-def replace_base_margin(out: np.ndarray, table: PathTable, base_margin, interactions: bool) -> None:
+def replace_base_margin(out: Any, table: PathTable, base_margin: Any, interactions: bool) -> None:
     """Swap the model's base margin for a per-row ``base_margin`` in the bias entries of
     ``out`` (engine layout (n, G, F+1) or (n, G, F+1, F+1)), in place."""
     from .._array import array_module
@@ -56,19 +58,36 @@ def replace_base_margin(out: np.ndarray, table: PathTable, base_margin, interact
         out[:, :, -1] += delta
 
 
-def booster_contributions(booster, values, t0: int, t1: int, *, interactions: bool = False,
-                          base_margin=None, device: str = "cpu"):
+def booster_contributions(booster: Any, values: Any, t0: int, t1: int, *, engine: Any, interactions: bool = False,
+                          base_margin: Any = None) -> Any:
     """SHAP contributions or interactions of trees ``[t0, t1)`` in XGBoost's layout (float32).
 
-    ``values``: float32 (n, F) NumPy or CuPy, already checked against the booster's features.
-    Computed on ``device`` ("cpu" or "cuda"); the result is in the array module of ``values``.
+    Parameters
+    ----------
+    booster : dgboost.Booster
+        The model (its ``ensemble``; the path table is cached on it).
+    values : numpy.ndarray or cupy.ndarray, float32 of shape (n, F)
+        The rows, already checked against the booster's features.
+    t0, t1 : int
+        The trees explained, ``[t0, t1)``.
+    engine : SHAP engine
+        Where the values are computed: ``Backend.shap_engine()`` of the booster's prediction
+        backend (the booster hands it over, so that the explainer needs no backend lookup).
+    interactions : bool
+        Interaction values instead of contributions.
+    base_margin : array-like of shape (n,) or (n, n_groups), optional
+        Per-row base margins replacing the model's in the bias entries.
+
+    Returns
+    -------
+    numpy.ndarray or cupy.ndarray, float32
+        ``(n, F + 1)`` / ``(n, n_groups, F + 1)``, or ``(n[, n_groups], F + 1, F + 1)`` with
+        ``interactions``, in the array module of ``values``.
     """
     from .._array import array_module, is_device_array, to_host
-    from ..backend import get_backend
     from .treeshap import cached_tables
 
     table = booster_path_table(booster, t0, t1)
-    engine = get_backend(device).shap_engine()
     xp = engine.xp
     rows = xp.ascontiguousarray(xp.asarray(values, dtype=xp.float32))
     n, F = rows.shape
