@@ -57,14 +57,19 @@ def _mib(v: float | None) -> str:
 
 def _summary(root: Path) -> list[str]:
     """One row per entry of every results file's ``table``: the ratio, its note, the file."""
-    lines = ["## Summary", "",
-             "| benchmark | measure | dgboost / reference | note | hardware | results |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "## Summary",
+        "",
+        "| benchmark | measure | dgboost / reference | note | hardware | results |",
+        "|---|---|---|---|---|---|",
+    ]
     for path in sorted((root / _RESULTS).glob("*.json")):
         r = json.loads(path.read_text())
         for row in r.get("table") or []:
-            lines.append(f"| {r['benchmark']} | {row['what']} | {row['ratio']:.2f} | {row['note']} "
-                         f"| {_hardware(r)} | {_link(path.relative_to(root))} |")
+            lines.append(
+                f"| {r['benchmark']} | {row['what']} | {row['ratio']:.2f} | {row['note']} "
+                f"| {_hardware(r)} | {_link(path.relative_to(root))} |"
+            )
     return lines
 
 
@@ -86,10 +91,12 @@ def _train_gpu_case(name: str, c: dict) -> str:
     ratio = "-" if ratios.get("per_round") is None else f"{ratios['per_round']:.2f}"
     whole = "-" if ratios.get("total") is None else f"{ratios['total']:.2f}"
     pool = _mib((a.get("cupy_pool_peak_bytes") or {}).get("max"))
-    return (f"| {name} ({c.get('what', '')}) | {c['rows_train']:,} x {c['features']} | {c['rounds']} "
-            f"| {_median_range(a, 'per_round_s', 1e3)} | {_median_range(b, 'per_round_s', 1e3)} | {ratio} | {whole} "
-            f"| {c['metric_name']} {_median(a, 'metric', spec='.4f')} / {_median(b, 'metric', spec='.4f')} "
-            f"| {_mib(a.get('peak_memory_bytes_max'))} ({pool}) / {_mib(b.get('peak_memory_bytes_max'))} |")
+    return (
+        f"| {name} ({c.get('what', '')}) | {c['rows_train']:,} x {c['features']} | {c['rounds']} "
+        f"| {_median_range(a, 'per_round_s', 1e3)} | {_median_range(b, 'per_round_s', 1e3)} | {ratio} | {whole} "
+        f"| {c['metric_name']} {_median(a, 'metric', spec='.4f')} / {_median(b, 'metric', spec='.4f')} "
+        f"| {_mib(a.get('peak_memory_bytes_max'))} ({pool}) / {_mib(b.get('peak_memory_bytes_max'))} |"
+    )
 
 
 def _train_gpu_draws(name: str, c: dict) -> list[str]:
@@ -97,21 +104,25 @@ def _train_gpu_draws(name: str, c: dict) -> list[str]:
     lines = []
     gap = (c.get("metric_over_seeds") or {}).get("relative_gap_dgboost_worse")
     if gap:
-        lines.append(f"- {name}: over {len(gap['runs'])} more draws of the data (one run each), dgboost's "
-                     f"{c['metric_name']} is {abs(gap['mean']) * 100:.2f}% {'worse' if gap['mean'] > 0 else 'better'} "
-                     f"than XGBoost's on average (median {gap['median'] * 100:+.2f}%, from {gap['min'] * 100:+.2f}% "
-                     f"to {gap['max'] * 100:+.2f}%; + is worse): the gap on one draw is mostly the draw.")
+        lines.append(
+            f"- {name}: over {len(gap['runs'])} more draws of the data (one run each), dgboost's "
+            f"{c['metric_name']} is {abs(gap['mean']) * 100:.2f}% {'worse' if gap['mean'] > 0 else 'better'} "
+            f"than XGBoost's on average (median {gap['median'] * 100:+.2f}%, from {gap['min'] * 100:+.2f}% "
+            f"to {gap['max'] * 100:+.2f}%; + is worse): the gap on one draw is mostly the draw."
+        )
     pooled = c.get("all_runs_pooled")
     if pooled:
         per_process = [o["ratio_of_medians"] for o in c.get("other_runs", [])]
         per_process.append(c["ratios_dgboost_over_xgboost"]["per_round"])
         lo, hi = pooled["dgboost_min_max_s"]
         xlo, xhi = pooled["xgboost_min_max_s"]
-        lines.append(f"- {name}: over {pooled['n_runs_each']} runs of each library in {len(per_process)} processes, "
-                     f"median {pooled['dgboost_median_s'] * 1e3:.2f} ms a round for dgboost ({lo * 1e3:.1f}-{hi * 1e3:.1f}) "
-                     f"and {pooled['xgboost_median_s'] * 1e3:.2f} for XGBoost ({xlo * 1e3:.1f}-{xhi * 1e3:.1f}): "
-                     f"{pooled['ratio_of_medians']:.2f}x; per process from {min(per_process):.2f}x to "
-                     f"{max(per_process):.2f}x.")
+        lines.append(
+            f"- {name}: over {pooled['n_runs_each']} runs of each library in {len(per_process)} processes, "
+            f"median {pooled['dgboost_median_s'] * 1e3:.2f} ms a round for dgboost ({lo * 1e3:.1f}-{hi * 1e3:.1f}) "
+            f"and {pooled['xgboost_median_s'] * 1e3:.2f} for XGBoost ({xlo * 1e3:.1f}-{xhi * 1e3:.1f}): "
+            f"{pooled['ratio_of_medians']:.2f}x; per process from {min(per_process):.2f}x to "
+            f"{max(per_process):.2f}x."
+        )
     return lines
 
 
@@ -121,15 +132,20 @@ def _train_gpu(root: Path) -> list[str]:
     if r is None:
         return []
     v = r.get("versions", {})
-    lines = ["", "## GPU training, case by case", "",
-             f"{r.get('hardware', {}).get('name', '?')}, dgboost {v.get('dgboost')} against XGBoost "
-             f"{v.get('xgboost')} `hist` ({_link(_RESULTS / 'train_gpu.json')}): median of {r.get('repeats')} "
-             "alternating runs with the range; ratios dgboost / XGBoost, lower is better; peak memory is "
-             "cudaMemGetInfo above the level before the run, and for dgboost in brackets the high-water mark "
-             "of CuPy's pool.", "",
-             "| case | rows x features | rounds | dgboost ms/round | XGBoost ms/round | ratio | whole-run ratio "
-             "| test metric dgboost / XGBoost | peak MiB dgboost / XGBoost |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "## GPU training, case by case",
+        "",
+        f"{r.get('hardware', {}).get('name', '?')}, dgboost {v.get('dgboost')} against XGBoost "
+        f"{v.get('xgboost')} `hist` ({_link(_RESULTS / 'train_gpu.json')}): median of {r.get('repeats')} "
+        "alternating runs with the range; ratios dgboost / XGBoost, lower is better; peak memory is "
+        "cudaMemGetInfo above the level before the run, and for dgboost in brackets the high-water mark "
+        "of CuPy's pool.",
+        "",
+        "| case | rows x features | rounds | dgboost ms/round | XGBoost ms/round | ratio | whole-run ratio "
+        "| test metric dgboost / XGBoost | peak MiB dgboost / XGBoost |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     cases = r.get("cases", {})
     lines += [_train_gpu_case(name, c) for name, c in cases.items()]
     draws = [line for name, c in cases.items() for line in _train_gpu_draws(name, c)]
@@ -145,18 +161,28 @@ def _scaling(root: Path) -> list[str]:
         if r.get("benchmark") != "scaling" or not speedups:
             continue
         rel = path.relative_to(root)
-        lines += ["", f"### {r.get('dataset', '?')}-like {r['rows']:,} x {r['features']}, {r['rounds']} rounds, "
-                      f"{r.get('device', '?')} workers", "",
-                  f"{_hardware(r)}; speed-up of each library over its own one-worker time ({_link(rel)}):", "",
-                  "| workers | dgboost training | xgboost.dask training | dgboost SHAP | xgboost.dask SHAP |",
-                  "|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"### {r.get('dataset', '?')}-like {r['rows']:,} x {r['features']}, {r['rounds']} rounds, "
+            f"{r.get('device', '?')} workers",
+            "",
+            f"{_hardware(r)}; speed-up of each library over its own one-worker time ({_link(rel)}):",
+            "",
+            "| workers | dgboost training | xgboost.dask training | dgboost SHAP | xgboost.dask SHAP |",
+            "|---|---|---|---|---|",
+        ]
         for key, s in sorted(speedups.items(), key=lambda kv: int(kv[0].split("_")[0])):
-            cells = [f"{s[k]:.2f}x" if s.get(k) is not None else "-"
-                     for k in ("train_dgboost", "train_xgboost", "shap_dgboost", "shap_xgboost")]
+            cells = [
+                f"{s[k]:.2f}x" if s.get(k) is not None else "-"
+                for k in ("train_dgboost", "train_xgboost", "shap_dgboost", "shap_xgboost")
+            ]
             lines.append(f"| {key.split('_')[0]} | " + " | ".join(cells) + " |")
         plot = path.with_suffix(".png")
         if plot.is_file():
-            lines += ["", f"![Training time, SHAP rows/s and speed-up ({path.stem})](../{plot.relative_to(root).as_posix()})"]
+            lines += [
+                "",
+                f"![Training time, SHAP rows/s and speed-up ({path.stem})](../{plot.relative_to(root).as_posix()})",
+            ]
     return (["", "## Several workers"] + lines) if lines else []
 
 
@@ -166,18 +192,25 @@ def _explain_parquet(root: Path) -> list[str]:
     for path in sorted((root / _RESULTS).glob("explain_parquet*.json")):
         r = json.loads(path.read_text())
         for x in r.get("results", []):
-            rows.append(f"| {x['rows']:,} | {x['files']} | {_hardware(r)} | {x['wall_s']:.1f} | {x['explain_s']:.1f} "
-                        f"| {x['rows_per_s_explaining']:,.0f} | {x['peak_rss_largest_worker_bytes'] / (1 << 30):.2f} "
-                        f"| {x['peak_device_mib_largest_worker']:,} | {x['checked_partitions_bitwise_single_process']} "
-                        f"| {_link(path.relative_to(root))} |")
+            rows.append(
+                f"| {x['rows']:,} | {x['files']} | {_hardware(r)} | {x['wall_s']:.1f} | {x['explain_s']:.1f} "
+                f"| {x['rows_per_s_explaining']:,.0f} | {x['peak_rss_largest_worker_bytes'] / (1 << 30):.2f} "
+                f"| {x['peak_device_mib_largest_worker']:,} | {x['checked_partitions_bitwise_single_process']} "
+                f"| {_link(path.relative_to(root))} |"
+            )
     if not rows:
         return []
-    return ["", "## Explaining Parquet files on a cluster", "",
-            "`dgboost explain --cluster local-cuda` (a worker per GPU), a depth-8, 100-round model of 28 features; "
-            "peaks are of the largest worker; checked partitions are compared with the single-process explainer:", "",
-            "| rows | files | hardware | command s | explaining s | rows/s explaining | peak host GiB "
-            "| peak device MiB | bitwise | results |",
-            "|---|---|---|---|---|---|---|---|---|---|"] + rows
+    return [
+        "",
+        "## Explaining Parquet files on a cluster",
+        "",
+        "`dgboost explain --cluster local-cuda` (a worker per GPU), a depth-8, 100-round model of 28 features; "
+        "peaks are of the largest worker; checked partitions are compared with the single-process explainer:",
+        "",
+        "| rows | files | hardware | command s | explaining s | rows/s explaining | peak host GiB "
+        "| peak device MiB | bitwise | results |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ] + rows
 
 
 def _round_anatomy(root: Path) -> list[str]:
@@ -185,14 +218,22 @@ def _round_anatomy(root: Path) -> list[str]:
     r = _load(root, "round_anatomy.json")
     if r is None:
         return []
-    lines = ["", "## One GPU round, kernel by kernel", "",
-             f"{r.get('device', '?')}, depth {r.get('max_depth')}, {r.get('features')} features, median of "
-             f"{r.get('rounds')} rounds after {r.get('skip')} ({_link(_RESULTS / 'round_anatomy.json')}): the round's "
-             "wall time, the sum of its kernels' times, and the time the device sat idle waiting for the host.", "",
-             "| step | rows | round ms | kernels ms | idle ms |", "|---|---|---|---|---|"]
+    lines = [
+        "",
+        "## One GPU round, kernel by kernel",
+        "",
+        f"{r.get('device', '?')}, depth {r.get('max_depth')}, {r.get('features')} features, median of "
+        f"{r.get('rounds')} rounds after {r.get('skip')} ({_link(_RESULTS / 'round_anatomy.json')}): the round's "
+        "wall time, the sum of its kernels' times, and the time the device sat idle waiting for the host.",
+        "",
+        "| step | rows | round ms | kernels ms | idle ms |",
+        "|---|---|---|---|---|",
+    ]
     for step, sizes in r.get("history", {}).items():
         for rows, s in sizes.items():
-            lines.append(f"| {step} | {int(rows):,} | {s['wall_ms']:.2f} | {s['kernel_sum_ms']:.2f} | {s['gap_ms']:.2f} |")
+            lines.append(
+                f"| {step} | {int(rows):,} | {s['wall_ms']:.2f} | {s['kernel_sum_ms']:.2f} | {s['gap_ms']:.2f} |"
+            )
     return lines
 
 
@@ -200,15 +241,23 @@ def _other_files(root: Path) -> list[str]:
     """Links to every results file with no table of its own above and to the earlier runs."""
     results = root / _RESULTS
     tabled = {"train_gpu.json", "round_anatomy.json"}
-    others = [p for p in sorted(results.iterdir())
-              if p.is_file() and p.suffix != ".png" and p.name not in tabled
-              and not p.name.startswith("explain_parquet") and not (p.suffix == ".json" and json.loads(p.read_text()).get("table"))]
+    others = [
+        p
+        for p in sorted(results.iterdir())
+        if p.is_file()
+        and p.suffix != ".png"
+        and p.name not in tabled
+        and not p.name.startswith("explain_parquet")
+        and not (p.suffix == ".json" and json.loads(p.read_text()).get("table"))
+    ]
     history = sorted(p for p in (results / "history").glob("*") if p.is_file())
     lines = ["", "## Other results and earlier runs", ""]
     lines += [f"- {_link(p.relative_to(root))}" for p in others]
-    lines.append(f"- earlier runs, cited by [history.md](history.md) ({len(history)} files, logs in "
-                 f"[history/logs/](../{(_RESULTS / 'history' / 'logs').as_posix()}/)): "
-                 + ", ".join(_link(p.relative_to(root)) for p in history))
+    lines.append(
+        f"- earlier runs, cited by [history.md](history.md) ({len(history)} files, logs in "
+        f"[history/logs/](../{(_RESULTS / 'history' / 'logs').as_posix()}/)): "
+        + ", ".join(_link(p.relative_to(root)) for p in history)
+    )
     return lines
 
 

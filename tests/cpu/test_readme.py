@@ -77,8 +77,11 @@ def _make_table():
 def test_readme_has_the_examples_this_test_runs():
     text = README.read_text(encoding="utf-8")
     assert len(_blocks(text, "python")) >= 4
-    assert [c[:2] for c in _dgboost_commands(text)] == [["dgboost", "demo"], ["dgboost", "predict"],
-                                                        ["dgboost", "explain"]]
+    assert [c[:2] for c in _dgboost_commands(text)] == [
+        ["dgboost", "demo"],
+        ["dgboost", "predict"],
+        ["dgboost", "explain"],
+    ]
 
 
 def test_readme_examples_run(tmp_path, monkeypatch):
@@ -107,8 +110,7 @@ def test_readme_examples_run(tmp_path, monkeypatch):
     np.testing.assert_allclose(preds, booster.predict(dg.DMatrix(X)), rtol=1e-6, atol=1e-7)
     shap = pd.read_csv(tmp_path / "shap.csv")
     assert len(shap) == 200
-    np.testing.assert_allclose(shap.to_numpy()[:, :28], dg.TreeExplainer(booster).shap_values(X),
-                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(shap.to_numpy()[:, :28], dg.TreeExplainer(booster).shap_values(X), rtol=1e-4, atol=1e-5)
     print(f"README examples ran in {time.perf_counter() - started:.1f} s")
 
 
@@ -120,7 +122,7 @@ def test_the_readme_is_at_most_12_kib():
 def test_the_readme_starts_with_the_two_set_up_commands():
     text = README.read_text(encoding="utf-8")
     first = re.search(r"^```bash\n(.*?)^```", text, flags=re.S | re.M)
-    assert first is not None and text[:first.start()].count("\n") <= 3
+    assert first is not None and text[: first.start()].count("\n") <= 3
     lines = first.group(1).splitlines()
     assert len(lines) == 2
     assert "pip install -e ." in lines[0] and lines[0].endswith("dgboost demo")
@@ -159,8 +161,9 @@ def test_a_link_to_a_missing_file_or_heading_is_found(tmp_path):
 
 def test_docs_benchmarks_is_what_make_table_writes_from_the_results():
     make_table = _make_table()
-    assert (ROOT / make_table.PAGE).read_text(encoding="utf-8") == make_table.render(ROOT), \
+    assert (ROOT / make_table.PAGE).read_text(encoding="utf-8") == make_table.render(ROOT), (
         "docs/benchmarks.md is stale: run python benchmarks/make_table.py --write"
+    )
 
 
 def test_every_table_of_docs_benchmarks_links_its_results_file():
@@ -171,15 +174,19 @@ def test_every_table_of_docs_benchmarks_links_its_results_file():
     for section in tables:
         assert "](../benchmarks/results/" in section, section.splitlines()[0]
     summary = [line for line in sections[0].splitlines() if line.startswith("| ") and "|---" not in line][1:]
-    assert summary and all(re.search(r"\| \[[^]]+\.json\]\(\.\./benchmarks/results/[^)]+\) \|$", row)
-                           for row in summary)
+    assert summary and all(
+        re.search(r"\| \[[^]]+\.json\]\(\.\./benchmarks/results/[^)]+\) \|$", row) for row in summary
+    )
 
 
 def test_docs_parameters_names_every_training_parameter():
     from dgboost.params import TrainParams
 
     text = (DOCS / "parameters.md").read_text(encoding="utf-8")
-    names = ["lambda" if f.name == "reg_lambda" else f.name for f in dataclasses.fields(TrainParams)
-             if not f.name.startswith("_")]
+    names = [
+        "lambda" if f.name == "reg_lambda" else f.name
+        for f in dataclasses.fields(TrainParams)
+        if not f.name.startswith("_")
+    ]
     missing = [name for name in names if f"`{name}`" not in text]
     assert missing == []
