@@ -216,8 +216,8 @@ def parts_are_bitwise(model: Path, data_files: list[Path], output: Path, device:
 
 
 def table_lines(results: list[dict]) -> list[dict]:
-    """The README table's lines: peak memory at the largest row count over that at the smallest
-    (1.00 = it does not grow with the rows), with the rates."""
+    """The benchmark table's lines (docs/benchmarks.md): peak memory at the largest row count
+    over that at the smallest (1.00 = it does not grow with the rows), with the rates."""
     if len(results) < 2:
         return []
     small, large = results[0], results[-1]

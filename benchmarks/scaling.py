@@ -411,7 +411,7 @@ def run(device: str, n_workers: int, args) -> dict:
     return result
 
 
-# dgboost variants timed beside the default (``dgboost_<name>`` in train_s): the README row's
+# dgboost variants timed beside the default (``dgboost_<name>`` in train_s): the benchmark row's
 # words and how the variant is made, in the order of the table
 _VARIANT_ROWS = {
     "unshared": ("as a first job (communicator made, partitions checked)",
@@ -444,7 +444,7 @@ def speedups(results: list[dict]) -> dict:
 
 
 def table_lines(payload: dict) -> list[dict]:
-    """The README table's rows (``make_table.py``) for a result payload."""
+    """The rows of docs/benchmarks.md's table (``make_table.py``) for a result payload."""
     lines = []
     data = "" if payload.get("dataset", "higgs") == "higgs" else f"{payload['dataset']}-like "
     for r in payload["results"]:
