@@ -6,8 +6,14 @@ import pytest
 import xgboost as xgb
 
 import dgboost as dg
-from dgboost.callback import (EarlyStopping, EvaluationMonitor, LearningRateScheduler, TrainingCallback,
-                              TrainingCheckPoint, format_evaluation)
+from dgboost.callback import (
+    EarlyStopping,
+    EvaluationMonitor,
+    LearningRateScheduler,
+    TrainingCallback,
+    TrainingCheckPoint,
+    format_evaluation,
+)
 
 
 def _data(n=800, seed=0):
