@@ -428,8 +428,12 @@ class DGBModel(BaseEstimator):
         self.evals_result_ = results if evals else {}
         self._set_feature_info(X, train_dm.num_col())
         self._early_stopping_used = self.early_stopping_rounds is not None and bool(evals)
-        booster.set_attr(**{_SKLEARN_ATTR: json.dumps(self._sklearn_state())})
+        self._keep_state(booster)
         return self
+
+    def _keep_state(self, booster: Booster) -> None:
+        """Write what the wrapper knows (classes, early stopping...) into the booster's attributes."""
+        booster.set_attr(**{_SKLEARN_ATTR: json.dumps(self._sklearn_state())})
 
     def _parsed_params(self, params: dict | None = None) -> TrainParams:
         """The one :class:`~dgboost.params.TrainParams` of a ``fit`` (``params``: the dict, when
@@ -614,7 +618,7 @@ class DGBModel(BaseEstimator):
     def save_model(self, fname: str | os.PathLike) -> None:
         """Write the model (with what the wrapper needs, e.g. ``classes_``) as dgboost JSON."""
         booster = self.get_booster()
-        booster.set_attr(**{_SKLEARN_ATTR: json.dumps(self._sklearn_state())})
+        self._keep_state(booster)
         booster.save_model(fname)
 
     def load_model(self, fname: str | os.PathLike | Booster) -> None:

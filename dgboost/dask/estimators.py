@@ -8,7 +8,6 @@ would give on the concatenated rows.
 """
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Sequence
 
@@ -18,7 +17,7 @@ from .._array import array_module
 from ..booster import Booster
 from ..errors import DGBoostValueError
 from ..params import TrainParams
-from ..sklearn import _SKLEARN_ATTR, DGBClassifier, DGBModel, DGBRanker, DGBRegressor
+from ..sklearn import DGBClassifier, DGBModel, DGBRanker, DGBRegressor
 from ._matrix import DaskDMatrix
 from .prediction import predict as dask_predict
 from .training import train as dask_train
@@ -83,7 +82,7 @@ class _DaskEstimator:
         self.evals_result_ = out["history"] if evals else {}
         self._set_feature_info(X, dtrain.n_features)
         self._early_stopping_used = self.early_stopping_rounds is not None and bool(evals)
-        self._Booster.set_attr(**{_SKLEARN_ATTR: json.dumps(self._sklearn_state())})
+        self._keep_state(self._Booster)
         return self
 
     def fit(self, X: Any, y: Any, *, sample_weight: Any = None, base_margin: Any = None,
