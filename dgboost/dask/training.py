@@ -187,7 +187,8 @@ def _rank_meta(dm: DaskDMatrix, runs: list[tuple[int, int]] | None = None) -> di
     """Keywords of :func:`as_rank_dmatrix` for one rank (``runs``: its partitions' global
     (row offset, rows), when ranks hold partitions wherever they lie)."""
     return {"has": dm.has, "missing": dm.missing, "feature_names": dm.feature_names,
-            "feature_types": dm.feature_types, "n_features": dm.n_features, "row_runs": runs}
+            "feature_types": dm.feature_types, "n_features": dm.n_features, "row_runs": runs,
+            "max_bin": dm.max_bin}
 
 
 def train(client: Any, params: Mapping[str, Any] | TrainParams, dtrain: DaskDMatrix, num_boost_round: int = 10,
