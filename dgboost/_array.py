@@ -9,12 +9,14 @@ from types import ModuleType
 
 import numpy as np
 
+from ._compat import is_cupy_array
+
 __all__ = ["array_module", "as_rows", "is_device_array", "to_host"]
 
 
 def is_device_array(a) -> bool:
     """True when ``a`` is a CuPy array (checked by type, without importing CuPy)."""
-    return type(a).__module__.startswith("cupy")
+    return is_cupy_array(a)
 
 
 def array_module(*arrays) -> ModuleType:

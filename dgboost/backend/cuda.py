@@ -23,6 +23,7 @@ import ctypes
 
 import numpy as np
 
+from .._compat import cupy_module
 from .._fixed_point import check_row_count
 from ..errors import DeviceMemoryError, DGBoostValueError
 from .cpu import leaf_weights_on_host, node_bounds_on_host
@@ -96,11 +97,10 @@ class CUDABackend:
     lookahead = LookaheadBudget(nodes=32, levels=1, hist_bytes=64 << 20)
 
     def __init__(self, device_id: int = 0):
-        try:
-            import cupy
-        except ImportError:
+        cupy = cupy_module()
+        if cupy is None:
             raise DGBoostValueError("device='cuda' needs CuPy: pip install 'dgboost[cuda13]' "
-                                    "(or [cuda12])") from None
+                                    "(or [cuda12])")
         try:
             count = cupy.cuda.runtime.getDeviceCount()
         except Exception as exc:  # noqa: BLE001 - no driver is the same as no device here

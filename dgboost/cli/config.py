@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ..errors import DGBoostValueError
 
 __all__ = ["TrainConfig", "load_config", "CONFIG_KEYS"]
@@ -32,18 +34,9 @@ class TrainConfig:
 
 
 def _read_config_file(path: Path) -> Any:
+    """The parsed config file: JSON for ``.json``, else YAML (PyYAML is a dependency)."""
     text = path.read_text(encoding="utf-8")
-    suffix = path.suffix.lower()
-    if suffix == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DGBoostValueError(f"config {path} is not valid JSON: {exc}") from None
-    try:
-        import yaml
-    except ImportError:
-        if suffix in (".yaml", ".yml"):
-            raise DGBoostValueError(f"config {path} is YAML, which needs PyYAML: pip install pyyaml") from None
+    if path.suffix.lower() == ".json":
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:

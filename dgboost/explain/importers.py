@@ -54,6 +54,7 @@ from typing import Protocol
 
 import numpy as np
 
+from .._compat import library_of
 from ..errors import DGBoostTypeError, DGBoostValueError, ModelFormatError
 from ..model_io import trees_per_round
 from ..tree import Ensemble, Tree
@@ -546,10 +547,6 @@ def _from_sklearn(model) -> tuple[Ensemble, dict]:
 # ---------------------------------------------------------------------------------------
 # dispatch
 # ---------------------------------------------------------------------------------------
-def _root_module(obj) -> str:
-    return type(obj).__module__.split(".")[0]
-
-
 class BoosterLike(Protocol):
     """What the importer reads of a dgboost :class:`~dgboost.booster.Booster`: its trees,
     its meta dict (objective, feature names, ...) and its feature count. The explainer
@@ -599,7 +596,7 @@ def to_ensemble(model) -> tuple[Ensemble, dict]:
         return _meta_only(model)
     if _is_dgboost_booster(model):
         return _from_dgboost_booster(model)
-    if hasattr(model, "get_booster") and _root_module(model) == "dgboost":
+    if hasattr(model, "get_booster") and library_of(model) == "dgboost":
         booster = model.get_booster()
         rounds = model._iteration_range(None) if hasattr(model, "_iteration_range") else None
         return _from_dgboost_booster(booster, model, rounds)
@@ -609,7 +606,7 @@ def to_ensemble(model) -> tuple[Ensemble, dict]:
         return _from_json_text(bytes(model).decode("utf-8", errors="replace"), model)
     if isinstance(model, dict):
         return _from_dict(model, model)
-    root = _root_module(model)
+    root = library_of(model)
     if root == "xgboost":
         if hasattr(model, "save_raw") or hasattr(model, "get_booster"):
             return _from_xgboost(model)
