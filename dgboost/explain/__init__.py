@@ -9,15 +9,14 @@ Pipeline (docs/design.md §4 "Explanation data flow")::
 User-facing: :class:`TreeExplainer` (shap's interface) over :func:`to_ensemble` (importers
 for dgboost, XGBoost, LightGBM and scikit-learn models).
 """
+from .api import booster_contributions
+from .binpack import BIN_CAPACITY, PackedTable, best_fit_decreasing, bin_items, first_fit_decreasing, next_fit, pack
+from .explainer import AdditivityError, Explanation, TreeExplainer
+from .importers import ThresholdEncoder, UnsupportedModelError, to_ensemble
+from .interventional import shap_values_interventional
 from .paths import PATH_ELEMENT_DTYPE, PathTable, as_path_table, extract_paths
-from .binpack import (BIN_CAPACITY, PackedTable, best_fit_decreasing, bin_items,
-                      first_fit_decreasing, next_fit, pack)
 from .tables import WeightTables, build_tables
 from .treeshap import shap_interactions, shap_values, shap_values_path, shap_values_table
-from .interventional import shap_values_interventional
-from .importers import ThresholdEncoder, UnsupportedModelError, to_ensemble
-from .explainer import AdditivityError, Explanation, TreeExplainer
-from .api import booster_contributions
 
 __all__ = [
     "PATH_ELEMENT_DTYPE", "PathTable", "as_path_table", "extract_paths",

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -489,7 +489,8 @@ def _from_sklearn_hgb(model) -> tuple[Ensemble, dict]:
     for it in predictors:
         for k, pred in enumerate(it):
             nodes = pred.nodes
-            if "is_categorical" in nodes.dtype.names and np.any(nodes["is_categorical"] & ~nodes["is_leaf"].astype(bool)):
+            categorical = nodes["is_categorical"] if "is_categorical" in nodes.dtype.names else None
+            if categorical is not None and np.any(categorical & ~nodes["is_leaf"].astype(bool)):
                 raise UnsupportedModelError("HistGradientBoosting with categorical splits is not supported")
             leaf = nodes["is_leaf"].astype(bool)
             trees.append({
@@ -565,7 +566,7 @@ def _is_dgboost_booster(model) -> bool:
             and callable(getattr(model, "num_features", None)))
 
 
-def to_ensemble(model) -> tuple[Ensemble, dict]:
+def to_ensemble(model: Any) -> tuple[Ensemble, dict]:
     """``(ensemble, meta)`` for any supported model (see the module docstring).
 
     ``meta`` keys: ``source`` (dgboost / xgboost / lightgbm / sklearn), ``model_type``,

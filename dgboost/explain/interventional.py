@@ -23,6 +23,8 @@ here, so both devices give the same bits.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit, prange
 
@@ -325,7 +327,7 @@ def background_terms(table: PathTable, Bf: np.ndarray, transform: str | None = N
             "bias": bias}
 
 
-def shap_values_interventional(model, X, background, transform: str | None = None) -> np.ndarray:
+def shap_values_interventional(model: Any, X: Any, background: Any, transform: str | None = None) -> np.ndarray:
     """Interventional SHAP values over ``background``; float64 ``(n, n_groups, F + 1)``.
 
     ``model``: an Ensemble, :class:`PathTable` or PackedTable. ``X`` and ``background``:

@@ -1,6 +1,8 @@
 """Rows to explain, checked and laid out for the CPU explainers (host and device matrices alike)."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..errors import DGBoostTypeError, DGBoostValueError
@@ -8,7 +10,7 @@ from ..errors import DGBoostTypeError, DGBoostValueError
 __all__ = ["check_rows", "prepare_rows"]
 
 
-def check_rows(X, n_features: int) -> None:
+def check_rows(X: Any, n_features: int) -> None:
     """Refuse a host or device matrix ``X`` that is not numeric, not 2-d, or narrower than
     ``n_features`` columns (DGBoostTypeError / DGBoostValueError)."""
     if not (np.issubdtype(X.dtype, np.integer) or np.issubdtype(X.dtype, np.floating)
@@ -21,7 +23,7 @@ def check_rows(X, n_features: int) -> None:
                                 f"{n_features - 1}; expected at least {n_features} columns")
 
 
-def prepare_rows(X, n_features: int) -> np.ndarray:
+def prepare_rows(X: Any, n_features: int) -> np.ndarray:
     """``X`` as a C-contiguous float32 matrix with at least ``n_features`` columns."""
     if hasattr(X, "to_numpy"):  # pandas / polars
         X = X.to_numpy()
