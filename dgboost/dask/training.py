@@ -64,8 +64,6 @@ def _rank_task(rank: int, world_size: int, spec: dict, p: TrainParams, train_par
         the functions ``compiled`` (a job after the first on the same workers should have
         none).
     """
-    from .. import training
-
     started_at, t0 = time.time(), time.perf_counter()
     if not p.nthread:
         # as xgboost.dask, a rank uses its worker's threads, not every core of a shared machine;
@@ -90,6 +88,10 @@ def _rank_task(rank: int, world_size: int, spec: dict, p: TrainParams, train_par
     with open_comm(spec, rank, world_size) as comm, (recording() if profile else nullcontext({})) as setup, \
             (numba_compiler_use() if profile else nullcontext({})) as numba_use:
         t_comm = time.perf_counter()
+        # imported once the rank has joined the collective: on a worker that was just started the
+        # import takes seconds, which the other ranks would otherwise wait for while joining
+        from .. import training
+
         if profile and world_size > 1:
             comm = TimedComm(comm)
         booster = training.train(p, dtrain, num_boost_round, evals=evals, evals_result=history,
