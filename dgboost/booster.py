@@ -7,7 +7,7 @@ objective, base score, feature names, best iteration, training parameters): the 
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -42,7 +42,8 @@ class Booster:
     so models move freely between GPU and CPU-only machines.
     """
 
-    def __init__(self, params: dict | None = None, model_file=None):
+    def __init__(self, params: dict | None = None,
+                 model_file: str | os.PathLike | bytes | bytearray | None = None) -> None:
         self.ensemble = Ensemble(1, 0.0)
         self.meta: dict[str, Any] = _default_meta()
         self._predict_params: dict[str, Any] = {}
@@ -53,7 +54,7 @@ class Booster:
             else:
                 self.load_model(model_file)
 
-    def set_param(self, params, value=None) -> None:
+    def set_param(self, params: Mapping[str, Any] | str | Iterable[tuple[str, Any]], value: Any = None) -> None:
         """Set prediction parameters, as ``xgboost.Booster.set_param``.
 
         Parameters
@@ -119,13 +120,13 @@ class Booster:
         return self.meta.get("feature_names")
 
     @feature_names.setter
-    def feature_names(self, names) -> None:
+    def feature_names(self, names: Sequence[str] | None) -> None:
         if names is not None and len(names) != self.num_features():
             raise DGBoostValueError(f"{len(names)} feature names for {self.num_features()} features")
         self.meta["feature_names"] = None if names is None else [str(n) for n in names]
 
     @property
-    def feature_types(self):
+    def feature_types(self) -> list[str] | None:
         return self.meta.get("feature_types")
 
     @property
@@ -165,10 +166,10 @@ class Booster:
     def num_boosted_rounds(self) -> int:
         return self.ensemble.n_trees // self._trees_per_round()
 
-    def attr(self, key: str):
+    def attr(self, key: str) -> str | None:
         return self.meta.get("attributes", {}).get(key)
 
-    def set_attr(self, **kwargs) -> None:
+    def set_attr(self, **kwargs: Any) -> None:
         attrs = self.meta.setdefault("attributes", {})
         for k, v in kwargs.items():
             if v is None:
@@ -176,7 +177,7 @@ class Booster:
             else:
                 attrs[k] = str(v)
 
-    def attributes(self) -> dict:
+    def attributes(self) -> dict[str, str]:
         return dict(self.meta.get("attributes", {}))
 
     def copy(self) -> "Booster":
@@ -188,7 +189,7 @@ class Booster:
         b._predict_params = dict(self._predict_params)  # where it predicts goes with the model
         return b
 
-    def __getitem__(self, item) -> "Booster":
+    def __getitem__(self, item: slice) -> "Booster":
         """Slice by boosting rounds: ``booster[2:5]`` keeps rounds 2, 3 and 4."""
         if not isinstance(item, slice) or item.step not in (None, 1):
             raise DGBoostTypeError("a Booster can only be sliced by rounds with step 1, e.g. booster[0:10]")
@@ -270,11 +271,11 @@ class Booster:
             resolved = self._resolved_device = (requested, resolve_device(requested))
         return get_backend(resolved[1], nthread)
 
-    def predict(self, data, output_margin: bool = False, pred_leaf: bool = False,
+    def predict(self, data: Any, output_margin: bool = False, pred_leaf: bool = False,
                 pred_contribs: bool = False, approx_contribs: bool = False,
                 pred_interactions: bool = False, validate_features: bool = True,
-                training: bool = False, iteration_range=None, strict_shape: bool = False,
-                base_margin=None):
+                training: bool = False, iteration_range: tuple[int, int] | None = None, strict_shape: bool = False,
+                base_margin: Any = None) -> Any:
         """Predict for ``data`` (a DMatrix or anything :class:`DMatrix` accepts).
 
         Runs on the data's GPU for CuPy / cuDF data (or a DMatrix made from them), else
@@ -331,9 +332,9 @@ class Booster:
             out = out[:, 0]
         return out if on_device else backend.to_host(out)
 
-    def inplace_predict(self, data, iteration_range=None, predict_type: str = "value",
-                        missing: float = np.nan, validate_features: bool = True, base_margin=None,
-                        strict_shape: bool = False):
+    def inplace_predict(self, data: Any, iteration_range: tuple[int, int] | None = None, predict_type: str = "value",
+                        missing: float = np.nan, validate_features: bool = True, base_margin: Any = None,
+                        strict_shape: bool = False) -> Any:
         """Predict ``data`` without a separate DMatrix step (XGBoost's ``inplace_predict``).
 
         CuPy / cuDF input is predicted on its GPU and gives a CuPy array; other input
@@ -346,7 +347,7 @@ class Booster:
                             strict_shape=strict_shape)
 
     # -- persistence ----------------------------------------------------------------------
-    def save_model(self, fname) -> None:
+    def save_model(self, fname: str | os.PathLike) -> None:
         """Write the model file (atomically: a temporary file, then a rename).
 
         Parameters
@@ -368,7 +369,7 @@ class Booster:
 
         save_model(os.fspath(fname), self.ensemble, self.meta)
 
-    def load_model(self, fname) -> None:
+    def load_model(self, fname: str | os.PathLike | bytes | bytearray) -> None:
         """Load a model file (a path, or a bytearray of its text).
 
         Parameters
@@ -406,14 +407,14 @@ class Booster:
 
         return model_to_json(self.ensemble, self.meta)
 
-    def export_xgboost_json(self, fname) -> None:
+    def export_xgboost_json(self, fname: str | os.PathLike) -> None:
         """Write the model in XGBoost's JSON format (loadable by ``xgboost.Booster(model_file=...)``)."""
         from .model_io import export_xgboost_json
 
         export_xgboost_json(os.fspath(fname), self.ensemble, self.meta)
 
     @classmethod
-    def from_xgboost(cls, model) -> "Booster":
+    def from_xgboost(cls, model: Any) -> "Booster":
         """Import an ``xgboost.Booster``, an XGBoost sklearn model, or an XGBoost JSON file."""
         from .model_io import import_xgboost_booster
 
@@ -427,7 +428,8 @@ class Booster:
             b.load_model(model)
         return b
 
-    def get_dump(self, fmap="", with_stats: bool = False, dump_format: str = "text") -> list[str]:
+    def get_dump(self, fmap: str | os.PathLike = "", with_stats: bool = False,
+                 dump_format: str = "text") -> list[str]:
         """One string per tree, as ``xgboost.Booster.get_dump`` (``"text"`` or ``"json"``)."""
         if dump_format == "json":
             from ._booster_inspect import dump_json
@@ -439,11 +441,11 @@ class Booster:
 
         return dump_text(self.ensemble, self.meta, with_stats=with_stats)
 
-    def get_fscore(self, fmap="") -> dict[str, float]:
+    def get_fscore(self, fmap: str | os.PathLike = "") -> dict[str, float]:
         """Split counts per feature (``get_score(importance_type="weight")``)."""
         return self.get_score(fmap, importance_type="weight")
 
-    def get_score(self, fmap="", importance_type: str = "weight") -> dict[str, float]:
+    def get_score(self, fmap: str | os.PathLike = "", importance_type: str = "weight") -> dict[str, float]:
         """Feature importance as ``xgboost.Booster.get_score``: ``weight`` (split count),
         ``gain`` / ``cover`` (mean per split), ``total_gain`` / ``total_cover``. Features no
         split uses are left out."""
@@ -451,7 +453,7 @@ class Booster:
 
         return feature_score(self, fmap, importance_type)
 
-    def trees_to_dataframe(self, fmap=""):
+    def trees_to_dataframe(self, fmap: str | os.PathLike = "") -> Any:
         """One row per tree node as a pandas DataFrame (``xgboost.Booster.trees_to_dataframe``:
         columns Tree, Target, Node, ID, Feature, Split, Yes, No, Missing, Gain, Cover, Category)."""
         from ._booster_inspect import trees_dataframe
@@ -512,7 +514,8 @@ class Booster:
             raise DGBoostValueError("Invalid input for the boost function. Either the gradient or the "
                                     "objective should have a valid value.")
 
-    def eval_set(self, evals, iteration: int = 0, feval=None, output_margin: bool = True) -> str:
+    def eval_set(self, evals: Sequence[tuple[DMatrix, str]], iteration: int = 0, feval: Callable | None = None,
+                 output_margin: bool = True) -> str:
         """XGBoost's evaluation string ``[iteration]\tname-metric:value...`` for every
         (DMatrix, name) pair and every metric of the model (``eval_metric``, else the
         objective's default), then ``feval``'s, as ``xgboost.Booster.eval_set``."""
@@ -520,7 +523,7 @@ class Booster:
 
         return eval_set(self, evals, iteration, feval, output_margin)
 
-    def eval(self, data, name: str = "eval", iteration: int = 0) -> str:
+    def eval(self, data: DMatrix, name: str = "eval", iteration: int = 0) -> str:
         """``eval_set([(data, name)], iteration)``."""
         return self.eval_set([(data, name)], iteration)
 
