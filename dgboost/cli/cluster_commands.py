@@ -19,8 +19,10 @@ stderr every ~10% of the rounds; ``partitions done k/N`` on stderr while writing
 """
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,15 +32,21 @@ from .cluster_io import read_parquet, require_column, select_features, split_fra
 from .cluster_progress import RoundPrinter, say
 from .cluster_session import cluster_device
 
+if TYPE_CHECKING:  # annotations only: distributed is imported where a cluster is used
+    from distributed import Client
+
+    from ..booster import Booster
+
 __all__ = ["train_on_cluster", "predict_on_cluster", "explain_on_cluster"]
 
 # interaction values are computed and written in slices of rows whose output stays below this
 _MAX_SLICE_BYTES = 256 << 20
 
 
-def train_on_cluster(client, data_glob: str, label: str, weight: str | None, params: dict, num_boost_round: int,
-                     output_model, validation_glob: str | None = None, early_stopping_rounds: int | None = None,
-                     quiet: bool = False, verbose_eval: int | None = None):
+def train_on_cluster(client: Client, data_glob: str, label: str, weight: str | None, params: dict, num_boost_round: int,
+                     output_model: str | os.PathLike, validation_glob: str | None = None,
+                     early_stopping_rounds: int | None = None, quiet: bool = False,
+                     verbose_eval: int | None = None) -> Booster:
     """Train on the Parquet files of ``data_glob`` with :func:`dgboost.dask.train`; write the model.
 
     Parameters
@@ -152,7 +160,8 @@ def _prediction_frame(preds):
     return out
 
 
-def predict_on_cluster(client, model_path, data_glob: str, output_dir, margin: bool = False,
+def predict_on_cluster(client: Client, model_path: str | os.PathLike, data_glob: str, output_dir: str | os.PathLike,
+                       margin: bool = False,
                        label_column: str | None = None, quiet: bool = False) -> tuple[int, int]:
     """Predict the Parquet files of ``data_glob`` on the workers; write a Parquet folder.
 
@@ -228,7 +237,8 @@ def _write_interactions(part, path: str, explainer, columns: list[str], device: 
     return len(part)
 
 
-def explain_on_cluster(client, model_path, data_glob: str, output_dir, interactions: bool = False,
+def explain_on_cluster(client: Client, model_path: str | os.PathLike, data_glob: str, output_dir: str | os.PathLike,
+                       interactions: bool = False,
                        label_column: str | None = None, quiet: bool = False,
                        algorithm: str = "auto", device: str = "auto") -> tuple[int, int]:
     """Exact SHAP values of every row of the Parquet files of ``data_glob``, written by the workers.

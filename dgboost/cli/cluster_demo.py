@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -9,6 +10,9 @@ from ..errors import DGBoostError, DGBoostValueError
 from ._format import rate, seconds
 from .cluster_progress import RoundPrinter, say
 from .cluster_session import describe_cluster
+
+if TYPE_CHECKING:  # annotations only: distributed is imported where a cluster is used
+    from distributed import Client
 
 __all__ = ["cluster_demo"]
 
@@ -25,7 +29,7 @@ def _scatter_rows(client, array: np.ndarray, workers: list[str]):
     return da.concatenate(blocks, axis=0)
 
 
-def cluster_demo(client, rows: int, rounds: int, device: str, quiet: bool = False, seed: int = 0,
+def cluster_demo(client: Client, rows: int, rounds: int, device: str, quiet: bool = False, seed: int = 0,
                  test_fraction: float = 0.2, missing_rate: float = 0.1,
                  config: dict | None = None) -> list[tuple[str, str]]:
     """The cluster demo: synthetic binary data over the workers, trained, evaluated and explained.

@@ -18,11 +18,14 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import DGBoostValueError
 from ._format import seconds
 from .cluster_progress import say
+
+if TYPE_CHECKING:  # annotations only: distributed is imported where a cluster is used
+    from distributed import Client
 
 __all__ = ["check_parquet_glob", "check_output_folder", "read_parquet", "require_column", "split_frame",
            "select_features", "write_partitions"]
@@ -60,12 +63,12 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
-def check_output_folder(output_dir) -> None:
+def check_output_folder(output_dir: str | os.PathLike) -> None:
     """Refuse an output that is a file, or a folder holding anything but an earlier output."""
     _check_target(Path(output_dir).expanduser().absolute())
 
 
-def read_parquet(data_glob: str, what: str = "data"):
+def read_parquet(data_glob: str, what: str = "data") -> Any:
     """``dask.dataframe.read_parquet`` of the files of ``data_glob``, in natural sort order."""
     import dask.dataframe as dd
 
@@ -88,7 +91,7 @@ def require_column(columns: list[str], name: str, what: str, source: str) -> Non
         raise DGBoostValueError(f"{source}: no {what} column {name!r}{hint}")
 
 
-def split_frame(frame, columns: dict[str, Any]) -> dict:
+def split_frame(frame: Any, columns: dict[str, Any]) -> dict:
     """Dask collections of the given columns of ``frame``, from ONE read of each partition.
 
     ``columns`` maps an output name to a list of column names (a DataFrame) or one name (a
@@ -109,7 +112,7 @@ def split_frame(frame, columns: dict[str, Any]) -> dict:
     return out
 
 
-def select_features(frame, source: str, drop: list[str], model_names) -> list:
+def select_features(frame: Any, source: str, drop: list[str], model_names: list[str] | None) -> list:
     """The feature columns: all but ``drop``; the model's, in its order, when it names them all."""
     columns = [str(c) for c in frame.columns]
     features = [c for c in frame.columns if str(c) not in drop]
@@ -139,7 +142,7 @@ def _write_frame(frame, path: str) -> int:
     return len(frame)
 
 
-def write_partitions(client, pieces: list, output_dir, quiet: bool, what: str,
+def write_partitions(client: Client, pieces: list, output_dir: str | os.PathLike, quiet: bool, what: str,
                       writer: Callable = _write_frame, writer_args: tuple = ()) -> tuple[int, int]:
     """Write every partition of ``pieces`` (delayed DataFrames) on the workers, atomically.
 

@@ -12,9 +12,13 @@ import sys
 import threading
 import time
 import uuid
+from typing import TYPE_CHECKING, Any
 
 from ..callback import TrainingCallback, format_evaluation
 from ._format import seconds
+
+if TYPE_CHECKING:  # annotations only: distributed is imported where a cluster is used
+    from distributed import Client
 
 __all__ = ["RoundReporter", "RoundPrinter", "say", "out"]
 
@@ -43,12 +47,12 @@ class RoundReporter(TrainingCallback):
     printed on the workers. Never stops training and never fails it.
     """
 
-    def __init__(self, topic: str, period: int, count_from_one: bool = False):
+    def __init__(self, topic: str, period: int, count_from_one: bool = False) -> None:
         self.topic = topic
         self.period = max(1, int(period))
         self.offset = 1 if count_from_one else 0
 
-    def after_iteration(self, model, epoch: int, evals_log: dict) -> bool:
+    def after_iteration(self, model: Any, epoch: int, evals_log: dict) -> bool:
         if epoch == 0 or (epoch + self.offset) % self.period == 0:
             try:
                 from distributed import get_worker
@@ -67,7 +71,7 @@ class RoundPrinter:
     ``quiet`` (nothing is printed then).
     """
 
-    def __init__(self, client, total: int, period: int, quiet: bool, has_evals: bool = True):
+    def __init__(self, client: Client, total: int, period: int, quiet: bool, has_evals: bool = True) -> None:
         self.client, self.total, self.quiet, self.has_evals = client, total, quiet, has_evals
         self.period = max(1, period)
         self.topic = f"dgboost-rounds-{uuid.uuid4().hex}"

@@ -1,18 +1,23 @@
 """Starting, joining and describing the Dask cluster of ``--cluster``."""
 from __future__ import annotations
 
+import os
 import time
 import warnings
+from typing import TYPE_CHECKING
 
 from ..cluster import connect, default_config, load_config, local_worker_args
 from ._format import seconds
 from .cluster_progress import say
 from .device import resolve_device
 
+if TYPE_CHECKING:  # annotations only: distributed is imported where a cluster is used
+    from distributed import Client
+
 __all__ = ["open_cluster", "describe_cluster", "cluster_device"]
 
 
-def open_cluster(config, quiet: bool = False):
+def open_cluster(config: str | os.PathLike | dict | None, quiet: bool = False) -> tuple[Client, dict]:
     """``dgboost.cluster.connect(config)`` with a progress line saying what runs where.
 
     Parameters
@@ -71,7 +76,7 @@ def _kind_words(config: dict) -> str:
         config.get("kind"), str(config.get("kind")))
 
 
-def describe_cluster(client, config: dict | None = None, dashboard: bool = True) -> str:
+def describe_cluster(client: Client, config: dict | None = None, dashboard: bool = True) -> str:
     """``2 workers (local CPU worker processes), 1 thread each, dashboard http://...``."""
     workers = client.scheduler_info(n_workers=-1)["workers"]
     threads = sorted({int(w.get("nthreads", 0)) for w in workers.values()})
@@ -82,7 +87,7 @@ def describe_cluster(client, config: dict | None = None, dashboard: bool = True)
             f"thread{'s' if threads != [1] else ''} each" + (f", dashboard {link}" if link else ""))
 
 
-def cluster_device(client) -> str:
+def cluster_device(client: Client) -> str:
     """``cuda`` when every worker has a usable GPU, else ``cpu`` (what ``device=auto`` means here)."""
     # "auto" on a worker: cuda where CuPy and the CUDA backend work there
     devices = set(client.run(resolve_device, "auto").values())

@@ -8,7 +8,7 @@ import difflib
 import os
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from ..errors import DGBoostValueError
 __all__ = ["read_table", "split_columns", "write_atomic", "write_predictions", "shap_column_names",
            "write_explanations"]
 
-def read_table(path: str | os.PathLike):
+def read_table(path: str | os.PathLike) -> Any:
     """A CSV (any other extension) or Parquet (.parquet/.pq) file as a DataFrame; .npy as an array."""
     import pandas as pd
 
@@ -37,7 +37,7 @@ def read_table(path: str | os.PathLike):
         raise DGBoostValueError(f"cannot read {path}: {exc}") from None
 
 
-def split_columns(frame, label: str, weight: str | None, path) -> tuple:
+def split_columns(frame: Any, label: str, weight: str | None, path: str | os.PathLike) -> tuple:
     if not hasattr(frame, "columns"):
         raise DGBoostValueError(f"{path}: training data needs named columns (CSV or Parquet)")
     columns = [str(c) for c in frame.columns]
@@ -65,7 +65,7 @@ def write_atomic(path: Path, write: Callable[[str], None]) -> None:
         raise
 
 
-def write_predictions(path: str | os.PathLike, preds: np.ndarray, index=None) -> None:
+def write_predictions(path: str | os.PathLike, preds: np.ndarray, index: Any = None) -> None:
     """Write predictions by extension: .npy (the array), .parquet/.pq, else CSV with a header
     (``prediction``, or ``prediction_0..k-1`` for several outputs)."""
     import pandas as pd
@@ -89,7 +89,7 @@ def write_predictions(path: str | os.PathLike, preds: np.ndarray, index=None) ->
 
 
 
-def shap_column_names(features: list[str], output_names, interactions: bool) -> list[str]:
+def shap_column_names(features: list[str], output_names: list | None, interactions: bool) -> list[str]:
     """Column names of a SHAP file: features + ``bias`` (``a:b`` pairs for interactions),
     suffixed ``[<output>]`` when the model has several outputs (``output_names``)."""
     cols = list(features) + ["bias"]
@@ -101,7 +101,7 @@ def shap_column_names(features: list[str], output_names, interactions: bool) -> 
 
 
 def write_explanations(path: str | os.PathLike, values: np.ndarray, features: list[str],
-                       output_names=None, interactions: bool = False) -> None:
+                       output_names: list | None = None, interactions: bool = False) -> None:
     """Write SHAP values by extension: .npy (the array: (n, F+1), (n, k, F+1), or (n[, k],
     F+1, F+1) with interactions), .parquet/.pq, else CSV with named columns."""
     import pandas as pd
