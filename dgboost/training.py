@@ -43,7 +43,6 @@ from .callback import (
     EvaluationMonitor,
     TrainingCallback,
     TrainingCheckPoint,
-    format_evaluation,
 )
 from .checkpoint import check_resumable, checkpointer_for, load_on_rank0, training_config
 from .comm.base import Communicator, LocalComm
@@ -52,9 +51,6 @@ from .errors import DGBoostTypeError, DGBoostValueError
 from .params import TrainParams, parse_params
 
 __all__ = ["train", "TrainingCallback", "fixed_point_scale"]
-
-# the CLI's name for it until it imports dgboost.callback.format_evaluation
-_format_evaluation = format_evaluation
 
 
 def _verbose_period(verbose_eval: bool | int | None) -> int:
