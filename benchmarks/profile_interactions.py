@@ -2,7 +2,7 @@
 
 Trains a dgboost model shaped like ``shap_gpu.py`` case (a) on the GPU (28 features, 200
 rounds of depth 8 by default), then times warm ``contributions(X, interactions=True)`` with
-each layout of :func:`dgboost.explain.gpu._interaction_layout` forced (median of 3 after a
+each layout of :func:`dgboost.backend._cuda_treeshap._interaction_layout` forced (median of 3 after a
 warm-up) and checks that every layout gives the first one's bits.
 
     python benchmarks/profile_interactions.py --rows 20000
@@ -19,7 +19,7 @@ def main(argv=None) -> None:
 
     import dgboost as dg
     from dgboost.datasets import make_synthetic
-    from dgboost.explain import gpu
+    from dgboost.backend import _cuda_treeshap as gpu
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=20_000)

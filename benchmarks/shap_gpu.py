@@ -61,7 +61,8 @@ def run_case(name: str, repeats: int, train_rows: int, max_table_bytes: int | No
 
     import dgboost as dg
     from dgboost.datasets import make_synthetic
-    from dgboost.explain import gpu, treeshap
+    from dgboost.backend import _cuda_treeshap as gpu
+    from dgboost.explain import treeshap
 
     F, rounds, classes, depth, n, interactions = CASES[name]
     task = "binary" if classes == 1 else "multiclass"
@@ -123,7 +124,7 @@ def run_interventional(repeats: int, train_rows: int, rows: int = 100_000, backg
 
     import dgboost as dg
     from dgboost.datasets import make_synthetic
-    from dgboost.explain import gpu_interventional
+    from dgboost.backend import _cuda_interventional as gpu_interventional
 
     F, n_rounds, _, depth, _, _ = CASES["a"]
     X, y, _ = make_synthetic(train_rows, F, task="binary", missing_rate=0.1, seed=0)

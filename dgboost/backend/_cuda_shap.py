@@ -1,6 +1,6 @@
 """The GPU's SHAP engine (``CUDABackend.shap_engine``): ``kernels/treeshap_rows.cu`` and
-``kernels/treeshap_interventional.cu`` through :mod:`dgboost.explain.gpu` and
-:mod:`dgboost.explain.gpu_interventional`, bitwise the CPU engine's values.
+``kernels/treeshap_interventional.cu`` through :mod:`dgboost.backend._cuda_treeshap` and
+:mod:`dgboost.backend._cuda_interventional`, bitwise the CPU engine's values.
 
 It has :class:`dgboost.explain.engines.CpuEngine`'s interface; the explainer finds it through
 its backend and never imports it.
@@ -55,7 +55,7 @@ class CudaEngine:
     def path_dependent(self, table, rows, algorithm: str, weight_tables):
         """Contributions (n, k, F + 1), float64, on the device (``weight_tables`` unused: the
         device builds its own within ``max_table_bytes``)."""
-        from ..explain.gpu import shap_values_device
+        from ._cuda_treeshap import shap_values_device
 
         if algorithm == "table":
             return shap_values_device(table, rows, self.max_table_bytes)
@@ -64,14 +64,14 @@ class CudaEngine:
     def interactions(self, table, rows, method: str | None):
         """The CPU's quadrature method on the GPU, whatever ``method`` (all give the same
         values up to rounding)."""
-        from ..explain.gpu import shap_interactions_device
+        from ._cuda_treeshap import shap_interactions_device
 
         return shap_interactions_device(table, rows)
 
     def interventional(self, table, rows, background, transform: str | None):
         """Interventional SHAP on the GPU (``kernels/treeshap_interventional.cu``), bitwise
         the CPU engine's; a CuPy array (n, k, F + 1), float64, whatever the rows' module."""
-        from ..explain.gpu_interventional import shap_values_interventional_device
+        from ._cuda_interventional import shap_values_interventional_device
 
         return shap_values_interventional_device(table, rows, background, transform)
 

@@ -55,6 +55,7 @@ from ..errors import DGBoostTypeError, DGBoostValueError
 from .engines import call_row_bytes
 from .importers import to_ensemble
 from .paths import extract_paths
+from .results import AdditivityError, Explanation
 
 __all__ = ["TreeExplainer", "Explanation", "AdditivityError", "PROGRESS_MIN_ROWS"]
 
@@ -67,25 +68,6 @@ _ALGORITHMS = ("auto", "path", "table")
 _CHUNK_COST = 4e7
 # objectives whose output is sigmoid(margin): dgboost / XGBoost, and LightGBM's names
 _LOGISTIC_OBJECTIVES = frozenset({"binary:logistic", "reg:logistic", "binary", "cross_entropy"})
-
-
-class AdditivityError(DGBoostValueError):
-    """SHAP values plus the expected value do not add up to the model's output."""
-
-
-@dataclass
-class Explanation:
-    """Stand-in for ``shap.Explanation`` when shap is not installed (same attribute names)."""
-
-    values: np.ndarray
-    base_values: np.ndarray
-    data: np.ndarray | None = None
-    feature_names: list | None = None
-    output_names: list | None = None
-
-    @property
-    def shape(self):
-        return self.values.shape
 
 
 # ---------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ model output over the background, so each row sums to its margin.
 On-bits are kept in int64 words of 63 elements (``word_offsets`` per path), so any path
 length works; one word covers every path of up to 63 distinct features.
 
-``kernels/treeshap_interventional.cu`` (:mod:`dgboost.explain.gpu_interventional`) runs these
+``kernels/treeshap_interventional.cu`` (:mod:`dgboost.backend._cuda_interventional`) runs these
 kernels with one thread per row on a GPU; it takes the background's terms
 (:func:`background_terms`) and the logistic transform's sigmoids (:func:`sigmoid_values`) from
 here, so both devices give the same bits.

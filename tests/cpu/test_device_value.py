@@ -175,8 +175,8 @@ def test_a_gpu_explainer_unpickled_where_no_gpu_is_usable_explains_on_the_cpu(cp
 
 # -- no driver module imports a CUDA module -----------------------------------------------------
 PACKAGE = pathlib.Path(dg.__file__).parent
-CUDA_MODULES = ("dgboost.backend.cuda", "dgboost.backend._nvrtc", "dgboost.explain.gpu",
-                "dgboost.explain.gpu_interventional")
+CUDA_MODULES = ("dgboost.backend.cuda", "dgboost.backend._nvrtc", "dgboost.backend._cuda_treeshap",
+                "dgboost.backend._cuda_interventional")
 
 
 def _module_name(path: pathlib.Path) -> str:
@@ -191,8 +191,7 @@ def _is_cuda_module(name: str) -> bool:
 
 def _is_driver(path: pathlib.Path) -> bool:
     rel = path.relative_to(PACKAGE).as_posix()
-    return not (rel.startswith(("backend/", "testing/")) or
-                (rel.startswith("explain/gpu") and rel.endswith(".py")))
+    return not rel.startswith(("backend/", "testing/"))
 
 
 def _imported_names(path: pathlib.Path) -> set[str]:
@@ -218,7 +217,7 @@ def test_the_import_scan_sees_imports_inside_functions_and_relative_ones():
     engines = _imported_names(PACKAGE / "backend" / "cuda.py")
     assert "dgboost.backend._cuda_sketch" in engines and "dgboost.backend._nvrtc" in engines
     assert _is_cuda_module("dgboost.backend._cuda_shap") and not _is_cuda_module("dgboost.backend.cpu")
-    assert _is_driver(PACKAGE / "quantile.py") and not _is_driver(PACKAGE / "explain" / "gpu.py")
+    assert _is_driver(PACKAGE / "quantile.py") and not _is_driver(PACKAGE / "backend" / "_cuda_treeshap.py")
 
 
 def test_no_driver_module_imports_a_cuda_module():

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from dgboost.explain import gpu
+from dgboost.backend import _cuda_treeshap as gpu
 
 
 @pytest.mark.parametrize("n,bytes_per_row,multiple", [(10, 8, 4), (300, 8, 32), (5, 10**6, 8), (0, 8, 4)])

@@ -15,7 +15,7 @@ import pytest
 import dgboost as dg
 from dgboost.backend import _nvrtc
 from dgboost.datasets import make_synthetic
-from dgboost.explain import gpu_interventional as gi
+from dgboost.backend import _cuda_interventional as gi
 from dgboost.explain import interventional as iv
 from dgboost.backend import get_backend
 from dgboost.backend._cuda_shap import CudaEngine

@@ -8,7 +8,9 @@ import numpy as np
 
 import dgboost
 from dgboost.datasets import make_synthetic
-from dgboost.explain import gpu, gpu_interventional, treeshap
+from dgboost.backend import _cuda_interventional as gpu_interventional
+from dgboost.backend import _cuda_treeshap as gpu
+from dgboost.explain import treeshap
 
 for params, task, extra in [
     ({"objective": "binary:logistic", "max_depth": 6}, "binary", {}),

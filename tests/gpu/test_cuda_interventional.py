@@ -38,7 +38,7 @@ def test_gpu_interventional_values_are_bitwise_the_cpu_engines(objective, depth,
 
 
 def test_the_gpu_engine_call_is_bitwise_the_cpu_function_with_its_bias_column():
-    from dgboost.explain.gpu_interventional import shap_values_interventional_device
+    from dgboost.backend._cuda_interventional import shap_values_interventional_device
     from dgboost.explain.interventional import shap_values_interventional
 
     booster, X = _model("multi:softprob", 5, rounds=6)
@@ -131,7 +131,7 @@ def test_a_background_of_one_row_is_explained_like_the_cpu(output):
 
 @pytest.mark.parametrize("output", ["raw", "probability"])
 def test_accumulators_in_global_memory_give_the_bits_of_shared_ones(monkeypatch, output):
-    from dgboost.explain import gpu_interventional
+    from dgboost.backend import _cuda_interventional as gpu_interventional
 
     booster, X = _model("binary:logistic", 6, rounds=10)
     cpu, gpu = _pair(booster, X[2000:2030], model_output=output)
@@ -181,7 +181,7 @@ def test_a_deep_sklearn_tree_with_paths_longer_than_one_bit_word_is_explained_li
 
 @pytest.mark.parametrize("transform", [None, "logistic"])
 def test_chains_of_70_distinct_features_with_a_one_leaf_tree_are_explained_like_the_cpu(transform):
-    from dgboost.explain.gpu_interventional import shap_values_interventional_device
+    from dgboost.backend._cuda_interventional import shap_values_interventional_device
     from dgboost.explain.interventional import shap_values_interventional
     from dgboost.explain.paths import extract_paths
     from dgboost.testing.shap_oracle import chain_tree, random_rows
@@ -220,7 +220,7 @@ def test_chains_of_70_distinct_features_with_a_one_leaf_tree_are_explained_like_
 
 
 def test_a_model_without_trees_explains_to_its_base_margin():
-    from dgboost.explain.gpu_interventional import shap_values_interventional_device
+    from dgboost.backend._cuda_interventional import shap_values_interventional_device
     from dgboost.explain.interventional import shap_values_interventional
     from dgboost.explain.paths import extract_paths
     from dgboost.tree import Ensemble
@@ -233,7 +233,7 @@ def test_a_model_without_trees_explains_to_its_base_margin():
 def test_bad_inputs_are_refused_as_on_the_cpu():
     import cupy
 
-    from dgboost.explain.gpu_interventional import shap_values_interventional_device
+    from dgboost.backend._cuda_interventional import shap_values_interventional_device
     from dgboost.explain.interventional import shap_values_interventional
 
     booster, X = _model("reg:squarederror", 3, rounds=3)
@@ -259,7 +259,7 @@ def test_bad_inputs_are_refused_as_on_the_cpu():
 
 
 def test_uploads_are_made_once_per_table_and_background():
-    from dgboost.explain import gpu_interventional
+    from dgboost.backend import _cuda_interventional as gpu_interventional
 
     booster, X = _model("reg:squarederror", 4, rounds=4)
     gpu_interventional._clear_cache()

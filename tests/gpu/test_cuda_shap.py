@@ -86,7 +86,7 @@ def test_imported_lightgbm_and_scikit_learn_models_are_explained_with_the_cpus_b
 
 
 def test_weight_tables_built_on_the_gpu_are_bitwise_the_cpus():
-    from dgboost.explain.gpu import DevicePathTable
+    from dgboost.backend._cuda_treeshap import DevicePathTable
     from dgboost.explain.tables import build_tables
 
     booster, _ = _model(depth=9, rounds=10)
@@ -159,7 +159,7 @@ def test_gpu_interaction_values_are_bitwise_the_cpus_default_method_and_match_th
 @pytest.mark.parametrize("objective,depth,F", [("multi:softprob", 6, 12), ("binary:logistic", 16, 45),
                                                ("reg:squarederror", 3, 70)])
 def test_interactions_by_every_kernel_layout_are_bitwise_the_cpus(monkeypatch, objective, depth, F):
-    from dgboost.explain import gpu
+    from dgboost.backend import _cuda_treeshap as gpu
 
     booster, X = _model(objective, depth, rounds=6, F=F, n=2000)
     X = X[:203]  # not a whole number of warps (2 rows each)
@@ -176,7 +176,8 @@ def test_interactions_by_every_kernel_layout_are_bitwise_the_cpus(monkeypatch, o
 def test_interactions_summed_in_small_slices_are_the_cpus_bits_in_every_layout(monkeypatch, objective, depth, F):
     """Slices of 7 paths: few rows run a row's slices in parallel (warp-shared) and add them in
     order; the sequential layouts add each slice's sums to totals at its end. All give the CPU's bits."""
-    from dgboost.explain import gpu, treeshap
+    from dgboost.backend import _cuda_treeshap as gpu
+    from dgboost.explain import treeshap
 
     booster, X = _model(objective, depth, rounds=6, F=F, n=2000)
     X = X[:203]
@@ -195,7 +196,7 @@ def test_interactions_summed_in_small_slices_are_the_cpus_bits_in_every_layout(m
 
 
 def test_features_too_wide_for_shared_accumulators_take_the_global_layouts():
-    from dgboost.explain import gpu
+    from dgboost.backend import _cuda_treeshap as gpu
 
     assert gpu._interaction_layout(785, 200, 10) == ("warp-out", 8, 0)
     assert gpu._interaction_layout(785, 100_000, 1)[0] == "rows"
@@ -263,7 +264,7 @@ def test_no_rows_are_refused_as_on_the_cpu():
 
 
 def test_rows_too_wide_for_shared_accumulators_accumulate_in_the_output_with_the_same_bits(monkeypatch):
-    from dgboost.explain import gpu
+    from dgboost.backend import _cuda_treeshap as gpu
 
     booster, X = _model("multi:softprob", 4, rounds=5)
     expected = dg.TreeExplainer(booster, max_table_bytes=BUDGET).contributions(X[:500])
@@ -279,7 +280,8 @@ def test_slices_of_paths_summed_in_parallel_for_few_rows_give_the_cpus_bits(monk
     """Few rows: blocks per (rows, group, slice of paths), slice sums added in order; many rows:
     a thread per row adding its sums at each slice's end. Both must give the CPU's bits, with
     slices small enough that there are many (F=250: accumulators too wide for shared memory)."""
-    from dgboost.explain import gpu, treeshap
+    from dgboost.backend import _cuda_treeshap as gpu
+    from dgboost.explain import treeshap
 
     booster, X = _model(objective, depth, rounds=8, F=F, n=3000)
     monkeypatch.setattr(treeshap, "SLICE_PATHS", 37)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._device_cache import DeviceCache, device_bytes
-from .paths import PathTable
-from .tables import DEFAULT_MAX_K, table_layout
+from ..explain.paths import PathTable
+from ..explain.tables import DEFAULT_MAX_K, table_layout
 
 __all__ = ["DevicePathTable", "device_path_table", "shap_values_device", "shap_interactions_device"]
 
@@ -58,7 +58,7 @@ class DevicePathTable:
     def __init__(self, table: PathTable, max_table_bytes: int, max_k: int = DEFAULT_MAX_K):
         import cupy
 
-        from ..backend._nvrtc import get_module
+        from ._nvrtc import get_module
 
         lengths = table.path_lengths.astype(np.int64)
         too_long = lengths > _MAX_LEN
@@ -127,7 +127,7 @@ def _clear_cache() -> None:
 
 def device_path_table(table: PathTable, max_table_bytes: int, max_k: int = DEFAULT_MAX_K) -> DevicePathTable:
     """The uploaded form of ``table`` on the current device, built once per process (kept
-    while recently used: :class:`~dgboost.explain._device_cache.DeviceCache`)."""
+    while recently used: :class:`~dgboost.backend._device_cache.DeviceCache`)."""
     import cupy
 
     key = (table.fingerprint, int(max_table_bytes), int(max_k), cupy.cuda.Device().id)
@@ -157,7 +157,7 @@ def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int 
     """
     import cupy
 
-    from . import treeshap
+    from ..explain import treeshap
 
     X = cupy.ascontiguousarray(cupy.asarray(rows, dtype=cupy.float32))
     n, F = X.shape
@@ -208,7 +208,7 @@ def _row_chunks(n: int, bytes_per_row: int, multiple: int):
 
 def _launch_shap_rows(dev, X, out, threads, shared, slice_paths, slice_ptr, n_slices, slice_mode, partial,
                       grid, quad_max_k) -> None:
-    from ..backend._nvrtc import get_module
+    from ._nvrtc import get_module
 
     a = dev.arrays
     n, F = X.shape
@@ -227,7 +227,7 @@ def _shap_rows_by_slice(dev, X, out, threads, shared, slice_paths, slice_ptr, n_
     order; in row chunks whose slice sums fit in _PARTIAL_BYTES."""
     import cupy
 
-    from ..backend._nvrtc import get_module
+    from ._nvrtc import get_module
 
     n, F = X.shape
     G = dev.n_groups
@@ -252,7 +252,7 @@ _FEW_ROWS = 1 << 15
 def _node_constants() -> dict:
     """Gauss-Legendre nodes and weights ((nq, t), row stride _QUAD_MAX_NQ) and ``g_off`` =
     -1 / (1 - u) per node, as the CPU evaluates them; for both quadrature kernels."""
-    from .tables import gauss_legendre_01
+    from ..explain.tables import gauss_legendre_01
 
     nodes, weights = gauss_legendre_01(_QUAD_MAX_NQ)  # (nq + 1, _QUAD_MAX_NQ)
     g_off = np.zeros_like(nodes)
@@ -331,8 +331,8 @@ def shap_interactions_device(table: PathTable, rows):
     """
     import cupy
 
-    from ..backend._nvrtc import get_module
-    from . import treeshap
+    from ._nvrtc import get_module
+    from ..explain import treeshap
 
     X = cupy.ascontiguousarray(cupy.asarray(rows, dtype=cupy.float32))
     n, F = X.shape

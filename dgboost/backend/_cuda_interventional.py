@@ -17,9 +17,9 @@ import hashlib
 import numpy as np
 
 from ..errors import DGBoostValueError
-from . import interventional as iv
+from ..explain import interventional as iv
 from ._device_cache import DeviceCache, device_bytes
-from .paths import PathTable
+from ..explain.paths import PathTable
 
 __all__ = ["DeviceInterventionalPaths", "DeviceBackground", "path_arrays", "shap_values_interventional_device"]
 
@@ -140,7 +140,7 @@ def _device_rows(rows, n_features: int):
     import cupy
 
     from .._array import is_device_array
-    from .treeshap import check_rows, prepare_rows
+    from ..explain.treeshap import check_rows, prepare_rows
 
     if not is_device_array(rows):
         return cupy.asarray(prepare_rows(rows, n_features))
@@ -150,7 +150,7 @@ def _device_rows(rows, n_features: int):
 
 def _host_background(background, n_features: int) -> np.ndarray:
     from .._array import to_host
-    from .treeshap import prepare_rows
+    from ..explain.treeshap import prepare_rows
 
     return prepare_rows(to_host(background), n_features)
 
@@ -236,7 +236,7 @@ def shap_values_interventional_device(table: PathTable, rows, background, transf
     """
     import cupy
 
-    from ..backend._nvrtc import get_module
+    from ._nvrtc import get_module
 
     iv.check_transform(transform)
     X = _device_rows(rows, table.n_features)
