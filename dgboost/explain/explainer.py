@@ -43,7 +43,7 @@ import functools
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 from numba import njit
@@ -56,6 +56,7 @@ from .engines import call_row_bytes
 from .importers import to_ensemble
 from .paths import extract_paths
 from .results import AdditivityError, Explanation
+from .tables import WeightTables
 
 __all__ = ["TreeExplainer", "Explanation", "AdditivityError", "PROGRESS_MIN_ROWS"]
 
@@ -230,10 +231,10 @@ class TreeExplainer:
 
     max_batch_bytes: int | None = None  # also for explainers pickled before it existed
 
-    def __init__(self, model, data=None, feature_perturbation: str = "auto",
-                 algorithm: str = "auto", device: str = "cpu", *, model_output: str = "raw",
-                 feature_names=None, progress: bool | None = None,
-                 max_table_bytes: int | None = None, max_batch_bytes: int | None = None):
+    def __init__(self, model: Any, data: Any = None, feature_perturbation: str = "auto",
+                 algorithm: str = "auto", device: str | Device = "cpu", *, model_output: str = "raw",
+                 feature_names: Sequence[str] | None = None, progress: bool | None = None,
+                 max_table_bytes: int | None = None, max_batch_bytes: int | None = None) -> None:
         if feature_perturbation not in _PERTURBATIONS:
             raise DGBoostValueError(f"feature_perturbation must be one of {_PERTURBATIONS}, got "
                                     f"{feature_perturbation!r}")
@@ -332,7 +333,7 @@ class TreeExplainer:
         return other
 
     @property
-    def expected_value(self):
+    def expected_value(self) -> float | np.ndarray:
         """A float for one output, a float64 array (k,) for k outputs (shap's convention)."""
         return float(self._expected[0]) if self.n_outputs == 1 else self._expected.copy()
 
@@ -462,7 +463,7 @@ class TreeExplainer:
         xp = array_module(margin)
         return 1.0 / (1.0 + xp.exp(-margin))
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: Any) -> np.ndarray:
         """The output being explained, float64: (n,) for one output, (n, k) otherwise
         (a CuPy array for device rows on ``device="cuda"``)."""
         _, values, _, flat = self._prepare(X)
@@ -471,7 +472,7 @@ class TreeExplainer:
         return out[0] if flat else out
 
     # -- engine ------------------------------------------------------------------------------
-    def weight_tables(self):
+    def weight_tables(self) -> WeightTables:
         """The per-path Shapley weight tables (built on first use, then kept)."""
         if self._weight_tables is None:
             from .treeshap import cached_tables
@@ -527,7 +528,7 @@ class TreeExplainer:
             write(r0, r1, self._engine(rows[r0:r1], interactions))
             bar.update(r1)
 
-    def contributions(self, X, *, interactions: bool = False, progress: bool | None = None
+    def contributions(self, X: Any, *, interactions: bool = False, progress: bool | None = None
                       ) -> np.ndarray:
         """Engine layout, float64: ``(n, k, F + 1)`` (bias last) or, with ``interactions``,
         ``(n, k, F + 1, F + 1)``. Rows sum to the model's raw output."""
@@ -551,7 +552,7 @@ class TreeExplainer:
             raise DGBoostValueError("SHAP interaction values are only defined here for "
                                     "feature_perturbation='tree_path_dependent' (as in shap)")
 
-    def shap_values(self, X, *, check_additivity: bool = True, progress: bool | None = None
+    def shap_values(self, X: Any, *, check_additivity: bool = True, progress: bool | None = None
                     ) -> np.ndarray:
         """SHAP values, float64 ``(n, F)`` for one output, ``(n, F, k)`` for k outputs (bias
         not included: see :attr:`expected_value`); a 1-D ``X`` gives ``(F,)`` / ``(F, k)``.
@@ -592,7 +593,7 @@ class TreeExplainer:
                 f"SHAP values do not add up to the model output for row {r} (output {g}): "
                 f"{float(total[r, g]):.9g} vs {float(margin[r, g]):.9g}; please report this with the model")
 
-    def shap_interaction_values(self, X, *, progress: bool | None = None) -> np.ndarray:
+    def shap_interaction_values(self, X: Any, *, progress: bool | None = None) -> np.ndarray:
         """SHAP interaction values, float64 ``(n, F, F)`` or ``(n, F, F, k)``; rows sum to
         the SHAP values, the diagonal holds the main effects."""
         self._check_interactions()
@@ -611,7 +612,7 @@ class TreeExplainer:
         out = out.reshape(n, F, F) if G == 1 else out
         return out[0] if flat else out
 
-    def shap_frame(self, X, *, progress: bool | None = None):
+    def shap_frame(self, X: Any, *, progress: bool | None = None) -> Any:
         """A pandas DataFrame of contributions: columns = feature names (X's, else the
         model's) + ``"bias"`` for one output, ``"<name>[<output>]"`` for several; X's index
         is kept. Usable as ``ddf.map_partitions(explainer.shap_frame)``."""
