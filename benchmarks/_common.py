@@ -1,4 +1,5 @@
 """Shared helpers of the benchmark scripts: machine facts, versions, JSON results."""
+
 from __future__ import annotations
 
 import json
@@ -12,16 +13,21 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def machine() -> dict:
-    info = {"platform": platform.platform(), "python": platform.python_version(),
-            "cpu_count": os.cpu_count(), "processor": platform.processor()}
+    info = {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "processor": platform.processor(),
+    }
     try:
         lines = Path("/proc/cpuinfo").read_text().splitlines()
         info["cpu_model"] = next(l.split(":", 1)[1].strip() for l in lines if l.startswith("model name"))
     except (OSError, StopIteration):
         pass
     try:
-        gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10)
+        gpu = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
+        )
         if gpu.returncode == 0:
             info["gpus"] = gpu.stdout.strip().splitlines()
     except (OSError, subprocess.TimeoutExpired):
@@ -44,8 +50,7 @@ def write_result(name: str, payload: dict, path: str | os.PathLike | None = None
     ``benchmarks/results/<name>.json``."""
     path = Path(path) if path is not None else RESULTS / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"benchmark": name, "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-               "machine": machine(), **payload}
+    payload = {"benchmark": name, "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine(), **payload}
     path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return path
 

@@ -13,6 +13,7 @@ the network. Features are float32, labels float32 in {0, 1}.
   time, taxi-out minutes, year and a congestion index; the label ("delayed more than 15
   minutes", about 20% positive) is drawn from a logistic model with interactions of them.
 """
+
 from __future__ import annotations
 
 import operator
@@ -61,16 +62,38 @@ def _airline(xp, rng, n: int):
     taxi_out = f32(8) - f32(10) * xp.log(uniform() + f32(1e-6)) * (f32(1) + (origin < 10).astype(f32))
     year = codes(22)
     congestion = xp.sin(f32(0.9) * origin + f32(0.13) * day) + f32(0.5) * rng.standard_normal(n, dtype=f32)
-    logit = (f32(-2.2) + f32(0.09) * (dep_hour - f32(12))
-             + f32(0.35) * ((month == 6) | (month == 7) | (month == 12)).astype(f32)
-             + f32(0.2) * ((weekday == 5) | (weekday == 7)).astype(f32)
-             + f32(0.5) * xp.sin(f32(1.7) * carrier) + f32(0.4) * (origin < 10).astype(f32)
-             + f32(0.3) * (dest < 10).astype(f32) * (dep_hour > 16).astype(f32)
-             + f32(0.03) * (taxi_out - f32(15)) + f32(0.6) * congestion * (dep_hour > 14).astype(f32)
-             - f32(0.02) * (year - f32(11)) + f32(0.15) * xp.log(distance / f32(500)))
+    logit = (
+        f32(-2.2)
+        + f32(0.09) * (dep_hour - f32(12))
+        + f32(0.35) * ((month == 6) | (month == 7) | (month == 12)).astype(f32)
+        + f32(0.2) * ((weekday == 5) | (weekday == 7)).astype(f32)
+        + f32(0.5) * xp.sin(f32(1.7) * carrier)
+        + f32(0.4) * (origin < 10).astype(f32)
+        + f32(0.3) * (dest < 10).astype(f32) * (dep_hour > 16).astype(f32)
+        + f32(0.03) * (taxi_out - f32(15))
+        + f32(0.6) * congestion * (dep_hour > 14).astype(f32)
+        - f32(0.02) * (year - f32(11))
+        + f32(0.15) * xp.log(distance / f32(500))
+    )
     y = (uniform() < f32(1) / (f32(1) + xp.exp(-logit))).astype(f32)
-    X = xp.stack([month, day, weekday, dep_hour, arr_hour, carrier, origin, dest, distance, scheduled,
-                  taxi_out, year, congestion], axis=1).astype(f32)
+    X = xp.stack(
+        [
+            month,
+            day,
+            weekday,
+            dep_hour,
+            arr_hour,
+            carrier,
+            origin,
+            dest,
+            distance,
+            scheduled,
+            taxi_out,
+            year,
+            congestion,
+        ],
+        axis=1,
+    ).astype(f32)
     return X, y
 
 

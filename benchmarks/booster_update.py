@@ -7,6 +7,7 @@ ratio of the medians (update / train) and whether both give the same model bytes
 
     python benchmarks/booster_update.py --repeats 3
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0, help="nthread (0: every core)")
     args = ap.parse_args()
     X, y, _ = make_synthetic(args.rows, args.features, task="regression", seed=0)
-    params = {"objective": "reg:squarederror", "max_depth": 6, "eta": 0.1, "nthread": args.threads,
-              "device": "cpu"}
+    params = {"objective": "reg:squarederror", "max_depth": 6, "eta": 0.1, "nthread": args.threads, "device": "cpu"}
 
     def by_train() -> tuple[float, bytes]:
         start = time.perf_counter()
@@ -60,11 +60,18 @@ def main() -> None:
     median = {name: statistics.median(t) for name, t in times.items()}
     ratio = median["update"] / median["train"]
     result = {
-        "rows": args.rows, "features": args.features, "rounds": args.rounds, "repeats": args.repeats,
-        "params": params, "versions": versions("dgboost", "numpy", "numba"),
-        "seconds": {name: {"median": median[name], "min": min(t), "max": max(t), "runs": t}
-                    for name, t in times.items()},
-        "ratio_update_over_train": ratio, "target_ratio": 1.3, "same_model": models["train"] == models["update"],
+        "rows": args.rows,
+        "features": args.features,
+        "rounds": args.rounds,
+        "repeats": args.repeats,
+        "params": params,
+        "versions": versions("dgboost", "numpy", "numba"),
+        "seconds": {
+            name: {"median": median[name], "min": min(t), "max": max(t), "runs": t} for name, t in times.items()
+        },
+        "ratio_update_over_train": ratio,
+        "target_ratio": 1.3,
+        "same_model": models["train"] == models["update"],
     }
     path = write_result("booster_update", result)
     print(f"update / train = {ratio:.2f} (target <= 1.3); same model: {result['same_model']}; wrote {path}")

@@ -6,6 +6,7 @@ settings over ``--repeats`` runs; reports the median whole-run time of each and 
 
     python benchmarks/eval_overhead.py --rows 200000 --rounds 50 --repeats 3
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,16 +62,32 @@ def main() -> None:
     for lib in ("dgboost", "xgboost"):
         base = statistics.median(times[(lib, False)])
         with_eval = statistics.median(times[(lib, True)])
-        rows[lib] = {"without_eval_s": times[(lib, False)], "with_eval_s": times[(lib, True)],
-                     "ratio": with_eval / base}
-        table.append({"what": f"{lib}: training with one eval set of {n:,} rows / without, {n:,} x 28, "
-                              f"{args.rounds} rounds, depth 6, {args.threads} threads",
-                      "ratio": with_eval / base, "note": "lower is better; target <= 1.3 (whole runs, median of "
-                                                         f"{args.repeats} alternating)"})
-        print(f"{lib:<8} without {base:6.2f} s  with eval {with_eval:6.2f} s  ratio {with_eval / base:.2f}  "
-              f"(runs {['%.2f' % t for t in times[(lib, False)]]} / {['%.2f' % t for t in times[(lib, True)]]})")
-    write_result("eval_overhead", {"args": vars(args), "results": rows, "table": table,
-                                   "versions": versions("dgboost", "xgboost", "numpy", "numba")})
+        rows[lib] = {
+            "without_eval_s": times[(lib, False)],
+            "with_eval_s": times[(lib, True)],
+            "ratio": with_eval / base,
+        }
+        table.append(
+            {
+                "what": f"{lib}: training with one eval set of {n:,} rows / without, {n:,} x 28, "
+                f"{args.rounds} rounds, depth 6, {args.threads} threads",
+                "ratio": with_eval / base,
+                "note": f"lower is better; target <= 1.3 (whole runs, median of {args.repeats} alternating)",
+            }
+        )
+        print(
+            f"{lib:<8} without {base:6.2f} s  with eval {with_eval:6.2f} s  ratio {with_eval / base:.2f}  "
+            f"(runs {['%.2f' % t for t in times[(lib, False)]]} / {['%.2f' % t for t in times[(lib, True)]]})"
+        )
+    write_result(
+        "eval_overhead",
+        {
+            "args": vars(args),
+            "results": rows,
+            "table": table,
+            "versions": versions("dgboost", "xgboost", "numpy", "numba"),
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ device the cluster explains on (the shape of the scaling benchmark's model).
     python benchmarks/explain_parquet.py --config local-cpu --counts 1,20 --rows-per-file 2000 --rounds 10
     python benchmarks/explain_parquet.py --config local-cuda --counts 400    # 400M rows on every GPU
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,7 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine, versions, write_result  # noqa: E402
+from _common import versions, write_result  # noqa: E402
 
 FEATURES = 28
 NAMES = [f"f{i}" for i in range(FEATURES)]
@@ -60,8 +61,11 @@ def _write_file(args) -> None:
 def make_files(folder: Path, files: int, rows_per_file: int) -> float:
     """``part-000.parquet`` ... (float32 features only); files already there are kept."""
     folder.mkdir(parents=True, exist_ok=True)
-    todo = [(str(folder / f"part-{i:03d}.parquet"), rows_per_file, 1000 + i) for i in range(files)
-            if not (folder / f"part-{i:03d}.parquet").exists()]
+    todo = [
+        (str(folder / f"part-{i:03d}.parquet"), rows_per_file, 1000 + i)
+        for i in range(files)
+        if not (folder / f"part-{i:03d}.parquet").exists()
+    ]
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=min(16, os.cpu_count() or 1)) as pool:
         list(pool.map(_write_file, todo))
@@ -123,10 +127,18 @@ class _Sampler:
 
     def _sample_gpu(self) -> None:
         try:
-            apps = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
-                                   "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=5)
-            total = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
-                                   capture_output=True, text=True, timeout=5)
+            apps = subprocess.run(
+                ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            )
+            total = subprocess.run(
+                ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            )
         except (OSError, subprocess.TimeoutExpired):
             return
         for line in apps.stdout.strip().splitlines():
@@ -149,15 +161,28 @@ def file_pattern(count: int) -> str:
     if count % 100 == 0 and 100 <= count <= 1000:
         k = count // 100
         return "part-0*" if k == 1 else ("part-*" if k == 10 else f"part-[0-{k - 1}]*")
-    raise SystemExit(f"--counts: {count} files cannot be picked by one glob; give 1, 10-90 in tens "
-                     "or 100-1000 in hundreds")
+    raise SystemExit(
+        f"--counts: {count} files cannot be picked by one glob; give 1, 10-90 in tens or 100-1000 in hundreds"
+    )
 
 
 def explain_once(config: str, model: Path, data_glob: str, output: Path) -> dict:
     """One ``dgboost explain --cluster`` command, sampled; its timings, peaks and output."""
     shutil.rmtree(output, ignore_errors=True)
-    cmd = [sys.executable, "-m", "dgboost.cli", "explain", "--cluster", config, "--model", str(model),
-           "--data", data_glob, "--output", str(output)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "dgboost.cli",
+        "explain",
+        "--cluster",
+        config,
+        "--model",
+        str(model),
+        "--data",
+        data_glob,
+        "--output",
+        str(output),
+    ]
     lines: list[tuple[float, str]] = []
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -172,14 +197,18 @@ def explain_once(config: str, model: Path, data_glob: str, output: Path) -> dict
     begin = next(t for t, l in lines if l.startswith("explaining "))
     end = next(t for t, l in lines if l.startswith("wrote "))
     workers = {pid: rss for pid, rss in sampler.rss.items() if pid != proc.pid}
-    return {"wall_s": wall, "explain_s": end - begin, "exit": rc,
-            "peak_rss_command_bytes": sampler.rss.get(proc.pid, 0),
-            "peak_rss_per_process_bytes": {sampler.names.get(p, str(p)) + f" [{p}]": r for p, r in workers.items()},
-            "peak_rss_largest_worker_bytes": max(workers.values(), default=0),
-            # the worker's own device memory (the total below also counts this process's)
-            "peak_device_mib_largest_worker": sampler.gpu.get(max(workers, key=workers.get), 0) if workers else 0,
-            "peak_device_mib_per_process": {str(p): m for p, m in sampler.gpu.items()},
-            "peak_device_mib_total": sampler.gpu_total_mib}
+    return {
+        "wall_s": wall,
+        "explain_s": end - begin,
+        "exit": rc,
+        "peak_rss_command_bytes": sampler.rss.get(proc.pid, 0),
+        "peak_rss_per_process_bytes": {sampler.names.get(p, str(p)) + f" [{p}]": r for p, r in workers.items()},
+        "peak_rss_largest_worker_bytes": max(workers.values(), default=0),
+        # the worker's own device memory (the total below also counts this process's)
+        "peak_device_mib_largest_worker": sampler.gpu.get(max(workers, key=workers.get), 0) if workers else 0,
+        "peak_device_mib_per_process": {str(p): m for p, m in sampler.gpu.items()},
+        "peak_device_mib_total": sampler.gpu_total_mib,
+    }
 
 
 def output_rows(folder: Path) -> int:
@@ -208,9 +237,10 @@ def parts_are_bitwise(model: Path, data_files: list[Path], output: Path, device:
         last = int(np.searchsorted(file_ends, part_ends[k] - 1, side="right"))
         rows = pd.concat([pd.read_parquet(data_files[f]) for f in range(first, last + 1)], ignore_index=True)
         offset = start - (int(file_ends[first - 1]) if first else 0)
-        expected = explainer.shap_frame(rows.iloc[offset:offset + len(got)])
+        expected = explainer.shap_frame(rows.iloc[offset : offset + len(got)])
         if list(got.columns) != list(expected.columns) or not bool(
-                (got.to_numpy().view(np.uint64) == expected.to_numpy().view(np.uint64)).all()):
+            (got.to_numpy().view(np.uint64) == expected.to_numpy().view(np.uint64)).all()
+        ):
             return False
     return True
 
@@ -222,25 +252,34 @@ def table_lines(results: list[dict]) -> list[dict]:
         return []
     small, large = results[0], results[-1]
     lines = []
-    for what, key in (("host RSS of the largest worker", "peak_rss_largest_worker_bytes"),
-                      ("device memory of the worker", "peak_device_mib_largest_worker")):
+    for what, key in (
+        ("host RSS of the largest worker", "peak_rss_largest_worker_bytes"),
+        ("device memory of the worker", "peak_device_mib_largest_worker"),
+    ):
         unit = (lambda v: f"{v / 2**30:.2f} GiB") if key.endswith("bytes") else (lambda v: f"{v:,} MiB")
-        lines.append({
-            "what": f"dgboost explain --cluster, Parquet to Parquet: peak {what} at {large['rows']:,} rows / "
-                    f"at {small['rows']:,} rows",
-            "ratio": large[key] / max(small[key], 1),
-            "note": f"1.00 = does not grow with the rows; {unit(large[key])} vs {unit(small[key])}; "
-                    f"{large['rows_per_s_explaining']:,.0f} vs {small['rows_per_s_explaining']:,.0f} rows/s "
-                    f"explaining ({large['wall_s']:.0f} s vs {small['wall_s']:.0f} s for the whole command); "
-                    f"one run each"})
+        lines.append(
+            {
+                "what": f"dgboost explain --cluster, Parquet to Parquet: peak {what} at {large['rows']:,} rows / "
+                f"at {small['rows']:,} rows",
+                "ratio": large[key] / max(small[key], 1),
+                "note": f"1.00 = does not grow with the rows; {unit(large[key])} vs {unit(small[key])}; "
+                f"{large['rows_per_s_explaining']:,.0f} vs {small['rows_per_s_explaining']:,.0f} rows/s "
+                f"explaining ({large['wall_s']:.0f} s vs {small['wall_s']:.0f} s for the whole command); "
+                f"one run each",
+            }
+        )
     return lines
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="local-cuda", help="cluster config (name or YAML)")
-    parser.add_argument("--threads-per-worker", type=int, default=None,
-                        help="run on a copy of the config with this many threads per worker")
+    parser.add_argument(
+        "--threads-per-worker",
+        type=int,
+        default=None,
+        help="run on a copy of the config with this many threads per worker",
+    )
     parser.add_argument("--counts", default="10,100", help="numbers of files to explain, one command each")
     parser.add_argument("--rows-per-file", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=100)
@@ -272,39 +311,55 @@ def main(argv=None) -> None:
     model = folder / "model.json"
     train_model(model, device, args.rounds, args.train_rows)
     results = []
-    payload = {"config": args.config, "threads_per_worker": args.threads_per_worker, "device": device,
-               "rows_per_file": args.rows_per_file,
-               "features": FEATURES, "model": {"depth": 8, "rounds": args.rounds, "objective": "binary:logistic"},
-               "versions": versions("dgboost", "cupy", "dask", "distributed", "pyarrow"), "results": results}
+    payload = {
+        "config": args.config,
+        "threads_per_worker": args.threads_per_worker,
+        "device": device,
+        "rows_per_file": args.rows_per_file,
+        "features": FEATURES,
+        "model": {"depth": 8, "rounds": args.rounds, "objective": "binary:logistic"},
+        "versions": versions("dgboost", "cupy", "dask", "distributed", "pyarrow"),
+        "results": results,
+    }
     for count in counts:
         n = count * args.rows_per_file
         pattern = file_pattern(count)
         out = folder / f"shap-{count}"
         print(f"explaining {n:,} rows ({count} files)", flush=True)
         res = explain_once(config, model, str(data / f"{pattern}.parquet"), out)
-        res.update(rows=n, files=count, rows_written=output_rows(out),
-                   rows_per_s_command=n / res["wall_s"], rows_per_s_explaining=n / res["explain_s"],
-                   partitions_written=len(list(out.glob("part.*.parquet"))))
+        res.update(
+            rows=n,
+            files=count,
+            rows_written=output_rows(out),
+            rows_per_s_command=n / res["wall_s"],
+            rows_per_s_explaining=n / res["explain_s"],
+            partitions_written=len(list(out.glob("part.*.parquet"))),
+        )
         # every partition up to 10 files; the first and the last beyond (explaining 100M rows
         # again in this process would double the run)
         which = range(res["partitions_written"]) if count <= 10 else (0, res["partitions_written"] - 1)
         res["checked_partitions"] = list(which)
         res["checked_partitions_bitwise_single_process"] = parts_are_bitwise(
-            model, sorted(data.glob("part-*.parquet"))[:count], out, device, which)
+            model, sorted(data.glob("part-*.parquet"))[:count], out, device, which
+        )
         results.append(res)
         shutil.rmtree(out, ignore_errors=True)  # disk: 100M rows of float64 values are 23 GB
         payload["table"] = table_lines(results)
         write_result("explain_parquet", payload, args.output)
-    print("\n| rows | files | command s | explaining s | rows/s (explaining) | peak RSS worker | "
-          "peak RSS command | peak device MiB | rows written | partitions | checked partitions bitwise |")
+    print(
+        "\n| rows | files | command s | explaining s | rows/s (explaining) | peak RSS worker | "
+        "peak RSS command | peak device MiB | rows written | partitions | checked partitions bitwise |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         dev = r["peak_device_mib_largest_worker"]
-        print(f"| {r['rows']:,} | {r['files']} | {r['wall_s']:.1f} | {r['explain_s']:.1f} | "
-              f"{r['rows_per_s_explaining']:,.0f} | {r['peak_rss_largest_worker_bytes'] / 2**30:.2f} GiB | "
-              f"{r['peak_rss_command_bytes'] / 2**30:.2f} GiB | {dev:,} | {r['rows_written']:,} | "
-              f"{r['partitions_written']} | {len(r['checked_partitions'])}: "
-              f"{r['checked_partitions_bitwise_single_process']} |")
+        print(
+            f"| {r['rows']:,} | {r['files']} | {r['wall_s']:.1f} | {r['explain_s']:.1f} | "
+            f"{r['rows_per_s_explaining']:,.0f} | {r['peak_rss_largest_worker_bytes'] / 2**30:.2f} GiB | "
+            f"{r['peak_rss_command_bytes'] / 2**30:.2f} GiB | {dev:,} | {r['rows_written']:,} | "
+            f"{r['partitions_written']} | {len(r['checked_partitions'])}: "
+            f"{r['checked_partitions_bitwise_single_process']} |"
+        )
 
 
 if __name__ == "__main__":

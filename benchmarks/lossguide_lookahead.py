@@ -15,6 +15,7 @@ reads growth takes, never the tree).
 
 A budget is ``nodes:levels:MiB``; ``default`` is the backend's own.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,8 +61,12 @@ def run_budget(budget, backend_class, params, X, y, rounds: int, warm: int, devi
         _, pool_peak = device.peaks()
     finally:
         backend_class.lookahead = saved
-    out = {"budget": {"nodes": budget.nodes, "levels": budget.levels, "hist_bytes": budget.hist_bytes},
-           "per_round_s": clock.per_round(warm), "total_s": total, "cupy_pool_peak_bytes": pool_peak}
+    out = {
+        "budget": {"nodes": budget.nodes, "levels": budget.levels, "hist_bytes": budget.hist_bytes},
+        "per_round_s": clock.per_round(warm),
+        "total_s": total,
+        "cupy_pool_peak_bytes": pool_peak,
+    }
     if counter is not None:
         trees = counter["trees"] - before["trees"]
         out["reads_per_tree"] = (counter["syncs"] - before["syncs"]) / trees if trees else None
@@ -89,8 +94,16 @@ def main(argv=None) -> int:
         from dgboost.backend.cpu import CPUBackend as backend_class
     budgets = [(text, parse_budget(text, backend_class)) for text in args.budgets.split(",")]
     X, y = make_data(device.xp, args.rows, args.features, "binary", seed=0)
-    params = {"objective": "binary:logistic", "eta": 0.1, "max_bin": 256, "seed": 0, "device": args.device,
-              "grow_policy": "lossguide", "max_leaves": args.max_leaves, "max_depth": args.max_depth}
+    params = {
+        "objective": "binary:logistic",
+        "eta": 0.1,
+        "max_bin": 256,
+        "seed": 0,
+        "device": args.device,
+        "grow_policy": "lossguide",
+        "max_leaves": args.max_leaves,
+        "max_depth": args.max_depth,
+    }
     import dgboost as dg
 
     dg.train(params, dg.DMatrix(X[:10_000], y[:10_000]), 2, verbose_eval=False)  # compile, load kernels
@@ -104,9 +117,12 @@ def main(argv=None) -> int:
             models.setdefault(text, model)
             if model != models[text]:
                 raise SystemExit(f"budget {text}: the model changed between repeats")
-            print(f"  {text:>14}: {out['per_round_s'] * 1e3:7.2f} ms a round, "
-                  f"{out.get('reads_per_tree') or float('nan'):5.1f} reads a tree, "
-                  f"pool peak {(out['cupy_pool_peak_bytes'] or 0) / 2**20:7.1f} MiB", flush=True)
+            print(
+                f"  {text:>14}: {out['per_round_s'] * 1e3:7.2f} ms a round, "
+                f"{out.get('reads_per_tree') or float('nan'):5.1f} reads a tree, "
+                f"pool peak {(out['cupy_pool_peak_bytes'] or 0) / 2**20:7.1f} MiB",
+                flush=True,
+            )
     first = next(iter(models.values()))
     same = {text: model == first for text, model in models.items()}
 
@@ -117,24 +133,47 @@ def main(argv=None) -> int:
     rows = []
     for text, budget in budgets:
         per_round = [r["per_round_s"] for r in runs[text]]
-        rows.append({"budget": text, "nodes": budget.nodes, "levels": budget.levels, "hist_bytes": budget.hist_bytes,
-                     "per_round_s": {"median": float(np.median(per_round)), "min": min(per_round),
-                                     "max": max(per_round), "runs": per_round},
-                     "reads_per_tree": median(text, "reads_per_tree"),
-                     "cupy_pool_peak_bytes": median(text, "cupy_pool_peak_bytes"),
-                     "same_model_as_first": same[text]})
-    payload = {"benchmark": "lossguide_lookahead", "device": args.device, "hardware": device.hardware(),
-               "machine": machine(), "versions": versions("dgboost", "numpy", "cupy"),
-               "rows": args.rows, "features": args.features, "rounds": args.rounds, "warm_rounds": args.warm_rounds,
-               "repeats": args.repeats, "params": params, "default_budget": str(backend_class.lookahead),
-               "results": rows}
+        rows.append(
+            {
+                "budget": text,
+                "nodes": budget.nodes,
+                "levels": budget.levels,
+                "hist_bytes": budget.hist_bytes,
+                "per_round_s": {
+                    "median": float(np.median(per_round)),
+                    "min": min(per_round),
+                    "max": max(per_round),
+                    "runs": per_round,
+                },
+                "reads_per_tree": median(text, "reads_per_tree"),
+                "cupy_pool_peak_bytes": median(text, "cupy_pool_peak_bytes"),
+                "same_model_as_first": same[text],
+            }
+        )
+    payload = {
+        "benchmark": "lossguide_lookahead",
+        "device": args.device,
+        "hardware": device.hardware(),
+        "machine": machine(),
+        "versions": versions("dgboost", "numpy", "cupy"),
+        "rows": args.rows,
+        "features": args.features,
+        "rounds": args.rounds,
+        "warm_rounds": args.warm_rounds,
+        "repeats": args.repeats,
+        "params": params,
+        "default_budget": str(backend_class.lookahead),
+        "results": rows,
+    }
     path = write_result("lossguide_lookahead", payload, args.out)
     print(f"\n{'budget':>14} {'ms/round':>9} {'(min-max)':>15} {'reads/tree':>10} {'pool MiB':>9} same")
     for r in rows:
         pr = r["per_round_s"]
-        print(f"{r['budget']:>14} {pr['median'] * 1e3:9.2f} ({pr['min'] * 1e3:6.2f}-{pr['max'] * 1e3:6.2f}) "
-              f"{r['reads_per_tree'] or float('nan'):10.1f} {(r['cupy_pool_peak_bytes'] or 0) / 2**20:9.1f} "
-              f"{r['same_model_as_first']}")
+        print(
+            f"{r['budget']:>14} {pr['median'] * 1e3:9.2f} ({pr['min'] * 1e3:6.2f}-{pr['max'] * 1e3:6.2f}) "
+            f"{r['reads_per_tree'] or float('nan'):10.1f} {(r['cupy_pool_peak_bytes'] or 0) / 2**20:9.1f} "
+            f"{r['same_model_as_first']}"
+        )
     print(f"wrote {path}")
     return 0 if all(same.values()) else 1
 

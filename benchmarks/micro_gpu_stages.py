@@ -8,6 +8,7 @@ copy of the same size.
 
     python benchmarks/micro_gpu_stages.py --rows 10000000 --features 28
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,10 @@ _ADD_PAIR_BODIES = {
     # the same loads, no atomics: a store no row makes (no quantised pair is (INT_MAX, INT_MAX))
     # keeps the symbol, row and pair loads alive
     1: "  if ((gp.x & gp.y) == 0x7fffffff) *cell = 0;",
-    2: ("  atomicAdd(reinterpret_cast<unsigned int*>(cell), static_cast<unsigned int>(gp.x));\n"
-        "  atomicAdd(reinterpret_cast<unsigned int*>(cell + 1), static_cast<unsigned int>(gp.y));"),
+    2: (
+        "  atomicAdd(reinterpret_cast<unsigned int*>(cell), static_cast<unsigned int>(gp.x));\n"
+        "  atomicAdd(reinterpret_cast<unsigned int*>(cell + 1), static_cast<unsigned int>(gp.y));"
+    ),
 }
 _ADD_PAIR = re.compile(r"(void add_pair\(long long\* cell, int2 gp\) \{\n)(.*?)(\n\})", re.DOTALL)
 
@@ -71,12 +74,15 @@ def main():
     x = rs.standard_normal((n, f), dtype=cupy.float32)
     cuts = compute_cuts(x[:300_000].get(), None, 256)
     ell = be.bin_values(x, cuts.values, cuts.ptrs)
-    gpair = be.quantise(rs.standard_normal(n, dtype=cupy.float32), rs.random_sample(n, dtype=cupy.float32),
-                        2.0 ** 27, 2.0 ** 29)
+    gpair = be.quantise(
+        rs.standard_normal(n, dtype=cupy.float32), rs.random_sample(n, dtype=cupy.float32), 2.0**27, 2.0**29
+    )
     buf = cupy.empty(n * 4, cupy.uint8)
     copy_ms = timed(lambda: buf.copy())
-    print(f"{n} x {f}; ELLPACK {ell.bits} bits, {ell.n_groups} groups, {ell.nbytes / 2**20:.0f} MiB; "
-          f"d2d copy of {buf.nbytes / 2**20:.0f} MiB: {copy_ms:.3f} ms ({2 * buf.nbytes / copy_ms / 1e6:.0f} GB/s)")
+    print(
+        f"{n} x {f}; ELLPACK {ell.bits} bits, {ell.n_groups} groups, {ell.nbytes / 2**20:.0f} MiB; "
+        f"d2d copy of {buf.nbytes / 2**20:.0f} MiB: {copy_ms:.3f} ms ({2 * buf.nbytes / copy_ms / 1e6:.0f} GB/s)"
+    )
 
     from dgboost.testing.kernel_inputs import node_records
 
@@ -86,8 +92,10 @@ def main():
     perm = cupy.random.permutation(n).astype(cupy.int32)
     half = n // 2
     edges = np.linspace(0, half, 129).astype(np.int64)
-    layouts = {"root (1 node, ordered)": (root_rows, np.array([[0, n]])),
-               "deep (128 nodes, n/2 permuted)": (perm, np.stack([edges[:-1], edges[1:]], axis=1))}
+    layouts = {
+        "root (1 node, ordered)": (root_rows, np.array([[0, n]])),
+        "deep (128 nodes, n/2 permuted)": (perm, np.stack([edges[:-1], edges[1:]], axis=1)),
+    }
     key = ("histogram.cu", "build_histograms")
     real = be._kernel(*key)
     try:
@@ -106,12 +114,21 @@ def main():
     # the partition and the child records of a level, at the root and at a deep level
     for name, (rows, segments) in layouts.items():
         k = segments.shape[0]
-        records = cupy.asarray(node_records(segments[:, 0], segments[:, 1], feature=np.arange(k) % f,
-                                            split_bin=np.full(k, 100), default_left=np.ones(k)))
+        records = cupy.asarray(
+            node_records(
+                segments[:, 0],
+                segments[:, 1],
+                feature=np.arange(k) % f,
+                split_bin=np.full(k, 100),
+                default_left=np.ones(k),
+            )
+        )
         work = rows.copy()
         counts = be.partition(ell, work, records)
-        steps = {"whole partition()": partial(be.partition, ell, work, records),
-                 "split_nodes()": partial(be.split_nodes, records, counts, counts)}
+        steps = {
+            "whole partition()": partial(be.partition, ell, work, records),
+            "split_nodes()": partial(be.split_nodes, records, counts, counts),
+        }
         for s_name, fn in steps.items():
             print(f"partition {name:<32} {s_name:<18} {timed(fn):7.3f} ms")
 
@@ -120,7 +137,7 @@ def main():
     p = SimpleNamespace(reg_lambda=1.0, alpha=0.0, gamma=0.0, min_child_weight=1.0, max_delta_step=0.0)
     for k in (1, 128, 256):
         hist = cupy.asarray(np.random.default_rng(0).integers(0, 1000, (k, total_bins, 2)))
-        totals = hist[:, :cuts.ptrs[1]].sum(axis=1).get()
+        totals = hist[:, : cuts.ptrs[1]].sum(axis=1).get()
         records = cupy.asarray(node_records(np.zeros(k), np.full(k, n), sums=totals))
         ms = timed(partial(be.evaluate_splits, hist, records, cuts.ptrs, None, np.array([1.0, 1.0]), p))
         print(f"evaluate_splits {k:>4} nodes  {ms:7.3f} ms")

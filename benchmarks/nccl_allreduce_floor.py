@@ -10,6 +10,7 @@ queued on one stream as training queues it.
 
     NCCL_NVLS_ENABLE=0 python benchmarks/nccl_allreduce_floor.py --gpus 4 --out floor.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,8 +52,13 @@ def _rank(rank: int, world: int, uid, sizes: list[int], repeats: int, queue) -> 
     for _ in range(5):
         timed(bufs)
     runs = [timed(bufs) for _ in range(repeats)]
-    out["round"] = {"median_s": statistics.median(runs), "min_s": min(runs), "max_s": max(runs),
-                    "collectives": len(ROUND_SIZES), "bytes": sum(ROUND_SIZES)}
+    out["round"] = {
+        "median_s": statistics.median(runs),
+        "min_s": min(runs),
+        "max_s": max(runs),
+        "collectives": len(ROUND_SIZES),
+        "bytes": sum(ROUND_SIZES),
+    }
     comm.destroy()
     queue.put((rank, out))
 
@@ -91,12 +97,23 @@ def main(argv=None) -> None:
         alg = size / seconds / 1e9
         print(f"{size:>12,} {seconds * 1e6:>9.1f} {alg:>11.2f} {alg * 2 * (world - 1) / world:>11.2f}")
     r = table["round"]
-    print(f"a depth-8 round's {len(ROUND_SIZES)} allreduces ({sum(ROUND_SIZES):,} bytes) back to back: "
-          f"{r * 1e3:.3f} ms")
+    print(
+        f"a depth-8 round's {len(ROUND_SIZES)} allreduces ({sum(ROUND_SIZES):,} bytes) back to back: {r * 1e3:.3f} ms"
+    )
     if args.out:
         with open(args.out, "w") as fh:
-            json.dump({"gpus": world, "device": name, "repeats": args.repeats, "ranks": results,
-                       "slowest_rank_median_s": table, "round_sizes": ROUND_SIZES}, fh, indent=1)
+            json.dump(
+                {
+                    "gpus": world,
+                    "device": name,
+                    "repeats": args.repeats,
+                    "ranks": results,
+                    "slowest_rank_median_s": table,
+                    "round_sizes": ROUND_SIZES,
+                },
+                fh,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ SHAP is drawn only where the result says every worker explained rows (``rows_per
 the 4-H100 run at 597ec77 (``results/history/``) explained rows held by one worker, so its
 plot has no SHAP panel.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,19 +41,30 @@ def plot(payload: dict, path: Path) -> Path:
             med = [r[key][lib]["median"] for r in results]
             lo = [r[key][lib]["min"] for r in results]
             hi = [r[key][lib]["max"] for r in results]
-            value_ax.errorbar(gpus, med, yerr=[[m - a for m, a in zip(med, lo)], [b - m for m, b in zip(med, hi)]],
-                              marker="o", capsize=3, label=name)
+            value_ax.errorbar(
+                gpus,
+                med,
+                yerr=[[m - a for m, a in zip(med, lo)], [b - m for m, b in zip(med, hi)]],
+                marker="o",
+                capsize=3,
+                label=name,
+            )
             base = med[0]
             speed_ax.plot(gpus, [(m / base) if higher_is_better else (base / m) for m in med], marker="o", label=name)
         speed_ax.plot(gpus, [g / gpus[0] for g in gpus], ls="--", color="grey", label="ideal")
-        value_ax.set(xlabel="GPUs", ylabel=label, xticks=gpus, title=f"{label}: median, min-max of {payload['repeats']}")
+        value_ax.set(
+            xlabel="GPUs", ylabel=label, xticks=gpus, title=f"{label}: median, min-max of {payload['repeats']}"
+        )
         speed_ax.set(xlabel="GPUs", ylabel=f"speed-up over {gpus[0]} GPU", xticks=gpus, title="speed-up")
         for ax in (value_ax, speed_ax):
             ax.grid(alpha=0.3)
             ax.legend()
     gpu = payload["machine"]["gpus"][0]
-    fig.suptitle(f"{payload['rows']:,} x {payload['features']}, {payload['rounds']} rounds, depth 8, "
-                 f"from persisted CuPy arrays; {len(payload['machine']['gpus'])}x {gpu}", fontsize=10)
+    fig.suptitle(
+        f"{payload['rows']:,} x {payload['features']}, {payload['rounds']} rounds, depth 8, "
+        f"from persisted CuPy arrays; {len(payload['machine']['gpus'])}x {gpu}",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

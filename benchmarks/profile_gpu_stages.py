@@ -6,6 +6,7 @@ benchmarks/train_gpu.py for the headline figures). Prints one table per data sha
 
     python benchmarks/profile_gpu_stages.py --rows 10000000 --features 28 --depth 8 --rounds 30
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,8 +61,10 @@ def _trace_memory_peak(run) -> None:
         cupy.cuda.runtime.deviceSynchronize()
     finally:
         cupy.cuda.set_allocator(pool.malloc)
-    print(f"\nCuPy pool peak {(state['peak'] - base) / 2**20:.1f} MiB above the start, reached by an allocation "
-          f"of {state['size'] / 2**20:.1f} MiB at:")
+    print(
+        f"\nCuPy pool peak {(state['peak'] - base) / 2**20:.1f} MiB above the start, reached by an allocation "
+        f"of {state['size'] / 2**20:.1f} MiB at:"
+    )
     print("".join(state["stack"][-9:]))
 
 
@@ -81,12 +84,22 @@ def main() -> None:
     ap.add_argument("--missing", type=float, default=0.0)
     ap.add_argument("--policy", default="depthwise")
     ap.add_argument("--json", default="")
-    ap.add_argument("--memory-trace", action="store_true",
-                    help="print where CuPy's pool reaches its high-water mark in a plain run, and what is live")
-    ap.add_argument("--lookahead", default="",
-                    help="lossguide: the CUDA backend's LookaheadBudget as nodes:levels:MiB (default: its own)")
-    ap.add_argument("--host-profile", type=int, default=0,
-                    help="also print the N host functions with the most own time in a plain run (cProfile)")
+    ap.add_argument(
+        "--memory-trace",
+        action="store_true",
+        help="print where CuPy's pool reaches its high-water mark in a plain run, and what is live",
+    )
+    ap.add_argument(
+        "--lookahead",
+        default="",
+        help="lossguide: the CUDA backend's LookaheadBudget as nodes:levels:MiB (default: its own)",
+    )
+    ap.add_argument(
+        "--host-profile",
+        type=int,
+        default=0,
+        help="also print the N host functions with the most own time in a plain run (cProfile)",
+    )
     args = ap.parse_args()
 
     rs = cupy.random.RandomState(0)
@@ -95,8 +108,14 @@ def main() -> None:
     y = (rs.random_sample(args.rows) < 1 / (1 + cupy.exp(-logit))).astype(cupy.float32)
     if args.missing:
         x[rs.random_sample(x.shape) < args.missing] = cupy.nan
-    params = {"objective": "binary:logistic", "max_depth": args.depth, "eta": 0.1, "max_bin": 256,
-              "device": "cuda", "grow_policy": args.policy}
+    params = {
+        "objective": "binary:logistic",
+        "max_depth": args.depth,
+        "eta": 0.1,
+        "max_bin": 256,
+        "device": "cuda",
+        "grow_policy": args.policy,
+    }
     if args.policy == "lossguide":
         params.update(max_depth=0, max_leaves=255)
     if args.lookahead:
@@ -108,9 +127,21 @@ def main() -> None:
     dgboost.train(params, dtrain, 2, verbose_eval=False)  # compile and warm up
 
     backend = get_backend("cuda")
-    stages = ["bin_values", "quantise", "abs_max_bits", "gpair_totals", "build_histograms", "evaluate_splits",
-              "partition", "split_nodes", "children_histograms", "root_node", "add_leaf_values", "predict_margin",
-              "leaf_weights"]
+    stages = [
+        "bin_values",
+        "quantise",
+        "abs_max_bits",
+        "gpair_totals",
+        "build_histograms",
+        "evaluate_splits",
+        "partition",
+        "split_nodes",
+        "children_histograms",
+        "root_node",
+        "add_leaf_values",
+        "predict_margin",
+        "leaf_weights",
+    ]
     totals, counts = collections.defaultdict(float), collections.defaultdict(int)
     # the reads are counted on the class, entered before the stages are timed on the instance
     with count_host_reads() as counted:
@@ -166,25 +197,43 @@ def main() -> None:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(args.host_profile)
 
     device_ms = sum(totals.values())
-    print(f"\n{args.rows} x {args.features}, depth {args.depth}, {args.policy} "
-          f"(lookahead {cuda_module.CUDABackend.lookahead}), {args.rounds} rounds on "
-          f"{cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
-    print(f"plain run: setup (cuts, binning, margins) {setup_ms:.1f} ms, then per round median "
-          f"{np.median(rounds_ms):.2f} ms (min {rounds_ms.min():.2f}, max {rounds_ms.max():.2f}); "
-          f"first rounds {', '.join(f'{v:.1f}' for v in rounds_ms[:4])} ms")
-    print(f"whole plain run {plain * 1e3 / args.rounds:.2f} ms/round; profiled run "
-          f"{wall * 1e3 / args.rounds:.2f} ms/round; host syncs per tree "
-          f"{syncs['syncs'] / max(1, syncs['trees']):.1f}")
+    print(
+        f"\n{args.rows} x {args.features}, depth {args.depth}, {args.policy} "
+        f"(lookahead {cuda_module.CUDABackend.lookahead}), {args.rounds} rounds on "
+        f"{cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}"
+    )
+    print(
+        f"plain run: setup (cuts, binning, margins) {setup_ms:.1f} ms, then per round median "
+        f"{np.median(rounds_ms):.2f} ms (min {rounds_ms.min():.2f}, max {rounds_ms.max():.2f}); "
+        f"first rounds {', '.join(f'{v:.1f}' for v in rounds_ms[:4])} ms"
+    )
+    print(
+        f"whole plain run {plain * 1e3 / args.rounds:.2f} ms/round; profiled run "
+        f"{wall * 1e3 / args.rounds:.2f} ms/round; host syncs per tree "
+        f"{syncs['syncs'] / max(1, syncs['trees']):.1f}"
+    )
     print(f"{'stage':<18}{'calls':>7}{'ms total':>10}{'ms/round':>10}{'share':>8}")
     for s in sorted(totals, key=totals.get, reverse=True):
-        print(f"{s:<18}{counts[s]:>7}{totals[s]:>10.2f}{totals[s] / args.rounds:>10.3f}"
-              f"{totals[s] / max(device_ms, 1e-9):>8.1%}")
+        print(
+            f"{s:<18}{counts[s]:>7}{totals[s]:>10.2f}{totals[s] / args.rounds:>10.3f}"
+            f"{totals[s] / max(device_ms, 1e-9):>8.1%}"
+        )
     print(f"{'host/other':<18}{'':>7}{wall * 1e3 - device_ms:>10.2f}{(wall * 1e3 - device_ms) / args.rounds:>10.3f}")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"args": vars(args), "plain_ms_per_round": plain * 1e3 / args.rounds,
-                       "median_round_ms": float(np.median(rounds_ms)), "setup_ms": setup_ms,
-                       "stages_ms": totals, "calls": counts, "syncs": syncs}, fh, indent=1)
+            json.dump(
+                {
+                    "args": vars(args),
+                    "plain_ms_per_round": plain * 1e3 / args.rounds,
+                    "median_round_ms": float(np.median(rounds_ms)),
+                    "setup_ms": setup_ms,
+                    "stages_ms": totals,
+                    "calls": counts,
+                    "syncs": syncs,
+                },
+                fh,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

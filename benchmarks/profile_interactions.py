@@ -7,6 +7,7 @@ warm-up) and checks that every layout gives the first one's bits.
 
     python benchmarks/profile_interactions.py --rows 20000
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,8 @@ def main(argv=None) -> None:
     import cupy
 
     import dgboost as dg
-    from dgboost.datasets import make_synthetic
     from dgboost.backend import _cuda_treeshap as gpu
+    from dgboost.datasets import make_synthetic
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=20_000)
@@ -29,8 +30,9 @@ def main(argv=None) -> None:
     parser.add_argument("--layouts", default="auto,warp-out,rows")
     args = parser.parse_args(argv)
     X, y, _ = make_synthetic(200_000, args.features, task="binary", missing_rate=0.1, seed=0)
-    booster = dg.train({"objective": "binary:logistic", "max_depth": args.depth, "device": "cuda"},
-                       dg.DMatrix(X, y), args.rounds)
+    booster = dg.train(
+        {"objective": "binary:logistic", "max_depth": args.depth, "device": "cuda"}, dg.DMatrix(X, y), args.rounds
+    )
     rows = cupy.asarray(make_synthetic(args.rows, args.features, task="binary", missing_rate=0.1, seed=1)[0])
     explainer = dg.TreeExplainer(booster, device="cuda")
     table = explainer.table
@@ -51,8 +53,11 @@ def main(argv=None) -> None:
         times = times[1:]
         same = "" if first is None else (" bitwise" if bool((out == first).all()) else " DIFFERENT BITS")
         first = out if first is None else first
-        print(f"{layout:>10}: {args.rows / statistics.median(times):>10,.0f} rows/s "
-              f"({min(times):.3f}-{max(times):.3f} s){same}", flush=True)
+        print(
+            f"{layout:>10}: {args.rows / statistics.median(times):>10,.0f} rows/s "
+            f"({min(times):.3f}-{max(times):.3f} s){same}",
+            flush=True,
+        )
     gpu._interaction_layout = automatic
 
 

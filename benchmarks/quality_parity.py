@@ -9,6 +9,7 @@ A case is named ``dataset/objective/metric`` (``.../constraint`` for the constra
 (same case and depth) in the existing results file, keeping every other row, and records the
 partial run (date, machine, versions, cases) under ``partial_runs``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,10 +36,18 @@ def _cases() -> list[tuple[str, str, str, str, str | None, dict]]:
 
 
 def _row(result, ok: bool) -> dict:
-    return {"dataset": result.dataset, "objective": result.objective, "metric": result.metric,
-            "constraints": result.constraints, "depth": result.depth, "dgboost": result.dgboost,
-            "xgboost": result.xgboost, "relative_gap": result.relative_gap,
-            "prediction_gap": result.prediction_gap, "within_tolerance": ok}
+    return {
+        "dataset": result.dataset,
+        "objective": result.objective,
+        "metric": result.metric,
+        "constraints": result.constraints,
+        "depth": result.depth,
+        "dgboost": result.dgboost,
+        "xgboost": result.xgboost,
+        "relative_gap": result.relative_gap,
+        "prediction_gap": result.prediction_gap,
+        "within_tolerance": ok,
+    }
 
 
 def _key(row: dict) -> tuple:
@@ -56,8 +65,10 @@ def _run(selected) -> list[dict]:
             # constraint cases must also predict as XGBoost does (their bins agree)
             ok = within_tolerance(r) and (constraint is None or predictions_agree(r))
             rows.append(_row(r, ok))
-            print(f"{name:48s} {depth:5d} {r.dgboost:9.5f} {r.xgboost:9.5f} {r.relative_gap:+7.2%} "
-                  f"{r.prediction_gap:9.2e} {'' if ok else 'OUT OF TOLERANCE'}")
+            print(
+                f"{name:48s} {depth:5d} {r.dgboost:9.5f} {r.xgboost:9.5f} {r.relative_gap:+7.2%} "
+                f"{r.prediction_gap:9.2e} {'' if ok else 'OUT OF TOLERANCE'}"
+            )
     return rows
 
 
@@ -66,10 +77,14 @@ def _table(rows: list[dict]) -> list[dict]:
     label = f"{worst['dataset']} {worst['objective']}"
     if worst.get("constraints"):
         label += f" {worst['constraints']}"
-    return [{"what": f"test metric, {len(rows)} data set/objective/depth cases (worst case: {label} depth "
-                     f"{worst['depth']})",
-             "ratio": 1.0 + worst["relative_gap"],
-             "note": f"{sum(r['within_tolerance'] for r in rows)}/{len(rows)} within 1% (AUC 0.003)"}]
+    return [
+        {
+            "what": f"test metric, {len(rows)} data set/objective/depth cases (worst case: {label} depth "
+            f"{worst['depth']})",
+            "ratio": 1.0 + worst["relative_gap"],
+            "note": f"{sum(r['within_tolerance'] for r in rows)}/{len(rows)} within 1% (AUC 0.003)",
+        }
+    ]
 
 
 def _merge(new_rows: list[dict], names: list[str]) -> Path:
@@ -82,17 +97,26 @@ def _merge(new_rows: list[dict], names: list[str]) -> Path:
     rows = [fresh.pop(_key(r), r) for r in payload["cases"]] + list(fresh.values())
     payload["cases"] = rows
     payload["table"] = _table(rows)
-    payload.setdefault("partial_runs", []).append({
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine(),
-        "versions": versions("dgboost", "xgboost", "numpy"), "cases": names})
+    payload.setdefault("partial_runs", []).append(
+        {
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "machine": machine(),
+            "versions": versions("dgboost", "xgboost", "numpy"),
+            "cases": names,
+        }
+    )
     path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return path
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", nargs="+", metavar="WORD",
-                        help="run the cases whose name contains one of these words, merged into the results")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        metavar="WORD",
+        help="run the cases whose name contains one of these words, merged into the results",
+    )
     args = parser.parse_args(argv)
     cases = _cases()
     if args.only:
@@ -103,8 +127,10 @@ def main(argv=None) -> int:
     if args.only:
         path = _merge(rows, [c[0] for c in cases])
     else:
-        path = write_result("quality_parity", {"versions": versions("dgboost", "xgboost", "numpy"),
-                                               "cases": rows, "table": _table(rows)})
+        path = write_result(
+            "quality_parity",
+            {"versions": versions("dgboost", "xgboost", "numpy"), "cases": rows, "table": _table(rows)},
+        )
     print(f"{sum(r['within_tolerance'] for r in rows)}/{len(rows)} cases within tolerance; results in {path}")
     return 0 if all(r["within_tolerance"] for r in rows) else 1
 

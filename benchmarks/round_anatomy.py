@@ -16,6 +16,7 @@ collectives of several ranks are not in it.
 
     python benchmarks/round_anatomy.py --rows 10000000 40000000 --rounds 30
 """
+
 from __future__ import annotations
 
 import argparse
@@ -98,13 +99,18 @@ class _Recorder:
         for name, a, b in self.events:
             per_kernel[name] += elapsed(a, b)
             launches[name] += 1
-        return {"span_ms": elapsed(self.mark, end), "kernels_ms": dict(per_kernel), "launches": dict(launches),
-                "read_ms": 1e3 * self.read_s, "gap_ms": 1e3 * self.gap_s, "reads": self.n_reads}
+        return {
+            "span_ms": elapsed(self.mark, end),
+            "kernels_ms": dict(per_kernel),
+            "launches": dict(launches),
+            "read_ms": 1e3 * self.read_s,
+            "gap_ms": 1e3 * self.gap_s,
+            "reads": self.n_reads,
+        }
 
 
 def _data(rows: int):
     import cupy
-
     from _scaling_data import make_block
 
     starts = range(0, rows, 2_500_000)
@@ -150,10 +156,10 @@ def main() -> None:
     report = {}
     for rows in args.rows:
         x, y = _data(rows)
-        plain = _run(x, y, args.rounds)[args.skip:]
+        plain = _run(x, y, args.rounds)[args.skip :]
         recorder = _Recorder(CUDABackend, _PendingRead)
         try:
-            timed = _run(x, y, args.rounds, recorder)[args.skip:]
+            timed = _run(x, y, args.rounds, recorder)[args.skip :]
         finally:
             recorder.restore()
         kernels = sorted({k for r in timed for k in r["kernels_ms"]})
@@ -184,16 +190,26 @@ def main() -> None:
 
     for key in ("wall_ms", "instrumented_wall_ms", "span_ms", "kernel_sum_ms", "read_ms", "gap_ms", "reads"):
         line(key, [report[s][key] for s in sizes])
-    names = sorted({k for s in sizes for k in report[s]["kernels_ms"]},
-                   key=lambda k: -report[sizes[0]]["kernels_ms"].get(k, 0.0))
+    names = sorted(
+        {k for s in sizes for k in report[s]["kernels_ms"]}, key=lambda k: -report[sizes[0]]["kernels_ms"].get(k, 0.0)
+    )
     for k in names:
         launches = report[sizes[0]]["launches"].get(k, 0)
         line(f"  {k} x{launches:.0f}", [report[s]["kernels_ms"].get(k, 0.0) for s in sizes])
     from _common import versions, write_result
 
-    write_result("round_anatomy", {"rounds": args.rounds, "skip": args.skip, "features": 28, "max_depth": 8,
-                                   "versions": versions("dgboost", "numpy", "cupy"),
-                                   "sizes": {str(k): v for k, v in report.items()}}, args.output)
+    write_result(
+        "round_anatomy",
+        {
+            "rounds": args.rounds,
+            "skip": args.skip,
+            "features": 28,
+            "max_depth": 8,
+            "versions": versions("dgboost", "numpy", "cupy"),
+            "sizes": {str(k): v for k, v in report.items()},
+        },
+        args.output,
+    )
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ data sets), rewritten after every worker count.
     python benchmarks/scaling.py --device cuda --workers 1,2,4 --dataset airline --rows 115000000 --shap-rows 0
     python benchmarks/scaling.py --device cpu --workers 1,2 --rows 400000 --shap-rows 40000 --rounds 20
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,12 +37,12 @@ from pathlib import Path
 
 import numpy as np
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, versions, write_result  # noqa: E402
 from _scaling_data import DATASETS, make_data  # noqa: E402
+
 
 def rows_from_every_partition(X, rows: int):
     """About ``rows`` rows of ``X``: the first ``rows / partitions`` of each partition.
@@ -69,16 +70,23 @@ def rows_per_worker(client, X) -> dict:
 
 
 def _params(device: str, rounds: int) -> dict:
-    return {"objective": "binary:logistic", "max_depth": 8, "eta": 0.1, "max_bin": 256,
-            "tree_method": "hist", "device": device}
+    return {
+        "objective": "binary:logistic",
+        "max_depth": 8,
+        "eta": 0.1,
+        "max_bin": 256,
+        "tree_method": "hist",
+        "device": device,
+    }
 
 
 def _dgboost_job(client, X, y, params, rounds, **kwargs) -> dict:
     import dgboost.dask as dxgb
 
     dtrain = dxgb.DaskDMatrix(client, X, y)
-    return dxgb.train(client, {k: v for k, v in params.items() if k != "tree_method"}, dtrain, rounds,
-                      verbose_eval=False, **kwargs)
+    return dxgb.train(
+        client, {k: v for k, v in params.items() if k != "tree_method"}, dtrain, rounds, verbose_eval=False, **kwargs
+    )
 
 
 def train_dgboost(client, X, y, params, rounds):
@@ -145,8 +153,10 @@ def timed_shap(client, shap_fn, booster, X) -> dict:
     for task in stream.data:
         spans = [s for s in task.get("startstops", ()) if s.get("action") == "compute"]
         for span in spans:
-            w = workers.setdefault(task["worker"], {"tasks": 0, "busy_s": 0.0, "first_start_s": None,
-                                                    "last_stop_s": 0.0, "first_task_s": None})
+            w = workers.setdefault(
+                task["worker"],
+                {"tasks": 0, "busy_s": 0.0, "first_start_s": None, "last_stop_s": 0.0, "first_task_s": None},
+            )
             w["tasks"] += 1
             w["busy_s"] += span["stop"] - span["start"]
             if w["first_start_s"] is None or span["start"] - start < w["first_start_s"]:
@@ -165,8 +175,11 @@ def stream_summary(call: dict) -> str:
     def span(key: str) -> str:
         vals = [w[key] for w in ws if w[key] is not None]
         return f"{min(vals):.3f}-{max(vals):.3f}"
-    return (f"wall {call['wall_s']:.3f} s; first blocks at {span('first_start_s')} s, last end {span('last_stop_s')} s, "
-            f"busy {span('busy_s')} s, tasks {'/'.join(str(w['tasks']) for w in ws)}")
+
+    return (
+        f"wall {call['wall_s']:.3f} s; first blocks at {span('first_start_s')} s, last end {span('last_stop_s')} s, "
+        f"busy {span('busy_s')} s, tasks {'/'.join(str(w['tasks']) for w in ws)}"
+    )
 
 
 def profile_shap(client, booster, X) -> dict:
@@ -180,9 +193,11 @@ def profile_shap(client, booster, X) -> dict:
 
 def shap_profile_lines(prof: dict) -> list[str]:
     lines = [f"    SHAP call: {prof['wall_s']:.3f} s"]
-    for i, (w, v) in enumerate(prof["workers"].items()):
-        lines.append(f"    worker {i}: {v['tasks']} tasks, busy {v['busy_s']:.3f} s, first block from "
-                     f"{v['first_start_s']:.3f} s ({v['first_task_s']:.3f} s), last ends at {v['last_stop_s']:.3f} s")
+    for i, v in enumerate(prof["workers"].values()):
+        lines.append(
+            f"    worker {i}: {v['tasks']} tasks, busy {v['busy_s']:.3f} s, first block from "
+            f"{v['first_start_s']:.3f} s ({v['first_task_s']:.3f} s), last ends at {v['last_stop_s']:.3f} s"
+        )
     lines += [f"      {share * 100:5.1f}%  {line}" for line, share in prof["hotspots"]["dgboost"][:10]]
     return lines
 
@@ -201,7 +216,7 @@ def hotspots(tree: dict, top: int = 12) -> dict:
 
     def key(d: dict) -> str:
         path = d.get("filename", "")
-        short = path[path.rfind("dgboost/"):] if "dgboost/" in path else Path(path).name
+        short = path[path.rfind("dgboost/") :] if "dgboost/" in path else Path(path).name
         return f"{short}:{d.get('line_number', 0)} {d.get('name', '')}"
 
     def walk(node: dict) -> None:
@@ -247,8 +262,9 @@ def profile_lines(prof: dict) -> list[str]:
             f"longest {1e3 * rank.get('round_s_max', 0):.1f}, beyond the median "
             f"{rank.get('rounds_over_median_s', 0):.3f} s in all); collectives {calls / rounds:.0f} a round, "
             f"{sum(v['bytes'] for v in coll.values()) / rounds / 2**20:.2f} MiB a round, waiting for their inputs "
-            f"{sum(v['producer_s'] for v in coll.values()):.3f} s, in them {sum(v['collective_s'] for v in coll.values()):.3f} s"
-            + _numba_note(rank.get("numba")))
+            f"{sum(v['producer_s'] for v in coll.values()):.3f} s, "
+            f"in them {sum(v['collective_s'] for v in coll.values()):.3f} s" + _numba_note(rank.get("numba"))
+        )
     spots = prof.get("hotspots")
     if spots:
         lines.append(f"    sampled stacks ({spots['samples']} samples of 10 ms over the ranks), most seen lines:")
@@ -269,9 +285,9 @@ def shap_dgboost(client, booster, X):
 
 
 def shap_xgboost(client, booster, X):
-    from distributed import futures_of, wait
     import xgboost as xgb
     import xgboost.dask  # noqa: F401 - a submodule, not imported by xgboost itself
+    from distributed import futures_of, wait
 
     out = xgb.dask.predict(client, booster, X, pred_contribs=True).persist()
     wait(futures_of(out))
@@ -344,10 +360,15 @@ def run(device: str, n_workers: int, args) -> dict:
         Xt = yt = None
         if args.test_rows:
             Xt, yt = make_data(client, args.dataset, args.test_rows, device, seed=43, block_rows=args.block_rows)
-        print(f"  data made in {made_s:.1f} s; rows per worker: " +
-              ", ".join(f"{k} {sorted(v.values())}" for k, v in placement.items()), flush=True)
-        libs = {"dgboost": (train_dgboost, shap_dgboost, predict_dgboost),
-                "xgboost": (train_xgboost, shap_xgboost, predict_xgboost)}
+        print(
+            f"  data made in {made_s:.1f} s; rows per worker: "
+            + ", ".join(f"{k} {sorted(v.values())}" for k, v in placement.items()),
+            flush=True,
+        )
+        libs = {
+            "dgboost": (train_dgboost, shap_dgboost, predict_dgboost),
+            "xgboost": (train_xgboost, shap_xgboost, predict_xgboost),
+        }
         if args.host_waited and n_workers > 1:  # one rank has no collectives
             libs["dgboost_host_waited"] = (train_dgboost_host_waited, None, predict_dgboost)
         if args.unshared:
@@ -391,33 +412,48 @@ def run(device: str, n_workers: int, args) -> dict:
         acc = None
         if Xt is not None:
             predictions = {name: libs[name][2](client, b, Xt) for name, b in boosters.items()}
-            print("  predictions: " + "; ".join(f"{k} {_block_types(v)}" for k, v in predictions.items())
-                  + f"; labels {_block_types(yt)}", flush=True)
+            print(
+                "  predictions: "
+                + "; ".join(f"{k} {_block_types(v)}" for k, v in predictions.items())
+                + f"; labels {_block_types(yt)}",
+                flush=True,
+            )
             acc = {name: accuracy(p, yt) for name, p in predictions.items()}
             print("  test accuracy: " + ", ".join(f"{k} {v:.5f}" for k, v in acc.items()), flush=True)
-    result = {"workers": n_workers, "data_s": made_s, "shap_rows": shap_rows, "rows_per_worker": placement,
-              "test_accuracy": acc, "dgboost_profile": prof, "dgboost_profile_host_waited": prof_waited,
-              "dgboost_shap_profile": shap_prof, "shap_calls": shap_calls if Xs is not None else None,
-              "train_s": {n: _summary(t) for n, t in train_times.items()}}
+    result = {
+        "workers": n_workers,
+        "data_s": made_s,
+        "shap_rows": shap_rows,
+        "rows_per_worker": placement,
+        "test_accuracy": acc,
+        "dgboost_profile": prof,
+        "dgboost_profile_host_waited": prof_waited,
+        "dgboost_shap_profile": shap_prof,
+        "shap_calls": shap_calls if Xs is not None else None,
+        "train_s": {n: _summary(t) for n, t in train_times.items()},
+    }
     result["train_ratio"] = result["train_s"]["dgboost"]["median"] / result["train_s"]["xgboost"]["median"]
     for variant in _VARIANT_ROWS:
         if f"dgboost_{variant}" in result["train_s"]:
-            result[f"train_ratio_{variant}"] = (result["train_s"][f"dgboost_{variant}"]["median"]
-                                                / result["train_s"]["xgboost"]["median"])
+            result[f"train_ratio_{variant}"] = (
+                result["train_s"][f"dgboost_{variant}"]["median"] / result["train_s"]["xgboost"]["median"]
+            )
     if Xs is not None:
         result["shap_rows_per_s"] = {n: _summary(r) for n, r in shap_rates.items()}
-        result["shap_ratio"] = (result["shap_rows_per_s"]["dgboost"]["median"]
-                                / result["shap_rows_per_s"]["xgboost"]["median"])
+        result["shap_ratio"] = (
+            result["shap_rows_per_s"]["dgboost"]["median"] / result["shap_rows_per_s"]["xgboost"]["median"]
+        )
     return result
 
 
 # dgboost variants timed beside the default (``dgboost_<name>`` in train_s): the benchmark row's
 # words and how the variant is made, in the order of the table
 _VARIANT_ROWS = {
-    "unshared": ("as a first job (communicator made, partitions checked)",
-                 "nccl_keep_communicators=False and no remembered checks"),
-    "host_waited": ("with the host waiting for every NCCL collective",
-                    "nccl_stream_ordered=False, the default before"),
+    "unshared": (
+        "as a first job (communicator made, partitions checked)",
+        "nccl_keep_communicators=False and no remembered checks",
+    ),
+    "host_waited": ("with the host waiting for every NCCL collective", "nccl_stream_ordered=False, the default before"),
 }
 
 
@@ -433,8 +469,10 @@ def speedups(results: list[dict]) -> dict:
     for n, r in sorted(by_count.items()):
         if n == 1:
             continue
-        entry = {f"train_{lib}": one["train_s"][lib]["median"] / r["train_s"][lib]["median"]
-                 for lib in ("dgboost", "xgboost")}
+        entry = {
+            f"train_{lib}": one["train_s"][lib]["median"] / r["train_s"][lib]["median"]
+            for lib in ("dgboost", "xgboost")
+        }
         for lib in ("dgboost", "xgboost"):
             rates = (r.get("shap_rows_per_s") or {}).get(lib), (one.get("shap_rows_per_s") or {}).get(lib)
             if all(rates) and rates[1]["median"]:
@@ -449,29 +487,50 @@ def table_lines(payload: dict) -> list[dict]:
     data = "" if payload.get("dataset", "higgs") == "higgs" else f"{payload['dataset']}-like "
     for r in payload["results"]:
         t = r["train_s"]
-        shape = (f"{data}{payload['rows']:,} x {payload['features']}, {payload['rounds']} rounds, depth 8, "
-                 f"{r['workers']} {payload['device']} worker(s)")
+        shape = (
+            f"{data}{payload['rows']:,} x {payload['features']}, {payload['rounds']} rounds, depth 8, "
+            f"{r['workers']} {payload['device']} worker(s)"
+        )
         acc = r.get("test_accuracy")
         acc = f"; test accuracy {acc['dgboost']:.4f} vs {acc['xgboost']:.4f}" if acc else ""
-        lines.append({"what": f"dgboost.dask / xgboost.dask training time, {shape}", "ratio": r["train_ratio"],
-                      "note": f"lower is better; target <= 1.0; {t['dgboost']['median']:.2f} "
-                              f"({t['dgboost']['min']:.2f}-{t['dgboost']['max']:.2f}) vs {t['xgboost']['median']:.2f} "
-                              f"({t['xgboost']['min']:.2f}-{t['xgboost']['max']:.2f}) s from persisted arrays, "
-                              f"median of {payload['repeats']}{acc}"})
+        lines.append(
+            {
+                "what": f"dgboost.dask / xgboost.dask training time, {shape}",
+                "ratio": r["train_ratio"],
+                "note": f"lower is better; target <= 1.0; {t['dgboost']['median']:.2f} "
+                f"({t['dgboost']['min']:.2f}-{t['dgboost']['max']:.2f}) vs {t['xgboost']['median']:.2f} "
+                f"({t['xgboost']['min']:.2f}-{t['xgboost']['max']:.2f}) s from persisted arrays, "
+                f"median of {payload['repeats']}{acc}",
+            }
+        )
         for variant, (what, how) in _VARIANT_ROWS.items():
             if f"train_ratio_{variant}" in r:
                 v = t[f"dgboost_{variant}"]
-                lines.append({"what": f"dgboost.dask {what} / xgboost.dask training time, {shape}",
-                              "ratio": r[f"train_ratio_{variant}"],
-                              "note": f"lower is better; {how}; {v['median']:.2f} ({v['min']:.2f}-{v['max']:.2f}) s"})
+                lines.append(
+                    {
+                        "what": f"dgboost.dask {what} / xgboost.dask training time, {shape}",
+                        "ratio": r[f"train_ratio_{variant}"],
+                        "note": f"lower is better; {how}; {v['median']:.2f} ({v['min']:.2f}-{v['max']:.2f}) s",
+                    }
+                )
         if "shap_rows_per_s" not in r:
             continue
         s = r["shap_rows_per_s"]
-        lines.append({"what": f"dgboost.dask / xgboost.dask SHAP rows/s, {r.get('shap_rows', payload['shap_rows']):,} "
-                              f"rows, {r['workers']} {payload['device']} worker(s)", "ratio": r["shap_ratio"],
-                      "note": f"higher is better; target >= 2; {s['dgboost']['median']:,.0f} vs "
-                              f"{s['xgboost']['median']:,.0f} rows/s (dgboost: "
-                              f"{'GPU kernel on the worker, CuPy blocks out' if payload['device'] == 'cuda' else 'CPU SHAP engine on the worker'})"})
+        engine = (
+            "GPU kernel on the worker, CuPy blocks out"
+            if payload["device"] == "cuda"
+            else "CPU SHAP engine on the worker"
+        )
+        lines.append(
+            {
+                "what": f"dgboost.dask / xgboost.dask SHAP rows/s, {r.get('shap_rows', payload['shap_rows']):,} "
+                f"rows, {r['workers']} {payload['device']} worker(s)",
+                "ratio": r["shap_ratio"],
+                "note": f"higher is better; target >= 2; {s['dgboost']['median']:,.0f} vs "
+                f"{s['xgboost']['median']:,.0f} rows/s (dgboost: "
+                f"{engine})",
+            }
+        )
     return lines
 
 
@@ -479,14 +538,18 @@ def _final_table(results: list[dict], repeats: int) -> list[str]:
     def cell(r, key, lib):
         return f"{r[key][lib]['median']:>15,.0f}" if key in r else f"{'-':>15}"
 
-    lines = [f"\n{'workers':>7} | {'train dgboost':>13} | {'train xgboost':>13} | {'ratio':>5} | "
-             f"{'SHAP dgb rows/s':>15} | {'SHAP xgb rows/s':>15} | {'ratio':>5} | accuracy dgb / xgb"]
+    lines = [
+        f"\n{'workers':>7} | {'train dgboost':>13} | {'train xgboost':>13} | {'ratio':>5} | "
+        f"{'SHAP dgb rows/s':>15} | {'SHAP xgb rows/s':>15} | {'ratio':>5} | accuracy dgb / xgb"
+    ]
     for r in results:
         t, acc = r["train_s"], r.get("test_accuracy")
-        lines.append(f"{r['workers']:>7} | {t['dgboost']['median']:>11.2f} s | {t['xgboost']['median']:>11.2f} s | "
-                     f"{r['train_ratio']:>5.2f} | {cell(r, 'shap_rows_per_s', 'dgboost')} | "
-                     f"{cell(r, 'shap_rows_per_s', 'xgboost')} | {r.get('shap_ratio', float('nan')):>5.2f} | "
-                     + (f"{acc['dgboost']:.4f} / {acc['xgboost']:.4f}" if acc else "-"))
+        lines.append(
+            f"{r['workers']:>7} | {t['dgboost']['median']:>11.2f} s | {t['xgboost']['median']:>11.2f} s | "
+            f"{r['train_ratio']:>5.2f} | {cell(r, 'shap_rows_per_s', 'dgboost')} | "
+            f"{cell(r, 'shap_rows_per_s', 'xgboost')} | {r.get('shap_ratio', float('nan')):>5.2f} | "
+            + (f"{acc['dgboost']:.4f} / {acc['xgboost']:.4f}" if acc else "-")
+        )
     lines.append(f"(medians of {repeats}; ratios dgboost/xgboost: time, lower is better; rows/s, higher is better)")
     return lines
 
@@ -499,34 +562,59 @@ def main(argv=None) -> None:
     parser.add_argument("--rows", type=int, default=40_000_000)
     parser.add_argument("--block-rows", type=int, default=2_500_000, help="rows per generated partition")
     parser.add_argument("--shap-rows", type=int, default=4_000_000, help="0: no SHAP")
-    parser.add_argument("--test-rows", type=int, default=1_000_000,
-                        help="held-out rows for both models' test accuracy (0: none)")
+    parser.add_argument(
+        "--test-rows", type=int, default=1_000_000, help="held-out rows for both models' test accuracy (0: none)"
+    )
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--host-waited", action="store_true",
-                        help="also time dgboost with the host waiting for every NCCL collective "
-                             "(dgboost.config nccl_stream_ordered=False)")
-    parser.add_argument("--unshared", action="store_true",
-                        help="also time dgboost jobs that share nothing with the job before (as a first "
-                             "job on a cluster: NCCL communicator made, partitions checked)")
-    parser.add_argument("--profile", action="store_true",
-                        help="after the timed runs, one more dgboost job with profile=True (where its time went)")
-    parser.add_argument("--output", default=None,
-                        help="result JSON (default: results/scaling-<device>.json, scaling-<dataset>-<device>.json)")
+    parser.add_argument(
+        "--host-waited",
+        action="store_true",
+        help="also time dgboost with the host waiting for every NCCL collective "
+        "(dgboost.config nccl_stream_ordered=False)",
+    )
+    parser.add_argument(
+        "--unshared",
+        action="store_true",
+        help="also time dgboost jobs that share nothing with the job before (as a first "
+        "job on a cluster: NCCL communicator made, partitions checked)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="after the timed runs, one more dgboost job with profile=True (where its time went)",
+    )
+    parser.add_argument(
+        "--output",
+        default=None,
+        help="result JSON (default: results/scaling-<device>.json, scaling-<dataset>-<device>.json)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     features = DATASETS[args.dataset]
     results = []
-    payload = {"benchmark": "scaling", "device": args.device, "dataset": args.dataset, "rows": args.rows,
-               "features": features, "shap_rows": args.shap_rows, "test_rows": args.test_rows,
-               "rounds": args.rounds, "repeats": args.repeats,
-               "params": _params(args.device, args.rounds), "machine": machine(),
-               "versions": versions("dgboost", "xgboost", "dask", "distributed", "numpy", "cupy", "dask_cuda"),
-               "results": results}
+    payload = {
+        "benchmark": "scaling",
+        "device": args.device,
+        "dataset": args.dataset,
+        "rows": args.rows,
+        "features": features,
+        "shap_rows": args.shap_rows,
+        "test_rows": args.test_rows,
+        "rounds": args.rounds,
+        "repeats": args.repeats,
+        "params": _params(args.device, args.rounds),
+        "machine": machine(),
+        "versions": versions("dgboost", "xgboost", "dask", "distributed", "numpy", "cupy", "dask_cuda"),
+        "results": results,
+    }
     name = f"scaling-{args.device}" if args.dataset == "higgs" else f"scaling-{args.dataset}-{args.device}"
     for w in [int(v) for v in args.workers.split(",")]:
-        print(f"{w} worker(s), {args.dataset}-like {args.rows:,} x {features}, {args.rounds} rounds, "
-              f"SHAP of {args.shap_rows:,} rows, accuracy on {args.test_rows:,}", flush=True)
+        print(
+            f"{w} worker(s), {args.dataset}-like {args.rows:,} x {features}, {args.rounds} rounds, "
+            f"SHAP of {args.shap_rows:,} rows, accuracy on {args.test_rows:,}",
+            flush=True,
+        )
         results.append(run(args.device, w, args))
         # written after every worker count: a run stopped part-way keeps the counts it finished
         payload["table"] = table_lines(payload)

@@ -6,6 +6,7 @@ plus one round with ``dgboost._stages.recording`` (each stage waits for its devi
 
     python benchmarks/setup_stages.py bosch year higgs
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cases", nargs="+", choices=sorted(CASES))
     ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--dgboost-params", type=json.loads, default={},
-                    help='JSON object of dgboost parameters over the shared ones, e.g. \'{"sketch_sample_rows": 262144}\'')
+    ap.add_argument(
+        "--dgboost-params",
+        type=json.loads,
+        default={},
+        help="JSON object of dgboost parameters over the shared ones, e.g. '{\"sketch_sample_rows\": 262144}'",
+    )
     args = ap.parse_args(argv)
     import dgboost as dg
     from dgboost._stages import recording
@@ -35,8 +40,15 @@ def main(argv=None) -> int:
     sync = device.sync
     for name in args.cases:
         case = CASES[name]
-        X, y = make_data(device.xp, case.rows, case.features, case.task, n_classes=case.n_classes,
-                         missing_rate=case.missing_rate, seed=0)
+        X, y = make_data(
+            device.xp,
+            case.rows,
+            case.features,
+            case.task,
+            n_classes=case.n_classes,
+            missing_rate=case.missing_rate,
+            seed=0,
+        )
         params = _params("dgboost", case, device, SimpleNamespace(threads=0, dgboost_params=args.dgboost_params))
         dg.train(params, dg.DMatrix(X[:20_000], y[:20_000]), 2, verbose_eval=False)  # warm-up
         for rep in range(args.repeats):
@@ -49,8 +61,12 @@ def main(argv=None) -> int:
                 dg.train(params, dmat, 1, verbose_eval=False)
             sync()
             t2 = time.perf_counter()
-            print(f"{name} [{rep}]: DMatrix {1e3 * (t1 - t0):.1f} ms, train (one round) {1e3 * (t2 - t1):.1f} ms; "
-                  + ", ".join(f"{k} {1e3 * v:.1f}" for k, v in stages.items()) + " ms", flush=True)
+            print(
+                f"{name} [{rep}]: DMatrix {1e3 * (t1 - t0):.1f} ms, train (one round) {1e3 * (t2 - t1):.1f} ms; "
+                + ", ".join(f"{k} {1e3 * v:.1f}" for k, v in stages.items())
+                + " ms",
+                flush=True,
+            )
         del X, y, dmat
     return 0
 

@@ -6,6 +6,7 @@ imports it, and times SHAP values on ``--rows`` rows with one thread each (Numba
 
     python benchmarks/shap_cpu_quick.py [--rows 1000] [--repeats 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,8 +54,17 @@ def main(argv=None):
     y = (logits + rng.normal(size=n_train) > 0.5).astype(np.float32)
     X[rng.random(X.shape) < 0.02] = np.nan
     dtrain = xgb.DMatrix(X, label=y)
-    booster = xgb.train({"objective": "binary:logistic", "max_depth": args.depth, "eta": 0.1,
-                         "tree_method": "hist", "nthread": os.cpu_count()}, dtrain, args.trees)
+    booster = xgb.train(
+        {
+            "objective": "binary:logistic",
+            "max_depth": args.depth,
+            "eta": 0.1,
+            "tree_method": "hist",
+            "nthread": os.cpu_count(),
+        },
+        dtrain,
+        args.trees,
+    )
     ens = ensemble_from_xgboost(booster)
     Xq = X[: args.rows]
 
@@ -67,11 +77,12 @@ def main(argv=None):
     tables = build_tables(table)
     t_tables = time.perf_counter() - t0
     k = table.path_lengths - 1
-    print(f"model: {ens.n_trees} trees, {table.n_paths} paths, {table.n_elements} elements, "
-          f"k mean {k.mean():.2f} max {k.max()}, tables {tables.n_bytes / 2**20:.1f} MiB "
-          f"(coverage {tables.coverage(table):.3f})")
-    print(f"extract_paths {t_extract * 1e3:.1f} ms, build_tables {t_tables * 1e3:.1f} ms "
-          "(1 thread, once per model)")
+    print(
+        f"model: {ens.n_trees} trees, {table.n_paths} paths, {table.n_elements} elements, "
+        f"k mean {k.mean():.2f} max {k.max()}, tables {tables.n_bytes / 2**20:.1f} MiB "
+        f"(coverage {tables.coverage(table):.3f})"
+    )
+    print(f"extract_paths {t_extract * 1e3:.1f} ms, build_tables {t_tables * 1e3:.1f} ms (1 thread, once per model)")
 
     # warm-up (JIT / cache load)
     shap_values_path(table, Xq[:8])
@@ -81,19 +92,22 @@ def main(argv=None):
     a = shap_values_path(table, Xq)
     b = shap_values_table(table, Xq, tables=tables)
     print(f"path : {args.rows / t_path:10.1f} rows/s  ({t_path * 1e3:.1f} ms)")
-    print(f"table: {args.rows / t_table:10.1f} rows/s  ({t_table * 1e3:.1f} ms)  "
-          f"speed-up vs path {t_path / t_table:.2f}x, max |path - table| {np.abs(a - b).max():.2e}")
+    print(
+        f"table: {args.rows / t_table:10.1f} rows/s  ({t_table * 1e3:.1f} ms)  "
+        f"speed-up vs path {t_path / t_table:.2f}x, max |path - table| {np.abs(a - b).max():.2e}"
+    )
     if not args.no_xgboost:
         booster.set_param({"nthread": 1})
         dq = xgb.DMatrix(Xq)
         booster.predict(dq, pred_contribs=True)
         t_xgb = _median_time(lambda: booster.predict(dq, pred_contribs=True), args.repeats)
         c = booster.predict(dq, pred_contribs=True)
-        print(f"xgboost {xgb.__version__} pred_contribs: {args.rows / t_xgb:10.1f} rows/s  "
-              f"({t_xgb * 1e3:.1f} ms); table / xgboost {t_xgb / t_table:.2f}x, "
-              f"max |table - xgboost| {np.abs(b[:, 0, :] - c).max():.2e}")
-    print(f"host: {platform.processor() or platform.machine()}, numba {numba.__version__}, "
-          f"numpy {np.__version__}")
+        print(
+            f"xgboost {xgb.__version__} pred_contribs: {args.rows / t_xgb:10.1f} rows/s  "
+            f"({t_xgb * 1e3:.1f} ms); table / xgboost {t_xgb / t_table:.2f}x, "
+            f"max |table - xgboost| {np.abs(b[:, 0, :] - c).max():.2e}"
+        )
+    print(f"host: {platform.processor() or platform.machine()}, numba {numba.__version__}, numpy {np.__version__}")
 
 
 if __name__ == "__main__":

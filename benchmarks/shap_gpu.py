@@ -11,6 +11,7 @@ synchronise, median of ``--repeats`` after one warm-up each:
 
     python benchmarks/shap_gpu.py --cases a,b,c,d
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,10 +45,10 @@ def _timed(fn, repeats: int) -> dict:
 
 # name: (features, rounds, classes, depth, rows explained, interactions); the issue's cases
 CASES = {
-    "a": (28, 200, 1, 8, 1_000_000, False),       # Higgs-like
-    "b": (8, 100, 1, 8, 1_000_000, False),        # cal_housing-med-like
-    "c": (54, 100, 8, 8, 10_000, False),          # covtype-med-like
-    "d": (54, 100, 8, 16, 10_000, False),         # covtype-large-like
+    "a": (28, 200, 1, 8, 1_000_000, False),  # Higgs-like
+    "b": (8, 100, 1, 8, 1_000_000, False),  # cal_housing-med-like
+    "c": (54, 100, 8, 8, 10_000, False),  # covtype-med-like
+    "d": (54, 100, 8, 16, 10_000, False),  # covtype-large-like
     "a-interactions": (28, 200, 1, 8, 20_000, True),
     # fashion_mnist-large-like: 10 rounds x 10 classes = 100 trees of depth 16 on 785 features
     "fashion-interactions": (785, 10, 10, 16, 200, True),
@@ -60,17 +61,23 @@ def run_case(name: str, repeats: int, train_rows: int, max_table_bytes: int | No
     import xgboost as xgb
 
     import dgboost as dg
-    from dgboost.datasets import make_synthetic
     from dgboost.backend import _cuda_treeshap as gpu
+    from dgboost.datasets import make_synthetic
     from dgboost.explain import treeshap
 
     F, rounds, classes, depth, n, interactions = CASES[name]
     task = "binary" if classes == 1 else "multiclass"
     train_rows = min(train_rows, _TRAIN_ROWS_CAP.get(name, train_rows))
-    X, y, _ = make_synthetic(train_rows, F, task=task, missing_rate=0.1, seed=0,
-                             **({"n_classes": classes} if classes > 1 else {}))
-    params = {"objective": "binary:logistic" if classes == 1 else "multi:softprob", "max_depth": depth,
-              "tree_method": "hist", "device": "cuda", **({"num_class": classes} if classes > 1 else {})}
+    X, y, _ = make_synthetic(
+        train_rows, F, task=task, missing_rate=0.1, seed=0, **({"n_classes": classes} if classes > 1 else {})
+    )
+    params = {
+        "objective": "binary:logistic" if classes == 1 else "multi:softprob",
+        "max_depth": depth,
+        "tree_method": "hist",
+        "device": "cuda",
+        **({"num_class": classes} if classes > 1 else {}),
+    }
     model = xgb.train(params, xgb.DMatrix(X, y), rounds)
     rows, _, _ = make_synthetic(n, F, task="binary", missing_rate=0.1, seed=1)
     Xd = cupy.asarray(rows)
@@ -93,24 +100,48 @@ def run_case(name: str, repeats: int, train_rows: int, max_table_bytes: int | No
     check = check[:, 0] if classes == 1 else check
     max_diff = float(np.abs(check - ref).max())
     rate = {k: n / v["median"] for k, v in {"xgboost": xgb_t, "dgboost": dgb_t, "dgboost_warm": warm_t}.items()}
-    what = (f"SHAP {'interaction ' if interactions else ''}values on the GPU ({name}), end to end, {n:,} x {F}, "
-            f"XGBoost model depth {depth}, {rounds} rounds x {classes} output(s) (vs XGBoost {xgb.__version__})")
-    line = {"what": what, "ratio": rate["dgboost"] / rate["xgboost"],
-            "note": f"higher is better; {rate['dgboost']:,.0f} vs {rate['xgboost']:,.0f} rows/s (warm, explainer "
-                    f"built: {rate['dgboost_warm']:,.0f}, {rate['dgboost_warm'] / rate['xgboost']:.2f}x); "
-                    f"preparation (import, paths, tables, upload) {prep_t['median']:.3f} s; "
-                    f"median of {repeats}; max |diff| vs XGBoost {max_diff:.1e}"}
-    print(f"{name:>15}: xgboost {rate['xgboost']:>12,.0f} rows/s | dgboost {rate['dgboost']:>12,.0f} "
-          f"({line['ratio']:.2f}x) | warm {rate['dgboost_warm']:>12,.0f} ({rate['dgboost_warm'] / rate['xgboost']:.2f}x) | "
-          f"prep {prep_t['median']:.3f} s | max diff {max_diff:.1e}", flush=True)
-    return {"case": name, "rows": n, "features": F, "rounds": rounds, "classes": classes, "depth": depth,
-            "interactions": interactions, "seconds": {"xgboost": xgb_t, "dgboost": dgb_t, "dgboost_warm": warm_t,
-                                                 "dgboost_preparation": prep_t},
-            "rows_per_s": rate, "max_abs_difference_vs_xgboost": max_diff, "table": line}
+    what = (
+        f"SHAP {'interaction ' if interactions else ''}values on the GPU ({name}), end to end, {n:,} x {F}, "
+        f"XGBoost model depth {depth}, {rounds} rounds x {classes} output(s) (vs XGBoost {xgb.__version__})"
+    )
+    line = {
+        "what": what,
+        "ratio": rate["dgboost"] / rate["xgboost"],
+        "note": f"higher is better; {rate['dgboost']:,.0f} vs {rate['xgboost']:,.0f} rows/s (warm, explainer "
+        f"built: {rate['dgboost_warm']:,.0f}, {rate['dgboost_warm'] / rate['xgboost']:.2f}x); "
+        f"preparation (import, paths, tables, upload) {prep_t['median']:.3f} s; "
+        f"median of {repeats}; max |diff| vs XGBoost {max_diff:.1e}",
+    }
+    print(
+        f"{name:>15}: xgboost {rate['xgboost']:>12,.0f} rows/s | dgboost {rate['dgboost']:>12,.0f} "
+        f"({line['ratio']:.2f}x) | warm {rate['dgboost_warm']:>12,.0f} "
+        f"({rate['dgboost_warm'] / rate['xgboost']:.2f}x) | "
+        f"prep {prep_t['median']:.3f} s | max diff {max_diff:.1e}",
+        flush=True,
+    )
+    return {
+        "case": name,
+        "rows": n,
+        "features": F,
+        "rounds": rounds,
+        "classes": classes,
+        "depth": depth,
+        "interactions": interactions,
+        "seconds": {"xgboost": xgb_t, "dgboost": dgb_t, "dgboost_warm": warm_t, "dgboost_preparation": prep_t},
+        "rows_per_s": rate,
+        "max_abs_difference_vs_xgboost": max_diff,
+        "table": line,
+    }
 
 
-def run_interventional(repeats: int, train_rows: int, rows: int = 100_000, background_rows: int = 100,
-                       cpu_rows: int = 2_000, shap_rows: int = 300) -> dict:
+def run_interventional(
+    repeats: int,
+    train_rows: int,
+    rows: int = 100_000,
+    background_rows: int = 100,
+    cpu_rows: int = 2_000,
+    shap_rows: int = 300,
+) -> dict:
     """Interventional SHAP of case (a)'s model with ``background_rows`` background rows: the GPU
     on ``rows`` rows against dgboost's CPU engine (all cores) on ``cpu_rows`` and against
     ``shap.TreeExplainer(feature_perturbation="interventional")`` on ``shap_rows`` (XGBoost has
@@ -123,13 +154,16 @@ def run_interventional(repeats: int, train_rows: int, rows: int = 100_000, backg
     import xgboost as xgb
 
     import dgboost as dg
-    from dgboost.datasets import make_synthetic
     from dgboost.backend import _cuda_interventional as gpu_interventional
+    from dgboost.datasets import make_synthetic
 
     F, n_rounds, _, depth, _, _ = CASES["a"]
     X, y, _ = make_synthetic(train_rows, F, task="binary", missing_rate=0.1, seed=0)
-    model = xgb.train({"objective": "binary:logistic", "max_depth": depth, "tree_method": "hist", "device": "cuda"},
-                      xgb.DMatrix(X, y), n_rounds)
+    model = xgb.train(
+        {"objective": "binary:logistic", "max_depth": depth, "tree_method": "hist", "device": "cuda"},
+        xgb.DMatrix(X, y),
+        n_rounds,
+    )
     data, _, _ = make_synthetic(rows, F, task="binary", missing_rate=0.1, seed=1)
     background = data[:background_rows]
     Xd = cupy.asarray(data)
@@ -142,55 +176,96 @@ def run_interventional(repeats: int, train_rows: int, rows: int = 100_000, backg
     explainer = dg.TreeExplainer(model, background, device="cuda")
     warm_t = _timed(lambda: explainer.contributions(Xd), repeats)
     cpu_t = _timed(lambda: dg.TreeExplainer(model, background).contributions(data[:cpu_rows]), repeats)
-    shap_t = _timed(lambda: shap.TreeExplainer(model, background, feature_perturbation="interventional",
-                                               model_output="raw").shap_values(data[:shap_rows], check_additivity=False),
-                    repeats)
+    shap_t = _timed(
+        lambda: shap.TreeExplainer(
+            model, background, feature_perturbation="interventional", model_output="raw"
+        ).shap_values(data[:shap_rows], check_additivity=False),
+        repeats,
+    )
     check = cupy.asnumpy(explainer.contributions(Xd[:cpu_rows]))
     same = bool((check == dg.TreeExplainer(model, background).contributions(data[:cpu_rows])).all())
     reference = shap.TreeExplainer(model, background, feature_perturbation="interventional", model_output="raw")
-    shap_diff = float(np.abs(check[:shap_rows, 0, :-1]
-                             - reference.shap_values(data[:shap_rows], check_additivity=False)).max())
-    rate = {"gpu": rows / gpu_t["median"], "gpu_warm": rows / warm_t["median"], "cpu": cpu_rows / cpu_t["median"],
-            "shap": shap_rows / shap_t["median"]}
-    what = (f"interventional SHAP on the GPU, end to end, {rows:,} x {F}, {background_rows} background rows, "
-            f"model depth {depth}, {n_rounds} rounds (vs dgboost's CPU engine on {os.cpu_count()} cores)")
-    line = {"what": what, "ratio": rate["gpu"] / rate["cpu"],
-            "note": f"higher is better; {rate['gpu']:,.0f} vs {rate['cpu']:,.0f} rows/s (warm: {rate['gpu_warm']:,.0f}); "
-                    f"median of {repeats}; values bitwise the CPU's: {same}"}
-    shap_line = {"what": f"interventional SHAP on the GPU, end to end, {rows:,} x {F}, {background_rows} background "
-                         f"rows, model depth {depth}, {n_rounds} rounds (vs shap {shap.__version__} TreeExplainer, "
-                         f"interventional, on the CPU)",
-                 "ratio": rate["gpu"] / rate["shap"],
-                 "note": f"higher is better; {rate['gpu']:,.0f} vs {rate['shap']:,.0f} rows/s (shap on {shap_rows} "
-                         f"rows); median of {repeats}; max |diff| vs shap {shap_diff:.1e}"}
-    print(f"   interventional: cpu {rate['cpu']:>10,.0f} rows/s | shap {rate['shap']:>10,.0f} | gpu {rate['gpu']:>10,.0f} "
-          f"({line['ratio']:.1f}x cpu, {shap_line['ratio']:.0f}x shap) | warm {rate['gpu_warm']:>10,.0f} | "
-          f"bitwise {same} | vs shap {shap_diff:.1e}", flush=True)
-    return {"case": "interventional", "rows": rows, "background_rows": background_rows, "cpu_rows": cpu_rows,
-            "shap_rows": shap_rows, "seconds": {"gpu": gpu_t, "gpu_warm": warm_t, "cpu": cpu_t, "shap": shap_t},
-            "rows_per_s": rate, "bitwise_equal_to_cpu": same, "max_abs_difference_vs_shap": shap_diff,
-            "table": [line, shap_line]}
+    shap_diff = float(
+        np.abs(check[:shap_rows, 0, :-1] - reference.shap_values(data[:shap_rows], check_additivity=False)).max()
+    )
+    rate = {
+        "gpu": rows / gpu_t["median"],
+        "gpu_warm": rows / warm_t["median"],
+        "cpu": cpu_rows / cpu_t["median"],
+        "shap": shap_rows / shap_t["median"],
+    }
+    what = (
+        f"interventional SHAP on the GPU, end to end, {rows:,} x {F}, {background_rows} background rows, "
+        f"model depth {depth}, {n_rounds} rounds (vs dgboost's CPU engine on {os.cpu_count()} cores)"
+    )
+    line = {
+        "what": what,
+        "ratio": rate["gpu"] / rate["cpu"],
+        "note": f"higher is better; {rate['gpu']:,.0f} vs {rate['cpu']:,.0f} rows/s (warm: {rate['gpu_warm']:,.0f}); "
+        f"median of {repeats}; values bitwise the CPU's: {same}",
+    }
+    shap_line = {
+        "what": f"interventional SHAP on the GPU, end to end, {rows:,} x {F}, {background_rows} background "
+        f"rows, model depth {depth}, {n_rounds} rounds (vs shap {shap.__version__} TreeExplainer, "
+        f"interventional, on the CPU)",
+        "ratio": rate["gpu"] / rate["shap"],
+        "note": f"higher is better; {rate['gpu']:,.0f} vs {rate['shap']:,.0f} rows/s (shap on {shap_rows} "
+        f"rows); median of {repeats}; max |diff| vs shap {shap_diff:.1e}",
+    }
+    print(
+        f"   interventional: cpu {rate['cpu']:>10,.0f} rows/s | shap {rate['shap']:>10,.0f} "
+        f"| gpu {rate['gpu']:>10,.0f} "
+        f"({line['ratio']:.1f}x cpu, {shap_line['ratio']:.0f}x shap) | warm {rate['gpu_warm']:>10,.0f} | "
+        f"bitwise {same} | vs shap {shap_diff:.1e}",
+        flush=True,
+    )
+    return {
+        "case": "interventional",
+        "rows": rows,
+        "background_rows": background_rows,
+        "cpu_rows": cpu_rows,
+        "shap_rows": shap_rows,
+        "seconds": {"gpu": gpu_t, "gpu_warm": warm_t, "cpu": cpu_t, "shap": shap_t},
+        "rows_per_s": rate,
+        "bitwise_equal_to_cpu": same,
+        "max_abs_difference_vs_shap": shap_diff,
+        "table": [line, shap_line],
+    }
 
 
 def main(argv=None) -> None:
     import xgboost  # noqa: F401 - fail early when the reference is missing
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cases", default=",".join([*CASES, "interventional"]),
-                        help=f"comma-separated, of {[*CASES, 'interventional']}")
+    parser.add_argument(
+        "--cases",
+        default=",".join([*CASES, "interventional"]),
+        help=f"comma-separated, of {[*CASES, 'interventional']}",
+    )
     parser.add_argument("--train-rows", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--max-table-bytes", type=int, default=None, help="weight-table budget (default: the explainer's)")
+    parser.add_argument(
+        "--max-table-bytes", type=int, default=None, help="weight-table budget (default: the explainer's)"
+    )
     parser.add_argument("--output", default=None)
     args = parser.parse_args(argv)
     results = []
     for name in args.cases.split(","):
-        results.append(run_interventional(args.repeats, args.train_rows) if name == "interventional"
-                       else run_case(name, args.repeats, args.train_rows, args.max_table_bytes))
+        results.append(
+            run_interventional(args.repeats, args.train_rows)
+            if name == "interventional"
+            else run_case(name, args.repeats, args.train_rows, args.max_table_bytes)
+        )
         # written after every case, so a run cut short keeps what it measured
-        payload = {"benchmark": "shap_gpu", "repeats": args.repeats, "max_table_bytes": args.max_table_bytes,
-                   "machine": machine(), "versions": versions("dgboost", "xgboost", "cupy"), "results": results,
-                   "table": [t for r in results for t in (r["table"] if isinstance(r["table"], list) else [r["table"]])]}
+        payload = {
+            "benchmark": "shap_gpu",
+            "repeats": args.repeats,
+            "max_table_bytes": args.max_table_bytes,
+            "machine": machine(),
+            "versions": versions("dgboost", "xgboost", "cupy"),
+            "results": results,
+            "table": [t for r in results for t in (r["table"] if isinstance(r["table"], list) else [r["table"]])],
+        }
         path = write_result("shap_gpu", payload, args.output)
     print(f"wrote {path}")
 

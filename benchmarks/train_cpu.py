@@ -10,6 +10,7 @@ Totals (preparation included) are reported too. The two libraries train in turn
 
     python benchmarks/train_cpu.py [--rows 1000000] [--rounds 50] [--threads 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,15 +61,20 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     import xgboost as xgb
+    from sklearn.metrics import roc_auc_score
 
     import dgboost as dg
     from dgboost.datasets import make_synthetic
-    from sklearn.metrics import roc_auc_score
 
     x, y, _ = make_synthetic(args.rows + 100_000, 28, task="binary", missing_rate=0.0, seed=0)
-    xtr, ytr, xte, yte = x[:args.rows], y[:args.rows], x[args.rows:], y[args.rows:]
-    params = {"objective": "binary:logistic", "max_depth": args.depth, "eta": 0.1, "max_bin": 256,
-              "nthread": args.threads}
+    xtr, ytr, xte, yte = x[: args.rows], y[: args.rows], x[args.rows :], y[args.rows :]
+    params = {
+        "objective": "binary:logistic",
+        "max_depth": args.depth,
+        "eta": 0.1,
+        "max_bin": 256,
+        "nthread": args.threads,
+    }
 
     # dgboost: compile once on a small problem so JIT time is not counted
     dg.train(params, dg.DMatrix(xtr[:5000], ytr[:5000]), 2, verbose_eval=False)
@@ -81,8 +87,9 @@ def main(argv=None) -> int:
         dg_clock = _RoundClock(dg.TrainingCallback)
         t_dg, model_dg = timed(dg.train, params, d_dg, args.rounds, verbose_eval=False, callbacks=[dg_clock])
         xgb_clock = _RoundClock(xgb.callback.TrainingCallback)
-        t_xgb, model_xgb = timed(xgb.train, {**params, "tree_method": "hist"}, d_xgb, args.rounds,
-                                 callbacks=[xgb_clock])
+        t_xgb, model_xgb = timed(
+            xgb.train, {**params, "tree_method": "hist"}, d_xgb, args.rounds, callbacks=[xgb_clock]
+        )
         per_dg_runs.append(dg_clock.per_round(args.warm_rounds))
         per_xgb_runs.append(xgb_clock.per_round(args.warm_rounds))
         t_dg_runs.append(t_dg)
@@ -92,19 +99,30 @@ def main(argv=None) -> int:
     auc_dg = float(roc_auc_score(yte, model_dg.predict(dg.DMatrix(xte))))
     auc_xgb = float(roc_auc_score(yte, model_xgb.predict(xgb.DMatrix(xte))))
     result = {
-        "rows": args.rows, "features": 28, "rounds": args.rounds, "depth": args.depth, "threads": args.threads,
+        "rows": args.rows,
+        "features": 28,
+        "rounds": args.rounds,
+        "depth": args.depth,
+        "threads": args.threads,
         "versions": versions("dgboost", "xgboost", "numba", "numpy"),
-        "dgboost": {"total_s": t_dg, "per_round_s": per_dg, "test_auc": auc_dg,
-                    "per_round_s_each_run": per_dg_runs},
-        "xgboost": {"total_s": t_xgb, "per_round_s": per_xgb, "test_auc": auc_xgb,
-                    "per_round_s_each_run": per_xgb_runs},
+        "dgboost": {"total_s": t_dg, "per_round_s": per_dg, "test_auc": auc_dg, "per_round_s_each_run": per_dg_runs},
+        "xgboost": {
+            "total_s": t_xgb,
+            "per_round_s": per_xgb,
+            "test_auc": auc_xgb,
+            "per_round_s_each_run": per_xgb_runs,
+        },
         "load_average_after": list(os.getloadavg()),
         "per_round_ratio_dgboost_over_xgboost": per_dg / per_xgb,
         "total_ratio_dgboost_over_xgboost": t_dg / t_xgb,
         "target_per_round_ratio": 3.0,
         "table": [
-            {"what": f"training time per round, {args.rows:,} x 28, depth {args.depth}, {args.threads} threads (vs XGBoost hist)",
-             "ratio": per_dg / per_xgb, "note": "lower is better; target <= 3"},
+            {
+                "what": f"training time per round, {args.rows:,} x 28, depth {args.depth}, "
+                f"{args.threads} threads (vs XGBoost hist)",
+                "ratio": per_dg / per_xgb,
+                "note": "lower is better; target <= 3",
+            },
             {"what": "test AUC (vs XGBoost hist)", "ratio": auc_dg / auc_xgb, "note": "1.00 = same quality"},
         ],
     }

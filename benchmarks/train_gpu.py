@@ -44,6 +44,7 @@ with both libraries on the CPU (no memory figures), to check the harness anywher
     python benchmarks/train_gpu.py --scale 0.05 --repeats 1 # a quick look
     python benchmarks/train_gpu.py --device cpu --scale 0.002 --rounds-scale 0.1
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,9 +73,9 @@ MiB = float(1 << 20)
 class Case:
     """One benchmark case: the data's shape and task, the parameters, the rounds."""
 
-    rows: int                   # training rows at --scale 1 (10% more are held out)
+    rows: int  # training rows at --scale 1 (10% more are held out)
     features: int
-    task: str                   # binary | multiclass | regression
+    task: str  # binary | multiclass | regression
     rounds: int
     params: dict = field(default_factory=dict)
     n_classes: int = 2
@@ -91,9 +92,14 @@ CASES = {
     "covtype": Case(581_012, 54, "multiclass", 100, {"max_depth": 8}, n_classes=8, what="covtype-like"),
     "year": Case(515_345, 90, "regression", 200, {"max_depth": 8}, what="YearPrediction-like"),
     "bosch": Case(1_000_000, 968, "binary", 50, {"max_depth": 8}, missing_rate=0.8, what="Bosch-like"),
-    "higgs_lossguide": Case(10_000_000, 28, "binary", 200,
-                            {"grow_policy": "lossguide", "max_leaves": 255, "max_depth": 0},
-                            what="Higgs-like, lossguide"),
+    "higgs_lossguide": Case(
+        10_000_000,
+        28,
+        "binary",
+        200,
+        {"grow_policy": "lossguide", "max_leaves": 255, "max_depth": 0},
+        what="Higgs-like, lossguide",
+    ),
 }
 OBJECTIVE = {"binary": "binary:logistic", "multiclass": "multi:softprob", "regression": "reg:squarederror"}
 METRIC = {"binary": "auc", "multiclass": "accuracy", "regression": "rmse"}
@@ -102,13 +108,15 @@ METRIC = {"binary": "auc", "multiclass": "accuracy", "regression": "rmse"}
 # ---------------------------------------------------------------------------------------
 # data: the same code for NumPy and CuPy
 # ---------------------------------------------------------------------------------------
-def make_data(xp, n_rows: int, n_features: int, task: str, *, n_classes: int = 2,
-              missing_rate: float = 0.0, seed: int = 0):
+def make_data(
+    xp, n_rows: int, n_features: int, task: str, *, n_classes: int = 2, missing_rate: float = 0.0, seed: int = 0
+):
     """Standard-normal features and labels from a fixed random function of them.
 
     The score is ``X @ w`` (random weights of unit norm, mostly on the first 16 features,
     drawn on the host from ``seed`` so that it is the same function for either array
-    module) plus interactions and thresholds on the first six features; the labels add Gaussian (binary, regression) or Gumbel
+    module) plus interactions and thresholds on the first six features; the labels add Gaussian (binary,
+    regression) or Gumbel
     (multiclass) noise. Missing values (NaN) are placed at random after labelling.
 
     Parameters
@@ -138,8 +146,12 @@ def make_data(xp, n_rows: int, n_features: int, task: str, *, n_classes: int = 2
     w = xp.asarray((w / np.linalg.norm(w, axis=0)).astype(np.float32))
     amp = xp.asarray(host.uniform(-1.5, 1.5, k).astype(np.float32)) if k > 1 else f32(1.0)
     c = [X[:, j % n_features] for j in range(6)]
-    nonlinear = (f32(1.2) * xp.sin(f32(1.5) * c[0]) * c[1] + f32(0.8) * xp.tanh(c[2] * c[3])
-                 + f32(0.6) * (c[4] > 0) * c[5] - f32(0.4) * xp.abs(c[3]))
+    nonlinear = (
+        f32(1.2) * xp.sin(f32(1.5) * c[0]) * c[1]
+        + f32(0.8) * xp.tanh(c[2] * c[3])
+        + f32(0.6) * (c[4] > 0) * c[5]
+        - f32(0.4) * xp.abs(c[3])
+    )
     score = X @ w + nonlinear[:, None] * amp
     score -= score.mean(axis=0)
     if task == "binary":
@@ -260,10 +272,13 @@ class Device:
         rt = self.cupy.cuda.runtime
         props = rt.getDeviceProperties(0)
         name = props["name"]
-        return {"device": self.name, "name": name.decode() if isinstance(name, bytes) else str(name),
-                "total_memory_bytes": int(props["totalGlobalMem"]),
-                "multiprocessors": int(props["multiProcessorCount"]),
-                "compute_capability": f"{props['major']}.{props['minor']}"}
+        return {
+            "device": self.name,
+            "name": name.decode() if isinstance(name, bytes) else str(name),
+            "total_memory_bytes": int(props["totalGlobalMem"]),
+            "multiprocessors": int(props["multiProcessorCount"]),
+            "compute_capability": f"{props['major']}.{props['minor']}",
+        }
 
     def versions(self) -> dict:
         out = versions("dgboost", "xgboost", "numpy", "cupy")
@@ -320,8 +335,7 @@ def _host_read_probe():
 def _params(lib: str, case: Case, device: Device, args) -> dict:
     """The parameters of ``lib`` for ``case``: the same for both libraries, plus XGBoost's
     ``tree_method`` and, for dgboost, ``--dgboost-params``."""
-    p = {"objective": OBJECTIVE[case.task], "eta": 0.1, "max_bin": 256, "seed": 0, "device": device.name,
-         **case.params}
+    p = {"objective": OBJECTIVE[case.task], "eta": 0.1, "max_bin": 256, "seed": 0, "device": device.name, **case.params}
     if case.task == "multiclass":
         p["num_class"] = case.n_classes
     if not device.cuda:
@@ -362,8 +376,12 @@ def run_once(lib: str, case: Case, data, rounds: int, device: Device, args, trac
     device.sample()
     device.track_pool(False)
     mem_used, mem_pool = device.peaks()
-    out = {"total_s": total, "per_round_s": clock.per_round(args.warm_rounds),
-           "peak_memory_bytes": mem_used, "cupy_pool_peak_bytes": mem_pool if track_pool else None}
+    out = {
+        "total_s": total,
+        "per_round_s": clock.per_round(args.warm_rounds),
+        "peak_memory_bytes": mem_used,
+        "cupy_pool_peak_bytes": mem_pool if track_pool else None,
+    }
     if counted is not None:
         out["syncs_per_tree"] = counted.syncs / counted.trees if counted.trees else None
     del dtrain
@@ -383,8 +401,12 @@ def _spread(values: list) -> dict | None:
     values = [v for v in values if v is not None]
     if not values:
         return None
-    return {"median": float(np.median(values)), "min": float(np.min(values)), "max": float(np.max(values)),
-            "runs": [float(v) for v in values]}
+    return {
+        "median": float(np.median(values)),
+        "min": float(np.min(values)),
+        "max": float(np.max(values)),
+        "runs": [float(v) for v in values],
+    }
 
 
 def run_case(name: str, case: Case, data, args, device: Device) -> dict:
@@ -417,18 +439,28 @@ def run_case(name: str, case: Case, data, args, device: Device) -> dict:
             runs[lib].append(r)
             mem = "" if r["peak_memory_bytes"] is None else f", peak {r['peak_memory_bytes'] / MiB:.0f} MiB"
             syncs = "" if r.get("syncs_per_tree") is None else f", {r['syncs_per_tree']:.1f} syncs/tree"
-            print(f"  [{rep}] {lib:8s} {r['per_round_s'] * 1e3:9.2f} ms/round {r['total_s']:8.2f} s total, "
-                  f"{METRIC[case.task]} {r['metric']:.4f}{mem}{syncs}", flush=True)
+            print(
+                f"  [{rep}] {lib:8s} {r['per_round_s'] * 1e3:9.2f} ms/round {r['total_s']:8.2f} s total, "
+                f"{METRIC[case.task]} {r['metric']:.4f}{mem}{syncs}",
+                flush=True,
+            )
     pool_peak = None
     if device.cuda and "dgboost" in args.libraries and "dgboost" not in errors:
         # the pool's exact high-water mark, from one more run that is not timed (the same
         # data and parameters, so the same allocations)
         pool_peak = run_once("dgboost", case, data, rounds, device, args, track_pool=True)["cupy_pool_peak_bytes"]
         print(f"  dgboost's CuPy pool peak {pool_peak / MiB:.0f} MiB (a run not timed)", flush=True)
-    result = {"what": case.what, "task": case.task, "rows_train": int(data[0].shape[0]),
-              "rows_test": int(data[2].shape[0]), "features": case.features, "missing_rate": case.missing_rate,
-              "rounds": rounds, "metric_name": METRIC[case.task],
-              "params": {lib: _params(lib, case, device, args) for lib in args.libraries}}
+    result = {
+        "what": case.what,
+        "task": case.task,
+        "rows_train": int(data[0].shape[0]),
+        "rows_test": int(data[2].shape[0]),
+        "features": case.features,
+        "missing_rate": case.missing_rate,
+        "rounds": rounds,
+        "metric_name": METRIC[case.task],
+        "params": {lib: _params(lib, case, device, args) for lib in args.libraries},
+    }
     for lib in args.libraries:
         rs = runs[lib]
         mem = [r["peak_memory_bytes"] for r in rs]
@@ -448,8 +480,11 @@ def run_case(name: str, case: Case, data, args, device: Device) -> dict:
         result["ratios_dgboost_over_xgboost"] = {
             "per_round": a["per_round_s"]["median"] / b["per_round_s"]["median"],
             "total": a["total_s"]["median"] / b["total_s"]["median"],
-            "peak_memory": (a["peak_memory_bytes_max"] / b["peak_memory_bytes_max"]
-                            if a["peak_memory_bytes_max"] and b["peak_memory_bytes_max"] else None),
+            "peak_memory": (
+                a["peak_memory_bytes_max"] / b["peak_memory_bytes_max"]
+                if a["peak_memory_bytes_max"] and b["peak_memory_bytes_max"]
+                else None
+            ),
         }
     return result
 
@@ -463,8 +498,15 @@ def metric_over_seeds(name: str, case: Case, n_train: int, n_test: int, args, de
     gaps = []
     rounds = max(args.warm_rounds + 3, int(round(case.rounds * args.rounds_scale)))
     for seed in range(args.seed + 1, args.seed + 1 + args.metric_seeds):
-        X, y = make_data(device.xp, n_train + n_test, case.features, case.task, n_classes=case.n_classes,
-                         missing_rate=case.missing_rate, seed=seed)
+        X, y = make_data(
+            device.xp,
+            n_train + n_test,
+            case.features,
+            case.task,
+            n_classes=case.n_classes,
+            missing_rate=case.missing_rate,
+            seed=seed,
+        )
         data = (X[:n_train], y[:n_train], X[n_train:], y[n_train:])
         got = {lib: run_once(lib, case, data, rounds, device, args)["metric"] for lib in args.libraries}
         del X, y, data
@@ -474,15 +516,30 @@ def metric_over_seeds(name: str, case: Case, n_train: int, n_test: int, args, de
             # relative gap, positive when dgboost is worse
             gap = (got["xgboost"] / got["dgboost"] - 1) if higher_is_better else (got["dgboost"] / got["xgboost"] - 1)
             gaps.append(gap)
-        print(f"  seed {seed}: " + ", ".join(f"{lib} {got[lib]:.4f}" for lib in args.libraries)
-              + (f" (dgboost worse by {gaps[-1] * 100:+.2f}%)" if gaps else ""), flush=True)
-    out = {"seeds": list(range(args.seed + 1, args.seed + 1 + args.metric_seeds)), "rounds": rounds,
-           "metric": {lib: per_lib[lib] for lib in args.libraries}}
+        print(
+            f"  seed {seed}: "
+            + ", ".join(f"{lib} {got[lib]:.4f}" for lib in args.libraries)
+            + (f" (dgboost worse by {gaps[-1] * 100:+.2f}%)" if gaps else ""),
+            flush=True,
+        )
+    out = {
+        "seeds": list(range(args.seed + 1, args.seed + 1 + args.metric_seeds)),
+        "rounds": rounds,
+        "metric": {lib: per_lib[lib] for lib in args.libraries},
+    }
     if gaps:
-        out["relative_gap_dgboost_worse"] = {"mean": float(np.mean(gaps)), "median": float(np.median(gaps)),
-                                             "min": float(np.min(gaps)), "max": float(np.max(gaps)), "runs": gaps}
-        print(f"  {name}: dgboost's metric worse by {np.mean(gaps) * 100:+.2f}% on average over "
-              f"{len(gaps)} draws (from {min(gaps) * 100:+.2f}% to {max(gaps) * 100:+.2f}%)", flush=True)
+        out["relative_gap_dgboost_worse"] = {
+            "mean": float(np.mean(gaps)),
+            "median": float(np.median(gaps)),
+            "min": float(np.min(gaps)),
+            "max": float(np.max(gaps)),
+            "runs": gaps,
+        }
+        print(
+            f"  {name}: dgboost's metric worse by {np.mean(gaps) * 100:+.2f}% on average over "
+            f"{len(gaps)} draws (from {min(gaps) * 100:+.2f}% to {max(gaps) * 100:+.2f}%)",
+            flush=True,
+        )
     return out
 
 
@@ -495,9 +552,11 @@ def _fmt(v, spec: str, scale: float = 1.0) -> str:
 
 def summary_lines(cases: dict) -> list[str]:
     """The closing table: one line per case."""
-    head = (f"{'case':16s} {'dgb ms/rnd':>10s} {'xgb ms/rnd':>10s} {'ratio':>6s} {'whole':>6s} "
-            f"{'metric':>8s} {'dgboost':>8s} {'xgboost':>8s} {'dgb MiB':>8s} {'(pool)':>8s} {'xgb MiB':>8s} "
-            f"{'syncs/tree':>10s}")
+    head = (
+        f"{'case':16s} {'dgb ms/rnd':>10s} {'xgb ms/rnd':>10s} {'ratio':>6s} {'whole':>6s} "
+        f"{'metric':>8s} {'dgboost':>8s} {'xgboost':>8s} {'dgb MiB':>8s} {'(pool)':>8s} {'xgb MiB':>8s} "
+        f"{'syncs/tree':>10s}"
+    )
     lines = [head]
     for name, r in cases.items():
         a, b = r.get("dgboost") or {}, r.get("xgboost") or {}
@@ -513,13 +572,15 @@ def summary_lines(cases: dict) -> list[str]:
             f"{_fmt(a.get('peak_memory_bytes_max'), '8.0f', 1 / MiB)} "
             f"{_fmt((a.get('cupy_pool_peak_bytes') or {}).get('max'), '8.0f', 1 / MiB)} "
             f"{_fmt(b.get('peak_memory_bytes_max'), '8.0f', 1 / MiB)} "
-            f"{_fmt(med(a, 'syncs_per_tree'), '10.1f')}")
+            f"{_fmt(med(a, 'syncs_per_tree'), '10.1f')}"
+        )
     return lines
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every row count (e.g. 0.05)")
     ap.add_argument("--rounds-scale", type=float, default=1.0, help="multiply every case's rounds")
     ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, from {','.join(CASES)}")
@@ -529,13 +590,24 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda", help="cuda (CuPy data) or cpu (NumPy data: harness check)")
     ap.add_argument("--threads", type=int, default=0, help="nthread on --device cpu (0: all)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--metric-seeds", type=int, default=0,
-                    help="after the timed runs, the held-out metric of both libraries on this many more "
-                         "draws of each case's data (one run each)")
-    ap.add_argument("--dgboost-params", type=json.loads, default={},
-                    help='JSON object of dgboost parameters over the shared ones, e.g. \'{"sketch_sample_rows": 1048576}\'')
-    ap.add_argument("--out", default=None, help="JSON path (default benchmarks/results/train_gpu.json; "
-                                                "with --device cpu a file in the temp folder)")
+    ap.add_argument(
+        "--metric-seeds",
+        type=int,
+        default=0,
+        help="after the timed runs, the held-out metric of both libraries on this many more "
+        "draws of each case's data (one run each)",
+    )
+    ap.add_argument(
+        "--dgboost-params",
+        type=json.loads,
+        default={},
+        help="JSON object of dgboost parameters over the shared ones, e.g. '{\"sketch_sample_rows\": 1048576}'",
+    )
+    ap.add_argument(
+        "--out",
+        default=None,
+        help="JSON path (default benchmarks/results/train_gpu.json; with --device cpu a file in the temp folder)",
+    )
     args = ap.parse_args(argv)
     args.cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     args.libraries = [lib.strip() for lib in args.libraries.split(",") if lib.strip()]
@@ -543,13 +615,18 @@ def main(argv=None) -> int:
     if unknown:
         ap.error(f"unknown case(s) or library(ies): {unknown}")
     if args.out is None:
-        args.out = (RESULTS / "train_gpu.json" if args.device.startswith("cuda")
-                    else Path(tempfile.gettempdir()) / "dgboost_train_gpu_cpu_check.json")
+        args.out = (
+            RESULTS / "train_gpu.json"
+            if args.device.startswith("cuda")
+            else Path(tempfile.gettempdir()) / "dgboost_train_gpu_cpu_check.json"
+        )
 
     device = Device(args.device)
     hardware = device.hardware()
-    print(f"{hardware['name']} ({args.device}); scale {args.scale}, rounds x{args.rounds_scale}, "
-          f"{args.repeats} repeats", flush=True)
+    print(
+        f"{hardware['name']} ({args.device}); scale {args.scale}, rounds x{args.rounds_scale}, {args.repeats} repeats",
+        flush=True,
+    )
     results, data, data_key = {}, None, None
     for name in args.cases:
         case = CASES[name]
@@ -559,8 +636,15 @@ def main(argv=None) -> int:
         if key != data_key:  # cases sharing a table (higgs, higgs_lossguide) draw it once
             data = None
             device.reset()
-            X, y = make_data(device.xp, n_train + n_test, case.features, case.task, n_classes=case.n_classes,
-                             missing_rate=case.missing_rate, seed=args.seed)
+            X, y = make_data(
+                device.xp,
+                n_train + n_test,
+                case.features,
+                case.task,
+                n_classes=case.n_classes,
+                missing_rate=case.missing_rate,
+                seed=args.seed,
+            )
             data, data_key = (X[:n_train], y[:n_train], X[n_train:], y[n_train:]), key
             del X, y
             device.sync()
@@ -571,21 +655,35 @@ def main(argv=None) -> int:
             device.reset()
             results[name]["metric_over_seeds"] = metric_over_seeds(name, case, n_train, n_test, args, device)
     payload = {
-        "device": args.device, "hardware": hardware, "versions": device.versions(),
-        "scale": args.scale, "rounds_scale": args.rounds_scale, "repeats": args.repeats,
-        "warm_rounds": args.warm_rounds, "seed": args.seed, "cases": results,
-        "notes": ("per_round_s: median over repeats of each run's median round time after warm_rounds; "
-                  "peak_memory_bytes: cudaMemGetInfo in use above the level before the run, sampled "
-                  "at every round's end (both libraries); cupy_pool_peak_bytes: exact high-water mark "
-                  "of CuPy's default pool above its level before the run (dgboost only: XGBoost "
-                  "allocates outside CuPy); ratios are dgboost / XGBoost (lower is better for time "
-                  "and memory)"),
+        "device": args.device,
+        "hardware": hardware,
+        "versions": device.versions(),
+        "scale": args.scale,
+        "rounds_scale": args.rounds_scale,
+        "repeats": args.repeats,
+        "warm_rounds": args.warm_rounds,
+        "seed": args.seed,
+        "cases": results,
+        "notes": (
+            "per_round_s: median over repeats of each run's median round time after warm_rounds; "
+            "peak_memory_bytes: cudaMemGetInfo in use above the level before the run, sampled "
+            "at every round's end (both libraries); cupy_pool_peak_bytes: exact high-water mark "
+            "of CuPy's default pool above its level before the run (dgboost only: XGBoost "
+            "allocates outside CuPy); ratios are dgboost / XGBoost (lower is better for time "
+            "and memory)"
+        ),
         "table": [
-            {"what": f"training time per round on the GPU, {r['what']} {r['rows_train']:,} x {r['features']}, "
-                     f"{r['rounds']} rounds (vs XGBoost hist, device=cuda)",
-             "ratio": r["ratios_dgboost_over_xgboost"]["per_round"], "note": "lower is better"}
-            for r in results.values() if r.get("ratios_dgboost_over_xgboost")
-        ] if args.device.startswith("cuda") else [],
+            {
+                "what": f"training time per round on the GPU, {r['what']} {r['rows_train']:,} x {r['features']}, "
+                f"{r['rounds']} rounds (vs XGBoost hist, device=cuda)",
+                "ratio": r["ratios_dgboost_over_xgboost"]["per_round"],
+                "note": "lower is better",
+            }
+            for r in results.values()
+            if r.get("ratios_dgboost_over_xgboost")
+        ]
+        if args.device.startswith("cuda")
+        else [],
     }
     path = write_result("train_gpu", payload, args.out)
     if _host_read_probe() is None and args.device.startswith("cuda"):

@@ -5,33 +5,45 @@ The training API follows XGBoost's names so that switching is a change of import
     import dgboost as xgb
     booster = xgb.train({"objective": "binary:logistic", "max_depth": 6}, xgb.DMatrix(X, y), 100)
 """
+
 from __future__ import annotations
 
+from . import callback  # noqa: F401 (dgboost.callback, XGBoost's xgboost.callback)
 from .booster import Booster
 from .config import config_context, get_config, set_config
-from .data import DMatrix, QuantileDMatrix
+
 # cv.py imports pandas and scikit-learn only when called; importing it here (not lazily) keeps
 # ``dgboost.cv`` the function even after ``import dgboost.cv`` (a submodule import would
 # otherwise set the package attribute to the module)
 from .cv import cv
-from .errors import (CommunicationError, DeviceMemoryError, DGBoostError, DGBoostTypeError,
-                     DGBoostValueError, ModelFormatError, ParameterError)
-from .training import TrainingCallback, train
-from . import callback  # noqa: F401 (dgboost.callback, XGBoost's xgboost.callback)
+from .data import DMatrix, QuantileDMatrix
+from .errors import (
+    CommunicationError,
+    DeviceMemoryError,
+    DGBoostError,
+    DGBoostTypeError,
+    DGBoostValueError,
+    ModelFormatError,
+    ParameterError,
+)
 from .explain.explainer import TreeExplainer
+from .training import TrainingCallback, train
 
 __version__ = "0.1.0"
 
 # The scikit-learn estimators are imported on first use: importing scikit-learn costs more
 # than the rest of ``import dgboost`` together.
 _SKLEARN_NAMES = {
-    "DGBModel": "DGBModel", "DGBRegressor": "DGBRegressor", "DGBClassifier": "DGBClassifier",
-    "DGBRanker": "DGBRanker", "XGBRegressor": "DGBRegressor", "XGBClassifier": "DGBClassifier",
+    "DGBModel": "DGBModel",
+    "DGBRegressor": "DGBRegressor",
+    "DGBClassifier": "DGBClassifier",
+    "DGBRanker": "DGBRanker",
+    "XGBRegressor": "DGBRegressor",
+    "XGBClassifier": "DGBClassifier",
     "XGBRanker": "DGBRanker",
 }
 # plotting (matplotlib / graphviz) is imported on first use too
-_LAZY_NAMES = {"plot_importance": "plotting", "plot_tree": "plotting",
-               "to_graphviz": "plotting"}
+_LAZY_NAMES = {"plot_importance": "plotting", "plot_tree": "plotting", "to_graphviz": "plotting"}
 
 
 def __getattr__(name: str):
@@ -66,12 +78,34 @@ def __getattr__(name: str):
 def __dir__() -> list:
     return sorted(set(globals()) | set(_SKLEARN_NAMES) | set(_LAZY_NAMES))
 
+
 __all__ = [
-    "Booster", "DMatrix", "QuantileDMatrix", "train", "cv", "TrainingCallback", "TreeExplainer",
-    "plot_importance", "plot_tree", "to_graphviz",
-    "DGBoostError", "DGBoostValueError", "DGBoostTypeError", "ModelFormatError", "ParameterError",
-    "DeviceMemoryError", "CommunicationError",
-    "DGBModel", "DGBRegressor", "DGBClassifier", "DGBRanker", "XGBRegressor", "XGBClassifier", "XGBRanker",
-    "set_config", "get_config", "config_context",
+    "Booster",
+    "DMatrix",
+    "QuantileDMatrix",
+    "train",
+    "cv",
+    "TrainingCallback",
+    "TreeExplainer",
+    "plot_importance",
+    "plot_tree",
+    "to_graphviz",
+    "DGBoostError",
+    "DGBoostValueError",
+    "DGBoostTypeError",
+    "ModelFormatError",
+    "ParameterError",
+    "DeviceMemoryError",
+    "CommunicationError",
+    "DGBModel",
+    "DGBRegressor",
+    "DGBClassifier",
+    "DGBRanker",
+    "XGBRegressor",
+    "XGBClassifier",
+    "XGBRanker",
+    "set_config",
+    "get_config",
+    "config_context",
     "__version__",
 ]

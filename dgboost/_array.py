@@ -3,6 +3,7 @@
 The module is chosen from the arrays themselves, never from a device string, and CuPy is
 imported only when a CuPy array is actually present (so CPU-only installs never touch it).
 """
+
 from __future__ import annotations
 
 from types import ModuleType

@@ -5,6 +5,7 @@ one-round training steps (``update`` / ``boost``), evaluation strings (``eval_se
 and ``save_config`` / ``load_config``. The Booster methods are thin wrappers around the
 functions here; every function takes the booster as its first argument.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,7 @@ import numpy as np
 
 from .errors import DGBoostTypeError, DGBoostValueError
 
-__all__ = ["feature_score", "dump_json", "trees_dataframe", "train_one_round", "eval_set",
-           "save_config", "load_config"]
+__all__ = ["feature_score", "dump_json", "trees_dataframe", "train_one_round", "eval_set", "save_config", "load_config"]
 
 _IMPORTANCE_TYPES = ("weight", "gain", "cover", "total_gain", "total_cover")
 
@@ -46,8 +46,10 @@ def _names_and_types(booster, fmap="") -> tuple[dict[int, str], dict[int, str]]:
     names, types = _read_fmap(fmap)
     if names:
         return names, types
-    return (dict(enumerate(booster.feature_names or [])),
-            dict(enumerate(booster.feature_types or [])) if booster.feature_names else {})
+    return (
+        dict(enumerate(booster.feature_names or [])),
+        dict(enumerate(booster.feature_types or [])) if booster.feature_names else {},
+    )
 
 
 # -- importance ----------------------------------------------------------------------------
@@ -110,8 +112,10 @@ def _node_json(booster, t: int, fmap, with_stats: bool) -> str:
                 cond = str(int(math.ceil(float(S[i]))))
             else:
                 cond = _g(S[i])
-            s = (f'{pad}{{ "nodeid": {nid}, "depth": {depth}, "split": "{fname}", '
-                 f'"split_condition": {cond}, "yes": {left}, "no": {right}, "missing": {missing} ')
+            s = (
+                f'{pad}{{ "nodeid": {nid}, "depth": {depth}, "split": "{fname}", '
+                f'"split_condition": {cond}, "yes": {left}, "no": {right}, "missing": {missing} '
+            )
         if with_stats:
             s += f', "gain": {_g(G[i])}, "cover": {_g(C[i])}'
         kids = ", \n".join(node(c, depth + 1) for c in (left, right))
@@ -133,14 +137,19 @@ def trees_dataframe(booster, fmap=""):
     if fmap:
         import warnings
 
-        warnings.warn("`fmap` has been deprecated. XGBoost now uses the `Booster.feature_names` and "
-                      "`Booster.feature_types` by default.", FutureWarning, stacklevel=3)
+        warnings.warn(
+            "`fmap` has been deprecated. XGBoost now uses the `Booster.feature_names` and "
+            "`Booster.feature_types` by default.",
+            FutureWarning,
+            stacklevel=3,
+        )
     e = booster.ensemble
     names = dict(enumerate(booster.feature_names or []))
     types = dict(enumerate(booster.feature_types or []))
     off, groups = e.offsets(), e.groups()
-    cols: dict[str, list] = {k: [] for k in ("Tree", "Target", "Node", "Feature", "Split", "Yes", "No",
-                                             "Missing", "Gain", "Cover")}
+    cols: dict[str, list] = {
+        k: [] for k in ("Tree", "Target", "Node", "Feature", "Split", "Yes", "No", "Missing", "Gain", "Cover")
+    }
     L, R, F, S, D = e.left, e.right, e.feature, e.split_value, e.default_left
     G, C, V = e.gain, e.cover, e.value
     for t in range(e.n_trees):
@@ -154,8 +163,15 @@ def trees_dataframe(booster, fmap=""):
             cols["Node"].append(nid)
             cover = float(np.float32(C[i]))
             if L[i] < 0:
-                for k, v in (("Feature", "Leaf"), ("Split", None), ("Yes", None), ("No", None),
-                             ("Missing", None), ("Gain", float(V[i])), ("Cover", cover)):
+                for k, v in (
+                    ("Feature", "Leaf"),
+                    ("Split", None),
+                    ("Yes", None),
+                    ("No", None),
+                    ("Missing", None),
+                    ("Gain", float(V[i])),
+                    ("Cover", cover),
+                ):
                     cols[k].append(v)
                 continue
             left, right = int(L[i]), int(R[i])
@@ -177,13 +193,37 @@ def trees_dataframe(booster, fmap=""):
             cols["Gain"].append(float(G[i]))
             cols["Cover"].append(cover)
     ids = [f"{t}-{n}" for t, n in zip(cols["Tree"], cols["Node"])]
-    df = pd.DataFrame({"Tree": cols["Tree"], "Target": cols["Target"], "Node": cols["Node"], "ID": ids,
-                       "Feature": cols["Feature"], "Split": cols["Split"], "Yes": cols["Yes"],
-                       "No": cols["No"], "Missing": cols["Missing"], "Gain": cols["Gain"],
-                       "Cover": cols["Cover"], "Category": [None] * len(ids)})
-    df = df.astype({"Tree": "Int64", "Target": "Int64", "Node": "Int64", "ID": "string", "Feature": "string",
-                    "Split": "Float64", "Yes": "string", "No": "string", "Missing": "string",
-                    "Gain": "Float64", "Cover": "Float64"})
+    df = pd.DataFrame(
+        {
+            "Tree": cols["Tree"],
+            "Target": cols["Target"],
+            "Node": cols["Node"],
+            "ID": ids,
+            "Feature": cols["Feature"],
+            "Split": cols["Split"],
+            "Yes": cols["Yes"],
+            "No": cols["No"],
+            "Missing": cols["Missing"],
+            "Gain": cols["Gain"],
+            "Cover": cols["Cover"],
+            "Category": [None] * len(ids),
+        }
+    )
+    df = df.astype(
+        {
+            "Tree": "Int64",
+            "Target": "Int64",
+            "Node": "Int64",
+            "ID": "string",
+            "Feature": "string",
+            "Split": "Float64",
+            "Yes": "string",
+            "No": "string",
+            "Missing": "string",
+            "Gain": "Float64",
+            "Cover": "Float64",
+        }
+    )
     return df.sort_values(["Tree", "Node", "Target"]).reset_index(drop=True)
 
 
@@ -194,8 +234,7 @@ def training_params(booster) -> dict[str, Any]:
     as XGBoost ignores unused parameters)."""
     from .params import PARAMETER_NAMES, canonical_name, is_parameter_name
 
-    params = {k: v for k, v in (booster.meta.get("params") or {}).items()
-              if k in PARAMETER_NAMES and v is not None}
+    params = {k: v for k, v in (booster.meta.get("params") or {}).items() if k in PARAMETER_NAMES and v is not None}
     for key, value in booster._predict_params.items():
         if is_parameter_name(key):
             params[canonical_name(key)] = value
@@ -234,8 +273,16 @@ def train_one_round(booster, dtrain, fobj=None) -> None:
     if fobj is not None:
         job.objective.fn = fobj
     job.run_round(booster.num_boosted_rounds(), queue_next=fobj is None)
-    new = type(booster)._from_training(job.ensemble, job.params, job.objective, job.base_score,
-                                       dtrain.feature_names, dtrain.feature_types, dtrain.num_col(), previous)
+    new = type(booster)._from_training(
+        job.ensemble,
+        job.params,
+        job.objective,
+        job.base_score,
+        dtrain.feature_names,
+        dtrain.feature_types,
+        dtrain.num_col(),
+        previous,
+    )
     if fobj is not None and previous is not None:
         # a custom gradient does not change what the model is: keep its objective (link)
         for key in ("objective", "objective_params"):
@@ -296,8 +343,13 @@ def eval_set(booster, evals, iteration: int = 0, feval=None, output_margin: bool
             raise DGBoostTypeError(f"expected string, got {type(item[1]).__name__}")
     objective = booster._objective()
     params = training_params(booster)
-    p = parse_params({k: v for k, v in params.items() if k in ("objective", "num_class", "eval_metric",
-                                                                 "huber_slope", "scale_pos_weight")})
+    p = parse_params(
+        {
+            k: v
+            for k, v in params.items()
+            if k in ("objective", "num_class", "eval_metric", "huber_slope", "scale_pos_weight")
+        }
+    )
     metrics = metrics_for(p, objective) if objective is not None else []
     comm = LocalComm()
     parts = [f"[{int(iteration)}]"]
@@ -313,15 +365,28 @@ def eval_set(booster, evals, iteration: int = 0, feval=None, output_margin: bool
     if feval is not None:
         for dmat, name in evals:
             ret = feval(booster.predict(dmat, output_margin=output_margin), dmat)
-            for mname, val in (ret if isinstance(ret, list) else [ret]):
+            for mname, val in ret if isinstance(ret, list) else [ret]:
                 res += "\t%s-%s:%f" % (name, mname, val)
     return res
 
 
 # -- configuration ---------------------------------------------------------------------------
-_TREE_PARAMS = ("alpha", "colsample_bylevel", "colsample_bynode", "colsample_bytree", "eta", "gamma",
-                "grow_policy", "lambda", "max_bin", "max_delta_step", "max_depth", "max_leaves",
-                "min_child_weight", "subsample")
+_TREE_PARAMS = (
+    "alpha",
+    "colsample_bylevel",
+    "colsample_bynode",
+    "colsample_bytree",
+    "eta",
+    "gamma",
+    "grow_policy",
+    "lambda",
+    "max_bin",
+    "max_delta_step",
+    "max_depth",
+    "max_leaves",
+    "min_child_weight",
+    "subsample",
+)
 
 
 def _s(v) -> str:
@@ -342,28 +407,38 @@ def save_config(booster) -> str:
     obj = meta.get("objective") or params.get("objective", "reg:squarederror")
     config = {
         "learner": {
-            "generic_param": {"device": _s(params.get("device", "cpu")), "nthread": _s(params.get("nthread", 0)),
-                              "n_jobs": _s(params.get("nthread", 0)), "seed": _s(params.get("seed", 0)),
-                              "random_state": _s(params.get("seed", 0))},
+            "generic_param": {
+                "device": _s(params.get("device", "cpu")),
+                "nthread": _s(params.get("nthread", 0)),
+                "n_jobs": _s(params.get("nthread", 0)),
+                "seed": _s(params.get("seed", 0)),
+                "random_state": _s(params.get("seed", 0)),
+            },
             "gradient_booster": {
                 "name": "gbtree",
-                "gbtree_model_param": {"num_parallel_tree": "1",
-                                       "num_trees": str(booster.ensemble.n_trees)},
+                "gbtree_model_param": {"num_parallel_tree": "1", "num_trees": str(booster.ensemble.n_trees)},
                 "tree_train_param": _tree_train_param(params, booster),
             },
-            "learner_model_param": {"num_class": str(meta.get("num_class") or 0),
-                                    "num_feature": str(booster.num_features()),
-                                    "num_target": str(booster.ensemble.n_groups if not meta.get("num_class")
-                                                      else 1)},
-            "learner_train_param": {"booster": "gbtree", "multi_strategy": "one_output_per_tree",
-                                    "objective": obj},
+            "learner_model_param": {
+                "num_class": str(meta.get("num_class") or 0),
+                "num_feature": str(booster.num_features()),
+                "num_target": str(booster.ensemble.n_groups if not meta.get("num_class") else 1),
+            },
+            "learner_train_param": {"booster": "gbtree", "multi_strategy": "one_output_per_tree", "objective": obj},
             "metrics": [{"name": m} for m in metrics],
-            "objective": {"name": obj, **({"reg_loss_param": {k: _s(v) for k, v in
-                                                              (meta.get("objective_params") or {}).items()}}
-                                          if meta.get("objective_params") else {})},
+            "objective": {
+                "name": obj,
+                **(
+                    {"reg_loss_param": {k: _s(v) for k, v in (meta.get("objective_params") or {}).items()}}
+                    if meta.get("objective_params")
+                    else {}
+                ),
+            },
         },
-        "dgboost": {"params": _jsonable(meta.get("params") or {}),
-                    "predict_params": _jsonable(booster._predict_params)},
+        "dgboost": {
+            "params": _jsonable(meta.get("params") or {}),
+            "predict_params": _jsonable(booster._predict_params),
+        },
     }
     return json.dumps(config, sort_keys=True)
 
@@ -374,8 +449,9 @@ def _tree_train_param(params: dict, booster) -> dict:
     from .constraints import monotone_constraints_text
 
     out = {k: _s(params[k]) for k in _TREE_PARAMS if k in params}
-    out["monotone_constraints"] = monotone_constraints_text(params.get("monotone_constraints"),
-                                                            booster.num_features(), booster.meta.get("feature_names"))
+    out["monotone_constraints"] = monotone_constraints_text(
+        params.get("monotone_constraints"), booster.num_features(), booster.meta.get("feature_names")
+    )
     return out
 
 

@@ -11,6 +11,7 @@ Two kinds of question, answered here and nowhere else:
 
 PyArrow and PyYAML are required dependencies (``pyproject.toml``), so nothing here asks for them.
 """
+
 from __future__ import annotations
 
 from types import ModuleType

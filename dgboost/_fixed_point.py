@@ -1,4 +1,5 @@
 """The fixed-point scale of quantised gradients, shared by the training loop and the backends."""
+
 from __future__ import annotations
 
 import math
@@ -32,7 +33,7 @@ def fixed_point_scale(max_abs: float, n_global: int) -> float:
     if not max_abs > 0.0 or not math.isfinite(max_abs):
         return 1.0
     exponent = FIXED_POINT_BITS - math.ceil(math.log2(max_abs))
-    if math.ldexp(max_abs, exponent) > 2.0 ** FIXED_POINT_BITS:  # log2 rounding at a power of two
+    if math.ldexp(max_abs, exponent) > 2.0**FIXED_POINT_BITS:  # log2 rounding at a power of two
         exponent -= 1
     return math.ldexp(1.0, min(exponent, 1000))
 

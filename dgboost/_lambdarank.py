@@ -3,6 +3,7 @@
 Pairs are all pairs within the top-k (``topk``) or hashed draws (``mean``) that depend only
 on (seed, iteration, global group index, document, draw), never on global RNG state.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,6 +16,7 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
     numba = None
 
 __all__ = ["lambdarank_gradient"]
+
 
 # ------------------------------------------------------------------------ LambdaMART
 def _jit(fn):
@@ -56,9 +58,29 @@ def _pair_lambda(rh, rl, rank, pred, yr, discount, inv_idcg, ndcg, exp_gain, sco
 
 
 @_jit
-def _lambdarank_kernel(pred, label, gptr, order, ideal, by_label, gweight, discount, gg, hh, topk,
-                       num_pair, ndcg, exp_gain, score_norm, normalize, seed, iteration, group_offset,
-                       out_g, out_h):
+def _lambdarank_kernel(
+    pred,
+    label,
+    gptr,
+    order,
+    ideal,
+    by_label,
+    gweight,
+    discount,
+    gg,
+    hh,
+    topk,
+    num_pair,
+    ndcg,
+    exp_gain,
+    score_norm,
+    normalize,
+    seed,
+    iteration,
+    group_offset,
+    out_g,
+    out_h,
+):
     """Per-group pair loops. ``order`` lists each group's rows by descending prediction,
     ``ideal`` each group's labels in descending order and ``by_label`` the positions of
     ``order`` by descending label (all stable, sorted by the caller in NumPy, which also keeps
@@ -67,7 +89,7 @@ def _lambdarank_kernel(pred, label, gptr, order, ideal, by_label, gweight, disco
         b, cnt = gptr[g], gptr[g + 1] - gptr[g]
         if cnt < 2:
             continue
-        rank = order[b:b + cnt]
+        rank = order[b : b + cnt]
         yr = label[rank]
         inv_idcg = 0.0
         if ndcg:
@@ -83,13 +105,13 @@ def _lambdarank_kernel(pred, label, gptr, order, ideal, by_label, gweight, disco
         if topk:
             for i in range(min(cnt, num_pair)):
                 for j in range(i + 1, cnt):
-                    sum_lambda += _pair_lambda(i, j, rank, pred, yr, discount, inv_idcg, ndcg,
-                                               exp_gain, score_norm, spread, gg, hh)
+                    sum_lambda += _pair_lambda(
+                        i, j, rank, pred, yr, discount, inv_idcg, ndcg, exp_gain, score_norm, spread, gg, hh
+                    )
         else:
             # XGBoost's "mean" sampler: buckets of equal label; each document draws partners
             # from outside its bucket. The draw is a hash, so it is reproducible anywhere.
-            key = _mix64(_mix64(_mix64(np.uint64(seed)) ^ np.uint64(iteration))
-                         ^ np.uint64(group_offset + g))
+            key = _mix64(_mix64(_mix64(np.uint64(seed)) ^ np.uint64(iteration)) ^ np.uint64(group_offset + g))
             i = 0
             while i < cnt:
                 j = i + 1
@@ -103,9 +125,21 @@ def _lambdarank_kernel(pred, label, gptr, order, ideal, by_label, gweight, disco
                             r = np.int64(h % np.uint64(n_out))
                             if r >= i:
                                 r = r - i + j
-                            sum_lambda += _pair_lambda(by_label[b + d] - b, by_label[b + r] - b, rank,
-                                                       pred, yr, discount, inv_idcg, ndcg, exp_gain,
-                                                       score_norm, spread, gg, hh)
+                            sum_lambda += _pair_lambda(
+                                by_label[b + d] - b,
+                                by_label[b + r] - b,
+                                rank,
+                                pred,
+                                yr,
+                                discount,
+                                inv_idcg,
+                                ndcg,
+                                exp_gain,
+                                score_norm,
+                                spread,
+                                gg,
+                                hh,
+                            )
                 i = j
         norm = 1.0
         if normalize:
@@ -119,10 +153,22 @@ def _lambdarank_kernel(pred, label, gptr, order, ideal, by_label, gweight, disco
             out_h[rank[r]] = hh[r] * w
 
 
-def lambdarank_gradient(pred, label, group_ptr, group_weight, *, topk: bool, num_pair: int,
-                        ndcg: bool, exp_gain: bool = True, score_normalization: bool = True,
-                        normalization: bool = True, seed: int = 0, iteration: int = 0,
-                        group_offset: int = 0):
+def lambdarank_gradient(
+    pred,
+    label,
+    group_ptr,
+    group_weight,
+    *,
+    topk: bool,
+    num_pair: int,
+    ndcg: bool,
+    exp_gain: bool = True,
+    score_normalization: bool = True,
+    normalization: bool = True,
+    seed: int = 0,
+    iteration: int = 0,
+    group_offset: int = 0,
+):
     """LambdaMART gradients of every query group (XGBoost 3.x ``rank:pairwise``/``rank:ndcg``).
 
     Parameters
@@ -155,9 +201,27 @@ def lambdarank_gradient(pred, label, group_ptr, group_weight, *, topk: bool, num
     discount = 1.0 / np.log2(np.arange(max_n) + 2.0)
     out_g, out_h = np.zeros(n), np.zeros(n)
     with np.errstate(over="ignore"):  # uint64 hashing wraps on purpose (plain-Python fallback)
-        _lambdarank_kernel(pred, label, gptr, order, ideal, by_label,
-                           np.ascontiguousarray(group_weight, dtype=np.float64), discount,
-                           np.zeros(max_n), np.zeros(max_n), bool(topk), int(num_pair), bool(ndcg),
-                           bool(exp_gain), bool(score_normalization), bool(normalization),
-                           int(seed) & 0x7FFFFFFFFFFFFFFF, int(iteration), int(group_offset), out_g, out_h)
+        _lambdarank_kernel(
+            pred,
+            label,
+            gptr,
+            order,
+            ideal,
+            by_label,
+            np.ascontiguousarray(group_weight, dtype=np.float64),
+            discount,
+            np.zeros(max_n),
+            np.zeros(max_n),
+            bool(topk),
+            int(num_pair),
+            bool(ndcg),
+            bool(exp_gain),
+            bool(score_normalization),
+            bool(normalization),
+            int(seed) & 0x7FFFFFFFFFFFFFFF,
+            int(iteration),
+            int(group_offset),
+            out_g,
+            out_h,
+        )
     return out_g.astype(np.float32), out_h.astype(np.float32)

@@ -3,6 +3,7 @@
 A leaf module: the objectives (:mod:`dgboost.objective`) and the model readers and writers
 (:mod:`dgboost._model_schema`) both use it, without either importing the other.
 """
+
 from __future__ import annotations
 
 import math

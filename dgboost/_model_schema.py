@@ -6,6 +6,7 @@ base score and a base margin, array checks, the structural validation of a flat 
 (vectorised, without recursion), and atomic JSON writing. Problems raise
 :class:`~dgboost.errors.ModelFormatError` naming what is wrong.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,10 +22,26 @@ from ._links import margin_from_score, score_from_margin
 from .errors import ModelFormatError
 from .tree import NODE_ARRAYS, Ensemble
 
-__all__ = ["CUSTOM_OBJECTIVE", "META_KEYS", "JSON_KW", "OBJECTIVE_SECTIONS", "canonical_objective",
-           "base_margin_from_score", "base_score_from_margin", "as_array", "as_int", "as_float", "normalize_meta",
-           "validate_arrays", "validate_ensemble", "check_meta_vs_ensemble", "build_ensemble", "require_key",
-           "atomic_write_text", "atomic_write_json"]
+__all__ = [
+    "CUSTOM_OBJECTIVE",
+    "META_KEYS",
+    "JSON_KW",
+    "OBJECTIVE_SECTIONS",
+    "canonical_objective",
+    "base_margin_from_score",
+    "base_score_from_margin",
+    "as_array",
+    "as_int",
+    "as_float",
+    "normalize_meta",
+    "validate_arrays",
+    "validate_ensemble",
+    "check_meta_vs_ensemble",
+    "build_ensemble",
+    "require_key",
+    "atomic_write_text",
+    "atomic_write_json",
+]
 
 #: the objective of models trained with a Python callable (no link: predictions are margins)
 CUSTOM_OBJECTIVE = "custom"
@@ -47,15 +64,29 @@ META_KEYS: dict[str, Any] = {
 JSON_KW = dict(sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=True)
 
 _REG_LOSS = ("reg_loss_param", {"scale_pos_weight": 1})
-_LAMBDARANK = ("lambdarank_param", {
-    "lambdarank_bias_norm": 1, "lambdarank_normalization": 1,
-    "lambdarank_num_pair_per_sample": 4294967295, "lambdarank_pair_method": "topk",
-    "lambdarank_score_normalization": 1, "lambdarank_unbiased": 0, "ndcg_exp_gain": 1})
+_LAMBDARANK = (
+    "lambdarank_param",
+    {
+        "lambdarank_bias_norm": 1,
+        "lambdarank_normalization": 1,
+        "lambdarank_num_pair_per_sample": 4294967295,
+        "lambdarank_pair_method": "topk",
+        "lambdarank_score_normalization": 1,
+        "lambdarank_unbiased": 0,
+        "ndcg_exp_gain": 1,
+    },
+)
 # objective -> (parameter section XGBoost expects, its parameters with defaults) or None
 OBJECTIVE_SECTIONS: dict[str, tuple[str, dict] | None] = {
-    "reg:squarederror": _REG_LOSS, "reg:linear": _REG_LOSS, "reg:logistic": _REG_LOSS,
-    "binary:logistic": _REG_LOSS, "binary:logitraw": _REG_LOSS, "reg:gamma": _REG_LOSS,
-    "reg:squaredlogerror": None, "reg:absoluteerror": None, "binary:hinge": None,
+    "reg:squarederror": _REG_LOSS,
+    "reg:linear": _REG_LOSS,
+    "reg:logistic": _REG_LOSS,
+    "binary:logistic": _REG_LOSS,
+    "binary:logitraw": _REG_LOSS,
+    "reg:gamma": _REG_LOSS,
+    "reg:squaredlogerror": None,
+    "reg:absoluteerror": None,
+    "binary:hinge": None,
     "survival:cox": None,
     "reg:pseudohubererror": ("pseudo_huber_param", {"huber_slope": 1}),
     "reg:quantileerror": ("quantile_loss_param", {"quantile_alpha": None}),
@@ -63,9 +94,10 @@ OBJECTIVE_SECTIONS: dict[str, tuple[str, dict] | None] = {
     "reg:tweedie": ("tweedie_regression_param", {"tweedie_variance_power": 1.5}),
     "multi:softmax": ("softmax_multiclass_param", {"num_class": None}),
     "multi:softprob": ("softmax_multiclass_param", {"num_class": None}),
-    "rank:ndcg": _LAMBDARANK, "rank:pairwise": _LAMBDARANK, "rank:map": _LAMBDARANK,
-    "survival:aft": ("aft_loss_param", {"aft_loss_distribution": "normal",
-                                        "aft_loss_distribution_scale": 1}),
+    "rank:ndcg": _LAMBDARANK,
+    "rank:pairwise": _LAMBDARANK,
+    "rank:map": _LAMBDARANK,
+    "survival:aft": ("aft_loss_param", {"aft_loss_distribution": "normal", "aft_loss_distribution_scale": 1}),
 }
 
 
@@ -121,8 +153,12 @@ def canonical_objective(name, where: str = "objective") -> str:
     if not isinstance(name, str) or not name:
         raise ModelFormatError(f"{where} must be a non-empty string, got {name!r}")
     if name == "reg:linear":
-        warnings.warn(f"{where} 'reg:linear' is XGBoost's deprecated name for 'reg:squarederror'; "
-                      f"reading it as 'reg:squarederror'", DeprecationWarning, stacklevel=3)
+        warnings.warn(
+            f"{where} 'reg:linear' is XGBoost's deprecated name for 'reg:squarederror'; "
+            f"reading it as 'reg:squarederror'",
+            DeprecationWarning,
+            stacklevel=3,
+        )
         return "reg:squarederror"
     if name != CUSTOM_OBJECTIVE and name not in OBJECTIVE_SECTIONS:
         known = sorted(set(OBJECTIVE_SECTIONS) - {"reg:linear"})
@@ -231,40 +267,50 @@ def normalize_meta(meta, where: str = "learner") -> dict:
 
 
 # -- structure checks (vectorised, no recursion) -----------------------------------------
-def validate_arrays(n_groups: int, base_margin, tree_offsets, tree_group, arrays: dict,
-                     num_feature: int, *, where: str = "ensemble", require_order: bool = True) -> None:
+def validate_arrays(
+    n_groups: int,
+    base_margin,
+    tree_offsets,
+    tree_group,
+    arrays: dict,
+    num_feature: int,
+    *,
+    where: str = "ensemble",
+    require_order: bool = True,
+) -> None:
     """Check every invariant of a flat ensemble; raise ModelFormatError on the first problem."""
     if n_groups < 1:
         raise ModelFormatError(f"{where}.n_groups must be >= 1, got {n_groups}")
     if base_margin.shape != (n_groups,):
-        raise ModelFormatError(f"{where}.base_margin has length {base_margin.shape[0]}, expected "
-                               f"n_groups = {n_groups}")
+        raise ModelFormatError(f"{where}.base_margin has length {base_margin.shape[0]}, expected n_groups = {n_groups}")
     if not np.all(np.isfinite(base_margin)):
         raise ModelFormatError(f"{where}.base_margin has a non-finite value")
     if np.any(np.abs(base_margin) > np.finfo(np.float32).max):  # margins are float32, as in XGBoost
-        raise ModelFormatError(f"{where}.base_margin has a value beyond float32's range: "
-                               f"{base_margin[np.argmax(np.abs(base_margin))]!r}")
+        raise ModelFormatError(
+            f"{where}.base_margin has a value beyond float32's range: {base_margin[np.argmax(np.abs(base_margin))]!r}"
+        )
     off = tree_offsets
     if off.shape[0] < 1 or off[0] != 0:
         raise ModelFormatError(f"{where}.tree_offsets must start with 0")
     sizes = np.diff(off)
     if np.any(sizes <= 0):
         t = int(np.flatnonzero(sizes <= 0)[0])
-        raise ModelFormatError(f"{where}.tree_offsets must be strictly increasing (monotone; every tree "
-                               f"needs a node): offsets[{t}]={off[t]}, offsets[{t + 1}]={off[t + 1]}")
+        raise ModelFormatError(
+            f"{where}.tree_offsets must be strictly increasing (monotone; every tree "
+            f"needs a node): offsets[{t}]={off[t]}, offsets[{t + 1}]={off[t + 1]}"
+        )
     n_trees = off.shape[0] - 1
     n = int(off[-1])
     for name, a in arrays.items():
         if a.shape[0] != n:
-            raise ModelFormatError(f"{where}.{name} has length {a.shape[0]}, expected {n} "
-                                   f"(tree_offsets[-1])")
+            raise ModelFormatError(f"{where}.{name} has length {a.shape[0]}, expected {n} (tree_offsets[-1])")
     if tree_group.shape[0] != n_trees:
-        raise ModelFormatError(f"{where}.tree_group has length {tree_group.shape[0]}, expected "
-                               f"{n_trees} trees")
+        raise ModelFormatError(f"{where}.tree_group has length {tree_group.shape[0]}, expected {n_trees} trees")
     if n_trees and (tree_group.min() < 0 or tree_group.max() >= n_groups):
         t = int(np.flatnonzero((tree_group < 0) | (tree_group >= n_groups))[0])
-        raise ModelFormatError(f"{where}.tree_group[{t}] = {tree_group[t]} is out of range for "
-                               f"{n_groups} output groups")
+        raise ModelFormatError(
+            f"{where}.tree_group[{t}] = {tree_group[t]} is out of range for {n_groups} output groups"
+        )
     for name in ("split_value", "gain", "cover", "value"):
         a = arrays.get(name)
         # an infinite threshold sends every present value one way (XGBoost's GPU models
@@ -292,20 +338,22 @@ def validate_arrays(n_groups: int, base_margin, tree_offsets, tree_group, arrays
         bad = np.flatnonzero((c < -1) | (c >= size))
         if bad.size:
             i = bad[0]
-            raise ModelFormatError(f"{where}: child index out of range at {at(i)}: {name} = {c[i]} "
-                                   f"(tree has {size[i]} nodes)")
+            raise ModelFormatError(
+                f"{where}: child index out of range at {at(i)}: {name} = {c[i]} (tree has {size[i]} nodes)"
+            )
     bad = np.flatnonzero((left < 0) != (right < 0))
     if bad.size:
         i = bad[0]
-        raise ModelFormatError(f"{where}: inconsistent children at {at(i)}: one child is -1 and the "
-                               f"other is not (left={left[i]}, right={right[i]})")
+        raise ModelFormatError(
+            f"{where}: inconsistent children at {at(i)}: one child is -1 and the "
+            f"other is not (left={left[i]}, right={right[i]})"
+        )
     bad = np.flatnonzero((left == local) | (right == local))
     if bad.size:
         raise ModelFormatError(f"{where}: cycle: {at(bad[0])} is its own child")
     bad = np.flatnonzero((left >= 0) & (left == right))
     if bad.size:
-        raise ModelFormatError(f"{where}: node reachable twice: {at(bad[0])} has the same left and "
-                               f"right child")
+        raise ModelFormatError(f"{where}: node reachable twice: {at(bad[0])} has the same left and right child")
     inner = np.flatnonzero(left >= 0)
     gl, gr = left[inner] + start[inner], right[inner] + start[inner]
     children = np.concatenate([gl, gr])
@@ -340,25 +388,29 @@ def validate_arrays(n_groups: int, base_margin, tree_offsets, tree_group, arrays
             anc = anc[anc]
         bad = np.flatnonzero(anc != roots[tree_of])
         if bad.size:
-            raise ModelFormatError(f"{where}: cycle: {at(bad[0])} is its own ancestor (not reachable "
-                                   f"from the root)")
+            raise ModelFormatError(f"{where}: cycle: {at(bad[0])} is its own ancestor (not reachable from the root)")
     if require_order and misordered.size:
-        raise ModelFormatError(f"{where}: {at(misordered[0])} is numbered before its parent "
-                               f"(children must come after their parent)")
+        raise ModelFormatError(
+            f"{where}: {at(misordered[0])} is numbered before its parent (children must come after their parent)"
+        )
     parent = arrays.get("parent")
     if parent is not None:
         expect = np.where(par >= 0, par - start, -1)
         bad = np.flatnonzero(parent != expect)
         if bad.size:
             i = bad[0]
-            raise ModelFormatError(f"{where}: parent array inconsistent with children at {at(i)}: "
-                                   f"parent = {parent[i]}, expected {expect[i]}")
+            raise ModelFormatError(
+                f"{where}: parent array inconsistent with children at {at(i)}: "
+                f"parent = {parent[i]}, expected {expect[i]}"
+            )
     feature = arrays["feature"]
     bad = np.flatnonzero((left >= 0) & ((feature < 0) | (feature >= num_feature)))
     if bad.size:
         i = bad[0]
-        raise ModelFormatError(f"{where}: split feature {feature[i]} at {at(i)} is out of range "
-                               f"0..{num_feature - 1} (num_feature = {num_feature})")
+        raise ModelFormatError(
+            f"{where}: split feature {feature[i]} at {at(i)} is out of range "
+            f"0..{num_feature - 1} (num_feature = {num_feature})"
+        )
     dl = arrays["default_left"]
     bad = np.flatnonzero(dl > 1)
     if bad.size:
@@ -370,15 +422,22 @@ def validate_ensemble(ensemble: Ensemble, num_feature: int, *, where: str = "ens
     ``num_feature`` features (children after parents, no cycles, consistent parents...)."""
     tree_offsets = ensemble.offsets()
     arrays = {name: np.asarray(getattr(ensemble, name)) for name in NODE_ARRAYS}
-    validate_arrays(ensemble.n_groups, np.asarray(ensemble.base_margin, dtype=np.float64),
-                     np.asarray(tree_offsets, dtype=np.int64), np.asarray(ensemble.groups()),
-                     arrays, num_feature, where=where)
+    validate_arrays(
+        ensemble.n_groups,
+        np.asarray(ensemble.base_margin, dtype=np.float64),
+        np.asarray(tree_offsets, dtype=np.int64),
+        np.asarray(ensemble.groups()),
+        arrays,
+        num_feature,
+        where=where,
+    )
 
 
 def check_meta_vs_ensemble(meta: dict, n_groups: int, where: str = "model") -> None:
     if meta["num_class"] > 0 and meta["num_class"] != n_groups:
-        raise ModelFormatError(f"{where}: num_class is {meta['num_class']} but the ensemble has "
-                               f"{n_groups} output groups")
+        raise ModelFormatError(
+            f"{where}: num_class is {meta['num_class']} but the ensemble has {n_groups} output groups"
+        )
 
 
 def build_ensemble(n_groups, base_margin, tree_offsets, tree_group, arrays) -> Ensemble:
@@ -424,7 +483,5 @@ def atomic_write_json(path, d: dict) -> None:
             yield from json.JSONEncoder(**JSON_KW).iterencode(d)
         except (TypeError, ValueError) as e:
             raise ModelFormatError(f"cannot serialise the model to JSON: {e}") from e
+
     atomic_write_text(path, chunks())
-
-
-

@@ -5,6 +5,7 @@ training loop wraps its set-up stages (base margins, cuts, binning, ...) in :fun
 which does nothing otherwise. A recorded stage waits for the device work it queued
 (``sync``), so its time is its own; that wait is the only cost the recording adds.
 """
+
 from __future__ import annotations
 
 import contextlib

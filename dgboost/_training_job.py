@@ -18,6 +18,7 @@ The job knows nothing of Boosters, callbacks or printing: the drivers (:func:`dg
 ``Booster.update``, :func:`dgboost.cv`, the Dask rank task) hand it the starting model and
 read its ensemble.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -102,7 +103,8 @@ class _Data:
         if dmat.base_margin is not None:
             if dmat.base_margin.shape[1] != n_groups:
                 raise DGBoostValueError(
-                    f"base_margin has {dmat.base_margin.shape[1]} columns, the model has {n_groups} outputs")
+                    f"base_margin has {dmat.base_margin.shape[1]} columns, the model has {n_groups} outputs"
+                )
             margin = dmat.base_margin.astype(np.float32).copy()
         else:
             margin = np.empty((n, n_groups), np.float32)
@@ -136,7 +138,7 @@ def _row_offset(comm: Communicator, n_local: int) -> tuple[int, int]:
     """(global index of this rank's first item, total number of items) for items laid out
     rank after rank."""
     counts = np.asarray(comm.allgather(np.array([n_local], dtype=np.int64)))
-    return int(counts[:comm.rank].sum()), int(counts.sum())
+    return int(counts[: comm.rank].sum()), int(counts.sum())
 
 
 class TrainingJob:
@@ -166,10 +168,19 @@ class TrainingJob:
         Compute :attr:`fingerprint` (the data and cuts fingerprints a checkpoint holds).
     """
 
-    def __init__(self, params: TrainParams, dtrain: DMatrix, evals: Sequence[tuple[DMatrix, str]] = (), *,
-                 obj: Callable | None = None, custom_metric: Callable | None = None,
-                 comm: Communicator | None = None, start: Any = None, resumed: dict | None = None,
-                 fingerprint: bool = False) -> None:
+    def __init__(
+        self,
+        params: TrainParams,
+        dtrain: DMatrix,
+        evals: Sequence[tuple[DMatrix, str]] = (),
+        *,
+        obj: Callable | None = None,
+        custom_metric: Callable | None = None,
+        comm: Communicator | None = None,
+        start: Any = None,
+        resumed: dict | None = None,
+        fingerprint: bool = False,
+    ) -> None:
         p = params
         if callable(p.objective):
             obj, p = p.objective, dataclasses.replace(p, objective="reg:squarederror")
@@ -194,8 +205,9 @@ class TrainingJob:
     def _make_objective(self, start: Any) -> None:
         p, obj, dtrain, comm = self.params, self.obj, self.dtrain, self.comm
         if start is not None and obj is None and start.meta["objective"] != p.objective:
-            raise DGBoostValueError(f"cannot continue a {start.meta['objective']!r} model with "
-                                    f"objective {p.objective!r}")
+            raise DGBoostValueError(
+                f"cannot continue a {start.meta['objective']!r} model with objective {p.objective!r}"
+            )
         self.objective = get_objective(p) if obj is None else CustomObjective(obj, p, p.n_groups)
         self.n_groups = self.objective.n_outputs()
         if obj is None:
@@ -239,12 +251,22 @@ class TrainingJob:
         global_rows = global_row_index(row_runs, array_module(dtrain.data))
         max_bin = dtrain.max_bin or p.max_bin
         with stage("cuts", backend.synchronize):
-            cuts = compute_cuts(dtrain.data, dtrain.weight, max_bin, seed=p.seed, n_global=self.n_global, comm=comm,
-                                sample_rows=p.sketch_sample_rows, global_rows=global_rows)
+            cuts = compute_cuts(
+                dtrain.data,
+                dtrain.weight,
+                max_bin,
+                seed=p.seed,
+                n_global=self.n_global,
+                comm=comm,
+                sample_rows=p.sketch_sample_rows,
+                global_rows=global_rows,
+            )
         self.fingerprint = None
         if fingerprint or resumed is not None:
-            self.fingerprint = {"data": data_fingerprint(dtrain, global_rows, self.n_global, comm),
-                                "cuts": cuts_fingerprint(cuts)}
+            self.fingerprint = {
+                "data": data_fingerprint(dtrain, global_rows, self.n_global, comm),
+                "cuts": cuts_fingerprint(cuts),
+            }
             if resumed is not None:
                 check_same_data(resumed, self.fingerprint["data"], self.fingerprint["cuts"])
         del global_rows
@@ -253,9 +275,15 @@ class TrainingJob:
         level_nodes = 2 if p.grow_policy == "lossguide" else 1 << min(max(p.max_depth, 1), 8)
         if p.max_leaves > 0:
             level_nodes = min(level_nodes, p.max_leaves)
-        backend.check_training_memory(dtrain.num_row(), dtrain.num_col(), int(cuts.n_bins().max()),
-                                      int(cuts.ptrs[-1]), self.n_groups, level_nodes,
-                                      not isinstance(dtrain.data, np.ndarray))
+        backend.check_training_memory(
+            dtrain.num_row(),
+            dtrain.num_col(),
+            int(cuts.n_bins().max()),
+            int(cuts.ptrs[-1]),
+            self.n_groups,
+            level_nodes,
+            not isinstance(dtrain.data, np.ndarray),
+        )
         with stage("binning", backend.synchronize):
             self.binned = BinnedMatrix.from_values(dtrain.data, cuts, backend)
         with stage("margins", backend.synchronize):
@@ -279,8 +307,12 @@ class TrainingJob:
         # (no host decision in their growth), so the host reads a tree while the next round's
         # gradients are made; leaves refitted on the host, clipped into monotone bounds or of a
         # custom objective (whose call must come after the round's callbacks) go the host's way
-        self.leaves_on_device = (self.grower.grows_without_reads() and self.obj is None
-                                 and not self.objective.adaptive_leaves and self.monotone is None)
+        self.leaves_on_device = (
+            self.grower.grows_without_reads()
+            and self.obj is None
+            and not self.objective.adaptive_leaves
+            and self.monotone is None
+        )
 
     # -- rounds -------------------------------------------------------------------------------
     def set_eta(self, eta: float) -> None:
@@ -316,8 +348,7 @@ class TrainingJob:
             tree = self.grower.grow_from(started or self.grower.start(gpair, scales, new_first + k))
             del gpair, started
             if self.leaves_on_device:
-                backend.add_record_leaf_values(self.train_data.margin, tree.rows, tree.records, scales,
-                                               self.params, k)
+                backend.add_record_leaf_values(self.train_data.margin, tree.rows, tree.records, scales, self.params, k)
                 tree.rows = None
                 read_later.append((tree, maxima))
             else:
@@ -336,8 +367,19 @@ class TrainingJob:
             backend.predict_margin(ensemble, d.values, new_first, ensemble.n_trees, d.margin)
 
     def _pairs(self, r: int) -> "_RoundPairs":
-        return _RoundPairs(r, self.objective, self.obj, self.train_data, self.dtrain, self.n_groups, self.params,
-                           self.global_index, self.backend, self.comm, self.n_global)
+        return _RoundPairs(
+            r,
+            self.objective,
+            self.obj,
+            self.train_data,
+            self.dtrain,
+            self.n_groups,
+            self.params,
+            self.global_index,
+            self.backend,
+            self.comm,
+            self.n_global,
+        )
 
     def _finish_tree(self, tree, maxima, r: int, k: int, keep) -> None:
         """Read and build a grown tree (:class:`~dgboost.grower.GrowingTree`) into the ensemble
@@ -345,12 +387,22 @@ class TrainingJob:
         _check_finite(maxima, r)
         grown = tree.finish()
         if self.objective.adaptive_leaves:
-            _refit_leaves(self.objective, grown.tree, grown, self.train_data.margin[:, k], self.dtrain, keep,
-                          self.params, self.comm, self.backend)
+            _refit_leaves(
+                self.objective,
+                grown.tree,
+                grown,
+                self.train_data.margin[:, k],
+                self.dtrain,
+                keep,
+                self.params,
+                self.comm,
+                self.backend,
+            )
         self.ensemble.append(grown.tree, k)
         if grown.rows is not None:
-            self.backend.add_leaf_values(self.train_data.margin, grown.rows, grown.begins, grown.ends,
-                                         grown.tree.value[grown.leaf_nodes], k)
+            self.backend.add_leaf_values(
+                self.train_data.margin, grown.rows, grown.begins, grown.ends, grown.tree.value[grown.leaf_nodes], k
+            )
 
     # -- evaluation ---------------------------------------------------------------------------
     def evaluate(self, history: dict) -> None:
@@ -383,8 +435,20 @@ class _RoundPairs:
     (one group's 8 bytes a row held at a time beyond the gradients).
     """
 
-    def __init__(self, r: int, objective, obj, train_data, dtrain: DMatrix, n_groups: int, p: TrainParams,
-                 global_index, backend, comm, n_global: int):
+    def __init__(
+        self,
+        r: int,
+        objective,
+        obj,
+        train_data,
+        dtrain: DMatrix,
+        n_groups: int,
+        p: TrainParams,
+        global_index,
+        backend,
+        comm,
+        n_global: int,
+    ):
         if obj is not None:
             objective.dtrain = dtrain
         grad, hess = objective.gradient(train_data.margin, train_data.label, train_data.weight, dtrain.group_ptr, r)
@@ -436,8 +500,7 @@ def _check_finite(maxima, r: int) -> None:
         raise DGBoostValueError(f"round {r}: the objective produced non-finite gradients or hessians")
 
 
-def _refit_leaves(objective, tree, grown, margin, dtrain: DMatrix, keep, p: TrainParams, comm,
-                  backend) -> None:
+def _refit_leaves(objective, tree, grown, margin, dtrain: DMatrix, keep, p: TrainParams, comm, backend) -> None:
     """Objectives like reg:absoluteerror re-fit each leaf to a quantile of its residuals.
 
     The exact quantile search is host code: rows, margins and the sample mask come to the host.
@@ -455,8 +518,9 @@ def _refit_leaves(objective, tree, grown, margin, dtrain: DMatrix, keep, p: Trai
     weight = dtrain.weight
     if keep is not None:
         weight = np.where(keep, np.ones(n, np.float32) if weight is None else weight, np.float32(0.0))
-    values = np.asarray(objective.leaf_values(residual, weight, leaf_of_row, len(grown.leaf_nodes), comm),
-                        dtype=np.float64)
+    values = np.asarray(
+        objective.leaf_values(residual, weight, leaf_of_row, len(grown.leaf_nodes), comm), dtype=np.float64
+    )
     old = tree.value[grown.leaf_nodes].astype(np.float64)
     refit = np.where(np.isnan(values), old, values * p.eta)
     tree.value[grown.leaf_nodes] = refit.astype(np.float32)

@@ -10,6 +10,7 @@ maintained UBJSON library there, and none handles XGBoost's typed arrays.
 Everything else of the format is decoded as ``json.loads`` would give it: objects as dicts,
 untyped arrays as lists, strings, numbers, booleans and null.
 """
+
 from __future__ import annotations
 
 import struct
@@ -22,8 +23,12 @@ __all__ = ["loads"]
 
 # marker -> (big-endian NumPy dtype, struct format)
 _NUMBERS = {
-    ord("i"): (np.dtype(">i1"), ">b"), ord("U"): (np.dtype(">u1"), ">B"), ord("I"): (np.dtype(">i2"), ">h"),
-    ord("l"): (np.dtype(">i4"), ">i"), ord("L"): (np.dtype(">i8"), ">q"), ord("d"): (np.dtype(">f4"), ">f"),
+    ord("i"): (np.dtype(">i1"), ">b"),
+    ord("U"): (np.dtype(">u1"), ">B"),
+    ord("I"): (np.dtype(">i2"), ">h"),
+    ord("l"): (np.dtype(">i4"), ">i"),
+    ord("L"): (np.dtype(">i8"), ">q"),
+    ord("d"): (np.dtype(">f4"), ">f"),
     ord("D"): (np.dtype(">f8"), ">d"),
 }
 _CONSTANTS = {ord("Z"): None, ord("T"): True, ord("F"): False}
@@ -76,7 +81,7 @@ class _Reader:
         end = self.pos + n
         if end > len(self.buf):
             self.fail("unexpected end of data")
-        raw = self.buf[self.pos:end]
+        raw = self.buf[self.pos : end]
         self.pos = end
         s = self.keys.get(raw)
         if s is None:

@@ -7,6 +7,7 @@ values; on the GPU an ELLPACK matrix of bit-packed indices where missing is one 
 Missing values are never accumulated into a histogram: a node's missing sums are its totals
 minus the feature's bin sums.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

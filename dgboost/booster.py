@@ -4,6 +4,7 @@ The model itself is an :class:`~dgboost.tree.Ensemble` plus a small metadata dic
 objective, base score, feature names, best iteration, training parameters): the same
 ``meta`` layout that :mod:`dgboost.model_io` writes to JSON.
 """
+
 from __future__ import annotations
 
 import os
@@ -11,10 +12,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .backend import array_backend, get_backend
-from .device import resolve_device
 from ._array import is_device_array
+from .backend import array_backend, get_backend
 from .data import DMatrix, as_feature_matrix, small_to_host
+from .device import resolve_device
 from .errors import DGBoostTypeError, DGBoostValueError, ParameterError
 from .params import OBJECTIVES, normalize_device
 from .tree import Ensemble
@@ -42,8 +43,9 @@ class Booster:
     so models move freely between GPU and CPU-only machines.
     """
 
-    def __init__(self, params: dict | None = None,
-                 model_file: str | os.PathLike | bytes | bytearray | None = None) -> None:
+    def __init__(
+        self, params: dict | None = None, model_file: str | os.PathLike | bytes | bytearray | None = None
+    ) -> None:
         self.ensemble = Ensemble(1, 0.0)
         self.meta: dict[str, Any] = _default_meta()
         self._predict_params: dict[str, Any] = {}
@@ -88,22 +90,25 @@ class Booster:
 
     # -- construction from training ---------------------------------------------------------
     @classmethod
-    def _from_training(cls, ensemble, params, objective, base_score, feature_names, feature_types,
-                       n_features, previous=None) -> "Booster":
+    def _from_training(
+        cls, ensemble, params, objective, base_score, feature_names, feature_types, n_features, previous=None
+    ) -> "Booster":
         b = cls()
         b.ensemble = ensemble
         meta = _default_meta()
         meta.update(previous.meta if previous is not None else {})
-        meta.update({
-            "objective": objective.name if hasattr(objective, "name") else "custom",
-            "objective_params": _objective_params(params),
-            "base_score": base_score if isinstance(base_score, list) else float(base_score),
-            "num_class": params.num_class if ensemble.n_groups > 1 else 0,
-            "num_feature": int(n_features),
-            "feature_names": list(feature_names) if feature_names is not None else None,
-            "feature_types": list(feature_types) if feature_types is not None else None,
-            "params": params.to_dict(),
-        })
+        meta.update(
+            {
+                "objective": objective.name if hasattr(objective, "name") else "custom",
+                "objective_params": _objective_params(params),
+                "base_score": base_score if isinstance(base_score, list) else float(base_score),
+                "num_class": params.num_class if ensemble.n_groups > 1 else 0,
+                "num_feature": int(n_features),
+                "feature_names": list(feature_names) if feature_names is not None else None,
+                "feature_types": list(feature_types) if feature_types is not None else None,
+                "params": params.to_dict(),
+            }
+        )
         b.meta = meta
         return b
 
@@ -221,15 +226,15 @@ class Booster:
             values, names = as_feature_matrix(data)
         n = self.num_features()
         if n and values.shape[1] != n:
-            raise DGBoostValueError(f"data has {values.shape[1]} features but the model was trained "
-                                    f"with {n}")
+            raise DGBoostValueError(f"data has {values.shape[1]} features but the model was trained with {n}")
         mine = self.feature_names
         if validate_features and mine is not None and names is not None and list(names) != list(mine):
             missing = [m for m in mine if m not in names][:3]
             extra = [m for m in names if m not in mine][:3]
             detail = f"expected {mine[:5]}..., " if not missing and not extra else ""
-            raise DGBoostValueError(f"feature names differ from the model's: {detail}missing {missing}, "
-                                    f"unexpected {extra}")
+            raise DGBoostValueError(
+                f"feature names differ from the model's: {detail}missing {missing}, unexpected {extra}"
+            )
         return values
 
     def _tree_range(self, iteration_range) -> tuple[int, int]:
@@ -271,11 +276,20 @@ class Booster:
             resolved = self._resolved_device = (requested, resolve_device(requested))
         return get_backend(resolved[1], nthread)
 
-    def predict(self, data: Any, output_margin: bool = False, pred_leaf: bool = False,
-                pred_contribs: bool = False, approx_contribs: bool = False,
-                pred_interactions: bool = False, validate_features: bool = True,
-                training: bool = False, iteration_range: tuple[int, int] | None = None, strict_shape: bool = False,
-                base_margin: Any = None) -> Any:
+    def predict(
+        self,
+        data: Any,
+        output_margin: bool = False,
+        pred_leaf: bool = False,
+        pred_contribs: bool = False,
+        approx_contribs: bool = False,
+        pred_interactions: bool = False,
+        validate_features: bool = True,
+        training: bool = False,
+        iteration_range: tuple[int, int] | None = None,
+        strict_shape: bool = False,
+        base_margin: Any = None,
+    ) -> Any:
         """Predict for ``data`` (a DMatrix or anything :class:`DMatrix` accepts).
 
         Runs on the data's GPU for CuPy / cuDF data (or a DMatrix made from them), else
@@ -300,8 +314,15 @@ class Booster:
             from .explain.api import booster_contributions
 
             backend = self._prediction_backend(values)
-            return booster_contributions(self, values, t0, t1, engine=backend.shap_engine(),
-                                         interactions=pred_interactions, base_margin=small_to_host(base_margin))
+            return booster_contributions(
+                self,
+                values,
+                t0,
+                t1,
+                engine=backend.shap_engine(),
+                interactions=pred_interactions,
+                base_margin=small_to_host(base_margin),
+            )
         on_device = is_device_array(values)
         backend = self._prediction_backend(values)
         values = backend.asarray(values)
@@ -332,9 +353,16 @@ class Booster:
             out = out[:, 0]
         return out if on_device else backend.to_host(out)
 
-    def inplace_predict(self, data: Any, iteration_range: tuple[int, int] | None = None, predict_type: str = "value",
-                        missing: float = np.nan, validate_features: bool = True, base_margin: Any = None,
-                        strict_shape: bool = False) -> Any:
+    def inplace_predict(
+        self,
+        data: Any,
+        iteration_range: tuple[int, int] | None = None,
+        predict_type: str = "value",
+        missing: float = np.nan,
+        validate_features: bool = True,
+        base_margin: Any = None,
+        strict_shape: bool = False,
+    ) -> Any:
         """Predict ``data`` without a separate DMatrix step (XGBoost's ``inplace_predict``).
 
         CuPy / cuDF input is predicted on its GPU and gives a CuPy array; other input
@@ -342,9 +370,14 @@ class Booster:
         ``"margin"``.
         """
         dm = DMatrix(data, missing=missing)
-        return self.predict(dm, output_margin=predict_type == "margin", iteration_range=iteration_range,
-                            validate_features=validate_features, base_margin=base_margin,
-                            strict_shape=strict_shape)
+        return self.predict(
+            dm,
+            output_margin=predict_type == "margin",
+            iteration_range=iteration_range,
+            validate_features=validate_features,
+            base_margin=base_margin,
+            strict_shape=strict_shape,
+        )
 
     # -- persistence ----------------------------------------------------------------------
     def save_model(self, fname: str | os.PathLike) -> None:
@@ -428,8 +461,7 @@ class Booster:
             b.load_model(model)
         return b
 
-    def get_dump(self, fmap: str | os.PathLike = "", with_stats: bool = False,
-                 dump_format: str = "text") -> list[str]:
+    def get_dump(self, fmap: str | os.PathLike = "", with_stats: bool = False, dump_format: str = "text") -> list[str]:
         """One string per tree, as ``xgboost.Booster.get_dump`` (``"text"`` or ``"json"``)."""
         if dump_format == "json":
             from ._booster_inspect import dump_json
@@ -485,8 +517,9 @@ class Booster:
 
         train_one_round(self, dtrain, fobj)
 
-    def boost(self, dtrain: DMatrix, iteration: int, grad: Any = None, hess: Any = None,
-              fobj: Callable | None = None) -> None:
+    def boost(
+        self, dtrain: DMatrix, iteration: int, grad: Any = None, hess: Any = None, fobj: Callable | None = None
+    ) -> None:
         """Boost one round from the given gradient and hessian (``(n,)`` or ``(n, k)``), or
         from ``fobj(margin, dtrain) -> (grad, hess)``, as ``xgboost.Booster.boost``.
 
@@ -511,11 +544,17 @@ class Booster:
         elif fobj is not None:
             train_one_round(self, dtrain, fobj)
         else:
-            raise DGBoostValueError("Invalid input for the boost function. Either the gradient or the "
-                                    "objective should have a valid value.")
+            raise DGBoostValueError(
+                "Invalid input for the boost function. Either the gradient or the objective should have a valid value."
+            )
 
-    def eval_set(self, evals: Sequence[tuple[DMatrix, str]], iteration: int = 0, feval: Callable | None = None,
-                 output_margin: bool = True) -> str:
+    def eval_set(
+        self,
+        evals: Sequence[tuple[DMatrix, str]],
+        iteration: int = 0,
+        feval: Callable | None = None,
+        output_margin: bool = True,
+    ) -> str:
         """XGBoost's evaluation string ``[iteration]\tname-metric:value...`` for every
         (DMatrix, name) pair and every metric of the model (``eval_metric``, else the
         objective's default), then ``feval``'s, as ``xgboost.Booster.eval_set``."""
@@ -548,8 +587,10 @@ class Booster:
         self.__dict__.update(state)
 
     def __repr__(self) -> str:
-        return (f"Booster(objective={self.meta.get('objective')!r}, rounds={self.num_boosted_rounds()}, "
-                f"features={self.num_features()})")
+        return (
+            f"Booster(objective={self.meta.get('objective')!r}, rounds={self.num_boosted_rounds()}, "
+            f"features={self.num_features()})"
+        )
 
 
 # the objectives dgboost trains (and so can transform predictions of)
@@ -558,14 +599,28 @@ _KNOWN_OBJECTIVES = frozenset(OBJECTIVES)
 
 def _objective_params(params) -> dict:
     """The objective's parameters a model keeps (XGBoost's model file carries them too)."""
-    out = {"huber_slope": params.huber_slope, "scale_pos_weight": params.scale_pos_weight,
-           "max_delta_step": params.max_delta_step, "tweedie_variance_power": params.tweedie_variance_power}
+    out = {
+        "huber_slope": params.huber_slope,
+        "scale_pos_weight": params.scale_pos_weight,
+        "max_delta_step": params.max_delta_step,
+        "tweedie_variance_power": params.tweedie_variance_power,
+    }
     if params.quantile_alpha is not None:
         out["quantile_alpha"] = list(params.quantile_alpha)
     return out
 
 
 def _default_meta() -> dict:
-    return {"objective": "reg:squarederror", "objective_params": {}, "base_score": 0.5, "num_class": 0,
-            "num_feature": 0, "feature_names": None, "feature_types": None, "best_iteration": None,
-            "best_score": None, "params": {}, "attributes": {}}
+    return {
+        "objective": "reg:squarederror",
+        "objective_params": {},
+        "base_score": 0.5,
+        "num_class": 0,
+        "num_feature": 0,
+        "feature_names": None,
+        "feature_types": None,
+        "best_iteration": None,
+        "best_score": None,
+        "params": {},
+        "attributes": {},
+    }

@@ -13,6 +13,7 @@ The ``epoch`` given to the callbacks counts the rounds of one training call from
 XGBoost's (a continued model's rounds are not counted; a job resumed from a checkpoint
 counts from the start of the call that wrote it).
 """
+
 from __future__ import annotations
 
 import collections.abc
@@ -25,8 +26,16 @@ import numpy as np
 from .checkpoint import Checkpointer
 from .errors import DGBoostValueError
 
-__all__ = ["TrainingCallback", "EvaluationMonitor", "EarlyStopping", "LearningRateScheduler",
-           "TrainingCheckPoint", "CallbackContainer", "CheckpointContext", "format_evaluation"]
+__all__ = [
+    "TrainingCallback",
+    "EvaluationMonitor",
+    "EarlyStopping",
+    "LearningRateScheduler",
+    "TrainingCheckPoint",
+    "CallbackContainer",
+    "CheckpointContext",
+    "format_evaluation",
+]
 
 # what the callbacks' evaluation history holds: {data name: {metric name: [score, ...]}};
 # cross-validation gives (mean, std) pairs instead of scores
@@ -107,8 +116,9 @@ class EvaluationMonitor(TrainingCallback):
         Receives each line (default: ``print`` with a flush).
     """
 
-    def __init__(self, rank: int = 0, period: int = 1, show_stdv: bool = False,
-                 logger: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, rank: int = 0, period: int = 1, show_stdv: bool = False, logger: Callable[[str], None] | None = None
+    ) -> None:
         if int(period) != period or period < 1:
             raise DGBoostValueError(f"period must be a positive integer, got {period!r}")
         self.printer_rank = int(rank)
@@ -161,8 +171,16 @@ class EarlyStopping(TrainingCallback):
         The least change of the score that counts as an improvement (>= 0).
     """
 
-    def __init__(self, *, rounds: int, metric_name: str | None = None, data_name: str | None = None,
-                 maximize: bool | None = None, save_best: bool | None = False, min_delta: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        rounds: int,
+        metric_name: str | None = None,
+        data_name: str | None = None,
+        maximize: bool | None = None,
+        save_best: bool | None = False,
+        min_delta: float = 0.0,
+    ) -> None:
         if isinstance(rounds, bool) or int(rounds) != rounds or rounds < 1:
             raise DGBoostValueError(f"rounds must be a positive integer, got {rounds!r}")
         if min_delta < 0:
@@ -218,7 +236,7 @@ class EarlyStopping(TrainingCallback):
         if not self.save_best:
             return model
         best_iteration, best_score = model.best_iteration, model.best_score
-        model = model[:best_iteration + 1]
+        model = model[: best_iteration + 1]
         model.best_iteration, model.best_score = best_iteration, best_score
         return model
 
@@ -274,8 +292,9 @@ class CheckpointContext:
     data: dict
     cuts: str
     eval_names: list[str]
-    early_stopping: Callable[[], dict] = field(default=lambda: {"best_score": None, "best_round": None,
-                                                                 "maximize": None})
+    early_stopping: Callable[[], dict] = field(
+        default=lambda: {"best_score": None, "best_round": None, "maximize": None}
+    )
 
 
 class TrainingCheckPoint(TrainingCallback):
@@ -308,15 +327,27 @@ class TrainingCheckPoint(TrainingCallback):
         """Write a checkpoint when one is due after round ``epoch``; ``stopping``: the other
         callbacks end training on this round (recorded, so that a resumed job stops too)."""
         if self._context is None:
-            raise DGBoostValueError("TrainingCheckPoint needs dgboost.train's training loop (its data "
-                                    "fingerprints); pass it in train(callbacks=...)")
+            raise DGBoostValueError(
+                "TrainingCheckPoint needs dgboost.train's training loop (its data "
+                "fingerprints); pass it in train(callbacks=...)"
+            )
         c = self._context
         if self._rank != 0 or not self.checkpointer.due(epoch + 1):
             return False
-        self.checkpointer.write({
-            "round": c.begin_round + epoch + 1, "begin_round": c.begin_round, "config": c.config,
-            "data": c.data, "cuts": c.cuts, "model": model.to_json(), "history": evals_log,
-            "eval_names": list(c.eval_names), "early_stopping": c.early_stopping(), "stopped": bool(stopping)})
+        self.checkpointer.write(
+            {
+                "round": c.begin_round + epoch + 1,
+                "begin_round": c.begin_round,
+                "config": c.config,
+                "data": c.data,
+                "cuts": c.cuts,
+                "model": model.to_json(),
+                "history": evals_log,
+                "eval_names": list(c.eval_names),
+                "early_stopping": c.early_stopping(),
+                "stopped": bool(stopping),
+            }
+        )
         return False
 
 
@@ -334,8 +365,9 @@ class CallbackContainer:
         Required when a :class:`TrainingCheckPoint` is among the callbacks.
     """
 
-    def __init__(self, callbacks: Iterable[TrainingCallback], rank: int = 0,
-                 checkpoint: CheckpointContext | None = None) -> None:
+    def __init__(
+        self, callbacks: Iterable[TrainingCallback], rank: int = 0, checkpoint: CheckpointContext | None = None
+    ) -> None:
         callbacks = list(callbacks)
         self.checkpoints = [cb for cb in callbacks if isinstance(cb, TrainingCheckPoint)]
         self.callbacks = [cb for cb in callbacks if not isinstance(cb, TrainingCheckPoint)]

@@ -12,6 +12,7 @@ File format: ``checkpoint-<rounds, 8 digits>.json``: one header line
 ``{"format": "dgboost-checkpoint", "version": 1, "sha256": ...}`` and then the payload's
 JSON, whose SHA-256 the header holds, so a truncated or altered file is detected and skipped.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,8 +30,18 @@ from ._array import array_module, to_host
 from .errors import DGBoostValueError
 from .quantile import sketch_sample_mask
 
-__all__ = ["CheckpointWarning", "Checkpointer", "checkpointer_for", "data_fingerprint", "cuts_fingerprint",
-           "training_config", "check_resumable", "check_same_data", "read_checkpoints", "load_on_rank0"]
+__all__ = [
+    "CheckpointWarning",
+    "Checkpointer",
+    "checkpointer_for",
+    "data_fingerprint",
+    "cuts_fingerprint",
+    "training_config",
+    "check_resumable",
+    "check_same_data",
+    "read_checkpoints",
+    "load_on_rank0",
+]
 
 _FORMAT = "dgboost-checkpoint"
 _VERSION = 1
@@ -100,9 +111,12 @@ def data_fingerprint(dmat, global_rows, n_global: int, comm) -> dict:
     pairs[:, 1] = _row_digests(dmat, local, xp)
     pairs = np.asarray(to_host(comm.allgather(pairs)), np.int64).reshape(-1, 2)
     pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
-    return {"rows": int(n_global), "features": int(dmat.num_col()),
-            "feature_names": None if dmat.feature_names is None else [str(n) for n in dmat.feature_names],
-            "sample": hashlib.sha256(np.ascontiguousarray(pairs).tobytes()).hexdigest()}
+    return {
+        "rows": int(n_global),
+        "features": int(dmat.num_col()),
+        "feature_names": None if dmat.feature_names is None else [str(n) for n in dmat.feature_names],
+        "sample": hashlib.sha256(np.ascontiguousarray(pairs).tobytes()).hexdigest(),
+    }
 
 
 def _row_digests(dmat, rows: np.ndarray, xp) -> np.ndarray:
@@ -138,14 +152,20 @@ def check_resumable(state: dict, config: dict, eval_names: list[str]) -> None:
         Naming the parameters (at most five) that differ, with both values.
     """
     saved = state["config"]
-    diff = [f"{k}: checkpoint {saved.get(k)!r}, now {config.get(k)!r}"
-            for k in sorted(set(saved) | set(config)) if saved.get(k) != config.get(k)]
+    diff = [
+        f"{k}: checkpoint {saved.get(k)!r}, now {config.get(k)!r}"
+        for k in sorted(set(saved) | set(config))
+        if saved.get(k) != config.get(k)
+    ]
     if diff:
-        raise DGBoostValueError(f"cannot resume from {state['path']}: it was written with other training "
-                                f"parameters ({'; '.join(diff[:5])})")
+        raise DGBoostValueError(
+            f"cannot resume from {state['path']}: it was written with other training parameters ({'; '.join(diff[:5])})"
+        )
     if state["eval_names"] != list(eval_names):
-        raise DGBoostValueError(f"cannot resume from {state['path']}: it was written with evaluation sets "
-                                f"{state['eval_names']}, now {list(eval_names)}")
+        raise DGBoostValueError(
+            f"cannot resume from {state['path']}: it was written with evaluation sets "
+            f"{state['eval_names']}, now {list(eval_names)}"
+        )
 
 
 def check_same_data(state: dict, fingerprint: dict, cuts_hash: str) -> None:
@@ -161,22 +181,29 @@ def check_same_data(state: dict, fingerprint: dict, cuts_hash: str) -> None:
     what = {"rows": "rows", "features": "features", "feature_names": "feature names"}
     for key, label in what.items():
         if saved[key] != fingerprint[key]:
-            raise DGBoostValueError(f"cannot resume from {state['path']}: the training data differs "
-                                    f"({label}: checkpoint {saved[key]!r}, now {fingerprint[key]!r})")
+            raise DGBoostValueError(
+                f"cannot resume from {state['path']}: the training data differs "
+                f"({label}: checkpoint {saved[key]!r}, now {fingerprint[key]!r})"
+            )
     if saved["sample"] != fingerprint["sample"]:
-        raise DGBoostValueError(f"cannot resume from {state['path']}: the training data differs (the values, "
-                                "labels or weights of sampled rows changed)")
+        raise DGBoostValueError(
+            f"cannot resume from {state['path']}: the training data differs (the values, "
+            "labels or weights of sampled rows changed)"
+        )
     if state["cuts"] != cuts_hash:
-        raise DGBoostValueError(f"cannot resume from {state['path']}: the training data differs (its quantile "
-                                "cuts changed)")
+        raise DGBoostValueError(
+            f"cannot resume from {state['path']}: the training data differs (its quantile cuts changed)"
+        )
 
 
 # -- files ------------------------------------------------------------------------------------
 
+
 def _encode(payload: dict) -> str:
     body = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-    header = json.dumps({"format": _FORMAT, "version": _VERSION,
-                         "sha256": hashlib.sha256(body.encode("utf-8")).hexdigest()})
+    header = json.dumps(
+        {"format": _FORMAT, "version": _VERSION, "sha256": hashlib.sha256(body.encode("utf-8")).hexdigest()}
+    )
     return header + "\n" + body
 
 
@@ -193,8 +220,18 @@ def _decode(text: str) -> dict:
     if hashlib.sha256(body.encode("utf-8")).hexdigest() != header.get("sha256"):
         raise ValueError("checksum mismatch (truncated or altered)")
     payload = json.loads(body)
-    missing = {"round", "begin_round", "config", "data", "cuts", "model", "history", "eval_names",
-               "early_stopping", "stopped"} - set(payload)
+    missing = {
+        "round",
+        "begin_round",
+        "config",
+        "data",
+        "cuts",
+        "model",
+        "history",
+        "eval_names",
+        "early_stopping",
+        "stopped",
+    } - set(payload)
     if missing:
         raise ValueError(f"missing keys {sorted(missing)}")
     return payload
@@ -269,7 +306,7 @@ class Checkpointer:
                 os.unlink(tmp)
             raise
         _fsync_directory(self.directory)
-        for _, old in read_checkpoints(self.directory)[self.keep:]:
+        for _, old in read_checkpoints(self.directory)[self.keep :]:
             with contextlib.suppress(OSError):
                 os.unlink(old)
         return path

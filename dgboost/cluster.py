@@ -30,6 +30,7 @@ The libraries of the cluster kinds are optional: they are imported only when a c
 that kind is made, and a missing one is a :class:`~dgboost.errors.DGBoostError` that says
 what to install.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -68,8 +69,9 @@ _LIBRARIES = {
 }
 # constructor parameters a config cannot set: dgboost passes them itself, or they belong to
 # another key ("env" is top-level, so that one spelling works for every kind)
-_NOT_ARGS = frozenset({"self", "loop", "asynchronous", "job_cls", "scheduler", "custom_cluster_spec",
-                       "address", "scheduler_file", "env"})
+_NOT_ARGS = frozenset(
+    {"self", "loop", "asynchronous", "job_cls", "scheduler", "custom_cluster_spec", "address", "scheduler_file", "env"}
+)
 _SCALE_KEYS = ("n", "jobs", "memory", "cores")
 # the address dask-jobqueue itself writes into a job script before the scheduler exists
 _PLACEHOLDER_ADDRESS = "tcp://<insert-scheduler-address-here>:8786"
@@ -141,8 +143,10 @@ def _shipped_dir() -> Path:
     for candidate in (package / "_cluster_configs", package.parent / "cluster_configs"):
         if candidate.is_dir():
             return candidate
-    raise DGBoostError(f"the shipped cluster configs were not found (looked in {package / '_cluster_configs'} "
-                       f"and {package.parent / 'cluster_configs'}); reinstall dgboost")
+    raise DGBoostError(
+        f"the shipped cluster configs were not found (looked in {package / '_cluster_configs'} "
+        f"and {package.parent / 'cluster_configs'}); reinstall dgboost"
+    )
 
 
 def _resolve(path_or_name: str | os.PathLike) -> Path:
@@ -158,16 +162,18 @@ def _resolve(path_or_name: str | os.PathLike) -> Path:
     names = shipped_configs()
     close = difflib.get_close_matches(path.stem, names, n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else f"; shipped configs: {', '.join(names)}"
-    raise DGBoostValueError(f"no cluster config {str(path_or_name)!r}: no such file, and no shipped config "
-                            f"of that name{hint}")
+    raise DGBoostValueError(
+        f"no cluster config {str(path_or_name)!r}: no such file, and no shipped config of that name{hint}"
+    )
 
 
 # ----------------------------------------------------------------------------- checking
 def _validate(config: Any, source: str) -> None:
     """Raise :class:`DGBoostValueError` naming ``source`` for anything a config cannot hold."""
     if not isinstance(config, Mapping):
-        raise DGBoostValueError(f"{source}: a cluster config is a mapping of keys to values, "
-                                f"got {type(config).__name__}")
+        raise DGBoostValueError(
+            f"{source}: a cluster config is a mapping of keys to values, got {type(config).__name__}"
+        )
     kind = config.get("kind")
     if kind is None:
         raise DGBoostValueError(f"{source}: no 'kind' key; give one of {', '.join(_KEYS)}")
@@ -186,8 +192,9 @@ def _validate(config: Any, source: str) -> None:
         if key not in _SCALE_KEYS:
             raise DGBoostValueError(f"{source}: {_unknown('key', key, _SCALE_KEYS, ' in scale')}")
     if kind == "existing" and bool(config.get("address")) == bool(config.get("scheduler_file")):
-        raise DGBoostValueError(f"{source}: an 'existing' config needs exactly one of 'address' "
-                                "(tcp://host:8786) and 'scheduler_file'")
+        raise DGBoostValueError(
+            f"{source}: an 'existing' config needs exactly one of 'address' (tcp://host:8786) and 'scheduler_file'"
+        )
 
 
 def _check_args(kind: str, args: Mapping, source: str) -> None:
@@ -196,8 +203,9 @@ def _check_args(kind: str, args: Mapping, source: str) -> None:
         return
     for key in args:
         if key == "env":
-            raise DGBoostValueError(f"{source}: 'env' in args: give worker environment variables in the "
-                                    "top-level 'env' mapping")
+            raise DGBoostValueError(
+                f"{source}: 'env' in args: give worker environment variables in the top-level 'env' mapping"
+            )
         if key not in known:
             raise DGBoostValueError(f"{source}: {_unknown('key', key, known, f' in args of kind {kind!r}')}")
 
@@ -205,8 +213,9 @@ def _check_args(kind: str, args: Mapping, source: str) -> None:
 def _check_env(env: Mapping, source: str) -> None:
     for name, value in env.items():
         if not isinstance(name, str) or not isinstance(value, (str, int, float)):
-            raise DGBoostValueError(f"{source}: env entries are NAME: value with a string or number value, "
-                                    f"got {name!r}: {value!r}")
+            raise DGBoostValueError(
+                f"{source}: env entries are NAME: value with a string or number value, got {name!r}: {value!r}"
+            )
 
 
 def _unknown(what: str, given: Any, choices, where: str = "") -> str:
@@ -261,8 +270,7 @@ def _argument_sources(kind: str) -> list:
 def _parameters(*callables) -> set[str]:
     """Names of the explicit parameters of ``callables`` (``*args`` and ``**kwargs`` left out)."""
     variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-    return {name for fn in callables for name, p in inspect.signature(fn).parameters.items()
-            if p.kind not in variadic}
+    return {name for fn in callables for name, p in inspect.signature(fn).parameters.items() if p.kind not in variadic}
 
 
 def _as_config(config: Any) -> Mapping:
@@ -281,8 +289,10 @@ def _require(kind: str):
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise DGBoostError(f"a {kind!r} cluster needs {module}, which could not be imported "
-                           f"({type(exc).__name__}: {exc}); install it with: {install}") from exc
+        raise DGBoostError(
+            f"a {kind!r} cluster needs {module}, which could not be imported "
+            f"({type(exc).__name__}: {exc}); install it with: {install}"
+        ) from exc
 
 
 # ----------------------------------------------------------------------------- arguments
@@ -365,8 +375,9 @@ def make_cluster(config: Mapping | str | os.PathLike):
     config = _as_config(config)
     kind = config["kind"]
     if kind == "existing":
-        raise DGBoostValueError("an 'existing' config names a scheduler that already runs: there is no "
-                                "cluster to make; use connect(config)")
+        raise DGBoostValueError(
+            "an 'existing' config names a scheduler that already runs: there is no cluster to make; use connect(config)"
+        )
     _require(kind)
     return _MAKERS[kind](config)
 
@@ -391,8 +402,10 @@ def _make_slurm(config: Mapping):
     # SLURMCluster itself starts without SLURM; only submitting jobs needs sbatch, and its
     # failure would otherwise show only in the logs while the cluster waits for workers
     if config.get("scale") and shutil.which(SLURMCluster.job_cls.submit_command) is None:
-        raise DGBoostError(f"{SLURMCluster.job_cls.submit_command} is not on PATH: start SLURM clusters from "
-                           "a login node (render(config) shows the job script without submitting it)")
+        raise DGBoostError(
+            f"{SLURMCluster.job_cls.submit_command} is not on PATH: start SLURM clusters from "
+            "a login node (render(config) shows the job script without submitting it)"
+        )
     cluster = SLURMCluster(**_slurm_args(config))
     if config.get("scale"):
         cluster.scale(**config["scale"])
@@ -407,8 +420,7 @@ def _make_kubernetes(config: Mapping):
     return KubeCluster(custom_cluster_spec=make_cluster_spec(**spec_args), **cluster_args)
 
 
-_MAKERS = {"local": _make_local, "local-cuda": _make_local_cuda, "slurm": _make_slurm,
-           "kubernetes": _make_kubernetes}
+_MAKERS = {"local": _make_local, "local-cuda": _make_local_cuda, "slurm": _make_slurm, "kubernetes": _make_kubernetes}
 
 
 # ----------------------------------------------------------------------------- clients
@@ -457,8 +469,10 @@ def _connect_existing(config: Mapping):
     scheduler_file = Path(config["scheduler_file"]).expanduser()
     # Client waits for a missing scheduler file without a time limit: refuse at once instead
     if not scheduler_file.is_file():
-        raise DGBoostValueError(f"scheduler file {scheduler_file} does not exist; start the scheduler with "
-                                f"`dask scheduler --scheduler-file {scheduler_file}` first")
+        raise DGBoostValueError(
+            f"scheduler file {scheduler_file} does not exist; start the scheduler with "
+            f"`dask scheduler --scheduler-file {scheduler_file}` first"
+        )
     return Client(scheduler_file=str(scheduler_file), **args)
 
 
@@ -511,8 +525,7 @@ def _render_local_cuda(config: Mapping) -> str:
 
 def _render_existing(config: Mapping) -> str:
     args = dict(config.get("args") or {})
-    target = (repr(config["address"]) if config.get("address")
-              else f"scheduler_file={str(config['scheduler_file'])!r}")
+    target = repr(config["address"]) if config.get("address") else f"scheduler_file={str(config['scheduler_file'])!r}"
     return f"distributed.Client({', '.join(filter(None, (target, _call_args(args))))})"
 
 
@@ -554,5 +567,10 @@ def _env_note(config: Mapping) -> str:
     return f"; worker env {' '.join(f'{k}={v}' for k, v in env.items())}" if env else ""
 
 
-_RENDERERS = {"local": _render_local, "local-cuda": _render_local_cuda, "slurm": _render_slurm,
-              "kubernetes": _render_kubernetes, "existing": _render_existing}
+_RENDERERS = {
+    "local": _render_local,
+    "local-cuda": _render_local_cuda,
+    "slurm": _render_slurm,
+    "kubernetes": _render_kubernetes,
+    "existing": _render_existing,
+}

@@ -40,6 +40,7 @@ Examples
 ...     dg.get_config()["device_cache_bytes"]
 1073741824
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -129,8 +130,9 @@ def _checked(options: dict[str, Any]) -> dict[str, Any]:
         if name not in _OPTIONS:
             close = difflib.get_close_matches(name, _OPTIONS, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise DGBoostValueError(f"unknown dgboost config option {name!r}{hint} "
-                                    f"(known: {', '.join(sorted(_OPTIONS))})")
+            raise DGBoostValueError(
+                f"unknown dgboost config option {name!r}{hint} (known: {', '.join(sorted(_OPTIONS))})"
+            )
         out[name] = _OPTIONS[name][0](value)
     return out
 
@@ -229,7 +231,7 @@ def config_context(**new_config: Any) -> Iterator[None]:
     try:
         yield
     finally:
-        del layers[depth - 1:]
+        del layers[depth - 1 :]
 
 
 class _VerbosityFilter(logging.Filter):

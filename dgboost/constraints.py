@@ -19,6 +19,7 @@ values are clipped into their node's bounds. Here only the parsing and the resol
 sign per feature live; the split evaluation of each backend applies the rule
 (``Backend.evaluate_splits`` and ``Backend.child_bounds``).
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,13 @@ import numpy as np
 
 from .errors import ParameterError
 
-__all__ = ["InteractionConstraints", "parse_interaction_constraints", "parse_monotone_constraints",
-           "resolve_monotone_constraints", "monotone_constraints_text"]
+__all__ = [
+    "InteractionConstraints",
+    "parse_interaction_constraints",
+    "parse_monotone_constraints",
+    "resolve_monotone_constraints",
+    "monotone_constraints_text",
+]
 
 
 def parse_interaction_constraints(value) -> tuple | None:
@@ -41,11 +47,13 @@ def parse_interaction_constraints(value) -> tuple | None:
         try:
             value = json.loads(value.replace("'", '"'))
         except json.JSONDecodeError:
-            raise ParameterError(f"interaction_constraints={value!r} is not a list of feature lists, "
-                                 "e.g. [[0, 1], [2, 3, 4]]") from None
+            raise ParameterError(
+                f"interaction_constraints={value!r} is not a list of feature lists, e.g. [[0, 1], [2, 3, 4]]"
+            ) from None
     if not isinstance(value, (list, tuple)) or not all(isinstance(g, (list, tuple)) for g in value):
-        raise ParameterError(f"interaction_constraints must be a list of feature lists, e.g. [[0, 1], [2, 3]]; "
-                             f"got {value!r}")
+        raise ParameterError(
+            f"interaction_constraints must be a list of feature lists, e.g. [[0, 1], [2, 3]]; got {value!r}"
+        )
     groups = []
     for g in value:
         for f in g:
@@ -76,12 +84,15 @@ class InteractionConstraints:
             for f in g:
                 if isinstance(f, str):
                     if f not in index:
-                        raise ParameterError(f"interaction_constraints names feature {f!r}, which the data "
-                                             f"does not have (features: {list(index)[:8]}...)")
+                        raise ParameterError(
+                            f"interaction_constraints names feature {f!r}, which the data "
+                            f"does not have (features: {list(index)[:8]}...)"
+                        )
                     ids.add(index[f])
                 elif not 0 <= f < self.n_features:
-                    raise ParameterError(f"interaction_constraints: feature index {f} is out of range "
-                                         f"for {self.n_features} features")
+                    raise ParameterError(
+                        f"interaction_constraints: feature index {f} is out of range for {self.n_features} features"
+                    )
                 else:
                     ids.add(f)
             self.groups.append(frozenset(ids))
@@ -110,11 +121,14 @@ _MONOTONE_EXAMPLE = "e.g. (1, 0, -1), the string '(1,0,-1)' or {'age': 1} with f
 def _monotone_sign(value, where: str) -> int:
     """One constraint value as an int in {-1, 0, 1}, or a ParameterError naming ``where``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ParameterError(f"monotone_constraints: {where} is {value!r}, not an integer -1, 0 or 1 "
-                             f"({_MONOTONE_EXAMPLE})")
+        raise ParameterError(
+            f"monotone_constraints: {where} is {value!r}, not an integer -1, 0 or 1 ({_MONOTONE_EXAMPLE})"
+        )
     if int(value) not in (-1, 0, 1):
-        raise ParameterError(f"monotone_constraints: {where} is {int(value)}; each constraint must be "
-                             "-1 (decreasing), 0 (none) or 1 (increasing)")
+        raise ParameterError(
+            f"monotone_constraints: {where} is {int(value)}; each constraint must be "
+            "-1 (decreasing), 0 (none) or 1 (increasing)"
+        )
     return int(value)
 
 
@@ -122,8 +136,9 @@ def _monotone_from_text(text: str) -> tuple:
     """XGBoost's text form ``"(1,0,-1)"`` (``"[1,0,-1]"`` too) as a tuple of ints."""
     body = text.strip()
     if len(body) < 2 or (body[0], body[-1]) not in (("(", ")"), ("[", "]")):
-        raise ParameterError(f"monotone_constraints={text!r} is not a parenthesised list of -1/0/1 "
-                             f"values ({_MONOTONE_EXAMPLE})")
+        raise ParameterError(
+            f"monotone_constraints={text!r} is not a parenthesised list of -1/0/1 values ({_MONOTONE_EXAMPLE})"
+        )
     items = [v.strip() for v in body[1:-1].split(",")]
     if items and not items[-1]:
         items.pop()  # "(1,)": Python's one-element tuple, as XGBoost writes it
@@ -132,8 +147,9 @@ def _monotone_from_text(text: str) -> tuple:
         try:
             values.append(int(item))
         except ValueError:
-            raise ParameterError(f"monotone_constraints={text!r}: item {k} ({item!r}) is not an integer "
-                                 f"-1, 0 or 1") from None
+            raise ParameterError(
+                f"monotone_constraints={text!r}: item {k} ({item!r}) is not an integer -1, 0 or 1"
+            ) from None
     return tuple(values)
 
 
@@ -168,15 +184,16 @@ def parse_monotone_constraints(value) -> tuple | dict | None:
         out = {}
         for name, sign in value.items():
             if not isinstance(name, str):
-                raise ParameterError(f"monotone_constraints: dict keys must be feature names (strings), "
-                                     f"got {name!r}")
+                raise ParameterError(f"monotone_constraints: dict keys must be feature names (strings), got {name!r}")
             out[name] = _monotone_sign(sign, f"feature {name!r}")
         return out or None
     if isinstance(value, np.ndarray):
         value = value.tolist()
     if not isinstance(value, (list, tuple)):
-        raise ParameterError(f"monotone_constraints must be a sequence of -1/0/1 per feature "
-                             f"({_MONOTONE_EXAMPLE}), got {type(value).__name__}")
+        raise ParameterError(
+            f"monotone_constraints must be a sequence of -1/0/1 per feature "
+            f"({_MONOTONE_EXAMPLE}), got {type(value).__name__}"
+        )
     signs = tuple(_monotone_sign(v, f"item {k}") for k, v in enumerate(value))
     return signs or None
 
@@ -189,16 +206,20 @@ def _monotone_signs(spec, n_features: int, feature_names) -> np.ndarray:
         unknown = [name for name in spec if name not in index]
         if unknown:
             have = f"the data's features are {list(index)[:8]}..." if index else "the data has no feature names"
-            raise ParameterError(f"monotone_constraints names {unknown[:5]}, which are not training data "
-                                 f"feature names ({have}): constrained features must be a subset of them")
+            raise ParameterError(
+                f"monotone_constraints names {unknown[:5]}, which are not training data "
+                f"feature names ({have}): constrained features must be a subset of them"
+            )
         for name, sign in spec.items():
             signs[index[name]] = sign
         return signs
     if len(spec) > n_features:
-        raise ParameterError(f"monotone_constraints has {len(spec)} values but the data has {n_features} "
-                             "features: the size of monotone constraint should be less or equal to the "
-                             "number of features")
-    signs[:len(spec)] = spec
+        raise ParameterError(
+            f"monotone_constraints has {len(spec)} values but the data has {n_features} "
+            "features: the size of monotone constraint should be less or equal to the "
+            "number of features"
+        )
+    signs[: len(spec)] = spec
     return signs
 
 

@@ -8,6 +8,7 @@ then the :class:`~dgboost.callback.EvaluationMonitor` (``verbose_eval``) and the
 :class:`~dgboost.callback.EarlyStopping` (``early_stopping_rounds``, on the last metric of
 the ``test`` set). When a callback stops training the rows end at the best round.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -32,20 +33,26 @@ def _subset(dmat: DMatrix, rows: np.ndarray) -> DMatrix:
         group_of_row = np.repeat(np.arange(dmat.group_ptr.size - 1), np.diff(dmat.group_ptr))
         g = group_of_row[rows]
         if g.size and (np.diff(g) < 0).any():
-            raise DGBoostValueError("cv folds of ranking data must keep the rows of each query "
-                                    "group together and in order")
+            raise DGBoostValueError(
+                "cv folds of ranking data must keep the rows of each query group together and in order"
+            )
         _, group = np.unique(g, return_counts=True)
-    out = DMatrix(dmat.data[rows],
-                  None if dmat.label is None else dmat.label[rows],
-                  weight=None if dmat.weight is None else dmat.weight[rows],
-                  base_margin=None if dmat.base_margin is None else dmat.base_margin[rows],
-                  group=group, feature_names=dmat.feature_names,
-                  feature_types=dmat.feature_types, max_bin=dmat.max_bin)
+    out = DMatrix(
+        dmat.data[rows],
+        None if dmat.label is None else dmat.label[rows],
+        weight=None if dmat.weight is None else dmat.weight[rows],
+        base_margin=None if dmat.base_margin is None else dmat.base_margin[rows],
+        group=group,
+        feature_names=dmat.feature_names,
+        feature_types=dmat.feature_types,
+        max_bin=dmat.max_bin,
+    )
     return out
 
 
-def _make_folds(dtrain: DMatrix, nfold: int, stratified: bool, folds, seed: int,
-                shuffle: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+def _make_folds(
+    dtrain: DMatrix, nfold: int, stratified: bool, folds, seed: int, shuffle: bool
+) -> list[tuple[np.ndarray, np.ndarray]]:
     n = dtrain.num_row()
     if folds is not None:
         if hasattr(folds, "split"):  # a scikit-learn splitter (KFold, GroupKFold, ...)
@@ -54,8 +61,9 @@ def _make_folds(dtrain: DMatrix, nfold: int, stratified: bool, folds, seed: int,
         out = []
         for item in folds:
             if not (isinstance(item, (tuple, list)) and len(item) == 2):
-                raise DGBoostTypeError("folds must be (train_index, test_index) pairs or a "
-                                       "scikit-learn splitter with a split() method")
+                raise DGBoostTypeError(
+                    "folds must be (train_index, test_index) pairs or a scikit-learn splitter with a split() method"
+                )
             tr, te = (np.asarray(ix, dtype=np.int64).ravel() for ix in item)
             for ix in (tr, te):
                 if ix.size and (ix.min() < 0 or ix.max() >= n):
@@ -86,23 +94,35 @@ def _make_folds(dtrain: DMatrix, nfold: int, stratified: bool, folds, seed: int,
     if stratified:
         from sklearn.model_selection import StratifiedKFold
 
-        splitter = StratifiedKFold(n_splits=nfold, shuffle=shuffle,
-                                   random_state=seed if shuffle else None)
+        splitter = StratifiedKFold(n_splits=nfold, shuffle=shuffle, random_state=seed if shuffle else None)
         return [(tr, te) for tr, te in splitter.split(np.zeros(n), dtrain.get_label())]
     # as XGBoost: np.random.seed(seed); permutation; array_split (without touching global state)
     idx = np.random.RandomState(seed).permutation(n) if shuffle else np.arange(n)
     parts = np.array_split(idx, nfold)
-    return [(np.concatenate([parts[j] for j in range(nfold) if j != i]), parts[i])
-            for i in range(nfold)]
+    return [(np.concatenate([parts[j] for j in range(nfold) if j != i]), parts[i]) for i in range(nfold)]
 
 
-def cv(params: Mapping[str, Any] | Sequence[tuple[str, Any]], dtrain: DMatrix, num_boost_round: int = 10,
-       nfold: int = 3, stratified: bool = False, folds: Iterable | Any = None, metrics: Sequence[str] | str = (),
-       obj: Callable | None = None, feval: Callable | None = None, maximize: bool | None = None,
-       early_stopping_rounds: int | None = None, fpreproc: Callable | None = None,
-       as_pandas: bool = True, verbose_eval: bool | int | None = None, show_stdv: bool = True,
-       seed: int = 0, callbacks: Iterable[TrainingCallback] | None = None, shuffle: bool = True,
-       custom_metric: Callable | None = None) -> Any:
+def cv(
+    params: Mapping[str, Any] | Sequence[tuple[str, Any]],
+    dtrain: DMatrix,
+    num_boost_round: int = 10,
+    nfold: int = 3,
+    stratified: bool = False,
+    folds: Iterable | Any = None,
+    metrics: Sequence[str] | str = (),
+    obj: Callable | None = None,
+    feval: Callable | None = None,
+    maximize: bool | None = None,
+    early_stopping_rounds: int | None = None,
+    fpreproc: Callable | None = None,
+    as_pandas: bool = True,
+    verbose_eval: bool | int | None = None,
+    show_stdv: bool = True,
+    seed: int = 0,
+    callbacks: Iterable[TrainingCallback] | None = None,
+    shuffle: bool = True,
+    custom_metric: Callable | None = None,
+) -> Any:
     """Cross-validation, as ``xgboost.cv``.
 
     Parameters
@@ -155,8 +175,11 @@ def cv(params: Mapping[str, Any] | Sequence[tuple[str, Any]], dtrain: DMatrix, n
         d_tr, d_te, fold_params = _subset(dtrain, tr), _subset(dtrain, te), dict(params)
         if fpreproc is not None:
             d_tr, d_te, fold_params = fpreproc(d_tr, d_te, fold_params)
-        jobs.append(TrainingJob(parse_params(fold_params), d_tr, [(d_tr, "train"), (d_te, "test")], obj=obj,
-                                custom_metric=custom_metric))
+        jobs.append(
+            TrainingJob(
+                parse_params(fold_params), d_tr, [(d_tr, "train"), (d_te, "test")], obj=obj, custom_metric=custom_metric
+            )
+        )
     callbacks = list(callbacks or ())
     if verbose_eval:
         period = 1 if verbose_eval is True else int(verbose_eval)
@@ -176,16 +199,18 @@ def cv(params: Mapping[str, Any] | Sequence[tuple[str, Any]], dtrain: DMatrix, n
     return results
 
 
-def _check_arguments(params: Any, dtrain: DMatrix, num_boost_round: int, early_stopping_rounds: int | None,
-                     metrics: Sequence[str] | str) -> dict:
+def _check_arguments(
+    params: Any, dtrain: DMatrix, num_boost_round: int, early_stopping_rounds: int | None, metrics: Sequence[str] | str
+) -> dict:
     """Raise for bad arguments of :func:`cv`; returns the params dict with ``metrics`` as its
     ``eval_metric``."""
     if not isinstance(dtrain, DMatrix):
         raise DGBoostTypeError(f"dtrain must be a DMatrix, got {type(dtrain).__name__}")
     if int(num_boost_round) != num_boost_round or num_boost_round < 0:
         raise DGBoostValueError(f"num_boost_round must be a non-negative integer, got {num_boost_round!r}")
-    if early_stopping_rounds is not None and (int(early_stopping_rounds) != early_stopping_rounds
-                                              or early_stopping_rounds < 1):
+    if early_stopping_rounds is not None and (
+        int(early_stopping_rounds) != early_stopping_rounds or early_stopping_rounds < 1
+    ):
         raise DGBoostValueError(f"early_stopping_rounds must be a positive integer, got {early_stopping_rounds!r}")
     if isinstance(params, (list, tuple)):
         pairs = list(params)
@@ -243,11 +268,12 @@ def _boost_folds(folds: _Folds, container: CallbackContainer, num_boost_round: i
         for data, metrics in fold_logs[0].items():
             for metric in metrics:
                 scores = np.array([log[data][metric][-1] for log in fold_logs], dtype=np.float64)
-                history.setdefault(data, {}).setdefault(metric, []).append((float(scores.mean()),
-                                                                            float(scores.std())))
+                history.setdefault(data, {}).setdefault(metric, []).append((float(scores.mean()), float(scores.std())))
         if container.after_iteration(folds, r, history):
             if folds.best_iteration is not None:
-                history = {d: {m: log[:folds.best_iteration + 1] for m, log in ms.items()} for d, ms in history.items()}
+                history = {
+                    d: {m: log[: folds.best_iteration + 1] for m, log in ms.items()} for d, ms in history.items()
+                }
             break
     container.after_training(folds)
     return history

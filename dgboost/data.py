@@ -12,6 +12,7 @@ device, at the cost of one scalar read), everything else becomes a NumPy array. 
 weights, base margins, groups and query ids are always brought to the host as NumPy: they
 are one or a few values per row, and their validation is NumPy code.
 """
+
 from __future__ import annotations
 
 import math
@@ -66,8 +67,10 @@ def _check_columns(frame) -> list[str]:
     bad = [f"{name!r} ({dtype})" for name, dtype in frame.dtypes.items() if not _numeric_dtype(dtype)]
     if bad:
         raise DGBoostTypeError(
-            "columns must be numeric or bool; these are not: " + ", ".join(bad)
-            + ". Encode categorical/string columns as numbers first.")
+            "columns must be numeric or bool; these are not: "
+            + ", ".join(bad)
+            + ". Encode categorical/string columns as numbers first."
+        )
     names = [str(c) for c in frame.columns]
     if len(set(names)) != len(names):
         raise DGBoostValueError("DataFrame column names must be unique")
@@ -128,8 +131,9 @@ def _sparse_to_matrix(matrix) -> np.ndarray:
     return out
 
 
-def as_feature_matrix(data: Any, missing: float = np.nan, feature_names: Sequence[str] | None = None,
-                      allow_empty_rows: bool = False) -> tuple[Any, list[str] | None]:
+def as_feature_matrix(
+    data: Any, missing: float = np.nan, feature_names: Sequence[str] | None = None, allow_empty_rows: bool = False
+) -> tuple[Any, list[str] | None]:
     """Convert ``data`` to a C-contiguous float32 matrix with NaN for missing values.
 
     Parameters
@@ -178,7 +182,8 @@ def as_feature_matrix(data: Any, missing: float = np.nan, feature_names: Sequenc
         if array.dtype == object or array.dtype.kind in "USVMm":
             raise DGBoostTypeError(
                 f"data has dtype {array.dtype}: expected numeric or bool values "
-                "(encode strings/categories as numbers first)")
+                "(encode strings/categories as numbers first)"
+            )
         if array.dtype.kind == "c":
             raise DGBoostTypeError("complex values are not supported")
         values = np.asarray(array, dtype=np.float32)
@@ -195,13 +200,14 @@ def as_feature_matrix(data: Any, missing: float = np.nan, feature_names: Sequenc
     # 10M x 28) on top of the data; on a GPU one scalar read a chunk
     step = max(1, _INF_CHECK_ENTRIES // values.shape[1])
     for start in range(0, values.shape[0], step):
-        infinite = xp.isinf(values[start:start + step])
+        infinite = xp.isinf(values[start : start + step])
         if bool(infinite.any()):  # the position only when raising
             first = int(xp.argmax(infinite.ravel()))
             row, col = divmod(first, values.shape[1])
             raise DGBoostValueError(
                 f"data contains infinite values (first at row {start + row}, column {col}); "
-                "replace them or mark them missing")
+                "replace them or mark them missing"
+            )
     if feature_names is not None:
         names = [str(n) for n in feature_names]
         if len(names) != values.shape[1]:
@@ -277,18 +283,31 @@ class DMatrix:
 
     _allow_empty_rows = False  # a user's DMatrix with no rows is a mistake; a rank's is not
 
-    def __init__(self, data: Any, label: Any = None, weight: Any = None, base_margin: Any = None,
-                 group: Any = None, qid: Any = None, feature_names: Sequence[str] | None = None,
-                 feature_types: Sequence[str] | None = None, missing: float = np.nan,
-                 max_bin: int | None = None, ref: DMatrix | None = None, nthread: int | None = None,
-                 enable_categorical: bool = False) -> None:
-        self.data, self.feature_names = as_feature_matrix(data, missing, feature_names,
-                                                          allow_empty_rows=self._allow_empty_rows)
+    def __init__(
+        self,
+        data: Any,
+        label: Any = None,
+        weight: Any = None,
+        base_margin: Any = None,
+        group: Any = None,
+        qid: Any = None,
+        feature_names: Sequence[str] | None = None,
+        feature_types: Sequence[str] | None = None,
+        missing: float = np.nan,
+        max_bin: int | None = None,
+        ref: DMatrix | None = None,
+        nthread: int | None = None,
+        enable_categorical: bool = False,
+    ) -> None:
+        self.data, self.feature_names = as_feature_matrix(
+            data, missing, feature_names, allow_empty_rows=self._allow_empty_rows
+        )
         n = self.data.shape[0]
         self.feature_types = list(feature_types) if feature_types is not None else None
         if self.feature_types is not None and any(t not in ("q", "float", "int", "i") for t in self.feature_types):
-            raise DGBoostValueError("only numerical feature types ('q', 'float', 'int') are supported; "
-                                    "categorical features are not yet")
+            raise DGBoostValueError(
+                "only numerical feature types ('q', 'float', 'int') are supported; categorical features are not yet"
+            )
         self.label = _as_vector("label", label, n)
         self.weight = _as_vector("weight", weight, n, allow_negative=False)
         self.base_margin = None
@@ -411,33 +430,63 @@ class QuantileDMatrix(DMatrix):
         Not supported: refused when given.
     """
 
-    def __init__(self, data: Any, label: Any = None, *, weight: Any = None, base_margin: Any = None,
-                 missing: float = np.nan, silent: bool = False, feature_names: Sequence[str] | None = None,
-                 feature_types: Sequence[str] | None = None, nthread: int | None = None,
-                 max_bin: int | None = None, ref: DMatrix | None = None, group: Any = None, qid: Any = None,
-                 label_lower_bound: Any = None, label_upper_bound: Any = None, feature_weights: Any = None,
-                 enable_categorical: bool = False, max_quantile_batches: int | None = None,
-                 data_split_mode: Any = None) -> None:
+    def __init__(
+        self,
+        data: Any,
+        label: Any = None,
+        *,
+        weight: Any = None,
+        base_margin: Any = None,
+        missing: float = np.nan,
+        silent: bool = False,
+        feature_names: Sequence[str] | None = None,
+        feature_types: Sequence[str] | None = None,
+        nthread: int | None = None,
+        max_bin: int | None = None,
+        ref: DMatrix | None = None,
+        group: Any = None,
+        qid: Any = None,
+        label_lower_bound: Any = None,
+        label_upper_bound: Any = None,
+        feature_weights: Any = None,
+        enable_categorical: bool = False,
+        max_quantile_batches: int | None = None,
+        data_split_mode: Any = None,
+    ) -> None:
         if ref is not None and not isinstance(ref, DMatrix):
             raise DGBoostTypeError(f"ref must be a DMatrix or QuantileDMatrix, got {type(ref).__name__}")
         if max_bin is not None:
             max_bin = check_max_bin(max_bin)  # before comparing it with ref's
         if label_lower_bound is not None or label_upper_bound is not None:
-            raise DGBoostValueError("label_lower_bound / label_upper_bound (survival objectives) "
-                                    "are not supported")
+            raise DGBoostValueError("label_lower_bound / label_upper_bound (survival objectives) are not supported")
         if feature_weights is not None:
             raise DGBoostValueError("feature_weights are not supported")
         if ref is not None and ref.max_bin is not None:
             if max_bin is not None and max_bin != ref.max_bin:
-                raise DGBoostValueError(f"max_bin={max_bin!r} differs from the max_bin of ref "
-                                        f"({ref.max_bin}); data binned with ref's cuts must use its bins")
+                raise DGBoostValueError(
+                    f"max_bin={max_bin!r} differs from the max_bin of ref "
+                    f"({ref.max_bin}); data binned with ref's cuts must use its bins"
+                )
             if max_bin is None:
                 max_bin = ref.max_bin
-        super().__init__(data, label, weight=weight, base_margin=base_margin, group=group, qid=qid,
-                         feature_names=feature_names, feature_types=feature_types, missing=missing,
-                         max_bin=max_bin, ref=ref, nthread=nthread,
-                         enable_categorical=enable_categorical)
+        super().__init__(
+            data,
+            label,
+            weight=weight,
+            base_margin=base_margin,
+            group=group,
+            qid=qid,
+            feature_names=feature_names,
+            feature_types=feature_types,
+            missing=missing,
+            max_bin=max_bin,
+            ref=ref,
+            nthread=nthread,
+            enable_categorical=enable_categorical,
+        )
 
     def __repr__(self) -> str:
-        return (f"QuantileDMatrix(rows={self.num_row()}, features={self.num_col()}, "
-                f"max_bin={self.max_bin}, label={self.label is not None})")
+        return (
+            f"QuantileDMatrix(rows={self.num_row()}, features={self.num_col()}, "
+            f"max_bin={self.max_bin}, label={self.label is not None})"
+        )

@@ -14,6 +14,7 @@ correlated copies and pure noise, as in real tables::
 
 and every task adds Gaussian noise before labelling.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -58,8 +59,15 @@ def _signal(X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return f
 
 
-def make_synthetic(n_rows: int, n_features: int = 28, task: str = "binary", missing_rate: float = 0.0,
-                   seed: int = 0, n_classes: int = 3, group_size: int = 20):
+def make_synthetic(
+    n_rows: int,
+    n_features: int = 28,
+    task: str = "binary",
+    missing_rate: float = 0.0,
+    seed: int = 0,
+    n_classes: int = 3,
+    group_size: int = 20,
+):
     """A deterministic synthetic data set with nonlinear interactions and noise.
 
     Parameters
@@ -124,8 +132,11 @@ def make_synthetic(n_rows: int, n_features: int = 28, task: str = "binary", miss
         for c in range(k):
             a, b = c % max(n_features, 1), (3 * c + 1) % max(n_features, 1)
             phase = np.float32(2.0 * np.pi * c / k)
-            scores[:, c] = (np.float32(1.5) * np.sin(f + phase) + np.float32(0.8) * X[:, a] * np.sign(X[:, b])
-                            + np.float32(0.5) * np.cos(np.float32(1.3) * X[:, b]))
+            scores[:, c] = (
+                np.float32(1.5) * np.sin(f + phase)
+                + np.float32(0.8) * X[:, a] * np.sign(X[:, b])
+                + np.float32(0.5) * np.cos(np.float32(1.3) * X[:, b])
+            )
         scores -= np.log(-np.log(rng.random((n_rows, k), dtype=np.float32) + np.float32(1e-12)) + np.float32(1e-12))
         y = scores.argmax(axis=1).astype(np.int32)
     else:  # ranking

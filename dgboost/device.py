@@ -13,6 +13,7 @@ gives one ``UserWarning`` and the work runs on the CPU; an ordinal beyond the vi
 is wrapped onto them (``ordinal % count``), also with a warning. Training is exact on both
 devices, so the CPU gives the model the GPU would have given.
 """
+
 from __future__ import annotations
 
 import functools
@@ -47,8 +48,9 @@ class Device:
             raise ParameterError(f"unknown device kind {self.kind!r}: {_EXPECTED}")
         if self.kind == "cpu" and self.ordinal is not None:
             raise ParameterError(f"the CPU has no ordinal, got {self.ordinal!r}")
-        if self.ordinal is not None and (isinstance(self.ordinal, bool) or not isinstance(self.ordinal, int)
-                                         or self.ordinal < 0):
+        if self.ordinal is not None and (
+            isinstance(self.ordinal, bool) or not isinstance(self.ordinal, int) or self.ordinal < 0
+        ):
             raise ParameterError(f"a GPU ordinal is a non-negative int, got {self.ordinal!r}")
 
     def __str__(self) -> str:
@@ -150,12 +152,18 @@ def resolve_device(value: str | Device, available: tuple[int, str] | None = None
         return device
     count, reason = available if available is not None else cuda_device_count()
     if count < 1:
-        warnings.warn(f"device='{device}' was asked for but no CUDA GPU is usable ({reason}): "
-                      "running on the CPU instead", UserWarning, stacklevel=2)
+        warnings.warn(
+            f"device='{device}' was asked for but no CUDA GPU is usable ({reason}): running on the CPU instead",
+            UserWarning,
+            stacklevel=2,
+        )
         return CPU
     if device.ordinal is not None and device.ordinal >= count:
         wrapped = Device("cuda", device.ordinal % count)
-        warnings.warn(f"device='{device}' was asked for but only {count} GPU(s) are visible: "
-                      f"running on '{wrapped}' instead", UserWarning, stacklevel=2)
+        warnings.warn(
+            f"device='{device}' was asked for but only {count} GPU(s) are visible: running on '{wrapped}' instead",
+            UserWarning,
+            stacklevel=2,
+        )
         return wrapped
     return device

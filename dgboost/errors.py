@@ -5,8 +5,15 @@ Every error a user can cause (bad input, bad parameter, bad model file) is a
 ``except ValueError`` in existing XGBoost-using code keeps working.
 """
 
-__all__ = ["DGBoostError", "DGBoostValueError", "DGBoostTypeError", "ModelFormatError", "DeviceMemoryError",
-           "ParameterError", "CommunicationError"]
+__all__ = [
+    "DGBoostError",
+    "DGBoostValueError",
+    "DGBoostTypeError",
+    "ModelFormatError",
+    "DeviceMemoryError",
+    "ParameterError",
+    "CommunicationError",
+]
 
 
 class DGBoostError(Exception):

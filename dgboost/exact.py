@@ -4,6 +4,7 @@ rows are partitioned or ordered (docs/design.md §1.3 "Integers make it exact").
 Sums are taken in 64-bit fixed point with a power-of-two step agreed by all ranks; quantiles
 are found by bisection over the ordered bit patterns of float32 values with integer counts.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,6 +16,7 @@ from ._array import array_module, as_rows, to_host
 from .errors import DGBoostValueError
 
 __all__ = ["exact_sum", "weighted_quantile"]
+
 
 # ----------------------------------------------------------------------------- exact sums
 def exact_sum(columns: np.ndarray, comm) -> np.ndarray:
@@ -202,8 +204,9 @@ def weighted_quantile(values, weight, segment, n_segments: int, comm, alpha: flo
         frac = np.where(inner, x - 1 - rank0, 0.0)
         rank1 = np.minimum(rank0 + (frac > 0), np.maximum(counts - 1, 0))
         segs = np.arange(n_segments)
-        found = _keys_to_float(_select(keys, segment, ones, np.concatenate([segs, segs]),
-                                       np.concatenate([rank0, rank1]) + 1, comm))
+        found = _keys_to_float(
+            _select(keys, segment, ones, np.concatenate([segs, segs]), np.concatenate([rank0, rank1]) + 1, comm)
+        )
         v0, v1 = found[:n_segments], found[n_segments:]
         # XGBoost's v0 + d * (v1 - v0): the difference of the two floats rounded to float32,
         # the rest in double, the result returned as float
@@ -222,7 +225,8 @@ def weighted_quantile(values, weight, segment, n_segments: int, comm, alpha: flo
     # rounded to float32 as there (and then compared exactly), so that alpha = 0.1 of ten
     # equal weights reaches the first value, as in XGBoost (exactly, 0.1 as a double times
     # ten is just above one, which would take the second)
-    thresholds = np.array([min(int(t), max(1, math.ceil(float(np.float32(float(t) * alpha)))))
-                           for t in totals.tolist()], np.int64)
+    thresholds = np.array(
+        [min(int(t), max(1, math.ceil(float(np.float32(float(t) * alpha))))) for t in totals.tolist()], np.int64
+    )
     found = _keys_to_float(_select(keys, segment, q, np.arange(n_segments), thresholds, comm))
     return np.where(totals > 0, found.astype(np.float64), np.nan)

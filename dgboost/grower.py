@@ -27,6 +27,7 @@ parents' split decisions (``Backend.child_bounds``) before evaluating the childr
 growth policy reads anything more; at the end of a tree the host replays the same bounds
 from the tree's arrays (``Backend.node_bounds``) to clip the leaf values.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -147,9 +148,18 @@ class _Nodes:
 
     # dtype and the value a node has until it is split (set when the arrays are made, so
     # adding a node writes only what its record says)
-    _FIELDS = {"parent": (np.int64, -1), "left": (np.int64, -1), "right": (np.int64, -1),
-               "feature": (np.int32, -1), "split_bin": (np.int32, -1), "default_left": (np.bool_, False),
-               "gain": (np.float64, 0.0), "depth": (np.int64, 0), "begin": (np.int64, 0), "end": (np.int64, 0)}
+    _FIELDS = {
+        "parent": (np.int64, -1),
+        "left": (np.int64, -1),
+        "right": (np.int64, -1),
+        "feature": (np.int32, -1),
+        "split_bin": (np.int32, -1),
+        "default_left": (np.bool_, False),
+        "gain": (np.float64, 0.0),
+        "depth": (np.int64, 0),
+        "begin": (np.int64, 0),
+        "end": (np.int64, 0),
+    }
 
     def __init__(self, capacity: int = 64):
         self.n = 0
@@ -165,7 +175,7 @@ class _Nodes:
         for name, (dtype, unsplit) in [*self._FIELDS.items(), ("sums", (np.int64, 0))]:
             old = getattr(self, name)
             new = np.full((capacity,) + old.shape[1:], unsplit, dtype)
-            new[:self.n] = old[:self.n]
+            new[: self.n] = old[: self.n]
             setattr(self, name, new)
 
     def add(self, parents, records: np.ndarray, depth) -> np.ndarray:
@@ -176,7 +186,7 @@ class _Nodes:
         new = slice(self.n, self.n + m)
         self.parent[new] = parents
         self.depth[new] = depth
-        self.sums[new] = records[:, SUM_G:SUM_H + 1]
+        self.sums[new] = records[:, SUM_G : SUM_H + 1]
         self.begin[new] = records[:, BEGIN]
         self.end[new] = records[:, END]
         self.n += m
@@ -257,8 +267,9 @@ class TreeGrower:
         constrained (``dgboost.constraints.resolve_monotone_constraints``).
     """
 
-    def __init__(self, backend, comm, params, binned: BinnedMatrix, sampler: FeatureSampler,
-                 interactions=None, monotone=None):
+    def __init__(
+        self, backend, comm, params, binned: BinnedMatrix, sampler: FeatureSampler, interactions=None, monotone=None
+    ):
         self.interactions = interactions
         self.monotone = None if monotone is None else np.ascontiguousarray(monotone, np.int8)
         # uploaded once per training job: every evaluation reads it
@@ -306,7 +317,7 @@ class TreeGrower:
             return [None] * (self.params.max_depth + 1)
         masks = np.stack([self.sampler.level_mask(tree_mask, tree_index, d) for d in range(self.params.max_depth + 1)])
         device = self.backend.asarray(masks)  # one upload per tree
-        return [device[d:d + 1] for d in range(masks.shape[0])]
+        return [device[d : d + 1] for d in range(masks.shape[0])]
 
     def _node_masks(self, nodes, depths, tree_index: int, tree_mask, paths=None):
         """bool (len(depths), F) feature masks on the backend's device, or None when every
@@ -325,8 +336,7 @@ class TreeGrower:
             else:
                 if depth not in levels:
                     levels[depth] = self.sampler.level_mask(tree_mask, tree_index, depth)
-                mask = (self.sampler.node_mask(levels[depth], tree_index, int(nodes[k])) if by_node
-                        else levels[depth])
+                mask = self.sampler.node_mask(levels[depth], tree_index, int(nodes[k])) if by_node else levels[depth]
             if self.interactions is not None:
                 mask = mask & self.interactions.allowed(paths[k] if paths is not None else frozenset())
             masks.append(mask)
@@ -383,10 +393,18 @@ class TreeGrower:
         bounds = self._root_bounds()
         hist = None
         if self._can_split_at(0):
-            hist = comm.allreduce_sum(backend.build_histograms(
-                self.binned.bins, self.cut_ptrs, gpair, rows, root[:, BEGIN:END + 1]))
-            backend.evaluate_splits(hist, root, self.cut_ptrs, self._node_masks([0], [0], tree_index, tree_mask),
-                                    scales, self.params, **self._monotone_args(bounds))
+            hist = comm.allreduce_sum(
+                backend.build_histograms(self.binned.bins, self.cut_ptrs, gpair, rows, root[:, BEGIN : END + 1])
+            )
+            backend.evaluate_splits(
+                hist,
+                root,
+                self.cut_ptrs,
+                self._node_masks([0], [0], tree_index, tree_mask),
+                scales,
+                self.params,
+                **self._monotone_args(bounds),
+            )
         return StartedTree(gpair, scales, rows, tree_index, tree_mask, root, hist, bounds)
 
     def grow_from(self, started: "StartedTree") -> "GrowingTree":
@@ -401,8 +419,9 @@ class TreeGrower:
             read = backend.read_later([records, scales])
             return self._queued(records, lambda rows: self._finish(*self._whole_level_nodes(read, t), rows))
         host = backend.to_host(root)
-        batch = _Batch(root, hist, host, t.add(np.array([-1]), host, 0), [frozenset()], bounds,
-                       evaluated=hist is not None)
+        batch = _Batch(
+            root, hist, host, t.add(np.array([-1]), host, 0), [frozenset()], bounds, evaluated=hist is not None
+        )
 
         if self.params.grow_policy == "lossguide":
             self._grow_best_first(batch, t, tree_index, tree_mask)
@@ -425,15 +444,16 @@ class TreeGrower:
         while True:
             rows = batch.splittable()
             if max_leaves > 0:
-                rows = rows[:max(0, max_leaves - n_leaves)]
+                rows = rows[: max(0, max_leaves - n_leaves)]
             if not rows.size:
                 return
             n_leaves += rows.size
             parent_ids = batch.ids[rows]
             depth = int(t.depth[parent_ids[0]]) + 1
             child_ids = t.n + np.arange(2 * rows.size)
-            children = self._split([(batch, int(r)) for r in rows], np.full(rows.size, depth), child_ids,
-                                   tree_index, tree_mask)
+            children = self._split(
+                [(batch, int(r)) for r in rows], np.full(rows.size, depth), child_ids, tree_index, tree_mask
+            )
             t.add(np.repeat(parent_ids, 2), children.host, depth)
             t.split(parent_ids, batch.host[rows], child_ids[0::2], child_ids[1::2])
             batch = children
@@ -496,7 +516,7 @@ class TreeGrower:
             parents += (nid, nid)
             lefts[nid] = left
             depths += (depth, depth)
-            children.ids[2 * j:2 * j + 2] = (left, left + 1)
+            children.ids[2 * j : 2 * j + 2] = (left, left + 1)
             if self._can_split_at(depth):
                 for side in (0, 1):
                     r = 2 * j + side
@@ -513,13 +533,25 @@ class TreeGrower:
         lookahead), within the backend's budget and the splits still allowed (``remaining``)."""
         ahead = self.backend.lookahead
         levels, slots = 0, 2 * n_parents  # the parents of the next level: the children
-        while (levels < ahead.levels and (remaining is None or levels + 1 < remaining)
-               and 3 * slots * per_slot <= ahead.hist_bytes):
+        while (
+            levels < ahead.levels
+            and (remaining is None or levels + 1 < remaining)
+            and 3 * slots * per_slot <= ahead.hist_bytes
+        ):
             levels, slots = levels + 1, 2 * slots
         return levels
 
-    def _split_group(self, group: list[int], where: dict, ready: dict, depths: list[int], n_nodes: int, levels: int,
-                     tree_index: int, tree_mask) -> None:
+    def _split_group(
+        self,
+        group: list[int],
+        where: dict,
+        ready: dict,
+        depths: list[int],
+        n_nodes: int,
+        levels: int,
+        tree_index: int,
+        tree_mask,
+    ) -> None:
         """Split lossguide's nodes ``group`` in one device batch (``levels`` whole levels below
         their children too); each node's children become ``ready[node] = (batch, j)``."""
         # parents of one batch together, in row order: gathered in a few pieces (the
@@ -529,8 +561,14 @@ class TreeGrower:
             batches.setdefault(id(where[n][0]), len(batches))
         group.sort(key=lambda n: (batches[id(where[n][0])], where[n][1]))
         child_ids = n_nodes + np.arange(2) if len(group) == 1 else None
-        children = self._split([where[n] for n in group], np.array([depths[n] + 1 for n in group]), child_ids,
-                               tree_index, tree_mask, levels_ahead=levels)
+        children = self._split(
+            [where[n] for n in group],
+            np.array([depths[n] + 1 for n in group]),
+            child_ids,
+            tree_index,
+            tree_mask,
+            levels_ahead=levels,
+        )
         for j, n in enumerate(group):
             ready[n] = (children, j)
 
@@ -566,8 +604,12 @@ class TreeGrower:
             return self._piece(*pieces[0], gather_hist=False)
         cat = self.backend.concatenate
         taken = [self._piece(batch, rows, gather_hist=True) for batch, rows in pieces]
-        return (cat([p[0] for p in taken]), cat([p[1] for p in taken]), None,
-                cat([p[3] for p in taken]) if self.monotone is not None else None)
+        return (
+            cat([p[0] for p in taken]),
+            cat([p[1] for p in taken]),
+            None,
+            cat([p[3] for p in taken]) if self.monotone is not None else None,
+        )
 
     def _piece(self, batch: _Batch, rows: list, gather_hist: bool):
         """``_parents`` of some rows (ascending) of one batch; the histograms gathered too when
@@ -576,14 +618,24 @@ class TreeGrower:
         first = rows[0]
         if rows[-1] - first == len(rows) - 1:  # consecutive
             end = first + len(rows)
-            return (batch.records[first:end], batch.hist[first:end], None,
-                    batch.bounds[first:end] if bounded else None)
+            return (batch.records[first:end], batch.hist[first:end], None, batch.bounds[first:end] if bounded else None)
         index = self.backend.asarray(np.array(rows, np.int64))
-        return (batch.records[index], batch.hist[index] if gather_hist else batch.hist, None if gather_hist else index,
-                batch.bounds[index] if bounded else None)
+        return (
+            batch.records[index],
+            batch.hist[index] if gather_hist else batch.hist,
+            None if gather_hist else index,
+            batch.bounds[index] if bounded else None,
+        )
 
-    def _split(self, nodes: list[tuple[_Batch, int]], child_depths: np.ndarray, child_ids, tree_index: int,
-               tree_mask, levels_ahead: int = 0) -> _Batch:
+    def _split(
+        self,
+        nodes: list[tuple[_Batch, int]],
+        child_depths: np.ndarray,
+        child_ids,
+        tree_index: int,
+        tree_mask,
+        levels_ahead: int = 0,
+    ) -> _Batch:
         """Split ``nodes`` (valid splits; (batch, row) each) on the device and read their children.
 
         Returns the batch of the children, rows 2j and 2j + 1 for the j-th node, evaluated
@@ -610,8 +662,17 @@ class TreeGrower:
         # every level's records in one array, level m (2k << m rows) after level m - 1: the
         # read needs no concatenation
         records_of_levels = self.backend.empty(((2 * k) * ((2 << levels_ahead) - 1), NODE_FIELDS), np.int64)
-        levels = [self._split_on_device(parents, parent_hist, index, parent_bounds, n_rows,
-                                        masks if evaluate else False, out=records_of_levels[:2 * k])]
+        levels = [
+            self._split_on_device(
+                parents,
+                parent_hist,
+                index,
+                parent_bounds,
+                n_rows,
+                masks if evaluate else False,
+                out=records_of_levels[: 2 * k],
+            )
+        ]
         filled = 2 * k
         evaluated = [evaluate]
         for _ in range(levels_ahead):
@@ -622,14 +683,18 @@ class TreeGrower:
             evaluate = any(self._can_split_at(int(d)) for d in depths)
             masks = self._node_masks(None, depths, tree_index, tree_mask) if evaluate else False
             size = 2 * records.shape[0]
-            levels.append(self._split_on_device(records, hist, None, bounds, n_rows, masks,
-                                                out=records_of_levels[filled:filled + size]))
+            levels.append(
+                self._split_on_device(
+                    records, hist, None, bounds, n_rows, masks, out=records_of_levels[filled : filled + size]
+                )
+            )
             filled += size
             levels[-2] = (records, None, bounds)  # every node of that level is split: its histograms go
             evaluated.append(evaluate)
         # one read brings every level back
-        host = self.backend.to_host(records_of_levels if filled == records_of_levels.shape[0]
-                                    else records_of_levels[:filled])
+        host = self.backend.to_host(
+            records_of_levels if filled == records_of_levels.shape[0] else records_of_levels[:filled]
+        )
         below = None
         start = host.shape[0]
         for m in range(len(levels) - 1, -1, -1):
@@ -641,8 +706,16 @@ class TreeGrower:
             else:
                 ids = np.full(2 * k, -1, np.int64) if child_ids is None else np.asarray(child_ids, np.int64)
                 level_paths = paths
-            below = _Batch(level_records, hist, host[start:start + size], ids, level_paths, bounds, ahead=below,
-                           evaluated=evaluated[m])
+            below = _Batch(
+                level_records,
+                hist,
+                host[start : start + size],
+                ids,
+                level_paths,
+                bounds,
+                ahead=below,
+                evaluated=evaluated[m],
+            )
         return below
 
     def _child_sizes(self, counts):
@@ -659,16 +732,19 @@ class TreeGrower:
         all on the device; the children's records in ``out`` when given."""
         backend, comm = self.backend, self.comm
         counts = backend.partition(self.binned.bins_by_feature, self.rows, parents, max_rows=n_rows)
-        children, build_segments, build_left = backend.split_nodes(parents, counts, self._child_sizes(counts),
-                                                                   out=out)
+        children, build_segments, build_left = backend.split_nodes(parents, counts, self._child_sizes(counts), out=out)
         bounds = self._child_bounds(parents, parent_bounds)
         hist = None
         if masks is not False:
-            built = comm.allreduce_sum(backend.build_histograms(
-                self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments, max_rows=n_rows))
+            built = comm.allreduce_sum(
+                backend.build_histograms(
+                    self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments, max_rows=n_rows
+                )
+            )
             hist = backend.children_histograms(parent_hist, index, built, build_left)
-            backend.evaluate_splits(hist, children, self.cut_ptrs, masks, self.scales,
-                                    self.params, **self._monotone_args(bounds))
+            backend.evaluate_splits(
+                hist, children, self.cut_ptrs, masks, self.scales, self.params, **self._monotone_args(bounds)
+            )
         return children, hist, bounds
 
     def _grow_whole_levels(self, root, root_hist, root_bounds, tree_index: int, tree_mask):
@@ -683,11 +759,13 @@ class TreeGrower:
             children, build_segments, build_left = backend.split_nodes(parents, counts, self._child_sizes(counts))
             if depth < p.max_depth:
                 bounds = self._child_bounds(parents, bounds)  # slots under a leaf get its bounds: never read
-                built = comm.allreduce_sum(backend.build_histograms(
-                    self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments))
+                built = comm.allreduce_sum(
+                    backend.build_histograms(self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments)
+                )
                 hist = backend.children_histograms(hist, None, built, build_left)
-                backend.evaluate_splits(hist, children, self.cut_ptrs, masks[depth], self.scales, p,
-                                        **self._monotone_args(bounds))
+                backend.evaluate_splits(
+                    hist, children, self.cut_ptrs, masks[depth], self.scales, p, **self._monotone_args(bounds)
+                )
             levels.append(children)
         return backend.concatenate(levels)
 
@@ -700,12 +778,12 @@ class TreeGrower:
         slot_ids = t.add(np.array([-1]), host[:1], 0)
         start = 1
         for depth in range(1, p.max_depth + 1):
-            level = host[start - slot_ids.size:start]
+            level = host[start - slot_ids.size : start]
             split = np.flatnonzero((slot_ids >= 0) & (level[:, FEATURE] >= 0))
             if not split.size:
                 break
             child_slots = np.stack([2 * split, 2 * split + 1], axis=1).ravel()
-            children = host[start:start + 2 * slot_ids.size]
+            children = host[start : start + 2 * slot_ids.size]
             ids = t.add(np.repeat(slot_ids[split], 2), children[child_slots], depth)
             t.split(slot_ids[split], level[split], ids[0::2], ids[1::2])
             start += 2 * slot_ids.size
@@ -720,8 +798,9 @@ class TreeGrower:
         sums = t.sums[:n]
         if self.monotone is None:
             return self.backend.leaf_weights(sums, scale_g, scale_h, p)
-        bounds = self.backend.node_bounds(t.left[:n], t.right[:n], t.feature[:n], sums, self.monotone,
-                                          scale_g, scale_h, p)
+        bounds = self.backend.node_bounds(
+            t.left[:n], t.right[:n], t.feature[:n], sums, self.monotone, scale_g, scale_h, p
+        )
         return self.backend.leaf_weights(sums, scale_g, scale_h, p, bounds=bounds)
 
     def _finish(self, t: _Nodes, scales: np.ndarray, rows) -> GrownTree:
@@ -736,10 +815,19 @@ class TreeGrower:
         split_value = np.zeros(n, np.float32)
         inner = feature >= 0
         split_value[inner] = self.cut_values[self.cut_ptrs[feature[inner]] + split_bin[inner]]
-        tree = Tree(left=t.left[:n].copy(), right=t.right[:n].copy(), parent=t.parent[:n].copy(),
-                    feature=feature, split_value=split_value, default_left=t.default_left[:n].astype(np.uint8),
-                    gain=t.gain[:n].astype(np.float32), cover=sums[:, 1] / scale_h,
-                    value=weights.astype(np.float32), split_bin=split_bin)
+        tree = Tree(
+            left=t.left[:n].copy(),
+            right=t.right[:n].copy(),
+            parent=t.parent[:n].copy(),
+            feature=feature,
+            split_value=split_value,
+            default_left=t.default_left[:n].astype(np.uint8),
+            gain=t.gain[:n].astype(np.float32),
+            cover=sums[:, 1] / scale_h,
+            value=weights.astype(np.float32),
+            split_bin=split_bin,
+        )
         leaves = np.flatnonzero(~inner)
-        return GrownTree(tree=tree, rows=rows, leaf_nodes=leaves,
-                         begins=t.begin[:n][leaves].copy(), ends=t.end[:n][leaves].copy())
+        return GrownTree(
+            tree=tree, rows=rows, leaf_nodes=leaves, begins=t.begin[:n][leaves].copy(), ends=t.end[:n][leaves].copy()
+        )

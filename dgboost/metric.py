@@ -15,6 +15,7 @@ groups on one rank sorts on the device with the same algorithm (parallel cumulat
 round differently in the last ulp); on several ranks, and for ranking AUC, NDCG and MAP, the
 rows are copied to the host and the NumPy code runs unchanged.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -30,9 +31,24 @@ from .objective import Objective, cox_risk_sums, exact_sum
 
 __all__ = ["Metric", "CustomMetric", "get_metric", "METRIC_NAMES"]
 
-METRIC_NAMES = ("rmse", "mae", "logloss", "error", "auc", "mlogloss", "merror", "ndcg", "map",
-                "poisson-nloglik", "mphe", "gamma-nloglik", "gamma-deviance", "tweedie-nloglik", "quantile",
-                "cox-nloglik")
+METRIC_NAMES = (
+    "rmse",
+    "mae",
+    "logloss",
+    "error",
+    "auc",
+    "mlogloss",
+    "merror",
+    "ndcg",
+    "map",
+    "poisson-nloglik",
+    "mphe",
+    "gamma-nloglik",
+    "gamma-deviance",
+    "tweedie-nloglik",
+    "quantile",
+    "cox-nloglik",
+)
 _EPS = 1e-16  # XGBoost's probability clip for logloss, mlogloss and poisson-nloglik
 _HIGHER_IS_BETTER = ("auc", "aucpr", "ndcg", "map", "pre")
 
@@ -133,8 +149,9 @@ class _RowMetric(Metric):
                 raise DGBoostValueError(f"{self.name} needs a multi-class objective (num_class >= 2)")
             bad = (y < 0) | (y >= pred.shape[1]) | (y != xp.floor(y))
             if bool(bad.any()):
-                raise DGBoostValueError(f"{self.name}: labels must be integers in 0..{pred.shape[1] - 1}; "
-                                        f"got {y[bad][:3].tolist()}")
+                raise DGBoostValueError(
+                    f"{self.name}: labels must be integers in 0..{pred.shape[1] - 1}; got {y[bad][:3].tolist()}"
+                )
             return pred
         if pred.shape[1] != 1:
             raise DGBoostValueError(f"{self.name} needs one prediction per row, got {pred.shape[1]}")
@@ -154,8 +171,9 @@ class _QuantileMetric(_RowMetric):
 
     def _columns(self, pred, y, xp):
         if pred.shape[1] != len(self.alpha):
-            raise DGBoostValueError(f"quantile: {pred.shape[1]} prediction(s) per row for "
-                                    f"{len(self.alpha)} quantile(s) in quantile_alpha")
+            raise DGBoostValueError(
+                f"quantile: {pred.shape[1]} prediction(s) per row for {len(self.alpha)} quantile(s) in quantile_alpha"
+            )
         return pred
 
     def _pinball(self, p, y, xp):
@@ -200,6 +218,7 @@ def _gamma_deviance(p, y, xp):
 def _tweedie_nloglik(rho: float):
     def loss(p, y, xp):
         return -y * xp.exp((1.0 - rho) * xp.log(p)) / (1.0 - rho) + xp.exp((2.0 - rho) * xp.log(p)) / (2.0 - rho)
+
     return loss
 
 
@@ -231,8 +250,10 @@ class _CoxNLogLik(Metric):
 
     def evaluate(self, margin, label, weight, group_ptr, objective, comm) -> float:
         if comm.world_size > 1:
-            raise DGBoostValueError("cox-nloglik needs every row's risk set: it is not computed over "
-                                    f"{comm.world_size} workers (as in XGBoost)")
+            raise DGBoostValueError(
+                "cox-nloglik needs every row's risk set: it is not computed over "
+                f"{comm.world_size} workers (as in XGBoost)"
+            )
         xp = array_module(margin)
         label = xp.asarray(label, xp.float32).ravel()
         pred = _predictions(margin, objective)
@@ -334,7 +355,7 @@ class _AUC(Metric):
         scores = np.zeros(len(gp) - 1)
         valid = np.zeros(len(gp) - 1)
         for g in range(len(gp) - 1):
-            p, lab = pred[gp[g]:gp[g + 1]], y[gp[g]:gp[g + 1]]
+            p, lab = pred[gp[g] : gp[g + 1]], y[gp[g] : gp[g + 1]]
             if len(lab) < 3:
                 continue
             order = np.argsort(-lab, kind="stable")
@@ -373,7 +394,7 @@ class _RankMetric(Metric):
             w = np.asarray(weight, np.float64).ravel()
             gw = w if len(w) == n_groups and len(w) != len(y) else w[np.minimum(gp[:-1], max(len(y) - 1, 0))]
         self._check_labels(y)
-        scores = np.array([self._group(pred[gp[g]:gp[g + 1]], y[gp[g]:gp[g + 1]]) for g in range(n_groups)])
+        scores = np.array([self._group(pred[gp[g] : gp[g + 1]], y[gp[g] : gp[g + 1]]) for g in range(n_groups)])
         s, sw = exact_sum(np.stack([gw * scores, gw], axis=1), comm)
         return float(s / sw) if sw > 0 else math.nan
 
@@ -382,8 +403,10 @@ class _RankMetric(Metric):
             if not np.isin(y, (0.0, 1.0)).all():
                 raise DGBoostValueError("map can only be used with binary relevance labels (0 or 1)")
         elif self.exp_gain and ((y < 0) | (y != np.floor(y)) | (y > 31)).any():
-            raise DGBoostValueError("ndcg with exponential gain needs integer relevance labels in 0..31 "
-                                    "(set ndcg_exp_gain=False for other labels)")
+            raise DGBoostValueError(
+                "ndcg with exponential gain needs integer relevance labels in 0..31 "
+                "(set ndcg_exp_gain=False for other labels)"
+            )
 
     def _group(self, p, y) -> float:
         n = len(y)
@@ -478,25 +501,25 @@ def get_metric(name_or_callable, objective: Objective | None) -> Metric:
             raise ParameterError(f"eval_metric {name!r}: expected {base}@<int>, e.g. {base}@10") from None
         if k is not None and k < 1:
             raise ParameterError(f"eval_metric {name!r}: the cut-off must be >= 1")
-        if k is None and not (getattr(objective, "needs_group", False)
-                              and getattr(params, "lambdarank_pair_method", "topk") == "mean"):
+        if k is None and not (
+            getattr(objective, "needs_group", False) and getattr(params, "lambdarank_pair_method", "topk") == "mean"
+        ):
             # XGBoost 3.x scores a bare "ndcg"/"map" at its default top-k of 32; only the
             # default metric of a "mean"-pairs ranking objective covers the whole list
             k = 32
-        return _RankMetric(base, k, minus, bool(getattr(params, "ndcg_exp_gain", True)),
-                           display=name)
+        return _RankMetric(base, k, minus, bool(getattr(params, "ndcg_exp_gain", True)), display=name)
     if base == "tweedie-nloglik":
         try:
             rho = float(arg) if arg else float(getattr(params, "tweedie_variance_power", 1.5))
         except ValueError:
-            raise ParameterError(f"eval_metric {name!r}: expected tweedie-nloglik@<rho>, "
-                                 f"e.g. tweedie-nloglik@1.5") from None
+            raise ParameterError(
+                f"eval_metric {name!r}: expected tweedie-nloglik@<rho>, e.g. tweedie-nloglik@1.5"
+            ) from None
         if not 1.0 <= rho < 2.0:
             raise ParameterError(f"eval_metric {name!r}: rho must be in [1, 2)")
         return _RowMetric(name if arg else f"tweedie-nloglik@{rho:g}", _tweedie_nloglik(rho))
     if arg and base != "error":
-        raise ParameterError(f"eval_metric {name!r}: only error, ndcg, map and tweedie-nloglik take an "
-                             f"'@' argument")
+        raise ParameterError(f"eval_metric {name!r}: only error, ndcg, map and tweedie-nloglik take an '@' argument")
     if base == "quantile":
         alpha = getattr(params, "quantile_alpha", None)
         if alpha is None:
@@ -508,20 +531,21 @@ def get_metric(name_or_callable, objective: Objective | None) -> Metric:
         try:
             threshold = float(arg) if arg else 0.5
         except ValueError:
-            raise ParameterError(f"eval_metric {name!r}: expected error@<threshold>, "
-                                 f"e.g. error@0.7") from None
+            raise ParameterError(f"eval_metric {name!r}: expected error@<threshold>, e.g. error@0.7") from None
         return _RowMetric(name, _error_at(threshold))
     if base == "auc":
         return _AUC()
     # name -> (per-row loss, needs class probabilities, take the square root of the mean)
-    simple = {"rmse": (_rmse, False, True),
-              "mae": (_mae, False, False),
-              "logloss": (_logloss, False, False),
-              "poisson-nloglik": (_poisson_nloglik, False, False),
-              "gamma-nloglik": (_gamma_nloglik, False, False),
-              "gamma-deviance": (_gamma_deviance, False, False),
-              "mlogloss": (_mlogloss, True, False),
-              "merror": (_merror, True, False),
-              "mphe": (_mphe(float(getattr(params, "huber_slope", 1.0))), False, False)}
+    simple = {
+        "rmse": (_rmse, False, True),
+        "mae": (_mae, False, False),
+        "logloss": (_logloss, False, False),
+        "poisson-nloglik": (_poisson_nloglik, False, False),
+        "gamma-nloglik": (_gamma_nloglik, False, False),
+        "gamma-deviance": (_gamma_deviance, False, False),
+        "mlogloss": (_mlogloss, True, False),
+        "merror": (_merror, True, False),
+        "mphe": (_mphe(float(getattr(params, "huber_slope", 1.0))), False, False),
+    }
     loss, multiclass, root = simple[base]
     return _RowMetric(base, loss, multiclass=multiclass, root=root)

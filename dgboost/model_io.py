@@ -37,6 +37,7 @@ Every model read from outside (dgboost JSON or XGBoost JSON, see
 values, child ranges, cycles, nodes reachable twice, feature indices, tree offsets and
 groups. Problems raise :class:`~dgboost.errors.ModelFormatError` naming what is wrong.
 """
+
 from __future__ import annotations
 
 import json
@@ -67,11 +68,22 @@ from .tree import NODE_ARRAYS, Ensemble
 from .xgboost_json import export_xgboost_dict, export_xgboost_json, import_xgboost_booster, import_xgboost_dict
 
 __all__ = [
-    "SCHEMA_VERSION", "META_KEYS",
-    "model_to_dict", "model_from_dict", "model_to_json", "model_from_json",
-    "save_model", "load_model", "model_to_file_dict", "model_from_parsed_json",
-    "validate_ensemble", "dump_text", "trees_per_round",
-    "export_xgboost_dict", "export_xgboost_json", "import_xgboost_dict",
+    "SCHEMA_VERSION",
+    "META_KEYS",
+    "model_to_dict",
+    "model_from_dict",
+    "model_to_json",
+    "model_from_json",
+    "save_model",
+    "load_model",
+    "model_to_file_dict",
+    "model_from_parsed_json",
+    "validate_ensemble",
+    "dump_text",
+    "trees_per_round",
+    "export_xgboost_dict",
+    "export_xgboost_json",
+    "import_xgboost_dict",
     "import_xgboost_booster",
 ]
 
@@ -82,7 +94,6 @@ EXTENSION_KEY = "dgboost"
 EXTENSION_SCHEMA_VERSION = 2
 
 ENSEMBLE_KEYS = ("n_groups", "base_margin", "tree_offsets", "tree_group") + tuple(NODE_ARRAYS)
-
 
 
 # -- dgboost JSON -------------------------------------------------------------------------
@@ -112,8 +123,9 @@ def model_from_dict(d: dict) -> tuple[Ensemble, dict]:
         raise ModelFormatError(f"format is {fmt!r}, expected {FORMAT_NAME!r}")
     version = require_key(d, "schema_version", "")
     if isinstance(version, bool) or version != SCHEMA_VERSION:
-        raise ModelFormatError(f"unsupported schema_version {version!r} (this dgboost reads "
-                               f"schema_version {SCHEMA_VERSION})")
+        raise ModelFormatError(
+            f"unsupported schema_version {version!r} (this dgboost reads schema_version {SCHEMA_VERSION})"
+        )
     meta = normalize_meta(require_key(d, "learner", ""), "learner")
     e = require_key(d, "ensemble", "")
     for key in ENSEMBLE_KEYS:
@@ -152,8 +164,9 @@ def parse_model_json(text: str | bytes, source: str = "model") -> Any:
         try:
             text = bytes(text).decode("utf-8")
         except UnicodeDecodeError as e:
-            raise ModelFormatError(f"{source} is not valid JSON (not UTF-8 text; UBJSON and other "
-                                   f"binary formats are not supported): {e}") from None
+            raise ModelFormatError(
+                f"{source} is not valid JSON (not UTF-8 text; UBJSON and other binary formats are not supported): {e}"
+            ) from None
     if not isinstance(text, str):
         raise ModelFormatError(f"{source}: expected JSON text, got {type(text).__name__}")
     if not text.strip():
@@ -162,10 +175,10 @@ def parse_model_json(text: str | bytes, source: str = "model") -> Any:
         return json.loads(text)
     except json.JSONDecodeError as e:
         if e.pos >= len(text.rstrip()):
-            raise ModelFormatError(f"{source} is truncated: JSON ends unexpectedly ({e.msg} at line "
-                                   f"{e.lineno} column {e.colno})") from None
-        raise ModelFormatError(f"{source} is not valid JSON: {e.msg} at line {e.lineno} column "
-                               f"{e.colno}") from None
+            raise ModelFormatError(
+                f"{source} is truncated: JSON ends unexpectedly ({e.msg} at line {e.lineno} column {e.colno})"
+            ) from None
+        raise ModelFormatError(f"{source} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     except RecursionError:
         raise ModelFormatError(f"{source} is not a usable JSON model (nested too deeply)") from None
 
@@ -200,13 +213,22 @@ def model_from_parsed_json(d, source: str = "model") -> tuple[Ensemble, dict]:
         return ensemble, meta
     if isinstance(d, dict) and "schema_version" in d and "format" not in d:
         raise ModelFormatError(f"{source}: missing key 'format' (expected {FORMAT_NAME!r})")
-    raise ModelFormatError(f"{source} is neither a dgboost model (format = {FORMAT_NAME!r}) nor an "
-                           f"XGBoost JSON model (learner.gradient_booster)")
+    raise ModelFormatError(
+        f"{source} is neither a dgboost model (format = {FORMAT_NAME!r}) nor an "
+        f"XGBoost JSON model (learner.gradient_booster)"
+    )
 
 
 #: meta keys that XGBoost's own JSON holds; the extension holds the others
-_XGBOOST_META_KEYS = ("num_class", "num_feature", "feature_names", "feature_types", "best_iteration",
-                      "best_score", "attributes")
+_XGBOOST_META_KEYS = (
+    "num_class",
+    "num_feature",
+    "feature_names",
+    "feature_types",
+    "best_iteration",
+    "best_score",
+    "attributes",
+)
 
 
 def model_to_file_dict(ensemble: Ensemble, meta: dict) -> dict:
@@ -242,13 +264,15 @@ def model_to_file_dict(ensemble: Ensemble, meta: dict) -> dict:
     return d
 
 
-def _extension_mismatch(ensemble: Ensemble, meta: dict, ext_meta: dict, base_margin: np.ndarray,
-                        cover: np.ndarray) -> str | None:
+def _extension_mismatch(
+    ensemble: Ensemble, meta: dict, ext_meta: dict, base_margin: np.ndarray, cover: np.ndarray
+) -> str | None:
     """Why the extension no longer describes the XGBoost part (None when it does)."""
     objective = ext_meta.get("objective")
     objective = "reg:squarederror" if objective == "reg:linear" else objective  # warned once, below
-    if objective != meta["objective"] and not (objective == CUSTOM_OBJECTIVE
-                                               and meta["objective"] == "reg:squarederror"):
+    if objective != meta["objective"] and not (
+        objective == CUSTOM_OBJECTIVE and meta["objective"] == "reg:squarederror"
+    ):
         return f"its objective {objective!r} differs from learner.objective {meta['objective']!r}"
     if base_margin.shape != (ensemble.n_groups,):
         return f"it has {base_margin.shape[0]} base margins for {ensemble.n_groups} outputs"
@@ -260,7 +284,8 @@ def _extension_mismatch(ensemble: Ensemble, meta: dict, ext_meta: dict, base_mar
     if not np.array_equal(mine, scores):
         return "its base margins do not match learner_model_param.base_score"
     if cover.shape != ensemble.cover.shape or not np.array_equal(
-            cover.astype(np.float32), np.asarray(ensemble.cover).astype(np.float32)):
+        cover.astype(np.float32), np.asarray(ensemble.cover).astype(np.float32)
+    ):
         return "its covers do not match the trees' sum_hessian"
     return None
 
@@ -272,8 +297,9 @@ def _apply_extension(ensemble: Ensemble, meta: dict, ext, source: str) -> tuple[
         raise ModelFormatError(f"{where} must be a JSON object, got {type(ext).__name__}")
     version = require_key(ext, "schema_version", EXTENSION_KEY)
     if isinstance(version, bool) or version != EXTENSION_SCHEMA_VERSION:
-        raise ModelFormatError(f"{where}.schema_version {version!r} is not supported (this dgboost "
-                               f"reads {EXTENSION_SCHEMA_VERSION})")
+        raise ModelFormatError(
+            f"{where}.schema_version {version!r} is not supported (this dgboost reads {EXTENSION_SCHEMA_VERSION})"
+        )
     ext_meta = require_key(ext, "meta", EXTENSION_KEY)
     if not isinstance(ext_meta, dict):
         raise ModelFormatError(f"{where}.meta must be a JSON object")
@@ -281,16 +307,19 @@ def _apply_extension(ensemble: Ensemble, meta: dict, ext, source: str) -> tuple[
     cover = as_array(require_key(ext, "cover", EXTENSION_KEY), np.float64, f"{where}.cover")
     why = _extension_mismatch(ensemble, meta, ext_meta, base_margin, cover)
     if why is not None:
-        warnings.warn(f"{source}: ignoring dgboost's extension ({why}; was the file changed outside "
-                      f"dgboost?): the model is read from its XGBoost part alone", UserWarning, stacklevel=4)
+        warnings.warn(
+            f"{source}: ignoring dgboost's extension ({why}; was the file changed outside "
+            f"dgboost?): the model is read from its XGBoost part alone",
+            UserWarning,
+            stacklevel=4,
+        )
         return ensemble, meta
     merged = dict(meta)
     merged.update({k: v for k, v in ext_meta.items() if k not in _XGBOOST_META_KEYS})
     merged = normalize_meta(merged, f"{where}.meta")
     arrays = {name: getattr(ensemble, name) for name in NODE_ARRAYS}
     arrays["cover"] = cover
-    return build_ensemble(ensemble.n_groups, base_margin, ensemble.offsets(), ensemble.groups(),
-                           arrays), merged
+    return build_ensemble(ensemble.n_groups, base_margin, ensemble.offsets(), ensemble.groups(), arrays), merged
 
 
 def model_from_json(text: str | bytes) -> tuple[Ensemble, dict]:

@@ -15,6 +15,7 @@ NumPy's by one unit in the last place, which rounding to float32 almost always h
 Ranking and custom objectives compute on the host (see their docstrings). Validation and
 intercepts (``validate_labels``, ``base_score``, ``base_margins``) take host arrays only.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,17 +33,35 @@ from .exact import exact_sum, weighted_quantile
 from .params import TrainParams
 
 __all__ = [
-    "Objective", "SquaredError", "PseudoHuberError", "AbsoluteError", "RegLogistic",
-    "BinaryLogistic", "BinaryLogitRaw", "PoissonRegression", "GammaRegression", "TweedieRegression", "BinaryHinge",
-    "QuantileError", "CoxRegression", "SoftprobMultiClass",
-    "SoftmaxMultiClass", "LambdaRankPairwise", "LambdaRankNDCG", "CustomObjective",
-    "get_objective", "margin_from_score", "score_from_margin", "exact_sum", "weighted_quantile",
+    "Objective",
+    "SquaredError",
+    "PseudoHuberError",
+    "AbsoluteError",
+    "RegLogistic",
+    "BinaryLogistic",
+    "BinaryLogitRaw",
+    "PoissonRegression",
+    "GammaRegression",
+    "TweedieRegression",
+    "BinaryHinge",
+    "QuantileError",
+    "CoxRegression",
+    "SoftprobMultiClass",
+    "SoftmaxMultiClass",
+    "LambdaRankPairwise",
+    "LambdaRankNDCG",
+    "CustomObjective",
+    "get_objective",
+    "margin_from_score",
+    "score_from_margin",
+    "exact_sum",
+    "weighted_quantile",
     "lambdarank_gradient",
 ]
 
-_EPS = 1e-16          # XGBoost's floor for hessians (kRtEps-like)
-_PROB_CLIP = 1e-6     # logistic intercepts stay inside (1e-6, 1 - 1e-6)
-_PRIOR_FLOOR = 1e-6   # smallest class prior used for a multiclass intercept
+_EPS = 1e-16  # XGBoost's floor for hessians (kRtEps-like)
+_PROB_CLIP = 1e-6  # logistic intercepts stay inside (1e-6, 1 - 1e-6)
+_PRIOR_FLOOR = 1e-6  # smallest class prior used for a multiclass intercept
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -314,8 +333,9 @@ class RegLogistic(Objective):
         # margins' device (on a million rows the NumPy version spends most of its time on
         # temporaries)
         n = len(label)
-        return array_backend(margin).logistic_gradient(as_rows(margin, n)[:, 0], label, weight,
-                                                       float(self.params.scale_pos_weight))
+        return array_backend(margin).logistic_gradient(
+            as_rows(margin, n)[:, 0], label, weight, float(self.params.scale_pos_weight)
+        )
 
     def _row_weight(self, weight, y, xp):
         spw = float(self.params.scale_pos_weight)
@@ -381,8 +401,7 @@ class PoissonRegression(_LogLink):
     def _check_label_values(self, label):
         bad = label < 0
         if bad.any():
-            raise DGBoostValueError(f"{self.name}: labels must be non-negative counts; "
-                                    f"{_describe_bad(label, bad)}")
+            raise DGBoostValueError(f"{self.name}: labels must be non-negative counts; {_describe_bad(label, bad)}")
 
     def _grad_hess(self, m, y, xp):
         mds = float(self.params.max_delta_step)
@@ -488,8 +507,10 @@ class QuantileError(Objective):
     def __init__(self, params: TrainParams):
         super().__init__(params)
         if params.quantile_alpha is None:
-            raise ParameterError("objective 'reg:quantileerror' needs quantile_alpha: a quantile in "
-                                 "[0, 1] or an ascending list of them, e.g. quantile_alpha=[0.1, 0.5, 0.9]")
+            raise ParameterError(
+                "objective 'reg:quantileerror' needs quantile_alpha: a quantile in "
+                "[0, 1] or an ascending list of them, e.g. quantile_alpha=[0.1, 0.5, 0.9]"
+            )
         self.alpha = tuple(float(np.float32(a)) for a in params.quantile_alpha)
 
     def n_outputs(self) -> int:
@@ -607,13 +628,16 @@ class CoxRegression(_LogLink):
     def _check_label_values(self, label):
         bad = label == 0
         if bad.any():
-            raise DGBoostValueError(f"{self.name}: labels must be non-zero (a positive time is an observed "
-                                    f"event, a negative one a censored time); {_describe_bad(label, bad)}")
+            raise DGBoostValueError(
+                f"{self.name}: labels must be non-zero (a positive time is an observed "
+                f"event, a negative one a censored time); {_describe_bad(label, bad)}"
+            )
 
     def prepare(self, label, weight, group_ptr, comm) -> None:
         if comm.world_size > 1:
-            raise DGBoostValueError(f"{self.name} trains on one worker only: its risk sets span every "
-                                    f"row (got {comm.world_size} workers)")
+            raise DGBoostValueError(
+                f"{self.name} trains on one worker only: its risk sets span every row (got {comm.world_size} workers)"
+            )
         super().prepare(label, weight, group_ptr, comm)
 
     def base_score(self, label, weight, comm) -> float:
@@ -702,8 +726,9 @@ class SoftprobMultiClass(Objective):
         k = self.n_outputs()
         bad = (label < 0) | (label >= k) | (label != np.floor(label))
         if bad.any():
-            raise DGBoostValueError(f"{self.name}: labels must be integers in 0..{k - 1} "
-                                    f"(num_class={k}); {_describe_bad(label, bad)}")
+            raise DGBoostValueError(
+                f"{self.name}: labels must be integers in 0..{k - 1} (num_class={k}); {_describe_bad(label, bad)}"
+            )
 
     def base_score(self, label, weight, comm) -> float:
         return 0.5
@@ -800,8 +825,10 @@ class _LambdaRank(Objective):
             raise DGBoostValueError(f"{self.name} needs query groups: pass group= (or qid=) to the DMatrix")
         gp = np.asarray(group_ptr)
         if gp.ndim != 1 or len(gp) < 1 or gp[0] != 0 or gp[-1] != n or (np.diff(gp) < 0).any():
-            raise DGBoostValueError(f"{self.name}: group_ptr must rise from 0 to the number of rows "
-                                    f"({n}); got {gp[:5]}...{gp[-1:] if len(gp) else ''}")
+            raise DGBoostValueError(
+                f"{self.name}: group_ptr must rise from 0 to the number of rows "
+                f"({n}); got {gp[:5]}...{gp[-1:] if len(gp) else ''}"
+            )
         if weight is not None:
             self._group_weight(weight, gp, check=True)
 
@@ -811,7 +838,8 @@ class _LambdaRank(Objective):
             if bad.any():
                 raise DGBoostValueError(
                     f"{self.name}: with ndcg_exp_gain=True relevance labels must be integers in 0..31; "
-                    f"{_describe_bad(label, bad)} (set ndcg_exp_gain=False for other gains)")
+                    f"{_describe_bad(label, bad)} (set ndcg_exp_gain=False for other gains)"
+                )
 
     @staticmethod
     def _group_weight(weight, group_ptr, check: bool = False) -> np.ndarray:
@@ -823,12 +851,15 @@ class _LambdaRank(Objective):
             first = w[np.minimum(group_ptr[:-1], max(n - 1, 0))] if n else np.zeros(n_groups)
             if check and not np.array_equal(np.repeat(first, sizes), w):
                 row = np.flatnonzero(np.repeat(first, sizes) != w)[0]
-                raise DGBoostValueError(f"ranking weights are per query group, but the rows of group "
-                                        f"{np.searchsorted(group_ptr, row, 'right') - 1} differ")
+                raise DGBoostValueError(
+                    f"ranking weights are per query group, but the rows of group "
+                    f"{np.searchsorted(group_ptr, row, 'right') - 1} differ"
+                )
             w = np.where(sizes > 0, first, 0.0)
         elif len(w) != n_groups:
-            raise DGBoostValueError(f"ranking weight has {len(w)} entries; expected one per query "
-                                    f"group ({n_groups}) or one per row ({n})")
+            raise DGBoostValueError(
+                f"ranking weight has {len(w)} entries; expected one per query group ({n_groups}) or one per row ({n})"
+            )
         if check and (not np.isfinite(w).all() or (w < 0).any()):
             raise DGBoostValueError("ranking (group) weights must be finite and non-negative")
         return w
@@ -862,11 +893,20 @@ class _LambdaRank(Objective):
         if norm is None:  # prepare() was not called: normalise over the local groups
             norm = self._weight_norm(weight, gp, LocalComm())
         g, h = lambdarank_gradient(
-            as_rows(np.asarray(margin, np.float32), len(label))[:, 0], np.asarray(label, np.float32),
-            gp, gw * norm, topk=self.topk, num_pair=self.num_pair, ndcg=self._ndcg,
-            exp_gain=self.exp_gain, score_normalization=self.score_normalization,
-            normalization=self.normalization, seed=int(self.params.seed), iteration=int(iteration),
-            group_offset=int(self.group_offset))
+            as_rows(np.asarray(margin, np.float32), len(label))[:, 0],
+            np.asarray(label, np.float32),
+            gp,
+            gw * norm,
+            topk=self.topk,
+            num_pair=self.num_pair,
+            ndcg=self._ndcg,
+            exp_gain=self.exp_gain,
+            score_normalization=self.score_normalization,
+            normalization=self.normalization,
+            seed=int(self.params.seed),
+            iteration=int(iteration),
+            group_offset=int(self.group_offset),
+        )
         return xp.asarray(g[:, None]), xp.asarray(h[:, None])
 
 
@@ -919,8 +959,10 @@ class CustomObjective(Objective):
         for what, arr in zip(("grad", "hess"), out):
             a = np.asarray(to_host(arr), dtype=np.float32)  # the user may return CuPy arrays
             if a.size != n * k:
-                raise DGBoostValueError(f"custom objective returned {what} of shape {a.shape}; expected "
-                                        f"{(n,) if k == 1 else (n, k)} ({n} rows x {k} outputs)")
+                raise DGBoostValueError(
+                    f"custom objective returned {what} of shape {a.shape}; expected "
+                    f"{(n,) if k == 1 else (n, k)} ({n} rows x {k} outputs)"
+                )
             if not np.isfinite(a).all():
                 raise DGBoostValueError(f"custom objective returned non-finite values in {what}")
             res.append(xp.asarray(a.reshape(n, k)))
@@ -931,10 +973,27 @@ class CustomObjective(Objective):
         return as_rows(m, m.shape[0])[:, 0].copy() if self._k == 1 else as_rows(m, m.shape[0]).copy()
 
 
-_REGISTRY: dict[str, type[Objective]] = {cls.name: cls for cls in (
-    SquaredError, PseudoHuberError, AbsoluteError, RegLogistic, BinaryLogistic, BinaryLogitRaw,
-    PoissonRegression, GammaRegression, TweedieRegression, BinaryHinge, QuantileError, CoxRegression,
-    SoftprobMultiClass, SoftmaxMultiClass, LambdaRankPairwise, LambdaRankNDCG)}
+_REGISTRY: dict[str, type[Objective]] = {
+    cls.name: cls
+    for cls in (
+        SquaredError,
+        PseudoHuberError,
+        AbsoluteError,
+        RegLogistic,
+        BinaryLogistic,
+        BinaryLogitRaw,
+        PoissonRegression,
+        GammaRegression,
+        TweedieRegression,
+        BinaryHinge,
+        QuantileError,
+        CoxRegression,
+        SoftprobMultiClass,
+        SoftmaxMultiClass,
+        LambdaRankPairwise,
+        LambdaRankNDCG,
+    )
+}
 
 
 def get_objective(params: TrainParams) -> Objective:
@@ -944,6 +1003,7 @@ def get_objective(params: TrainParams) -> Objective:
         return CustomObjective(obj, params, params.num_class if params.num_class > 1 else 1)
     if obj not in _REGISTRY:
         import difflib
+
         close = difflib.get_close_matches(str(obj), list(_REGISTRY), n=1, cutoff=0.5)
         hint = f"; did you mean {close[0]!r}?" if close else f"; expected one of {sorted(_REGISTRY)}"
         raise ParameterError(f"unknown objective {obj!r}{hint}")

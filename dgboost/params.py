@@ -10,6 +10,7 @@ object on: ``parse_params`` of an already validated ``TrainParams`` returns it a
 ``DMatrix``, ``QuantileDMatrix``, their Dask versions); parameter names have one alias table,
 :data:`ALIASES`.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -22,48 +23,101 @@ from typing import Any, Callable, Mapping
 
 from .errors import ParameterError
 
-__all__ = ["TrainParams", "parse_params", "normalize_device", "check_max_bin", "canonical_name",
-           "is_parameter_name", "coerce_value", "ALIASES", "MAX_BIN", "PARAMETER_NAMES", "OBJECTIVES",
-           "METRICS"]
+__all__ = [
+    "TrainParams",
+    "parse_params",
+    "normalize_device",
+    "check_max_bin",
+    "canonical_name",
+    "is_parameter_name",
+    "coerce_value",
+    "ALIASES",
+    "MAX_BIN",
+    "PARAMETER_NAMES",
+    "OBJECTIVES",
+    "METRICS",
+]
 
 OBJECTIVES = (
-    "reg:squarederror", "reg:logistic", "reg:pseudohubererror", "reg:absoluteerror",
-    "binary:logistic", "binary:logitraw", "multi:softprob", "multi:softmax",
-    "count:poisson", "reg:gamma", "reg:tweedie", "binary:hinge", "reg:quantileerror", "survival:cox",
-    "rank:pairwise", "rank:ndcg",
+    "reg:squarederror",
+    "reg:logistic",
+    "reg:pseudohubererror",
+    "reg:absoluteerror",
+    "binary:logistic",
+    "binary:logitraw",
+    "multi:softprob",
+    "multi:softmax",
+    "count:poisson",
+    "reg:gamma",
+    "reg:tweedie",
+    "binary:hinge",
+    "reg:quantileerror",
+    "survival:cox",
+    "rank:pairwise",
+    "rank:ndcg",
 )
-METRICS = ("rmse", "mae", "logloss", "error", "auc", "mlogloss", "merror", "ndcg", "map",
-           "poisson-nloglik", "mphe", "gamma-nloglik", "gamma-deviance",
-           "tweedie-nloglik", "quantile", "cox-nloglik")
+METRICS = (
+    "rmse",
+    "mae",
+    "logloss",
+    "error",
+    "auc",
+    "mlogloss",
+    "merror",
+    "ndcg",
+    "map",
+    "poisson-nloglik",
+    "mphe",
+    "gamma-nloglik",
+    "gamma-deviance",
+    "tweedie-nloglik",
+    "quantile",
+    "cox-nloglik",
+)
 
 #: Every alias of a training parameter -> its canonical (XGBoost) name: XGBoost's own
 #: aliases, scikit-learn's argument names and LightGBM's names with the same meaning. The one
 #: table every entry point resolves names with (through :func:`parse_params` or
 #: :func:`canonical_name`).
-ALIASES: Mapping[str, str] = types.MappingProxyType({
-    "learning_rate": "eta",
-    "reg_lambda": "lambda",
-    "lambda_l2": "lambda",
-    "reg_alpha": "alpha",
-    "lambda_l1": "alpha",
-    "min_split_loss": "gamma",
-    "random_state": "seed",
-    "n_jobs": "nthread",
-    "nthreads": "nthread",
-    "max_leaf_nodes": "max_leaves",
-})
+ALIASES: Mapping[str, str] = types.MappingProxyType(
+    {
+        "learning_rate": "eta",
+        "reg_lambda": "lambda",
+        "lambda_l2": "lambda",
+        "reg_alpha": "alpha",
+        "lambda_l1": "alpha",
+        "min_split_loss": "gamma",
+        "random_state": "seed",
+        "n_jobs": "nthread",
+        "nthreads": "nthread",
+        "max_leaf_nodes": "max_leaves",
+    }
+)
 
 # names other libraries use that have no exact equivalent here: refused with this reason
 _NO_EQUIVALENT = {
     "min_child_samples": "LightGBM's minimum row count of a leaf; dgboost bounds a leaf's hessian sum "
-                         "with 'min_child_weight'",
+    "with 'min_child_weight'",
 }
 
 # parameters that XGBoost users pass and that make no difference to this engine
-_ACCEPTED_AND_IGNORED = {"tree_method", "booster", "verbosity", "silent", "validate_parameters",
-                         "disable_default_eval_metric", "predictor", "updater", "process_type",
-                         "num_parallel_tree", "multi_strategy", "max_cat_to_onehot",
-                         "enable_categorical", "use_rmm", "importance_type"}
+_ACCEPTED_AND_IGNORED = {
+    "tree_method",
+    "booster",
+    "verbosity",
+    "silent",
+    "validate_parameters",
+    "disable_default_eval_metric",
+    "predictor",
+    "updater",
+    "process_type",
+    "num_parallel_tree",
+    "multi_strategy",
+    "max_cat_to_onehot",
+    "enable_categorical",
+    "use_rmm",
+    "importance_type",
+}
 
 #: The largest ``max_bin``. The CPU bin matrix stores a feature's bin index as uint16 and
 #: marks a missing value with the dtype's maximum, 65535; ``max_bin`` cuts give local bins
@@ -94,10 +148,16 @@ def check_max_bin(value: Any) -> int:
     ParameterError
         For anything else, always with the same message.
     """
-    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value).is_integer()
-            or not 2 <= value <= MAX_BIN):
-        raise ParameterError(f"max_bin must be an integer >= 2 and <= {MAX_BIN}, got {value!r}: a feature's "
-                             f"bin indices are stored as uint16, and {MAX_BIN} marks a missing value")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not float(value).is_integer()
+        or not 2 <= value <= MAX_BIN
+    ):
+        raise ParameterError(
+            f"max_bin must be an integer >= 2 and <= {MAX_BIN}, got {value!r}: a feature's "
+            f"bin indices are stored as uint16, and {MAX_BIN} marks a missing value"
+        )
     return int(value)
 
 
@@ -157,8 +217,9 @@ def normalize_device(device: Any) -> str:
     return str(parse_device(device))
 
 
-def _check_range(name: str, value: float, low: float | None, high: float | None,
-                 low_open: bool = False, high_open: bool = False) -> None:
+def _check_range(
+    name: str, value: float, low: float | None, high: float | None, low_open: bool = False, high_open: bool = False
+) -> None:
     if isinstance(value, float) and math.isnan(value):
         raise ParameterError(f"parameter {name!r} is NaN")
     if low is not None and (value < low or (low_open and value == low)):
@@ -241,8 +302,11 @@ class TrainParams:
             For the first field that is out of range or a combination that is refused.
         """
         if self.objective == "reg:linear":
-            warnings.warn("objective 'reg:linear' is XGBoost's deprecated name for 'reg:squarederror'; "
-                          "using 'reg:squarederror'", DeprecationWarning, stacklevel=3)
+            warnings.warn(
+                "objective 'reg:linear' is XGBoost's deprecated name for 'reg:squarederror'; using 'reg:squarederror'",
+                DeprecationWarning,
+                stacklevel=3,
+            )
             self.objective = "reg:squarederror"
         if not callable(self.objective) and self.objective not in OBJECTIVES:
             raise ParameterError(_suggest("objective", str(self.objective), OBJECTIVES))
@@ -277,14 +341,12 @@ class TrainParams:
         _check_range("nthread", self.nthread, 0, None)
         _check_range("sketch_sample_rows", self.sketch_sample_rows, 1024, None)
         if self.lambdarank_pair_method not in ("topk", "mean"):
-            raise ParameterError(_suggest("lambdarank_pair_method", self.lambdarank_pair_method,
-                                          ("topk", "mean")))
+            raise ParameterError(_suggest("lambdarank_pair_method", self.lambdarank_pair_method, ("topk", "mean")))
         if self.base_score is not None:
             if not math.isfinite(self.base_score):
                 raise ParameterError(f"base_score must be finite, got {self.base_score!r}")
         if self.objective in ("multi:softprob", "multi:softmax") and self.num_class < 2:
-            raise ParameterError(f"objective {self.objective!r} needs num_class >= 2, "
-                                 f"got num_class={self.num_class}")
+            raise ParameterError(f"objective {self.objective!r} needs num_class >= 2, got num_class={self.num_class}")
         self.device = normalize_device(self.device)
         object.__setattr__(self, "_validated", True)
         return self
@@ -311,8 +373,16 @@ class TrainParams:
 _FIELD_NAMES = {("lambda" if f.name == "reg_lambda" else f.name): f.name for f in fields(TrainParams)}
 #: The canonical (XGBoost) names of the training parameters (``"lambda"``, not ``reg_lambda``).
 PARAMETER_NAMES: frozenset[str] = frozenset(_FIELD_NAMES)
-_INT_FIELDS = {"max_depth", "max_leaves", "max_bin", "seed", "nthread", "num_class",
-               "lambdarank_num_pair_per_sample", "sketch_sample_rows"}
+_INT_FIELDS = {
+    "max_depth",
+    "max_leaves",
+    "max_bin",
+    "seed",
+    "nthread",
+    "num_class",
+    "lambdarank_num_pair_per_sample",
+    "sketch_sample_rows",
+}
 # by field name, and "lambda" by its parameter name too: parse_params coerces by parameter name
 _FLOAT_FIELDS = {f.name for f in fields(TrainParams) if f.type in ("float", "float | None")} | {"lambda"}
 
@@ -343,8 +413,9 @@ def _quantile_alpha(value) -> tuple:
         try:
             value = [float(v) for v in text.split(",") if v.strip()]
         except ValueError:
-            raise ParameterError(f"parameter 'quantile_alpha' must be a number or a list of numbers, "
-                                 f"got {value!r}") from None
+            raise ParameterError(
+                f"parameter 'quantile_alpha' must be a number or a list of numbers, got {value!r}"
+            ) from None
     items = list(value) if isinstance(value, (list, tuple)) or hasattr(value, "__array__") else [value]
     if any(isinstance(v, bool) or not isinstance(v, numbers.Real) for v in items):
         raise ParameterError(f"parameter 'quantile_alpha' must be a number or a list of numbers, got {value!r}")
@@ -353,11 +424,13 @@ def _quantile_alpha(value) -> tuple:
         raise ParameterError("parameter 'quantile_alpha' is an empty list: give at least one quantile")
     bad = [a for a in alpha if not 0.0 <= a <= 1.0]
     if bad:
-        raise ParameterError(f"parameter 'quantile_alpha'={list(alpha)!r}: every quantile must be in "
-                             f"[0, 1], got {bad[0]!r}")
+        raise ParameterError(
+            f"parameter 'quantile_alpha'={list(alpha)!r}: every quantile must be in [0, 1], got {bad[0]!r}"
+        )
     if any(b < a for a, b in zip(alpha, alpha[1:])):
-        raise ParameterError(f"parameter 'quantile_alpha'={list(alpha)!r} must be sorted in ascending "
-                             f"order (as XGBoost requires)")
+        raise ParameterError(
+            f"parameter 'quantile_alpha'={list(alpha)!r} must be sorted in ascending order (as XGBoost requires)"
+        )
     return alpha
 
 
@@ -375,8 +448,7 @@ def _coerce(name: str, value: Any) -> Any:
     if name in _INT_FIELDS:
         if isinstance(value, str) and value.strip().lstrip("-").isdigit():
             return int(value)  # config files may carry numbers as text
-        if (isinstance(value, bool) or not isinstance(value, numbers.Real)
-                or not float(value).is_integer()):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value).is_integer():
             raise ParameterError(f"parameter {name!r} must be an integer, got {value!r}")
         return int(value)
     if name in _FLOAT_FIELDS:
@@ -447,17 +519,23 @@ def parse_params(params: Mapping[str, Any] | TrainParams | None) -> TrainParams:
             raise ParameterError(f"parameter names must be strings, got {key!r}")
         if key in _ACCEPTED_AND_IGNORED:
             if key == "tree_method" and value in ("approx", "exact"):
-                warnings.warn(f"tree_method={value!r}: dgboost has no {value!r} tree method and uses "
-                              f"'hist' (histograms of up to max_bin bins per feature) instead",
-                              UserWarning, stacklevel=2)
+                warnings.warn(
+                    f"tree_method={value!r}: dgboost has no {value!r} tree method and uses "
+                    f"'hist' (histograms of up to max_bin bins per feature) instead",
+                    UserWarning,
+                    stacklevel=2,
+                )
             elif key == "tree_method" and value not in ("hist", "auto", "gpu_hist", None):
                 raise ParameterError(f"tree_method={value!r} is not supported: dgboost always uses 'hist'")
             if key == "num_parallel_tree" and value not in (1, None):
-                raise ParameterError(f"num_parallel_tree={value!r} is not supported: dgboost grows one "
-                                     "tree per output and round")
+                raise ParameterError(
+                    f"num_parallel_tree={value!r} is not supported: dgboost grows one tree per output and round"
+                )
             if key == "multi_strategy" and value not in ("one_output_per_tree", None):
-                raise ParameterError(f"multi_strategy={value!r} is not supported: dgboost grows one "
-                                     "tree per output ('one_output_per_tree')")
+                raise ParameterError(
+                    f"multi_strategy={value!r} is not supported: dgboost grows one "
+                    "tree per output ('one_output_per_tree')"
+                )
             if key == "booster" and value not in ("gbtree", None):
                 raise ParameterError(f"booster={value!r} is not supported: dgboost trains 'gbtree' only")
             continue

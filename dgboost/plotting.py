@@ -6,6 +6,7 @@ matplotlib (for the ``plot_*`` functions) and the ``graphviz`` Python package (f
 line. Unlike XGBoost, :func:`plot_tree` draws the tree with matplotlib alone, so it does not
 need the Graphviz ``dot`` program.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -76,11 +77,23 @@ def _node_label(tree, i: int, names, with_stats: bool) -> str:
     return label
 
 
-def plot_importance(booster, ax=None, height: float = 0.2, xlim=None, ylim=None,
-                    title: str | None = "Feature importance", xlabel: str | None = "Importance score",
-                    ylabel: str | None = "Features", fmap: str = "", importance_type: str = "weight",
-                    max_num_features: int | None = None, grid: bool = True, show_values: bool = True,
-                    values_format: str = "{v}", **kwargs: Any):
+def plot_importance(
+    booster,
+    ax=None,
+    height: float = 0.2,
+    xlim=None,
+    ylim=None,
+    title: str | None = "Feature importance",
+    xlabel: str | None = "Importance score",
+    ylabel: str | None = "Features",
+    fmap: str = "",
+    importance_type: str = "weight",
+    max_num_features: int | None = None,
+    grid: bool = True,
+    show_values: bool = True,
+    values_format: str = "{v}",
+    **kwargs: Any,
+):
     """Horizontal bar chart of feature importance, as ``xgboost.plot_importance``.
 
     Parameters
@@ -110,13 +123,14 @@ def plot_importance(booster, ax=None, height: float = 0.2, xlim=None, ylim=None,
     else:
         importance = _as_booster(booster).get_score(fmap=fmap, importance_type=importance_type)
     if not importance:
-        raise DGBoostValueError("booster has no split to compute importance from "
-                                "(it is empty or every tree is a single leaf)")
+        raise DGBoostValueError(
+            "booster has no split to compute importance from (it is empty or every tree is a single leaf)"
+        )
     items = sorted(importance.items(), key=lambda kv: kv[1])
     if max_num_features is not None:
         if int(max_num_features) != max_num_features or max_num_features < 1:
             raise DGBoostValueError(f"max_num_features must be a positive integer, got {max_num_features!r}")
-        items = items[-int(max_num_features):]
+        items = items[-int(max_num_features) :]
     labels, values = zip(*items)
     if ax is None:
         _, ax = plt.subplots(1, 1)
@@ -149,8 +163,17 @@ def plot_importance(booster, ax=None, height: float = 0.2, xlim=None, ylim=None,
     return ax
 
 
-def _dot_source(booster, fmap: str, num_trees: int, rankdir, yes_color, no_color,
-                condition_node_params, leaf_node_params, with_stats: bool) -> str:
+def _dot_source(
+    booster,
+    fmap: str,
+    num_trees: int,
+    rankdir,
+    yes_color,
+    no_color,
+    condition_node_params,
+    leaf_node_params,
+    with_stats: bool,
+) -> str:
     booster = _as_booster(booster)
     tree = _tree(booster, num_trees)
     names = _feature_names(booster, fmap)
@@ -160,27 +183,35 @@ def _dot_source(booster, fmap: str, num_trees: int, rankdir, yes_color, no_color
     leaf = dict(leaf_node_params or {})
 
     def attrs(d: dict) -> str:
-        return "".join(f", {k}=\"{v}\"" for k, v in d.items())
+        return "".join(f', {k}="{v}"' for k, v in d.items())
 
     lines = ["digraph {", f"    graph [ rankdir={rankdir or 'TB'} ]"]
     for i in range(tree.left.size):
         label = _node_label(tree, i, names, with_stats).replace('"', '\\"').replace("\n", "\\n")
         if tree.left[i] < 0:
-            lines.append(f"    {i} [ label=\"{label}\"{attrs(leaf)} ]")
+            lines.append(f'    {i} [ label="{label}"{attrs(leaf)} ]')
             continue
-        lines.append(f"    {i} [ label=\"{label}\"{attrs(cond)} ]")
+        lines.append(f'    {i} [ label="{label}"{attrs(cond)} ]')
         left, right = int(tree.left[i]), int(tree.right[i])
         dleft = bool(tree.default_left[i])
-        lines.append(f"    {i} -> {left} [label=\"{'yes, missing' if dleft else 'yes'}\" color=\"{yes_color}\"]")
-        lines.append(f"    {i} -> {right} [label=\"{'no' if dleft else 'no, missing'}\" color=\"{no_color}\"]")
+        lines.append(f'    {i} -> {left} [label="{"yes, missing" if dleft else "yes"}" color="{yes_color}"]')
+        lines.append(f'    {i} -> {right} [label="{"no" if dleft else "no, missing"}" color="{no_color}"]')
     lines.append("}")
     return "\n".join(lines) + "\n"
 
 
-def to_graphviz(booster, fmap: str = "", num_trees: int = 0, rankdir: str | None = None,
-                yes_color: str | None = None, no_color: str | None = None,
-                condition_node_params: dict | None = None, leaf_node_params: dict | None = None,
-                with_stats: bool = False, **kwargs: Any):
+def to_graphviz(
+    booster,
+    fmap: str = "",
+    num_trees: int = 0,
+    rankdir: str | None = None,
+    yes_color: str | None = None,
+    no_color: str | None = None,
+    condition_node_params: dict | None = None,
+    leaf_node_params: dict | None = None,
+    with_stats: bool = False,
+    **kwargs: Any,
+):
     """One tree as a ``graphviz.Source``, as ``xgboost.to_graphviz``.
 
     Parameters
@@ -205,14 +236,23 @@ def to_graphviz(booster, fmap: str = "", num_trees: int = 0, rankdir: str | None
         Rendering it (``.render()``, ``.pipe()``) needs the Graphviz ``dot`` program.
     """
     graphviz = _require("graphviz", "graphviz", "to_graphviz")
-    source = _dot_source(booster, fmap, num_trees, rankdir, yes_color, no_color,
-                         condition_node_params, leaf_node_params, with_stats)
+    source = _dot_source(
+        booster, fmap, num_trees, rankdir, yes_color, no_color, condition_node_params, leaf_node_params, with_stats
+    )
     return graphviz.Source(source, **kwargs)
 
 
-def plot_tree(booster, fmap: str = "", num_trees: int = 0, rankdir: str | None = None, ax=None,
-              with_stats: bool = False, yes_color: str | None = None, no_color: str | None = None,
-              **kwargs: Any):
+def plot_tree(
+    booster,
+    fmap: str = "",
+    num_trees: int = 0,
+    rankdir: str | None = None,
+    ax=None,
+    with_stats: bool = False,
+    yes_color: str | None = None,
+    no_color: str | None = None,
+    **kwargs: Any,
+):
     """Draw one tree on a matplotlib Axes, as ``xgboost.plot_tree``.
 
     Parameters
@@ -282,19 +322,26 @@ def plot_tree(booster, fmap: str = "", num_trees: int = 0, rankdir: str | None =
             continue
         x0, y0 = xy(i)
         dleft = bool(tree.default_left[i])
-        for child, text, color in ((int(tree.left[i]), "yes, missing" if dleft else "yes", yes_color),
-                                   (int(tree.right[i]), "no" if dleft else "no, missing", no_color)):
+        for child, text, color in (
+            (int(tree.left[i]), "yes, missing" if dleft else "yes", yes_color),
+            (int(tree.right[i]), "no" if dleft else "no, missing", no_color),
+        ):
             x1, y1 = xy(child)
-            ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
-                        arrowprops={"arrowstyle": "->", "color": color})
-            ax.text((x0 + x1) / 2, (y0 + y1) / 2, text, color=color, fontsize=7,
-                    ha="center", va="center", gid="edge")
+            ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops={"arrowstyle": "->", "color": color})
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2, text, color=color, fontsize=7, ha="center", va="center", gid="edge")
     for i in range(tree.left.size):
         x, y = xy(i)
         leaf = tree.left[i] < 0
-        ax.text(x, y, _node_label(tree, i, names, with_stats), ha="center", va="center",
-                gid="node", bbox={"boxstyle": "round" if leaf else "square", "fc": "white",
-                                  "ec": "black"}, **kwargs)
+        ax.text(
+            x,
+            y,
+            _node_label(tree, i, names, with_stats),
+            ha="center",
+            va="center",
+            gid="node",
+            bbox={"boxstyle": "round" if leaf else "square", "fc": "white", "ec": "black"},
+            **kwargs,
+        )
     ax.set_xlim(-0.1, 1.1)
     ax.set_ylim(-0.1, 1.1)
     ax.set_axis_off()

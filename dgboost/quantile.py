@@ -10,6 +10,7 @@ Cut semantics follow XGBoost: feature ``f`` has cut values ``c_0 < c_1 < ... < c
 a value ``x`` falls in bin ``b`` when ``c_{b-1} <= x < c_b``; a split at bin ``b`` sends
 ``x < c_b`` left.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,15 @@ from ._array import array_module, is_device_array, to_host
 from .backend import array_backend
 from .comm.base import Communicator, LocalComm
 
-__all__ = ["Cuts", "splitmix64", "hashed_uniform", "global_row_index", "sketch_sample_mask", "compute_cuts",
-           "weighted_cut_values"]
+__all__ = [
+    "Cuts",
+    "splitmix64",
+    "hashed_uniform",
+    "global_row_index",
+    "sketch_sample_mask",
+    "compute_cuts",
+    "weighted_cut_values",
+]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -47,8 +55,10 @@ def hashed_uniform(seed: int, stream: int, global_index):
     """
     xp = array_module(global_index)
     with np.errstate(over="ignore"):
-        key = splitmix64(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * np.uint64(0x100000001B3)
-                         ^ splitmix64(np.uint64(stream & 0xFFFFFFFFFFFFFFFF)))
+        key = splitmix64(
+            np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * np.uint64(0x100000001B3)
+            ^ splitmix64(np.uint64(stream & 0xFFFFFFFFFFFFFFFF))
+        )
         h = splitmix64(xp.asarray(global_index, dtype=xp.uint64) ^ key, xp)
     return (h >> np.uint64(11)).astype(xp.float64) * (1.0 / (1 << 53))
 
@@ -65,8 +75,9 @@ def global_row_index(runs, xp=np):
     return xp.concatenate([xp.arange(o, o + n, dtype=np.int64) for o, n in runs])
 
 
-def sketch_sample_mask(n_local: int, row_offset: int, n_global: int, seed: int,
-                       sample_rows: int, xp=np, global_rows=None):
+def sketch_sample_mask(
+    n_local: int, row_offset: int, n_global: int, seed: int, sample_rows: int, xp=np, global_rows=None
+):
     """Boolean mask (n_local,) of the rows that enter the quantile sketch, in module ``xp``.
 
     ``global_rows`` (int64 (n_local,), in ``xp``): the rows' global indices when they are not
@@ -107,7 +118,7 @@ class Cuts:
         return np.diff(self.ptrs)
 
     def feature_cuts(self, f: int) -> np.ndarray:
-        return self.values[self.ptrs[f]:self.ptrs[f + 1]]
+        return self.values[self.ptrs[f] : self.ptrs[f + 1]]
 
 
 def weighted_cut_values(values: np.ndarray, weights: np.ndarray, max_bin: int) -> np.ndarray:
@@ -153,7 +164,7 @@ def _cuts_from_unique(unique: np.ndarray, uw, max_bin: int) -> np.ndarray:
         cuts = unique[1:]
     else:
         chosen = _prune_summary(uw, max_bin + 1)
-        cuts = unique[chosen[1:min(chosen.size, max_bin)]]
+        cuts = unique[chosen[1 : min(chosen.size, max_bin)]]
     return np.concatenate([cuts.astype(np.float32), [last]]).astype(np.float32)
 
 
@@ -189,9 +200,17 @@ def _prune_summary(weights: np.ndarray, size: int) -> np.ndarray:
     return picked
 
 
-def compute_cuts(values: np.ndarray, weight: np.ndarray | None, max_bin: int, seed: int = 0,
-                 row_offset: int = 0, n_global: int | None = None,
-                 comm: Communicator | None = None, sample_rows: int = 1 << 20, global_rows=None) -> Cuts:
+def compute_cuts(
+    values: np.ndarray,
+    weight: np.ndarray | None,
+    max_bin: int,
+    seed: int = 0,
+    row_offset: int = 0,
+    n_global: int | None = None,
+    comm: Communicator | None = None,
+    sample_rows: int = 1 << 20,
+    global_rows=None,
+) -> Cuts:
     """Weighted quantile cuts of every feature, identical on every rank.
 
     Parameters
@@ -241,10 +260,12 @@ def compute_cuts(values: np.ndarray, weight: np.ndarray | None, max_bin: int, se
         else:
             per_feature = backend.sketch_cuts(comm.allgather(values[rows]), None, mine, max_bin, _DEVICE_SORT_VALUES)
     if per_feature is None:
-        per_feature = _cuts_sorted_on_host(comm.allgather(_sampled_rows_on_host(values, mask)),
-                                           None if weight is None else
-                                           comm.allgather(np.asarray(_sampled_rows_on_host(weight, mask), np.float64)),
-                                           mine, max_bin)
+        per_feature = _cuts_sorted_on_host(
+            comm.allgather(_sampled_rows_on_host(values, mask)),
+            None if weight is None else comm.allgather(np.asarray(_sampled_rows_on_host(weight, mask), np.float64)),
+            mine,
+            max_bin,
+        )
     sizes = np.array([c.size for c in per_feature], dtype=np.int64)
     values_mine = np.concatenate(per_feature).astype(np.float32) if per_feature else np.empty(0, np.float32)
     if split:

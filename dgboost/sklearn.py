@@ -14,6 +14,7 @@ Keyword arguments the constructor does not name are passed to :func:`dgboost.tra
 extra training parameters (unknown names are rejected by :func:`dgboost.params.parse_params`
 at ``fit`` time, with the closest valid name).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -33,8 +34,7 @@ from .errors import DGBoostTypeError, DGBoostValueError, ParameterError
 from .params import TrainParams, canonical_name, parse_params
 from .training import train
 
-__all__ = ["DGBModel", "DGBRegressor", "DGBClassifier", "DGBRanker", "XGBRegressor", "XGBClassifier",
-           "XGBRanker"]
+__all__ = ["DGBModel", "DGBRegressor", "DGBClassifier", "DGBRanker", "XGBRegressor", "XGBClassifier", "XGBRanker"]
 
 # attribute (a string in the booster's attributes) that keeps what the wrapper knows about a
 # model across save_model/load_model, like XGBoost's "scikit_learn" attribute
@@ -42,12 +42,37 @@ _SKLEARN_ATTR = "scikit_learn"
 
 # constructor arguments that are training parameters, sent under their canonical names
 # (dgboost.params.ALIASES: learning_rate -> eta, reg_alpha -> alpha, reg_lambda -> lambda)
-_PARAM_ARGS = ("max_depth", "max_leaves", "max_bin", "grow_policy", "learning_rate", "gamma",
-               "min_child_weight", "max_delta_step", "subsample", "colsample_bytree", "colsample_bylevel",
-               "colsample_bynode", "reg_alpha", "reg_lambda", "base_score", "device", "verbosity")
+_PARAM_ARGS = (
+    "max_depth",
+    "max_leaves",
+    "max_bin",
+    "grow_policy",
+    "learning_rate",
+    "gamma",
+    "min_child_weight",
+    "max_delta_step",
+    "subsample",
+    "colsample_bytree",
+    "colsample_bylevel",
+    "colsample_bynode",
+    "reg_alpha",
+    "reg_lambda",
+    "base_score",
+    "device",
+    "verbosity",
+)
 # constructor arguments used by the wrapper itself, never sent as training parameters
-_WRAPPER_ONLY = {"n_estimators", "missing", "early_stopping_rounds", "callbacks", "importance_type",
-                 "objective", "eval_metric", "n_jobs", "random_state"}
+_WRAPPER_ONLY = {
+    "n_estimators",
+    "missing",
+    "early_stopping_rounds",
+    "callbacks",
+    "importance_type",
+    "objective",
+    "eval_metric",
+    "n_jobs",
+    "random_state",
+}
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -72,9 +97,13 @@ def _as_1d(name: str, y) -> np.ndarray:
         raise DGBoostValueError(f"Complex data not supported: the target {name} has dtype {y.dtype}")
     if y.ndim == 2 and y.shape[1] == 1:
         # scikit-learn's wording (check_supervised_y_2d looks for it)
-        warnings.warn(f"A column-vector {name} was passed when a 1d array was expected. Please change "
-                      f"the shape of {name} to (n_samples, ), for example using ravel(); it is used as "
-                      f"{name}.ravel()", DataConversionWarning, stacklevel=3)
+        warnings.warn(
+            f"A column-vector {name} was passed when a 1d array was expected. Please change "
+            f"the shape of {name} to (n_samples, ), for example using ravel(); it is used as "
+            f"{name}.ravel()",
+            DataConversionWarning,
+            stacklevel=3,
+        )
         y = y[:, 0]
     if y.ndim != 1:
         raise DGBoostValueError(f"{name} must be 1-D (one target per row), got shape {y.shape}")
@@ -89,9 +118,11 @@ def _check_X(X) -> None:
     if getattr(getattr(X, "dtype", None), "kind", None) == "c":
         raise DGBoostValueError(f"Complex data not supported: X has dtype {X.dtype}")
     if len(shape) == 1:
-        raise DGBoostValueError(f"Expected a 2-D array, got a 1-D array of shape {tuple(shape)} instead. "
-                                "Reshape your data with X.reshape(-1, 1) for a single feature or "
-                                "X.reshape(1, -1) for a single sample.")
+        raise DGBoostValueError(
+            f"Expected a 2-D array, got a 1-D array of shape {tuple(shape)} instead. "
+            "Reshape your data with X.reshape(-1, 1) for a single feature or "
+            "X.reshape(1, -1) for a single sample."
+        )
     if len(shape) == 2 and shape[1] == 0:
         raise DGBoostValueError(f"0 feature(s) (shape={tuple(shape)}) while a minimum of 1 is required.")
     if len(shape) == 2 and shape[0] == 0:
@@ -185,21 +216,37 @@ class DGBModel(BaseEstimator):
 
     _default_objective: str | None = "reg:squarederror"
 
-    def __init__(self, *, n_estimators: int = 100, max_depth: int | None = None,
-                 max_leaves: int | None = None, max_bin: int | None = None,
-                 grow_policy: str | None = None, learning_rate: float | None = None,
-                 n_jobs: int | None = None, gamma: float | None = None,
-                 min_child_weight: float | None = None, max_delta_step: float | None = None,
-                 subsample: float | None = None, colsample_bytree: float | None = None,
-                 colsample_bylevel: float | None = None, colsample_bynode: float | None = None,
-                 reg_alpha: float | None = None, reg_lambda: float | None = None,
-                 base_score: float | None = None,
-                 random_state: int | np.random.RandomState | np.random.Generator | None = None,
-                 missing: float = np.nan, objective: str | Callable[..., Any] | None = None,
-                 eval_metric: str | Callable[..., Any] | Sequence[str | Callable[..., Any]] | None = None,
-                 early_stopping_rounds: int | None = None, device: str | None = None,
-                 callbacks: list[Any] | None = None, verbosity: int | None = None,
-                 importance_type: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        n_estimators: int = 100,
+        max_depth: int | None = None,
+        max_leaves: int | None = None,
+        max_bin: int | None = None,
+        grow_policy: str | None = None,
+        learning_rate: float | None = None,
+        n_jobs: int | None = None,
+        gamma: float | None = None,
+        min_child_weight: float | None = None,
+        max_delta_step: float | None = None,
+        subsample: float | None = None,
+        colsample_bytree: float | None = None,
+        colsample_bylevel: float | None = None,
+        colsample_bynode: float | None = None,
+        reg_alpha: float | None = None,
+        reg_lambda: float | None = None,
+        base_score: float | None = None,
+        random_state: int | np.random.RandomState | np.random.Generator | None = None,
+        missing: float = np.nan,
+        objective: str | Callable[..., Any] | None = None,
+        eval_metric: str | Callable[..., Any] | Sequence[str | Callable[..., Any]] | None = None,
+        early_stopping_rounds: int | None = None,
+        device: str | None = None,
+        callbacks: list[Any] | None = None,
+        verbosity: int | None = None,
+        importance_type: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.max_leaves = max_leaves
@@ -230,16 +277,20 @@ class DGBModel(BaseEstimator):
             self._set_extra(key, value)
 
     def _set_extra(self, key: str, value) -> None:
-        if not isinstance(key, str) or not key.isidentifier() or key.startswith("_") or key.endswith("_") \
-                or hasattr(type(self), key):
+        if (
+            not isinstance(key, str)
+            or not key.isidentifier()
+            or key.startswith("_")
+            or key.endswith("_")
+            or hasattr(type(self), key)
+        ):
             raise DGBoostValueError(f"{key!r} cannot be a training parameter of {type(self).__name__}")
         setattr(self, key, value)
 
     def _extra_params(self) -> dict:
         """The training parameters given beyond the named constructor arguments."""
         names = set(self._get_param_names())
-        return {k: v for k, v in vars(self).items()
-                if k not in names and not k.startswith("_") and not k.endswith("_")}
+        return {k: v for k, v in vars(self).items() if k not in names and not k.startswith("_") and not k.endswith("_")}
 
     # -- scikit-learn parameter protocol ----------------------------------------------------
     def get_params(self, deep: bool = True) -> dict[str, Any]:
@@ -321,8 +372,9 @@ class DGBModel(BaseEstimator):
         for key, value in self._extra_params().items():
             # an extra under another spelling of a named argument's parameter would override it unseen
             if canonical_name(key) in params:
-                raise ParameterError(f"parameter {canonical_name(key)!r} given twice (as {key!r} and a "
-                                     f"constructor argument)")
+                raise ParameterError(
+                    f"parameter {canonical_name(key)!r} given twice (as {key!r} and a constructor argument)"
+                )
             params[key] = value
         return params
 
@@ -359,13 +411,13 @@ class DGBModel(BaseEstimator):
 
         return obj
 
-    def _dmatrix(self, X, y=None, weight=None, base_margin=None, group=None, qid=None,
-                 ref=None) -> DMatrix:
+    def _dmatrix(self, X, y=None, weight=None, base_margin=None, group=None, qid=None, ref=None) -> DMatrix:
         _check_X(X)
         _check_weight(weight)
         X = _numeric_object_array(X)
-        return DMatrix(X, label=y, weight=weight, base_margin=base_margin, group=group, qid=qid,
-                       missing=self.missing, ref=ref)
+        return DMatrix(
+            X, label=y, weight=weight, base_margin=base_margin, group=group, qid=qid, missing=self.missing, ref=ref
+        )
 
     def _encode_y(self, y, fitting: bool) -> np.ndarray:
         y = _as_1d("y", y)
@@ -374,19 +426,32 @@ class DGBModel(BaseEstimator):
         try:
             return y.astype(np.float64)
         except (TypeError, ValueError):
-            raise DGBoostTypeError(f"y (dtype {y.dtype}) cannot be converted to numbers: "
-                                   f"{type(self).__name__} needs numeric targets") from None
+            raise DGBoostTypeError(
+                f"y (dtype {y.dtype}) cannot be converted to numbers: {type(self).__name__} needs numeric targets"
+            ) from None
 
-    def _eval_sets(self, eval_set, sample_weight_eval_set, base_margin_eval_set, train_dm,
-                   X, y, sample_weight, base_margin, groups=None):
+    def _eval_sets(
+        self,
+        eval_set,
+        sample_weight_eval_set,
+        base_margin_eval_set,
+        train_dm,
+        X,
+        y,
+        sample_weight,
+        base_margin,
+        groups=None,
+    ):
         """``[(DMatrix, "validation_i")]`` from XGBoost's eval_set arguments."""
         if eval_set is None:
             return []
         if not isinstance(eval_set, (list, tuple)):
             raise DGBoostTypeError("eval_set must be a list of (X, y) pairs")
         n = len(eval_set)
-        for what, lst in (("sample_weight_eval_set", sample_weight_eval_set),
-                          ("base_margin_eval_set", base_margin_eval_set)):
+        for what, lst in (
+            ("sample_weight_eval_set", sample_weight_eval_set),
+            ("base_margin_eval_set", base_margin_eval_set),
+        ):
             if lst is not None and len(lst) != n:
                 raise DGBoostValueError(f"{what} has {len(lst)} entries but eval_set has {n}")
         evals = []
@@ -407,8 +472,9 @@ class DGBModel(BaseEstimator):
     def _eval_dmatrix(self, i, Xe, ye, we, be, ge, qe, train_dm) -> DMatrix:
         dm = self._dmatrix(Xe, self._encode_y(ye, fitting=False), we, be, ref=train_dm)
         if dm.num_col() != train_dm.num_col():
-            raise DGBoostValueError(f"eval_set[{i}] has {dm.num_col()} features, the training data "
-                                    f"has {train_dm.num_col()}")
+            raise DGBoostValueError(
+                f"eval_set[{i}] has {dm.num_col()} features, the training data has {train_dm.num_col()}"
+            )
         return dm
 
     def _start_model(self, xgb_model):
@@ -418,12 +484,19 @@ class DGBModel(BaseEstimator):
 
     def _fit(self, p: TrainParams, train_dm: DMatrix, X, evals, verbose, xgb_model, obj=None) -> DGBModel:
         results: dict = {}
-        booster = train(p, train_dm, num_boost_round=self.n_estimators, evals=evals,
-                        obj=obj if obj is not None else self._custom_objective(),
-                        custom_metric=self._custom_metric(),
-                        early_stopping_rounds=self.early_stopping_rounds, evals_result=results,
-                        verbose_eval=verbose, xgb_model=self._start_model(xgb_model),
-                        callbacks=list(self.callbacks or ()))
+        booster = train(
+            p,
+            train_dm,
+            num_boost_round=self.n_estimators,
+            evals=evals,
+            obj=obj if obj is not None else self._custom_objective(),
+            custom_metric=self._custom_metric(),
+            early_stopping_rounds=self.early_stopping_rounds,
+            evals_result=results,
+            verbose_eval=verbose,
+            xgb_model=self._start_model(xgb_model),
+            callbacks=list(self.callbacks or ()),
+        )
         self._Booster = booster
         self.evals_result_ = results if evals else {}
         self._set_feature_info(X, train_dm.num_col())
@@ -449,17 +522,29 @@ class DGBModel(BaseEstimator):
             del self.feature_names_in_
 
     def _sklearn_state(self) -> dict:
-        return {"estimator": type(self).__name__, "early_stopping": bool(self._early_stopping_used),
-                "feature_names_in": hasattr(self, "feature_names_in_")}
+        return {
+            "estimator": type(self).__name__,
+            "early_stopping": bool(self._early_stopping_used),
+            "feature_names_in": hasattr(self, "feature_names_in_"),
+        }
 
     def _restore_state(self, state: dict) -> None:
         self._early_stopping_used = bool(state.get("early_stopping", False))
 
     # -- fitting ------------------------------------------------------------------------------
-    def fit(self, X: Any, y: Any, *, sample_weight: Any = None, base_margin: Any = None,
-            eval_set: Sequence[tuple[Any, Any]] | None = None, sample_weight_eval_set: Sequence[Any] | None = None,
-            base_margin_eval_set: Sequence[Any] | None = None, verbose: bool | int = False,
-            xgb_model: Booster | DGBModel | str | os.PathLike | None = None) -> DGBModel:
+    def fit(
+        self,
+        X: Any,
+        y: Any,
+        *,
+        sample_weight: Any = None,
+        base_margin: Any = None,
+        eval_set: Sequence[tuple[Any, Any]] | None = None,
+        sample_weight_eval_set: Sequence[Any] | None = None,
+        base_margin_eval_set: Sequence[Any] | None = None,
+        verbose: bool | int = False,
+        xgb_model: Booster | DGBModel | str | os.PathLike | None = None,
+    ) -> DGBModel:
         """Train ``n_estimators`` rounds on ``X``, ``y``.
 
         Parameters
@@ -493,8 +578,9 @@ class DGBModel(BaseEstimator):
         p = self._parsed_params()
         y_enc = self._encode_y(y, fitting=True)
         train_dm = self._dmatrix(X, y_enc, sample_weight, base_margin)
-        evals = self._eval_sets(eval_set, sample_weight_eval_set, base_margin_eval_set, train_dm,
-                                X, y, sample_weight, base_margin)
+        evals = self._eval_sets(
+            eval_set, sample_weight_eval_set, base_margin_eval_set, train_dm, X, y, sample_weight, base_margin
+        )
         return self._fit(p, train_dm, X, evals, verbose, xgb_model)
 
     # -- fitted model -------------------------------------------------------------------------
@@ -522,8 +608,9 @@ class DGBModel(BaseEstimator):
         """Round (0-based) with the best evaluation score; only set after early stopping."""
         booster = self.get_booster()
         if not getattr(self, "_early_stopping_used", False):
-            raise AttributeError("best_iteration is only defined when early stopping was used "
-                                 "(early_stopping_rounds and eval_set)")
+            raise AttributeError(
+                "best_iteration is only defined when early stopping was used (early_stopping_rounds and eval_set)"
+            )
         return booster.best_iteration
 
     @property
@@ -531,8 +618,9 @@ class DGBModel(BaseEstimator):
         """Best evaluation score; only set after early stopping."""
         booster = self.get_booster()
         if not getattr(self, "_early_stopping_used", False):
-            raise AttributeError("best_score is only defined when early stopping was used "
-                                 "(early_stopping_rounds and eval_set)")
+            raise AttributeError(
+                "best_score is only defined when early stopping was used (early_stopping_rounds and eval_set)"
+            )
         return booster.best_score
 
     def evals_result(self) -> dict[str, dict[str, list[float]]]:
@@ -560,34 +648,47 @@ class DGBModel(BaseEstimator):
         dm = DMatrix(_numeric_object_array(X), base_margin=base_margin, missing=self.missing)
         expected = getattr(self, "n_features_in_", booster.num_features())
         if expected and dm.num_col() != expected:
-            raise DGBoostValueError(f"X has {dm.num_col()} features, but {type(self).__name__} is "
-                                    f"expecting {expected} features as input.")
+            raise DGBoostValueError(
+                f"X has {dm.num_col()} features, but {type(self).__name__} is expecting {expected} features as input."
+            )
         return dm
 
     def _margin(self, X, base_margin=None, iteration_range=None, validate_features=True):
         dm = self._predict_dmatrix(X, base_margin)
-        margin = self._Booster.predict(dm, output_margin=True, validate_features=validate_features,
-                                       iteration_range=self._iteration_range(iteration_range))
+        margin = self._Booster.predict(
+            dm,
+            output_margin=True,
+            validate_features=validate_features,
+            iteration_range=self._iteration_range(iteration_range),
+        )
         margin = np.asarray(margin)
         return margin.reshape(margin.shape[0], -1)
 
-    def predict(self, X: Any, output_margin: bool = False, validate_features: bool = True,
-                base_margin: Any = None, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+    def predict(
+        self,
+        X: Any,
+        output_margin: bool = False,
+        validate_features: bool = True,
+        base_margin: Any = None,
+        iteration_range: tuple[int, int] | None = None,
+    ) -> np.ndarray:
         """Predictions (the objective's output, or margins with ``output_margin``).
 
         Uses rounds ``0..best_iteration`` when the model was fitted with early stopping
         and ``iteration_range`` is not given.
         """
         dm = self._predict_dmatrix(X, base_margin)
-        return self._Booster.predict(dm, output_margin=output_margin,
-                                     validate_features=validate_features,
-                                     iteration_range=self._iteration_range(iteration_range))
+        return self._Booster.predict(
+            dm,
+            output_margin=output_margin,
+            validate_features=validate_features,
+            iteration_range=self._iteration_range(iteration_range),
+        )
 
     def apply(self, X: Any, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Leaf index of every row in every tree: int array of shape (n, n_trees)."""
         dm = self._predict_dmatrix(X)
-        return self._Booster.predict(dm, pred_leaf=True,
-                                     iteration_range=self._iteration_range(iteration_range))
+        return self._Booster.predict(dm, pred_leaf=True, iteration_range=self._iteration_range(iteration_range))
 
     def shap_values(self, X: Any, **kwargs: Any) -> np.ndarray:
         """Exact SHAP values of the margin, as ``shap.TreeExplainer(model).shap_values(X)``:
@@ -667,15 +768,16 @@ class DGBClassifier(ClassifierMixin, DGBModel):
             if len(y) == 0:
                 raise DGBoostValueError("y is empty: 0 sample(s) while a minimum of 1 is required.")
             if y.dtype.kind == "f" and type_of_target(y) == "continuous":
-                raise DGBoostValueError("Unknown label type: continuous. A classifier needs discrete "
-                                        "class labels; use DGBRegressor for a continuous target")
+                raise DGBoostValueError(
+                    "Unknown label type: continuous. A classifier needs discrete "
+                    "class labels; use DGBRegressor for a continuous target"
+                )
             try:
                 classes, encoded = np.unique(y, return_inverse=True)
             except TypeError as exc:
                 raise DGBoostTypeError(f"class labels must be sortable (one type), got: {exc}") from None
             if len(classes) < 2:
-                raise DGBoostValueError(f"y has only 1 class ({classes[0]!r}): a classifier needs at "
-                                        "least 2 classes")
+                raise DGBoostValueError(f"y has only 1 class ({classes[0]!r}): a classifier needs at least 2 classes")
             self.classes_ = classes
             self.n_classes_ = len(classes)
             return encoded.astype(np.float64)
@@ -687,8 +789,9 @@ class DGBClassifier(ClassifierMixin, DGBModel):
         idx = np.minimum(idx, len(classes) - 1)
         unknown = classes[idx] != y
         if np.any(unknown):
-            raise DGBoostValueError(f"labels {list(np.unique(y[unknown]))[:5]} were not seen in training "
-                                    f"(classes: {list(classes)[:10]})")
+            raise DGBoostValueError(
+                f"labels {list(np.unique(y[unknown]))[:5]} were not seen in training (classes: {list(classes)[:10]})"
+            )
         return idx.astype(np.float64)
 
     def get_xgb_params(self) -> dict[str, Any]:
@@ -723,17 +826,27 @@ class DGBClassifier(ClassifierMixin, DGBModel):
             params["num_class"] = 2
         return params, None
 
-    def fit(self, X: Any, y: Any, *, sample_weight: Any = None, base_margin: Any = None,
-            eval_set: Sequence[tuple[Any, Any]] | None = None, sample_weight_eval_set: Sequence[Any] | None = None,
-            base_margin_eval_set: Sequence[Any] | None = None, verbose: bool | int = False,
-            xgb_model: Booster | DGBModel | str | os.PathLike | None = None) -> DGBClassifier:
+    def fit(
+        self,
+        X: Any,
+        y: Any,
+        *,
+        sample_weight: Any = None,
+        base_margin: Any = None,
+        eval_set: Sequence[tuple[Any, Any]] | None = None,
+        sample_weight_eval_set: Sequence[Any] | None = None,
+        base_margin_eval_set: Sequence[Any] | None = None,
+        verbose: bool | int = False,
+        xgb_model: Booster | DGBModel | str | os.PathLike | None = None,
+    ) -> DGBClassifier:
         """Train on ``X`` and labels ``y`` (any sortable labels); see :meth:`DGBModel.fit`."""
         y_enc = self._encode_y(y, fitting=True)  # the class count first: it is a parameter
         params, obj = self._class_params()
         p = self._parsed_params(params)
         train_dm = self._dmatrix(X, y_enc, sample_weight, base_margin)
-        evals = self._eval_sets(eval_set, sample_weight_eval_set, base_margin_eval_set, train_dm,
-                                X, y, sample_weight, base_margin)
+        evals = self._eval_sets(
+            eval_set, sample_weight_eval_set, base_margin_eval_set, train_dm, X, y, sample_weight, base_margin
+        )
         return self._fit(p, train_dm, X, evals, verbose, xgb_model, obj=obj)
 
     def _sklearn_state(self) -> dict:
@@ -744,8 +857,13 @@ class DGBClassifier(ClassifierMixin, DGBModel):
             json.dumps(listed)
         except (TypeError, ValueError):
             listed = None
-        state.update({"n_classes_": int(self.n_classes_), "classes_": listed,
-                      "classes_dtype": classes.dtype.str if classes.dtype.kind in "biufU" else "O"})
+        state.update(
+            {
+                "n_classes_": int(self.n_classes_),
+                "classes_": listed,
+                "classes_dtype": classes.dtype.str if classes.dtype.kind in "biufU" else "O",
+            }
+        )
         return state
 
     def _restore_state(self, state: dict) -> None:
@@ -762,15 +880,24 @@ class DGBClassifier(ClassifierMixin, DGBModel):
         else:
             self.classes_ = np.arange(self.n_classes_)
 
-    def predict_proba(self, X: Any, validate_features: bool = True, base_margin: Any = None,
-                      iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+    def predict_proba(
+        self,
+        X: Any,
+        validate_features: bool = True,
+        base_margin: Any = None,
+        iteration_range: tuple[int, int] | None = None,
+    ) -> np.ndarray:
         """Class probabilities, shape (n, n_classes); rows sum to 1."""
         booster = self.get_booster()
         objective = booster.meta.get("objective")
         if objective in ("binary:logistic", "multi:softprob"):
             dm = self._predict_dmatrix(X, base_margin)
-            p = booster.predict(dm, validate_features=validate_features,
-                                iteration_range=self._iteration_range(iteration_range), strict_shape=True)
+            p = booster.predict(
+                dm,
+                validate_features=validate_features,
+                iteration_range=self._iteration_range(iteration_range),
+                strict_shape=True,
+            )
         else:  # raw outputs (custom objective, logitraw, softmax): apply the link here
             margin = self._margin(X, base_margin, iteration_range, validate_features)
             p = _sigmoid(margin) if margin.shape[1] == 1 else _softmax(margin)
@@ -781,14 +908,26 @@ class DGBClassifier(ClassifierMixin, DGBModel):
             return np.column_stack([1.0 - p1, p1]).astype(np.float32)
         return p
 
-    def predict(self, X: Any, output_margin: bool = False, validate_features: bool = True,
-                base_margin: Any = None, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+    def predict(
+        self,
+        X: Any,
+        output_margin: bool = False,
+        validate_features: bool = True,
+        base_margin: Any = None,
+        iteration_range: tuple[int, int] | None = None,
+    ) -> np.ndarray:
         """Predicted class labels (from ``classes_``), or margins with ``output_margin``."""
         if output_margin:
-            return super().predict(X, output_margin=True, validate_features=validate_features,
-                                   base_margin=base_margin, iteration_range=iteration_range)
-        proba = self.predict_proba(X, validate_features=validate_features, base_margin=base_margin,
-                                   iteration_range=iteration_range)
+            return super().predict(
+                X,
+                output_margin=True,
+                validate_features=validate_features,
+                base_margin=base_margin,
+                iteration_range=iteration_range,
+            )
+        proba = self.predict_proba(
+            X, validate_features=validate_features, base_margin=base_margin, iteration_range=iteration_range
+        )
         return self.classes_[np.argmax(proba, axis=1)]
 
 
@@ -832,11 +971,23 @@ class DGBRanker(DGBModel):
                 weight = np.repeat(weight, sizes)
         return X, y, sizes, weight, base_margin
 
-    def fit(self, X: Any, y: Any, *, group: Any = None, qid: Any = None, sample_weight: Any = None,
-            base_margin: Any = None, eval_set: Sequence[tuple[Any, Any]] | None = None,
-            eval_group: Sequence[Any] | None = None, eval_qid: Sequence[Any] | None = None,
-            sample_weight_eval_set: Sequence[Any] | None = None, base_margin_eval_set: Sequence[Any] | None = None,
-            verbose: bool | int = False, xgb_model: Booster | DGBModel | str | os.PathLike | None = None) -> DGBRanker:
+    def fit(
+        self,
+        X: Any,
+        y: Any,
+        *,
+        group: Any = None,
+        qid: Any = None,
+        sample_weight: Any = None,
+        base_margin: Any = None,
+        eval_set: Sequence[tuple[Any, Any]] | None = None,
+        eval_group: Sequence[Any] | None = None,
+        eval_qid: Sequence[Any] | None = None,
+        sample_weight_eval_set: Sequence[Any] | None = None,
+        base_margin_eval_set: Sequence[Any] | None = None,
+        verbose: bool | int = False,
+        xgb_model: Booster | DGBModel | str | os.PathLike | None = None,
+    ) -> DGBRanker:
         """Train on ``X`` and relevance labels ``y`` for queries given by ``group`` or ``qid``.
 
         ``sample_weight`` is per query (one per group) or per row (constant within a query).
@@ -844,8 +995,7 @@ class DGBRanker(DGBModel):
         """
         p = self._parsed_params()
         y_enc = self._encode_y(y, fitting=True)
-        X, y_enc, sizes, weight, base_margin = self._query_rows(X, y_enc, group, qid, sample_weight,
-                                                               base_margin, "fit")
+        X, y_enc, sizes, weight, base_margin = self._query_rows(X, y_enc, group, qid, sample_weight, base_margin, "fit")
         train_dm = self._dmatrix(X, y_enc, weight, base_margin, group=sizes)
         groups = None
         if eval_set is not None:
@@ -855,10 +1005,21 @@ class DGBRanker(DGBModel):
             for what, lst in (("eval_group", eval_group), ("eval_qid", eval_qid)):
                 if lst is not None and len(lst) != n:
                     raise DGBoostValueError(f"{what} has {len(lst)} entries but eval_set has {n}")
-            groups = [(None if eval_group is None else eval_group[i], None if eval_qid is None else eval_qid[i])
-                      for i in range(n)]
-        evals = self._eval_sets(eval_set, sample_weight_eval_set, base_margin_eval_set, train_dm,
-                                X, y, sample_weight, base_margin, groups=groups)
+            groups = [
+                (None if eval_group is None else eval_group[i], None if eval_qid is None else eval_qid[i])
+                for i in range(n)
+            ]
+        evals = self._eval_sets(
+            eval_set,
+            sample_weight_eval_set,
+            base_margin_eval_set,
+            train_dm,
+            X,
+            y,
+            sample_weight,
+            base_margin,
+            groups=groups,
+        )
         return self._fit(p, train_dm, X, evals, verbose, xgb_model)
 
     def _eval_dmatrix(self, i, Xe, ye, we, be, ge, qe, train_dm) -> DMatrix:
@@ -866,8 +1027,9 @@ class DGBRanker(DGBModel):
         Xe, ye, sizes, we, be = self._query_rows(Xe, ye, ge, qe, we, be, f"eval_set[{i}]")
         dm = self._dmatrix(Xe, ye, we, be, group=sizes, ref=train_dm)
         if dm.num_col() != train_dm.num_col():
-            raise DGBoostValueError(f"eval_set[{i}] has {dm.num_col()} features, the training data "
-                                    f"has {train_dm.num_col()}")
+            raise DGBoostValueError(
+                f"eval_set[{i}] has {dm.num_col()} features, the training data has {train_dm.num_col()}"
+            )
         return dm
 
     def score(self, X: Any, y: Any, group: Any = None, qid: Any = None, k: int | None = None) -> float:
@@ -894,7 +1056,7 @@ def _mean_ndcg(scores: np.ndarray, y: np.ndarray, sizes, k: int | None) -> float
     values = []
     start = 0
     for size in np.asarray(sizes, dtype=np.int64):
-        s, rel = scores[start:start + size], y[start:start + size]
+        s, rel = scores[start : start + size], y[start : start + size]
         start += size
         if size == 0:
             continue
@@ -912,8 +1074,7 @@ def _full_signature(cls) -> None:
     defaults), so scikit-learn sees every parameter (``get_params``, ``clone``, ``repr``)."""
     base = inspect.signature(DGBModel.__init__)
     own = inspect.signature(cls.__dict__["__init__"]).parameters
-    params = [own[p.name] if p.name in own and p.kind != p.VAR_KEYWORD else p
-              for p in base.parameters.values()]
+    params = [own[p.name] if p.name in own and p.kind != p.VAR_KEYWORD else p for p in base.parameters.values()]
     cls.__init__.__signature__ = base.replace(parameters=params)
 
 

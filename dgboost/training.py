@@ -25,6 +25,7 @@ with none, training starts from the beginning). The finished model is byte-ident
 uninterrupted run. A checkpoint written with other parameters, early-stopping settings,
 evaluation set names or training data is refused. Callbacks' own state is not saved.
 """
+
 from __future__ import annotations
 
 import os
@@ -73,14 +74,25 @@ def _verbose_period(verbose_eval: bool | int | None) -> int:
     return int(verbose_eval)
 
 
-def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_round: int = 10,
-          evals: Sequence[tuple[DMatrix, str]] = (), obj: Callable | None = None,
-          custom_metric: Callable | None = None, maximize: bool | None = None,
-          early_stopping_rounds: int | None = None, evals_result: dict | None = None,
-          verbose_eval: bool | int = True, xgb_model: Booster | str | os.PathLike | None = None,
-          callbacks: Iterable[TrainingCallback] = (), comm: Communicator | None = None,
-          feval: Callable | None = None, checkpoint_dir: str | os.PathLike | None = None,
-          checkpoint_every: int | None = None, resume: bool = False) -> Booster:
+def train(
+    params: Mapping[str, Any] | TrainParams,
+    dtrain: DMatrix,
+    num_boost_round: int = 10,
+    evals: Sequence[tuple[DMatrix, str]] = (),
+    obj: Callable | None = None,
+    custom_metric: Callable | None = None,
+    maximize: bool | None = None,
+    early_stopping_rounds: int | None = None,
+    evals_result: dict | None = None,
+    verbose_eval: bool | int = True,
+    xgb_model: Booster | str | os.PathLike | None = None,
+    callbacks: Iterable[TrainingCallback] = (),
+    comm: Communicator | None = None,
+    feval: Callable | None = None,
+    checkpoint_dir: str | os.PathLike | None = None,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
+) -> Booster:
     """Train a gradient-boosted tree model (``xgboost.train``'s arguments and behaviour).
 
     Parameters
@@ -117,12 +129,32 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
     checkpointer = checkpointer_for(checkpoint_dir, checkpoint_every, resume)
     config = training_config(p, early_stopping_rounds, maximize)
     resumed, xgb_model = _starting_model(checkpointer if resume else None, comm, config, evals, xgb_model)
-    callbacks = list(callbacks) + ([] if checkpointer is None else [TrainingCheckPoint(
-        checkpointer.directory, checkpointer.every, checkpointer.keep)])
-    job = TrainingJob(p, dtrain, evals, obj=obj, custom_metric=custom_metric or feval, comm=comm, start=xgb_model,
-                      resumed=resumed, fingerprint=any(isinstance(cb, TrainingCheckPoint) for cb in callbacks))
-    booster = Booster._from_training(job.ensemble, job.params, job.objective, job.base_score, dtrain.feature_names,
-                                     dtrain.feature_types, dtrain.num_col(), xgb_model)
+    callbacks = list(callbacks) + (
+        []
+        if checkpointer is None
+        else [TrainingCheckPoint(checkpointer.directory, checkpointer.every, checkpointer.keep)]
+    )
+    job = TrainingJob(
+        p,
+        dtrain,
+        evals,
+        obj=obj,
+        custom_metric=custom_metric or feval,
+        comm=comm,
+        start=xgb_model,
+        resumed=resumed,
+        fingerprint=any(isinstance(cb, TrainingCheckPoint) for cb in callbacks),
+    )
+    booster = Booster._from_training(
+        job.ensemble,
+        job.params,
+        job.objective,
+        job.base_score,
+        dtrain.feature_names,
+        dtrain.feature_types,
+        dtrain.num_col(),
+        xgb_model,
+    )
     container, best, stopping = _callbacks(job, callbacks, verbose_eval, early_stopping_rounds, maximize, config)
     history: dict = {} if evals_result is None else evals_result
     history.clear()
@@ -133,8 +165,13 @@ def train(params: Mapping[str, Any] | TrainParams, dtrain: DMatrix, num_boost_ro
     return container.after_training(booster)
 
 
-def _starting_model(checkpointer: Any, comm: Communicator, config: dict, evals: Sequence[tuple[DMatrix, str]],
-                    xgb_model: Booster | str | os.PathLike | None) -> tuple[dict | None, Booster | None]:
+def _starting_model(
+    checkpointer: Any,
+    comm: Communicator,
+    config: dict,
+    evals: Sequence[tuple[DMatrix, str]],
+    xgb_model: Booster | str | os.PathLike | None,
+) -> tuple[dict | None, Booster | None]:
     """(the checkpoint resumed or None, the model to continue or None): with ``checkpointer``
     (resuming), the newest valid checkpoint, checked against ``config`` and the evaluation
     sets' names; its model already holds any model the job continued."""
@@ -147,29 +184,46 @@ def _starting_model(checkpointer: Any, comm: Communicator, config: dict, evals: 
     return resumed, xgb_model
 
 
-def _callbacks(job: TrainingJob, callbacks: list, verbose_eval: bool | int, early_stopping_rounds: int | None,
-               maximize: bool | None, config: dict) -> tuple[CallbackContainer, "_BestRound", list[EarlyStopping]]:
+def _callbacks(
+    job: TrainingJob,
+    callbacks: list,
+    verbose_eval: bool | int,
+    early_stopping_rounds: int | None,
+    maximize: bool | None,
+    config: dict,
+) -> tuple[CallbackContainer, "_BestRound", list[EarlyStopping]]:
     """The job's callbacks in XGBoost's order: the best round's tracker, the user's, the monitor,
     early stopping; checkpoints last (with what they hold beyond the model)."""
     best = _BestRound(job, maximize, sets_model=not any(isinstance(cb, EarlyStopping) for cb in callbacks))
     stopping = _early_stopping(job, early_stopping_rounds, best)
     period = _verbose_period(verbose_eval)
     monitor = [EvaluationMonitor(period=period)] if period else []
-    checkpoint = None if job.fingerprint is None else CheckpointContext(
-        job.begin_round, config, job.fingerprint["data"], job.fingerprint["cuts"], [name for _, name in job.evals],
-        best.state)
+    checkpoint = (
+        None
+        if job.fingerprint is None
+        else CheckpointContext(
+            job.begin_round,
+            config,
+            job.fingerprint["data"],
+            job.fingerprint["cuts"],
+            [name for _, name in job.evals],
+            best.state,
+        )
+    )
     return CallbackContainer([best, *callbacks, *monitor, *stopping], job.comm.rank, checkpoint), best, stopping
 
 
-def _check_arguments(dtrain: DMatrix, num_boost_round: int, early_stopping_rounds: int | None,
-                     evals: Sequence[tuple[DMatrix, str]]) -> None:
+def _check_arguments(
+    dtrain: DMatrix, num_boost_round: int, early_stopping_rounds: int | None, evals: Sequence[tuple[DMatrix, str]]
+) -> None:
     """Raise for arguments of :func:`train` of the wrong type or out of range."""
     if not isinstance(dtrain, DMatrix):
         raise DGBoostTypeError(f"dtrain must be a dgboost.DMatrix, got {type(dtrain).__name__}")
     if int(num_boost_round) != num_boost_round or num_boost_round < 0:
         raise DGBoostValueError(f"num_boost_round must be a non-negative integer, got {num_boost_round!r}")
-    if early_stopping_rounds is not None and (int(early_stopping_rounds) != early_stopping_rounds
-                                              or early_stopping_rounds < 1):
+    if early_stopping_rounds is not None and (
+        int(early_stopping_rounds) != early_stopping_rounds or early_stopping_rounds < 1
+    ):
         raise DGBoostValueError(f"early_stopping_rounds must be a positive integer, got {early_stopping_rounds!r}")
     if early_stopping_rounds is not None and not evals:
         raise DGBoostValueError("early_stopping_rounds needs at least one evaluation set in evals")
@@ -178,8 +232,9 @@ def _check_arguments(dtrain: DMatrix, num_boost_round: int, early_stopping_round
             raise DGBoostTypeError("evals must be a sequence of (DMatrix, name) pairs")
 
 
-def _boost(job: TrainingJob, booster: Booster, container: CallbackContainer, history: dict, first_round: int,
-           end_round: int) -> None:
+def _boost(
+    job: TrainingJob, booster: Booster, container: CallbackContainer, history: dict, first_round: int, end_round: int
+) -> None:
     """Rounds ``first_round`` .. ``end_round - 1`` between the callbacks (``epoch`` counted from
     the job's first round, as XGBoost counts from 0 in every call)."""
     for r in range(first_round, end_round):
@@ -232,8 +287,7 @@ def _early_stopping(job: TrainingJob, rounds: int | None, best: _BestRound) -> l
     if rounds is None or not best.active:
         return []
     maximize = best.metric.higher_is_better if best.maximize is None else best.maximize
-    return [EarlyStopping(rounds=int(rounds), metric_name=best.metric.name, data_name=best.data,
-                          maximize=maximize)]
+    return [EarlyStopping(rounds=int(rounds), metric_name=best.metric.name, data_name=best.data, maximize=maximize)]
 
 
 def _restore(resumed: dict, history: dict, best: _BestRound, stopping: list[EarlyStopping], end_round: int) -> int:

@@ -9,6 +9,7 @@ tree from flat arrays, and pickling is cheap.
 Split semantics (as XGBoost): a row goes left when ``x < split_value``; a missing
 ``x`` goes left when ``default_left`` is true.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,15 +21,15 @@ __all__ = ["Tree", "Ensemble", "NODE_ARRAYS"]
 
 # name -> dtype of every per-node array, in the order they are stored
 NODE_ARRAYS: dict[str, np.dtype] = {
-    "left": np.dtype(np.int32),          # left child (local index), -1 for a leaf
-    "right": np.dtype(np.int32),         # right child (local index), -1 for a leaf
-    "parent": np.dtype(np.int32),        # parent (local index), -1 for the root
-    "feature": np.dtype(np.int32),       # split feature, -1 for a leaf
-    "split_value": np.dtype(np.float32), # x < split_value goes left
+    "left": np.dtype(np.int32),  # left child (local index), -1 for a leaf
+    "right": np.dtype(np.int32),  # right child (local index), -1 for a leaf
+    "parent": np.dtype(np.int32),  # parent (local index), -1 for the root
+    "feature": np.dtype(np.int32),  # split feature, -1 for a leaf
+    "split_value": np.dtype(np.float32),  # x < split_value goes left
     "default_left": np.dtype(np.uint8),  # 1: missing values go left
-    "gain": np.dtype(np.float32),        # loss change of the split (0 for a leaf)
-    "cover": np.dtype(np.float64),       # sum of hessians of the training rows in the node
-    "value": np.dtype(np.float32),       # leaf output (eta applied); base weight for inner nodes
+    "gain": np.dtype(np.float32),  # loss change of the split (0 for a leaf)
+    "cover": np.dtype(np.float64),  # sum of hessians of the training rows in the node
+    "value": np.dtype(np.float32),  # leaf output (eta applied); base weight for inner nodes
 }
 
 
@@ -85,8 +86,17 @@ class Tree:
     @classmethod
     def leaf(cls, value: float, cover: float) -> "Tree":
         """A tree that is a single leaf."""
-        return cls(left=[-1], right=[-1], parent=[-1], feature=[-1], split_value=[0.0],
-                   default_left=[0], gain=[0.0], cover=[cover], value=[value])
+        return cls(
+            left=[-1],
+            right=[-1],
+            parent=[-1],
+            feature=[-1],
+            split_value=[0.0],
+            default_left=[0],
+            gain=[0.0],
+            cover=[cover],
+            value=[value],
+        )
 
 
 class Ensemble:
@@ -102,8 +112,7 @@ class Ensemble:
 
     def __init__(self, n_groups: int = 1, base_margin: Sequence[float] | float = 0.0):
         self.n_groups = int(n_groups)
-        self.base_margin = np.broadcast_to(np.asarray(base_margin, dtype=np.float64),
-                                           (self.n_groups,)).copy()
+        self.base_margin = np.broadcast_to(np.asarray(base_margin, dtype=np.float64), (self.n_groups,)).copy()
         self.arrays = {name: np.empty(0, dtype=dtype) for name, dtype in NODE_ARRAYS.items()}
         self.tree_offsets = np.zeros(1, dtype=np.int64)
         self.tree_group = np.empty(0, dtype=np.int32)
@@ -128,8 +137,7 @@ class Ensemble:
             self.arrays[name] = np.concatenate([self.arrays[name]] + [getattr(t, name) for t in trees])
         sizes = np.array([t.n_nodes for t in trees], dtype=np.int64)
         self.tree_offsets = np.concatenate([self.tree_offsets, self.tree_offsets[-1] + np.cumsum(sizes)])
-        self.tree_group = np.concatenate([self.tree_group,
-                                          np.array([g for _, g in self._pending], dtype=np.int32)])
+        self.tree_group = np.concatenate([self.tree_group, np.array([g for _, g in self._pending], dtype=np.int32)])
         self._pending = []
 
     # -- access ---------------------------------------------------------------------------
@@ -188,11 +196,13 @@ class Ensemble:
             return NotImplemented
         self._flush()
         other._flush()
-        return (self.n_groups == other.n_groups
-                and np.array_equal(self.base_margin, other.base_margin)
-                and np.array_equal(self.tree_offsets, other.tree_offsets)
-                and np.array_equal(self.tree_group, other.tree_group)
-                and all(np.array_equal(self.arrays[n], other.arrays[n]) for n in NODE_ARRAYS))
+        return (
+            self.n_groups == other.n_groups
+            and np.array_equal(self.base_margin, other.base_margin)
+            and np.array_equal(self.tree_offsets, other.tree_offsets)
+            and np.array_equal(self.tree_group, other.tree_group)
+            and all(np.array_equal(self.arrays[n], other.arrays[n]) for n in NODE_ARRAYS)
+        )
 
     def __getstate__(self):
         self._flush()

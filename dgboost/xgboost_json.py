@@ -14,6 +14,7 @@ leaves), ``split_conditions`` -> split_value at inner nodes and value at leaves,
 (float32 in XGBoost), ``default_left`` -> default_left. ``base_score`` is in output space;
 the ensemble's base_margin is its margin under the objective's link.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,8 +38,13 @@ from ._model_schema import (
 from .errors import ModelFormatError
 from .tree import NODE_ARRAYS, Ensemble
 
-__all__ = ["export_xgboost_dict", "export_xgboost_json", "import_xgboost_dict",
-           "import_xgboost_booster", "XGBOOST_FORMAT_VERSION"]
+__all__ = [
+    "export_xgboost_dict",
+    "export_xgboost_json",
+    "import_xgboost_dict",
+    "import_xgboost_booster",
+    "XGBOOST_FORMAT_VERSION",
+]
 
 #: the XGBoost version whose JSON layout the exporter writes
 XGBOOST_FORMAT_VERSION = (3, 4, 1)
@@ -46,7 +52,6 @@ _ROOT_PARENT = 2147483647
 #: most outputs (classes or targets) a model file may declare: a corrupt count such as
 #: 10**12 must fail at once, not allocate a base margin per output
 MAX_OUTPUTS = 1 << 20
-
 
 
 # -- small parsers ------------------------------------------------------------------------
@@ -108,12 +113,16 @@ def _fmt_f32(x: float) -> str:
 
 # -- import -------------------------------------------------------------------------------
 _TREE_FIELDS = {  # XGBoost name -> (dtype read as, finite required)
-    "left_children": (np.int64, True), "right_children": (np.int64, True),
-    "parents": (np.int64, True), "split_indices": (np.int64, True),
+    "left_children": (np.int64, True),
+    "right_children": (np.int64, True),
+    "parents": (np.int64, True),
+    "split_indices": (np.int64, True),
     # +-inf thresholds occur in XGBoost's GPU models (every present value goes one way);
     # NaN ones and non-finite leaf values are refused in _read_tree
-    "split_conditions": (np.float32, False), "default_left": (np.int64, True),
-    "loss_changes": (np.float32, True), "sum_hessian": (np.float32, True),  # float32 in XGBoost
+    "split_conditions": (np.float32, False),
+    "default_left": (np.int64, True),
+    "loss_changes": (np.float32, True),
+    "sum_hessian": (np.float32, True),  # float32 in XGBoost
     "base_weights": (np.float32, True),
 }
 
@@ -167,8 +176,9 @@ def _read_tree(t: dict, where: str) -> dict:
     n = as_int(_parse_param(require_key(tp, "num_nodes", f"{where}.tree_param")), f"{where}.num_nodes", lo=1)
     slv = _parse_param(tp.get("size_leaf_vector", "1"))
     if slv not in (0, 1):
-        raise ModelFormatError(f"{where}: multi-target (vector-leaf) trees are not supported "
-                               f"(size_leaf_vector = {slv})")
+        raise ModelFormatError(
+            f"{where}: multi-target (vector-leaf) trees are not supported (size_leaf_vector = {slv})"
+        )
     st = t.get("split_type")
     if st is not None and np.any(as_array(st, np.int64, f"{where}.split_type") != 0):
         raise ModelFormatError(f"{where}: categorical splits are not supported")
@@ -191,8 +201,7 @@ def _read_tree(t: dict, where: str) -> dict:
         i = int(bad[0])
         if -1 <= min(left[i], right[i]) and max(left[i], right[i]) <= np.iinfo(np.int32).max:
             raise ModelFormatError(f"{where}: parent index out of range at node {i}: {raw['parents'][i]}")
-        raise ModelFormatError(f"{where}: child index out of range at node {i}: "
-                               f"left = {left[i]}, right = {right[i]}")
+        raise ModelFormatError(f"{where}: child index out of range at node {i}: left = {left[i]}, right = {right[i]}")
     leaf = left < 0
     conditions = raw["split_conditions"]
     bad = np.flatnonzero(np.isnan(conditions) | (leaf & ~np.isfinite(conditions)))
@@ -217,12 +226,14 @@ def _node_arrays(raw: dict) -> dict:
     leaf = raw["left_children"] < 0
     parents, conditions = raw["parents"], raw["split_conditions"]
     return {
-        "left": raw["left_children"], "right": raw["right_children"],
+        "left": raw["left_children"],
+        "right": raw["right_children"],
         "parent": np.where((parents == _ROOT_PARENT) | (parents < 0), -1, parents),
         "feature": np.where(leaf, -1, raw["split_indices"]),
         "split_value": np.where(leaf, np.float32(0), conditions),
         "default_left": raw["default_left"],
-        "gain": raw["loss_changes"], "cover": raw["sum_hessian"],
+        "gain": raw["loss_changes"],
+        "cover": raw["sum_hessian"],
         "value": np.where(leaf, conditions, raw["base_weights"]),
     }
 
@@ -256,8 +267,12 @@ def _read_trees_at_once(trees: list, where: str):
         if not isinstance(tp, dict) or "num_nodes" not in tp:
             return None
         n = _parse_param(tp["num_nodes"])
-        if (type(n) is not int or n < 1 or _parse_param(tp.get("size_leaf_vector", "1")) not in (0, 1)
-                or _parse_param(tp.get("num_deleted", "0")) != 0):
+        if (
+            type(n) is not int
+            or n < 1
+            or _parse_param(tp.get("size_leaf_vector", "1")) not in (0, 1)
+            or _parse_param(tp.get("num_deleted", "0")) != 0
+        ):
             return None
         for k in ("categories", "categories_nodes"):
             v = t.get(k)
@@ -278,14 +293,16 @@ def _read_trees_at_once(trees: list, where: str):
             if any(a.ndim != 1 for a in pieces):
                 return None
             raw[name] = as_array(np.concatenate(pieces) if pieces else np.empty(0), dt, name, finite=finite)
-        if split_types and np.any(as_array(np.concatenate([np.asarray(v) for v in split_types]), np.int64,
-                                            "split_type") != 0):
+        if split_types and np.any(
+            as_array(np.concatenate([np.asarray(v) for v in split_types]), np.int64, "split_type") != 0
+        ):
             return None
     except (ModelFormatError, ValueError, TypeError, OverflowError):
         return None
     left, right, conditions = raw["left_children"], raw["right_children"], raw["split_conditions"]
-    if (np.any(_out_of_int32(left, right, raw["parents"]))
-            or np.any(np.isnan(conditions) | ((left < 0) & ~np.isfinite(conditions)))):
+    if np.any(_out_of_int32(left, right, raw["parents"])) or np.any(
+        np.isnan(conditions) | ((left < 0) & ~np.isfinite(conditions))
+    ):
         return None
     arrs = _node_arrays(raw)
     if np.any(_out_of_range(arrs, "feature")) or np.any(_out_of_range(arrs, "default_left")):
@@ -303,8 +320,7 @@ def _read_trees(trees: list, where: str) -> tuple[dict, np.ndarray]:
 
 
 def _concat(per_tree: list[dict]) -> dict:
-    return {k: np.concatenate([np.empty(0, dt)] + [a[k] for a in per_tree]).astype(dt)
-            for k, dt in NODE_ARRAYS.items()}
+    return {k: np.concatenate([np.empty(0, dt)] + [a[k] for a in per_tree]).astype(dt) for k, dt in NODE_ARRAYS.items()}
 
 
 def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
@@ -317,8 +333,9 @@ def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
         model = require_key(gb, "model", "learner.gradient_booster")
     elif name == "dart":
         if "gbtree" in gb:
-            model = require_key(require_key(gb, "gbtree", "learner.gradient_booster"), "model",
-                             "learner.gradient_booster.gbtree")
+            model = require_key(
+                require_key(gb, "gbtree", "learner.gradient_booster"), "model", "learner.gradient_booster.gbtree"
+            )
         else:
             model = require_key(gb, "model", "learner.gradient_booster")
         weight_drop = gb.get("weight_drop")
@@ -334,11 +351,11 @@ def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
     num_target = as_int(_parse_param(lmp.get("num_target", "1")), f"{w}.num_target", lo=1)
     n_groups = num_class if num_class > 0 else num_target
     if n_groups > MAX_OUTPUTS:  # checked before anything is allocated per output
-        raise ModelFormatError(f"{w} declares {n_groups} outputs (num_class / num_target); at most "
-                               f"{MAX_OUTPUTS} are supported")
+        raise ModelFormatError(
+            f"{w} declares {n_groups} outputs (num_class / num_target); at most {MAX_OUTPUTS} are supported"
+        )
     obj_sec = require_key(learner, "objective", "learner")
-    objective = canonical_objective(require_key(obj_sec, "name", "learner.objective"),
-                                    "learner.objective.name")
+    objective = canonical_objective(require_key(obj_sec, "name", "learner.objective"), "learner.objective.name")
     if objective == CUSTOM_OBJECTIVE:  # dgboost's marker is never an XGBoost objective name
         raise ModelFormatError(f"learner.objective.name {objective!r} is not an XGBoost objective")
     scores = _parse_base_score(require_key(lmp, "base_score", w), f"{w}.base_score")
@@ -351,14 +368,14 @@ def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
     if not isinstance(trees, list):
         raise ModelFormatError(f"{where}.trees must be a list")
     if tree_info.shape[0] != len(trees):
-        raise ModelFormatError(f"{where}.tree_info has length {tree_info.shape[0]} but there are "
-                               f"{len(trees)} trees")
+        raise ModelFormatError(f"{where}.tree_info has length {tree_info.shape[0]} but there are {len(trees)} trees")
     gmp = model.get("gbtree_model_param", {})
     if not isinstance(gmp, dict):
         raise ModelFormatError(f"{where}.gbtree_model_param must be a JSON object, got {type(gmp).__name__}")
     if "num_trees" in gmp and _parse_param(gmp["num_trees"]) != len(trees):
-        raise ModelFormatError(f"{where}.gbtree_model_param.num_trees is {gmp['num_trees']!r} but "
-                               f"there are {len(trees)} trees")
+        raise ModelFormatError(
+            f"{where}.gbtree_model_param.num_trees is {gmp['num_trees']!r} but there are {len(trees)} trees"
+        )
     npt = as_int(_parse_param(gmp.get("num_parallel_tree", "1")), f"{where}.num_parallel_tree", lo=1)
     cats = model.get("cats") or {}
     if isinstance(cats, dict) and cats.get("enc"):
@@ -368,16 +385,23 @@ def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
     if weight_drop is not None:
         weight_drop = as_array(weight_drop, np.float32, f"{where}.weight_drop")
         if weight_drop.shape[0] != len(trees):
-            raise ModelFormatError(f"{where}.weight_drop has length {weight_drop.shape[0]} for "
-                                   f"{len(trees)} trees")
+            raise ModelFormatError(f"{where}.weight_drop has length {weight_drop.shape[0]} for {len(trees)} trees")
 
     arrays, sizes = _read_trees(trees, where)
     if weight_drop is not None:  # a factor of 1 leaves every value's bits as they are
         arrays["value"] = (arrays["value"] * np.repeat(weight_drop, sizes)).astype(np.float32)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     bm = np.asarray(base_margin, dtype=np.float64)
-    validate_arrays(n_groups, bm, offsets, tree_info.astype(np.int32), arrays, num_feature,
-                     where="XGBoost model", require_order=False)
+    validate_arrays(
+        n_groups,
+        bm,
+        offsets,
+        tree_info.astype(np.int32),
+        arrays,
+        num_feature,
+        where="XGBoost model",
+        require_order=False,
+    )
     # dgboost numbers children after their parents: renumber trees that do not
     par, idx = arrays["parent"], np.arange(offsets[-1]) - np.repeat(offsets[:-1], sizes)
     bad_trees = np.unique(np.repeat(np.arange(len(sizes)), sizes)[(par >= 0) & (par >= idx)])
@@ -394,8 +418,7 @@ def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
     attrs = dict(attrs)
     for key in ("feature_names", "feature_types"):
         if not isinstance(learner.get(key) or [], list):
-            raise ModelFormatError(f"learner.{key} must be a list of strings, got "
-                                   f"{type(learner[key]).__name__}")
+            raise ModelFormatError(f"learner.{key} must be a list of strings, got {type(learner[key]).__name__}")
     best_iteration = attrs.pop("best_iteration", None)
     best_score = attrs.pop("best_score", None)
     objective_params = {}
@@ -442,8 +465,9 @@ def _objective_section(meta: dict) -> dict:
     if name == CUSTOM_OBJECTIVE:
         name = "reg:squarederror"
     if name not in OBJECTIVE_SECTIONS:
-        raise ModelFormatError(f"cannot export objective {name!r} to XGBoost JSON (known: "
-                               f"{sorted(OBJECTIVE_SECTIONS)})")
+        raise ModelFormatError(
+            f"cannot export objective {name!r} to XGBoost JSON (known: {sorted(OBJECTIVE_SECTIONS)})"
+        )
     out = {"name": "reg:squarederror" if name == "reg:linear" else name}
     spec = OBJECTIVE_SECTIONS[name]
     if spec is None:
@@ -477,28 +501,36 @@ def export_xgboost_dict(ensemble: Ensemble, meta: dict) -> dict:
     groups = ensemble.groups()
     n_trees = ensemble.n_trees
     L, R, P, F = ensemble.left, ensemble.right, ensemble.parent, ensemble.feature
-    S, D, G, C, V = (ensemble.split_value, ensemble.default_left, ensemble.gain, ensemble.cover,
-                     ensemble.value)
+    S, D, G, C, V = (ensemble.split_value, ensemble.default_left, ensemble.gain, ensemble.cover, ensemble.value)
     trees = []
     for t in range(n_trees):
         lo, hi = int(off[t]), int(off[t + 1])
         leaf = L[lo:hi] < 0
-        trees.append({
-            "base_weights": V[lo:hi].tolist(),
-            "categories": [], "categories_nodes": [], "categories_segments": [], "categories_sizes": [],
-            "default_left": D[lo:hi].astype(np.int64).tolist(),
-            "id": t,
-            "left_children": L[lo:hi].tolist(),
-            "loss_changes": G[lo:hi].tolist(),
-            "parents": np.where(P[lo:hi] < 0, _ROOT_PARENT, P[lo:hi]).tolist(),
-            "right_children": R[lo:hi].tolist(),
-            "split_conditions": np.where(leaf, V[lo:hi], S[lo:hi]).astype(np.float32).tolist(),
-            "split_indices": np.where(leaf & (F[lo:hi] < 0), 0, F[lo:hi]).tolist(),
-            "split_type": [0] * (hi - lo),
-            "sum_hessian": C[lo:hi].astype(np.float32).tolist(),
-            "tree_param": {"num_deleted": "0", "num_feature": str(nf), "num_nodes": str(hi - lo),
-                           "size_leaf_vector": "1"},
-        })
+        trees.append(
+            {
+                "base_weights": V[lo:hi].tolist(),
+                "categories": [],
+                "categories_nodes": [],
+                "categories_segments": [],
+                "categories_sizes": [],
+                "default_left": D[lo:hi].astype(np.int64).tolist(),
+                "id": t,
+                "left_children": L[lo:hi].tolist(),
+                "loss_changes": G[lo:hi].tolist(),
+                "parents": np.where(P[lo:hi] < 0, _ROOT_PARENT, P[lo:hi]).tolist(),
+                "right_children": R[lo:hi].tolist(),
+                "split_conditions": np.where(leaf, V[lo:hi], S[lo:hi]).astype(np.float32).tolist(),
+                "split_indices": np.where(leaf & (F[lo:hi] < 0), 0, F[lo:hi]).tolist(),
+                "split_type": [0] * (hi - lo),
+                "sum_hessian": C[lo:hi].astype(np.float32).tolist(),
+                "tree_param": {
+                    "num_deleted": "0",
+                    "num_feature": str(nf),
+                    "num_nodes": str(hi - lo),
+                    "size_leaf_vector": "1",
+                },
+            }
+        )
     npt = int(meta["params"].get("num_parallel_tree", 1) or 1)
     per_round = n_groups * npt
     if n_trees % per_round:

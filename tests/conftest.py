@@ -1,4 +1,5 @@
 """Shared fixtures and markers: ``gpu``/``mgpu`` tests skip cleanly where CUDA is absent."""
+
 from __future__ import annotations
 
 import pytest

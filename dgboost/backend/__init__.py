@@ -5,6 +5,7 @@ missing-GPU rule of :func:`dgboost.device.resolve_device` (a GPU asked for where
 usable gives a warning and the CPU backend), so every entry point that asks for a backend
 follows it.
 """
+
 from __future__ import annotations
 
 import threading

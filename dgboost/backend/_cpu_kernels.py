@@ -4,6 +4,7 @@ Each kernel has a plain NumPy twin in ``dgboost/testing/kernel_reference.py``; t
 inputs. All kernels release the GIL (``nogil``) so the in-process thread communicator can
 run several ranks at once.
 """
+
 from __future__ import annotations
 
 import math
@@ -93,8 +94,9 @@ def build_histograms(bins, cut_ptrs, gpair, rows, begins, ends, missing_bin, n_t
                 node += 1
             stop = min(hi, cum[node + 1])
             shift = begins[node] - cum[node]
-            _accumulate(bins, cut_ptrs, gpair, rows, pos + shift, stop + shift, missing_bin, partial,
-                        t * n_nodes + node)
+            _accumulate(
+                bins, cut_ptrs, gpair, rows, pos + shift, stop + shift, missing_bin, partial, t * n_nodes + node
+            )
             pos = stop
     total_bins = out.shape[1]
     for i in prange(n_nodes):
@@ -133,8 +135,7 @@ def _threshold_l1(G, alpha):
 
 
 @njit(parallel=True, **_KW)
-def build_histograms_by_node(bins, cut_ptrs, gpair, rows, begins, ends, missing_bin, task_ptr,
-                             task_nodes, out):
+def build_histograms_by_node(bins, cut_ptrs, gpair, rows, begins, ends, missing_bin, task_ptr, task_nodes, out):
     """out[i] += sums of node i, whole nodes per thread (no partial histograms to zero and add).
 
     Used when there are many more nodes than threads: thread t builds the nodes
@@ -211,9 +212,27 @@ def _constrained_split_gain(GL, HL, GR, HR, lo, hi, sign, lam, alpha, mcw, mds):
 
 
 @njit(parallel=True, **_KW)
-def evaluate_splits(hist, totals, cut_ptrs, feature_mask, inv_scale_g, inv_scale_h,
-                    lam, alpha, gamma, mcw, mds, bounds, monotone, constrained,
-                    out_feature, out_bin, out_default_left, out_gain, out_left):
+def evaluate_splits(
+    hist,
+    totals,
+    cut_ptrs,
+    feature_mask,
+    inv_scale_g,
+    inv_scale_h,
+    lam,
+    alpha,
+    gamma,
+    mcw,
+    mds,
+    bounds,
+    monotone,
+    constrained,
+    out_feature,
+    out_bin,
+    out_default_left,
+    out_gain,
+    out_left,
+):
     """Best split per node: first maximum in (feature, bin, missing-right before missing-left) order.
 
     With ``constrained`` (monotone constraints), node i's weights are bounded by
@@ -297,8 +316,7 @@ def evaluate_splits(hist, totals, cut_ptrs, feature_mask, inv_scale_g, inv_scale
 
 
 @njit(**_KW)
-def _split_bounds(lg, lh, tg, th, lo, hi, sign, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds,
-                  out, left, right):
+def _split_bounds(lg, lh, tg, th, lo, hi, sign, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, out, left, right):
     """Bounds of a split node's children into ``out[left]`` and ``out[right]``: the node's
     own, narrowed on a constrained feature to meet at the mean of the clipped child weights
     (the same weights, bit for bit, that the split evaluation compared)."""
@@ -320,8 +338,7 @@ def _split_bounds(lg, lh, tg, th, lo, hi, sign, inv_scale_g, inv_scale_h, lam, a
 
 
 @njit(**_KW)
-def child_bounds(feature, left_sums, totals, bounds, monotone, inv_scale_g, inv_scale_h,
-                 lam, alpha, mcw, mds, out):
+def child_bounds(feature, left_sums, totals, bounds, monotone, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, out):
     """out[2j], out[2j + 1] (float64 (2k, 2)): the bounds of parent j's left and right child.
 
     A parent that is not split (feature < 0) passes its bounds on (its children are no nodes).
@@ -329,8 +346,24 @@ def child_bounds(feature, left_sums, totals, bounds, monotone, inv_scale_g, inv_
     for j in range(feature.shape[0]):
         f = feature[j]
         sign = monotone[f] if f >= 0 else 0
-        _split_bounds(left_sums[j, 0], left_sums[j, 1], totals[j, 0], totals[j, 1], bounds[j, 0], bounds[j, 1],
-                      sign, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, out, 2 * j, 2 * j + 1)
+        _split_bounds(
+            left_sums[j, 0],
+            left_sums[j, 1],
+            totals[j, 0],
+            totals[j, 1],
+            bounds[j, 0],
+            bounds[j, 1],
+            sign,
+            inv_scale_g,
+            inv_scale_h,
+            lam,
+            alpha,
+            mcw,
+            mds,
+            out,
+            2 * j,
+            2 * j + 1,
+        )
 
 
 @njit(**_KW)
@@ -344,8 +377,24 @@ def tree_bounds(left, right, feature, sums, monotone, inv_scale_g, inv_scale_h, 
         if f < 0:
             continue
         l = left[i]
-        _split_bounds(sums[l, 0], sums[l, 1], sums[i, 0], sums[i, 1], out[i, 0], out[i, 1], monotone[f],
-                      inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, out, l, right[i])
+        _split_bounds(
+            sums[l, 0],
+            sums[l, 1],
+            sums[i, 0],
+            sums[i, 1],
+            out[i, 0],
+            out[i, 1],
+            monotone[f],
+            inv_scale_g,
+            inv_scale_h,
+            lam,
+            alpha,
+            mcw,
+            mds,
+            out,
+            l,
+            right[i],
+        )
 
 
 @njit(**_KW)
@@ -358,13 +407,13 @@ def leaf_weights(sums, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, out):
 def bounded_leaf_weights(sums, bounds, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, out):
     """Leaf weights clipped into each node's bounds (monotone constraints)."""
     for i in range(sums.shape[0]):
-        out[i] = _bounded_weight(sums[i, 0] * inv_scale_g, sums[i, 1] * inv_scale_h, bounds[i, 0], bounds[i, 1],
-                                 lam, alpha, mcw, mds)
+        out[i] = _bounded_weight(
+            sums[i, 0] * inv_scale_g, sums[i, 1] * inv_scale_h, bounds[i, 0], bounds[i, 1], lam, alpha, mcw, mds
+        )
 
 
 @njit(parallel=True, **_KW)
-def partition(bins_by_feature, rows, begins, ends, feature, split_bin, default_left, missing_bin,
-              left_counts):
+def partition(bins_by_feature, rows, begins, ends, feature, split_bin, default_left, missing_bin, left_counts):
     """Stable partition of each node's segment of ``rows``: left rows first, order kept.
 
     ``bins_by_feature`` is the (F, n) column-major copy of the bins: a node reads one
@@ -418,8 +467,7 @@ def _find_leaf(left, right, feature, split_value, default_left, base, x_row):
 
 
 @njit(parallel=True, **_KW)
-def predict_margin(left, right, feature, split_value, default_left, value, offsets, groups,
-                   values, t0, t1, out):
+def predict_margin(left, right, feature, split_value, default_left, value, offsets, groups, values, t0, t1, out):
     """out[r, group(t)] += leaf value of row r in tree t, for t in [t0, t1), in tree order."""
     for r in prange(values.shape[0]):
         x_row = values[r]

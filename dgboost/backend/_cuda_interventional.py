@@ -10,6 +10,7 @@ once; so are the sigmoids of the logistic transform
 as the host's does. The path arrays are uploaded once per (path table, device) and the
 background once per (path table, background, transform, device), in small caches.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,18 +19,18 @@ import numpy as np
 
 from ..errors import DGBoostValueError
 from ..explain import interventional as iv
-from ._device_cache import DeviceCache, device_bytes
 from ..explain.paths import PathTable
+from ._device_cache import DeviceCache, device_bytes
 
 __all__ = ["DeviceInterventionalPaths", "DeviceBackground", "path_arrays", "shap_values_interventional_device"]
 
 _KERNELS = "treeshap_interventional.cu"
-_THREADS = 128                # rows per block (the kernels' launch bound)
-_ACC_SMEM_BYTES = 48 << 10    # shared accumulators up to this size (no opt-in needed)
+_THREADS = 128  # rows per block (the kernels' launch bound)
+_ACC_SMEM_BYTES = 48 << 10  # shared accumulators up to this size (no opt-in needed)
 _MAX_GRID_X = (1 << 31) - 1
-_MAX_GRID_Y = 65535           # output groups per launch
+_MAX_GRID_Y = 65535  # output groups per launch
 
-_PATHS = DeviceCache()        # by (table fingerprint, device)
+_PATHS = DeviceCache()  # by (table fingerprint, device)
 _BACKGROUNDS = DeviceCache()  # by (table fingerprint, background digest, transform, device)
 
 
@@ -68,11 +69,16 @@ def path_arrays(table: PathTable) -> dict:
     group_ptr = np.zeros(table.n_groups + 1, np.int64)
     np.cumsum(np.bincount(table.path_group, minlength=table.n_groups), out=group_ptr[1:])
     return {
-        "path_offsets": table.path_offsets.astype(np.int64), "word_offsets": iv.path_word_offsets(table),
-        "group_paths": order.astype(np.int32), "group_ptr": group_ptr,
-        "feature": table.feature.astype(np.int32), "lower": table.lower.astype(np.float32),
-        "upper": table.upper.astype(np.float32), "missing": table.is_missing_branch.astype(np.uint8),
-        "path_v": table.path_v.astype(np.float64), "wtab": np.ascontiguousarray(iv.table_weights(table)),
+        "path_offsets": table.path_offsets.astype(np.int64),
+        "word_offsets": iv.path_word_offsets(table),
+        "group_paths": order.astype(np.int32),
+        "group_ptr": group_ptr,
+        "feature": table.feature.astype(np.int32),
+        "lower": table.lower.astype(np.float32),
+        "upper": table.upper.astype(np.float32),
+        "missing": table.is_missing_branch.astype(np.uint8),
+        "path_v": table.path_v.astype(np.float64),
+        "wtab": np.ascontiguousarray(iv.table_weights(table)),
         "base_margin": table.base_margin.astype(np.float64),
     }
 
@@ -159,8 +165,7 @@ def _grid(n: int, n_groups: int) -> tuple[int, int]:
     """Blocks of _THREADS rows covering n rows, one grid row per output group."""
     blocks = -(-n // _THREADS)
     if blocks > _MAX_GRID_X:
-        raise DGBoostValueError(f"{n} rows exceed one kernel launch; explain them in chunks "
-                                "(TreeExplainer does)")
+        raise DGBoostValueError(f"{n} rows exceed one kernel launch; explain them in chunks (TreeExplainer does)")
     if n_groups > _MAX_GRID_Y:
         raise DGBoostValueError(f"{n_groups} outputs exceed one kernel launch ({_MAX_GRID_Y} at most)")
     return blocks, n_groups
@@ -169,8 +174,20 @@ def _grid(n: int, n_groups: int) -> tuple[int, int]:
 def _path_args(X, n: int, F: int, dev: DeviceInterventionalPaths) -> tuple:
     """The kernels' leading arguments: rows, then the path arrays."""
     a = dev.arrays
-    return (X, np.int64(n), np.int32(F), a["path_offsets"], a["word_offsets"], a["group_paths"], a["group_ptr"],
-            a["feature"], a["lower"], a["upper"], a["missing"], a["path_v"])
+    return (
+        X,
+        np.int64(n),
+        np.int32(F),
+        a["path_offsets"],
+        a["word_offsets"],
+        a["group_paths"],
+        a["group_ptr"],
+        a["feature"],
+        a["lower"],
+        a["upper"],
+        a["missing"],
+        a["path_v"],
+    )
 
 
 def _margins(module, X, n: int, F: int, dev: DeviceInterventionalPaths, bg: DeviceBackground):
@@ -180,8 +197,8 @@ def _margins(module, X, n: int, F: int, dev: DeviceInterventionalPaths, bg: Devi
     G = dev.n_groups
     out = cupy.empty((n, G), dtype=cupy.float64)
     module.get_function("interventional_margins")(
-        _grid(n, G), (_THREADS,),
-        _path_args(X, n, F, dev) + (bg.full, dev.arrays["base_margin"], np.int32(G), out))
+        _grid(n, G), (_THREADS,), _path_args(X, n, F, dev) + (bg.full, dev.arrays["base_margin"], np.int32(G), out)
+    )
     return out
 
 
@@ -190,10 +207,21 @@ def _launch_plain(module, X, n: int, F: int, dev, bg, out) -> None:
     shared_bytes = _THREADS * F * 8
     shared = shared_bytes <= _ACC_SMEM_BYTES
     module.get_function("interventional_rows")(
-        _grid(n, G), (_THREADS,),
-        _path_args(X, n, F, dev) + (bg.rbitsT, np.int64(bg.n_background), bg.full, dev.arrays["wtab"],
-                                    np.int32(dev.wtab_stride), np.int32(G), np.int32(1 if shared else 0), out),
-        shared_mem=shared_bytes if shared else 0)
+        _grid(n, G),
+        (_THREADS,),
+        _path_args(X, n, F, dev)
+        + (
+            bg.rbitsT,
+            np.int64(bg.n_background),
+            bg.full,
+            dev.arrays["wtab"],
+            np.int32(dev.wtab_stride),
+            np.int32(G),
+            np.int32(1 if shared else 0),
+            out,
+        ),
+        shared_mem=shared_bytes if shared else 0,
+    )
 
 
 def _launch_logistic(module, X, n: int, F: int, dev, bg, out) -> None:
@@ -207,11 +235,26 @@ def _launch_logistic(module, X, n: int, F: int, dev, bg, out) -> None:
     shared = shared_bytes <= _ACC_SMEM_BYTES
     scratch = cupy.empty(1 if shared else max(n * G * F, 1), dtype=cupy.float64)
     module.get_function("interventional_logistic_rows")(
-        _grid(n, G), (_THREADS,),
-        _path_args(X, n, F, dev) + (bg.rbitsT, np.int64(bg.n_background), bg.full, dev.arrays["wtab"],
-                                    np.int32(dev.wtab_stride), mx, sx, bg.mr, bg.sr, np.int32(G),
-                                    np.int32(1 if shared else 0), scratch, out),
-        shared_mem=shared_bytes if shared else 0)
+        _grid(n, G),
+        (_THREADS,),
+        _path_args(X, n, F, dev)
+        + (
+            bg.rbitsT,
+            np.int64(bg.n_background),
+            bg.full,
+            dev.arrays["wtab"],
+            np.int32(dev.wtab_stride),
+            mx,
+            sx,
+            bg.mr,
+            bg.sr,
+            np.int32(G),
+            np.int32(1 if shared else 0),
+            scratch,
+            out,
+        ),
+        shared_mem=shared_bytes if shared else 0,
+    )
 
 
 def shap_values_interventional_device(table: PathTable, rows, background, transform: str | None = None):

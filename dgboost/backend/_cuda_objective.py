@@ -3,6 +3,7 @@
 The objectives are written once against an array module; where their CuPy expression
 chains cost most of a GPU round's memory, a fused kernel computes the same numbers here.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,6 +38,8 @@ def logistic_gradient(margin, label, weight, scale_pos_weight: float):
     w = grad if weight is None else cupy.ascontiguousarray(weight, dtype=cupy.float32)  # unread when absent
     blocks = int(min((n + _THREADS - 1) // _THREADS, 65_535))
     get_module("objective.cu").get_function("logistic_gradient")(
-        (blocks,), (_THREADS,), (margin, label, w, np.int32(weight is not None), np.float64(scale_pos_weight),
-                                 np.int64(n), grad, hess))
+        (blocks,),
+        (_THREADS,),
+        (margin, label, w, np.int32(weight is not None), np.float64(scale_pos_weight), np.int64(n), grad, hess),
+    )
     return grad, hess

@@ -5,6 +5,7 @@
 It has :class:`dgboost.explain.engines.CpuEngine`'s interface; the explainer finds it through
 its backend and never imports it.
 """
+
 from __future__ import annotations
 
 from ..explain.engines import call_row_bytes, margins_from_leaves

@@ -4,6 +4,7 @@
 features at a time, so that the temporaries stay bounded whatever the sample's width, and only
 the cut values cross to the host.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -49,9 +50,20 @@ def present_counts(values, rows, features: range) -> np.ndarray:
     if n_rows and len(features):
         grid = ((len(features) + _THREADS - 1) // _THREADS, (n_rows + _ROWS_PER_CHUNK - 1) // _ROWS_PER_CHUNK)
         _kernel("sketch_count_present")(
-            grid, (_THREADS,),
-            (values, rows, np.int64(n_rows), np.int64(values.strides[0] // 4), np.int64(values.strides[1] // 4),
-             np.int32(features.start), np.int32(len(features)), np.int64(_ROWS_PER_CHUNK), counts))
+            grid,
+            (_THREADS,),
+            (
+                values,
+                rows,
+                np.int64(n_rows),
+                np.int64(values.strides[0] // 4),
+                np.int64(values.strides[1] // 4),
+                np.int32(features.start),
+                np.int32(len(features)),
+                np.int64(_ROWS_PER_CHUNK),
+                counts,
+            ),
+        )
     return counts.get().astype(np.int64)
 
 
@@ -103,31 +115,41 @@ def cut_values(values, rows, features: range, max_bin: int, block_values: int) -
     cursor = cupy.zeros(1, dtype=cupy.uint64)
     out: list[np.ndarray] = []
     for block in feature_blocks(counts, features, block_values):
-        block_counts = counts[block.start - features.start:block.stop - features.start]
+        block_counts = counts[block.start - features.start : block.stop - features.start]
         n, n_block = int(block_counts.sum()), len(block)
         offsets = cupy.asarray(np.concatenate([[0], np.cumsum(block_counts)]).astype(np.int64))
         keys = cupy.empty(max(n, 1), dtype=cupy.uint64)
         if n:
             cursor.fill(0)
             grid = min((n_rows * n_block + _THREADS - 1) // _THREADS, 65535 * 4)
-            _kernel("sketch_keys")((grid,), (_THREADS,),
-                                   (values, rows, np.int64(n_rows), *strides, np.int32(block.start),
-                                    np.int32(n_block), keys, cursor))
+            _kernel("sketch_keys")(
+                (grid,),
+                (_THREADS,),
+                (values, rows, np.int64(n_rows), *strides, np.int32(block.start), np.int32(n_block), keys, cursor),
+            )
             keys.sort()  # 1-D unsigned: a radix sort
         distinct = cupy.zeros(n_block, dtype=cupy.uint64)
         longest = int(block_counts.max()) if n_block else 0
         if longest:
-            _kernel("sketch_distinct")((n_block, (longest + _KEYS_PER_CHUNK - 1) // _KEYS_PER_CHUNK), (_THREADS,),
-                                       (keys, offsets, np.int32(n_block), np.int64(_KEYS_PER_CHUNK), distinct))
+            _kernel("sketch_distinct")(
+                (n_block, (longest + _KEYS_PER_CHUNK - 1) // _KEYS_PER_CHUNK),
+                (_THREADS,),
+                (keys, offsets, np.int32(n_block), np.int64(_KEYS_PER_CHUNK), distinct),
+            )
         picks = cupy.empty((n_block, max_bin), dtype=cupy.int64)
-        _kernel("sketch_cut_picks")((n_block, (max_bin - 1 + _THREADS - 1) // _THREADS), (_THREADS,),
-                                    (keys, offsets, np.int32(n_block), distinct, np.int32(max_bin), picks))
+        _kernel("sketch_cut_picks")(
+            (n_block, (max_bin - 1 + _THREADS - 1) // _THREADS),
+            (_THREADS,),
+            (keys, offsets, np.int32(n_block), distinct, np.int32(max_bin), picks),
+        )
         cuts = cupy.empty((n_block, max_bin), dtype=cupy.float32)
         sizes = cupy.empty(n_block, dtype=cupy.int32)
-        _kernel("sketch_cut_values")(((n_block + _THREADS - 1) // _THREADS,), (_THREADS,),
-                                     (keys, offsets, np.int32(n_block), distinct, np.int32(max_bin), picks,
-                                      cuts, sizes))
+        _kernel("sketch_cut_values")(
+            ((n_block + _THREADS - 1) // _THREADS,),
+            (_THREADS,),
+            (keys, offsets, np.int32(n_block), distinct, np.int32(max_bin), picks, cuts, sizes),
+        )
         del keys, picks
         host_cuts, host_sizes = cuts.get(), sizes.get()
-        out.extend(host_cuts[i, :host_sizes[i]].copy() for i in range(n_block))
+        out.extend(host_cuts[i, : host_sizes[i]].copy() for i in range(n_block))
     return out

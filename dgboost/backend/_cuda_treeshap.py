@@ -13,23 +13,24 @@ of ``treeshap.interaction_slice_paths`` (bitwise the CPU's for paths of at most 
 elements; longer ones take the path method, O(k^3)). Paths longer than ``SHAP_MAX_LEN``
 elements (trees deeper than 63) are computed by the CPU engine and added.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from ._device_cache import DeviceCache, device_bytes
 from ..explain.paths import PathTable
 from ..explain.tables import DEFAULT_MAX_K, table_layout
+from ._device_cache import DeviceCache, device_bytes
 
 __all__ = ["DevicePathTable", "device_path_table", "shap_values_device", "shap_interactions_device"]
 
-_MAX_LEN = 64                 # kernels/treeshap_rows.cu SHAP_MAX_LEN
-_THREADS = 128                # rows per block (the kernel's launch bound)
-_ACC_SMEM_BYTES = 48 << 10    # shared accumulators up to this size (no opt-in needed)
+_MAX_LEN = 64  # kernels/treeshap_rows.cu SHAP_MAX_LEN
+_THREADS = 128  # rows per block (the kernel's launch bound)
+_ACC_SMEM_BYTES = 48 << 10  # shared accumulators up to this size (no opt-in needed)
 _FILL_THREADS = 256
 _MAX_GRID_X = (1 << 31) - 1
 _MAX_GRID_Z = 65535
-_PARTIAL_BYTES = 256 << 20    # slice sums held at once by shap_rows' slice mode
+_PARTIAL_BYTES = 256 << 20  # slice sums held at once by shap_rows' slice mode
 # shap_rows runs the slices of paths in parallel below this many (row, group) pairs: about
 # one wave of threads on a 132-SM GPU (132 SMs x 2048); above it the rows alone fill the GPU
 # (docs/performance-notes.md, "GPU SHAP: slices of paths in parallel").
@@ -68,15 +69,26 @@ class DevicePathTable:
         np.cumsum(np.bincount(table.path_group[computed], minlength=table.n_groups), out=group_ptr[1:])
         table_offsets, selected, selected_offsets, total = table_layout(table, max_table_bytes, max_k)
         host = {
-            "feature": table.feature.astype(np.int32), "lower": table.lower, "upper": table.upper,
-            "missing": table.is_missing_branch.astype(np.uint8), "zero_fraction": table.zero_fraction,
-            "path_offsets": table.path_offsets.astype(np.int64), "path_v": table.path_v,
-            "table_offsets": table_offsets, "group_paths": by_group.astype(np.int32), "group_ptr": group_ptr,
+            "feature": table.feature.astype(np.int32),
+            "lower": table.lower,
+            "upper": table.upper,
+            "missing": table.is_missing_branch.astype(np.uint8),
+            "zero_fraction": table.zero_fraction,
+            "path_offsets": table.path_offsets.astype(np.int64),
+            "path_v": table.path_v,
+            "table_offsets": table_offsets,
+            "group_paths": by_group.astype(np.int32),
+            "group_ptr": group_ptr,
             # the path method's divisions, done once: 1 / z per element and 1 / n for n <= _MAX_LEN + 1
-            "zero_fraction_inv": np.divide(1.0, table.zero_fraction, out=np.zeros_like(table.zero_fraction),
-                                           where=table.zero_fraction != 0.0),
-            "recip": np.divide(1.0, np.arange(_MAX_LEN + 2, dtype=np.float64),
-                               out=np.zeros(_MAX_LEN + 2), where=np.arange(_MAX_LEN + 2) > 0),
+            "zero_fraction_inv": np.divide(
+                1.0, table.zero_fraction, out=np.zeros_like(table.zero_fraction), where=table.zero_fraction != 0.0
+            ),
+            "recip": np.divide(
+                1.0,
+                np.arange(_MAX_LEN + 2, dtype=np.float64),
+                out=np.zeros(_MAX_LEN + 2),
+                where=np.arange(_MAX_LEN + 2) > 0,
+            ),
             **_node_constants(),
         }
         self.host_nodes = host["gl_nodes"]
@@ -88,9 +100,17 @@ class DevicePathTable:
             ends = cupy.asarray(np.append(selected_offsets, total).astype(np.int64))
             blocks = int(min(-(-total // _FILL_THREADS), 1 << 20))
             get_module("treeshap_rows.cu").get_function("weight_tables")(
-                (blocks,), (_FILL_THREADS,),
-                (self.arrays["path_offsets"], self.arrays["zero_fraction"], cupy.asarray(selected),
-                 ends, np.int64(len(selected)), values))
+                (blocks,),
+                (_FILL_THREADS,),
+                (
+                    self.arrays["path_offsets"],
+                    self.arrays["zero_fraction"],
+                    cupy.asarray(selected),
+                    ends,
+                    np.int64(len(selected)),
+                    values,
+                ),
+            )
         self.arrays["table_values"] = values
         self.table_bytes = int(total) * 8
         self.n_groups = int(table.n_groups)
@@ -134,8 +154,9 @@ def device_path_table(table: PathTable, max_table_bytes: int, max_k: int = DEFAU
     return _CACHE.get(key, lambda: DevicePathTable(table, max_table_bytes, max_k))
 
 
-def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int = DEFAULT_MAX_K,
-                       quad_max_k: int | None = None):
+def shap_values_device(
+    table: PathTable, rows, max_table_bytes: int, max_k: int = DEFAULT_MAX_K, quad_max_k: int | None = None
+):
     """Path-dependent SHAP contributions on the GPU.
 
     Parameters
@@ -177,8 +198,7 @@ def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int 
         if -(-n // threads) > _MAX_GRID_X:
             from ..errors import DGBoostValueError
 
-            raise DGBoostValueError(f"{n} rows exceed one kernel launch; explain them in chunks "
-                                    "(TreeExplainer does)")
+            raise DGBoostValueError(f"{n} rows exceed one kernel launch; explain them in chunks (TreeExplainer does)")
         slice_paths = treeshap.SLICE_PATHS  # read per call: tests shrink it
         slice_ptr, n_slices = dev.slice_ptr(slice_paths)
         if n * G < _SLICES_BELOW and 1 < n_slices <= _MAX_GRID_Z:
@@ -187,8 +207,20 @@ def shap_values_device(table: PathTable, rows, max_table_bytes: int, max_k: int 
             # wide rows: the accumulator is a scratch row per thread (out takes whole slices)
             unused = cupy.empty(1, dtype=cupy.int64)  # a pointer the kernel does not read in this mode
             scratch = unused if shared else cupy.empty((n, G, F), dtype=cupy.float64)
-            _launch_shap_rows(dev, X, out, threads, shared, slice_paths, unused, 1, False, scratch,
-                              (-(-n // threads), G, 1), quad_max_k)
+            _launch_shap_rows(
+                dev,
+                X,
+                out,
+                threads,
+                shared,
+                slice_paths,
+                unused,
+                1,
+                False,
+                scratch,
+                (-(-n // threads), G, 1),
+                quad_max_k,
+            )
     if dev.oversize is not None:  # paths deeper than the kernel holds: the CPU engine, then added
         extra = treeshap.shap_values_path(dev.oversize, cupy.asnumpy(X))
         extra[:, :, F] = 0.0
@@ -206,20 +238,48 @@ def _row_chunks(n: int, bytes_per_row: int, multiple: int):
         yield r0, min(step, n - r0)
 
 
-def _launch_shap_rows(dev, X, out, threads, shared, slice_paths, slice_ptr, n_slices, slice_mode, partial,
-                      grid, quad_max_k) -> None:
+def _launch_shap_rows(
+    dev, X, out, threads, shared, slice_paths, slice_ptr, n_slices, slice_mode, partial, grid, quad_max_k
+) -> None:
     from ._nvrtc import get_module
 
     a = dev.arrays
     n, F = X.shape
     get_module("treeshap_rows.cu").get_function("shap_rows")(
-        grid, (threads,),
-        (X, np.int64(n), np.int32(F), a["path_offsets"], a["group_paths"], a["group_ptr"], a["feature"],
-         a["lower"], a["upper"], a["missing"], a["zero_fraction"], a["path_v"], a["table_offsets"],
-         a["table_values"], a["zero_fraction_inv"], a["recip"], np.int32(dev.n_groups), np.int32(1 if shared else 0),
-         np.int64(slice_paths), slice_ptr, np.int32(n_slices), np.int32(1 if slice_mode else 0),
-         np.int32(quad_max_k), a["gl_nodes"], a["gl_weights"], a["gl_off"], partial, out),
-        shared_mem=threads * F * 8 if shared else 0)
+        grid,
+        (threads,),
+        (
+            X,
+            np.int64(n),
+            np.int32(F),
+            a["path_offsets"],
+            a["group_paths"],
+            a["group_ptr"],
+            a["feature"],
+            a["lower"],
+            a["upper"],
+            a["missing"],
+            a["zero_fraction"],
+            a["path_v"],
+            a["table_offsets"],
+            a["table_values"],
+            a["zero_fraction_inv"],
+            a["recip"],
+            np.int32(dev.n_groups),
+            np.int32(1 if shared else 0),
+            np.int64(slice_paths),
+            slice_ptr,
+            np.int32(n_slices),
+            np.int32(1 if slice_mode else 0),
+            np.int32(quad_max_k),
+            a["gl_nodes"],
+            a["gl_weights"],
+            a["gl_off"],
+            partial,
+            out,
+        ),
+        shared_mem=threads * F * 8 if shared else 0,
+    )
 
 
 def _shap_rows_by_slice(dev, X, out, threads, shared, slice_paths, slice_ptr, n_slices, quad_max_k) -> None:
@@ -234,15 +294,30 @@ def _shap_rows_by_slice(dev, X, out, threads, shared, slice_paths, slice_ptr, n_
     sum_kernel = get_module("treeshap_rows.cu").get_function("shap_slices_sum")
     for r0, m in _row_chunks(n, n_slices * G * F * 8, threads):
         partial = cupy.empty((n_slices, m, G, F), dtype=cupy.float64)
-        rows_out = out[r0:r0 + m]
-        _launch_shap_rows(dev, X[r0:r0 + m], rows_out, threads, shared, slice_paths, slice_ptr, n_slices, True,
-                          partial, (-(-m // threads), G, n_slices), quad_max_k)
+        rows_out = out[r0 : r0 + m]
+        _launch_shap_rows(
+            dev,
+            X[r0 : r0 + m],
+            rows_out,
+            threads,
+            shared,
+            slice_paths,
+            slice_ptr,
+            n_slices,
+            True,
+            partial,
+            (-(-m // threads), G, n_slices),
+            quad_max_k,
+        )
         total = m * G * F
-        sum_kernel((int(min(-(-total // _FILL_THREADS), 1 << 20)),), (_FILL_THREADS,),
-                   (partial, np.int64(m), np.int32(G), np.int32(F), np.int32(n_slices), rows_out))
+        sum_kernel(
+            (int(min(-(-total // _FILL_THREADS), 1 << 20)),),
+            (_FILL_THREADS,),
+            (partial, np.int64(m), np.int32(G), np.int32(F), np.int32(n_slices), rows_out),
+        )
 
 
-_QUAD_MAX_K = 16                   # kernels/treeshap_rows.cu SHAP_QUAD_MAX_K
+_QUAD_MAX_K = 16  # kernels/treeshap_rows.cu SHAP_QUAD_MAX_K
 _QUAD_MAX_NQ = (_QUAD_MAX_K + 1) // 2
 _OPTIN_BYTES: dict = {}
 # with fewer (row, group) pairs than this, a thread per row would leave most of the GPU idle
@@ -331,8 +406,8 @@ def shap_interactions_device(table: PathTable, rows):
     """
     import cupy
 
-    from ._nvrtc import get_module
     from ..explain import treeshap
+    from ._nvrtc import get_module
 
     X = cupy.ascontiguousarray(cupy.asarray(rows, dtype=cupy.float32))
     n, F = X.shape
@@ -344,8 +419,19 @@ def shap_interactions_device(table: PathTable, rows):
         quad = _quadrature_arrays(table, dev)
         module = get_module("treeshap_rows.cu")
         grid = (-(-n // _THREADS), G)
-        common = (X, np.int64(n), np.int32(F), a["path_offsets"], a["group_paths"], a["group_ptr"], a["feature"],
-                  a["lower"], a["upper"], a["missing"], a["zero_fraction"])
+        common = (
+            X,
+            np.int64(n),
+            np.int32(F),
+            a["path_offsets"],
+            a["group_paths"],
+            a["group_ptr"],
+            a["feature"],
+            a["lower"],
+            a["upper"],
+            a["missing"],
+            a["zero_fraction"],
+        )
         quad_args = (a["path_v"], a["gl_nodes"], a["gl_weights"], quad["g_on"], a["gl_off"])
         kind, per_block, shared = _interaction_layout(F, n, G)
         slice_paths = treeshap.interaction_slice_paths(F)  # per call: tests shrink the slices
@@ -354,22 +440,40 @@ def shap_interactions_device(table: PathTable, rows):
             # (F + 1) x F per row and group: slice sums on and above the diagonal, totals below and in row F
             acc = cupy.zeros((G, F + 1, F, n), dtype=cupy.float64)  # row fastest: coalesced updates
             module.get_function("shap_interactions_quadrature")(
-                grid, (_THREADS,), common + quad_args + (np.int64(slice_paths), acc))
-            module.get_function("interaction_finish")(grid, (_THREADS,),
-                                                      (acc, np.int64(n), np.int32(F), np.int32(G), out))
+                grid, (_THREADS,), common + quad_args + (np.int64(slice_paths), acc)
+            )
+            module.get_function("interaction_finish")(
+                grid, (_THREADS,), (acc, np.int64(n), np.int32(F), np.int32(G), out)
+            )
             del acc
         elif kind == "warp-shared" and n * G < _SLICES_BELOW and 1 < n_slices <= _MAX_GRID_Z:
-            _interactions_by_slice(module, X, out, common + quad_args, per_block, shared, slice_paths, slice_ptr,
-                                   n_slices, G)
+            _interactions_by_slice(
+                module, X, out, common + quad_args, per_block, shared, slice_paths, slice_ptr, n_slices, G
+            )
         else:  # half a warp per row, its slices in turn
             unused = cupy.empty(1, dtype=cupy.int64)
-            _launch_interactions_warp(module, common + quad_args, G, kind == "warp-shared", per_block, shared,
-                                      slice_paths, unused, 1, False, unused, out, (-(-n // per_block), G, 1))
+            _launch_interactions_warp(
+                module,
+                common + quad_args,
+                G,
+                kind == "warp-shared",
+                per_block,
+                shared,
+                slice_paths,
+                unused,
+                1,
+                False,
+                unused,
+                out,
+                (-(-n // per_block), G, 1),
+            )
         if quad["has_long"]:  # paths longer than the quadrature kernel holds: the path method, added
             acc = cupy.zeros((G, F, F, n), dtype=cupy.float64)
             module.get_function("shap_interactions_rows")(
-                grid, (_THREADS,), common + (a["zero_fraction_inv"], a["path_v"], a["recip"],
-                                             np.int32(_QUAD_MAX_K + 1), acc))
+                grid,
+                (_THREADS,),
+                common + (a["zero_fraction_inv"], a["path_v"], a["recip"], np.int32(_QUAD_MAX_K + 1), acc),
+            )
             out[:, :, :F, :F] += cupy.moveaxis(acc, 3, 0)
             del acc
     if dev.oversize is not None:
@@ -380,14 +484,28 @@ def shap_interactions_device(table: PathTable, rows):
     return out
 
 
-def _launch_interactions_warp(module, args, G, in_shared, per_block, shared, slice_paths, slice_ptr, n_slices,
-                              slice_mode, partial, out, grid) -> None:
+def _launch_interactions_warp(
+    module, args, G, in_shared, per_block, shared, slice_paths, slice_ptr, n_slices, slice_mode, partial, out, grid
+) -> None:
     kernel = module.get_function("shap_interactions_warp")
     if shared > _ACC_SMEM_BYTES:
         kernel.max_dynamic_shared_size_bytes = shared
-    kernel(grid, (16 * per_block,),
-           args + (np.int32(G), np.int32(1 if in_shared else 0), np.int64(slice_paths), slice_ptr,
-                   np.int32(n_slices), np.int32(1 if slice_mode else 0), partial, out), shared_mem=shared)
+    kernel(
+        grid,
+        (16 * per_block,),
+        args
+        + (
+            np.int32(G),
+            np.int32(1 if in_shared else 0),
+            np.int64(slice_paths),
+            slice_ptr,
+            np.int32(n_slices),
+            np.int32(1 if slice_mode else 0),
+            partial,
+            out,
+        ),
+        shared_mem=shared,
+    )
 
 
 def _interactions_by_slice(module, X, out, args, per_block, shared, slice_paths, slice_ptr, n_slices, G) -> None:
@@ -401,10 +519,26 @@ def _interactions_by_slice(module, X, out, args, per_block, shared, slice_paths,
     tri = F * (F + 1) // 2
     finish = module.get_function("interaction_slices_finish")
     for r0, m in _row_chunks(n, n_slices * G * tri * 8, per_block):
-        rows_args = (X[r0:r0 + m], np.int64(m)) + args[2:]
+        rows_args = (X[r0 : r0 + m], np.int64(m)) + args[2:]
         partial = cupy.empty((n_slices, m, G, tri), dtype=cupy.float64)
-        rows_out = out[r0:r0 + m]
-        _launch_interactions_warp(module, rows_args, G, True, per_block, shared, slice_paths, slice_ptr, n_slices,
-                                  True, partial, rows_out, (-(-m // per_block), G, n_slices))
-        finish((-(-m // _THREADS), G), (_THREADS,),
-               (partial, np.int64(m), np.int32(F), np.int32(G), np.int32(n_slices), rows_out))
+        rows_out = out[r0 : r0 + m]
+        _launch_interactions_warp(
+            module,
+            rows_args,
+            G,
+            True,
+            per_block,
+            shared,
+            slice_paths,
+            slice_ptr,
+            n_slices,
+            True,
+            partial,
+            rows_out,
+            (-(-m // per_block), G, n_slices),
+        )
+        finish(
+            (-(-m // _THREADS), G),
+            (_THREADS,),
+            (partial, np.int64(m), np.int32(F), np.int32(G), np.int32(n_slices), rows_out),
+        )

@@ -11,6 +11,7 @@ Unless a cache is given its own bound, ``max_bytes`` is the ``device_cache_bytes
 :mod:`dgboost.config`, read whenever entries are counted (so a change applies to the
 module-level caches made at import).
 """
+
 from __future__ import annotations
 
 import threading
@@ -72,8 +73,8 @@ class DeviceCache:
     def _evict(self) -> None:
         max_bytes = self.max_bytes
         while len(self._entries) > 1 and (
-                len(self._entries) > self.max_entries
-                or sum(int(e.nbytes) for e in self._entries.values()) > max_bytes):
+            len(self._entries) > self.max_entries or sum(int(e.nbytes) for e in self._entries.values()) > max_bytes
+        ):
             self._entries.popitem(last=False)
 
     def clear(self) -> None:

@@ -7,6 +7,7 @@ per symbol, ``bits = ceil(log2(max_bins + 1))``: the local bin of the value, or
 the float32 input). Features are also cut into groups whose bins fit in a block's shared
 memory, for the histogram kernel.
 """
+
 from __future__ import annotations
 
 import math

@@ -15,6 +15,7 @@ threshold of 0 is "on" when flushed, "off" on the CPU): the devices must compare
 :func:`compile_ptx` compiles without a GPU (NVRTC from the ``nvidia-cuda-nvrtc`` wheel
 through ``cupy_backends.cuda.libs.nvrtc``): CI uses it to check that every kernel builds.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,8 +30,16 @@ from pathlib import Path
 from ..config import get_config
 from ..errors import DGBoostError
 
-__all__ = ["kernel_dir", "kernel_files", "assemble", "compile_options", "get_module", "module_from_source",
-           "compile_ptx", "compile_all"]
+__all__ = [
+    "kernel_dir",
+    "kernel_files",
+    "assemble",
+    "compile_options",
+    "get_module",
+    "module_from_source",
+    "compile_ptx",
+    "compile_all",
+]
 
 _log = logging.getLogger("dgboost")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
@@ -50,8 +59,10 @@ def kernel_dir() -> Path:
     for candidate in (package / "_kernels", package.parent / "kernels"):
         if (candidate / "common.cuh").is_file():
             return candidate
-    raise DGBoostError(f"the CUDA kernel sources were not found (looked in {package / '_kernels'} and "
-                       f"{package.parent / 'kernels'}); reinstall dgboost")
+    raise DGBoostError(
+        f"the CUDA kernel sources were not found (looked in {package / '_kernels'} and "
+        f"{package.parent / 'kernels'}); reinstall dgboost"
+    )
 
 
 def kernel_files() -> list[str]:
@@ -88,8 +99,12 @@ def _include_dirs() -> tuple[str, ...]:
     import cupy
 
     root = Path(cupy.__file__).resolve().parent / "_core" / "include"
-    dirs = [root, root / "cupy" / "_cccl" / "libcudacxx", root / "cupy" / "_cccl" / "cub",
-            root / "cupy" / "_cccl" / "thrust"]
+    dirs = [
+        root,
+        root / "cupy" / "_cccl" / "libcudacxx",
+        root / "cupy" / "_cccl" / "cub",
+        root / "cupy" / "_cccl" / "thrust",
+    ]
     return tuple(str(d) for d in dirs if d.is_dir())
 
 
@@ -123,8 +138,9 @@ def _compile(source: str, name: str, options: tuple[str, ...], arch: str, cubin:
         try:
             nvrtc.compileProgram(program, list(options) + [f"-arch={arch}"])
         except nvrtc.NVRTCError:
-            raise DGBoostError(f"kernels/{name} failed to compile for {arch}:\n"
-                               f"{nvrtc.getProgramLog(program)}") from None
+            raise DGBoostError(
+                f"kernels/{name} failed to compile for {arch}:\n{nvrtc.getProgramLog(program)}"
+            ) from None
         out = nvrtc.getCUBIN(program) if cubin else nvrtc.getPTX(program)
         return out if isinstance(out, bytes) else out.encode()
     finally:

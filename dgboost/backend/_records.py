@@ -4,15 +4,27 @@ A node record is one int64 row of :data:`dgboost._layout.NODE_RECORD_FIELDS`. Th
 functions define what the record stages compute; ``kernels/nodes.cu`` does the same on the
 device (tests compare the two).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from .._layout import (BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, LEFT_G, LEFT_H, NODE_FIELDS, NO_NODE,
-                       SPLIT_BIN, SUM_G, SUM_H)
+from .._layout import (
+    BEGIN,
+    DEFAULT_LEFT,
+    END,
+    FEATURE,
+    GAIN,
+    LEFT_G,
+    LEFT_H,
+    NO_NODE,
+    NODE_FIELDS,
+    SPLIT_BIN,
+    SUM_G,
+    SUM_H,
+)
 
-__all__ = ["new_records", "root_node", "split_nodes", "children_histograms",
-           "write_splits"]
+__all__ = ["new_records", "root_node", "split_nodes", "children_histograms", "write_splits"]
 
 
 def new_records(n: int) -> np.ndarray:
@@ -26,13 +38,14 @@ def new_records(n: int) -> np.ndarray:
 def root_node(sums, n_rows: int) -> np.ndarray:
     """int64 (1, NODE_FIELDS): the root with global ``sums`` (int64 (2,)) and rows [0, n_rows)."""
     out = new_records(1)
-    out[0, SUM_G:SUM_H + 1] = np.asarray(sums, np.int64)
+    out[0, SUM_G : SUM_H + 1] = np.asarray(sums, np.int64)
     out[0, END] = n_rows
     return out
 
 
-def split_nodes(parents: np.ndarray, counts: np.ndarray, global_counts: np.ndarray | None,
-                out: np.ndarray | None = None):
+def split_nodes(
+    parents: np.ndarray, counts: np.ndarray, global_counts: np.ndarray | None, out: np.ndarray | None = None
+):
     """Children records, the segments to build and which side they are (see Backend.split_nodes;
     ``global_counts`` None: the child of smaller hessian sum is built; ``out``: int64
     (2k, NODE_FIELDS) to hold the children).
@@ -54,7 +67,7 @@ def split_nodes(parents: np.ndarray, counts: np.ndarray, global_counts: np.ndarr
     left[~split, FEATURE] = right[~split, FEATURE] = NO_NODE
     sizes = np.stack([left[:, SUM_H], right[:, SUM_H]], axis=1) if global_counts is None else global_counts
     build_left = ((sizes[:, 0] <= sizes[:, 1]) | ~split).astype(np.int64)
-    chosen = np.where(build_left[:, None] == 1, left[:, BEGIN:END + 1], right[:, BEGIN:END + 1])
+    chosen = np.where(build_left[:, None] == 1, left[:, BEGIN : END + 1], right[:, BEGIN : END + 1])
     if out is not None:
         out[...] = children
         children = out

@@ -22,6 +22,7 @@ Array conventions (``xp`` is numpy or cupy):
   constraints; the root's are ``[-inf, inf]``); ``monotone``: int8 (F,) sign of each feature
   (1 increasing, -1 decreasing, 0 free). Both None when nothing is constrained.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -114,8 +115,9 @@ class Backend(Protocol):
         launch).
         """
 
-    def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scales,
-                        params: SplitParams, bounds=None, monotone=None) -> None:
+    def evaluate_splits(
+        self, hist, records, cut_ptrs, feature_mask, scales, params: SplitParams, bounds=None, monotone=None
+    ) -> None:
         """Write the best split of each node into its record (feature -1 when none).
 
         Reads the records' sums; records of slots with no node (feature NO_NODE) are left
@@ -179,8 +181,7 @@ class Backend(Protocol):
         """float64 (n,) on the host, from int64 (n, 2) host sums, clipped into float64
         (n, 2) host ``bounds`` when given."""
 
-    def node_bounds(self, left, right, feature, sums, monotone, scale_g: float, scale_h: float,
-                    params) -> np.ndarray:
+    def node_bounds(self, left, right, feature, sums, monotone, scale_g: float, scale_h: float, params) -> np.ndarray:
         """float64 (n, 2) on the host: the bounds of every node of a grown tree (host arrays,
         node 0 the root, parents before children), the same numbers ``child_bounds`` gave
         its splits on the device."""

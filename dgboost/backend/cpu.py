@@ -1,4 +1,5 @@
 """The CPU backend: NumPy arrays and the Numba kernels of ``_cpu_kernels``."""
+
 from __future__ import annotations
 
 import sys
@@ -74,14 +75,16 @@ def _announce_compilation() -> None:
         return
     _compile_notice_done = True
     if not _cpu_kernels_cached():
-        print("dgboost: compiling the CPU kernels with Numba (first run only; later runs use the "
-              "on-disk cache)...", file=sys.stderr, flush=True)
+        print(
+            "dgboost: compiling the CPU kernels with Numba (first run only; later runs use the on-disk cache)...",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _regularisers(params) -> tuple:
     """(lambda, alpha, min_child_weight, max_delta_step) as the kernels take them."""
-    return (float(params.reg_lambda), float(params.alpha), float(params.min_child_weight),
-            float(params.max_delta_step))
+    return (float(params.reg_lambda), float(params.alpha), float(params.min_child_weight), float(params.max_delta_step))
 
 
 def _host_scales(scales) -> tuple[float, float]:
@@ -108,13 +111,13 @@ def leaf_weights_on_host(sums, scale_g: float, scale_h: float, params, bounds=No
     if bounds is None:
         K.leaf_weights(sums, 1.0 / scale_g, 1.0 / scale_h, *_regularisers(params), out)
     else:
-        K.bounded_leaf_weights(sums, np.ascontiguousarray(bounds, np.float64), 1.0 / scale_g, 1.0 / scale_h,
-                               *_regularisers(params), out)
+        K.bounded_leaf_weights(
+            sums, np.ascontiguousarray(bounds, np.float64), 1.0 / scale_g, 1.0 / scale_h, *_regularisers(params), out
+        )
     return out
 
 
-def node_bounds_on_host(left, right, feature, sums, monotone, scale_g: float, scale_h: float,
-                        params) -> np.ndarray:
+def node_bounds_on_host(left, right, feature, sums, monotone, scale_g: float, scale_h: float, params) -> np.ndarray:
     """float64 (n, 2) weight bounds of every node of a grown tree (every backend's leaves).
 
     Replays the children's bounds split by split from the host arrays of the tree (node 0
@@ -125,10 +128,17 @@ def node_bounds_on_host(left, right, feature, sums, monotone, scale_g: float, sc
     n = int(feature.shape[0])
     out = np.empty((n, 2), np.float64)
     if n:
-        K.tree_bounds(np.ascontiguousarray(left, np.int64), np.ascontiguousarray(right, np.int64),
-                      np.ascontiguousarray(feature, np.int64), np.ascontiguousarray(sums, np.int64),
-                      np.ascontiguousarray(monotone, np.int8), 1.0 / scale_g, 1.0 / scale_h,
-                      *_regularisers(params), out)
+        K.tree_bounds(
+            np.ascontiguousarray(left, np.int64),
+            np.ascontiguousarray(right, np.int64),
+            np.ascontiguousarray(feature, np.int64),
+            np.ascontiguousarray(sums, np.int64),
+            np.ascontiguousarray(monotone, np.int8),
+            1.0 / scale_g,
+            1.0 / scale_h,
+            *_regularisers(params),
+            out,
+        )
     return out
 
 
@@ -160,8 +170,7 @@ class CPUBackend:
 
     def bin_values(self, values, cut_values, cut_ptrs, dtype):
         out = np.empty(values.shape, dtype=dtype)
-        K.bin_values(np.ascontiguousarray(values, np.float32), cut_values, cut_ptrs,
-                     int(np.iinfo(dtype).max), out)
+        K.bin_values(np.ascontiguousarray(values, np.float32), cut_values, cut_ptrs, int(np.iinfo(dtype).max), out)
         return out
 
     def check_training_memory(self, *args, **kwargs) -> None:
@@ -203,8 +212,14 @@ class CPUBackend:
         use_index = parent_index is not None
         index = np.ascontiguousarray(parent_index if use_index else np.zeros(0), np.int64)
         # one pass, no temporaries: the NumPy form took 9% of a 1M-row job on one thread
-        K.children_histograms(np.ascontiguousarray(parent_hist, np.int64), index, use_index, built,
-                              np.ascontiguousarray(build_left, np.int64), out)
+        K.children_histograms(
+            np.ascontiguousarray(parent_hist, np.int64),
+            index,
+            use_index,
+            built,
+            np.ascontiguousarray(build_left, np.int64),
+            out,
+        )
         return out
 
     def fixed_point_scales(self, bits, n_global: int) -> np.ndarray:
@@ -235,18 +250,27 @@ class CPUBackend:
         threads = max(1, min(K.n_threads(), n_rows // 8192))
         if threads > 1 and begins.shape[0] >= 4 * threads:
             task_ptr, task_nodes = _balance(ends - begins, threads)
-            K.build_histograms_by_node(bins, cut_ptrs, gpair, rows, begins, ends, missing,
-                                       task_ptr, task_nodes, out)
+            K.build_histograms_by_node(bins, cut_ptrs, gpair, rows, begins, ends, missing, task_ptr, task_nodes, out)
             return out
         per_node = threads * total_bins * 16
         batch = max(1, _PARTIAL_HIST_BYTES // max(per_node, 1))
         for s in range(0, begins.shape[0], batch):
-            K.build_histograms(bins, cut_ptrs, gpair, rows, begins[s:s + batch], ends[s:s + batch],
-                               missing, threads, out[s:s + batch])
+            K.build_histograms(
+                bins,
+                cut_ptrs,
+                gpair,
+                rows,
+                begins[s : s + batch],
+                ends[s : s + batch],
+                missing,
+                threads,
+                out[s : s + batch],
+            )
         return out
 
-    def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scales, params,
-                        bounds=None, monotone=None) -> None:
+    def evaluate_splits(
+        self, hist, records, cut_ptrs, feature_mask, scales, params, bounds=None, monotone=None
+    ) -> None:
         scale_g, scale_h = _host_scales(scales)
         n = hist.shape[0]
         feature = np.empty(n, np.int32)
@@ -255,8 +279,11 @@ class CPUBackend:
         gain = np.empty(n, np.float64)
         left = np.empty((n, 2), np.int64)
         n_features = len(cut_ptrs) - 1
-        mask = np.ones((n, n_features), np.bool_) if feature_mask is None else \
-            np.broadcast_to(np.asarray(feature_mask, np.bool_), (n, n_features)).copy()
+        mask = (
+            np.ones((n, n_features), np.bool_)
+            if feature_mask is None
+            else np.broadcast_to(np.asarray(feature_mask, np.bool_), (n, n_features)).copy()
+        )
         no_node = records[:, FEATURE] == NO_NODE
         mask[no_node] = False
         constrained = monotone is not None
@@ -266,10 +293,27 @@ class CPUBackend:
         else:  # placeholders of the kernel's types: never read
             bounds, monotone = _NO_BOUNDS, _NO_SIGNS
         lam, alpha, mcw, mds = _regularisers(params)
-        K.evaluate_splits(hist, np.ascontiguousarray(records[:, SUM_G:SUM_H + 1]), cut_ptrs,
-                          np.ascontiguousarray(mask, np.bool_), 1.0 / scale_g, 1.0 / scale_h,
-                          lam, alpha, float(params.gamma), mcw, mds, bounds, monotone, constrained,
-                          feature, split_bin, default_left, gain, left)
+        K.evaluate_splits(
+            hist,
+            np.ascontiguousarray(records[:, SUM_G : SUM_H + 1]),
+            cut_ptrs,
+            np.ascontiguousarray(mask, np.bool_),
+            1.0 / scale_g,
+            1.0 / scale_h,
+            lam,
+            alpha,
+            float(params.gamma),
+            mcw,
+            mds,
+            bounds,
+            monotone,
+            constrained,
+            feature,
+            split_bin,
+            default_left,
+            gain,
+            left,
+        )
         # slots with no node keep their record as split_nodes made it
         feature[no_node], split_bin[no_node], default_left[no_node] = NO_NODE, -1, False
         gain[no_node], left[no_node] = 0.0, 0
@@ -279,10 +323,17 @@ class CPUBackend:
         """float64 (2k, 2): the weight bounds of the children of ``parents`` (rows 2j, 2j + 1)."""
         scale_g, scale_h = _host_scales(scales)
         out = np.empty((2 * parents.shape[0], 2), np.float64)
-        K.child_bounds(np.ascontiguousarray(parents[:, FEATURE]), np.ascontiguousarray(parents[:, LEFT_G:LEFT_H + 1]),
-                       np.ascontiguousarray(parents[:, SUM_G:SUM_H + 1]), np.ascontiguousarray(bounds, np.float64),
-                       np.ascontiguousarray(monotone, np.int8), 1.0 / scale_g, 1.0 / scale_h,
-                       *_regularisers(params), out)
+        K.child_bounds(
+            np.ascontiguousarray(parents[:, FEATURE]),
+            np.ascontiguousarray(parents[:, LEFT_G : LEFT_H + 1]),
+            np.ascontiguousarray(parents[:, SUM_G : SUM_H + 1]),
+            np.ascontiguousarray(bounds, np.float64),
+            np.ascontiguousarray(monotone, np.int8),
+            1.0 / scale_g,
+            1.0 / scale_h,
+            *_regularisers(params),
+            out,
+        )
         return out
 
     def leaf_weights(self, sums, scale_g, scale_h, params, bounds=None):
@@ -297,24 +348,39 @@ class CPUBackend:
         counts = np.stack([ends - begins, np.zeros_like(begins)], axis=1)  # unsplit: rows stay left
         split = np.flatnonzero(records[:, FEATURE] >= 0)
         left_counts = np.empty(split.size, np.int64)
-        K.partition(bins_by_feature, rows, begins[split], ends[split], records[split, FEATURE].astype(np.int32),
-                    records[split, SPLIT_BIN].astype(np.int32), records[split, DEFAULT_LEFT].astype(np.bool_),
-                    int(np.iinfo(bins_by_feature.dtype).max), left_counts)
+        K.partition(
+            bins_by_feature,
+            rows,
+            begins[split],
+            ends[split],
+            records[split, FEATURE].astype(np.int32),
+            records[split, SPLIT_BIN].astype(np.int32),
+            records[split, DEFAULT_LEFT].astype(np.bool_),
+            int(np.iinfo(bins_by_feature.dtype).max),
+            left_counts,
+        )
         counts[split, 0] = left_counts
         counts[split, 1] = ends[split] - begins[split] - left_counts
         return counts
 
     def add_leaf_values(self, margin, rows, begins, ends, values, group):
-        K.add_leaf_values(margin, rows, np.asarray(begins, np.int64), np.asarray(ends, np.int64),
-                          np.asarray(values, np.float32), int(group))
+        K.add_leaf_values(
+            margin,
+            rows,
+            np.asarray(begins, np.int64),
+            np.asarray(ends, np.int64),
+            np.asarray(values, np.float32),
+            int(group),
+        )
 
     def add_record_leaf_values(self, margin, rows, records, scales, params, group):
         """Add ``eta`` times the weight of every leaf record (feature -1) to its rows' margins."""
         leaves = np.flatnonzero(records[:, FEATURE] == -1)
         scale_g, scale_h = _host_scales(scales)
-        weights = leaf_weights_on_host(records[leaves, SUM_G:SUM_H + 1], scale_g, scale_h, params) * params.eta
-        self.add_leaf_values(margin, rows, records[leaves, BEGIN], records[leaves, END], weights.astype(np.float32),
-                             group)
+        weights = leaf_weights_on_host(records[leaves, SUM_G : SUM_H + 1], scale_g, scale_h, params) * params.eta
+        self.add_leaf_values(
+            margin, rows, records[leaves, BEGIN], records[leaves, END], weights.astype(np.float32), group
+        )
 
     def read_later(self, arrays):
         """The arrays, already on the host: a read with nothing to wait for."""
@@ -324,18 +390,37 @@ class CPUBackend:
         """Add trees ``[tree_begin, tree_end)`` of ``ensemble`` to ``out`` (float32 (n, n_groups))."""
         if tree_end <= tree_begin:
             return out
-        K.predict_margin(ensemble.left, ensemble.right, ensemble.feature, ensemble.split_value,
-                         ensemble.default_left.view(np.bool_), ensemble.value, ensemble.offsets(),
-                         ensemble.groups(), np.ascontiguousarray(values, np.float32),
-                         int(tree_begin), int(tree_end), out)
+        K.predict_margin(
+            ensemble.left,
+            ensemble.right,
+            ensemble.feature,
+            ensemble.split_value,
+            ensemble.default_left.view(np.bool_),
+            ensemble.value,
+            ensemble.offsets(),
+            ensemble.groups(),
+            np.ascontiguousarray(values, np.float32),
+            int(tree_begin),
+            int(tree_end),
+            out,
+        )
         return out
 
     def predict_leaf(self, ensemble, values, tree_begin, tree_end):
         out = np.empty((values.shape[0], max(tree_end - tree_begin, 0)), np.int32)
         if tree_end > tree_begin:
-            K.predict_leaf(ensemble.left, ensemble.right, ensemble.feature, ensemble.split_value,
-                           ensemble.default_left.view(np.bool_), ensemble.offsets(),
-                           np.ascontiguousarray(values, np.float32), int(tree_begin), int(tree_end), out)
+            K.predict_leaf(
+                ensemble.left,
+                ensemble.right,
+                ensemble.feature,
+                ensemble.split_value,
+                ensemble.default_left.view(np.bool_),
+                ensemble.offsets(),
+                np.ascontiguousarray(values, np.float32),
+                int(tree_begin),
+                int(tree_end),
+                out,
+            )
         return out
 
     # -- stages of other modules: objective gradients, the sketch, SHAP -----------------------
@@ -349,8 +434,9 @@ class CPUBackend:
         g = np.empty((n, 1), np.float32)
         h = np.empty((n, 1), np.float32)
         w = np.empty(0, np.float32) if weight is None else np.asarray(weight, np.float32)
-        K.logistic_gradient(np.asarray(margin, np.float32), np.asarray(label, np.float32), w,
-                            float(scale_pos_weight), g[:, 0], h[:, 0])
+        K.logistic_gradient(
+            np.asarray(margin, np.float32), np.asarray(label, np.float32), w, float(scale_pos_weight), g[:, 0], h[:, 0]
+        )
         return g, h
 
     def sketch_cuts(self, values, rows, features: range, max_bin: int, block_values: int):

@@ -17,6 +17,7 @@ the nodes' bounds too are replayed there, from the tree); the margins of a tree 
 whole levels are updated on the device from its records with the same float64 operations
 (``record_leaf_values`` in kernels/split.cu), before the host has read the tree.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -25,12 +26,12 @@ import numpy as np
 
 from .._compat import cupy_module
 from .._fixed_point import check_row_count
+from .._layout import BEGIN, NODE_FIELDS
 from ..errors import DeviceMemoryError, DGBoostValueError
-from .cpu import leaf_weights_on_host, node_bounds_on_host
 from ._ellpack import EllpackMatrix, feature_groups, symbol_bits
 from ._nvrtc import get_module
 from .base import LookaheadBudget
-from .._layout import BEGIN, NODE_FIELDS
+from .cpu import leaf_weights_on_host, node_bounds_on_host
 
 __all__ = ["CUDABackend", "DeviceMemoryError"]
 
@@ -73,8 +74,10 @@ class _PendingRead:
     def result(self) -> list:
         if self._result is None:
             self._done.synchronize()
-            self._result = [np.frombuffer(pinned, dtype, int(np.prod(shape))).reshape(shape).copy()
-                            for pinned, dtype, shape in self._hosts]
+            self._result = [
+                np.frombuffer(pinned, dtype, int(np.prod(shape))).reshape(shape).copy()
+                for pinned, dtype, shape in self._hosts
+            ]
             self._sources = self._hosts = None
         return self._result
 
@@ -99,8 +102,7 @@ class CUDABackend:
     def __init__(self, device_id: int = 0):
         cupy = cupy_module()
         if cupy is None:
-            raise DGBoostValueError("device='cuda' needs CuPy: pip install 'dgboost[cuda13]' "
-                                    "(or [cuda12])")
+            raise DGBoostValueError("device='cuda' needs CuPy: pip install 'dgboost[cuda13]' (or [cuda12])")
         try:
             count = cupy.cuda.runtime.getDeviceCount()
         except Exception as exc:  # noqa: BLE001 - no driver is the same as no device here
@@ -228,15 +230,24 @@ class CUDABackend:
             raise DeviceMemoryError(
                 f"out of GPU memory allocating {need / 2**20:.1f} MiB {np.dtype(dtype)} {tuple(shape)} "
                 f"on cuda:{self.device_id} ({free / 2**20:.0f} MiB free of {total / 2**20:.0f} MiB); "
-                "reduce the rows per worker, max_bin or max_depth") from None
+                "reduce the rows per worker, max_bin or max_depth"
+            ) from None
 
     def zeros(self, shape, dtype):
         out = self.empty(shape, dtype)
         out.fill(0)
         return out
 
-    def check_training_memory(self, n_rows: int, n_features: int, max_bins: int, total_bins: int,
-                              n_groups: int, level_nodes: int, values_on_device: bool) -> int:
+    def check_training_memory(
+        self,
+        n_rows: int,
+        n_features: int,
+        max_bins: int,
+        total_bins: int,
+        n_groups: int,
+        level_nodes: int,
+        values_on_device: bool,
+    ) -> int:
         """Raise :class:`DeviceMemoryError` before training starts if it cannot fit.
 
         The estimate (bytes, returned) adds the bin matrix, the per-row arrays of a round
@@ -258,7 +269,8 @@ class CUDABackend:
                 f"training needs about {estimate / 2**30:.2f} GiB of GPU memory for {n_rows} rows x "
                 f"{n_features} features ({bits}-bit bins, {total_bins} bins, up to {level_nodes} nodes per "
                 f"level) but cuda:{self.device_id} has {available / 2**30:.2f} GiB free of {total / 2**30:.2f} GiB; "
-                "use fewer rows per GPU (more Dask workers), a smaller max_bin or max_depth")
+                "use fewer rows per GPU (more Dask workers), a smaller max_bin or max_depth"
+            )
         return estimate
 
     # -- binning ---------------------------------------------------------------------------
@@ -279,14 +291,34 @@ class CUDABackend:
         dev_cuts = xp.asarray(np.asarray(cut_values, np.float32))
         dev_ptrs = xp.asarray(cut_ptrs.astype(np.int32))
         if n_entries:
-            self._launch("binning.cu", "bin_and_pack", n_entries,
-                         (values, np.int64(n_entries), np.int32(n_features), dev_cuts, dev_ptrs,
-                          np.int32(bits), np.uint32(max_bins), packed))
+            self._launch(
+                "binning.cu",
+                "bin_and_pack",
+                n_entries,
+                (
+                    values,
+                    np.int64(n_entries),
+                    np.int32(n_features),
+                    dev_cuts,
+                    dev_ptrs,
+                    np.int32(bits),
+                    np.uint32(max_bins),
+                    packed,
+                ),
+            )
         begin, end, fits = feature_groups(cut_ptrs, self.group_bytes // 16)
         widest = int(max(cut_ptrs[e] - cut_ptrs[b] for b, e in zip(begin, end))) if begin.size else 0
-        return EllpackMatrix(packed=packed, bits=bits, missing=max_bins, shape=(n, n_features),
-                             cut_ptrs=dev_ptrs, group_begin=xp.asarray(begin), group_end=xp.asarray(end),
-                             group_bins=widest, use_shared=fits)
+        return EllpackMatrix(
+            packed=packed,
+            bits=bits,
+            missing=max_bins,
+            shape=(n, n_features),
+            cut_ptrs=dev_ptrs,
+            group_begin=xp.asarray(begin),
+            group_end=xp.asarray(end),
+            group_bins=widest,
+            use_shared=fits,
+        )
 
     def column_layout(self, bins: EllpackMatrix) -> EllpackMatrix:
         """The partition kernel reads the ELLPACK matrix itself (one symbol per row)."""
@@ -322,8 +354,9 @@ class CUDABackend:
         """float64 (2,) on the device: the scales of the maxima whose float32 bits are ``bits``."""
         check_row_count(n_global)
         out = self.empty(2, np.float64)
-        self._launch("quantise.cu", "fixed_point_scales", 2, (self.xp.asarray(bits, dtype=np.uint32), out),
-                     threads=32, grid=1)
+        self._launch(
+            "quantise.cu", "fixed_point_scales", 2, (self.xp.asarray(bits, dtype=np.uint32), out), threads=32, grid=1
+        )
         return out
 
     def quantise(self, grad, hess, scales, keep=None):
@@ -334,9 +367,21 @@ class CUDABackend:
             return out
         grad, hess, stride = self._same_stride(grad, hess)
         keep_arr = xp.asarray(keep, dtype=xp.bool_) if keep is not None else xp.empty(1, xp.bool_)
-        self._launch("quantise.cu", "quantise", n,
-                     (grad, hess, np.int64(stride), keep_arr, np.int32(keep is not None), np.int64(n),
-                      self._scales(scales), out))
+        self._launch(
+            "quantise.cu",
+            "quantise",
+            n,
+            (
+                grad,
+                hess,
+                np.int64(stride),
+                keep_arr,
+                np.int32(keep is not None),
+                np.int64(n),
+                self._scales(scales),
+                out,
+            ),
+        )
         return out
 
     def gpair_totals(self, gpair):
@@ -350,15 +395,17 @@ class CUDABackend:
     # -- node records ------------------------------------------------------------------------
     def root_node(self, sums, n_rows: int):
         out = self.empty((1, NODE_FIELDS), np.int64)
-        self._launch("nodes.cu", "root_node", 1, (self.xp.asarray(sums, dtype=np.int64), np.int64(n_rows), out),
-                     threads=32)
+        self._launch(
+            "nodes.cu", "root_node", 1, (self.xp.asarray(sums, dtype=np.int64), np.int64(n_rows), out), threads=32
+        )
         return out
 
     def _records(self, records, in_place: bool = False):
         """Node records as the kernels read them: C-contiguous int64 (m, NODE_FIELDS) on the device."""
         if records.dtype != np.int64 or records.ndim != 2 or records.shape[1] != NODE_FIELDS:
-            raise DGBoostValueError(f"node records must be int64 (m, {NODE_FIELDS}), "
-                                    f"got {records.dtype} {records.shape}")
+            raise DGBoostValueError(
+                f"node records must be int64 (m, {NODE_FIELDS}), got {records.dtype} {records.shape}"
+            )
         if not records.flags.c_contiguous:
             if in_place:
                 raise DGBoostValueError("node records written in place must be C-contiguous")
@@ -377,9 +424,26 @@ class CUDABackend:
         sizes = counts if by_hessian else self.xp.ascontiguousarray(global_counts, dtype=np.int64)
         # one block: it also scans what build_histograms and the next partition would each
         # have scanned in a launch of their own
-        self._launch("nodes.cu", "split_nodes", 0,
-                     (parents, np.int32(k), counts, sizes, np.int32(by_hessian), children, build_segments, build_left,
-                      np.int64(_PARTITION_TILE), build_offsets, child_tiles), threads=256, grid=1)
+        self._launch(
+            "nodes.cu",
+            "split_nodes",
+            0,
+            (
+                parents,
+                np.int32(k),
+                counts,
+                sizes,
+                np.int32(by_hessian),
+                children,
+                build_segments,
+                build_left,
+                np.int64(_PARTITION_TILE),
+                build_offsets,
+                child_tiles,
+            ),
+            threads=256,
+            grid=1,
+        )
         self._scanned = {id(build_segments): (build_segments, build_offsets), id(children): (children, child_tiles)}
         return children, build_segments, build_left
 
@@ -394,16 +458,34 @@ class CUDABackend:
         out = self.empty((2 * k, total_bins, 2), np.int64)
         use_index = parent_index is not None
         if k and total_bins:
-            self._launch("nodes.cu", "children_histograms", k * total_bins,
-                         (parent_hist, parent_index if use_index else build_left, np.int32(use_index), built,
-                          build_left, np.int32(k), np.int64(total_bins), out))
+            self._launch(
+                "nodes.cu",
+                "children_histograms",
+                k * total_bins,
+                (
+                    parent_hist,
+                    parent_index if use_index else build_left,
+                    np.int32(use_index),
+                    built,
+                    build_left,
+                    np.int32(k),
+                    np.int64(total_bins),
+                    out,
+                ),
+            )
         return out
 
     def _segment_offsets(self, segments, stride: int, m: int, tile: int):
         """int64 (m + 1,) device: exclusive sums of the segments' sizes in tiles of ``tile`` rows."""
         out = self.empty(m + 1, np.int64)
-        self._launch("nodes.cu", "segment_offsets", 1, (segments, np.int32(stride), np.int32(m), np.int64(tile), out),
-                     threads=256, grid=1)
+        self._launch(
+            "nodes.cu",
+            "segment_offsets",
+            1,
+            (segments, np.int32(stride), np.int32(m), np.int64(tile), out),
+            threads=256,
+            grid=1,
+        )
         return out
 
     # -- histograms ------------------------------------------------------------------------
@@ -424,11 +506,32 @@ class CUDABackend:
         if max_rows is not None:  # no more slices than rows to fill them (a slice is >= _HIST_MIN_ROWS)
             slices = max(1, min(slices, -(-int(max_rows) // _HIST_MIN_ROWS)))
         shared = 16 * bins.group_bins if bins.use_shared else 0
-        self._launch("histogram.cu", "build_histograms", 0,
-                     (bins.packed, np.int32(bins.bits), np.int32(bins.n_features), np.uint32(bins.missing),
-                      rows, gpair, segments, offsets, np.int32(m), np.int64(_HIST_MIN_ROWS), bins.cut_ptrs,
-                      bins.group_begin, bins.group_end, np.int64(total_bins), np.int32(bins.use_shared), hist),
-                     threads=_HIST_THREADS, shared=shared, grid=(slices, bins.n_groups))
+        self._launch(
+            "histogram.cu",
+            "build_histograms",
+            0,
+            (
+                bins.packed,
+                np.int32(bins.bits),
+                np.int32(bins.n_features),
+                np.uint32(bins.missing),
+                rows,
+                gpair,
+                segments,
+                offsets,
+                np.int32(m),
+                np.int64(_HIST_MIN_ROWS),
+                bins.cut_ptrs,
+                bins.group_begin,
+                bins.group_end,
+                np.int64(total_bins),
+                np.int32(bins.use_shared),
+                hist,
+            ),
+            threads=_HIST_THREADS,
+            shared=shared,
+            grid=(slices, bins.n_groups),
+        )
         return hist
 
     # -- split evaluation --------------------------------------------------------------------
@@ -436,8 +539,9 @@ class CUDABackend:
         """The scales as the kernels read them: C-contiguous float64 (2,) on the device."""
         return self.xp.ascontiguousarray(self.xp.asarray(scales, dtype=self.xp.float64))
 
-    def evaluate_splits(self, hist, records, cut_ptrs, feature_mask, scales, params,
-                        bounds=None, monotone=None) -> None:
+    def evaluate_splits(
+        self, hist, records, cut_ptrs, feature_mask, scales, params, bounds=None, monotone=None
+    ) -> None:
         records = self._records(records, in_place=True)
         n = int(hist.shape[0])
         n_features = len(cut_ptrs) - 1
@@ -456,15 +560,39 @@ class CUDABackend:
         cand = self._scratch("candidates", n * n_features * _CANDIDATE_BYTES // 8, np.int64)
         pairs = n * n_features  # one warp each, 8 warps a block
         if pairs:
-            self._launch("split.cu", "best_per_feature", 0,
-                         (hist, np.int64(hist.shape[1]), records, dev_ptrs, np.int32(n_features), np.int32(pairs),
-                          mask, np.int32(mask_rows), self._scales(scales), np.float64(params.reg_lambda),
-                          np.float64(params.alpha),
-                          np.float64(params.min_child_weight), np.float64(params.max_delta_step),
-                          bounds, monotone, np.int32(constrained), cand),
-                         threads=256, grid=-(-pairs // 8))
-        self._launch("split.cu", "best_per_node", n,
-                     (cand, np.int32(n), np.int32(n_features), np.float64(params.gamma), records), threads=64)
+            self._launch(
+                "split.cu",
+                "best_per_feature",
+                0,
+                (
+                    hist,
+                    np.int64(hist.shape[1]),
+                    records,
+                    dev_ptrs,
+                    np.int32(n_features),
+                    np.int32(pairs),
+                    mask,
+                    np.int32(mask_rows),
+                    self._scales(scales),
+                    np.float64(params.reg_lambda),
+                    np.float64(params.alpha),
+                    np.float64(params.min_child_weight),
+                    np.float64(params.max_delta_step),
+                    bounds,
+                    monotone,
+                    np.int32(constrained),
+                    cand,
+                ),
+                threads=256,
+                grid=-(-pairs // 8),
+            )
+        self._launch(
+            "split.cu",
+            "best_per_node",
+            n,
+            (cand, np.int32(n), np.int32(n_features), np.float64(params.gamma), records),
+            threads=64,
+        )
 
     def child_bounds(self, parents, bounds, monotone, scales, params):
         """float64 (2k, 2) on the device: the weight bounds of the children of ``parents``."""
@@ -473,11 +601,24 @@ class CUDABackend:
         k = int(parents.shape[0])
         out = self.empty((2 * k, 2), np.float64)
         if k:
-            self._launch("split.cu", "child_bounds", k,
-                         (parents, np.int32(k), xp.ascontiguousarray(bounds, dtype=xp.float64),
-                          xp.ascontiguousarray(monotone, dtype=xp.int8), self._scales(scales),
-                          np.float64(params.reg_lambda), np.float64(params.alpha),
-                          np.float64(params.min_child_weight), np.float64(params.max_delta_step), out), threads=64)
+            self._launch(
+                "split.cu",
+                "child_bounds",
+                k,
+                (
+                    parents,
+                    np.int32(k),
+                    xp.ascontiguousarray(bounds, dtype=xp.float64),
+                    xp.ascontiguousarray(monotone, dtype=xp.int8),
+                    self._scales(scales),
+                    np.float64(params.reg_lambda),
+                    np.float64(params.alpha),
+                    np.float64(params.min_child_weight),
+                    np.float64(params.max_delta_step),
+                    out,
+                ),
+                threads=64,
+            )
         return out
 
     def leaf_weights(self, sums, scale_g, scale_h, params, bounds=None):
@@ -515,14 +656,25 @@ class CUDABackend:
         buffer = self._scratch("partition_buffer", n, np.int32)
         tiled = (records, np.int32(k), tile_offsets)
         # flags and tile counts; the last block scans them into the parents' counts
-        self._launch("partition.cu", "partition_flags", 0,
-                     (bins.packed, np.int32(bins.bits), np.int32(bins.n_features), np.uint32(bins.missing), rows)
-                     + tiled + (flags, tile_lefts, tile_scan, counts, self._partition_done),
-                     threads=256, grid=max_tiles)
-        self._launch("partition.cu", "partition_scatter", 0, (rows, flags) + tiled + (tile_scan, counts, buffer),
-                     threads=256, grid=max_tiles)
-        self._launch("partition.cu", "partition_copy_back", 0, (buffer,) + tiled + (rows,),
-                     threads=256, grid=max_tiles)
+        self._launch(
+            "partition.cu",
+            "partition_flags",
+            0,
+            (bins.packed, np.int32(bins.bits), np.int32(bins.n_features), np.uint32(bins.missing), rows)
+            + tiled
+            + (flags, tile_lefts, tile_scan, counts, self._partition_done),
+            threads=256,
+            grid=max_tiles,
+        )
+        self._launch(
+            "partition.cu",
+            "partition_scatter",
+            0,
+            (rows, flags) + tiled + (tile_scan, counts, buffer),
+            threads=256,
+            grid=max_tiles,
+        )
+        self._launch("partition.cu", "partition_copy_back", 0, (buffer,) + tiled + (rows,), threads=256, grid=max_tiles)
         return counts
 
     def add_leaf_values(self, margin, rows, begins, ends, values, group):
@@ -532,9 +684,22 @@ class CUDABackend:
         meta = self.asarray(np.concatenate([offsets, begins]))
         n_leaves = begins.size
         dev_values = self.asarray(np.asarray(values, np.float32))
-        self._launch("leaf.cu", "add_leaf_values", total,
-                     (margin, np.int32(margin.shape[1]), np.int32(group), rows, meta[:n_leaves + 1],
-                      meta[n_leaves + 1:], np.int32(n_leaves), dev_values, np.int64(total)))
+        self._launch(
+            "leaf.cu",
+            "add_leaf_values",
+            total,
+            (
+                margin,
+                np.int32(margin.shape[1]),
+                np.int32(group),
+                rows,
+                meta[: n_leaves + 1],
+                meta[n_leaves + 1 :],
+                np.int32(n_leaves),
+                dev_values,
+                np.int64(total),
+            ),
+        )
 
     def add_record_leaf_values(self, margin, rows, records, scales, params, group):
         records = self._records(records)
@@ -544,15 +709,42 @@ class CUDABackend:
             return
         segments = self.empty((m, 2), np.int64)
         values = self.empty(m, np.float32)
-        self._launch("split.cu", "record_leaf_values", m,
-                     (records, np.int32(m), self._scales(scales), np.float64(params.reg_lambda),
-                      np.float64(params.alpha), np.float64(params.min_child_weight),
-                      np.float64(params.max_delta_step), np.float64(params.eta), segments, values), threads=64)
+        self._launch(
+            "split.cu",
+            "record_leaf_values",
+            m,
+            (
+                records,
+                np.int32(m),
+                self._scales(scales),
+                np.float64(params.reg_lambda),
+                np.float64(params.alpha),
+                np.float64(params.min_child_weight),
+                np.float64(params.max_delta_step),
+                np.float64(params.eta),
+                segments,
+                values,
+            ),
+            threads=64,
+        )
         offsets = self._segment_offsets(segments, 2, m, 1)
         # every row is in one leaf: n positions (the kernel also stops at the leaves' total)
-        self._launch("leaf.cu", "add_leaf_values", n,
-                     (margin, np.int32(margin.shape[1]), np.int32(group), rows, offsets, segments[:, 0].copy(),
-                      np.int32(m), values, np.int64(n)))
+        self._launch(
+            "leaf.cu",
+            "add_leaf_values",
+            n,
+            (
+                margin,
+                np.int32(margin.shape[1]),
+                np.int32(group),
+                rows,
+                offsets,
+                segments[:, 0].copy(),
+                np.int32(m),
+                values,
+                np.int64(n),
+            ),
+        )
 
     def read_later(self, arrays):
         """Copies of device ``arrays`` into pinned host memory, queued on the stream; the
@@ -565,10 +757,16 @@ class CUDABackend:
         xp = self.xp
         offsets = ensemble.offsets()
         lo, hi = int(offsets[t0]), int(offsets[t1])
-        return (xp.asarray(ensemble.left[lo:hi]), xp.asarray(ensemble.right[lo:hi]),
-                xp.asarray(ensemble.feature[lo:hi]), xp.asarray(ensemble.split_value[lo:hi]),
-                xp.asarray(ensemble.default_left[lo:hi].view(np.uint8)), xp.asarray(ensemble.value[lo:hi]),
-                xp.asarray(offsets[t0:t1 + 1] - lo), xp.asarray(ensemble.groups()[t0:t1]))
+        return (
+            xp.asarray(ensemble.left[lo:hi]),
+            xp.asarray(ensemble.right[lo:hi]),
+            xp.asarray(ensemble.feature[lo:hi]),
+            xp.asarray(ensemble.split_value[lo:hi]),
+            xp.asarray(ensemble.default_left[lo:hi].view(np.uint8)),
+            xp.asarray(ensemble.value[lo:hi]),
+            xp.asarray(offsets[t0 : t1 + 1] - lo),
+            xp.asarray(ensemble.groups()[t0:t1]),
+        )
 
     def predict_margin(self, ensemble, values, tree_begin, tree_end, out):
         """Add trees ``[tree_begin, tree_end)`` to ``out`` (float32 (n, n_groups), device or host)."""
@@ -579,10 +777,28 @@ class CUDABackend:
         target = out if not isinstance(out, np.ndarray) else xp.asarray(out)
         left, right, feature, split_value, dl, value, offsets, groups = self._trees(ensemble, tree_begin, tree_end)
         n = x.shape[0]
-        self._launch("predict.cu", "predict_margin", n,
-                     (left, right, feature, split_value, dl, value, offsets, groups, x, np.int64(n),
-                      np.int32(x.shape[1]), np.int32(0), np.int32(tree_end - tree_begin),
-                      np.int32(target.shape[1]), target))
+        self._launch(
+            "predict.cu",
+            "predict_margin",
+            n,
+            (
+                left,
+                right,
+                feature,
+                split_value,
+                dl,
+                value,
+                offsets,
+                groups,
+                x,
+                np.int64(n),
+                np.int32(x.shape[1]),
+                np.int32(0),
+                np.int32(tree_end - tree_begin),
+                np.int32(target.shape[1]),
+                target,
+            ),
+        )
         if target is not out:
             out[...] = self.to_host(target)
         return out
@@ -594,9 +810,25 @@ class CUDABackend:
         out = self.empty((n, n_trees), np.int32)
         if n_trees and n:
             left, right, feature, split_value, dl, _, offsets, _ = self._trees(ensemble, tree_begin, tree_end)
-            self._launch("predict.cu", "predict_leaf", n,
-                         (left, right, feature, split_value, dl, offsets, x, np.int64(n), np.int32(x.shape[1]),
-                          np.int32(0), np.int32(n_trees), out))
+            self._launch(
+                "predict.cu",
+                "predict_leaf",
+                n,
+                (
+                    left,
+                    right,
+                    feature,
+                    split_value,
+                    dl,
+                    offsets,
+                    x,
+                    np.int64(n),
+                    np.int32(x.shape[1]),
+                    np.int32(0),
+                    np.int32(n_trees),
+                    out,
+                ),
+            )
         return out
 
     # -- stages of other modules: objective gradients, the sketch, SHAP -----------------------

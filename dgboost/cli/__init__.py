@@ -43,6 +43,7 @@ written in this process), :mod:`~dgboost.cli.demo` (the in-process demo),
 :mod:`~dgboost.cli.cluster_progress` (rounds reported by the workers, printed here),
 :mod:`~dgboost.cli.cluster_commands` and :mod:`~dgboost.cli.cluster_demo`.
 """
+
 from __future__ import annotations
 
 from .commands import main

@@ -1,4 +1,5 @@
 """``python -m dgboost.cli``: the ``dgboost`` command."""
+
 import sys
 
 from .commands import main

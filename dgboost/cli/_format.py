@@ -1,4 +1,5 @@
 """Text the commands print: progress lines, durations, rates and the summary table."""
+
 from __future__ import annotations
 
 import click

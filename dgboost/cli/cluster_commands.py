@@ -17,6 +17,7 @@ Progress (:mod:`dgboost.cli.cluster_progress`): evaluation lines on stdout every
 ``verbose_eval`` rounds and the last one; without an evaluation set, ``round k/N`` lines on
 stderr every ~10% of the rounds; ``partitions done k/N`` on stderr while writing.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,10 +44,19 @@ __all__ = ["train_on_cluster", "predict_on_cluster", "explain_on_cluster"]
 _MAX_SLICE_BYTES = 256 << 20
 
 
-def train_on_cluster(client: Client, data_glob: str, label: str, weight: str | None, params: dict, num_boost_round: int,
-                     output_model: str | os.PathLike, validation_glob: str | None = None,
-                     early_stopping_rounds: int | None = None, quiet: bool = False,
-                     verbose_eval: int | None = None) -> Booster:
+def train_on_cluster(
+    client: Client,
+    data_glob: str,
+    label: str,
+    weight: str | None,
+    params: dict,
+    num_boost_round: int,
+    output_model: str | os.PathLike,
+    validation_glob: str | None = None,
+    early_stopping_rounds: int | None = None,
+    quiet: bool = False,
+    verbose_eval: int | None = None,
+) -> Booster:
     """Train on the Parquet files of ``data_glob`` with :func:`dgboost.dask.train`; write the model.
 
     Parameters
@@ -97,14 +107,24 @@ def train_on_cluster(client: Client, data_glob: str, label: str, weight: str | N
     elif verbose_eval == 0:
         period = 0
     n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
-    say(quiet, f"training {num_boost_round} rounds on {n_rows:,} rows x {dtrain.num_col()} features "
-                f"({n_parts} partitions of {data_glob}) on {n_workers} workers")
+    say(
+        quiet,
+        f"training {num_boost_round} rounds on {n_rows:,} rows x {dtrain.num_col()} features "
+        f"({n_parts} partitions of {data_glob}) on {n_workers} workers",
+    )
     started = time.perf_counter()
     printer = RoundPrinter(client, num_boost_round, period, quiet or period == 0, has_evals=bool(evals))
     with printer:
-        result = dxgb.train(client, p, dtrain, num_boost_round, evals=evals,
-                            early_stopping_rounds=early_stopping_rounds, verbose_eval=False,
-                            callbacks=[printer.callback()])
+        result = dxgb.train(
+            client,
+            p,
+            dtrain,
+            num_boost_round,
+            evals=evals,
+            early_stopping_rounds=early_stopping_rounds,
+            verbose_eval=False,
+            callbacks=[printer.callback()],
+        )
         booster = result["booster"]
         printer.finish(booster.num_boosted_rounds(), result["history"])
     elapsed = time.perf_counter() - started
@@ -119,9 +139,12 @@ def train_on_cluster(client: Client, data_glob: str, label: str, weight: str | N
     output_model = Path(output_model)
     output_model.parent.mkdir(parents=True, exist_ok=True)
     booster.save_model(output_model)
-    say(quiet, f"wrote {output_model} ({booster.num_boosted_rounds()} rounds{detail}; trained in "
-                f"{seconds(elapsed)}, {rate(n_rows * max(1, booster.num_boosted_rounds()), elapsed)} rows/s "
-                f"(rows x rounds / s))")
+    say(
+        quiet,
+        f"wrote {output_model} ({booster.num_boosted_rounds()} rounds{detail}; trained in "
+        f"{seconds(elapsed)}, {rate(n_rows * max(1, booster.num_boosted_rounds()), elapsed)} rows/s "
+        f"(rows x rounds / s))",
+    )
     return booster
 
 
@@ -143,8 +166,7 @@ def _dmatrix(client, data_glob: str, label: str, weight: str | None, what: str):
         wanted["w"] = by_name[weight]
     parts = split_frame(frame, wanted)
     dm = dxgb.DaskDMatrix(client, parts["X"], parts["y"], weight=parts.get("w"))
-    rows = sum(client.gather([client.submit(len, dm.partition(i)["data"], pure=False)
-                              for i in range(dm.n_partitions)]))
+    rows = sum(client.gather([client.submit(len, dm.partition(i)["data"], pure=False) for i in range(dm.n_partitions)]))
     return dm, int(rows), dm.n_partitions
 
 
@@ -160,9 +182,15 @@ def _prediction_frame(preds):
     return out
 
 
-def predict_on_cluster(client: Client, model_path: str | os.PathLike, data_glob: str, output_dir: str | os.PathLike,
-                       margin: bool = False,
-                       label_column: str | None = None, quiet: bool = False) -> tuple[int, int]:
+def predict_on_cluster(
+    client: Client,
+    model_path: str | os.PathLike,
+    data_glob: str,
+    output_dir: str | os.PathLike,
+    margin: bool = False,
+    label_column: str | None = None,
+    quiet: bool = False,
+) -> tuple[int, int]:
     """Predict the Parquet files of ``data_glob`` on the workers; write a Parquet folder.
 
     Each output file holds one input partition's predictions, in row order: a column
@@ -185,8 +213,11 @@ def predict_on_cluster(client: Client, model_path: str | os.PathLike, data_glob:
         require_column([str(c) for c in frame.columns], label_column, "label", data_glob)
     features = select_features(frame, data_glob, [label_column] if label_column else [], booster.feature_names)
     X = split_frame(frame, {"X": features})["X"]
-    say(quiet, f"predicting {X.npartitions} partitions of {data_glob} with {booster.num_boosted_rounds()} "
-                f"rounds into {output_dir}")
+    say(
+        quiet,
+        f"predicting {X.npartitions} partitions of {data_glob} with {booster.num_boosted_rounds()} "
+        f"rounds into {output_dir}",
+    )
     preds = dxgb.predict(client, booster, X, output_margin=margin)
     pieces = [dask.delayed(_prediction_frame, pure=True)(p) for p in preds.to_delayed()]
     rows, parts = write_partitions(client, pieces, output_dir, quiet, "predicted")
@@ -220,7 +251,7 @@ def _write_interactions(part, path: str, explainer, columns: list[str], device: 
     writer = None
     try:
         for start in range(0, max(len(part), 1), step):
-            rows = part.iloc[start:start + step]
+            rows = part.iloc[start : start + step]
             if len(rows):
                 values = explainer.contributions(rows, interactions=True, progress=False)
                 flat = values.reshape(values.shape[0], -1)
@@ -237,10 +268,17 @@ def _write_interactions(part, path: str, explainer, columns: list[str], device: 
     return len(part)
 
 
-def explain_on_cluster(client: Client, model_path: str | os.PathLike, data_glob: str, output_dir: str | os.PathLike,
-                       interactions: bool = False,
-                       label_column: str | None = None, quiet: bool = False,
-                       algorithm: str = "auto", device: str = "auto") -> tuple[int, int]:
+def explain_on_cluster(
+    client: Client,
+    model_path: str | os.PathLike,
+    data_glob: str,
+    output_dir: str | os.PathLike,
+    interactions: bool = False,
+    label_column: str | None = None,
+    quiet: bool = False,
+    algorithm: str = "auto",
+    device: str = "auto",
+) -> tuple[int, int]:
     """Exact SHAP values of every row of the Parquet files of ``data_glob``, written by the workers.
 
     SHAP values: :meth:`TreeExplainer.shap_frame` of each partition (columns: the features and
@@ -265,25 +303,33 @@ def explain_on_cluster(client: Client, model_path: str | os.PathLike, data_glob:
     frame = read_parquet(data_glob)
     if label_column is not None:
         require_column([str(c) for c in frame.columns], label_column, "label", data_glob)
-    features = select_features(frame, data_glob, [label_column] if label_column else [],
-                                explainer.meta.get("feature_names"))
+    features = select_features(
+        frame, data_glob, [label_column] if label_column else [], explainer.meta.get("feature_names")
+    )
     X = split_frame(frame, {"X": features})["X"]
     what = "interaction values" if interactions else "SHAP values"
     device = cluster_device(client) if device == "auto" else device
-    say(quiet, f"explaining {X.npartitions} partitions of {data_glob} with {explainer.ensemble.n_trees} trees "
-                f"({what}, on the workers' {'GPUs' if device.startswith('cuda') else 'CPUs'}) into {output_dir}")
+    say(
+        quiet,
+        f"explaining {X.npartitions} partitions of {data_glob} with {explainer.ensemble.n_trees} trees "
+        f"({what}, on the workers' {'GPUs' if device.startswith('cuda') else 'CPUs'}) into {output_dir}",
+    )
     if interactions:
         outputs = None
         if explainer.n_outputs > 1:
-            outputs = explainer.output_names if explainer.output_names is not None \
-                else list(range(explainer.n_outputs))
+            outputs = explainer.output_names if explainer.output_names is not None else list(range(explainer.n_outputs))
         columns = _interaction_columns([str(c) for c in features], outputs)
-        rows, parts = write_partitions(client, list(X.to_delayed()), output_dir, quiet, "explained",
-                                        writer=_write_interactions,
-                                        writer_args=(model_reference(explainer), columns, device))
+        rows, parts = write_partitions(
+            client,
+            list(X.to_delayed()),
+            output_dir,
+            quiet,
+            "explained",
+            writer=_write_interactions,
+            writer_args=(model_reference(explainer), columns, device),
+        )
     else:
         values = dxgb.shap_values(client, explainer, X, device=device)
         rows, parts = write_partitions(client, list(values.to_delayed()), output_dir, quiet, "explained")
     say(quiet, f"wrote {what} of {rows:,} rows in {parts} files to {output_dir}")
     return rows, parts
-

@@ -1,4 +1,5 @@
 """``dgboost demo`` on a Dask cluster: synthetic data over the workers, trained, evaluated, explained."""
+
 from __future__ import annotations
 
 import time
@@ -29,9 +30,17 @@ def _scatter_rows(client, array: np.ndarray, workers: list[str]):
     return da.concatenate(blocks, axis=0)
 
 
-def cluster_demo(client: Client, rows: int, rounds: int, device: str, quiet: bool = False, seed: int = 0,
-                 test_fraction: float = 0.2, missing_rate: float = 0.1,
-                 config: dict | None = None) -> list[tuple[str, str]]:
+def cluster_demo(
+    client: Client,
+    rows: int,
+    rounds: int,
+    device: str,
+    quiet: bool = False,
+    seed: int = 0,
+    test_fraction: float = 0.2,
+    missing_rate: float = 0.1,
+    config: dict | None = None,
+) -> list[tuple[str, str]]:
     """The cluster demo: synthetic binary data over the workers, trained, evaluated and explained.
 
     The data is the single-process demo's (:func:`dgboost.datasets.make_synthetic`, the last
@@ -65,20 +74,33 @@ def cluster_demo(client: Client, rows: int, rounds: int, device: str, quiet: boo
     dtrain = dxgb.DaskDMatrix(client, Xtr, ytr)
     dtest = dxgb.DaskDMatrix(client, Xte, yte)
     load_time = time.perf_counter() - started
-    summary = [("rows (train / test)", f"{n_train:,} / {n_test:,}"), ("features", str(X.shape[1])),
-               ("missing values", f"{missing_rate:.0%}"),
-               ("cluster", describe_cluster(client, config, dashboard=False)),
-               ("data to workers", seconds(load_time))]
+    summary = [
+        ("rows (train / test)", f"{n_train:,} / {n_test:,}"),
+        ("features", str(X.shape[1])),
+        ("missing values", f"{missing_rate:.0%}"),
+        ("cluster", describe_cluster(client, config, dashboard=False)),
+        ("data to workers", seconds(load_time)),
+    ]
 
-    params = {"objective": "binary:logistic", "eval_metric": ["logloss", "auc"], "max_depth": 6,
-              "eta": 0.1, "device": device, "seed": seed}
+    params = {
+        "objective": "binary:logistic",
+        "eval_metric": ["logloss", "auc"],
+        "max_depth": 6,
+        "eta": 0.1,
+        "device": device,
+        "seed": seed,
+    }
     every = max(1, rounds // 10)
-    say(quiet, f"training {rounds} rounds on {n_train:,} rows x {X.shape[1]} features over {len(workers)} "
-                f"workers (device {device})")
+    say(
+        quiet,
+        f"training {rounds} rounds on {n_train:,} rows x {X.shape[1]} features over {len(workers)} "
+        f"workers (device {device})",
+    )
     started = time.perf_counter()
     with RoundPrinter(client, rounds, every, quiet) as printer:
-        result = dxgb.train(client, params, dtrain, rounds, evals=[(dtest, "test")], verbose_eval=False,
-                            callbacks=[printer.callback()])
+        result = dxgb.train(
+            client, params, dtrain, rounds, evals=[(dtest, "test")], verbose_eval=False, callbacks=[printer.callback()]
+        )
         booster, history = result["booster"], result["history"]
         printer.finish(booster.num_boosted_rounds(), history)
     ended = time.perf_counter()
@@ -90,8 +112,7 @@ def cluster_demo(client: Client, rows: int, rounds: int, device: str, quiet: boo
         # the first round also pays for the job's start: the tracker, and each worker loading
         # dgboost's compiled kernels (once per worker process)
         first = printer.first_round_at - started
-        summary.append(("  of which round 0", f"{seconds(first)} (job start: tracker, kernels loaded on the "
-                                               "workers)"))
+        summary.append(("  of which round 0", f"{seconds(first)} (job start: tracker, kernels loaded on the workers)"))
         speed += f"; {rate(n_train * (done - 1), ended - printer.first_round_at)} after round 0"
     summary.append(("train rows/s", speed))
     test = history.get("test", {})
@@ -106,6 +127,9 @@ def cluster_demo(client: Client, rows: int, rounds: int, device: str, quiet: boo
     mean_abs = np.asarray(client.compute(abs(values).mean(axis=0)).result())
     shap_time = time.perf_counter() - started
     top = np.argsort(-mean_abs)[:3]
-    summary += [("SHAP time", seconds(shap_time)), ("SHAP rows/s", f"{rate(n_test, shap_time)}"),
-                ("top features (mean |SHAP|)", ", ".join(f"f{i} {mean_abs[i]:.3f}" for i in top))]
+    summary += [
+        ("SHAP time", seconds(shap_time)),
+        ("SHAP rows/s", f"{rate(n_test, shap_time)}"),
+        ("top features (mean |SHAP|)", ", ".join(f"f{i} {mean_abs[i]:.3f}" for i in top)),
+    ]
     return summary

@@ -6,6 +6,7 @@ itself sorts). Outputs are never gathered on the client: each partition is writt
 worker that computed it into a temporary folder next to the target (``part.00000.parquet``,
 ...), renamed into place only when every partition is written.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,8 +28,15 @@ from .cluster_progress import say
 if TYPE_CHECKING:  # annotations only: distributed is imported where a cluster is used
     from distributed import Client
 
-__all__ = ["check_parquet_glob", "check_output_folder", "read_parquet", "require_column", "split_frame",
-           "select_features", "write_partitions"]
+__all__ = [
+    "check_parquet_glob",
+    "check_output_folder",
+    "read_parquet",
+    "require_column",
+    "split_frame",
+    "select_features",
+    "write_partitions",
+]
 
 _PART_NAME = re.compile(r"^part\.\d+\.parquet$")
 
@@ -131,8 +139,10 @@ def _check_target(target: Path) -> None:
     if target.is_dir():
         others = [p.name for p in target.iterdir() if not _PART_NAME.match(p.name)]
         if others:
-            raise DGBoostValueError(f"output folder {target} exists and holds other files than "
-                                    f"part.*.parquet ({others[:3]}); remove it or choose another folder")
+            raise DGBoostValueError(
+                f"output folder {target} exists and holds other files than "
+                f"part.*.parquet ({others[:3]}); remove it or choose another folder"
+            )
 
 
 def _write_frame(frame, path: str) -> int:
@@ -142,8 +152,15 @@ def _write_frame(frame, path: str) -> int:
     return len(frame)
 
 
-def write_partitions(client: Client, pieces: list, output_dir: str | os.PathLike, quiet: bool, what: str,
-                      writer: Callable = _write_frame, writer_args: tuple = ()) -> tuple[int, int]:
+def write_partitions(
+    client: Client,
+    pieces: list,
+    output_dir: str | os.PathLike,
+    quiet: bool,
+    what: str,
+    writer: Callable = _write_frame,
+    writer_args: tuple = (),
+) -> tuple[int, int]:
     """Write every partition of ``pieces`` (delayed DataFrames) on the workers, atomically.
 
     Returns
@@ -164,16 +181,20 @@ def write_partitions(client: Client, pieces: list, output_dir: str | os.PathLike
     width = max(5, len(str(n - 1)))
     futures = []
     try:
-        tasks = [dask.delayed(writer, pure=False)(piece, str(tmp / f"part.{i:0{width}d}.parquet"), *writer_args)
-                 for i, piece in enumerate(pieces)]
+        tasks = [
+            dask.delayed(writer, pure=False)(piece, str(tmp / f"part.{i:0{width}d}.parquet"), *writer_args)
+            for i, piece in enumerate(pieces)
+        ]
         futures = client.compute(tasks)
         rows, done, shown, started = 0, 0, 0, time.perf_counter()
         for fut in as_completed(futures):
             rows += int(fut.result())  # raises the partition's own error
             done += 1
             if done == n or done * 10 // n > shown * 10 // n:
-                say(quiet, f"partitions done {done}/{n} ({rows:,} rows {what}, "
-                            f"{seconds(time.perf_counter() - started)})")
+                say(
+                    quiet,
+                    f"partitions done {done}/{n} ({rows:,} rows {what}, {seconds(time.perf_counter() - started)})",
+                )
                 shown = done
         _replace_folder(tmp, target)
         return rows, n
@@ -193,4 +214,3 @@ def _replace_folder(tmp: Path, target: Path) -> None:
     os.replace(tmp, target)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
-

@@ -5,6 +5,7 @@ reported round's evaluation results as a Dask event (:class:`RoundReporter`), an
 prints them (:class:`RoundPrinter`) on stdout, as :func:`dgboost.train` prints them. Other
 progress lines go to stderr.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -127,4 +128,3 @@ class RoundPrinter:
             if last > self.printed:
                 self.printed = last
                 self._print(last, history)
-

@@ -1,4 +1,5 @@
 """Starting, joining and describing the Dask cluster of ``--cluster``."""
+
 from __future__ import annotations
 
 import os
@@ -36,8 +37,12 @@ def open_cluster(config: str | os.PathLike | dict | None, quiet: bool = False) -
         config = default_config()
     elif not isinstance(config, dict):
         config = load_config(config)
-    say(quiet, f"starting the cluster ({_kind_words(config)})..." if config["kind"] != "existing"
-         else f"connecting to the {_kind_words(config)}...")
+    say(
+        quiet,
+        f"starting the cluster ({_kind_words(config)})..."
+        if config["kind"] != "existing"
+        else f"connecting to the {_kind_words(config)}...",
+    )
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -70,10 +75,13 @@ def _expected_workers(config: dict) -> int:
 
 
 def _kind_words(config: dict) -> str:
-    return {"local": "local CPU worker processes", "local-cuda": "local dask-cuda workers, one per GPU",
-            "slurm": "SLURM jobs", "kubernetes": "Kubernetes pods",
-            "existing": f"scheduler {config.get('address') or config.get('scheduler_file')}"}.get(
-        config.get("kind"), str(config.get("kind")))
+    return {
+        "local": "local CPU worker processes",
+        "local-cuda": "local dask-cuda workers, one per GPU",
+        "slurm": "SLURM jobs",
+        "kubernetes": "Kubernetes pods",
+        "existing": f"scheduler {config.get('address') or config.get('scheduler_file')}",
+    }.get(config.get("kind"), str(config.get("kind")))
 
 
 def describe_cluster(client: Client, config: dict | None = None, dashboard: bool = True) -> str:
@@ -83,8 +91,10 @@ def describe_cluster(client: Client, config: dict | None = None, dashboard: bool
     thread_words = "/".join(str(t) for t in threads) or "?"
     kind = f" ({_kind_words(config)})" if config else ""
     link = getattr(client, "dashboard_link", None) if dashboard else None
-    return (f"{len(workers)} worker{'s' if len(workers) != 1 else ''}{kind}, {thread_words} "
-            f"thread{'s' if threads != [1] else ''} each" + (f", dashboard {link}" if link else ""))
+    return (
+        f"{len(workers)} worker{'s' if len(workers) != 1 else ''}{kind}, {thread_words} "
+        f"thread{'s' if threads != [1] else ''} each" + (f", dashboard {link}" if link else "")
+    )
 
 
 def cluster_device(client: Client) -> str:
@@ -92,4 +102,3 @@ def cluster_device(client: Client) -> str:
     # "auto" on a worker: cuda where CuPy and the CUDA backend work there
     devices = set(client.run(resolve_device, "auto").values())
     return "cuda" if devices == {"cuda"} else "cpu"
-

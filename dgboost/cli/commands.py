@@ -3,6 +3,7 @@
 Each command checks its options, then hands the work to the modules of :mod:`dgboost.cli`
 (in this process) or, with ``--cluster``, to :mod:`dgboost.cli.cluster_commands`.
 """
+
 from __future__ import annotations
 
 import functools
@@ -47,7 +48,6 @@ def _errors_to_exit_code(fn: Callable) -> Callable:
     return wrapper
 
 
-
 # ----------------------------------------------------------------------------- commands
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dgboost")
@@ -56,17 +56,31 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--rows", type=click.IntRange(min=10), default=100_000, show_default=True,
-              help="Rows of synthetic data (20% held out for testing).")
-@click.option("--rounds", type=click.IntRange(min=1), default=50, show_default=True,
-              help="Boosting rounds.")
-@click.option("--device", type=DEVICE, default="auto", show_default=True,
-              help="auto: cuda when a GPU and CuPy are usable (on every worker), else cpu; or cpu, cuda, "
-                   "cuda:N, gpu, gpu:N (docs/devices.md).")
-@click.option("--cluster", "cluster", default=None, metavar="CONFIG",
-              help="The Dask cluster to run on: a shipped config (local-cpu, local-cuda, slurm-cuda, "
-                   "kubernetes-cuda, existing-scheduler) or a cluster YAML file. Default: local-cuda "
-                   "where GPUs are present, else local-cpu.")
+@click.option(
+    "--rows",
+    type=click.IntRange(min=10),
+    default=100_000,
+    show_default=True,
+    help="Rows of synthetic data (20% held out for testing).",
+)
+@click.option("--rounds", type=click.IntRange(min=1), default=50, show_default=True, help="Boosting rounds.")
+@click.option(
+    "--device",
+    type=DEVICE,
+    default="auto",
+    show_default=True,
+    help="auto: cuda when a GPU and CuPy are usable (on every worker), else cpu; or cpu, cuda, "
+    "cuda:N, gpu, gpu:N (docs/devices.md).",
+)
+@click.option(
+    "--cluster",
+    "cluster",
+    default=None,
+    metavar="CONFIG",
+    help="The Dask cluster to run on: a shipped config (local-cpu, local-cuda, slurm-cuda, "
+    "kubernetes-cuda, existing-scheduler) or a cluster YAML file. Default: local-cuda "
+    "where GPUs are present, else local-cpu.",
+)
 @click.option("--local", "local", is_flag=True, help="Run in this process, without a cluster.")
 @click.option("--quiet", is_flag=True, help="Print only the summary table (and errors).")
 @_errors_to_exit_code
@@ -94,8 +108,9 @@ def demo(rows: int, rounds: int, device: str, cluster: str | None, local: bool, 
     client, config = open_cluster(cluster, quiet)
     try:
         start_time = time.perf_counter() - started
-        summary = cluster_demo(client, rows, rounds, cluster_device(client) if device == "auto" else device,
-                               quiet=quiet, config=config)
+        summary = cluster_demo(
+            client, rows, rounds, cluster_device(client) if device == "auto" else device, quiet=quiet, config=config
+        )
     finally:
         client.close()
     summary.insert(4, ("cluster start", seconds(start_time)))
@@ -143,34 +158,82 @@ def _parse_params(items: tuple[str, ...]) -> dict:
 
 
 @main.command("train")
-@click.option("--config", "config_path", default=None,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="YAML or JSON training config (required without --cluster; with --cluster, its "
-                   "'data' and 'validation' may be globs of Parquet files).")
-@click.option("--cluster", "cluster", default=None, metavar="CONFIG",
-              help="Train on this Dask cluster (a shipped config name or a cluster YAML), reading "
-                   "Parquet files through Dask; give either --config or --data.")
-@click.option("--data", "data_glob", default=None, metavar="GLOB",
-              help="With --cluster: the training Parquet files, e.g. 'train/*.parquet' (quoted; read in "
-                   "natural sort order).")
+@click.option(
+    "--config",
+    "config_path",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="YAML or JSON training config (required without --cluster; with --cluster, its "
+    "'data' and 'validation' may be globs of Parquet files).",
+)
+@click.option(
+    "--cluster",
+    "cluster",
+    default=None,
+    metavar="CONFIG",
+    help="Train on this Dask cluster (a shipped config name or a cluster YAML), reading "
+    "Parquet files through Dask; give either --config or --data.",
+)
+@click.option(
+    "--data",
+    "data_glob",
+    default=None,
+    metavar="GLOB",
+    help="With --cluster: the training Parquet files, e.g. 'train/*.parquet' (quoted; read in natural sort order).",
+)
 @click.option("--label", default=None, metavar="COL", help="With --data: the label column [default: label].")
 @click.option("--weight", default=None, metavar="COL", help="With --data: a weight column.")
-@click.option("--validation", "validation_glob", default=None, metavar="GLOB",
-              help="With --data: Parquet files evaluated every round (named 'validation').")
-@click.option("--output", "output_path", default=None, type=click.Path(dir_okay=False, path_type=Path),
-              metavar="MODEL.json", help="With --data: where the model is written.")
-@click.option("--rounds", type=click.IntRange(min=0), default=None, metavar="N",
-              help="With --data: boosting rounds [default: 100].")
-@click.option("--early-stopping-rounds", type=click.IntRange(min=1), default=None, metavar="N",
-              help="With --data: stop after N rounds without improvement (needs --validation).")
-@click.option("--param", "param_items", multiple=True, metavar="KEY=VALUE",
-              help="With --data: a training parameter, e.g. --param max_depth=8 (repeatable; values "
-                   "are read as YAML).")
+@click.option(
+    "--validation",
+    "validation_glob",
+    default=None,
+    metavar="GLOB",
+    help="With --data: Parquet files evaluated every round (named 'validation').",
+)
+@click.option(
+    "--output",
+    "output_path",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="MODEL.json",
+    help="With --data: where the model is written.",
+)
+@click.option(
+    "--rounds",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="With --data: boosting rounds [default: 100].",
+)
+@click.option(
+    "--early-stopping-rounds",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="With --data: stop after N rounds without improvement (needs --validation).",
+)
+@click.option(
+    "--param",
+    "param_items",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="With --data: a training parameter, e.g. --param max_depth=8 (repeatable; values are read as YAML).",
+)
 @click.option("--quiet", is_flag=True, help="No progress output (errors only).")
 @_errors_to_exit_code
-def train_command(config_path: Path | None, cluster: str | None, data_glob: str | None, label: str | None,
-                  weight: str | None, validation_glob: str | None, output_path: Path | None, rounds: int | None,
-                  early_stopping_rounds: int | None, param_items: tuple[str, ...], quiet: bool) -> None:
+def train_command(
+    config_path: Path | None,
+    cluster: str | None,
+    data_glob: str | None,
+    label: str | None,
+    weight: str | None,
+    validation_glob: str | None,
+    output_path: Path | None,
+    rounds: int | None,
+    early_stopping_rounds: int | None,
+    param_items: tuple[str, ...],
+    quiet: bool,
+) -> None:
     """Train a model and write it as JSON.
 
     \b
@@ -189,14 +252,20 @@ def train_command(config_path: Path | None, cluster: str | None, data_glob: str 
     from ..params import parse_params
     from ..training import train
 
-    cluster_only = {"--data": data_glob, "--label": label, "--weight": weight, "--validation": validation_glob,
-                    "--output": output_path, "--rounds": rounds, "--early-stopping-rounds": early_stopping_rounds,
-                    "--param": param_items or None}
+    cluster_only = {
+        "--data": data_glob,
+        "--label": label,
+        "--weight": weight,
+        "--validation": validation_glob,
+        "--output": output_path,
+        "--rounds": rounds,
+        "--early-stopping-rounds": early_stopping_rounds,
+        "--param": param_items or None,
+    }
     given = [name for name, value in cluster_only.items() if value is not None]
     if cluster is None:
         if given:
-            raise click.UsageError(f"{', '.join(given)}: only with --cluster (in this process, train reads "
-                                   "a --config)")
+            raise click.UsageError(f"{', '.join(given)}: only with --cluster (in this process, train reads a --config)")
         if config_path is None:
             raise click.UsageError("Missing option '--config'.")
     elif (config_path is None) == (data_glob is None):
@@ -214,8 +283,12 @@ def train_command(config_path: Path | None, cluster: str | None, data_glob: str 
             cfg = load_config(config_path)
             data, label, weight, params = str(cfg.data), cfg.label, cfg.weight, cfg.params
             validation = None if cfg.validation is None else str(cfg.validation)
-            rounds, early, output, verbose = (cfg.num_boost_round, cfg.early_stopping_rounds, cfg.output,
-                                              cfg.verbose_eval)
+            rounds, early, output, verbose = (
+                cfg.num_boost_round,
+                cfg.early_stopping_rounds,
+                cfg.output,
+                cfg.verbose_eval,
+            )
         else:
             data, label, weight, params = data_glob, label or "label", weight, _parse_params(param_items)
             validation, early, output, verbose = validation_glob, early_stopping_rounds, output_path, None
@@ -228,8 +301,19 @@ def train_command(config_path: Path | None, cluster: str | None, data_glob: str 
             validation = check_parquet_glob(validation, "validation data")
         client = _cluster_client(cluster, quiet)
         try:
-            train_on_cluster(client, data, label, weight, params, rounds, output, validation_glob=validation,
-                             early_stopping_rounds=early, quiet=quiet, verbose_eval=verbose)
+            train_on_cluster(
+                client,
+                data,
+                label,
+                weight,
+                params,
+                rounds,
+                output,
+                validation_glob=validation,
+                early_stopping_rounds=early,
+                quiet=quiet,
+                verbose_eval=verbose,
+            )
         finally:
             client.close()
         return
@@ -244,12 +328,21 @@ def train_command(config_path: Path | None, cluster: str | None, data_glob: str 
     if cfg.validation is not None:
         Xv, yv, wv = split_columns(read_table(cfg.validation), cfg.label, cfg.weight, cfg.validation)
         evals.append((DMatrix(Xv, label=yv, weight=wv, ref=dtrain), "validation"))
-    say(quiet, f"training {cfg.num_boost_round} rounds on {dtrain.num_row():,} rows x "
-                f"{dtrain.num_col()} features from {cfg.data}")
+    say(
+        quiet,
+        f"training {cfg.num_boost_round} rounds on {dtrain.num_row():,} rows x "
+        f"{dtrain.num_col()} features from {cfg.data}",
+    )
     started = time.perf_counter()
     verbose = False if quiet or not cfg.verbose_eval else cfg.verbose_eval
-    booster = train(p, dtrain, num_boost_round=cfg.num_boost_round, evals=evals,
-                    early_stopping_rounds=cfg.early_stopping_rounds, verbose_eval=verbose)
+    booster = train(
+        p,
+        dtrain,
+        num_boost_round=cfg.num_boost_round,
+        evals=evals,
+        early_stopping_rounds=cfg.early_stopping_rounds,
+        verbose_eval=verbose,
+    )
     elapsed = time.perf_counter() - started
     best = booster.meta.get("best_iteration")
     detail = ""
@@ -261,27 +354,51 @@ def train_command(config_path: Path | None, cluster: str | None, data_glob: str 
         detail = f", best iteration {best}"
     cfg.output.parent.mkdir(parents=True, exist_ok=True)
     booster.save_model(cfg.output)
-    say(quiet, f"wrote {cfg.output} ({booster.num_boosted_rounds()} rounds{detail}; "
-                f"trained in {seconds(elapsed)})")
+    say(quiet, f"wrote {cfg.output} ({booster.num_boosted_rounds()} rounds{detail}; trained in {seconds(elapsed)})")
 
 
 @main.command()
-@click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="dgboost or XGBoost JSON model.")
-@click.option("--data", "data_path", required=True,
-              help="CSV, Parquet or .npy features; with --cluster, Parquet files (a quoted glob).")
-@click.option("--output", "output_path", required=True,
-              help="Where to write predictions: .csv (default), .npy or .parquet; with --cluster, a folder "
-                   "of Parquet files (one per partition, in row order).")
+@click.option(
+    "--model",
+    "model_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="dgboost or XGBoost JSON model.",
+)
+@click.option(
+    "--data",
+    "data_path",
+    required=True,
+    help="CSV, Parquet or .npy features; with --cluster, Parquet files (a quoted glob).",
+)
+@click.option(
+    "--output",
+    "output_path",
+    required=True,
+    help="Where to write predictions: .csv (default), .npy or .parquet; with --cluster, a folder "
+    "of Parquet files (one per partition, in row order).",
+)
 @click.option("--margin", is_flag=True, help="Write raw margins instead of transformed predictions.")
 @click.option("--label-column", default=None, help="Column to drop before predicting (e.g. the label).")
-@click.option("--cluster", "cluster", default=None, metavar="CONFIG",
-              help="Predict on this Dask cluster (a shipped config name or a cluster YAML); the "
-                   "predictions are written by the workers, never gathered here.")
+@click.option(
+    "--cluster",
+    "cluster",
+    default=None,
+    metavar="CONFIG",
+    help="Predict on this Dask cluster (a shipped config name or a cluster YAML); the "
+    "predictions are written by the workers, never gathered here.",
+)
 @click.option("--quiet", is_flag=True, help="No progress output (errors only).")
 @_errors_to_exit_code
-def predict(model_path: str, data_path: str, output_path: str, margin: bool, label_column: str | None,
-            cluster: str | None, quiet: bool) -> None:
+def predict(
+    model_path: str,
+    data_path: str,
+    output_path: str,
+    margin: bool,
+    label_column: str | None,
+    cluster: str | None,
+    quiet: bool,
+) -> None:
     """Predict with a saved model and write the predictions.
 
     With --cluster: --data is a glob of Parquet files and --output a folder that gets one
@@ -299,8 +416,9 @@ def predict(model_path: str, data_path: str, output_path: str, margin: bool, lab
         check_output_folder(output_path)
         client = _cluster_client(cluster, quiet)
         try:
-            predict_on_cluster(client, model_path, data_path, output_path, margin=margin,
-                               label_column=label_column, quiet=quiet)
+            predict_on_cluster(
+                client, model_path, data_path, output_path, margin=margin, label_column=label_column, quiet=quiet
+            )
         finally:
             client.close()
         return
@@ -312,8 +430,7 @@ def predict(model_path: str, data_path: str, output_path: str, margin: bool, lab
         columns = [str(c) for c in data.columns]
         if label_column is not None:
             if label_column not in columns:
-                raise DGBoostValueError(f"{data_path}: no column {label_column!r} to drop "
-                                        f"(columns are {columns[:10]})")
+                raise DGBoostValueError(f"{data_path}: no column {label_column!r} to drop (columns are {columns[:10]})")
             data = data.drop(columns=[c for c in data.columns if str(c) == label_column])
         names = booster.feature_names
         if names is not None and set(names) <= {str(c) for c in data.columns}:
@@ -325,29 +442,65 @@ def predict(model_path: str, data_path: str, output_path: str, margin: bool, lab
     say(quiet, f"wrote {len(preds):,} predictions to {output_path}")
 
 
-
 @main.command()
-@click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="dgboost or XGBoost JSON model, or a LightGBM text model.")
-@click.option("--data", "data_path", required=True,
-              help="CSV, Parquet or .npy features; with --cluster, Parquet files (a quoted glob).")
-@click.option("--output", "output_path", required=True,
-              help="Where to write SHAP values: .csv (default), .npy or .parquet; with --cluster, a folder "
-                   "of Parquet files (one per partition, in row order).")
+@click.option(
+    "--model",
+    "model_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="dgboost or XGBoost JSON model, or a LightGBM text model.",
+)
+@click.option(
+    "--data",
+    "data_path",
+    required=True,
+    help="CSV, Parquet or .npy features; with --cluster, Parquet files (a quoted glob).",
+)
+@click.option(
+    "--output",
+    "output_path",
+    required=True,
+    help="Where to write SHAP values: .csv (default), .npy or .parquet; with --cluster, a folder "
+    "of Parquet files (one per partition, in row order).",
+)
 @click.option("--interactions", is_flag=True, help="Write SHAP interaction values instead.")
-@click.option("--algorithm", type=click.Choice(["auto", "path", "table"]), default="auto",
-              show_default=True, help="How SHAP values are computed (same numbers).")
+@click.option(
+    "--algorithm",
+    type=click.Choice(["auto", "path", "table"]),
+    default="auto",
+    show_default=True,
+    help="How SHAP values are computed (same numbers).",
+)
 @click.option("--label-column", default=None, help="Column to drop before explaining (e.g. the label).")
-@click.option("--cluster", "cluster", default=None, metavar="CONFIG",
-              help="Explain on this Dask cluster (a shipped config name or a cluster YAML); the "
-                   "values are written by the workers, never gathered here.")
-@click.option("--device", type=DEVICE, default="auto", show_default=True,
-              help="Where to explain: auto = the GPU when there is one (with --cluster: the workers' "
-                   "GPUs when every worker has one); or cpu, cuda, cuda:N, gpu, gpu:N (docs/devices.md).")
+@click.option(
+    "--cluster",
+    "cluster",
+    default=None,
+    metavar="CONFIG",
+    help="Explain on this Dask cluster (a shipped config name or a cluster YAML); the "
+    "values are written by the workers, never gathered here.",
+)
+@click.option(
+    "--device",
+    type=DEVICE,
+    default="auto",
+    show_default=True,
+    help="Where to explain: auto = the GPU when there is one (with --cluster: the workers' "
+    "GPUs when every worker has one); or cpu, cuda, cuda:N, gpu, gpu:N (docs/devices.md).",
+)
 @click.option("--quiet", is_flag=True, help="No progress output (errors only).")
 @_errors_to_exit_code
-def explain(model_path: str, data_path: str, output_path: str, interactions: bool, algorithm: str,
-            label_column: str | None, cluster: str | None, device: str, quiet: bool) -> None:
+def explain(
+    model_path: str,
+    data_path: str,
+    output_path: str,
+    interactions: bool,
+    algorithm: str,
+    label_column: str | None,
+    cluster: str | None,
+    device: str,
+    quiet: bool,
+) -> None:
     """Exact SHAP values (or interaction values) of a saved model for every row of a file.
 
     Columns: one per feature plus "bias" (the expected value); each row sums to the model's
@@ -369,8 +522,17 @@ def explain(model_path: str, data_path: str, output_path: str, interactions: boo
         check_output_folder(output_path)
         client = _cluster_client(cluster, quiet)
         try:
-            explain_on_cluster(client, model_path, data_path, output_path, interactions=interactions,
-                               label_column=label_column, quiet=quiet, algorithm=algorithm, device=device)
+            explain_on_cluster(
+                client,
+                model_path,
+                data_path,
+                output_path,
+                interactions=interactions,
+                label_column=label_column,
+                quiet=quiet,
+                algorithm=algorithm,
+                device=device,
+            )
         finally:
             client.close()
         return
@@ -383,8 +545,7 @@ def explain(model_path: str, data_path: str, output_path: str, interactions: boo
         columns = [str(c) for c in data.columns]
         if label_column is not None:
             if label_column not in columns:
-                raise DGBoostValueError(f"{data_path}: no column {label_column!r} to drop "
-                                        f"(columns are {columns[:10]})")
+                raise DGBoostValueError(f"{data_path}: no column {label_column!r} to drop (columns are {columns[:10]})")
             data = data.drop(columns=[c for c in data.columns if str(c) == label_column])
         names = explainer.meta.get("feature_names")
         if names is not None and set(names) <= {str(c) for c in data.columns}:
@@ -394,20 +555,22 @@ def explain(model_path: str, data_path: str, output_path: str, interactions: boo
     n_rows = len(data)
     if n_rows == 0:
         raise DGBoostValueError(f"{data_path} has no rows to explain")
-    say(quiet, f"explaining {n_rows:,} rows with {explainer.ensemble.n_trees} trees "
-                f"({'interaction values' if interactions else 'SHAP values'})")
+    say(
+        quiet,
+        f"explaining {n_rows:,} rows with {explainer.ensemble.n_trees} trees "
+        f"({'interaction values' if interactions else 'SHAP values'})",
+    )
     values = explainer.contributions(data, interactions=interactions)
     if explainer.n_outputs == 1:
         values = values[:, 0]
-    features = [str(c) for c in data.columns] if hasattr(data, "columns") else \
-        explainer._names_for(values.shape[-1] - 1)
+    features = (
+        [str(c) for c in data.columns] if hasattr(data, "columns") else explainer._names_for(values.shape[-1] - 1)
+    )
     outputs = None
     if explainer.n_outputs > 1:
-        outputs = explainer.output_names if explainer.output_names is not None \
-            else list(range(explainer.n_outputs))
+        outputs = explainer.output_names if explainer.output_names is not None else list(range(explainer.n_outputs))
     write_explanations(output_path, values, features, outputs, interactions)
-    say(quiet, f"wrote {'interaction values' if interactions else 'SHAP values'} of {n_rows:,} rows "
-                f"to {output_path}")
+    say(quiet, f"wrote {'interaction values' if interactions else 'SHAP values'} of {n_rows:,} rows to {output_path}")
 
 
 if __name__ == "__main__":  # pragma: no cover

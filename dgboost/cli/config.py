@@ -1,4 +1,5 @@
 """The training config of ``dgboost train --config`` (YAML or JSON), read and checked."""
+
 from __future__ import annotations
 
 import difflib
@@ -14,8 +15,17 @@ from ..errors import DGBoostValueError
 
 __all__ = ["TrainConfig", "load_config", "CONFIG_KEYS"]
 
-CONFIG_KEYS = ("data", "label", "weight", "validation", "params", "num_boost_round",
-               "early_stopping_rounds", "output", "verbose_eval")
+CONFIG_KEYS = (
+    "data",
+    "label",
+    "weight",
+    "validation",
+    "params",
+    "num_boost_round",
+    "early_stopping_rounds",
+    "output",
+    "verbose_eval",
+)
 
 
 @dataclass
@@ -88,10 +98,14 @@ def load_config(path: str | os.PathLike) -> TrainConfig:
     def resolve(p):
         return None if p is None else (Path(p) if Path(p).is_absolute() else base / p)
 
-    return TrainConfig(data=resolve(cfg["data"]), output=resolve(cfg["output"]),
-                       label=cfg.get("label") or "label", weight=cfg.get("weight"),
-                       validation=resolve(cfg.get("validation")), params=dict(params),
-                       num_boost_round=_int_key(cfg, "num_boost_round", 100, 0),
-                       early_stopping_rounds=_int_key(cfg, "early_stopping_rounds", None, 1),
-                       verbose_eval=_int_key(cfg, "verbose_eval", 1, 0))
-
+    return TrainConfig(
+        data=resolve(cfg["data"]),
+        output=resolve(cfg["output"]),
+        label=cfg.get("label") or "label",
+        weight=cfg.get("weight"),
+        validation=resolve(cfg.get("validation")),
+        params=dict(params),
+        num_boost_round=_int_key(cfg, "num_boost_round", 100, 0),
+        early_stopping_rounds=_int_key(cfg, "early_stopping_rounds", None, 1),
+        verbose_eval=_int_key(cfg, "verbose_eval", 1, 0),
+    )

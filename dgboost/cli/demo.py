@@ -1,4 +1,5 @@
 """``dgboost demo --local``: synthetic data trained on in this process, step by step."""
+
 from __future__ import annotations
 
 import time
@@ -39,9 +40,11 @@ def demo_data(run: DemoRun) -> None:
     if run.rows - n_test < 1:
         raise DGBoostValueError(f"--rows {run.rows} is too small for a train/test split")
     run.data = {"X_train": X[:-n_test], "y_train": y[:-n_test], "X_test": X[-n_test:], "y_test": y[-n_test:]}
-    run.summary += [("rows (train / test)", f"{run.rows - n_test:,} / {n_test:,}"),
-                    ("features", str(X.shape[1])),
-                    ("missing values", f"{run.missing_rate:.0%}")]
+    run.summary += [
+        ("rows (train / test)", f"{run.rows - n_test:,} / {n_test:,}"),
+        ("features", str(X.shape[1])),
+        ("missing values", f"{run.missing_rate:.0%}"),
+    ]
 
 
 def demo_train(run: DemoRun) -> None:
@@ -52,17 +55,35 @@ def demo_train(run: DemoRun) -> None:
     d = run.data
     dtrain = DMatrix(d["X_train"], label=d["y_train"])
     dtest = DMatrix(d["X_test"], label=d["y_test"], ref=dtrain)
-    params = {"objective": "binary:logistic", "eval_metric": ["logloss", "auc"], "max_depth": 6,
-              "eta": 0.1, "device": run.device, "seed": run.seed}
+    params = {
+        "objective": "binary:logistic",
+        "eval_metric": ["logloss", "auc"],
+        "max_depth": 6,
+        "eta": 0.1,
+        "device": run.device,
+        "seed": run.seed,
+    }
     every = max(1, run.rounds // 10)
-    say(run.quiet, f"training {run.rounds} rounds on {dtrain.num_row():,} rows x {dtrain.num_col()} "
-                    f"features (device {run.device})")
+    say(
+        run.quiet,
+        f"training {run.rounds} rounds on {dtrain.num_row():,} rows x {dtrain.num_col()} "
+        f"features (device {run.device})",
+    )
     started = time.perf_counter()
-    run.booster = train(params, dtrain, num_boost_round=run.rounds, evals=[(dtest, "test")],
-                        evals_result=run.history, verbose_eval=False if run.quiet else every)
+    run.booster = train(
+        params,
+        dtrain,
+        num_boost_round=run.rounds,
+        evals=[(dtest, "test")],
+        evals_result=run.history,
+        verbose_eval=False if run.quiet else every,
+    )
     elapsed = time.perf_counter() - started
-    run.summary += [("rounds", str(run.booster.num_boosted_rounds())), ("device", run.device),
-                    ("train time", seconds(elapsed))]
+    run.summary += [
+        ("rounds", str(run.booster.num_boosted_rounds())),
+        ("device", run.device),
+        ("train time", seconds(elapsed)),
+    ]
 
 
 def demo_evaluate(run: DemoRun) -> None:

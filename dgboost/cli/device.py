@@ -1,4 +1,5 @@
 """What a ``--device`` option accepts, and what it means in this process."""
+
 from __future__ import annotations
 
 import click

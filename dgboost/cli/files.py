@@ -2,6 +2,7 @@
 
 Outputs are written atomically: into a temporary file next to the target, then renamed.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -14,8 +15,15 @@ import numpy as np
 
 from ..errors import DGBoostValueError
 
-__all__ = ["read_table", "split_columns", "write_atomic", "write_predictions", "shap_column_names",
-           "write_explanations"]
+__all__ = [
+    "read_table",
+    "split_columns",
+    "write_atomic",
+    "write_predictions",
+    "shap_column_names",
+    "write_explanations",
+]
+
 
 def read_table(path: str | os.PathLike) -> Any:
     """A CSV (any other extension) or Parquet (.parquet/.pq) file as a DataFrame; .npy as an array."""
@@ -88,7 +96,6 @@ def write_predictions(path: str | os.PathLike, preds: np.ndarray, index: Any = N
         write_atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 
-
 def shap_column_names(features: list[str], output_names: list | None, interactions: bool) -> list[str]:
     """Column names of a SHAP file: features + ``bias`` (``a:b`` pairs for interactions),
     suffixed ``[<output>]`` when the model has several outputs (``output_names``)."""
@@ -100,8 +107,13 @@ def shap_column_names(features: list[str], output_names: list | None, interactio
     return [f"{c}[{g}]" for g in output_names for c in cols]
 
 
-def write_explanations(path: str | os.PathLike, values: np.ndarray, features: list[str],
-                       output_names: list | None = None, interactions: bool = False) -> None:
+def write_explanations(
+    path: str | os.PathLike,
+    values: np.ndarray,
+    features: list[str],
+    output_names: list | None = None,
+    interactions: bool = False,
+) -> None:
     """Write SHAP values by extension: .npy (the array: (n, F+1), (n, k, F+1), or (n[, k],
     F+1, F+1) with interactions), .parquet/.pq, else CSV with named columns."""
     import pandas as pd
@@ -120,4 +132,3 @@ def write_explanations(path: str | os.PathLike, values: np.ndarray, features: li
             raise DGBoostValueError(f"writing {path} needs an optional package: {exc}") from None
     else:
         write_atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
-

@@ -1,4 +1,5 @@
 """Communicators: how ranks of a training job exchange histograms and scalars."""
+
 from .base import Communicator, LocalComm
 from .threads import ThreadComm, ThreadGroup, run_in_threads
 

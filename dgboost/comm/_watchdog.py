@@ -8,6 +8,7 @@ thread. An aborted NCCL collective returns without an error and leaves partial s
 output, so the communicator checks :attr:`CollectiveWatchdog.fired` before every later
 collective and when it closes, and raises there.
 """
+
 from __future__ import annotations
 
 import collections
@@ -35,8 +36,14 @@ class CollectiveWatchdog:
         Seconds between checks.
     """
 
-    def __init__(self, timeout: float, abort: Callable[[], None], what: str,
-                 setup: Callable[[], None] | None = None, poll: float = 0.005):
+    def __init__(
+        self,
+        timeout: float,
+        abort: Callable[[], None],
+        what: str,
+        setup: Callable[[], None] | None = None,
+        poll: float = 0.005,
+    ):
         self.timeout = float(timeout)
         self._abort = abort
         self._what = what
@@ -78,8 +85,10 @@ class CollectiveWatchdog:
                     continue
                 waited = time.monotonic() - since
                 if waited > self.timeout:
-                    return (f"{name} on {self._what} did not finish within {self.timeout:g} s "
-                            "(a peer was lost); the communicator was aborted")
+                    return (
+                        f"{name} on {self._what} did not finish within {self.timeout:g} s "
+                        "(a peer was lost); the communicator was aborted"
+                    )
                 return None
         return None
 

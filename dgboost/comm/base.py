@@ -6,6 +6,7 @@ Collectives take and return NumPy arrays on the CPU backend (CuPy arrays on the 
 backend); ``allreduce_sum`` on integer arrays is exact and therefore independent of the
 order in which ranks are summed.
 """
+
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable

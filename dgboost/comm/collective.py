@@ -12,6 +12,7 @@ floating-point rows arrive bit for bit (a float sum would turn ``-0.0`` into ``0
 ``xgboost.collective`` is one communicator per process, so a process runs one job's
 collectives at a time (a lock, held from ``__enter__`` to ``__exit__``).
 """
+
 from __future__ import annotations
 
 import threading
@@ -92,15 +93,16 @@ class CollectiveComm:
         from xgboost import collective
 
         if not _PROCESS_LOCK.acquire(timeout=self._timeout):
-            raise CommunicationError("another dgboost job holds this process's collective for longer "
-                                     f"than {self._timeout:.0f} s")
+            raise CommunicationError(
+                f"another dgboost job holds this process's collective for longer than {self._timeout:.0f} s"
+            )
         try:
-            collective.init(**self._args, dmlc_task_id=f"{self._rank:08d}",
-                            dmlc_timeout=max(1, int(self._timeout)))
+            collective.init(**self._args, dmlc_task_id=f"{self._rank:08d}", dmlc_timeout=max(1, int(self._timeout)))
             got = collective.get_rank(), collective.get_world_size()
             if got != (self._rank, self._world_size):
-                raise CommunicationError(f"collective assigned rank {got[0]} of {got[1]}, "
-                                         f"expected {self._rank} of {self._world_size}")
+                raise CommunicationError(
+                    f"collective assigned rank {got[0]} of {got[1]}, expected {self._rank} of {self._world_size}"
+                )
         except BaseException as exc:
             _PROCESS_LOCK.release()
             if isinstance(exc, CommunicationError):
@@ -126,10 +128,11 @@ class CollectiveComm:
         try:
             return fn(*args)
         except Exception as exc:  # noqa: BLE001 - XGBoostError and socket errors alike
-            raise CommunicationError(f"{what} failed on rank {self._rank} of {self._world_size} "
-                                     f"(a peer was lost or timed out after {self._timeout:.0f} s): "
-                                     f"{str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}"
-                                     ) from exc
+            raise CommunicationError(
+                f"{what} failed on rank {self._rank} of {self._world_size} "
+                f"(a peer was lost or timed out after {self._timeout:.0f} s): "
+                f"{str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}"
+            ) from exc
 
     def _reduce(self, array, op_name: str):
         from xgboost import collective
@@ -161,7 +164,7 @@ class CollectiveComm:
         offsets = np.concatenate([[0], np.cumsum(meta[0])])
         buffer = np.zeros(int(offsets[-1]) * row_bytes, np.uint8)
         start = int(offsets[self._rank]) * row_bytes
-        buffer[start:start + host.nbytes] = host.reshape(-1).view(np.uint8)
+        buffer[start : start + host.nbytes] = host.reshape(-1).view(np.uint8)
         # uint8 sum: exactly one rank writes each byte, the others add zero
         buffer = self._reduce(buffer, "sum")
         out = buffer.view(host.dtype).reshape((int(offsets[-1]),) + host.shape[1:])

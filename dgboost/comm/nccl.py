@@ -26,6 +26,7 @@ when one fails or its worker leaves), so they need not wait for their timeout.
 Exactness: integer sums are exact in any order; ``allgather`` moves bytes (rows padded to the
 largest rank's count), so floats arrive bit for bit.
 """
+
 from __future__ import annotations
 
 import pickle
@@ -51,10 +52,15 @@ def new_unique_id():
 def _nccl_type(dtype):
     from cupy.cuda import nccl
 
-    table = {np.dtype(np.int64): nccl.NCCL_INT64, np.dtype(np.int32): nccl.NCCL_INT32,
-             np.dtype(np.float64): nccl.NCCL_FLOAT64, np.dtype(np.float32): nccl.NCCL_FLOAT32,
-             np.dtype(np.uint8): nccl.NCCL_UINT8, np.dtype(np.uint32): nccl.NCCL_UINT32,
-             np.dtype(np.uint64): nccl.NCCL_UINT64}
+    table = {
+        np.dtype(np.int64): nccl.NCCL_INT64,
+        np.dtype(np.int32): nccl.NCCL_INT32,
+        np.dtype(np.float64): nccl.NCCL_FLOAT64,
+        np.dtype(np.float32): nccl.NCCL_FLOAT32,
+        np.dtype(np.uint8): nccl.NCCL_UINT8,
+        np.dtype(np.uint32): nccl.NCCL_UINT32,
+        np.dtype(np.uint64): nccl.NCCL_UINT64,
+    }
     try:
         return table[np.dtype(dtype)]
     except KeyError:
@@ -91,8 +97,16 @@ class NcclComm:
     #: on the device)
     gathers_on_device = True
 
-    def __init__(self, unique_id, rank: int, world_size: int, timeout: float = 300.0,
-                 stream_ordered: bool = False, communicator=None, keep: bool = False):
+    def __init__(
+        self,
+        unique_id,
+        rank: int,
+        world_size: int,
+        timeout: float = 300.0,
+        stream_ordered: bool = False,
+        communicator=None,
+        keep: bool = False,
+    ):
         self._uid = unique_id
         self._given = communicator
         self._keep = bool(keep)
@@ -127,8 +141,11 @@ class NcclComm:
 
         self.kept = None
         try:
-            self._comm = self._given if self._given is not None else \
-                nccl.NcclCommunicator(self._world_size, self._uid, self._rank)
+            self._comm = (
+                self._given
+                if self._given is not None
+                else nccl.NcclCommunicator(self._world_size, self._uid, self._rank)
+            )
         except Exception as exc:  # noqa: BLE001 - NcclError and CUDA errors alike
             raise CommunicationError(f"rank {self._rank} could not create its NCCL communicator: {exc}") from exc
         self._stream = cupy.cuda.Stream(non_blocking=True)
@@ -136,8 +153,11 @@ class NcclComm:
         if self._stream_ordered:
             device = self.device
             self._watchdog = CollectiveWatchdog(
-                self._timeout, self._abort, f"NCCL rank {self._rank} of {self._world_size}",
-                setup=lambda: cupy.cuda.Device(device).use()).start()
+                self._timeout,
+                self._abort,
+                f"NCCL rank {self._rank} of {self._world_size}",
+                setup=lambda: cupy.cuda.Device(device).use(),
+            ).start()
         return self
 
     def _abort(self) -> None:
@@ -219,9 +239,11 @@ class NcclComm:
         while not event.done:
             if time.monotonic() > deadline:
                 self._abort()
-                raise CommunicationError(f"NCCL {what} on rank {self._rank} of {self._world_size} did not "
-                                         f"finish within {self._timeout:.0f} s (a peer was lost); "
-                                         "the communicator was aborted")
+                raise CommunicationError(
+                    f"NCCL {what} on rank {self._rank} of {self._world_size} did not "
+                    f"finish within {self._timeout:.0f} s (a peer was lost); "
+                    "the communicator was aborted"
+                )
             time.sleep(pause)
             pause = min(pause * 2, 1e-3)
         if self._aborted is not None:  # finished because another thread aborted it
@@ -289,12 +311,12 @@ class NcclComm:
         row_bytes = dev.dtype.itemsize * int(np.prod(dev.shape[1:], dtype=np.int64))
         slot = int(counts.max()) * row_bytes
         send = cupy.zeros(max(slot, 1), cupy.uint8)
-        send[:dev.nbytes] = dev.reshape(-1).view(cupy.uint8)
+        send[: dev.nbytes] = dev.reshape(-1).view(cupy.uint8)
         recv = cupy.empty(send.size * self._world_size, cupy.uint8)
         self._call("allGather", send.data.ptr, recv.data.ptr, send.size, nccl.NCCL_UINT8, self._stream.ptr)
         self._wait("allgather")
         recv = recv.reshape(self._world_size, send.size)
-        pieces = [recv[r, :int(counts[r]) * row_bytes] for r in range(self._world_size)]
+        pieces = [recv[r, : int(counts[r]) * row_bytes] for r in range(self._world_size)]
         out = cupy.concatenate(pieces).view(dev.dtype).reshape((int(counts.sum()),) + dev.shape[1:])
         return self._back(out, on_device)
 

@@ -5,6 +5,7 @@ check that a partitioning does not change the model). Collectives meet at a barr
 and combine the ranks' contributions in rank order, so floating-point results are
 also reproducible.
 """
+
 from __future__ import annotations
 
 import threading
@@ -72,8 +73,7 @@ class ThreadComm:
         return self._group.exchange(self._rank, obj)[root]
 
 
-def run_in_threads(world_size: int, fn: Callable[[ThreadComm, int], Any],
-                   timeout: float = 600.0) -> Sequence[Any]:
+def run_in_threads(world_size: int, fn: Callable[[ThreadComm, int], Any], timeout: float = 600.0) -> Sequence[Any]:
     """Run ``fn(comm, rank)`` on ``world_size`` threads and return their results in rank order.
 
     An exception on any rank aborts the barrier (so no rank hangs) and is re-raised here.
@@ -94,8 +94,10 @@ def run_in_threads(world_size: int, fn: Callable[[ThreadComm, int], Any],
         t.start()
     for t in threads:
         t.join()
-    first = next((e for e in errors if e is not None and not isinstance(e, threading.BrokenBarrierError)),
-                 next((e for e in errors if e is not None), None))
+    first = next(
+        (e for e in errors if e is not None and not isinstance(e, threading.BrokenBarrierError)),
+        next((e for e in errors if e is not None), None),
+    )
     if first is not None:
         raise first
     return results

@@ -13,6 +13,7 @@ communicator whose ``stream_ordered`` attribute is true queues device collective
 waiting; the wrapper then adds no wait either, and ``collective_s`` is the time to queue them
 (their cost shows in the rounds' time instead).
 """
+
 from __future__ import annotations
 
 import time

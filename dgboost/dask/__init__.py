@@ -5,6 +5,7 @@ import (``from dgboost import dask as dxgb``): ``DaskDMatrix``, ``train``, ``pre
 ``inplace_predict``, the ``DaskDGB*`` estimators (also named ``DaskXGB*``), and
 ``shap_values`` for distributed explanations.
 """
+
 from ._matrix import DaskDMatrix, DaskQuantileDMatrix
 from .estimators import DaskDGBClassifier, DaskDGBRanker, DaskDGBRegressor
 from .explain import shap_frame_meta, shap_values
@@ -13,6 +14,18 @@ from .training import train
 
 DaskXGBRegressor, DaskXGBClassifier, DaskXGBRanker = DaskDGBRegressor, DaskDGBClassifier, DaskDGBRanker
 
-__all__ = ["DaskDMatrix", "DaskQuantileDMatrix", "train", "predict", "inplace_predict", "shap_values",
-           "shap_frame_meta", "DaskDGBRegressor", "DaskDGBClassifier", "DaskDGBRanker",
-           "DaskXGBRegressor", "DaskXGBClassifier", "DaskXGBRanker"]
+__all__ = [
+    "DaskDMatrix",
+    "DaskQuantileDMatrix",
+    "train",
+    "predict",
+    "inplace_predict",
+    "shap_values",
+    "shap_frame_meta",
+    "DaskDGBRegressor",
+    "DaskDGBClassifier",
+    "DaskDGBRanker",
+    "DaskXGBRegressor",
+    "DaskXGBClassifier",
+    "DaskXGBRanker",
+]

@@ -10,6 +10,7 @@ workers keep it after the job for the next one of the same shape (:mod:`._nccl_p
 settings of :mod:`dgboost.config` (``nccl_stream_ordered``, ``nccl_keep_communicators``) as
 the client had them when the job was set up.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -43,8 +44,16 @@ def _free_tracker(job: str, dask_scheduler=None) -> None:
             pass
 
 
-def make_spec(client, world_size: int, kind: str, timeout: float, nccl_device_ids=None, workers=(),
-              kept_states=(), device: int = 0) -> dict:
+def make_spec(
+    client,
+    world_size: int,
+    kind: str,
+    timeout: float,
+    nccl_device_ids=None,
+    workers=(),
+    kept_states=(),
+    device: int = 0,
+) -> dict:
     """A communicator spec for ``world_size`` ranks (see the module docstring).
 
     Parameters
@@ -72,8 +81,10 @@ def make_spec(client, world_size: int, kind: str, timeout: float, nccl_device_id
         if nccl_device_ids is None:
             raise DGBoostValueError("communicator='nccl' needs CUDA workers (device='cuda')")
         if len(set(nccl_device_ids)) != len(nccl_device_ids):
-            raise DGBoostValueError("communicator='nccl': NCCL refuses two ranks on one GPU "
-                                    f"(ranks use GPUs {nccl_device_ids}); use communicator='host'")
+            raise DGBoostValueError(
+                "communicator='nccl': NCCL refuses two ranks on one GPU "
+                f"(ranks use GPUs {nccl_device_ids}); use communicator='host'"
+            )
         from ..comm.nccl import new_unique_id
         from ._nccl_pool import reusable_token
 
@@ -85,9 +96,17 @@ def make_spec(client, world_size: int, kind: str, timeout: float, nccl_device_id
         stream_ordered = config["nccl_stream_ordered"]
         keep = config["nccl_keep_communicators"]
         token = reusable_token(list(kept_states), list(workers), device) if keep else None
-        spec = {"kind": "nccl", "job": job, "timeout": timeout, "stream_ordered": stream_ordered,
-                "keep": keep, "reuse": token is not None, "token": token or job, "members": tuple(workers),
-                "device": device}
+        spec = {
+            "kind": "nccl",
+            "job": job,
+            "timeout": timeout,
+            "stream_ordered": stream_ordered,
+            "keep": keep,
+            "reuse": token is not None,
+            "token": token or job,
+            "members": tuple(workers),
+            "device": device,
+        }
         spec["uid"] = None if token is not None else new_unique_id()
         return spec
     try:
@@ -135,16 +154,23 @@ def _nccl_comm(spec: dict, rank: int, world_size: int):
     from ..comm.nccl import NcclComm
     from . import _nccl_pool
 
-    kept = _nccl_pool.Kept(spec.get("token", spec.get("job", "")), tuple(spec.get("members", ())), rank,
-                           int(spec.get("device", 0)))
+    kept = _nccl_pool.Kept(
+        spec.get("token", spec.get("job", "")), tuple(spec.get("members", ())), rank, int(spec.get("device", 0))
+    )
     given = None
     if spec.get("reuse"):
         given = _nccl_pool.take(kept)
     elif spec.get("keep"):
         _nccl_pool.discard()  # the new one replaces it: its GPU memory goes first
-    comm = NcclComm(spec["uid"], rank, world_size, timeout=spec["timeout"],
-                    stream_ordered=spec.get("stream_ordered", False), communicator=given,
-                    keep=bool(spec.get("keep")))
+    comm = NcclComm(
+        spec["uid"],
+        rank,
+        world_size,
+        timeout=spec["timeout"],
+        stream_ordered=spec.get("stream_ordered", False),
+        communicator=given,
+        keep=bool(spec.get("keep")),
+    )
     with comm, _nccl_pool.in_use(spec.get("job", ""), comm):
         yield comm
     if comm.kept is not None:

@@ -3,6 +3,7 @@
 A mapped block task depends on its block and on the model's task, and Dask may place it on
 either's worker; these helpers restrict each block's task, loosely, to its block's holder.
 """
+
 from __future__ import annotations
 
 import dask.array as da

@@ -6,6 +6,7 @@ field), and checked on the workers before any collective starts (:mod:`._preflig
 order of the partitions is the order of the rows: the model is that of the rows concatenated
 in this order, however they are spread over workers.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,8 +31,11 @@ def _collection_kind(obj, name: str) -> str:
         return "array"
     if isinstance(obj, (dd.DataFrame, dd.Series)):
         return "frame"
-    hint = " (wrap it with dask.array.from_array or dask.dataframe.from_pandas)" \
-        if hasattr(obj, "shape") or hasattr(obj, "columns") else ""
+    hint = (
+        " (wrap it with dask.array.from_array or dask.dataframe.from_pandas)"
+        if hasattr(obj, "shape") or hasattr(obj, "columns")
+        else ""
+    )
     raise DGBoostTypeError(f"{name} must be a dask Array, DataFrame or Series, got {type(obj).__name__}{hint}")
 
 
@@ -91,11 +95,26 @@ class DaskDMatrix:
     (``client.compute``); they are released when it is garbage-collected.
     """
 
-    def __init__(self, client: Any, data: Any, label: Any = None, *, weight: Any = None, base_margin: Any = None,
-                 missing: float | None = None, silent: bool = False, feature_names: Sequence[str] | None = None,
-                 feature_types: Sequence[str] | None = None, group: Any = None, qid: Any = None,
-                 label_lower_bound: Any = None, label_upper_bound: Any = None, feature_weights: Any = None,
-                 enable_categorical: bool = False, max_bin: int | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        data: Any,
+        label: Any = None,
+        *,
+        weight: Any = None,
+        base_margin: Any = None,
+        missing: float | None = None,
+        silent: bool = False,
+        feature_names: Sequence[str] | None = None,
+        feature_types: Sequence[str] | None = None,
+        group: Any = None,
+        qid: Any = None,
+        label_lower_bound: Any = None,
+        label_upper_bound: Any = None,
+        feature_weights: Any = None,
+        enable_categorical: bool = False,
+        max_bin: int | None = None,
+    ) -> None:
         from distributed import default_client
 
         # checked first, on the client: before any partition is computed
@@ -134,12 +153,16 @@ class DaskDMatrix:
                 continue
             vblocks, vchunks = _row_blocks(value, name)
             if len(vblocks) != len(blocks):
-                raise DGBoostValueError(f"{name} has {len(vblocks)} partitions but data has {len(blocks)}: "
-                                        "give them the same row partitions (rechunk / repartition)")
+                raise DGBoostValueError(
+                    f"{name} has {len(vblocks)} partitions but data has {len(blocks)}: "
+                    "give them the same row partitions (rechunk / repartition)"
+                )
             if chunks is not None and vchunks is not None and vchunks != chunks:
                 i = next(i for i, (a, b) in enumerate(zip(chunks, vchunks)) if a != b)
-                raise DGBoostValueError(f"partition {i}: {name} has {vchunks[i]} rows but data has {chunks[i]}: "
-                                        "give them the same row chunks")
+                raise DGBoostValueError(
+                    f"partition {i}: {name} has {vchunks[i]} rows but data has {chunks[i]}: "
+                    "give them the same row chunks"
+                )
             fields[name] = vblocks
         self.has = {name: name in fields for name in _FIELDS}
         flat = [b for name in _FIELDS if name in fields for b in fields[name]]
@@ -148,7 +171,7 @@ class DaskDMatrix:
         k = 0
         for name in _FIELDS:
             if name in fields:
-                self._parts.futures[name] = futures[k:k + len(blocks)]
+                self._parts.futures[name] = futures[k : k + len(blocks)]
                 k += len(blocks)
             else:
                 self._parts.futures[name] = [None] * len(blocks)
@@ -168,8 +191,10 @@ class DaskDMatrix:
         return self.n_features
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(partitions={self.n_partitions}, features={self.n_features}, "
-                f"label={self.has['label']})")
+        return (
+            f"{type(self).__name__}(partitions={self.n_partitions}, features={self.n_features}, "
+            f"label={self.has['label']})"
+        )
 
 
 class DaskQuantileDMatrix(DaskDMatrix):
@@ -193,32 +218,73 @@ class DaskQuantileDMatrix(DaskDMatrix):
         Accepted for XGBoost compatibility; no effect.
     """
 
-    def __init__(self, client: Any, data: Any, label: Any = None, *, weight: Any = None, base_margin: Any = None,
-                 missing: float | None = None, silent: bool = False, feature_names: Sequence[str] | None = None,
-                 feature_types: Sequence[str] | None = None, max_bin: int | None = None,
-                 ref: DaskDMatrix | None = None, group: Any = None, qid: Any = None, label_lower_bound: Any = None,
-                 label_upper_bound: Any = None, feature_weights: Any = None, enable_categorical: bool = False,
-                 max_quantile_batches: int | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        data: Any,
+        label: Any = None,
+        *,
+        weight: Any = None,
+        base_margin: Any = None,
+        missing: float | None = None,
+        silent: bool = False,
+        feature_names: Sequence[str] | None = None,
+        feature_types: Sequence[str] | None = None,
+        max_bin: int | None = None,
+        ref: DaskDMatrix | None = None,
+        group: Any = None,
+        qid: Any = None,
+        label_lower_bound: Any = None,
+        label_upper_bound: Any = None,
+        feature_weights: Any = None,
+        enable_categorical: bool = False,
+        max_quantile_batches: int | None = None,
+    ) -> None:
         if ref is not None and not isinstance(ref, DaskDMatrix):
             raise DGBoostTypeError(f"ref must be a DaskDMatrix or DaskQuantileDMatrix, got {type(ref).__name__}")
         if max_bin is not None:
             max_bin = check_max_bin(max_bin)  # before comparing it with ref's
         if ref is not None and ref.max_bin is not None:
             if max_bin is not None and max_bin != ref.max_bin:
-                raise DGBoostValueError(f"max_bin={max_bin!r} differs from the max_bin of ref "
-                                        f"({ref.max_bin}); data binned with ref's cuts must use its bins")
+                raise DGBoostValueError(
+                    f"max_bin={max_bin!r} differs from the max_bin of ref "
+                    f"({ref.max_bin}); data binned with ref's cuts must use its bins"
+                )
             max_bin = ref.max_bin if max_bin is None else max_bin
-        super().__init__(client, data, label, weight=weight, base_margin=base_margin, missing=missing,
-                         silent=silent, feature_names=feature_names, feature_types=feature_types, group=group,
-                         qid=qid, label_lower_bound=label_lower_bound, label_upper_bound=label_upper_bound,
-                         feature_weights=feature_weights, enable_categorical=enable_categorical, max_bin=max_bin)
+        super().__init__(
+            client,
+            data,
+            label,
+            weight=weight,
+            base_margin=base_margin,
+            missing=missing,
+            silent=silent,
+            feature_names=feature_names,
+            feature_types=feature_types,
+            group=group,
+            qid=qid,
+            label_lower_bound=label_lower_bound,
+            label_upper_bound=label_upper_bound,
+            feature_weights=feature_weights,
+            enable_categorical=enable_categorical,
+            max_bin=max_bin,
+        )
         if ref is not None and ref.n_features != self.n_features:
             raise DGBoostValueError(f"ref has {ref.n_features} features but data has {self.n_features}")
         self.ref = ref
 
 
-def as_rank_dmatrix(parts: list[dict], has: dict, *, missing: float, feature_names, feature_types,
-                    n_features: int, row_runs: list[tuple[int, int]] | None = None, max_bin: int | None = None):
+def as_rank_dmatrix(
+    parts: list[dict],
+    has: dict,
+    *,
+    missing: float,
+    feature_names,
+    feature_types,
+    n_features: int,
+    row_runs: list[tuple[int, int]] | None = None,
+    max_bin: int | None = None,
+):
     """A :class:`~dgboost.data.RankDMatrix` of the partitions one rank holds, concatenated in order.
 
     Parameters
@@ -251,9 +317,17 @@ def as_rank_dmatrix(parts: list[dict], has: dict, *, missing: float, feature_nam
             fields[name] = np.empty((0, n_features) if name == "data" else 0, np.float32)
         else:
             fields[name] = None
-    dm = RankDMatrix(fields["data"], fields["label"], weight=fields["weight"],
-                     base_margin=fields["base_margin"], qid=fields["qid"], missing=missing,
-                     feature_names=feature_names, feature_types=feature_types, max_bin=max_bin)
+    dm = RankDMatrix(
+        fields["data"],
+        fields["label"],
+        weight=fields["weight"],
+        base_margin=fields["base_margin"],
+        qid=fields["qid"],
+        missing=missing,
+        feature_names=feature_names,
+        feature_types=feature_types,
+        max_bin=max_bin,
+    )
     dm.row_runs = None if row_runs is None else [(int(o), int(n)) for o, n in row_runs]
     return dm
 

@@ -16,6 +16,7 @@ the job fail (a rank erred, a worker left) it can abort it on every other worker
 at once rather than after their timeout (300 s by default), and the next job need not wait
 for them.
 """
+
 from __future__ import annotations
 
 import collections
@@ -143,8 +144,10 @@ def take(kept: Kept):
         return entry["comm"]
     if entry is not None:
         _end(entry["comm"])
-    raise CommunicationError(f"rank {kept.rank} no longer keeps the NCCL communicator of job {kept.token} "
-                             "(its worker restarted or ran another job since the client asked); train again")
+    raise CommunicationError(
+        f"rank {kept.rank} no longer keeps the NCCL communicator of job {kept.token} "
+        "(its worker restarted or ran another job since the client asked); train again"
+    )
 
 
 def keep(kept: Kept, comm) -> None:

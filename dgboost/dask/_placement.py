@@ -11,6 +11,7 @@ feeds the sketch sample, row subsampling and the order AUC sees. Two ways to pla
   where the partitions do not lie that way, the runs are balanced by rows and Dask moves the
   partitions a rank lacks.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -156,6 +157,8 @@ def imbalance_note(rows_per_rank: list[int], limit: float = 1.25, min_excess_row
     floor = _MIN_EXCESS_ROWS if min_excess_rows is None else min_excess_rows
     if busiest <= limit * mean or busiest - mean < floor:
         return None
-    return (f"the workers hold {min(rows_per_rank):,} to {busiest:,} rows ({busiest / mean:.1f}x the mean): "
-            "training runs at the pace of the busiest worker; persist the partitions evenly over the "
-            "workers to use them all")
+    return (
+        f"the workers hold {min(rows_per_rank):,} to {busiest:,} rows ({busiest / mean:.1f}x the mean): "
+        "training runs at the pace of the busiest worker; persist the partitions evenly over the "
+        "workers to use them all"
+    )

@@ -3,6 +3,7 @@
 A bad partition found inside a collective would leave the other ranks waiting; found here, it
 gives one error that names the partition (and every other bad one, up to a few).
 """
+
 from __future__ import annotations
 
 import collections
@@ -25,8 +26,16 @@ _PASSED_MAX = 32
 _passed_lock = threading.Lock()
 
 
-def _check_partition(index: int, part: dict, has: dict, missing: float, feature_names, columns,
-                     n_features: int, params: TrainParams | None) -> dict:
+def _check_partition(
+    index: int,
+    part: dict,
+    has: dict,
+    missing: float,
+    feature_names,
+    columns,
+    n_features: int,
+    params: TrainParams | None,
+) -> dict:
     """Validate partition ``index`` as the training data of one rank would be validated.
 
     ``params`` were validated on the client: only its objective is used here, to check the
@@ -48,11 +57,21 @@ def _check_partition(index: int, part: dict, has: dict, missing: float, feature_
             if got != list(columns):
                 extra = [c for c in got if c not in columns]
                 lacking = [c for c in columns if c not in got]
-                detail = (f"extra {extra}" if extra else "") + (", " if extra and lacking else "") + \
-                    (f"missing {lacking}" if lacking else "")
+                detail = (
+                    (f"extra {extra}" if extra else "")
+                    + (", " if extra and lacking else "")
+                    + (f"missing {lacking}" if lacking else "")
+                )
                 raise DGBoostValueError(f"its columns differ from the first partition's ({detail or 'order differs'})")
-        dm = RankDMatrix(data, part.get("label"), weight=part.get("weight"), base_margin=part.get("base_margin"),
-                         qid=part.get("qid"), missing=missing, feature_names=feature_names)
+        dm = RankDMatrix(
+            data,
+            part.get("label"),
+            weight=part.get("weight"),
+            base_margin=part.get("base_margin"),
+            qid=part.get("qid"),
+            missing=missing,
+            feature_names=feature_names,
+        )
         if dm.num_col() != n_features:
             raise DGBoostValueError(f"it has {dm.num_col()} features, the data has {n_features}")
         if params is not None and not callable(params.objective) and dm.label is not None and dm.num_row():
@@ -75,8 +94,9 @@ def _to_numpy(value):
     return np.asarray(value)
 
 
-def check_partitions(client: Any, dmatrix: Any, params: TrainParams | None, what: str = "data",
-                     timeout: float | None = None) -> list[dict]:
+def check_partitions(
+    client: Any, dmatrix: Any, params: TrainParams | None, what: str = "data", timeout: float | None = None
+) -> list[dict]:
     """Run the partition checks of ``dmatrix`` on the workers that hold the partitions.
 
     Parameters
@@ -115,8 +135,9 @@ def check_partitions(client: Any, dmatrix: Any, params: TrainParams | None, what
     from distributed import wait
 
     if params is not None and not isinstance(params, TrainParams):
-        raise DGBoostTypeError(f"check_partitions takes the TrainParams parsed on the client (or None), "
-                               f"got {type(params).__name__}")
+        raise DGBoostTypeError(
+            f"check_partitions takes the TrainParams parsed on the client (or None), got {type(params).__name__}"
+        )
 
     key = _memo_key(client, dmatrix, params)
     with _passed_lock:
@@ -125,10 +146,21 @@ def check_partitions(client: Any, dmatrix: Any, params: TrainParams | None, what
             _PASSED.move_to_end(key)  # least recently used goes first
     if passed is not None and _all_held(client, dmatrix):
         return [dict(info) for info in passed]
-    futures = [client.submit(_check_partition, i, dmatrix.partition(i), dmatrix.has, dmatrix.missing,
-                             dmatrix.feature_names, dmatrix._frame_columns, dmatrix.n_features, params,
-                             pure=False)
-               for i in range(dmatrix.n_partitions)]
+    futures = [
+        client.submit(
+            _check_partition,
+            i,
+            dmatrix.partition(i),
+            dmatrix.has,
+            dmatrix.missing,
+            dmatrix.feature_names,
+            dmatrix._frame_columns,
+            dmatrix.n_features,
+            params,
+            pure=False,
+        )
+        for i in range(dmatrix.n_partitions)
+    ]
     if timeout is not None:
         try:
             wait(futures, timeout=timeout)
@@ -136,9 +168,11 @@ def check_partitions(client: Any, dmatrix: Any, params: TrainParams | None, what
             late = [i for i, f in enumerate(futures) if f.status == "pending"]
             client.cancel([futures[i] for i in late])
             shown = ", ".join(str(i) for i in late[:_MAX_REPORTED]) + (" ..." if len(late) > _MAX_REPORTED else "")
-            raise CommunicationError(f"{what}: partition(s) {shown} could not be checked within {timeout:g} s "
-                                     "(a worker busy with a task that does not end, or a lost partition "
-                                     "not recomputed)") from None
+            raise CommunicationError(
+                f"{what}: partition(s) {shown} could not be checked within {timeout:g} s "
+                "(a worker busy with a task that does not end, or a lost partition "
+                "not recomputed)"
+            ) from None
     infos, errors = [], []
     for i, fut in enumerate(futures):
         try:
@@ -164,8 +198,10 @@ def check_partitions(client: Any, dmatrix: Any, params: TrainParams | None, what
 def _memo_key(client, dmatrix, params: TrainParams | None) -> tuple:
     """What the checks of a matrix depend on: its partitions (their Dask keys, field by field),
     the parameters, and the cluster that holds them."""
-    parts = tuple(tuple(None if f is None else str(f.key) for f in dmatrix.partition(i).values())
-                  for i in range(dmatrix.n_partitions))
+    parts = tuple(
+        tuple(None if f is None else str(f.key) for f in dmatrix.partition(i).values())
+        for i in range(dmatrix.n_partitions)
+    )
     shape = (dmatrix.missing, repr(dmatrix.feature_names), repr(dmatrix._frame_columns), dmatrix.n_features)
     settings = "" if params is None else repr(params)
     return str(getattr(client.scheduler, "address", "")), parts, repr(shape), settings
@@ -188,9 +224,12 @@ def _check_query_groups(infos: list[dict], what: str) -> None:
         if previous is not None:
             j, last = previous
             if info["first_qid"] == last:
-                raise DGBoostValueError(f"{what}: query {last!r} spans partitions {j} and {i}: "
-                                        "keep each query group within one partition")
+                raise DGBoostValueError(
+                    f"{what}: query {last!r} spans partitions {j} and {i}: keep each query group within one partition"
+                )
             if info["first_qid"] < last:
-                raise DGBoostValueError(f"{what}: query ids are not sorted across partitions "
-                                        f"({last!r} in partition {j}, then {info['first_qid']!r} in {i})")
+                raise DGBoostValueError(
+                    f"{what}: query ids are not sorted across partitions "
+                    f"({last!r} in partition {j}, then {info['first_qid']!r} in {i})"
+                )
         previous = (i, info["last_qid"])

@@ -9,6 +9,7 @@ compilation, or a load from its cache: a job after the first in a worker should 
 neither). The client adds its own stages (partition checks, placement, communicator spec,
 waiting for the ranks).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -45,8 +46,13 @@ def numba_compiler_use() -> Iterator[dict]:
             depth -= 1
             if depth == 0:
                 out["seconds"] += stamp - since
-    out["compiled"] = sorted({getattr(getattr(ev.data["dispatcher"], "py_func", None), "__qualname__", "?")
-                              for _, ev in compiles.buffer if ev.is_start})
+    out["compiled"] = sorted(
+        {
+            getattr(getattr(ev.data["dispatcher"], "py_func", None), "__qualname__", "?")
+            for _, ev in compiles.buffer
+            if ev.is_start
+        }
+    )
 
 
 class RankClock(TrainingCallback):
@@ -73,13 +79,26 @@ class RankClock(TrainingCallback):
         ``train`` returned (the set-up's end when no round ran)."""
         start, ends = self._start, self._round_ends
         if start is None or not ends:
-            return {"setup_s": (start or until) - since, "rounds_s": 0.0, "round_s_median": 0.0, "rounds": 0,
-                    "round_s_first": 0.0, "round_s_max": 0.0, "rounds_over_median_s": 0.0}
+            return {
+                "setup_s": (start or until) - since,
+                "rounds_s": 0.0,
+                "round_s_median": 0.0,
+                "rounds": 0,
+                "round_s_first": 0.0,
+                "round_s_max": 0.0,
+                "rounds_over_median_s": 0.0,
+            }
         per_round = [b - a for a, b in zip([start, *ends[:-1]], ends)]
         median = statistics.median(per_round)
-        return {"setup_s": start - since, "rounds_s": ends[-1] - start, "round_s_median": median,
-                "rounds": len(ends), "round_s_first": per_round[0], "round_s_max": max(per_round),
-                "rounds_over_median_s": sum(max(0.0, t - median) for t in per_round)}
+        return {
+            "setup_s": start - since,
+            "rounds_s": ends[-1] - start,
+            "round_s_median": median,
+            "rounds": len(ends),
+            "round_s_first": per_round[0],
+            "round_s_max": max(per_round),
+            "rounds_over_median_s": sum(max(0.0, t - median) for t in per_round),
+        }
 
 
 def job_profile(client_stages: dict, submitted_at: float, ranks: list[dict]) -> dict:

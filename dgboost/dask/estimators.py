@@ -6,6 +6,7 @@ the default client). ``fit`` takes dask collections; ``predict`` / ``predict_pro
 lazy dask collections. The fitted booster is the same one the local estimator's training
 would give on the concatenated rows.
 """
+
 from __future__ import annotations
 
 import os
@@ -49,8 +50,7 @@ class _DaskEstimator:
         return state
 
     def _dask_matrix(self, X, y=None, weight=None, base_margin=None, qid=None) -> DaskDMatrix:
-        return DaskDMatrix(self.client, X, y, weight=weight, base_margin=base_margin, qid=qid,
-                           missing=self.missing)
+        return DaskDMatrix(self.client, X, y, weight=weight, base_margin=base_margin, qid=qid, missing=self.missing)
 
     def _dask_evals(self, eval_set, sample_weight_eval_set, base_margin_eval_set, qid_eval_set=None):
         evals = []
@@ -74,10 +74,19 @@ class _DaskEstimator:
         return self._parsed_params(self._fit_params())
 
     def _dask_fit(self, dtrain: DaskDMatrix, X, evals, verbose, xgb_model, p: TrainParams):
-        out = dask_train(self.client, p, dtrain, num_boost_round=self.n_estimators, evals=evals,
-                         custom_metric=self._custom_metric(), obj=self._custom_objective(),
-                         early_stopping_rounds=self.early_stopping_rounds, verbose_eval=verbose,
-                         xgb_model=self._start_model(xgb_model), callbacks=list(self.callbacks or ()))
+        out = dask_train(
+            self.client,
+            p,
+            dtrain,
+            num_boost_round=self.n_estimators,
+            evals=evals,
+            custom_metric=self._custom_metric(),
+            obj=self._custom_objective(),
+            early_stopping_rounds=self.early_stopping_rounds,
+            verbose_eval=verbose,
+            xgb_model=self._start_model(xgb_model),
+            callbacks=list(self.callbacks or ()),
+        )
         self._Booster = out["booster"]
         self.evals_result_ = out["history"] if evals else {}
         self._set_feature_info(X, dtrain.n_features)
@@ -85,10 +94,19 @@ class _DaskEstimator:
         self._keep_state(self._Booster)
         return self
 
-    def fit(self, X: Any, y: Any, *, sample_weight: Any = None, base_margin: Any = None,
-            eval_set: Sequence[tuple[Any, Any]] | None = None, sample_weight_eval_set: Sequence[Any] | None = None,
-            base_margin_eval_set: Sequence[Any] | None = None, verbose: bool | int = False,
-            xgb_model: Booster | DGBModel | str | os.PathLike | None = None) -> DGBModel:
+    def fit(
+        self,
+        X: Any,
+        y: Any,
+        *,
+        sample_weight: Any = None,
+        base_margin: Any = None,
+        eval_set: Sequence[tuple[Any, Any]] | None = None,
+        sample_weight_eval_set: Sequence[Any] | None = None,
+        base_margin_eval_set: Sequence[Any] | None = None,
+        verbose: bool | int = False,
+        xgb_model: Booster | DGBModel | str | os.PathLike | None = None,
+    ) -> DGBModel:
         """Train on dask collections ``X`` (Array or DataFrame) and ``y``; see :meth:`DGBModel.fit`.
 
         Returns
@@ -106,25 +124,46 @@ class _DaskEstimator:
         r = self._iteration_range(iteration_range)
         return (0, 0) if r is None else r
 
-    def predict(self, X: Any, output_margin: bool = False, validate_features: bool = True, base_margin: Any = None,
-                iteration_range: tuple[int, int] | None = None) -> Any:
+    def predict(
+        self,
+        X: Any,
+        output_margin: bool = False,
+        validate_features: bool = True,
+        base_margin: Any = None,
+        iteration_range: tuple[int, int] | None = None,
+    ) -> Any:
         """Lazy predictions of a dask Array or DataFrame (margins with ``output_margin``)."""
         if base_margin is not None:
             from .prediction import inplace_predict
 
-            return inplace_predict(self.client, self.get_booster(), X,
-                                   iteration_range=self._iteration_range_for(iteration_range),
-                                   predict_type="margin" if output_margin else "value",
-                                   missing=self.missing, validate_features=validate_features,
-                                   base_margin=base_margin)
-        return dask_predict(self.client, self.get_booster(), X, output_margin=output_margin,
-                            validate_features=validate_features,
-                            iteration_range=self._iteration_range_for(iteration_range))
+            return inplace_predict(
+                self.client,
+                self.get_booster(),
+                X,
+                iteration_range=self._iteration_range_for(iteration_range),
+                predict_type="margin" if output_margin else "value",
+                missing=self.missing,
+                validate_features=validate_features,
+                base_margin=base_margin,
+            )
+        return dask_predict(
+            self.client,
+            self.get_booster(),
+            X,
+            output_margin=output_margin,
+            validate_features=validate_features,
+            iteration_range=self._iteration_range_for(iteration_range),
+        )
 
     def apply(self, X: Any, iteration_range: tuple[int, int] | None = None) -> Any:
         """Lazy leaf indices, (n, trees)."""
-        return dask_predict(self.client, self.get_booster(), X, pred_leaf=True,
-                            iteration_range=self._iteration_range_for(iteration_range))
+        return dask_predict(
+            self.client,
+            self.get_booster(),
+            X,
+            pred_leaf=True,
+            iteration_range=self._iteration_range_for(iteration_range),
+        )
 
 
 class DaskDGBRegressor(_DaskEstimator, DGBRegressor):
@@ -150,46 +189,87 @@ class DaskDGBClassifier(_DaskEstimator, DGBClassifier):
         classes = self.classes_
         if classes.dtype.kind in "iuf" and np.array_equal(classes, np.arange(len(classes))):
             return y  # already 0..k-1: nothing to encode
-        return y.map_partitions(_encode_block, classes) if hasattr(y, "map_partitions") and not hasattr(y, "chunks") \
+        return (
+            y.map_partitions(_encode_block, classes)
+            if hasattr(y, "map_partitions") and not hasattr(y, "chunks")
             else y.map_blocks(_encode_block, classes, dtype=np.float64)
+        )
 
     def _fit_params(self) -> dict:
         return self._class_params()[0]
 
-    def predict_proba(self, X: Any, validate_features: bool = True, base_margin: Any = None,
-                      iteration_range: tuple[int, int] | None = None) -> Any:
+    def predict_proba(
+        self,
+        X: Any,
+        validate_features: bool = True,
+        base_margin: Any = None,
+        iteration_range: tuple[int, int] | None = None,
+    ) -> Any:
         """Lazy class probabilities, (n, n_classes)."""
         import dask.array as da
 
-        p = dask_predict(self.client, self.get_booster(), X, validate_features=validate_features,
-                         iteration_range=self._iteration_range_for(iteration_range), strict_shape=True)
+        p = dask_predict(
+            self.client,
+            self.get_booster(),
+            X,
+            validate_features=validate_features,
+            iteration_range=self._iteration_range_for(iteration_range),
+            strict_shape=True,
+        )
         if not isinstance(p, da.Array):
             p = p.to_dask_array(lengths=True)
         if p.shape[1] == 1:
             return p.map_blocks(_two_class_block, chunks=(p.chunks[0], (2,)), dtype=np.float32, meta=p._meta)
         return p
 
-    def predict(self, X: Any, output_margin: bool = False, validate_features: bool = True, base_margin: Any = None,
-                iteration_range: tuple[int, int] | None = None) -> Any:
+    def predict(
+        self,
+        X: Any,
+        output_margin: bool = False,
+        validate_features: bool = True,
+        base_margin: Any = None,
+        iteration_range: tuple[int, int] | None = None,
+    ) -> Any:
         """Lazy class labels (from ``classes_``), or margins with ``output_margin``."""
         if output_margin:
-            return super().predict(X, output_margin=True, validate_features=validate_features,
-                                   base_margin=base_margin, iteration_range=iteration_range)
+            return super().predict(
+                X,
+                output_margin=True,
+                validate_features=validate_features,
+                base_margin=base_margin,
+                iteration_range=iteration_range,
+            )
         proba = self.predict_proba(X, validate_features=validate_features, iteration_range=iteration_range)
         classes = self.classes_
-        return proba.map_blocks(_label_block, classes, drop_axis=1, dtype=classes.dtype,
-                                meta=array_module(proba._meta).empty((0,), classes.dtype))
+        return proba.map_blocks(
+            _label_block,
+            classes,
+            drop_axis=1,
+            dtype=classes.dtype,
+            meta=array_module(proba._meta).empty((0,), classes.dtype),
+        )
 
 
 class DaskDGBRanker(_DaskEstimator, DGBRanker):
     """:class:`~dgboost.DGBRanker` on Dask (``xgboost.dask.DaskXGBRanker``): ``qid`` per row,
     sorted, each query within one partition."""
 
-    def fit(self, X: Any, y: Any, *, qid: Any = None, sample_weight: Any = None, base_margin: Any = None,
-            eval_set: Sequence[tuple[Any, Any]] | None = None, eval_qid: Sequence[Any] | None = None,
-            sample_weight_eval_set: Sequence[Any] | None = None, base_margin_eval_set: Sequence[Any] | None = None,
-            verbose: bool | int = False, xgb_model: Booster | DGBModel | str | os.PathLike | None = None,
-            group: Any = None) -> DaskDGBRanker:
+    def fit(
+        self,
+        X: Any,
+        y: Any,
+        *,
+        qid: Any = None,
+        sample_weight: Any = None,
+        base_margin: Any = None,
+        eval_set: Sequence[tuple[Any, Any]] | None = None,
+        eval_qid: Sequence[Any] | None = None,
+        sample_weight_eval_set: Sequence[Any] | None = None,
+        base_margin_eval_set: Sequence[Any] | None = None,
+        verbose: bool | int = False,
+        xgb_model: Booster | DGBModel | str | os.PathLike | None = None,
+        group: Any = None,
+    ) -> DaskDGBRanker:
         """Train on dask collections with a query id per row (``qid``).
 
         Returns
@@ -198,8 +278,10 @@ class DaskDGBRanker(_DaskEstimator, DGBRanker):
             ``self``, fitted.
         """
         if group is not None or qid is None:
-            raise DGBoostValueError("DaskDGBRanker.fit needs qid (a dask Array/Series, a query id per row); "
-                                    "group sizes are not supported on Dask")
+            raise DGBoostValueError(
+                "DaskDGBRanker.fit needs qid (a dask Array/Series, a query id per row); "
+                "group sizes are not supported on Dask"
+            )
         p = self._checked_fit_params()
         dtrain = self._dask_matrix(X, y, sample_weight, base_margin, qid)
         evals = self._dask_evals(eval_set, sample_weight_eval_set, base_margin_eval_set, eval_qid)
@@ -233,4 +315,3 @@ def _encode_block(y, classes):
 
         return pd.Series(out, index=y.index, name=getattr(y, "name", None))
     return out
-

@@ -6,6 +6,7 @@ every worker once, and each block of rows is explained there exactly as
 outputs are ``(F+1)^2`` per row: blocks are re-chunked so that no block's output exceeds
 ``max_block_bytes``.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -98,10 +99,15 @@ def shap_frame_meta(explainer, columns=None):
     return pd.DataFrame({c: np.empty(0, np.float64) for c in cols})
 
 
-def shap_values(client: Client | None, model_or_explainer: Any, data: da.Array | dd.DataFrame,
-                interactions: bool = False, background: Any = None,
-                max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES,
-                device: str | Device | None = None) -> da.Array | dd.DataFrame:
+def shap_values(
+    client: Client | None,
+    model_or_explainer: Any,
+    data: da.Array | dd.DataFrame,
+    interactions: bool = False,
+    background: Any = None,
+    max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES,
+    device: str | Device | None = None,
+) -> da.Array | dd.DataFrame:
     """SHAP values of a dask Array or DataFrame, computed where the rows are; lazy.
 
     Parameters
@@ -161,8 +167,18 @@ def shap_values(client: Client | None, model_or_explainer: Any, data: da.Array |
         data = data.rechunk({0: limit})
     chunks = (data.chunks[0],) + tuple((t,) for t in trailing)
     extra = {"new_axis": list(range(2, 1 + len(trailing)))} if len(trailing) > 1 else {}
-    out = da.map_blocks(_explain_block, data, ref, interactions, trailing, device, dtype=np.float64, chunks=chunks,
-                        meta=array_module(data._meta).empty((0,) * len(chunks), np.float64), **extra)
+    out = da.map_blocks(
+        _explain_block,
+        data,
+        ref,
+        interactions,
+        trailing,
+        device,
+        dtype=np.float64,
+        chunks=chunks,
+        meta=array_module(data._meta).empty((0,) * len(chunks), np.float64),
+        **extra,
+    )
     holders = where_held(client, data)
     # a persisted array's blocks are explained where they are held
     return out if holders is None else held_blocks_array(out, holders)

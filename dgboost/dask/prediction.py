@@ -7,6 +7,7 @@ is lazy with known trailing shape: a dask array with the input's row chunks, or 
 input a Series (1-D output) or DataFrame (2-D output) with the input's divisions and index.
 3-D outputs (multiclass contributions, interactions) are dask arrays.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -35,8 +36,9 @@ def as_booster(model):
     if hasattr(model, "get_booster") and not isinstance(model, Booster):
         model = model.get_booster()
     if not isinstance(model, Booster):
-        raise DGBoostTypeError(f"model must be a dgboost Booster, train()'s result or an estimator, "
-                               f"got {type(model).__name__}")
+        raise DGBoostTypeError(
+            f"model must be a dgboost Booster, train()'s result or an estimator, got {type(model).__name__}"
+        )
     return model
 
 
@@ -104,8 +106,11 @@ def _output_spec(booster, n_features: int, kwargs: dict) -> tuple[tuple, np.dtyp
     from ..data import DMatrix
 
     kw = {k: v for k, v in kwargs.items() if k != "missing"}
-    out = booster.predict(DMatrix(np.zeros((1, n_features), np.float32)), validate_features=False,
-                          **{k: v for k, v in kw.items() if k != "validate_features"})
+    out = booster.predict(
+        DMatrix(np.zeros((1, n_features), np.float32)),
+        validate_features=False,
+        **{k: v for k, v in kw.items() if k != "validate_features"},
+    )
     out = np.asarray(out.get() if hasattr(out, "get") else out)
     return out.shape[1:], out.dtype
 
@@ -129,10 +134,14 @@ def _map_collection(client, booster, data, kwargs: dict, base_margin=None):
         columns = _output_columns(booster, kwargs, trailing, [str(c) for c in data.columns])
         import pandas as pd
 
-        meta = pd.Series(np.empty(0, dtype)) if not trailing else \
-            pd.DataFrame(np.empty((0, trailing[0]), dtype), columns=columns)
-        return data.map_partitions(_predict_frame_partition, ref, kwargs, trailing, dtype, columns,
-                                   meta=frame_meta_like(meta, data))
+        meta = (
+            pd.Series(np.empty(0, dtype))
+            if not trailing
+            else pd.DataFrame(np.empty((0, trailing[0]), dtype), columns=columns)
+        )
+        return data.map_partitions(
+            _predict_frame_partition, ref, kwargs, trailing, dtype, columns, meta=frame_meta_like(meta, data)
+        )
     if isinstance(data, dd.DataFrame):
         data = data.to_dask_array(lengths=True)
     if not isinstance(data, da.Array):
@@ -154,11 +163,22 @@ def _map_collection(client, booster, data, kwargs: dict, base_margin=None):
     if base_margin is not None:
         bm = base_margin if base_margin.ndim == 2 else base_margin[:, None]
         args.append(bm.rechunk({0: data.chunks[0], 1: -1}))
-        out = da.map_blocks(lambda b, m, *a: _predict_array_block(b, *a, base_margin=m), *args, ref, kwargs,
-                            trailing, dtype, dtype=dtype, chunks=chunks, meta=meta, **extra)
+        out = da.map_blocks(
+            lambda b, m, *a: _predict_array_block(b, *a, base_margin=m),
+            *args,
+            ref,
+            kwargs,
+            trailing,
+            dtype,
+            dtype=dtype,
+            chunks=chunks,
+            meta=meta,
+            **extra,
+        )
     else:
-        out = da.map_blocks(_predict_array_block, data, ref, kwargs, trailing, dtype, dtype=dtype, chunks=chunks,
-                            meta=meta, **extra)
+        out = da.map_blocks(
+            _predict_array_block, data, ref, kwargs, trailing, dtype, dtype=dtype, chunks=chunks, meta=meta, **extra
+        )
     # a persisted array's blocks are predicted where they are held
     holders = where_held(client, data)
     return out if holders is None else held_blocks_array(out, holders)
@@ -178,17 +198,26 @@ def _map_dmatrix(client, booster, dm: DaskDMatrix, kwargs: dict):
     pieces = []
     for i, n in enumerate(rows):
         part = dm.partition(i)
-        task = dask.delayed(_predict_array_block)(part["data"], ref, kw, trailing, dtype,
-                                                  base_margin=part["base_margin"])
+        task = dask.delayed(_predict_array_block)(
+            part["data"], ref, kw, trailing, dtype, base_margin=part["base_margin"]
+        )
         pieces.append(da.from_delayed(task, shape=(n,) + tuple(trailing), dtype=dtype))
     return da.concatenate(pieces, axis=0)
 
 
-def predict(client: Client | None, model: Any, data: DaskDMatrix | da.Array | dd.DataFrame,
-            output_margin: bool = False, pred_leaf: bool = False, pred_contribs: bool = False,
-            approx_contribs: bool = False, pred_interactions: bool = False, validate_features: bool = True,
-            iteration_range: tuple[int, int] = (0, 0),
-            strict_shape: bool = False) -> da.Array | dd.Series | dd.DataFrame:
+def predict(
+    client: Client | None,
+    model: Any,
+    data: DaskDMatrix | da.Array | dd.DataFrame,
+    output_margin: bool = False,
+    pred_leaf: bool = False,
+    pred_contribs: bool = False,
+    approx_contribs: bool = False,
+    pred_interactions: bool = False,
+    validate_features: bool = True,
+    iteration_range: tuple[int, int] = (0, 0),
+    strict_shape: bool = False,
+) -> da.Array | dd.Series | dd.DataFrame:
     """Predict on a Dask cluster (``xgboost.dask.predict``); lazy.
 
     Parameters
@@ -213,19 +242,32 @@ def predict(client: Client | None, model: Any, data: DaskDMatrix | da.Array | dd
 
     client = client if client is not None else default_client()
     booster = as_booster(model)
-    kwargs = {"output_margin": output_margin, "pred_leaf": pred_leaf, "pred_contribs": pred_contribs,
-              "approx_contribs": approx_contribs, "pred_interactions": pred_interactions,
-              "validate_features": validate_features, "iteration_range": iteration_range,
-              "strict_shape": strict_shape}
+    kwargs = {
+        "output_margin": output_margin,
+        "pred_leaf": pred_leaf,
+        "pred_contribs": pred_contribs,
+        "approx_contribs": approx_contribs,
+        "pred_interactions": pred_interactions,
+        "validate_features": validate_features,
+        "iteration_range": iteration_range,
+        "strict_shape": strict_shape,
+    }
     if isinstance(data, DaskDMatrix):
         return _map_dmatrix(client, booster, data, kwargs)
     return _map_collection(client, booster, data, kwargs)
 
 
-def inplace_predict(client: Client | None, model: Any, data: da.Array | dd.DataFrame,
-                    iteration_range: tuple[int, int] = (0, 0), predict_type: str = "value",
-                    missing: float = np.nan, validate_features: bool = True, base_margin: da.Array | None = None,
-                    strict_shape: bool = False) -> da.Array | dd.Series | dd.DataFrame:
+def inplace_predict(
+    client: Client | None,
+    model: Any,
+    data: da.Array | dd.DataFrame,
+    iteration_range: tuple[int, int] = (0, 0),
+    predict_type: str = "value",
+    missing: float = np.nan,
+    validate_features: bool = True,
+    base_margin: da.Array | None = None,
+    strict_shape: bool = False,
+) -> da.Array | dd.Series | dd.DataFrame:
     """Predict a dask Array or DataFrame without a DaskDMatrix (``xgboost.dask.inplace_predict``).
 
     ``predict_type`` is ``"value"`` or ``"margin"``; ``base_margin`` a dask Array aligned with
@@ -239,6 +281,11 @@ def inplace_predict(client: Client | None, model: Any, data: da.Array | dd.DataF
         raise DGBoostValueError(f"predict_type must be 'value' or 'margin', got {predict_type!r}")
     client = client if client is not None else default_client()
     booster = as_booster(model)
-    kwargs = {"output_margin": predict_type == "margin", "iteration_range": iteration_range,
-              "validate_features": validate_features, "strict_shape": strict_shape, "missing": missing}
+    kwargs = {
+        "output_margin": predict_type == "margin",
+        "iteration_range": iteration_range,
+        "validate_features": validate_features,
+        "strict_shape": strict_shape,
+        "missing": missing,
+    }
     return _map_collection(client, booster, data, kwargs, base_margin=base_margin)

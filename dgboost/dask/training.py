@@ -13,6 +13,7 @@ train again. The other ranks free their workers when their collectives fail or t
 an NCCL job the client also aborts their communicators at once (:func:`._nccl_pool.abort_job`),
 so they need not wait for the timeout.
 """
+
 from __future__ import annotations
 
 import os
@@ -46,8 +47,17 @@ _POLL_SECONDS = 0.5
 _RANK_KEY = "dgboost-train-rank-"
 
 
-def _rank_task(rank: int, world_size: int, spec: dict, p: TrainParams, train_parts: list[dict], train_meta: dict,
-               eval_sets: list, num_boost_round: int, options: dict):
+def _rank_task(
+    rank: int,
+    world_size: int,
+    spec: dict,
+    p: TrainParams,
+    train_parts: list[dict],
+    train_meta: dict,
+    eval_sets: list,
+    num_boost_round: int,
+    options: dict,
+):
     """The body of one rank (runs on its worker): :func:`dgboost.train` with the job's
     communicator and the parameters parsed on the client (not parsed again).
 
@@ -85,8 +95,11 @@ def _rank_task(rank: int, world_size: int, spec: dict, p: TrainParams, train_par
     kwargs = {k: v for k, v in options.items() if k not in ("verbose_eval", "profile")}
     if clock is not None:
         kwargs["callbacks"] = [*kwargs["callbacks"], clock]
-    with open_comm(spec, rank, world_size) as comm, (recording() if profile else nullcontext({})) as setup, \
-            (numba_compiler_use() if profile else nullcontext({})) as numba_use:
+    with (
+        open_comm(spec, rank, world_size) as comm,
+        recording() if profile else nullcontext({}) as setup,
+        numba_compiler_use() if profile else nullcontext({}) as numba_use,
+    ):
         t_comm = time.perf_counter()
         # imported once the rank has joined the collective: on a worker that was just started the
         # import takes seconds, which the other ranks would otherwise wait for while joining
@@ -94,16 +107,31 @@ def _rank_task(rank: int, world_size: int, spec: dict, p: TrainParams, train_par
 
         if profile and world_size > 1:
             comm = TimedComm(comm)
-        booster = training.train(p, dtrain, num_boost_round, evals=evals, evals_result=history,
-                                 comm=comm, verbose_eval=options["verbose_eval"] if rank == 0 else False, **kwargs)
+        booster = training.train(
+            p,
+            dtrain,
+            num_boost_round,
+            evals=evals,
+            evals_result=history,
+            comm=comm,
+            verbose_eval=options["verbose_eval"] if rank == 0 else False,
+            **kwargs,
+        )
         t_trained = time.perf_counter()
     if not profile:
         return (booster if rank == 0 else None), history, None
-    stages = {"started_at": started_at, "rows": dtrain.num_row(), "data_s": t_data - t0,
-              "comm_open_s": t_comm - t_data, **clock.marks(since=t_comm, until=t_trained),
-              "setup_stages_s": dict(setup),
-              "comm_close_s": time.perf_counter() - t_trained, "total_s": time.perf_counter() - t0,
-              "collectives": comm.stats if isinstance(comm, TimedComm) else {}, "numba": numba_use}
+    stages = {
+        "started_at": started_at,
+        "rows": dtrain.num_row(),
+        "data_s": t_data - t0,
+        "comm_open_s": t_comm - t_data,
+        **clock.marks(since=t_comm, until=t_trained),
+        "setup_stages_s": dict(setup),
+        "comm_close_s": time.perf_counter() - t_trained,
+        "total_s": time.perf_counter() - t0,
+        "collectives": comm.stats if isinstance(comm, TimedComm) else {},
+        "numba": numba_use,
+    }
     return (booster if rank == 0 else None), history, stages
 
 
@@ -169,8 +197,12 @@ def _free_stuck_workers(client, timeout: float) -> None:
     stuck = _wait_for_earlier_ranks(client, 2 * timeout)
     if not stuck:
         return
-    warnings.warn(f"dgboost.dask.train: {len(stuck)} worker(s) still run a rank of an earlier job after "
-                  f"{2 * timeout:g} s ({', '.join(stuck)}); restarting them", RuntimeWarning, stacklevel=4)
+    warnings.warn(
+        f"dgboost.dask.train: {len(stuck)} worker(s) still run a rank of an earlier job after "
+        f"{2 * timeout:g} s ({', '.join(stuck)}); restarting them",
+        RuntimeWarning,
+        stacklevel=4,
+    )
     n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
     restart_s = max(timeout, _RESTART_SECONDS)
     try:
@@ -179,28 +211,50 @@ def _free_stuck_workers(client, timeout: float) -> None:
         status = {w: repr(exc) for w in stuck}
     failed = {w: s for w, s in status.items() if s != "OK"}
     if failed:
-        raise CommunicationError(f"worker(s) {', '.join(failed)} still run a rank of an earlier job and could not "
-                                 f"be restarted ({', '.join(map(str, failed.values()))}); restart them, e.g. "
-                                 "client.restart_workers([...])")
+        raise CommunicationError(
+            f"worker(s) {', '.join(failed)} still run a rank of an earlier job and could not "
+            f"be restarted ({', '.join(map(str, failed.values()))}); restart them, e.g. "
+            "client.restart_workers([...])"
+        )
     client.wait_for_workers(n_workers, timeout=restart_s)
 
 
 def _rank_meta(dm: DaskDMatrix, runs: list[tuple[int, int]] | None = None) -> dict:
     """Keywords of :func:`as_rank_dmatrix` for one rank (``runs``: its partitions' global
     (row offset, rows), when ranks hold partitions wherever they lie)."""
-    return {"has": dm.has, "missing": dm.missing, "feature_names": dm.feature_names,
-            "feature_types": dm.feature_types, "n_features": dm.n_features, "row_runs": runs,
-            "max_bin": dm.max_bin}
+    return {
+        "has": dm.has,
+        "missing": dm.missing,
+        "feature_names": dm.feature_names,
+        "feature_types": dm.feature_types,
+        "n_features": dm.n_features,
+        "row_runs": runs,
+        "max_bin": dm.max_bin,
+    }
 
 
-def train(client: Any, params: Mapping[str, Any] | TrainParams, dtrain: DaskDMatrix, num_boost_round: int = 10,
-          *, evals: Sequence[tuple[DaskDMatrix, str]] | None = None, obj: Callable | None = None,
-          feval: Callable | None = None, early_stopping_rounds: int | None = None,
-          xgb_model: Booster | str | os.PathLike | None = None, verbose_eval: bool | int = True,
-          callbacks: Sequence[TrainingCallback] | None = None, custom_metric: Callable | None = None,
-          communicator: str = "auto", timeout: float = 300.0, checkpoint_dir: str | os.PathLike | None = None,
-          checkpoint_every: int | None = None, resume: bool = False, retries: int = 0,
-          profile: bool = False) -> dict:
+def train(
+    client: Any,
+    params: Mapping[str, Any] | TrainParams,
+    dtrain: DaskDMatrix,
+    num_boost_round: int = 10,
+    *,
+    evals: Sequence[tuple[DaskDMatrix, str]] | None = None,
+    obj: Callable | None = None,
+    feval: Callable | None = None,
+    early_stopping_rounds: int | None = None,
+    xgb_model: Booster | str | os.PathLike | None = None,
+    verbose_eval: bool | int = True,
+    callbacks: Sequence[TrainingCallback] | None = None,
+    custom_metric: Callable | None = None,
+    communicator: str = "auto",
+    timeout: float = 300.0,
+    checkpoint_dir: str | os.PathLike | None = None,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
+    retries: int = 0,
+    profile: bool = False,
+) -> dict:
     """Train on a Dask cluster (``xgboost.dask.train``): every worker is one rank.
 
     Parameters
@@ -256,11 +310,19 @@ def train(client: Any, params: Mapping[str, Any] | TrainParams, dtrain: DaskDMat
     # parsed once, here: a parameter mistake raises on the client, and the ranks and the
     # partition checks get the dataclass (parse_params hands a validated one back as it is)
     p = parse_params(params)
-    options = {"obj": obj, "feval": feval, "custom_metric": custom_metric,
-               "early_stopping_rounds": early_stopping_rounds, "xgb_model": xgb_model,
-               "verbose_eval": verbose_eval, "callbacks": list(callbacks or []),
-               "checkpoint_dir": None if checkpoint_dir is None else str(checkpoint_dir),
-               "checkpoint_every": checkpoint_every, "resume": bool(resume), "profile": bool(profile)}
+    options = {
+        "obj": obj,
+        "feval": feval,
+        "custom_metric": custom_metric,
+        "early_stopping_rounds": early_stopping_rounds,
+        "xgb_model": xgb_model,
+        "verbose_eval": verbose_eval,
+        "callbacks": list(callbacks or []),
+        "checkpoint_dir": None if checkpoint_dir is None else str(checkpoint_dir),
+        "checkpoint_every": checkpoint_every,
+        "resume": bool(resume),
+        "profile": bool(profile),
+    }
     for attempt in range(int(retries) + 1):
         try:
             return _train_once(client, p, dtrain, num_boost_round, evals, options, communicator, timeout)
@@ -272,19 +334,28 @@ def train(client: Any, params: Mapping[str, Any] | TrainParams, dtrain: DaskDMat
     raise AssertionError("unreachable")
 
 
-def _before_retry(client: Any, exc: Exception, attempt: int, retries: int, checkpoint_dir: Any,
-                  timeout: float) -> None:
+def _before_retry(client: Any, exc: Exception, attempt: int, retries: int, checkpoint_dir: Any, timeout: float) -> None:
     """Wait for a worker and warn that the job is trained again (retry ``attempt + 1``). The
     partitions the lost worker held are recomputed by Dask when the next attempt's preflight
     asks for them."""
     client.wait_for_workers(1, timeout=timeout)
     n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
-    warnings.warn(f"dgboost.dask.train: {exc}; retry {attempt + 1} of {retries} on {n_workers} "
-                  f"workers, from the newest checkpoint in {checkpoint_dir}", RuntimeWarning, stacklevel=3)
+    warnings.warn(
+        f"dgboost.dask.train: {exc}; retry {attempt + 1} of {retries} on {n_workers} "
+        f"workers, from the newest checkpoint in {checkpoint_dir}",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
-def _check_arguments(dtrain: DaskDMatrix, evals: list, retries: int, checkpoint_dir: str | os.PathLike | None,
-                     checkpoint_every: int | None, resume: bool) -> None:
+def _check_arguments(
+    dtrain: DaskDMatrix,
+    evals: list,
+    retries: int,
+    checkpoint_dir: str | os.PathLike | None,
+    checkpoint_every: int | None,
+    resume: bool,
+) -> None:
     """Raise for arguments of :func:`train` of the wrong type or out of range, before any
     worker starts."""
     if isinstance(retries, bool) or int(retries) != retries or retries < 0:
@@ -299,8 +370,16 @@ def _check_arguments(dtrain: DaskDMatrix, evals: list, retries: int, checkpoint_
             raise DGBoostTypeError("evals must be a sequence of (DaskDMatrix, name) pairs")
 
 
-def _train_once(client, p: TrainParams, dtrain: DaskDMatrix, num_boost_round: int, evals: list, options: dict,
-                communicator: str, timeout: float) -> dict:
+def _train_once(
+    client,
+    p: TrainParams,
+    dtrain: DaskDMatrix,
+    num_boost_round: int,
+    evals: list,
+    options: dict,
+    communicator: str,
+    timeout: float,
+) -> dict:
     """One attempt of :func:`train`: preflight, placement on the current workers, a new
     communicator, one rank task per worker."""
     clock = [time.perf_counter()]
@@ -323,9 +402,22 @@ def _train_once(client, p: TrainParams, dtrain: DaskDMatrix, num_boost_round: in
         futures = []
         for rank, worker in enumerate(placement.workers):
             args = _rank_args(dtrain, evals, placement.runs[rank], rows if where_held else None, eval_runs, rank)
-            futures.append(client.submit(_rank_task, rank, len(placement.workers), spec, p, *args, num_boost_round,
-                                         options, workers=[worker], allow_other_workers=False, pure=False,
-                                         key=f"{_RANK_KEY}{rank}-{job}"))
+            futures.append(
+                client.submit(
+                    _rank_task,
+                    rank,
+                    len(placement.workers),
+                    spec,
+                    p,
+                    *args,
+                    num_boost_round,
+                    options,
+                    workers=[worker],
+                    allow_other_workers=False,
+                    pure=False,
+                    key=f"{_RANK_KEY}{rank}-{job}",
+                )
+            )
         stages["submit_s"] = lap()
         results = _watch(client, futures, placement.workers, spec.get("job") if spec["kind"] == "nccl" else None)
         stages["ranks_s"] = lap()
@@ -340,16 +432,16 @@ def _train_once(client, p: TrainParams, dtrain: DaskDMatrix, num_boost_round: in
     return out
 
 
-def _preflight(client, p: TrainParams, dtrain: DaskDMatrix, evals: list, obj: Callable | None,
-               timeout: float) -> tuple[list[dict], list[list[dict]]]:
+def _preflight(
+    client, p: TrainParams, dtrain: DaskDMatrix, evals: list, obj: Callable | None, timeout: float
+) -> tuple[list[dict], list[list[dict]]]:
     """Every partition checked where it lives, before any collective: the partitions' infos
     (:func:`._preflight.check_partitions`) of the training data and of each evaluation set."""
     for dm, name in evals:
         check_features(dm, dtrain.n_features, dtrain.feature_names, f"evaluation set {name!r}")
     label_params = p if obj is None else None
     infos = check_partitions(client, dtrain, label_params, "training data", timeout)
-    eval_infos = [check_partitions(client, dm, label_params, f"evaluation set {name!r}", timeout)
-                  for dm, name in evals]
+    eval_infos = [check_partitions(client, dm, label_params, f"evaluation set {name!r}", timeout) for dm, name in evals]
     if sum(i["rows"] for i in infos) == 0:
         raise DGBoostValueError("the training data has no rows (every partition is empty)")
     for dm, name in evals:
@@ -397,12 +489,21 @@ def _communicator_spec(client, p: TrainParams, placement, communicator: str, tim
         device_ids = ids if all(i is not None for i in ids) else None
         if device_ids is None:  # the missing-GPU rule, said here too: the workers' warnings stay in their logs
             resolve_device(device, available=(0, "a worker has no usable GPU"))
-    return make_spec(client, len(placement.workers), communicator, timeout, device_ids, workers=placement.workers,
-                     kept_states=kept, device=device.index)
+    return make_spec(
+        client,
+        len(placement.workers),
+        communicator,
+        timeout,
+        device_ids,
+        workers=placement.workers,
+        kept_states=kept,
+        device=device.index,
+    )
 
 
-def _rank_args(dtrain: DaskDMatrix, evals: list, run: list[int], rows: list[int] | None, eval_runs: list,
-               rank: int) -> tuple:
+def _rank_args(
+    dtrain: DaskDMatrix, evals: list, run: list[int], rows: list[int] | None, eval_runs: list, rank: int
+) -> tuple:
     """(training partitions, their :func:`as_rank_dmatrix` keywords, evaluation sets) of rank
     ``rank``, whose training partitions are ``run``; ``rows`` (rows per training partition)
     when ranks hold the partitions where they lie, else None."""
@@ -447,9 +548,11 @@ def _watch(client, futures: list, workers: list[str], nccl_job: str | None = Non
         cancelled = [r for r, f in enumerate(futures) if f.status == "cancelled"]
         if cancelled:
             stop(f"the task of rank {cancelled[0]} of this job was cancelled")
-            raise CommunicationError(f"the task of rank {cancelled[0]} (worker {workers[cancelled[0]]}) was "
-                                     "cancelled, e.g. because its worker was lost or restarted; the job was "
-                                     "stopped (train again: the same client can be reused)")
+            raise CommunicationError(
+                f"the task of rank {cancelled[0]} (worker {workers[cancelled[0]]}) was "
+                "cancelled, e.g. because its worker was lost or restarted; the job was "
+                "stopped (train again: the same client can be reused)"
+            )
         if all(f.status == "finished" for f in futures):
             return client.gather(futures)
         alive = set(client.scheduler_info(n_workers=-1)["workers"])
@@ -457,8 +560,10 @@ def _watch(client, futures: list, workers: list[str], nccl_job: str | None = Non
         if lost:
             rank, worker = lost[0]
             stop(f"worker {worker} (rank {rank} of this job) left the cluster")
-            raise CommunicationError(f"worker {worker} (rank {rank}) left the cluster during training; "
-                                     "the job was stopped (train again: the same client can be reused)")
+            raise CommunicationError(
+                f"worker {worker} (rank {rank}) left the cluster during training; "
+                "the job was stopped (train again: the same client can be reused)"
+            )
 
 
 async def _abort_nccl_job_on_worker(job: str, reason: str, dask_worker=None) -> bool:

@@ -12,6 +12,7 @@ LightGBM and scikit-learn models). This package's ``__init__`` does not import t
 the explainer chooses its engine through the backends, and the backends use these kernels, so
 importing it here would make the import cycle ``explain -> explainer -> backend -> explain``.
 """
+
 from .api import booster_contributions
 from .binpack import BIN_CAPACITY, PackedTable, best_fit_decreasing, bin_items, first_fit_decreasing, next_fit, pack
 from .importers import ThresholdEncoder, UnsupportedModelError, to_ensemble
@@ -22,10 +23,28 @@ from .tables import WeightTables, build_tables
 from .treeshap import shap_interactions, shap_values, shap_values_path, shap_values_table
 
 __all__ = [
-    "PATH_ELEMENT_DTYPE", "PathTable", "as_path_table", "extract_paths",
-    "BIN_CAPACITY", "PackedTable", "best_fit_decreasing", "bin_items", "first_fit_decreasing",
-    "next_fit", "pack", "WeightTables", "build_tables", "shap_interactions", "shap_values",
-    "shap_values_interventional", "shap_values_path", "shap_values_table",
-    "Explanation", "AdditivityError", "to_ensemble", "UnsupportedModelError",
-    "ThresholdEncoder", "booster_contributions",
+    "PATH_ELEMENT_DTYPE",
+    "PathTable",
+    "as_path_table",
+    "extract_paths",
+    "BIN_CAPACITY",
+    "PackedTable",
+    "best_fit_decreasing",
+    "bin_items",
+    "first_fit_decreasing",
+    "next_fit",
+    "pack",
+    "WeightTables",
+    "build_tables",
+    "shap_interactions",
+    "shap_values",
+    "shap_values_interventional",
+    "shap_values_path",
+    "shap_values_table",
+    "Explanation",
+    "AdditivityError",
+    "to_ensemble",
+    "UnsupportedModelError",
+    "ThresholdEncoder",
+    "booster_contributions",
 ]

@@ -12,6 +12,7 @@ A per-row ``base_margin`` replaces the model's base margin in the bias entry, as
 does. The path table of the requested tree range is built once per booster (and its
 weight tables once per path table) and cached on the booster; it is not pickled.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -58,8 +59,9 @@ def replace_base_margin(out: Any, table: PathTable, base_margin: Any, interactio
         out[:, :, -1] += delta
 
 
-def booster_contributions(booster: Any, values: Any, t0: int, t1: int, *, engine: Any, interactions: bool = False,
-                          base_margin: Any = None) -> Any:
+def booster_contributions(
+    booster: Any, values: Any, t0: int, t1: int, *, engine: Any, interactions: bool = False, base_margin: Any = None
+) -> Any:
     """SHAP contributions or interactions of trees ``[t0, t1)`` in XGBoost's layout (float32).
 
     Parameters
@@ -94,11 +96,11 @@ def booster_contributions(booster: Any, values: Any, t0: int, t1: int, *, engine
     chunk = max(engine.chunk_rows(table, table.n_groups, interactions) or n, 1)
     out = xp.empty((n, table.n_groups) + ((F + 1, F + 1) if interactions else (F + 1,)), dtype=xp.float64)
     for r0 in range(0, n, chunk):
-        part = rows[r0:r0 + chunk]
+        part = rows[r0 : r0 + chunk]
         if interactions:
-            out[r0:r0 + chunk] = engine.interactions(table, part, None)
+            out[r0 : r0 + chunk] = engine.interactions(table, part, None)
         else:
-            out[r0:r0 + chunk] = engine.path_dependent(table, part, "table", lambda: cached_tables(table))
+            out[r0 : r0 + chunk] = engine.path_dependent(table, part, "table", lambda: cached_tables(table))
     out = array_module(values).asarray(out) if is_device_array(values) else to_host(out)
     if base_margin is not None:
         replace_base_margin(out, table, base_margin, interactions)

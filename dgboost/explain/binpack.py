@@ -13,6 +13,7 @@ idle lanes. Three heuristics, all O(n log n) or better:
 Paths longer than ``capacity`` fit in no bin; they are marked *oversize* (bin -1) and kept
 after all bins, for a device fall-back. On the CPU every path is computed regardless.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,8 +23,16 @@ from numba import njit
 
 from .paths import PathTable
 
-__all__ = ["BIN_CAPACITY", "METHODS", "next_fit", "first_fit_decreasing",
-           "best_fit_decreasing", "bin_items", "PackedTable", "pack"]
+__all__ = [
+    "BIN_CAPACITY",
+    "METHODS",
+    "next_fit",
+    "first_fit_decreasing",
+    "best_fit_decreasing",
+    "bin_items",
+    "PackedTable",
+    "pack",
+]
 
 BIN_CAPACITY = 32
 
@@ -149,9 +158,14 @@ def best_fit_decreasing(sizes, capacity: int = BIN_CAPACITY) -> np.ndarray:
     return _best_fit(sizes, _decreasing(sizes), int(capacity))
 
 
-METHODS = {"next_fit": next_fit, "first_fit_decreasing": first_fit_decreasing,
-           "best_fit_decreasing": best_fit_decreasing,
-           "nf": next_fit, "ffd": first_fit_decreasing, "bfd": best_fit_decreasing}
+METHODS = {
+    "next_fit": next_fit,
+    "first_fit_decreasing": first_fit_decreasing,
+    "best_fit_decreasing": best_fit_decreasing,
+    "nf": next_fit,
+    "ffd": first_fit_decreasing,
+    "bfd": best_fit_decreasing,
+}
 
 
 def bin_items(sizes, method: str = "best_fit_decreasing", capacity: int = BIN_CAPACITY):
@@ -159,8 +173,7 @@ def bin_items(sizes, method: str = "best_fit_decreasing", capacity: int = BIN_CA
     try:
         fn = METHODS[method]
     except KeyError:
-        raise ValueError(f"unknown bin packing method {method!r}; expected one of "
-                         f"{sorted(set(METHODS))}") from None
+        raise ValueError(f"unknown bin packing method {method!r}; expected one of {sorted(set(METHODS))}") from None
     sizes = _sizes(sizes)
     bins = fn(sizes, capacity)
     packed = bins >= 0
@@ -211,12 +224,10 @@ class PackedTable:
         return self.table.n_paths
 
 
-def pack(table: PathTable, method: str = "best_fit_decreasing",
-         capacity: int = BIN_CAPACITY) -> PackedTable:
+def pack(table: PathTable, method: str = "best_fit_decreasing", capacity: int = BIN_CAPACITY) -> PackedTable:
     """Pack the paths of ``table`` into bins of ``capacity`` lanes (see module docstring)."""
     sizes = table.path_lengths.astype(np.int64)
-    bins, n_bins, util = bin_items(sizes, method, capacity) if table.n_paths else \
-        (np.empty(0, np.int32), 0, 1.0)
+    bins, n_bins, util = bin_items(sizes, method, capacity) if table.n_paths else (np.empty(0, np.int32), 0, 1.0)
     key = np.where(bins >= 0, bins, np.iinfo(np.int32).max).astype(np.int64)
     order = np.argsort(key, kind="stable")
     new = table.select_paths(order)
@@ -227,10 +238,19 @@ def pack(table: PathTable, method: str = "best_fit_decreasing",
     bin_offsets = np.zeros(n_bins + 1, dtype=np.int64)
     np.cumsum(counts, out=bin_offsets[1:])
     idx = np.arange(new.n_elements, dtype=np.int64)
-    lane = np.where(element_bin >= 0, idx - bin_offsets[np.maximum(element_bin, 0)],
-                    idx - np.repeat(new.path_offsets[:-1], lengths))
-    return PackedTable(table=new, method=method, capacity=int(capacity), n_bins=n_bins,
-                       utilisation=util, bin_offsets=bin_offsets, element_bin=element_bin,
-                       element_lane=lane.astype(np.int32), path_bin=path_bin,
-                       original_path=order.astype(np.int32),
-                       oversize_paths=np.flatnonzero(path_bin < 0).astype(np.int32))
+    lane = np.where(
+        element_bin >= 0, idx - bin_offsets[np.maximum(element_bin, 0)], idx - np.repeat(new.path_offsets[:-1], lengths)
+    )
+    return PackedTable(
+        table=new,
+        method=method,
+        capacity=int(capacity),
+        n_bins=n_bins,
+        utilisation=util,
+        bin_offsets=bin_offsets,
+        element_bin=element_bin,
+        element_lane=lane.astype(np.int32),
+        path_bin=path_bin,
+        original_path=order.astype(np.int32),
+        oversize_paths=np.flatnonzero(path_bin < 0).astype(np.int32),
+    )

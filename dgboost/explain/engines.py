@@ -8,6 +8,7 @@ is :class:`CpuEngine` here (the Numba kernels of :mod:`dgboost.explain.treeshap`
 :mod:`dgboost.explain.interventional`), the GPU's lives with the CUDA backend and runs the
 same kernels with one thread per row (bitwise the CPU's values).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -68,8 +69,7 @@ class CpuEngine:
 
     def leaves(self, ensemble, rows):
         """int32 (n, T) local node ids of the leaf each row of ``rows`` (float32 (n, F)) reaches."""
-        return self.backend.predict_leaf(ensemble, np.ascontiguousarray(to_host(rows), np.float32), 0,
-                                         ensemble.n_trees)
+        return self.backend.predict_leaf(ensemble, np.ascontiguousarray(to_host(rows), np.float32), 0, ensemble.n_trees)
 
     def margins(self, ensemble, rows):
         """The model's raw output, float64 (n, k)."""

@@ -25,7 +25,8 @@ class probabilities for scikit-learn tree / forest classifiers.
 
 ``feature_perturbation``: ``"tree_path_dependent"`` (the covers recorded in the trees
 stand for the background; with ``data`` given, the covers are recounted from ``data``,
-as shap does, unreached nodes getting a cover of 1e-6 like shap's), ``"interventional"`` (average over the background ``data``), or
+as shap does, unreached nodes getting a cover of 1e-6 like shap's), ``"interventional"`` (average over
+the background ``data``), or
 ``"auto"``: interventional when ``data`` is given, else tree-path-dependent.
 ``algorithm`` (path-dependent values): ``"table"`` (precomputed Shapley weight tables per
 path, O(depth) per row and path, where they fit a memory budget), ``"path"`` (per-row
@@ -37,12 +38,12 @@ per explainer.
 Rows are processed in blocks; a progress line on stderr shows for ``progress=True`` (or
 by default when stderr is a terminal and there are at least :data:`PROGRESS_MIN_ROWS` rows).
 """
+
 from __future__ import annotations
 
 import functools
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -97,9 +98,10 @@ class _Progress:
         elapsed = max(now - self.start, 1e-9)
         rate = done / elapsed
         eta = (self.total - done) / rate if rate > 0 else float("inf")
-        text = (f"{self.label}: {done:,}/{self.total:,} rows ({100.0 * done / self.total:.0f}%), "
-                f"{rate:,.0f} rows/s, " + (f"ETA {eta:.0f} s" if done < self.total
-                                           else f"done in {elapsed:.1f} s"))
+        text = (
+            f"{self.label}: {done:,}/{self.total:,} rows ({100.0 * done / self.total:.0f}%), "
+            f"{rate:,.0f} rows/s, " + (f"ETA {eta:.0f} s" if done < self.total else f"done in {elapsed:.1f} s")
+        )
         if self.tty:
             self.stream.write("\r" + text + ("\n" if done >= self.total else ""))
         else:
@@ -144,8 +146,9 @@ def _check_numeric_frame(X, what: str) -> None:
 
     for col, dt in zip(X.columns, X.dtypes):
         if not (pd.api.types.is_numeric_dtype(dt) or pd.api.types.is_bool_dtype(dt)):
-            raise DGBoostTypeError(f"{what} column {col!r} has dtype {dt}: expected numbers "
-                                   "(encode categories as numbers first)")
+            raise DGBoostTypeError(
+                f"{what} column {col!r} has dtype {dt}: expected numbers (encode categories as numbers first)"
+            )
 
 
 def _float64_matrix(X, what: str) -> tuple[np.ndarray, list | None]:
@@ -231,50 +234,68 @@ class TreeExplainer:
 
     max_batch_bytes: int | None = None  # also for explainers pickled before it existed
 
-    def __init__(self, model: Any, data: Any = None, feature_perturbation: str = "auto",
-                 algorithm: str = "auto", device: str | Device = "cpu", *, model_output: str = "raw",
-                 feature_names: Sequence[str] | None = None, progress: bool | None = None,
-                 max_table_bytes: int | None = None, max_batch_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        data: Any = None,
+        feature_perturbation: str = "auto",
+        algorithm: str = "auto",
+        device: str | Device = "cpu",
+        *,
+        model_output: str = "raw",
+        feature_names: Sequence[str] | None = None,
+        progress: bool | None = None,
+        max_table_bytes: int | None = None,
+        max_batch_bytes: int | None = None,
+    ) -> None:
         if feature_perturbation not in _PERTURBATIONS:
-            raise DGBoostValueError(f"feature_perturbation must be one of {_PERTURBATIONS}, got "
-                                    f"{feature_perturbation!r}")
+            raise DGBoostValueError(
+                f"feature_perturbation must be one of {_PERTURBATIONS}, got {feature_perturbation!r}"
+            )
         if algorithm not in _ALGORITHMS:
             raise DGBoostValueError(f"algorithm must be one of {_ALGORITHMS}, got {algorithm!r}")
         if model_output not in ("raw", "margin", "probability"):
             raise DGBoostValueError(
                 f"model_output={model_output!r} is not supported: TreeExplainer explains the raw "
                 "model output (margins for boosting, probabilities for sklearn tree classifiers), "
-                "or with model_output='probability' the probability of a logistic model")
+                "or with model_output='probability' the probability of a logistic model"
+            )
         self.device = resolve_device(device)
         self._budget_given = max_table_bytes is not None
         self._kernels = get_backend(self.device).shap_engine(max_table_bytes)
         self.max_table_bytes = self._kernels.max_table_bytes
-        if max_batch_bytes is not None and not (isinstance(max_batch_bytes, (int, np.integer))
-                                                and not isinstance(max_batch_bytes, bool) and max_batch_bytes >= 1):
+        if max_batch_bytes is not None and not (
+            isinstance(max_batch_bytes, (int, np.integer))
+            and not isinstance(max_batch_bytes, bool)
+            and max_batch_bytes >= 1
+        ):
             raise DGBoostValueError(f"max_batch_bytes must be a positive number of bytes, got {max_batch_bytes!r}")
         self.max_batch_bytes = None if max_batch_bytes is None else int(max_batch_bytes)
         if feature_perturbation == "auto":
             feature_perturbation = "interventional" if data is not None else "tree_path_dependent"
         if feature_perturbation == "interventional" and data is None:
-            raise DGBoostValueError("feature_perturbation='interventional' needs background data "
-                                    "(data=...)")
+            raise DGBoostValueError("feature_perturbation='interventional' needs background data (data=...)")
         self.feature_perturbation = feature_perturbation
         self.algorithm = "table" if algorithm == "auto" else algorithm
         self._interaction_method = None if algorithm == "auto" else algorithm
         self.model_output = "probability" if model_output == "probability" else "raw"
         if self.model_output == "probability" and feature_perturbation != "interventional":
-            raise DGBoostValueError("model_output='probability' needs feature_perturbation='interventional' "
-                                    "and background data (as in shap): path-dependent SHAP explains margins")
+            raise DGBoostValueError(
+                "model_output='probability' needs feature_perturbation='interventional' "
+                "and background data (as in shap): path-dependent SHAP explains margins"
+            )
         self.progress = progress
 
         ensemble, meta = to_ensemble(model)
         self.meta = meta
         if self.model_output == "probability" and (
-                ensemble.n_groups != 1 or str(meta.get("objective")) not in _LOGISTIC_OBJECTIVES):
+            ensemble.n_groups != 1 or str(meta.get("objective")) not in _LOGISTIC_OBJECTIVES
+        ):
             raise DGBoostValueError(
                 "model_output='probability' explains sigmoid(margin): it needs a model with one output and a "
                 f"logistic objective ({', '.join(sorted(_LOGISTIC_OBJECTIVES))}), got objective "
-                f"{meta.get('objective')!r} with {ensemble.n_groups} output(s)")
+                f"{meta.get('objective')!r} with {ensemble.n_groups} output(s)"
+            )
         self._encoder = meta.get("input_encoder")
         self.n_outputs = int(ensemble.n_groups)
         self.n_features = int(meta.get("num_feature") or 0)
@@ -301,8 +322,9 @@ class TreeExplainer:
             self.table = extract_paths(ensemble)
         self.ensemble = ensemble
         if self.n_features and self.table.n_features > self.n_features:
-            raise DGBoostValueError(f"the model splits on feature {self.table.n_features - 1} but "
-                                    f"declares {self.n_features} features")
+            raise DGBoostValueError(
+                f"the model splits on feature {self.table.n_features - 1} but declares {self.n_features} features"
+            )
         self._weight_tables = None
 
         if feature_perturbation == "interventional":
@@ -383,27 +405,37 @@ class TreeExplainer:
             raise DGBoostValueError(f"{what} contains infinite values (first at row {r}, column {c})")
         F = values.shape[1]
         if self.n_features and F != self.n_features:
-            raise DGBoostValueError(f"{what} has {F} columns but the model has {self.n_features} "
-                                    "features")
+            raise DGBoostValueError(f"{what} has {F} columns but the model has {self.n_features} features")
         if not self.n_features and F < self._table_n_features():
-            raise DGBoostValueError(f"{what} has {F} columns but the model splits on feature "
-                                    f"{self._table_n_features() - 1}")
+            raise DGBoostValueError(
+                f"{what} has {F} columns but the model splits on feature {self._table_n_features() - 1}"
+            )
         model_names = self._model_names
-        if names is not None and model_names and not _is_default_names(model_names) \
-                and list(names) != list(model_names):
+        if (
+            names is not None
+            and model_names
+            and not _is_default_names(model_names)
+            and list(names) != list(model_names)
+        ):
             missing = [m for m in model_names if m not in names][:3]
             extra = [m for m in names if m not in model_names][:3]
-            detail = "same names in another order" if not missing and not extra else \
-                f"missing {missing}, unexpected {extra}"
+            detail = (
+                "same names in another order" if not missing and not extra else f"missing {missing}, unexpected {extra}"
+            )
             raise DGBoostValueError(f"{what} columns differ from the model's feature names: {detail}")
         bg = self._data_names
-        if names is not None and bg is not None and what != "background data" \
-                and list(names) != list(bg) and not model_names:
-            raise DGBoostValueError(f"{what} columns {list(names)[:5]}... differ from the "
-                                    f"background data's {list(bg)[:5]}...")
+        if (
+            names is not None
+            and bg is not None
+            and what != "background data"
+            and list(names) != list(bg)
+            and not model_names
+        ):
+            raise DGBoostValueError(
+                f"{what} columns {list(names)[:5]}... differ from the background data's {list(bg)[:5]}..."
+            )
         if self.data is not None and what != "background data" and F != self.data.shape[1]:
-            raise DGBoostValueError(f"{what} has {F} columns, the background data has "
-                                    f"{self.data.shape[1]}")
+            raise DGBoostValueError(f"{what} has {F} columns, the background data has {self.data.shape[1]}")
         return values, names
 
     def _table_n_features(self) -> int:
@@ -439,9 +471,12 @@ class TreeExplainer:
         rows = self._engine_rows(data_values)
         leaves = self._leaves(rows, ensemble)
         cover = np.zeros(ensemble.n_nodes, dtype=np.float64)
-        _count_covers(np.ascontiguousarray(ensemble.parent, np.int64),
-                      np.ascontiguousarray(ensemble.offsets(), np.int64),
-                      np.ascontiguousarray(leaves, np.int64), cover)
+        _count_covers(
+            np.ascontiguousarray(ensemble.parent, np.int64),
+            np.ascontiguousarray(ensemble.offsets(), np.int64),
+            np.ascontiguousarray(leaves, np.int64),
+            cover,
+        )
         cover[cover == 0.0] = 1e-6
         out = ensemble.copy()
         out.arrays["cover"] = cover
@@ -521,15 +556,17 @@ class TreeExplainer:
         """Run the engine over row chunks, handing each (r0, r1, result) to ``write``."""
         n = rows.shape[0]
         chunk = self._chunk_rows(interactions)
-        bar = _Progress(n, _progress_enabled(self.progress if progress is None else progress, n),
-                        "SHAP interaction values" if interactions else "SHAP values")
+        bar = _Progress(
+            n,
+            _progress_enabled(self.progress if progress is None else progress, n),
+            "SHAP interaction values" if interactions else "SHAP values",
+        )
         for r0 in range(0, n, chunk):
             r1 = min(n, r0 + chunk)
             write(r0, r1, self._engine(rows[r0:r1], interactions))
             bar.update(r1)
 
-    def contributions(self, X: Any, *, interactions: bool = False, progress: bool | None = None
-                      ) -> np.ndarray:
+    def contributions(self, X: Any, *, interactions: bool = False, progress: bool | None = None) -> np.ndarray:
         """Engine layout, float64: ``(n, k, F + 1)`` (bias last) or, with ``interactions``,
         ``(n, k, F + 1, F + 1)``. Rows sum to the model's raw output."""
         if interactions:
@@ -544,16 +581,18 @@ class TreeExplainer:
 
         def write(r0, r1, res):
             out[r0:r1] = res
+
         self._run(rows, interactions, progress, write)
         return out
 
     def _check_interactions(self) -> None:
         if self.feature_perturbation != "tree_path_dependent":
-            raise DGBoostValueError("SHAP interaction values are only defined here for "
-                                    "feature_perturbation='tree_path_dependent' (as in shap)")
+            raise DGBoostValueError(
+                "SHAP interaction values are only defined here for "
+                "feature_perturbation='tree_path_dependent' (as in shap)"
+            )
 
-    def shap_values(self, X: Any, *, check_additivity: bool = True, progress: bool | None = None
-                    ) -> np.ndarray:
+    def shap_values(self, X: Any, *, check_additivity: bool = True, progress: bool | None = None) -> np.ndarray:
         """SHAP values, float64 ``(n, F)`` for one output, ``(n, F, k)`` for k outputs (bias
         not included: see :attr:`expected_value`); a 1-D ``X`` gives ``(F,)`` / ``(F, k)``.
 
@@ -575,6 +614,7 @@ class TreeExplainer:
             out[r0:r1] = xp.moveaxis(res[:, :, :F], 1, 2)
             if total is not None:
                 total[r0:r1] = res.sum(axis=2)
+
         self._run(rows, False, progress, write)
         if check_additivity:
             self._check_sums(total, values)
@@ -591,7 +631,8 @@ class TreeExplainer:
             r, g = np.unravel_index(int(xp.argmax(err)), err.shape)
             raise AdditivityError(
                 f"SHAP values do not add up to the model output for row {r} (output {g}): "
-                f"{float(total[r, g]):.9g} vs {float(margin[r, g]):.9g}; please report this with the model")
+                f"{float(total[r, g]):.9g} vs {float(margin[r, g]):.9g}; please report this with the model"
+            )
 
     def shap_interaction_values(self, X: Any, *, progress: bool | None = None) -> np.ndarray:
         """SHAP interaction values, float64 ``(n, F, F)`` or ``(n, F, F, k)``; rows sum to
@@ -608,6 +649,7 @@ class TreeExplainer:
 
         def write(r0, r1, res):
             out[r0:r1] = xp.moveaxis(res[:, :, :F, :F], 1, 3)
+
         self._run(rows, True, progress, write)
         out = out.reshape(n, F, F) if G == 1 else out
         return out[0] if flat else out
@@ -634,8 +676,7 @@ class TreeExplainer:
             return cudf.DataFrame({c: out[:, i] for i, c in enumerate(cols)}, index=index)
         return pd.DataFrame(to_host(out), columns=cols, index=index)
 
-    def __call__(self, X, *, interactions: bool = False, check_additivity: bool = True,
-                 progress: bool | None = None):
+    def __call__(self, X, *, interactions: bool = False, check_additivity: bool = True, progress: bool | None = None):
         """A ``shap.Explanation`` (or :class:`Explanation` without shap) for ``X``, ready for
         ``shap.plots.beeswarm`` / ``waterfall``."""
         if interactions:
@@ -673,7 +714,9 @@ class TreeExplainer:
         import hashlib
 
         digest = hashlib.sha256(self.table.fingerprint.encode())
-        digest.update(f"{self.feature_perturbation}|{self.algorithm}|{self.max_table_bytes}|{self.model_output}".encode())
+        digest.update(
+            f"{self.feature_perturbation}|{self.algorithm}|{self.max_table_bytes}|{self.model_output}".encode()
+        )
         if self.data is not None:
             digest.update(np.ascontiguousarray(to_host(self.data)).tobytes())
         return digest.hexdigest()
@@ -695,6 +738,8 @@ class TreeExplainer:
         self._kernels = get_backend(self.device).shap_engine(self.max_table_bytes)  # the fingerprint's budget
 
     def __repr__(self) -> str:
-        return (f"TreeExplainer({self.meta.get('source')} {self.meta.get('model_type')}, "
-                f"{self.ensemble.n_trees} trees, {self.n_outputs} output(s), "
-                f"feature_perturbation={self.feature_perturbation!r}, algorithm={self.algorithm!r})")
+        return (
+            f"TreeExplainer({self.meta.get('source')} {self.meta.get('model_type')}, "
+            f"{self.ensemble.n_trees} trees, {self.n_outputs} output(s), "
+            f"feature_perturbation={self.feature_perturbation!r}, algorithm={self.algorithm!r})"
+        )

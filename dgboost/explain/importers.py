@@ -46,6 +46,7 @@ Unsupported models or model features raise :class:`UnsupportedModelError` (a
 :class:`~dgboost.errors.DGBoostTypeError`) or :class:`~dgboost.errors.ModelFormatError`
 naming what is not supported, never wrong numbers.
 """
+
 from __future__ import annotations
 
 import os
@@ -145,7 +146,8 @@ def _encode_splits(trees: list[dict], n_features: int) -> ThresholdEncoder:
                 if mtypes[f] not in (-1, k):
                     raise UnsupportedModelError(
                         f"feature {f} is split with different missing-value rules in different "
-                        "nodes; this model cannot be explained exactly")
+                        "nodes; this model cannot be explained exactly"
+                    )
                 mtypes[f] = k
     thresholds = [np.unique(np.concatenate(p)) if p else np.empty(0) for p in per_feature]
     for t in trees:
@@ -155,8 +157,9 @@ def _encode_splits(trees: list[dict], n_features: int) -> ThresholdEncoder:
             f = t["feature"][i]
             sv[i] = np.float32(np.searchsorted(thresholds[f], t["threshold"][i]) + 0.5)
         t["split_value"] = sv
-    return ThresholdEncoder(thresholds=thresholds,
-                            missing_type=np.where(mtypes < 0, _MISSING_NAN, mtypes).astype(np.int8))
+    return ThresholdEncoder(
+        thresholds=thresholds, missing_type=np.where(mtypes < 0, _MISSING_NAN, mtypes).astype(np.int8)
+    )
 
 
 def _parents(left: np.ndarray, right: np.ndarray) -> np.ndarray:
@@ -177,10 +180,17 @@ def _tree(left, right, feature, split_value, default_left, cover, value, gain=No
     inner = ~leaf
     if np.any((left[inner] >= n) | (right[inner] < 0) | (right[inner] >= n)):
         raise ModelFormatError("a tree has child indices out of range")
-    return Tree(left=left, right=np.where(leaf, -1, right), parent=_parents(left, right),
-                feature=np.where(leaf, -1, feature), split_value=np.where(leaf, 0, split_value),
-                default_left=np.where(leaf, 0, default_left),
-                gain=np.zeros(n) if gain is None else gain, cover=cover, value=value)
+    return Tree(
+        left=left,
+        right=np.where(leaf, -1, right),
+        parent=_parents(left, right),
+        feature=np.where(leaf, -1, feature),
+        split_value=np.where(leaf, 0, split_value),
+        default_left=np.where(leaf, 0, default_left),
+        gain=np.zeros(n) if gain is None else gain,
+        cover=cover,
+        value=value,
+    )
 
 
 def _tree_range(n_trees: int, rounds, per_round: int) -> tuple[int, int]:
@@ -195,16 +205,33 @@ def _slice(ensemble: Ensemble, t0: int, t1: int) -> Ensemble:
     return ensemble if (t0, t1) == (0, ensemble.n_trees) else ensemble.slice(t0, t1)
 
 
-def _meta(source: str, model, ensemble: Ensemble, *, objective=None, output="margin",
-          num_feature=0, feature_names=None, output_names=None, encoder=None, extra=None) -> dict:
+def _meta(
+    source: str,
+    model,
+    ensemble: Ensemble,
+    *,
+    objective=None,
+    output="margin",
+    num_feature=0,
+    feature_names=None,
+    output_names=None,
+    encoder=None,
+    extra=None,
+) -> dict:
     meta = dict(extra or {})
-    meta.update({
-        "source": source, "model_type": f"{type(model).__module__}.{type(model).__name__}",
-        "objective": objective, "output": output, "num_feature": int(num_feature or 0),
-        "feature_names": None if feature_names is None else [str(n) for n in feature_names],
-        "output_names": None if output_names is None else list(output_names),
-        "input_encoder": encoder, "n_outputs": ensemble.n_groups,
-    })
+    meta.update(
+        {
+            "source": source,
+            "model_type": f"{type(model).__module__}.{type(model).__name__}",
+            "objective": objective,
+            "output": output,
+            "num_feature": int(num_feature or 0),
+            "feature_names": None if feature_names is None else [str(n) for n in feature_names],
+            "output_names": None if output_names is None else list(output_names),
+            "input_encoder": encoder,
+            "n_outputs": ensemble.n_groups,
+        }
+    )
     return meta
 
 
@@ -216,21 +243,32 @@ def _from_dgboost_booster(booster, model=None, rounds=None) -> tuple[Ensemble, d
     t0, t1 = _tree_range(booster.ensemble.n_trees, rounds, per)
     ens = _slice(booster.ensemble, t0, t1)
     m = booster.meta
-    return ens, _meta("dgboost", model if model is not None else booster, ens,
-                      objective=m.get("objective"), num_feature=booster.num_features(),
-                      feature_names=m.get("feature_names"),
-                      output_names=getattr(model, "classes_", None) if ens.n_groups > 1 else None,
-                      extra={"booster_meta": m, "booster": booster, "tree_range": (t0, t1)})
+    return ens, _meta(
+        "dgboost",
+        model if model is not None else booster,
+        ens,
+        objective=m.get("objective"),
+        num_feature=booster.num_features(),
+        feature_names=m.get("feature_names"),
+        output_names=getattr(model, "classes_", None) if ens.n_groups > 1 else None,
+        extra={"booster_meta": m, "booster": booster, "tree_range": (t0, t1)},
+    )
 
 
-def _from_model_io(ensemble: Ensemble, meta: dict, model, source: str,
-                   rounds=None) -> tuple[Ensemble, dict]:
+def _from_model_io(ensemble: Ensemble, meta: dict, model, source: str, rounds=None) -> tuple[Ensemble, dict]:
     per = trees_per_round(meta, ensemble.n_groups)
     ens = _slice(ensemble, *_tree_range(ensemble.n_trees, rounds, per))
     names = getattr(model, "classes_", None) if ens.n_groups > 1 else None
-    return ens, _meta(source, model, ens, objective=meta.get("objective"),
-                      num_feature=meta.get("num_feature"), feature_names=meta.get("feature_names"),
-                      output_names=names, extra={"booster_meta": meta})
+    return ens, _meta(
+        source,
+        model,
+        ens,
+        objective=meta.get("objective"),
+        num_feature=meta.get("num_feature"),
+        feature_names=meta.get("feature_names"),
+        output_names=names,
+        extra={"booster_meta": meta},
+    )
 
 
 def _from_xgboost(model) -> tuple[Ensemble, dict]:
@@ -270,11 +308,11 @@ def _from_path(path) -> tuple[Ensemble, dict]:
         try:
             import lightgbm
         except ImportError:
-            raise UnsupportedModelError(f"{path} looks like a LightGBM model; reading it needs "
-                                        "lightgbm (pip install lightgbm)") from None
+            raise UnsupportedModelError(
+                f"{path} looks like a LightGBM model; reading it needs lightgbm (pip install lightgbm)"
+            ) from None
         return _from_lightgbm(lightgbm.Booster(model_file=path))
-    raise ModelFormatError(f"{path} is neither a dgboost/XGBoost JSON model nor a LightGBM "
-                           "text model")
+    raise ModelFormatError(f"{path} is neither a dgboost/XGBoost JSON model nor a LightGBM text model")
 
 
 def _from_dict(d: dict, model) -> tuple[Ensemble, dict]:
@@ -288,8 +326,7 @@ def _from_dict(d: dict, model) -> tuple[Ensemble, dict]:
         source = "dgboost" if d.get("format") == FORMAT_NAME or EXTENSION_KEY in d else "xgboost"
         ens, meta = model_from_parsed_json(d, "the model")
         return _from_model_io(ens, meta, model, source)
-    raise ModelFormatError("the dict is not a dgboost/XGBoost JSON model nor a LightGBM "
-                           "dump_model() dict")
+    raise ModelFormatError("the dict is not a dgboost/XGBoost JSON model nor a LightGBM dump_model() dict")
 
 
 # ---------------------------------------------------------------------------------------
@@ -304,8 +341,9 @@ def _lgb_tree(info: dict, where: str) -> dict:
     if not isinstance(root, dict):
         raise ModelFormatError(f"{where}: no tree_structure")
     if info.get("num_cat", 0):
-        raise UnsupportedModelError(f"{where}: categorical splits are not supported "
-                                    "(train without categorical_feature to explain exactly)")
+        raise UnsupportedModelError(
+            f"{where}: categorical splits are not supported (train without categorical_feature to explain exactly)"
+        )
     nodes: list[dict] = []
     left: list[int] = []
     right: list[int] = []
@@ -334,8 +372,9 @@ def _lgb_tree(info: dict, where: str) -> dict:
     for i, node in enumerate(nodes):
         if "split_index" in node:
             if node.get("decision_type", "<=") != "<=" or isinstance(node.get("threshold"), str):
-                raise UnsupportedModelError(f"{where}: categorical split at node "
-                                            f"{node['split_index']} is not supported")
+                raise UnsupportedModelError(
+                    f"{where}: categorical split at node {node['split_index']} is not supported"
+                )
             feature[i] = int(node["split_feature"])
             threshold[i] = float(node["threshold"])
             mt = node.get("missing_type", "None")
@@ -349,9 +388,17 @@ def _lgb_tree(info: dict, where: str) -> dict:
         else:
             cover[i] = float(node.get("leaf_count", 0))
             value[i] = float(node["leaf_value"])
-    return {"left": np.asarray(left, np.int32), "right": np.asarray(right, np.int32),
-            "feature": feature, "threshold": threshold, "missing_type": mtype,
-            "default_left": dleft, "cover": cover, "value": value, "gain": gain}
+    return {
+        "left": np.asarray(left, np.int32),
+        "right": np.asarray(right, np.int32),
+        "feature": feature,
+        "threshold": threshold,
+        "missing_type": mtype,
+        "default_left": dleft,
+        "cover": cover,
+        "value": value,
+        "gain": gain,
+    }
 
 
 def _from_lightgbm_dump(d: dict, model) -> tuple[Ensemble, dict]:
@@ -366,12 +413,31 @@ def _from_lightgbm_dump(d: dict, model) -> tuple[Ensemble, dict]:
     # is the sum of the trees; LightGBM's predict() divides it by the number of iterations)
     ens = Ensemble(per_iter, 0.0)
     for i, t in enumerate(trees):
-        ens.append(_tree(t["left"], t["right"], t["feature"], t["split_value"], t["default_left"],
-                         t["cover"], t["value"].astype(np.float32), t["gain"]), i % per_iter)
+        ens.append(
+            _tree(
+                t["left"],
+                t["right"],
+                t["feature"],
+                t["split_value"],
+                t["default_left"],
+                t["cover"],
+                t["value"].astype(np.float32),
+                t["gain"],
+            ),
+            i % per_iter,
+        )
     objective = str(d.get("objective", "")).split(" ")[0] or None
     names = getattr(model, "classes_", None) if per_iter > 1 else None
-    return ens, _meta("lightgbm", model, ens, objective=objective, num_feature=n_features,
-                      feature_names=d.get("feature_names"), output_names=names, encoder=encoder)
+    return ens, _meta(
+        "lightgbm",
+        model,
+        ens,
+        objective=objective,
+        num_feature=n_features,
+        feature_names=d.get("feature_names"),
+        output_names=names,
+        encoder=encoder,
+    )
 
 
 def _from_lightgbm(model) -> tuple[Ensemble, dict]:
@@ -393,8 +459,14 @@ def _sk_tree_arrays(tree_):
     right = tree_.children_right.astype(np.int32)
     mgl = getattr(tree_, "missing_go_to_left", None)
     dleft = np.ones_like(left, dtype=np.uint8) if mgl is None else np.asarray(mgl, np.uint8)
-    return (left, right, tree_.feature.astype(np.int64), sklearn_split_values(tree_.threshold),
-            dleft, tree_.weighted_n_node_samples.astype(np.float64))
+    return (
+        left,
+        right,
+        tree_.feature.astype(np.int64),
+        sklearn_split_values(tree_.threshold),
+        dleft,
+        tree_.weighted_n_node_samples.astype(np.float64),
+    )
 
 
 def _sk_trees(estimator, values_of, scale: float):
@@ -403,8 +475,9 @@ def _sk_trees(estimator, values_of, scale: float):
     t = estimator.tree_
     left, right, feature, sv, dleft, cover = _sk_tree_arrays(t)
     vals = values_of(t) * scale
-    return [(_tree(left, right, feature, sv, dleft, cover, vals[:, g].astype(np.float32)), g)
-            for g in range(vals.shape[1])]
+    return [
+        (_tree(left, right, feature, sv, dleft, cover, vals[:, g].astype(np.float32)), g) for g in range(vals.shape[1])
+    ]
 
 
 def _class_fractions(tree_) -> np.ndarray:
@@ -438,9 +511,16 @@ def _from_sklearn_forest(model, estimators, classifier: bool) -> tuple[Ensemble,
     ens = Ensemble(n_groups, 0.0)
     for est in estimators:
         ens.extend(_sk_trees(est, values_of, scale))
-    return ens, _meta("sklearn", model, ens, objective=getattr(model, "criterion", None),
-                      output=output, num_feature=_n_features_in(model),
-                      feature_names=getattr(model, "feature_names_in_", None), output_names=names)
+    return ens, _meta(
+        "sklearn",
+        model,
+        ens,
+        objective=getattr(model, "criterion", None),
+        output=output,
+        num_feature=_n_features_in(model),
+        feature_names=getattr(model, "feature_names_in_", None),
+        output_names=names,
+    )
 
 
 def _gb_init_margin(model, n_groups: int) -> np.ndarray:
@@ -449,8 +529,10 @@ def _gb_init_margin(model, n_groups: int) -> np.ndarray:
         return np.zeros(n_groups)
     kind = type(init).__name__
     if kind not in ("DummyRegressor", "DummyClassifier"):
-        raise UnsupportedModelError(f"GradientBoosting with init estimator {kind} is not supported "
-                                    "(only the default DummyRegressor/DummyClassifier or 'zero')")
+        raise UnsupportedModelError(
+            f"GradientBoosting with init estimator {kind} is not supported "
+            "(only the default DummyRegressor/DummyClassifier or 'zero')"
+        )
     X0 = np.zeros((1, max(_n_features_in(model), 1)), dtype=np.float32)
     raw = np.asarray(model._raw_predict_init(X0), dtype=np.float64).reshape(-1)
     if raw.shape[0] != n_groups:
@@ -467,13 +549,20 @@ def _from_sklearn_gb(model) -> tuple[Ensemble, dict]:
     lr = float(model.learning_rate)
     for stage in est:
         for k, tree in enumerate(stage):
-            (t, _), = _sk_trees(tree, _regression_values, lr)
+            ((t, _),) = _sk_trees(tree, _regression_values, lr)
             ens.append(t, k)
     classifier = hasattr(model, "classes_")
     names = list(model.classes_) if classifier and K > 1 else None
-    return ens, _meta("sklearn", model, ens, objective=getattr(model, "loss", None),
-                      output="margin" if classifier else "raw", num_feature=_n_features_in(model),
-                      feature_names=getattr(model, "feature_names_in_", None), output_names=names)
+    return ens, _meta(
+        "sklearn",
+        model,
+        ens,
+        objective=getattr(model, "loss", None),
+        output="margin" if classifier else "raw",
+        num_feature=_n_features_in(model),
+        feature_names=getattr(model, "feature_names_in_", None),
+        output_names=names,
+    )
 
 
 def _from_sklearn_hgb(model) -> tuple[Ensemble, dict]:
@@ -493,27 +582,47 @@ def _from_sklearn_hgb(model) -> tuple[Ensemble, dict]:
             if categorical is not None and np.any(categorical & ~nodes["is_leaf"].astype(bool)):
                 raise UnsupportedModelError("HistGradientBoosting with categorical splits is not supported")
             leaf = nodes["is_leaf"].astype(bool)
-            trees.append({
-                "left": np.where(leaf, -1, nodes["left"].astype(np.int64)).astype(np.int32),
-                "right": np.where(leaf, -1, nodes["right"].astype(np.int64)).astype(np.int32),
-                "feature": np.where(leaf, -1, nodes["feature_idx"].astype(np.int64)),
-                "threshold": nodes["num_threshold"].astype(np.float64),
-                "missing_type": np.full(leaf.shape[0], _MISSING_NAN, np.int64),
-                "default_left": nodes["missing_go_to_left"].astype(np.uint8),
-                "cover": nodes["count"].astype(np.float64),
-                "value": nodes["value"].astype(np.float64)})
+            trees.append(
+                {
+                    "left": np.where(leaf, -1, nodes["left"].astype(np.int64)).astype(np.int32),
+                    "right": np.where(leaf, -1, nodes["right"].astype(np.int64)).astype(np.int32),
+                    "feature": np.where(leaf, -1, nodes["feature_idx"].astype(np.int64)),
+                    "threshold": nodes["num_threshold"].astype(np.float64),
+                    "missing_type": np.full(leaf.shape[0], _MISSING_NAN, np.int64),
+                    "default_left": nodes["missing_go_to_left"].astype(np.uint8),
+                    "cover": nodes["count"].astype(np.float64),
+                    "value": nodes["value"].astype(np.float64),
+                }
+            )
             groups.append(k)
     encoder = _encode_splits(trees, n_features)
     ens = Ensemble(K, base)
     for t, g in zip(trees, groups):
-        ens.append(_tree(t["left"], t["right"], t["feature"], t["split_value"], t["default_left"],
-                         t["cover"], t["value"].astype(np.float32)), g)
+        ens.append(
+            _tree(
+                t["left"],
+                t["right"],
+                t["feature"],
+                t["split_value"],
+                t["default_left"],
+                t["cover"],
+                t["value"].astype(np.float32),
+            ),
+            g,
+        )
     classifier = hasattr(model, "classes_")
     names = list(model.classes_) if classifier and K > 1 else None
-    return ens, _meta("sklearn", model, ens, objective=str(getattr(model, "loss", None)),
-                      output="margin" if classifier else "raw", num_feature=n_features,
-                      feature_names=getattr(model, "feature_names_in_", None), output_names=names,
-                      encoder=encoder)
+    return ens, _meta(
+        "sklearn",
+        model,
+        ens,
+        objective=str(getattr(model, "loss", None)),
+        output="margin" if classifier else "raw",
+        num_feature=n_features,
+        feature_names=getattr(model, "feature_names_in_", None),
+        output_names=names,
+        encoder=encoder,
+    )
 
 
 def _from_sklearn(model) -> tuple[Ensemble, dict]:
@@ -522,15 +631,25 @@ def _from_sklearn(model) -> tuple[Ensemble, dict]:
     from sklearn.utils.validation import check_is_fitted
 
     name = type(model).__name__
-    known = (skt.DecisionTreeRegressor, skt.DecisionTreeClassifier, skt.ExtraTreeRegressor,
-             skt.ExtraTreeClassifier, ske.RandomForestRegressor, ske.RandomForestClassifier,
-             ske.ExtraTreesRegressor, ske.ExtraTreesClassifier, ske.GradientBoostingRegressor,
-             ske.GradientBoostingClassifier, ske.HistGradientBoostingRegressor,
-             ske.HistGradientBoostingClassifier)
+    known = (
+        skt.DecisionTreeRegressor,
+        skt.DecisionTreeClassifier,
+        skt.ExtraTreeRegressor,
+        skt.ExtraTreeClassifier,
+        ske.RandomForestRegressor,
+        ske.RandomForestClassifier,
+        ske.ExtraTreesRegressor,
+        ske.ExtraTreesClassifier,
+        ske.GradientBoostingRegressor,
+        ske.GradientBoostingClassifier,
+        ske.HistGradientBoostingRegressor,
+        ske.HistGradientBoostingClassifier,
+    )
     if not isinstance(model, known):
         raise UnsupportedModelError(
             f"scikit-learn model {name} is not supported; supported are decision trees, random "
-            "forests, extra trees and (hist) gradient boosting regressors/classifiers")
+            "forests, extra trees and (hist) gradient boosting regressors/classifiers"
+        )
     try:
         check_is_fitted(model)
     except Exception as exc:  # noqa: BLE001 - NotFittedError
@@ -539,8 +658,7 @@ def _from_sklearn(model) -> tuple[Ensemble, dict]:
         return _from_sklearn_hgb(model)
     if isinstance(model, (ske.GradientBoostingRegressor, ske.GradientBoostingClassifier)):
         return _from_sklearn_gb(model)
-    classifier = isinstance(model, (skt.DecisionTreeClassifier, ske.RandomForestClassifier,
-                                    ske.ExtraTreesClassifier))
+    classifier = isinstance(model, (skt.DecisionTreeClassifier, ske.RandomForestClassifier, ske.ExtraTreesClassifier))
     estimators = list(model.estimators_) if hasattr(model, "estimators_") else [model]
     return _from_sklearn_forest(model, estimators, classifier)
 
@@ -562,8 +680,11 @@ class BoosterLike(Protocol):
 
 def _is_dgboost_booster(model) -> bool:
     """Whether ``model`` is a dgboost booster (see :class:`BoosterLike`)."""
-    return (isinstance(getattr(model, "ensemble", None), Ensemble) and isinstance(getattr(model, "meta", None), dict)
-            and callable(getattr(model, "num_features", None)))
+    return (
+        isinstance(getattr(model, "ensemble", None), Ensemble)
+        and isinstance(getattr(model, "meta", None), dict)
+        and callable(getattr(model, "num_features", None))
+    )
 
 
 def to_ensemble(model: Any) -> tuple[Ensemble, dict]:
@@ -625,7 +746,8 @@ def to_ensemble(model: Any) -> tuple[Ensemble, dict]:
         f"cannot explain a {type(model).__module__}.{type(model).__name__}: supported are dgboost "
         "Booster/estimators, xgboost Booster/XGB* estimators, lightgbm Booster/LGBM* estimators, "
         "scikit-learn decision trees, random forests, extra trees and gradient boosting, and "
-        "dgboost/XGBoost JSON or LightGBM model files")
+        "dgboost/XGBoost JSON or LightGBM model files"
+    )
 
 
 def _meta_only(ens: Ensemble) -> tuple[Ensemble, dict]:

@@ -21,6 +21,7 @@ kernels with one thread per row on a GPU; it takes the background's terms
 (:func:`background_terms`) and the logistic transform's sigmoids (:func:`sigmoid_values`) from
 here, so both devices give the same bits.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -32,9 +33,18 @@ from ..errors import DGBoostValueError
 from .paths import PathTable, as_path_table, element_is_on
 from .rows import prepare_rows
 
-__all__ = ["shap_values_interventional", "path_on_bits", "path_word_offsets", "background_terms",
-           "sigmoid_values", "shapley_weights", "table_weights", "check_transform", "check_background",
-           "TRANSFORMS"]
+__all__ = [
+    "shap_values_interventional",
+    "path_on_bits",
+    "path_word_offsets",
+    "background_terms",
+    "sigmoid_values",
+    "shapley_weights",
+    "table_weights",
+    "check_transform",
+    "check_background",
+    "TRANSFORMS",
+]
 
 #: output transforms explained per background row, as shap's ``model_output="probability"``
 TRANSFORMS = ("logistic",)
@@ -122,8 +132,7 @@ def _add_pair(xbits, r, rbitsT, q, full, s, w0, nw, feature, v, wtab, row):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _interventional_kernel(xbits, rbitsT, full, path_offsets, word_offsets, feature, path_v,
-                           path_group, wtab, out):
+def _interventional_kernel(xbits, rbitsT, full, path_offsets, word_offsets, feature, path_v, path_group, wtab, out):
     n = xbits.shape[0]
     n_ref = rbitsT.shape[1]
     n_paths = path_offsets.shape[0] - 1
@@ -214,8 +223,9 @@ def sigmoid_values(m: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _interventional_logistic_kernel(xbits, rbitsT, full, path_offsets, word_offsets, feature, path_v,
-                                    path_group, wtab, mx, mr, out):
+def _interventional_logistic_kernel(
+    xbits, rbitsT, full, path_offsets, word_offsets, feature, path_v, path_group, wtab, mx, mr, out
+):
     """Interventional SHAP values of sigmoid(margin), shap's rule: per background row q the
     margin values phi_q (which sum to mx - mr_q) are scaled by
     (sigmoid(mx) - sigmoid(mr_q)) / (mx - mr_q) (1 where the margins are equal), then averaged."""
@@ -232,8 +242,20 @@ def _interventional_logistic_kernel(xbits, rbitsT, full, path_offsets, word_offs
                 if path_offsets[p + 1] == s:
                     continue
                 w0 = word_offsets[p]
-                _add_pair(xbits, r, rbitsT, q, full, s, w0, word_offsets[p + 1] - w0, feature, path_v[p], wtab,
-                          tmp[path_group[p]])
+                _add_pair(
+                    xbits,
+                    r,
+                    rbitsT,
+                    q,
+                    full,
+                    s,
+                    w0,
+                    word_offsets[p + 1] - w0,
+                    feature,
+                    path_v[p],
+                    wtab,
+                    tmp[path_group[p]],
+                )
             for g in range(G):
                 a, b = mx[r, g], mr[q, g]
                 scale = 1.0 if a == b else (_sigmoid(a) - _sigmoid(b)) / (a - b)
@@ -273,8 +295,9 @@ def path_on_bits(table: PathTable, Xf: np.ndarray):
     """``(bits, word_offsets)``: per-row on-bits of every path (int64 words of 63 elements)."""
     word_offsets = path_word_offsets(table)
     bits = np.empty((Xf.shape[0], int(word_offsets[-1])), dtype=np.int64)
-    _on_bits(Xf, table.path_offsets, table.feature, table.lower, table.upper,
-             table.is_missing_branch, word_offsets, bits)
+    _on_bits(
+        Xf, table.path_offsets, table.feature, table.lower, table.upper, table.is_missing_branch, word_offsets, bits
+    )
     return bits, word_offsets
 
 
@@ -315,16 +338,17 @@ def background_terms(table: PathTable, Bf: np.ndarray, transform: str | None = N
     rbits, word_offsets = path_on_bits(table, Bf)
     rbitsT = np.ascontiguousarray(rbits.T)
     full = _full_words(table.path_offsets, word_offsets)
-    bias = table.base_margin + _background_mean(rbitsT, full, table.path_offsets, word_offsets,
-                                                table.path_v, table.path_group, table.n_groups)
+    bias = table.base_margin + _background_mean(
+        rbitsT, full, table.path_offsets, word_offsets, table.path_v, table.path_group, table.n_groups
+    )
     mr = None
     if transform is not None:
         mr = np.empty((Bf.shape[0], table.n_groups), dtype=np.float64)
-        _margins_from_bits(rbits, full, table.path_offsets, word_offsets, table.path_v, table.path_group,
-                           table.base_margin, mr)
+        _margins_from_bits(
+            rbits, full, table.path_offsets, word_offsets, table.path_v, table.path_group, table.base_margin, mr
+        )
         bias = (1.0 / (1.0 + np.exp(-mr))).mean(axis=0)
-    return {"rbits": rbits, "rbitsT": rbitsT, "word_offsets": word_offsets, "full": full, "mr": mr,
-            "bias": bias}
+    return {"rbits": rbits, "rbitsT": rbitsT, "word_offsets": word_offsets, "full": full, "mr": mr, "bias": bias}
 
 
 def shap_values_interventional(model: Any, X: Any, background: Any, transform: str | None = None) -> np.ndarray:
@@ -355,17 +379,38 @@ def shap_values_interventional(model: Any, X: Any, background: Any, transform: s
         # rows in chunks so their on-bit words stay around _CHUNK_BYTES
         chunk = max(1, min(n, _CHUNK_BYTES // (8 * max(int(word_offsets[-1]), 1))))
         for r0 in range(0, n, chunk):
-            xbits, _ = path_on_bits(table, Xf[r0:r0 + chunk])
+            xbits, _ = path_on_bits(table, Xf[r0 : r0 + chunk])
             if transform is None:
-                _interventional_kernel(xbits, rbitsT, full, table.path_offsets, word_offsets,
-                                       table.feature, table.path_v, table.path_group, wtab,
-                                       out[r0:r0 + chunk])
+                _interventional_kernel(
+                    xbits,
+                    rbitsT,
+                    full,
+                    table.path_offsets,
+                    word_offsets,
+                    table.feature,
+                    table.path_v,
+                    table.path_group,
+                    wtab,
+                    out[r0 : r0 + chunk],
+                )
                 continue
             mx = np.empty((xbits.shape[0], table.n_groups), dtype=np.float64)
-            _margins_from_bits(xbits, full, table.path_offsets, word_offsets, table.path_v,
-                               table.path_group, table.base_margin, mx)
-            _interventional_logistic_kernel(xbits, rbitsT, full, table.path_offsets, word_offsets,
-                                            table.feature, table.path_v, table.path_group, wtab, mx, mr,
-                                            out[r0:r0 + chunk])
+            _margins_from_bits(
+                xbits, full, table.path_offsets, word_offsets, table.path_v, table.path_group, table.base_margin, mx
+            )
+            _interventional_logistic_kernel(
+                xbits,
+                rbitsT,
+                full,
+                table.path_offsets,
+                word_offsets,
+                table.feature,
+                table.path_v,
+                table.path_group,
+                wtab,
+                mx,
+                mr,
+                out[r0 : r0 + chunk],
+            )
     out[:, :, F] = terms["bias"]
     return out

@@ -29,6 +29,7 @@ An element is *on* for a row ``x`` when ``lower <= x[feature] < upper``, or ``x[
 is NaN and ``is_missing_branch`` is 1. ``x`` is compared as float32, like the model's
 thresholds. ``+inf`` inputs are treated as the largest float32 (thresholds are finite).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,14 +47,16 @@ __all__ = ["PathTable", "extract_paths", "PATH_ELEMENT_DTYPE", "as_path_table", 
 PATH_ELEMENT_DTYPE = PATH_ELEMENT
 
 _ELEMENT_ARRAYS = {
-    "feature": np.int32, "lower": np.float32, "upper": np.float32,
-    "is_missing_branch": np.uint8, "zero_fraction": np.float64,
+    "feature": np.int32,
+    "lower": np.float32,
+    "upper": np.float32,
+    "is_missing_branch": np.uint8,
+    "zero_fraction": np.float64,
 }
 # per-path values repeated per element (GPUTreeShap's element layout): made on demand from
 # the path arrays, never stored (a depth-16 model has 26M elements: 0.4 GB and 0.9 s of copies)
 _REPEATED_PATH_ARRAYS = {"path_idx": np.int32, "v": np.float64, "group": np.int32}
-_PATH_ARRAYS = {"path_offsets": np.int64, "path_v": np.float64, "path_group": np.int32,
-                "path_tree": np.int32}
+_PATH_ARRAYS = {"path_offsets": np.int64, "path_v": np.float64, "path_group": np.int32, "path_tree": np.int32}
 
 
 @dataclass(eq=False)
@@ -92,7 +95,8 @@ class PathTable:
         for name, dt in {**_ELEMENT_ARRAYS, **_PATH_ARRAYS}.items():
             setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=dt))
         self.base_margin = np.ascontiguousarray(
-            np.broadcast_to(np.asarray(self.base_margin, dtype=np.float64), (self.n_groups,)))
+            np.broadcast_to(np.asarray(self.base_margin, dtype=np.float64), (self.n_groups,))
+        )
         self.n_groups = int(self.n_groups)
         self.n_features = int(self.n_features)
 
@@ -118,8 +122,7 @@ class PathTable:
                     continue
                 digest.update(name.encode())
                 # arrays as buffers: the bytes tobytes() would give, without copying them
-                digest.update(np.ascontiguousarray(value) if isinstance(value, np.ndarray)
-                              else repr(value).encode())
+                digest.update(np.ascontiguousarray(value) if isinstance(value, np.ndarray) else repr(value).encode())
             cached = self.__dict__["_fingerprint"] = digest.hexdigest()
         return cached
 
@@ -161,8 +164,7 @@ class PathTable:
 
         ``sum over paths of v * prod(zero_fraction)``; float64, shape (n_groups,).
         """
-        prod = np.multiply.reduceat(self.zero_fraction, self.path_offsets[:-1]) \
-            if self.n_paths else np.empty(0)
+        prod = np.multiply.reduceat(self.zero_fraction, self.path_offsets[:-1]) if self.n_paths else np.empty(0)
         out = np.zeros(self.n_groups, dtype=np.float64)
         np.add.at(out, self.path_group, self.path_v * prod)
         return out
@@ -184,11 +186,19 @@ class PathTable:
         starts = self.path_offsets[:-1][order]
         idx = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1], dtype=np.int64)
         return PathTable(
-            feature=self.feature[idx], lower=self.lower[idx], upper=self.upper[idx],
-            is_missing_branch=self.is_missing_branch[idx], zero_fraction=self.zero_fraction[idx],
-            path_offsets=offsets, path_v=self.path_v[order], path_group=self.path_group[order],
-            path_tree=self.path_tree[order], n_groups=self.n_groups,
-            base_margin=self.base_margin, n_features=self.n_features)
+            feature=self.feature[idx],
+            lower=self.lower[idx],
+            upper=self.upper[idx],
+            is_missing_branch=self.is_missing_branch[idx],
+            zero_fraction=self.zero_fraction[idx],
+            path_offsets=offsets,
+            path_v=self.path_v[order],
+            path_group=self.path_group[order],
+            path_tree=self.path_tree[order],
+            n_groups=self.n_groups,
+            base_margin=self.base_margin,
+            n_features=self.n_features,
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -237,13 +247,32 @@ def _walk_counts(left, right, tree_offsets):
 
 
 @njit(cache=True, nogil=True)
-def _walk_fill(left, right, feature, split_value, default_left, cover, value, tree_offsets,
-               tree_group, n_features, max_elem,
-               o_feature, o_lower, o_upper, o_miss, o_zf, o_offsets, o_pv, o_pg, o_pt):
+def _walk_fill(
+    left,
+    right,
+    feature,
+    split_value,
+    default_left,
+    cover,
+    value,
+    tree_offsets,
+    tree_group,
+    n_features,
+    max_elem,
+    o_feature,
+    o_lower,
+    o_upper,
+    o_miss,
+    o_zf,
+    o_offsets,
+    o_pv,
+    o_pg,
+    o_pt,
+):
     """Write every path (bias first, repeated features merged); returns element count."""
     n_trees = tree_offsets.shape[0] - 1
     seen = np.full(max(n_features, 1), -1, dtype=np.int64)  # feature -> path stamp
-    slot = np.zeros(max(n_features, 1), dtype=np.int64)     # feature -> element index
+    slot = np.zeros(max(n_features, 1), dtype=np.int64)  # feature -> element index
     ninf = np.float32(-np.inf)
     pinf = np.float32(np.inf)
     pos = 0
@@ -355,22 +384,49 @@ def extract_paths(ensemble) -> PathTable:
     o_pv = np.empty(n_paths, np.float64)
     o_pg = np.empty(n_paths, np.int32)
     o_pt = np.empty(n_paths, np.int32)
-    n_elem = _walk_fill(left, right, feature, split_value, default_left, cover, value, offsets,
-                        groups, n_features, n_bound,
-                        o_feature, o_lower, o_upper, o_miss, o_zf, o_offsets, o_pv, o_pg, o_pt)
+    n_elem = _walk_fill(
+        left,
+        right,
+        feature,
+        split_value,
+        default_left,
+        cover,
+        value,
+        offsets,
+        groups,
+        n_features,
+        n_bound,
+        o_feature,
+        o_lower,
+        o_upper,
+        o_miss,
+        o_zf,
+        o_offsets,
+        o_pv,
+        o_pg,
+        o_pt,
+    )
     return PathTable(
-        feature=o_feature[:n_elem], lower=o_lower[:n_elem],
-        upper=o_upper[:n_elem], is_missing_branch=o_miss[:n_elem], zero_fraction=o_zf[:n_elem],
+        feature=o_feature[:n_elem],
+        lower=o_lower[:n_elem],
+        upper=o_upper[:n_elem],
+        is_missing_branch=o_miss[:n_elem],
+        zero_fraction=o_zf[:n_elem],
         path_offsets=o_offsets,
-        path_v=o_pv, path_group=o_pg, path_tree=o_pt, n_groups=ensemble.n_groups,
-        base_margin=ensemble.base_margin, n_features=n_features)
+        path_v=o_pv,
+        path_group=o_pg,
+        path_tree=o_pt,
+        n_groups=ensemble.n_groups,
+        base_margin=ensemble.base_margin,
+        n_features=n_features,
+    )
 
 
 def as_path_table(model) -> PathTable:
     """``model`` if it already is a :class:`PathTable`, else :func:`extract_paths` of it."""
     if isinstance(model, PathTable):
         return model
-    if hasattr(model, "table") and isinstance(getattr(model, "table"), PathTable):
+    if hasattr(model, "table") and isinstance(model.table, PathTable):
         return model.table  # a PackedTable
     return extract_paths(model)
 

@@ -2,6 +2,7 @@
 raised when values do not add up. A module of its own so that the kernel package
 :mod:`dgboost.explain` can export them without importing the explainer (which imports the
 backends, which import the kernels: a cycle)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

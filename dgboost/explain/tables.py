@@ -53,6 +53,7 @@ on CPUs with wide FMA units it is as fast as the lookups for short paths and fas
 longer ones (the lookups are gathers from ``2**k``-sized tables), so interaction tables
 default to ``k <= DEFAULT_MAX_K_INTERACTIONS``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -63,9 +64,19 @@ from numba import njit, prange
 from ..errors import DGBoostValueError
 from .paths import PathTable
 
-__all__ = ["WeightTables", "build_tables", "table_layout", "DEFAULT_MAX_TABLE_BYTES", "DEFAULT_MAX_K",
-           "table_entries", "InteractionTables", "build_interaction_tables",
-           "interaction_table_entries", "DEFAULT_MAX_K_INTERACTIONS", "gauss_legendre_01"]
+__all__ = [
+    "WeightTables",
+    "build_tables",
+    "table_layout",
+    "DEFAULT_MAX_TABLE_BYTES",
+    "DEFAULT_MAX_K",
+    "table_entries",
+    "InteractionTables",
+    "build_interaction_tables",
+    "interaction_table_entries",
+    "DEFAULT_MAX_K_INTERACTIONS",
+    "gauss_legendre_01",
+]
 
 DEFAULT_MAX_TABLE_BYTES = 256 * 1024 * 1024
 DEFAULT_MAX_K = 16
@@ -147,7 +158,7 @@ def _fill_tables(path_offsets, zero_fraction, sel, offsets, values):
                         h += 1
                     start = m - 1 - h
                 for lvl in range(start, m):
-                    b = m - 1 - lvl           # bit of P handled at this level
+                    b = m - 1 - lvl  # bit of P handled at this level
                     e = b if b < i else b + 1  # the other element it stands for
                     z = zero_fraction[s + e]
                     if (P >> b) & 1:
@@ -209,8 +220,7 @@ def _fill_interaction_path(zero_fraction, s, k, gl_nodes, gl_weights, vals, tmp)
 
 
 @njit(cache=True, nogil=True)
-def _fill_interaction_range(path_offsets, zero_fraction, sel, offsets, gl_nodes, gl_weights,
-                            values, lo, hi):
+def _fill_interaction_range(path_offsets, zero_fraction, sel, offsets, gl_nodes, gl_weights, values, lo, hi):
     """Interaction tables of paths sel[lo:hi] (serial)."""
     for q in range(lo, hi):
         p = sel[q]
@@ -219,25 +229,31 @@ def _fill_interaction_range(path_offsets, zero_fraction, sel, offsets, gl_nodes,
         half = np.int64(1) << (k - 1)
         n_ent = k * half + (k * (k - 1) // 2) * (half >> 1)
         tmp = np.empty(half, dtype=np.float64)
-        _fill_interaction_path(zero_fraction, s, k, gl_nodes, gl_weights,
-                               values[offsets[q]:offsets[q] + n_ent], tmp)
+        _fill_interaction_path(zero_fraction, s, k, gl_nodes, gl_weights, values[offsets[q] : offsets[q] + n_ent], tmp)
 
 
 _FILL_CHUNK = 64  # paths per parallel task
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _fill_interaction_tables(path_offsets, zero_fraction, sel, offsets, gl_nodes, gl_weights,
-                             values):
+def _fill_interaction_tables(path_offsets, zero_fraction, sel, offsets, gl_nodes, gl_weights, values):
     """Interaction tables of paths ``sel``, parallel over chunks of paths. The work is in
     serial functions: arrays sliced inside a prange body lose their contiguous type, and
     the fill then runs several times slower."""
     n = sel.shape[0]
     n_chunks = (n + _FILL_CHUNK - 1) // _FILL_CHUNK
     for c in prange(n_chunks):
-        _fill_interaction_range(path_offsets, zero_fraction, sel, offsets, gl_nodes,
-                                gl_weights, values, c * _FILL_CHUNK,
-                                min(n, (c + 1) * _FILL_CHUNK))
+        _fill_interaction_range(
+            path_offsets,
+            zero_fraction,
+            sel,
+            offsets,
+            gl_nodes,
+            gl_weights,
+            values,
+            c * _FILL_CHUNK,
+            min(n, (c + 1) * _FILL_CHUNK),
+        )
 
 
 _GL_CACHE = {}
@@ -284,8 +300,7 @@ def _check_limits(max_table_bytes, max_k):
     return max_k
 
 
-def table_layout(table: PathTable, max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES,
-                 max_k: int = DEFAULT_MAX_K):
+def table_layout(table: PathTable, max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES, max_k: int = DEFAULT_MAX_K):
     """Which paths get a weight table, and where it starts (the CPU and GPU builders share it).
 
     Returns
@@ -304,8 +319,9 @@ def table_layout(table: PathTable, max_table_bytes: int = DEFAULT_MAX_TABLE_BYTE
     return _select_paths(k, max_k, max_table_bytes, table_entries)
 
 
-def build_tables(table: PathTable, max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES,
-                 max_k: int = DEFAULT_MAX_K) -> WeightTables:
+def build_tables(
+    table: PathTable, max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES, max_k: int = DEFAULT_MAX_K
+) -> WeightTables:
     """Weight tables for the paths of ``table`` that fit ``max_k`` and the memory budget.
 
     Paths with ``1 <= k <= max_k`` are candidates; they get tables smallest-k first (the
@@ -317,12 +333,12 @@ def build_tables(table: PathTable, max_table_bytes: int = DEFAULT_MAX_TABLE_BYTE
     values = np.empty(total, dtype=np.float64)
     if order.shape[0]:
         _fill_tables(table.path_offsets, table.zero_fraction, order, off, values)
-    return WeightTables(table_offsets=offsets, values=values, max_k=max_k,
-                        max_table_bytes=int(max_table_bytes))
+    return WeightTables(table_offsets=offsets, values=values, max_k=max_k, max_table_bytes=int(max_table_bytes))
 
 
-def build_interaction_tables(table: PathTable, max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES,
-                             max_k: int = DEFAULT_MAX_K_INTERACTIONS) -> InteractionTables:
+def build_interaction_tables(
+    table: PathTable, max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES, max_k: int = DEFAULT_MAX_K_INTERACTIONS
+) -> InteractionTables:
     """SHAP + pair weight tables (module docstring) for the paths that fit the budget.
 
     Paths with ``1 <= k <= max_k`` are candidates; they get tables smallest-k first until
@@ -331,12 +347,9 @@ def build_interaction_tables(table: PathTable, max_table_bytes: int = DEFAULT_MA
     """
     max_k = _check_limits(max_table_bytes, max_k)
     k = (table.path_lengths - 1).astype(np.int64)
-    offsets, order, off, total = _select_paths(k, max_k, max_table_bytes,
-                                               interaction_table_entries)
+    offsets, order, off, total = _select_paths(k, max_k, max_table_bytes, interaction_table_entries)
     values = np.empty(total, dtype=np.float64)
     if order.shape[0]:
         nodes, weights = gauss_legendre_01((int(k[order].max()) + 1) // 2)
-        _fill_interaction_tables(table.path_offsets, table.zero_fraction, order, off,
-                                 nodes, weights, values)
-    return InteractionTables(table_offsets=offsets, values=values, max_k=max_k,
-                             max_table_bytes=int(max_table_bytes))
+        _fill_interaction_tables(table.path_offsets, table.zero_fraction, order, off, nodes, weights, values)
+    return InteractionTables(table_offsets=offsets, values=values, max_k=max_k, max_table_bytes=int(max_table_bytes))

@@ -25,6 +25,7 @@ Rows are processed in blocks (parallel over blocks); inside a block the loop run
 path, so a path's elements and its weight table stay in cache for all rows of the block.
 ``X`` (float32 or float64, NaN = missing) is compared as float32, like the thresholds.
 """
+
 from __future__ import annotations
 
 import threading
@@ -47,10 +48,21 @@ from .tables import (
     gauss_legendre_01,
 )
 
-__all__ = ["shap_values_path", "shap_values_table", "shap_values", "shap_interactions",
-           "check_rows", "prepare_rows", "cached_tables",
-           "cached_interaction_tables", "DEFAULT_BLOCK_ROWS", "SLICE_PATHS",
-           "INTERACTION_SLICE_PATHS", "interaction_slice_paths", "QUADRATURE_MAX_K"]
+__all__ = [
+    "shap_values_path",
+    "shap_values_table",
+    "shap_values",
+    "shap_interactions",
+    "check_rows",
+    "prepare_rows",
+    "cached_tables",
+    "cached_interaction_tables",
+    "DEFAULT_BLOCK_ROWS",
+    "SLICE_PATHS",
+    "INTERACTION_SLICE_PATHS",
+    "interaction_slice_paths",
+    "QUADRATURE_MAX_K",
+]
 
 DEFAULT_BLOCK_ROWS = 256
 # SHAP values sum a row's path contributions per slice of this many paths (by path index),
@@ -72,8 +84,10 @@ QUADRATURE_MAX_K = 16
 
 def interaction_slice_paths(n_features: int) -> int:
     """Paths per slice of interaction values for rows of ``n_features`` columns (both engines)."""
-    scale = -(-int(n_features) ** 2 // 64 ** 2)  # ceil((F / 64) ** 2)
+    scale = -(-(int(n_features) ** 2) // 64**2)  # ceil((F / 64) ** 2)
     return INTERACTION_SLICE_PATHS * max(1, scale)
+
+
 _PROCESS_LOCK = threading.Lock()
 
 
@@ -92,8 +106,7 @@ def _block_rows(n: int, block_rows: int | None, acc_width: int = 1, min_rows: in
     return block_rows
 
 
-def _balanced_block_rows(n: int, block_rows: int | None, acc_width: int = 1,
-                         min_rows: int = 16) -> int:
+def _balanced_block_rows(n: int, block_rows: int | None, acc_width: int = 1, min_rows: int = 16) -> int:
     """:func:`_block_rows`, and when not given, evened out so the blocks split over the
     threads: at least one block per thread (blocks of >= ``min_rows`` rows) and a block
     count that is a multiple of the thread count (200 rows on 2 threads: 2 x 100, not
@@ -253,9 +266,27 @@ def _block_quadrature(zf, feature, on, s, k, nb, gl_nodes, gl_weights, A, w, acc
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _shap_kernel(Xf, path_offsets, feature, lower, upper, miss, zf, path_v, path_group,
-                 tab_off, tab_vals, n_groups, max_len, block_rows, slice_paths, quad_max_k,
-                 gl_nodes, gl_weights, out):
+def _shap_kernel(
+    Xf,
+    path_offsets,
+    feature,
+    lower,
+    upper,
+    miss,
+    zf,
+    path_v,
+    path_group,
+    tab_off,
+    tab_vals,
+    n_groups,
+    max_len,
+    block_rows,
+    slice_paths,
+    quad_max_k,
+    gl_nodes,
+    gl_weights,
+    out,
+):
     """Accumulate SHAP values into out[:, :, :F] (bias column untouched).
 
     Per block of rows: Xt (F, nb) float32 transposed rows; acc (G, F, nb) float64; per path
@@ -340,8 +371,9 @@ _PROCESS_TABLES: "OrderedDict[tuple, WeightTables]" = OrderedDict()  # fingerpri
 _PROCESS_TABLES_MAX = 4
 
 
-def cached_tables(table: PathTable, max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES,
-                  max_k: int = DEFAULT_MAX_K) -> WeightTables:
+def cached_tables(
+    table: PathTable, max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES, max_k: int = DEFAULT_MAX_K
+) -> WeightTables:
     """:func:`build_tables` once per (table, budget, max_k) in a process.
 
     Kept on the table (not pickled) and in a small per-process cache keyed by the table's
@@ -377,11 +409,27 @@ def _run_shap(table: PathTable, X, tab_off, tab_vals, block_rows, quad_max_k: in
     if n == 0:
         return out
     gl_nodes, gl_weights = gauss_legendre_01(max(1, (quad_max_k + 1) // 2))
-    _shap_kernel(Xf, table.path_offsets, table.feature, table.lower, table.upper,
-                 table.is_missing_branch, table.zero_fraction, table.path_v, table.path_group,
-                 tab_off, tab_vals, table.n_groups, max(table.max_length, 1),
-                 _block_rows(n, block_rows, table.n_groups * F), SLICE_PATHS, quad_max_k,
-                 gl_nodes, gl_weights, out)
+    _shap_kernel(
+        Xf,
+        table.path_offsets,
+        table.feature,
+        table.lower,
+        table.upper,
+        table.is_missing_branch,
+        table.zero_fraction,
+        table.path_v,
+        table.path_group,
+        tab_off,
+        tab_vals,
+        table.n_groups,
+        max(table.max_length, 1),
+        _block_rows(n, block_rows, table.n_groups * F),
+        SLICE_PATHS,
+        quad_max_k,
+        gl_nodes,
+        gl_weights,
+        out,
+    )
     out[:, :, F] = _bias(table)
     return out
 
@@ -397,9 +445,15 @@ def shap_values_path(model, X, *, block_rows: int | None = None) -> np.ndarray:
     return _run_shap(table, X, no_tab, np.empty(0, np.float64), block_rows, 0)
 
 
-def shap_values_table(model, X, *, tables: WeightTables | None = None,
-                      max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES, max_k: int = DEFAULT_MAX_K,
-                      block_rows: int | None = None) -> np.ndarray:
+def shap_values_table(
+    model,
+    X,
+    *,
+    tables: WeightTables | None = None,
+    max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES,
+    max_k: int = DEFAULT_MAX_K,
+    block_rows: int | None = None,
+) -> np.ndarray:
     """SHAP values with precomputed weight tables (Fast TreeSHAP v2); ``(n, n_groups, F + 1)``.
 
     ``tables`` from :func:`~dgboost.explain.tables.build_tables`; when not given they are
@@ -414,9 +468,11 @@ def shap_values_table(model, X, *, tables: WeightTables | None = None,
     if tables is None:
         tables = cached_tables(table, max_table_bytes, max_k)
     if tables.table_offsets.shape[0] != table.n_paths:
-        raise DGBoostValueError("weight tables were built for a different path table "
-                                f"({tables.table_offsets.shape[0]} paths, table has "
-                                f"{table.n_paths})")
+        raise DGBoostValueError(
+            "weight tables were built for a different path table "
+            f"({tables.table_offsets.shape[0]} paths, table has "
+            f"{table.n_paths})"
+        )
     return _run_shap(table, X, tables.table_offsets, tables.values, block_rows, QUADRATURE_MAX_K)
 
 
@@ -433,8 +489,9 @@ def shap_values(model, X, *, method: str = "table", **kwargs) -> np.ndarray:
 # interaction values, O(T L D^3): condition on each feature present on the path
 # ---------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True, parallel=True)
-def _interaction_kernel(Xf, path_offsets, feature, lower, upper, miss, zf, path_v, path_group,
-                        n_groups, max_len, block_rows, out):
+def _interaction_kernel(
+    Xf, path_offsets, feature, lower, upper, miss, zf, path_v, path_group, n_groups, max_len, block_rows, out
+):
     """Accumulate interaction values into out[:, :, :F, :F] (bias untouched).
 
     Per path and block: SHAP values on the diagonal, then for every element j the path
@@ -518,8 +575,7 @@ def _add_node_dot(H, G, hl, gm, stride, nq, nb, acc, ai):
             h1, h2, h3 = h + stride, h + 2 * stride, h + 3 * stride
             g1, g2, g3 = g + stride, g + 2 * stride, g + 3 * stride
             for r in range(nb):
-                acc[ai, r] += ((H[h, r] * G[g, r] + H[h1, r] * G[g1, r])
-                               + (H[h2, r] * G[g2, r] + H[h3, r] * G[g3, r]))
+                acc[ai, r] += (H[h, r] * G[g, r] + H[h1, r] * G[g1, r]) + (H[h2, r] * G[g2, r] + H[h3, r] * G[g3, r])
             t += 4
         elif rem == 3:
             h1, h2 = h + stride, h + 2 * stride
@@ -554,9 +610,27 @@ def _flush_interaction_slice(acc, total):
 
 
 @njit(cache=True, nogil=True)
-def _interaction_block(Xf, r0, nb, path_offsets, feature, lower, upper, miss, zf, path_v,
-                       path_group, tab_off, tab_vals, gl_nodes, gl_weights, n_groups, max_len,
-                       slice_paths, out):
+def _interaction_block(
+    Xf,
+    r0,
+    nb,
+    path_offsets,
+    feature,
+    lower,
+    upper,
+    miss,
+    zf,
+    path_v,
+    path_group,
+    tab_off,
+    tab_vals,
+    gl_nodes,
+    gl_weights,
+    n_groups,
+    max_len,
+    slice_paths,
+    out,
+):
     """Write interaction values of rows r0 .. r0 + nb - 1 into out[:, :, :F, :F] (bias
     untouched).
 
@@ -709,36 +783,77 @@ def _interaction_block(Xf, r0, nb, path_offsets, feature, lower, upper, miss, zf
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _interaction_table_kernel(Xf, path_offsets, feature, lower, upper, miss, zf, path_v,
-                              path_group, tab_off, tab_vals, gl_nodes, gl_weights, n_groups,
-                              max_len, block_rows, slice_paths, out):
+def _interaction_table_kernel(
+    Xf,
+    path_offsets,
+    feature,
+    lower,
+    upper,
+    miss,
+    zf,
+    path_v,
+    path_group,
+    tab_off,
+    tab_vals,
+    gl_nodes,
+    gl_weights,
+    n_groups,
+    max_len,
+    block_rows,
+    slice_paths,
+    out,
+):
     """:func:`_interaction_block` for every block of rows, in parallel (the block is a
     separate serial function: code inside a prange body compiles to slower loops)."""
     n = Xf.shape[0]
     n_blocks = (n + block_rows - 1) // block_rows
     for b in prange(n_blocks):
         r0 = b * block_rows
-        _interaction_block(Xf, r0, min(n, r0 + block_rows) - r0, path_offsets, feature, lower,
-                           upper, miss, zf, path_v, path_group, tab_off, tab_vals, gl_nodes,
-                           gl_weights, n_groups, max_len, slice_paths, out)
+        _interaction_block(
+            Xf,
+            r0,
+            min(n, r0 + block_rows) - r0,
+            path_offsets,
+            feature,
+            lower,
+            upper,
+            miss,
+            zf,
+            path_v,
+            path_group,
+            tab_off,
+            tab_vals,
+            gl_nodes,
+            gl_weights,
+            n_groups,
+            max_len,
+            slice_paths,
+            out,
+        )
 
 
-def cached_interaction_tables(table: PathTable, max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES,
-                              max_k: int = DEFAULT_MAX_K_INTERACTIONS) -> InteractionTables:
+def cached_interaction_tables(
+    table: PathTable, max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES, max_k: int = DEFAULT_MAX_K_INTERACTIONS
+) -> InteractionTables:
     """:func:`build_interaction_tables` once per (table, budget, max_k); kept on the table
     next to the SHAP weight tables (not pickled)."""
     cache = table.__dict__.setdefault("_weight_tables", {})
     key = ("interactions", int(max_table_bytes), int(max_k))
     if key not in cache:
-        cache[key] = build_interaction_tables(table, max_table_bytes=max_table_bytes,
-                                              max_k=max_k)
+        cache[key] = build_interaction_tables(table, max_table_bytes=max_table_bytes, max_k=max_k)
     return cache[key]
 
 
-def shap_interactions(model, X, *, block_rows: int | None = None,
-                      method: str = "quadrature", tables: InteractionTables | None = None,
-                      max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES,
-                      max_k: int = DEFAULT_MAX_K_INTERACTIONS) -> np.ndarray:
+def shap_interactions(
+    model,
+    X,
+    *,
+    block_rows: int | None = None,
+    method: str = "quadrature",
+    tables: InteractionTables | None = None,
+    max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES,
+    max_k: int = DEFAULT_MAX_K_INTERACTIONS,
+) -> np.ndarray:
     """SHAP interaction values (shap / XGBoost definition); ``(n, n_groups, F + 1, F + 1)``.
 
     Off-diagonal ``[i, j]``: half the difference of feature ``j``'s SHAP value with feature
@@ -760,18 +875,28 @@ def shap_interactions(model, X, *, block_rows: int | None = None,
     """
     table = as_path_table(model)
     if method not in ("quadrature", "table", "path"):
-        raise DGBoostValueError(f"unknown interaction method {method!r}; expected "
-                                "'quadrature', 'table' or 'path'")
+        raise DGBoostValueError(f"unknown interaction method {method!r}; expected 'quadrature', 'table' or 'path'")
     Xf = prepare_rows(X, table.n_features)
     n, F = Xf.shape
     G = table.n_groups
     out = np.zeros((n, G, F + 1, F + 1), dtype=np.float64)
     if method == "path":
         if n:
-            _interaction_kernel(Xf, table.path_offsets, table.feature, table.lower,
-                                table.upper, table.is_missing_branch, table.zero_fraction,
-                                table.path_v, table.path_group, G, max(table.max_length, 1),
-                                _block_rows(n, block_rows, G * F * F, min_rows=4), out)
+            _interaction_kernel(
+                Xf,
+                table.path_offsets,
+                table.feature,
+                table.lower,
+                table.upper,
+                table.is_missing_branch,
+                table.zero_fraction,
+                table.path_v,
+                table.path_group,
+                G,
+                max(table.max_length, 1),
+                _block_rows(n, block_rows, G * F * F, min_rows=4),
+                out,
+            )
         out[:, :, F, F] = _bias(table)
         return out
     if method == "quadrature":
@@ -781,22 +906,38 @@ def shap_interactions(model, X, *, block_rows: int | None = None,
         if tables is None:
             tables = cached_interaction_tables(table, max_table_bytes, max_k)
         if not isinstance(tables, InteractionTables):
-            raise DGBoostTypeError("tables must be InteractionTables "
-                                   f"(build_interaction_tables), got {type(tables).__name__}")
+            raise DGBoostTypeError(
+                f"tables must be InteractionTables (build_interaction_tables), got {type(tables).__name__}"
+            )
         if tables.table_offsets.shape[0] != table.n_paths:
-            raise DGBoostValueError("interaction tables were built for a different path table "
-                                    f"({tables.table_offsets.shape[0]} paths, table has "
-                                    f"{table.n_paths})")
+            raise DGBoostValueError(
+                "interaction tables were built for a different path table "
+                f"({tables.table_offsets.shape[0]} paths, table has "
+                f"{table.n_paths})"
+            )
         tab_off, tab_vals = tables.table_offsets, tables.values
     if n:
         max_len = max(table.max_length, 1)
         gl_nodes, gl_weights = gauss_legendre_01((max_len + 1) // 2)
-        _interaction_table_kernel(Xf, table.path_offsets, table.feature, table.lower,
-                                  table.upper, table.is_missing_branch, table.zero_fraction,
-                                  table.path_v, table.path_group, tab_off, tab_vals, gl_nodes,
-                                  gl_weights, G, max_len,
-                                  _balanced_block_rows(n, block_rows, 2 * G * F * F, min_rows=4),  # acc + total
-                                  interaction_slice_paths(F), out)
+        _interaction_table_kernel(
+            Xf,
+            table.path_offsets,
+            table.feature,
+            table.lower,
+            table.upper,
+            table.is_missing_branch,
+            table.zero_fraction,
+            table.path_v,
+            table.path_group,
+            tab_off,
+            tab_vals,
+            gl_nodes,
+            gl_weights,
+            G,
+            max_len,
+            _balanced_block_rows(n, block_rows, 2 * G * F * F, min_rows=4),  # acc + total
+            interaction_slice_paths(F),
+            out,
+        )
     out[:, :, F, F] = _bias(table)
     return out
-

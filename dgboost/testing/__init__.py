@@ -5,9 +5,15 @@ checks (docs/design.md §7 "Tests and oracles"); see :mod:`dgboost.testing.check
 """
 
 __all__ = [
-    "check_same_trees_as_cpu", "check_training_is_deterministic", "check_prediction_matches_reference",
-    "check_matches_cpu_metric", "check_raises_like_cpu", "assert_same_trees", "normalised_model_json",
-    "round_significant", "LEAF_VALUE_RTOL",
+    "check_same_trees_as_cpu",
+    "check_training_is_deterministic",
+    "check_prediction_matches_reference",
+    "check_matches_cpu_metric",
+    "check_raises_like_cpu",
+    "assert_same_trees",
+    "normalised_model_json",
+    "round_significant",
+    "LEAF_VALUE_RTOL",
 ]
 
 

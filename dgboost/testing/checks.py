@@ -19,6 +19,7 @@ which node, which field, both values), so a failing GPU test says where to look.
 
 :func:`assert_same_trees` is the comparison itself, usable on any two boosters.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,9 +35,17 @@ from dgboost.testing.reference import leaf_index_reference, predict_margin_refer
 from dgboost.training import TrainingCallback, train
 from dgboost.tree import NODE_ARRAYS
 
-__all__ = ["assert_same_trees", "check_same_trees_as_cpu", "check_training_is_deterministic",
-           "check_prediction_matches_reference", "check_matches_cpu_metric", "check_raises_like_cpu",
-           "normalised_model_json", "round_significant", "LEAF_VALUE_RTOL"]
+__all__ = [
+    "assert_same_trees",
+    "check_same_trees_as_cpu",
+    "check_training_is_deterministic",
+    "check_prediction_matches_reference",
+    "check_matches_cpu_metric",
+    "check_raises_like_cpu",
+    "normalised_model_json",
+    "round_significant",
+    "LEAF_VALUE_RTOL",
+]
 
 #: leaf values of the device's model may differ from the CPU's by this much, relatively
 LEAF_VALUE_RTOL = 1e-6
@@ -59,15 +68,17 @@ def _to_host(a):
     return a
 
 
-def _fit(device: str, X, y, params: Mapping[str, Any], num_boost_round: int, weight=None, group=None,
-         **train_kwargs) -> tuple[Booster, list[np.ndarray] | None]:
+def _fit(
+    device: str, X, y, params: Mapping[str, Any], num_boost_round: int, weight=None, group=None, **train_kwargs
+) -> tuple[Booster, list[np.ndarray] | None]:
     """Train on ``device``; returns the booster and the split bin of every node of every tree
     (None where they could not be recorded)."""
     recorder = _SplitBinRecorder()
     dtrain = DMatrix(X, y, weight=weight, group=group)
     callbacks = list(train_kwargs.pop("callbacks", ())) + [recorder]
-    booster = train({**params, "device": device}, dtrain, num_boost_round, verbose_eval=False,
-                    callbacks=callbacks, **train_kwargs)
+    booster = train(
+        {**params, "device": device}, dtrain, num_boost_round, verbose_eval=False, callbacks=callbacks, **train_kwargs
+    )
     bins = recorder.bins(booster.ensemble.n_trees)
     if bins is None:
         bins = _split_bins_from_cuts(booster, dtrain, params)
@@ -107,15 +118,21 @@ def _split_bins_from_cuts(booster: Booster, dtrain: DMatrix, params: Mapping[str
     from dgboost.quantile import compute_cuts
 
     p = parse_params(dict(params))
-    cuts = compute_cuts(dtrain.data, dtrain.weight, getattr(dtrain, "max_bin", None) or p.max_bin,
-                        seed=p.seed, row_offset=0, n_global=dtrain.num_row(),
-                        sample_rows=p.sketch_sample_rows)
+    cuts = compute_cuts(
+        dtrain.data,
+        dtrain.weight,
+        getattr(dtrain, "max_bin", None) or p.max_bin,
+        seed=p.seed,
+        row_offset=0,
+        n_global=dtrain.num_row(),
+        sample_rows=p.sketch_sample_rows,
+    )
     values, ptrs = np.asarray(_to_host(cuts.values)), np.asarray(_to_host(cuts.ptrs))
     out = []
     for tree in booster.ensemble.trees():
         bins = np.full(tree.n_nodes, -1, np.int64)
         for node in np.flatnonzero(tree.feature >= 0):
-            seg = values[ptrs[tree.feature[node]]:ptrs[tree.feature[node] + 1]]
+            seg = values[ptrs[tree.feature[node]] : ptrs[tree.feature[node] + 1]]
             b = int(np.searchsorted(seg, tree.split_value[node]))
             bins[node] = b if b < seg.size and seg[b] == tree.split_value[node] else -2
         out.append(bins)
@@ -148,8 +165,7 @@ def _round_leaf_arrays(node, digits: int, keys: Sequence[str]):
     return root[""]
 
 
-def normalised_model_json(booster: Booster, digits: int = 6,
-                          keys: Sequence[str] = ROUNDED_JSON_KEYS) -> dict:
+def normalised_model_json(booster: Booster, digits: int = 6, keys: Sequence[str] = ROUNDED_JSON_KEYS) -> dict:
     """The booster's saved JSON, parsed, with floats under ``keys`` rounded to ``digits``
     significant digits and the run-only parameters (device, nthread) removed.
 
@@ -194,9 +210,15 @@ def _node_of(offsets: np.ndarray, flat_index: int) -> str:
 # ---------------------------------------------------------------------------------------
 # the comparison
 # ---------------------------------------------------------------------------------------
-def assert_same_trees(model: Booster, reference: Booster, *, split_bins=None,
-                      names: tuple[str, str] = ("model", "reference"),
-                      leaf_rtol: float = LEAF_VALUE_RTOL, digits: int = 6) -> None:
+def assert_same_trees(
+    model: Booster,
+    reference: Booster,
+    *,
+    split_bins=None,
+    names: tuple[str, str] = ("model", "reference"),
+    leaf_rtol: float = LEAF_VALUE_RTOL,
+    digits: int = 6,
+) -> None:
     """Assert that two boosters are the same model; the message names the first difference.
 
     In this order: the number of output groups, trees and nodes of every tree; then, node by
@@ -245,7 +267,8 @@ def assert_same_trees(model: Booster, reference: Booster, *, split_bins=None,
             u, v = float(va[node]), float(vb[node])
             raise AssertionError(
                 f"tree {t}, node {node}: leaf value {u!r} ({na}) vs {v!r} ({nb}), relative difference "
-                f"{abs(u - v) / max(abs(u), abs(v)):.3g} > {leaf_rtol:g} ({bad.size} leaves of this tree differ)")
+                f"{abs(u - v) / max(abs(u), abs(v)):.3g} > {leaf_rtol:g} ({bad.size} leaves of this tree differ)"
+            )
     ja, jb = normalised_model_json(model, digits), normalised_model_json(reference, digits)
     diff = _first_json_difference(ja, jb)
     if diff is not None:
@@ -253,16 +276,19 @@ def assert_same_trees(model: Booster, reference: Booster, *, split_bins=None,
         node = ""
         array = where.split("[")[0].removeprefix("ensemble.")
         if where.startswith("ensemble.") and "[" in where and array in NODE_ARRAYS:
-            node = f" ({_node_of(a.offsets(), int(where[where.index('[') + 1:-1]))})"
-        raise AssertionError(f"saved JSON differs (leaf values rounded to {digits} significant digits) at "
-                             f"{where}{node}: {x!r} ({na}) vs {y!r} ({nb})")
+            node = f" ({_node_of(a.offsets(), int(where[where.index('[') + 1 : -1]))})"
+        raise AssertionError(
+            f"saved JSON differs (leaf values rounded to {digits} significant digits) at "
+            f"{where}{node}: {x!r} ({na}) vs {y!r} ({nb})"
+        )
 
 
 def _first_structure_difference(t: int, ta, tb, split_bins, names, prefix: str = "") -> str:
     """Message naming the first node of tree ``t`` whose structure differs ("" if none)."""
     na, nb = names
     fields = {
-        "left child": (ta.left, tb.left), "right child": (ta.right, tb.right),
+        "left child": (ta.left, tb.left),
+        "right child": (ta.right, tb.right),
         "split feature": (ta.feature, tb.feature),
         "default direction (1 = left)": (ta.default_left, tb.default_left),
     }
@@ -271,11 +297,13 @@ def _first_structure_difference(t: int, ta, tb, split_bins, names, prefix: str =
     n = min(ta.n_nodes, tb.n_nodes)
     # a leaf has no split value; compare it where both nodes split
     both_split = (ta.left[:n] >= 0) & (tb.left[:n] >= 0)
-    fields["split value"] = (np.where(both_split, ta.split_value[:n], 0),
-                             np.where(both_split, tb.split_value[:n], 0))
+    fields["split value"] = (np.where(both_split, ta.split_value[:n], 0), np.where(both_split, tb.split_value[:n], 0))
     for node in range(n):
-        found = [f"{name} {u[node].item()!r} ({na}) vs {v[node].item()!r} ({nb})"
-                 for name, (u, v) in fields.items() if u[node] != v[node]]
+        found = [
+            f"{name} {u[node].item()!r} ({na}) vs {v[node].item()!r} ({nb})"
+            for name, (u, v) in fields.items()
+            if u[node] != v[node]
+        ]
         if found:
             return f"{prefix}tree {t}, node {node}: " + "; ".join(found)
     return ""
@@ -284,8 +312,9 @@ def _first_structure_difference(t: int, ta, tb, split_bins, names, prefix: str =
 # ---------------------------------------------------------------------------------------
 # the checks
 # ---------------------------------------------------------------------------------------
-def check_same_trees_as_cpu(device: str, X, y, params: Mapping[str, Any], num_boost_round: int,
-                            weight=None, group=None) -> Booster:
+def check_same_trees_as_cpu(
+    device: str, X, y, params: Mapping[str, Any], num_boost_round: int, weight=None, group=None
+) -> Booster:
     """Train on ``device`` and on the CPU; assert the models are the same (:func:`assert_same_trees`).
 
     Parameters
@@ -305,14 +334,14 @@ def check_same_trees_as_cpu(device: str, X, y, params: Mapping[str, Any], num_bo
         The model trained on ``device``, for further checks.
     """
     model, bins = _fit(device, X, y, params, num_boost_round, weight, group)
-    ref, ref_bins = _fit("cpu", _to_host(X), _to_host(y), params, num_boost_round, _to_host(weight),
-                         _to_host(group))
+    ref, ref_bins = _fit("cpu", _to_host(X), _to_host(y), params, num_boost_round, _to_host(weight), _to_host(group))
     assert_same_trees(model, ref, split_bins=(bins, ref_bins), names=(device, "cpu"))
     return model
 
 
-def check_training_is_deterministic(device: str, X, y, params: Mapping[str, Any], num_boost_round: int,
-                                    weight=None, group=None) -> Booster:
+def check_training_is_deterministic(
+    device: str, X, y, params: Mapping[str, Any], num_boost_round: int, weight=None, group=None
+) -> Booster:
     """Train twice on ``device`` with the same inputs; assert byte-identical saved JSON.
 
     Returns
@@ -339,8 +368,9 @@ def _on_device(booster: Booster, device: str) -> Booster:
     return Booster(params={"device": device}, model_file=booster.save_raw("json"))
 
 
-def check_prediction_matches_reference(device: str, booster: Booster, X, *, rtol: float = 1e-5,
-                                       atol: float = 1e-5) -> None:
+def check_prediction_matches_reference(
+    device: str, booster: Booster, X, *, rtol: float = 1e-5, atol: float = 1e-5
+) -> None:
     """Assert that ``booster`` predicting on ``device`` agrees with the reference tree walker.
 
     Checks, for ``X`` (NumPy or CuPy):
@@ -358,14 +388,15 @@ def check_prediction_matches_reference(device: str, booster: Booster, X, *, rtol
     leaves = np.asarray(_to_host(model.predict(X, pred_leaf=True)))
     expected_leaves = leaf_index_reference(ensemble, host_X)
     if leaves.shape != expected_leaves.shape:
-        raise AssertionError(f"pred_leaf on {device} has shape {leaves.shape}, "
-                             f"expected {expected_leaves.shape}")
+        raise AssertionError(f"pred_leaf on {device} has shape {leaves.shape}, expected {expected_leaves.shape}")
     bad = np.argwhere(leaves != expected_leaves)
     if bad.size:
         r, t = (int(v) for v in bad[0])
-        raise AssertionError(f"pred_leaf on {device}: row {r}, tree {t} reaches leaf {int(leaves[r, t])}, "
-                             f"the reference walker leaf {int(expected_leaves[r, t])} "
-                             f"({len(bad)} entries differ)")
+        raise AssertionError(
+            f"pred_leaf on {device}: row {r}, tree {t} reaches leaf {int(leaves[r, t])}, "
+            f"the reference walker leaf {int(expected_leaves[r, t])} "
+            f"({len(bad)} entries differ)"
+        )
     margin = np.asarray(_to_host(model.predict(X, output_margin=True, strict_shape=True)), np.float64)
     expected = predict_margin_reference(ensemble, host_X)
     if margin.shape != expected.shape:
@@ -373,20 +404,22 @@ def check_prediction_matches_reference(device: str, booster: Booster, X, *, rtol
     close = np.abs(margin - expected) <= atol + rtol * np.abs(expected)
     if not close.all():
         r, g = (int(v) for v in np.argwhere(~close)[0])
-        raise AssertionError(f"margin on {device}: row {r}, output {g}: {float(margin[r, g])!r}, reference "
-                             f"{float(expected[r, g])!r} ({int((~close).sum())} entries differ)")
+        raise AssertionError(
+            f"margin on {device}: row {r}, output {g}: {float(margin[r, g])!r}, reference "
+            f"{float(expected[r, g])!r} ({int((~close).sum())} entries differ)"
+        )
     if device != "cpu":
         value = np.asarray(_to_host(model.predict(X)), np.float64)
         cpu_value = np.asarray(_on_device(booster, "cpu").predict(host_X), np.float64)
         close = np.abs(value - cpu_value) <= 1e-6 * np.maximum(np.abs(cpu_value), 1e-6)
         if not close.all():
             i = tuple(int(v) for v in np.argwhere(~close)[0])
-            raise AssertionError(f"prediction on {device} at {i}: {float(value[i])!r}, "
-                                 f"on cpu {float(cpu_value[i])!r}")
+            raise AssertionError(f"prediction on {device} at {i}: {float(value[i])!r}, on cpu {float(cpu_value[i])!r}")
 
 
-def check_matches_cpu_metric(device: str, X, y, params: Mapping[str, Any], num_boost_round: int,
-                             weight=None, group=None, *, rtol: float = 1e-6) -> dict:
+def check_matches_cpu_metric(
+    device: str, X, y, params: Mapping[str, Any], num_boost_round: int, weight=None, group=None, *, rtol: float = 1e-6
+) -> dict:
     """Train on ``device`` and on the CPU with the training set as evaluation set; assert
     that every metric of every round agrees to ``rtol`` relative.
 
@@ -396,12 +429,17 @@ def check_matches_cpu_metric(device: str, X, y, params: Mapping[str, Any], num_b
         The evaluation log of the ``device`` run.
     """
     logs = {}
-    for dev, data in ((device, (X, y, weight, group)),
-                      ("cpu", tuple(_to_host(v) for v in (X, y, weight, group)))):
+    for dev, data in ((device, (X, y, weight, group)), ("cpu", tuple(_to_host(v) for v in (X, y, weight, group)))):
         log: dict = {}
         dtrain = DMatrix(data[0], data[1], weight=data[2], group=data[3])
-        train({**params, "device": dev}, dtrain, num_boost_round, evals=[(dtrain, "train")],
-              evals_result=log, verbose_eval=False)
+        train(
+            {**params, "device": dev},
+            dtrain,
+            num_boost_round,
+            evals=[(dtrain, "train")],
+            evals_result=log,
+            verbose_eval=False,
+        )
         logs[dev] = log
     got, want = logs[device]["train"], logs["cpu"]["train"]
     if sorted(got) != sorted(want):
@@ -413,8 +451,9 @@ def check_matches_cpu_metric(device: str, X, y, params: Mapping[str, Any], num_b
     return logs[device]
 
 
-def check_raises_like_cpu(device: str, call: Callable[[str], Any],
-                          expected: type[BaseException] = DGBoostError) -> BaseException:
+def check_raises_like_cpu(
+    device: str, call: Callable[[str], Any], expected: type[BaseException] = DGBoostError
+) -> BaseException:
     """Assert that ``call(device)`` raises the same exception type, with the same message, as
     ``call("cpu")``, and that the type is a subclass of ``expected``.
 
@@ -441,9 +480,7 @@ def check_raises_like_cpu(device: str, call: Callable[[str], Any],
     cpu, dev_err = caught
     for dev, exc in (("cpu", cpu), (device, dev_err)):
         if not isinstance(exc, expected):
-            raise AssertionError(f"on {dev}: {type(exc).__name__}({exc}) is not "
-                                 f"a {expected.__name__}") from exc
+            raise AssertionError(f"on {dev}: {type(exc).__name__}({exc}) is not a {expected.__name__}") from exc
     if type(dev_err) is not type(cpu) or str(dev_err) != str(cpu):
-        raise AssertionError(f"on {device}: {type(dev_err).__name__}({dev_err}); on cpu: "
-                             f"{type(cpu).__name__}({cpu})")
+        raise AssertionError(f"on {device}: {type(dev_err).__name__}({dev_err}); on cpu: {type(cpu).__name__}({cpu})")
     return dev_err

@@ -10,6 +10,7 @@ up as NaN or -1 instead of a plausible zero.
 
 Importing this module needs no GPU; using either probe needs CuPy and a CUDA device.
 """
+
 from __future__ import annotations
 
 import contextlib

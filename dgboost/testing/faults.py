@@ -3,6 +3,7 @@ and one that records the rounds each rank runs (to see where a resumed job start
 
 Defined in the package (not in a test module) so that Dask worker processes can unpickle it.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,6 +1,7 @@
 """The fuzz tests' one rule for a hostile input: a :class:`~dgboost.DGBoostError` with a
 message, or a result, within a time bound (``tests/cpu/test_fuzz_models.py``,
 ``test_fuzz_data.py``)."""
+
 from __future__ import annotations
 
 import time

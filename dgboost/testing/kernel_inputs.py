@@ -1,5 +1,6 @@
 """Random inputs shared by the kernel tests of every backend (tests/cpu/test_backend_kernels.py,
 tests/gpu/test_cuda_kernels.py), so both devices face the same kinds of data."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,7 +21,7 @@ def node_records(begins, ends, feature=None, split_bin=None, default_left=None, 
         if values is not None:
             out[:, column] = np.asarray(values, np.int64)
     if sums is not None:
-        out[:, SUM_G:SUM_H + 1] = np.asarray(sums, np.int64)
+        out[:, SUM_G : SUM_H + 1] = np.asarray(sums, np.int64)
     return out
 
 
@@ -33,8 +34,9 @@ def random_segments(rng: np.random.Generator, n: int, m: int, empty: float = 0.2
     return edges.astype(np.int64)
 
 
-def binning_data(seed: int, n: int = 500, f: int = 6, missing: float = 0.2,
-                 max_bin: int = 16) -> tuple[np.random.Generator, np.ndarray, Cuts]:
+def binning_data(
+    seed: int, n: int = 500, f: int = 6, missing: float = 0.2, max_bin: int = 16
+) -> tuple[np.random.Generator, np.ndarray, Cuts]:
     """Normal features with a few-valued column, missing values and an all-missing last column.
 
     Returns
@@ -53,8 +55,7 @@ def binning_data(seed: int, n: int = 500, f: int = 6, missing: float = 0.2,
     return rng, x, compute_cuts(x, None, max_bin)
 
 
-def random_ensemble(rng: np.random.Generator, n_trees: int = 5, n_features: int = 4,
-                    n_groups: int = 2) -> Ensemble:
+def random_ensemble(rng: np.random.Generator, n_trees: int = 5, n_features: int = 4, n_groups: int = 2) -> Ensemble:
     """``n_trees`` random trees of up to 15 nodes (breadth-first splits on random features and
     thresholds, random default directions and leaf values), round-robin over ``n_groups``."""
     ens = Ensemble(n_groups, rng.normal(size=n_groups))
@@ -64,13 +65,28 @@ def random_ensemble(rng: np.random.Generator, n_trees: int = 5, n_features: int 
         while frontier and len(left) < 15:
             node = frontier.pop(0)
             for side in (0, 1):
-                left.append(-1); right.append(-1); parent.append(node); feature.append(-1); split.append(0.0)
+                left.append(-1)
+                right.append(-1)
+                parent.append(node)
+                feature.append(-1)
+                split.append(0.0)
                 (left if side == 0 else right)[node] = len(left) - 1
                 frontier.append(len(left) - 1)
             feature[node] = int(rng.integers(n_features))
             split[node] = float(rng.normal())
         n = len(left)
-        ens.append(Tree(left=left, right=right, parent=parent, feature=feature, split_value=split,
-                        default_left=rng.integers(0, 2, n), gain=np.zeros(n), cover=np.ones(n),
-                        value=rng.normal(size=n)), t % n_groups)
+        ens.append(
+            Tree(
+                left=left,
+                right=right,
+                parent=parent,
+                feature=feature,
+                split_value=split,
+                default_left=rng.integers(0, 2, n),
+                gain=np.zeros(n),
+                cover=np.ones(n),
+                value=rng.normal(size=n),
+            ),
+            t % n_groups,
+        )
     return ens

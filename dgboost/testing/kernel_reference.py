@@ -1,5 +1,6 @@
 """Plain NumPy versions of the CPU kernels (``dgboost/backend/_cpu_kernels.py``): slow,
 obvious, and the oracle the tests hold the Numba ones to."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,7 +14,7 @@ def bin_values(values, cut_values, cut_ptrs, dtype):
     out = np.empty(values.shape, dtype=dtype)
     missing = np.iinfo(dtype).max
     for f in range(values.shape[1]):
-        cuts = cut_values[cut_ptrs[f]:cut_ptrs[f + 1]]
+        cuts = cut_values[cut_ptrs[f] : cut_ptrs[f + 1]]
         col = values[:, f]
         local = np.minimum(np.searchsorted(cuts, col, side="right"), cuts.size - 1)
         out[:, f] = np.where(np.isnan(col), missing, local)
@@ -97,7 +98,7 @@ def evaluate_splits(hist, totals, cut_ptrs, feature_mask, scale_g, scale_h, p, b
             if not feature_mask[i, f]:
                 continue
             sign = 0 if monotone is None else int(monotone[f])
-            h = hist[i, cut_ptrs[f]:cut_ptrs[f + 1]]
+            h = hist[i, cut_ptrs[f] : cut_ptrs[f + 1]]
             cg, ch = np.cumsum(h[:, 0]), np.cumsum(h[:, 1])
             mg, mh = tg - int(cg[-1]), th - int(ch[-1])
             for b in range(h.shape[0]):

@@ -6,14 +6,24 @@ so the comparison is independent of either implementation, and how far apart the
 models' test predictions are. ``CONSTRAINED_CASES`` add training constraints on data whose
 bins both libraries agree on, so their predictions must agree as well.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CASES", "CONSTRAINED_CASES", "OBJECTIVE_PARAMS", "PREDICTION_TOLERANCE", "ParityResult",
-           "load_dataset", "predictions_agree", "run_case", "within_tolerance"]
+__all__ = [
+    "CASES",
+    "CONSTRAINED_CASES",
+    "OBJECTIVE_PARAMS",
+    "PREDICTION_TOLERANCE",
+    "ParityResult",
+    "load_dataset",
+    "predictions_agree",
+    "run_case",
+    "within_tolerance",
+]
 
 # (data set, objective, test metric) for every objective both libraries have
 CASES = [
@@ -49,10 +59,14 @@ CASES = [
 # (body mass index, blood pressure and s5 raise the disease measure); the interaction groups
 # overlap in feature 2.
 CONSTRAINED_CASES = [
-    ("diabetes", "reg:squarederror", "rmse", "monotone",
-     {"monotone_constraints": (0, 0, 1, 1, 0, 0, 0, 0, 1, 0)}),
-    ("diabetes", "reg:squarederror", "rmse", "interaction",
-     {"interaction_constraints": [[0, 1, 2], [2, 3, 8], [4, 5, 6, 7, 9]]}),
+    ("diabetes", "reg:squarederror", "rmse", "monotone", {"monotone_constraints": (0, 0, 1, 1, 0, 0, 0, 0, 1, 0)}),
+    (
+        "diabetes",
+        "reg:squarederror",
+        "rmse",
+        "interaction",
+        {"interaction_constraints": [[0, 1, 2], [2, 3, 8], [4, 5, 6, 7, 9]]},
+    ),
 ]
 
 #: largest root-mean-square difference of the two models' test predictions, relative to the
@@ -130,10 +144,14 @@ def load_dataset(name: str):
         x, y, group = _synthetic(name.removeprefix("synthetic_missing_"))
         if group is not None:  # split by whole queries
             cut = int(0.75 * len(group)) * 20
-            return x[:cut], y[:cut], group[: cut // 20], x[cut:], y[cut:], group[cut // 20:]
+            return x[:cut], y[:cut], group[: cut // 20], x[cut:], y[cut:], group[cut // 20 :]
     else:
-        loader = {"diabetes": datasets.load_diabetes, "breast_cancer": datasets.load_breast_cancer,
-                  "digits": datasets.load_digits, "wine": datasets.load_wine}[name]
+        loader = {
+            "diabetes": datasets.load_diabetes,
+            "breast_cancer": datasets.load_breast_cancer,
+            "digits": datasets.load_digits,
+            "wine": datasets.load_wine,
+        }[name]
         x, y = loader(return_X_y=True)
         x, y = x.astype(np.float32), y.astype(np.float32)
     stratify = y if name in ("breast_cancer", "digits", "wine") or "binary" in name or "multiclass" in name else None
@@ -189,7 +207,7 @@ def _concordance(y: np.ndarray, hazard: np.ndarray, chunk: int = 512) -> float:
     events = np.flatnonzero(y > 0)
     concordant = pairs = 0.0
     for start in range(0, len(events), chunk):
-        i = events[start:start + chunk]
+        i = events[start : start + chunk]
         later = t[None, :] > t[i, None]
         pairs += later.sum()
         concordant += (later & (hazard[None, :] < hazard[i, None])).sum()
@@ -217,9 +235,17 @@ def _prediction_gap(ours: np.ndarray, theirs: np.ndarray) -> float:
     return float(np.sqrt(np.mean((ours - theirs) ** 2)) / max(float(np.std(theirs)), 1e-12))
 
 
-def run_case(dataset: str, objective: str, metric: str, depth: int, rounds: int = 100,
-             max_bin: int = 256, eta: float = 0.1, constraints: str | None = None,
-             extra: dict | None = None) -> ParityResult:
+def run_case(
+    dataset: str,
+    objective: str,
+    metric: str,
+    depth: int,
+    rounds: int = 100,
+    max_bin: int = 256,
+    eta: float = 0.1,
+    constraints: str | None = None,
+    extra: dict | None = None,
+) -> ParityResult:
     """Train both libraries on ``dataset`` and compare their test metrics and predictions.
 
     Parameters
@@ -238,8 +264,15 @@ def run_case(dataset: str, objective: str, metric: str, depth: int, rounds: int 
     import dgboost as dg
 
     xtr, ytr, gtr, xte, yte, gte = load_dataset(dataset)
-    params = {"objective": objective, "max_depth": depth, "eta": eta, "max_bin": max_bin, "nthread": 2,
-              **OBJECTIVE_PARAMS.get(objective, {}), **(extra or {})}
+    params = {
+        "objective": objective,
+        "max_depth": depth,
+        "eta": eta,
+        "max_bin": max_bin,
+        "nthread": 2,
+        **OBJECTIVE_PARAMS.get(objective, {}),
+        **(extra or {}),
+    }
     if objective.startswith("multi:"):
         params["num_class"] = int(max(ytr.max(), yte.max())) + 1
     kind = "margin" if objective in ("binary:logitraw", "rank:pairwise", "rank:ndcg") else "value"
@@ -247,5 +280,13 @@ def run_case(dataset: str, objective: str, metric: str, depth: int, rounds: int 
     p_dg = model.predict(dg.DMatrix(xte), output_margin=kind == "margin")
     xmodel = xgb.train(_xgboost_params(params), xgb.DMatrix(xtr, ytr, group=gtr), rounds)
     p_xgb = xmodel.predict(xgb.DMatrix(xte), output_margin=kind == "margin")
-    return ParityResult(dataset, objective, metric, depth, _metric(metric, yte, p_dg, gte),
-                        _metric(metric, yte, p_xgb, gte), _prediction_gap(p_dg, p_xgb), constraints)
+    return ParityResult(
+        dataset,
+        objective,
+        metric,
+        depth,
+        _metric(metric, yte, p_dg, gte),
+        _metric(metric, yte, p_xgb, gte),
+        _prediction_gap(p_dg, p_xgb),
+        constraints,
+    )

@@ -5,12 +5,12 @@ compiled code), with XGBoost's float32 semantics: ``X`` is cast to float32, a ro
 left when ``x < split_value`` (compared in float32) and a missing (NaN) value goes left
 when ``default_left`` is set.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["add_tree_outputs", "leaf_index_reference", "predict_margin_reference",
-           "predict_margin_reference_f32"]
+__all__ = ["add_tree_outputs", "leaf_index_reference", "predict_margin_reference", "predict_margin_reference_f32"]
 
 
 def _as_f32_matrix(X) -> np.ndarray:

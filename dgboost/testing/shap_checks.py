@@ -1,5 +1,6 @@
 """Helpers of the GPU SHAP tests: a small trained model and a bitwise comparison that says
 where two outputs differ (``tests/gpu/test_cuda_shap.py``, ``test_cuda_interventional.py``)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +8,15 @@ import numpy as np
 __all__ = ["small_model", "assert_bitwise"]
 
 
-def small_model(objective: str = "binary:logistic", depth: int = 6, rounds: int = 20, missing: float = 0.15,
-                n: int = 3000, F: int = 12, **extra):
+def small_model(
+    objective: str = "binary:logistic",
+    depth: int = 6,
+    rounds: int = 20,
+    missing: float = 0.15,
+    n: int = 3000,
+    F: int = 12,
+    **extra,
+):
     """``(booster, X)``: a CPU-trained dgboost model on :func:`~dgboost.datasets.make_synthetic`
     rows (float32 (n, F), ``missing`` NaN rate, seed 3) for ``objective`` (regression, binary
     or multiclass), 64 bins."""
@@ -32,5 +40,7 @@ def assert_bitwise(got, want) -> None:
     if got.tobytes() != want.tobytes():
         diff = np.abs(got - want)
         where = np.unravel_index(int(np.nanargmax(diff)), diff.shape)
-        raise AssertionError(f"not bitwise equal: {int((got != want).sum())} values differ, the largest "
-                             f"by {diff[where]:.3g} at {where} ({got[where]!r} vs {want[where]!r})")
+        raise AssertionError(
+            f"not bitwise equal: {int((got != want).sum())} values differ, the largest "
+            f"by {diff[where]:.3g} at {where} ({got[where]!r} vs {want[where]!r})"
+        )

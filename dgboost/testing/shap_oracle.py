@@ -18,6 +18,7 @@ with the bias (``base_margin`` + expected value) in the last column / at ``[F, F
 Rows are compared as float32 with the float32 thresholds (``x < split_value`` goes left,
 NaN follows ``default_left``), exactly like the model.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,9 +29,17 @@ import numpy as np
 from dgboost.testing.reference import predict_margin_reference
 from dgboost.tree import Ensemble, Tree
 
-__all__ = ["predict_margin", "brute_force_shap", "brute_force_interactions",
-           "brute_force_interventional", "random_tree", "random_ensemble", "chain_tree",
-           "random_rows", "ensemble_from_xgboost"]
+__all__ = [
+    "predict_margin",
+    "brute_force_shap",
+    "brute_force_interactions",
+    "brute_force_interventional",
+    "random_tree",
+    "random_ensemble",
+    "chain_tree",
+    "random_rows",
+    "ensemble_from_xgboost",
+]
 
 MAX_PLAYERS = 12
 
@@ -43,8 +52,7 @@ def _rows32(X) -> np.ndarray:
 
 
 def _go_left(tree: Tree, node: int, col: np.ndarray) -> np.ndarray:
-    return np.where(np.isnan(col), bool(tree.default_left[node]),
-                    col < tree.split_value[node])
+    return np.where(np.isnan(col), bool(tree.default_left[node]), col < tree.split_value[node])
 
 
 def predict_margin(ensemble: Ensemble, X) -> np.ndarray:
@@ -82,8 +90,7 @@ def _path_dependent_values(tree: Tree, X32: np.ndarray, players: list[int]) -> n
     return rec(0)
 
 
-def _interventional_values(tree: Tree, X32: np.ndarray, B32: np.ndarray,
-                           players: list[int]) -> np.ndarray:
+def _interventional_values(tree: Tree, X32: np.ndarray, B32: np.ndarray, players: list[int]) -> np.ndarray:
     """v[S, row] = mean over background rows r of tree(x_S, r_rest)."""
     pos = {f: i for i, f in enumerate(players)}
     masks = np.arange(1 << len(players))
@@ -127,8 +134,7 @@ def _shapley_interactions(v: np.ndarray, m: int) -> np.ndarray:
     if m >= 2:
         masks = np.arange(1 << m)
         sizes = _popcounts(masks)
-        c = np.array([factorial(s) * factorial(m - s - 2) / (2.0 * factorial(m - 1))
-                      for s in range(m - 1)])
+        c = np.array([factorial(s) * factorial(m - s - 2) / (2.0 * factorial(m - 1)) for s in range(m - 1)])
         for i in range(m):
             for j in range(m):
                 if i == j:
@@ -143,8 +149,7 @@ def _shapley_interactions(v: np.ndarray, m: int) -> np.ndarray:
 
 def _check_players(players):
     if len(players) > MAX_PLAYERS:
-        raise ValueError(f"brute force needs <= {MAX_PLAYERS} distinct features per tree, "
-                         f"got {len(players)}")
+        raise ValueError(f"brute force needs <= {MAX_PLAYERS} distinct features per tree, got {len(players)}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -197,8 +202,7 @@ def brute_force_interactions(ensemble: Ensemble, X) -> np.ndarray:
 def brute_force_interventional(ensemble: Ensemble, X, background) -> np.ndarray:
     """Interventional Shapley values over ``background``; ``(n, n_groups, F + 1)``."""
     X32, B32 = _rows32(X), _rows32(background)
-    return _shapley_by_tree(ensemble, X32,
-                            lambda tree, players: _interventional_values(tree, X32, B32, players))
+    return _shapley_by_tree(ensemble, X32, lambda tree, players: _interventional_values(tree, X32, B32, players))
 
 
 # ---------------------------------------------------------------------------------------
@@ -215,12 +219,27 @@ def _finish_tree(left, right, feature, split, dleft, value, leaf_cover) -> Tree:
     # children are numbered after their parents: sum covers bottom-up
     for i in range(n - 1, -1, -1):
         cover[i] = leaf_cover[i] if left[i] < 0 else cover[left[i]] + cover[right[i]]
-    return Tree(left=left, right=right, parent=parent, feature=feature, split_value=split,
-                default_left=dleft, gain=np.zeros(n), cover=cover, value=value)
+    return Tree(
+        left=left,
+        right=right,
+        parent=parent,
+        feature=feature,
+        split_value=split,
+        default_left=dleft,
+        gain=np.zeros(n),
+        cover=cover,
+        value=value,
+    )
 
 
-def random_tree(rng: np.random.Generator, n_features: int, max_depth: int,
-                split_prob: float = 0.8, thresholds=None, zero_cover_prob: float = 0.0) -> Tree:
+def random_tree(
+    rng: np.random.Generator,
+    n_features: int,
+    max_depth: int,
+    split_prob: float = 0.8,
+    thresholds=None,
+    zero_cover_prob: float = 0.0,
+) -> Tree:
     """A random tree (nodes numbered breadth first) with consistent covers.
 
     ``thresholds``: values split points are drawn from (default: a grid in [-2, 2], so that
@@ -233,8 +252,14 @@ def random_tree(rng: np.random.Generator, n_features: int, max_depth: int,
     depth = []
 
     def new(d):
-        left.append(-1); right.append(-1); feature.append(-1); split.append(0.0)
-        dleft.append(0); value.append(0.0); lcover.append(0.0); depth.append(d)
+        left.append(-1)
+        right.append(-1)
+        feature.append(-1)
+        split.append(0.0)
+        dleft.append(0)
+        value.append(0.0)
+        lcover.append(0.0)
+        depth.append(d)
         return len(left) - 1
 
     new(0)
@@ -251,12 +276,18 @@ def random_tree(rng: np.random.Generator, n_features: int, max_depth: int,
             value[i] = float(rng.normal())
             lcover[i] = 0.0 if rng.random() < zero_cover_prob else float(rng.uniform(0.5, 10.0))
         i += 1
-    return _finish_tree(np.array(left), np.array(right), np.array(feature), np.array(split),
-                        np.array(dleft), np.array(value), np.array(lcover))
+    return _finish_tree(
+        np.array(left),
+        np.array(right),
+        np.array(feature),
+        np.array(split),
+        np.array(dleft),
+        np.array(value),
+        np.array(lcover),
+    )
 
 
-def chain_tree(rng: np.random.Generator, n_features: int, depth: int, thresholds=None,
-               distinct: bool = False) -> Tree:
+def chain_tree(rng: np.random.Generator, n_features: int, depth: int, thresholds=None, distinct: bool = False) -> Tree:
     """A caterpillar tree of the given depth: every level has one leaf and one inner node.
 
     ``distinct``: every level splits on a different feature (needs n_features >= depth).
@@ -265,8 +296,12 @@ def chain_tree(rng: np.random.Generator, n_features: int, depth: int, thresholds
     if thresholds is None:
         thresholds = np.linspace(-2, 2, 9)
     n = 2 * depth + 1
-    left = np.full(n, -1); right = np.full(n, -1); feature = np.full(n, -1)
-    split = np.zeros(n); dleft = np.zeros(n, dtype=np.int64); value = np.zeros(n)
+    left = np.full(n, -1)
+    right = np.full(n, -1)
+    feature = np.full(n, -1)
+    split = np.zeros(n)
+    dleft = np.zeros(n, dtype=np.int64)
+    value = np.zeros(n)
     lcover = np.zeros(n)
     node = 0
     for d in range(depth):
@@ -285,9 +320,15 @@ def chain_tree(rng: np.random.Generator, n_features: int, depth: int, thresholds
     return _finish_tree(left, right, feature, split, dleft, value, lcover)
 
 
-def random_ensemble(rng: np.random.Generator, n_features: int = 6, n_trees: int = 3,
-                    max_depth: int = 4, n_groups: int = 1, base_margin=None,
-                    **tree_kwargs) -> Ensemble:
+def random_ensemble(
+    rng: np.random.Generator,
+    n_features: int = 6,
+    n_trees: int = 3,
+    max_depth: int = 4,
+    n_groups: int = 1,
+    base_margin=None,
+    **tree_kwargs,
+) -> Ensemble:
     """``n_trees`` random trees per group (interleaved by group, like XGBoost)."""
     if base_margin is None:
         base_margin = rng.normal(size=n_groups)
@@ -298,8 +339,9 @@ def random_ensemble(rng: np.random.Generator, n_features: int = 6, n_trees: int 
     return ens
 
 
-def random_rows(rng: np.random.Generator, n: int, n_features: int, nan_prob: float = 0.15,
-                thresholds=None, dtype=np.float64) -> np.ndarray:
+def random_rows(
+    rng: np.random.Generator, n: int, n_features: int, nan_prob: float = 0.15, thresholds=None, dtype=np.float64
+) -> np.ndarray:
     """Rows mixing grid values (equal to thresholds), continuous values and NaNs."""
     if thresholds is None:
         thresholds = np.linspace(-2, 2, 9)
@@ -314,8 +356,7 @@ def random_rows(rng: np.random.Generator, n: int, n_features: int, nan_prob: flo
 # minimal XGBoost JSON -> Ensemble (tests and benchmarks only; gbtree, numeric splits)
 # ---------------------------------------------------------------------------------------
 def _base_margin(base_score: str, objective: str, n_groups: int) -> np.ndarray:
-    vals = np.array([float(s) for s in base_score.strip("[]").split(",") if s.strip()],
-                    dtype=np.float64)
+    vals = np.array([float(s) for s in base_score.strip("[]").split(",") if s.strip()], dtype=np.float64)
     vals = np.broadcast_to(vals, (n_groups,)).copy() if vals.size == 1 else vals
     if objective in ("binary:logistic", "reg:logistic", "binary:logitraw"):
         return np.log(vals / (1.0 - vals))
@@ -339,21 +380,25 @@ def ensemble_from_xgboost(booster) -> Ensemble:
     param = learner["learner_model_param"]
     n_groups = max(1, int(param.get("num_class", "0")), int(param.get("num_target", "1")))
     objective = learner["objective"]["name"]
-    ens = Ensemble(n_groups=n_groups,
-                   base_margin=_base_margin(param["base_score"], objective, n_groups))
+    ens = Ensemble(n_groups=n_groups, base_margin=_base_margin(param["base_score"], objective, n_groups))
     for tj, g in zip(model["trees"], model["tree_info"]):
         left = np.array(tj["left_children"], dtype=np.int64)
         right = np.array(tj["right_children"], dtype=np.int64)
         parents = np.array(tj["parents"], dtype=np.int64)
         leaf = left < 0
         cond = np.array(tj["split_conditions"], dtype=np.float32)
-        ens.append(Tree(
-            left=left, right=right, parent=np.where(parents >= 2**31 - 1, -1, parents),
-            feature=np.where(leaf, -1, np.array(tj["split_indices"])),
-            split_value=np.where(leaf, 0.0, cond).astype(np.float32),
-            default_left=np.array(tj["default_left"], dtype=np.uint8),
-            gain=np.array(tj["loss_changes"], dtype=np.float32),
-            cover=np.array(tj["sum_hessian"], dtype=np.float64),
-            value=np.where(leaf, cond, np.array(tj["base_weights"], dtype=np.float32))),
-            int(g))
+        ens.append(
+            Tree(
+                left=left,
+                right=right,
+                parent=np.where(parents >= 2**31 - 1, -1, parents),
+                feature=np.where(leaf, -1, np.array(tj["split_indices"])),
+                split_value=np.where(leaf, 0.0, cond).astype(np.float32),
+                default_left=np.array(tj["default_left"], dtype=np.uint8),
+                gain=np.array(tj["loss_changes"], dtype=np.float32),
+                cover=np.array(tj["sum_hessian"], dtype=np.float64),
+                value=np.where(leaf, cond, np.array(tj["base_weights"], dtype=np.float32)),
+            ),
+            int(g),
+        )
     return ens

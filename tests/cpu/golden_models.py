@@ -4,6 +4,7 @@
 Run ``python tests/cpu/golden_models.py`` to (re)write the files — only when a change of the
 algorithm is intended, and say so in the commit.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -35,25 +36,37 @@ def _dmatrix(task: str, **kwargs) -> dg.DMatrix:
 
 def _train(task: str, params: dict[str, Any], rounds: int = 6, **dmatrix_kwargs) -> Callable[[], bytes]:
     def run() -> bytes:
-        booster = dg.train({"max_depth": 4, "eta": 0.3, **params}, _dmatrix(task, **dmatrix_kwargs), rounds,
-                           verbose_eval=False)
+        booster = dg.train(
+            {"max_depth": 4, "eta": 0.3, **params}, _dmatrix(task, **dmatrix_kwargs), rounds, verbose_eval=False
+        )
         return booster.save_raw()
+
     return run
 
 
 def _weighted() -> bytes:
     X, y, _ = _data("regression")
     w = np.random.default_rng(5).uniform(0.2, 3.0, size=len(y)).astype(np.float32)
-    booster = dg.train({"max_depth": 4, "min_child_weight": 2.0, "lambda": 2.0, "alpha": 0.5, "gamma": 0.1},
-                       dg.DMatrix(X, y, weight=w), 6, verbose_eval=False)
+    booster = dg.train(
+        {"max_depth": 4, "min_child_weight": 2.0, "lambda": 2.0, "alpha": 0.5, "gamma": 0.1},
+        dg.DMatrix(X, y, weight=w),
+        6,
+        verbose_eval=False,
+    )
     return booster.save_raw()
 
 
 def _early_stopped() -> bytes:
     X, y, _ = _data("binary")
     dtrain, dvalid = dg.DMatrix(X[:400], y[:400]), dg.DMatrix(X[400:], y[400:])
-    booster = dg.train({"objective": "binary:logistic", "max_depth": 5, "eta": 0.5}, dtrain, 60,
-                       evals=[(dvalid, "valid")], early_stopping_rounds=3, verbose_eval=False)
+    booster = dg.train(
+        {"objective": "binary:logistic", "max_depth": 5, "eta": 0.5},
+        dtrain,
+        60,
+        evals=[(dvalid, "valid")],
+        early_stopping_rounds=3,
+        verbose_eval=False,
+    )
     return booster.save_raw()
 
 
@@ -74,8 +87,9 @@ def _checkpoint_resumed() -> bytes:
                 return epoch == 4
 
         dg.train(params, dtrain, 9, checkpoint_dir=d, checkpoint_every=2, callbacks=[_Stop()], verbose_eval=False)
-        return dg.train(params, dtrain, 9, checkpoint_dir=d, checkpoint_every=2, resume=True,
-                        verbose_eval=False).save_raw()
+        return dg.train(
+            params, dtrain, 9, checkpoint_dir=d, checkpoint_every=2, resume=True, verbose_eval=False
+        ).save_raw()
 
 
 def _updated() -> bytes:
@@ -99,8 +113,17 @@ CONFIGS: dict[str, Callable[[], bytes]] = {
     "rank_pairwise": _train("ranking", {"objective": "rank:pairwise"}),
     "lossguide": _train("regression", {"grow_policy": "lossguide", "max_leaves": 11, "max_depth": 0}),
     "depthwise_max_leaves": _train("binary", {"objective": "binary:logistic", "max_leaves": 7}),
-    "sampling": _train("binary", {"objective": "binary:logistic", "subsample": 0.6, "colsample_bytree": 0.8,
-                                  "colsample_bylevel": 0.8, "colsample_bynode": 0.7, "seed": 11}),
+    "sampling": _train(
+        "binary",
+        {
+            "objective": "binary:logistic",
+            "subsample": 0.6,
+            "colsample_bytree": 0.8,
+            "colsample_bylevel": 0.8,
+            "colsample_bynode": 0.7,
+            "seed": 11,
+        },
+    ),
     "monotone": _train("regression", {"monotone_constraints": "(1,-1,0,0,0,0,0,1)"}),
     "interaction": _train("regression", {"interaction_constraints": [[0, 1], [2, 3, 4]]}),
     "max_bin_16": _train("regression", {"max_bin": 16}),

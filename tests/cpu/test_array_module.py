@@ -3,6 +3,7 @@
 A CuPy array is recognised by the module its type lives in, so a stand-in class whose
 ``__module__`` starts with ``cupy`` plays one here, and a stand-in module plays ``cupy``.
 """
+
 from __future__ import annotations
 
 import sys

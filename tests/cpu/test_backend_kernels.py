@@ -1,14 +1,15 @@
 """Each Numba kernel of the CPU backend against its plain NumPy twin."""
+
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from dgboost._layout import (BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, LEFT_G, LEFT_H, NO_NODE, SPLIT_BIN, SUM_G,
-                             SUM_H)
-from dgboost.testing import kernel_reference as ref
+from dgboost._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, LEFT_G, LEFT_H, NO_NODE, SPLIT_BIN, SUM_G, SUM_H
 from dgboost.backend.cpu import CPUBackend
+from dgboost.testing import kernel_reference as ref
 from dgboost.testing.kernel_inputs import binning_data, node_records, random_ensemble, random_segments
 
 BACKEND = CPUBackend()
@@ -40,7 +41,7 @@ def test_binning_puts_values_below_a_cut_left_of_it():
 def test_histogram_kernel_matches_numpy_add_at(seed, n_nodes):
     rng, x, cuts = binning_data(seed, n=3000)
     bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
-    gpair = rng.integers(-10**12, 10**12, size=(x.shape[0], 2))
+    gpair = rng.integers(-(10**12), 10**12, size=(x.shape[0], 2))
     rows = rng.permutation(x.shape[0]).astype(np.int32)
     edges = np.sort(rng.integers(0, x.shape[0], size=2 * n_nodes)).reshape(n_nodes, 2)
     got = BACKEND.build_histograms(bins, cuts.ptrs, gpair, rows, edges)
@@ -48,18 +49,24 @@ def test_histogram_kernel_matches_numpy_add_at(seed, n_nodes):
     np.testing.assert_array_equal(got, want)
     # the begin/end columns of node records (a strided view) give the same segments
     records = node_records(edges[:, 0], edges[:, 1])
-    np.testing.assert_array_equal(BACKEND.build_histograms(bins, cuts.ptrs, gpair, rows, records[:, BEGIN:END + 1]),
-                                  want)
+    np.testing.assert_array_equal(
+        BACKEND.build_histograms(bins, cuts.ptrs, gpair, rows, records[:, BEGIN : END + 1]), want
+    )
 
 
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 10_000), lam=st.sampled_from([0.0, 1.0, 5.0]),
-       alpha=st.sampled_from([0.0, 0.5]), mcw=st.sampled_from([0.0, 1.0, 20.0]),
-       mds=st.sampled_from([0.0, 0.7]), gamma=st.sampled_from([0.0, 2.0]))
+@given(
+    seed=st.integers(0, 10_000),
+    lam=st.sampled_from([0.0, 1.0, 5.0]),
+    alpha=st.sampled_from([0.0, 0.5]),
+    mcw=st.sampled_from([0.0, 1.0, 20.0]),
+    mds=st.sampled_from([0.0, 0.7]),
+    gamma=st.sampled_from([0.0, 2.0]),
+)
 def test_split_evaluation_kernel_matches_the_reference(seed, lam, alpha, mcw, mds, gamma):
     rng, x, cuts = binning_data(seed, n=800)
     bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
-    scale = 2.0 ** 26
+    scale = 2.0**26
     g = rng.normal(size=x.shape[0])
     h = rng.uniform(0.1, 1.0, size=x.shape[0])
     gpair = BACKEND.quantise(g, h, np.array([scale, scale]))
@@ -75,7 +82,7 @@ def test_split_evaluation_kernel_matches_the_reference(seed, lam, alpha, mcw, md
         assert records[i, FEATURE] == f
         if f >= 0:
             assert (records[i, SPLIT_BIN], bool(records[i, DEFAULT_LEFT])) == (b, dl)
-            assert records[i, GAIN:GAIN + 1].view(np.float64)[0] == pytest.approx(gain, rel=1e-12)
+            assert records[i, GAIN : GAIN + 1].view(np.float64)[0] == pytest.approx(gain, rel=1e-12)
             assert (records[i, LEFT_G], records[i, LEFT_H]) == left
         # evaluation leaves the sums and segments alone
         assert (records[i, SUM_G], records[i, SUM_H]) == tuple(totals[i])
@@ -85,14 +92,13 @@ def test_split_evaluation_kernel_matches_the_reference(seed, lam, alpha, mcw, md
 def test_split_evaluation_without_a_mask_uses_every_feature():
     rng, x, cuts = binning_data(3, n=800)
     bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
-    gpair = BACKEND.quantise(rng.normal(size=800), rng.uniform(0.1, 1.0, size=800), np.array([2.0 ** 26, 2.0 ** 26]))
+    gpair = BACKEND.quantise(rng.normal(size=800), rng.uniform(0.1, 1.0, size=800), np.array([2.0**26, 2.0**26]))
     hist = BACKEND.build_histograms(bins, cuts.ptrs, gpair, np.arange(800, dtype=np.int32), np.array([[0, 800]]))
     p = SimpleNamespace(reg_lambda=1.0, alpha=0.0, gamma=0.0, min_child_weight=1.0, max_delta_step=0.0)
     unmasked = node_records([0], [800], sums=gpair.sum(0)[None])
     masked = unmasked.copy()
-    BACKEND.evaluate_splits(hist, unmasked, cuts.ptrs, None, np.array([2.0 ** 26, 2.0 ** 26]), p)
-    BACKEND.evaluate_splits(hist, masked, cuts.ptrs, np.ones((1, x.shape[1]), bool), np.array([2.0 ** 26, 2.0 ** 26]),
-                            p)
+    BACKEND.evaluate_splits(hist, unmasked, cuts.ptrs, None, np.array([2.0**26, 2.0**26]), p)
+    BACKEND.evaluate_splits(hist, masked, cuts.ptrs, np.ones((1, x.shape[1]), bool), np.array([2.0**26, 2.0**26]), p)
     assert unmasked[0, FEATURE] >= 0
     np.testing.assert_array_equal(unmasked, masked)
 
@@ -110,7 +116,7 @@ def test_partition_kernel_is_stable_and_matches_the_reference():
     np.testing.assert_array_equal(counts[:, 0], want_counts)
     np.testing.assert_array_equal(counts.sum(1), ends - begins)
     for b, e, c in zip(begins, ends, counts[:, 0]):  # stable: each side keeps increasing row order
-        assert np.all(np.diff(rows[b:b + c]) > 0) and np.all(np.diff(rows[b + c:e]) > 0)
+        assert np.all(np.diff(rows[b : b + c]) > 0) and np.all(np.diff(rows[b + c : e]) > 0)
 
 
 def test_prediction_kernel_matches_a_plain_tree_walk():
@@ -135,7 +141,7 @@ def test_multithreaded_histogram_paths_match_numpy_add_at(n_nodes):
     # histograms), many nodes are handed out whole
     rng, x, cuts = binning_data(11, n=60_000, f=5)
     bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
-    gpair = rng.integers(-10**12, 10**12, size=(x.shape[0], 2))
+    gpair = rng.integers(-(10**12), 10**12, size=(x.shape[0], 2))
     rows = rng.permutation(x.shape[0]).astype(np.int32)
     edges = np.sort(rng.choice(x.shape[0], size=2 * n_nodes, replace=False)).reshape(n_nodes, 2)
     got = BACKEND.build_histograms(bins, cuts.ptrs, gpair, rows, edges)
@@ -158,9 +164,11 @@ def test_leaf_values_are_added_to_exactly_the_rows_of_each_leaf():
 
 def test_leaf_weight_kernel_matches_the_reference_formula():
     p = SimpleNamespace(reg_lambda=1.5, alpha=0.3, gamma=0.0, min_child_weight=2.0, max_delta_step=0.4)
-    scale = 2.0 ** 30
-    sums = np.array([[3 * scale, 10 * scale], [-0.1 * scale, 5 * scale], [5 * scale, 1 * scale],
-                     [-40 * scale, 7 * scale]], dtype=np.int64)
+    scale = 2.0**30
+    sums = np.array(
+        [[3 * scale, 10 * scale], [-0.1 * scale, 5 * scale], [5 * scale, 1 * scale], [-40 * scale, 7 * scale]],
+        dtype=np.int64,
+    )
     got = BACKEND.leaf_weights(sums, scale, scale, p)
     want = [ref._weight(g / scale, h / scale, p) for g, h in sums]
     np.testing.assert_allclose(got, want, rtol=1e-15)
@@ -169,9 +177,9 @@ def test_leaf_weight_kernel_matches_the_reference_formula():
 def test_children_records_split_each_parent_segment_and_sum():
     rng = np.random.default_rng(4)
     segments = random_segments(rng, 10_000, 6)
-    sums = rng.integers(-10**9, 10**9, size=(6, 2))
+    sums = rng.integers(-(10**9), 10**9, size=(6, 2))
     parents = node_records(segments[:, 0], segments[:, 1], sums=sums)
-    parents[:, LEFT_G] = rng.integers(-10**9, 10**9, size=6)
+    parents[:, LEFT_G] = rng.integers(-(10**9), 10**9, size=6)
     parents[:, LEFT_H] = rng.integers(0, 10**9, size=6)
     sizes = segments[:, 1] - segments[:, 0]
     lefts = (sizes * rng.random(6)).astype(np.int64)
@@ -184,19 +192,20 @@ def test_children_records_split_each_parent_segment_and_sum():
     np.testing.assert_array_equal(left[:, END], right[:, BEGIN])
     np.testing.assert_array_equal(right[:, END], segments[:, 1])
     np.testing.assert_array_equal(left[:, END] - left[:, BEGIN], lefts)
-    np.testing.assert_array_equal(left[:, SUM_G:SUM_H + 1] + right[:, SUM_G:SUM_H + 1], sums)
+    np.testing.assert_array_equal(left[:, SUM_G : SUM_H + 1] + right[:, SUM_G : SUM_H + 1], sums)
     np.testing.assert_array_equal(left[:, SUM_G], parents[:, LEFT_G])
     assert np.all(children[:, FEATURE] == -1)
     smaller_left = global_counts[:, 0] <= global_counts[:, 1]
     np.testing.assert_array_equal(build_left, smaller_left.astype(np.int64))
-    np.testing.assert_array_equal(build, np.where(smaller_left[:, None], left[:, BEGIN:END + 1],
-                                                  right[:, BEGIN:END + 1]))
+    np.testing.assert_array_equal(
+        build, np.where(smaller_left[:, None], left[:, BEGIN : END + 1], right[:, BEGIN : END + 1])
+    )
 
 
 def test_without_global_counts_the_child_of_smaller_hessian_sum_is_built_ties_left():
     rng = np.random.default_rng(5)
     segments = random_segments(rng, 10_000, 8)
-    sums = np.stack([rng.integers(-10**9, 10**9, 8), rng.integers(10**6, 10**9, 8)], axis=1)
+    sums = np.stack([rng.integers(-(10**9), 10**9, 8), rng.integers(10**6, 10**9, 8)], axis=1)
     parents = node_records(segments[:, 0], segments[:, 1], sums=sums)
     parents[:, LEFT_H] = (sums[:, 1] * rng.random(8)).astype(np.int64)
     parents[0, LEFT_H] = sums[0, 1] // 2 if sums[0, 1] % 2 == 0 else sums[0, 1] // 2 + 1  # a tie or left heavier
@@ -211,8 +220,9 @@ def test_without_global_counts_the_child_of_smaller_hessian_sum_is_built_ties_le
     assert want_left[1] and build_left[1] == 1
     np.testing.assert_array_equal(build_left, want_left.astype(np.int64))
     left, right = children[0::2], children[1::2]
-    np.testing.assert_array_equal(build[:7], np.where(want_left[:7, None], left[:7, BEGIN:END + 1],
-                                                      right[:7, BEGIN:END + 1]))
+    np.testing.assert_array_equal(
+        build[:7], np.where(want_left[:7, None], left[:7, BEGIN : END + 1], right[:7, BEGIN : END + 1])
+    )
     # the records themselves do not depend on how the child to build is picked
     same, _, _ = BACKEND.split_nodes(parents, counts, counts)
     np.testing.assert_array_equal(children, same)
@@ -226,9 +236,9 @@ def test_without_global_counts_the_child_of_smaller_hessian_sum_is_built_ties_le
 
 def test_children_histograms_place_the_built_child_and_subtract_its_sibling():
     rng = np.random.default_rng(6)
-    parent_hist = rng.integers(-10**6, 10**6, size=(5, 30, 2))
+    parent_hist = rng.integers(-(10**6), 10**6, size=(5, 30, 2))
     index = np.array([4, 0, 2])
-    built = rng.integers(-10**6, 10**6, size=(3, 30, 2))
+    built = rng.integers(-(10**6), 10**6, size=(3, 30, 2))
     build_left = np.array([1, 0, 1])
     out = BACKEND.children_histograms(parent_hist, index, built, build_left)
     assert out.shape == (6, 30, 2)
@@ -247,13 +257,15 @@ def test_the_children_histograms_kernel_equals_its_numpy_twin(indexed):
 
     rng = np.random.default_rng(7)
     k, n_bins = 37, 301
-    parent_hist = rng.integers(-10**15, 10**15, size=(k + 5, n_bins, 2))
-    built = rng.integers(-10**15, 10**15, size=(k, n_bins, 2))
+    parent_hist = rng.integers(-(10**15), 10**15, size=(k + 5, n_bins, 2))
+    built = rng.integers(-(10**15), 10**15, size=(k, n_bins, 2))
     build_left = rng.integers(0, 2, size=k)
     index = rng.permutation(k + 5)[:k] if indexed else None
     parents = parent_hist if indexed else parent_hist[:k]
-    np.testing.assert_array_equal(BACKEND.children_histograms(parents, index, built, build_left),
-                                  _records.children_histograms(parents, index, built, build_left))
+    np.testing.assert_array_equal(
+        BACKEND.children_histograms(parents, index, built, build_left),
+        _records.children_histograms(parents, index, built, build_left),
+    )
 
 
 def test_a_parent_that_is_not_split_keeps_its_rows_and_has_no_children():
@@ -262,16 +274,22 @@ def test_a_parent_that_is_not_split_keeps_its_rows_and_has_no_children():
     columns = np.ascontiguousarray(bins.T)
     rows = rng.permutation(3000).astype(np.int32)
     before = rows.copy()
-    parents = node_records([0, 1000, 2500], [1000, 2500, 3000], feature=[2, -1, NO_NODE], split_bin=[3, -1, -1],
-                           default_left=[1, 0, 0], sums=[[5, 9], [7, 11], [0, 0]])
-    parents[0, LEFT_G:LEFT_H + 1] = (2, 4)
+    parents = node_records(
+        [0, 1000, 2500],
+        [1000, 2500, 3000],
+        feature=[2, -1, NO_NODE],
+        split_bin=[3, -1, -1],
+        default_left=[1, 0, 0],
+        sums=[[5, 9], [7, 11], [0, 0]],
+    )
+    parents[0, LEFT_G : LEFT_H + 1] = (2, 4)
     counts = BACKEND.partition(columns, rows, parents)
     np.testing.assert_array_equal(rows[1000:], before[1000:])  # unsplit segments untouched
     np.testing.assert_array_equal(counts[1:], [[1500, 0], [500, 0]])
     children, build, build_left = BACKEND.split_nodes(parents, counts, counts)
     assert children[0, FEATURE] == children[1, FEATURE] == -1
     assert np.all(children[2:, FEATURE] == NO_NODE)
-    np.testing.assert_array_equal(children[2:, SUM_G:SUM_H + 1], 0)
+    np.testing.assert_array_equal(children[2:, SUM_G : SUM_H + 1], 0)
     np.testing.assert_array_equal(children[2:, END] - children[2:, BEGIN], 0)
     np.testing.assert_array_equal(build[1:, 1] - build[1:, 0], 0)  # nothing to build under them
 
@@ -279,16 +297,17 @@ def test_a_parent_that_is_not_split_keeps_its_rows_and_has_no_children():
 def test_split_evaluation_leaves_slots_with_no_node_alone_and_takes_one_mask_for_all():
     rng, x, cuts = binning_data(9, n=800)
     bins = BACKEND.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint8))
-    gpair = BACKEND.quantise(rng.normal(size=800), rng.uniform(0.1, 1.0, size=800), np.array([2.0 ** 26, 2.0 ** 26]))
-    hist = BACKEND.build_histograms(bins, cuts.ptrs, gpair, np.arange(800, dtype=np.int32),
-                                    np.array([[0, 800], [0, 800]]))
+    gpair = BACKEND.quantise(rng.normal(size=800), rng.uniform(0.1, 1.0, size=800), np.array([2.0**26, 2.0**26]))
+    hist = BACKEND.build_histograms(
+        bins, cuts.ptrs, gpair, np.arange(800, dtype=np.int32), np.array([[0, 800], [0, 800]])
+    )
     p = SimpleNamespace(reg_lambda=1.0, alpha=0.0, gamma=0.0, min_child_weight=1.0, max_delta_step=0.0)
     records = node_records([0, 0], [800, 800], sums=np.stack([gpair.sum(0)] * 2))
     records[1, FEATURE] = NO_NODE
     untouched = records[1].copy()
     one_mask = np.zeros((1, x.shape[1]), bool)
     one_mask[0, 1] = True
-    BACKEND.evaluate_splits(hist, records, cuts.ptrs, one_mask, np.array([2.0 ** 26, 2.0 ** 26]), p)
+    BACKEND.evaluate_splits(hist, records, cuts.ptrs, one_mask, np.array([2.0**26, 2.0**26]), p)
     assert records[0, FEATURE] == 1
     np.testing.assert_array_equal(records[1], untouched)
 
@@ -301,7 +320,6 @@ def test_node_record_columns_are_those_of_the_cuda_header():
 
     header = (Path(__file__).resolve().parents[2] / "kernels" / "common.cuh").read_text()
     enum = dict((name, int(value)) for name, value in re.findall(r"\bk(\w+) = (\d+)\b", header))
-    want = {"".join(w.capitalize() for w in field.split("_")): i
-            for i, field in enumerate(_layout.NODE_RECORD_FIELDS)}
+    want = {"".join(w.capitalize() for w in field.split("_")): i for i, field in enumerate(_layout.NODE_RECORD_FIELDS)}
     assert {k: enum[k] for k in want} == want
     assert enum["NodeFields"] == _layout.NODE_FIELDS

@@ -1,4 +1,5 @@
 """Bad input is rejected with a dgboost.DGBoostError that names the problem."""
+
 import json
 
 import numpy as np
@@ -11,21 +12,27 @@ X = np.random.default_rng(0).normal(size=(50, 3)).astype(np.float32)
 Y = (X[:, 0] > 0).astype(np.float32)
 
 
-@pytest.mark.parametrize("label, match", [
-    (np.where(np.arange(50) == 3, np.nan, Y), "label contains NaN"),
-    (np.where(np.arange(50) == 3, np.inf, Y), "label contains NaN or infinite"),
-    (Y[:40], "label has 40 entries but data has 50 rows"),
-])
+@pytest.mark.parametrize(
+    "label, match",
+    [
+        (np.where(np.arange(50) == 3, np.nan, Y), "label contains NaN"),
+        (np.where(np.arange(50) == 3, np.inf, Y), "label contains NaN or infinite"),
+        (Y[:40], "label has 40 entries but data has 50 rows"),
+    ],
+)
 def test_bad_labels_are_rejected(label, match):
     with pytest.raises(dg.DGBoostError, match=match):
         dg.DMatrix(X, label)
 
 
-@pytest.mark.parametrize("weight, match", [
-    (np.full(50, np.nan), "weight contains NaN"),
-    (np.full(50, -1.0), "weight contains negative"),
-    (np.ones(10), "weight has 10 entries"),
-])
+@pytest.mark.parametrize(
+    "weight, match",
+    [
+        (np.full(50, np.nan), "weight contains NaN"),
+        (np.full(50, -1.0), "weight contains negative"),
+        (np.ones(10), "weight has 10 entries"),
+    ],
+)
 def test_bad_weights_are_rejected(weight, match):
     with pytest.raises(dg.DGBoostError, match=match):
         dg.DMatrix(X, Y, weight=weight)
@@ -56,8 +63,9 @@ def test_classification_labels_outside_the_classes_are_rejected():
     with pytest.raises(dg.DGBoostError, match="label"):
         dg.train({"objective": "binary:logistic"}, dg.DMatrix(X, Y * 2), 1, verbose_eval=False)
     with pytest.raises(dg.DGBoostError, match="label"):
-        dg.train({"objective": "multi:softprob", "num_class": 2}, dg.DMatrix(X, np.arange(50) % 3), 1,
-                 verbose_eval=False)
+        dg.train(
+            {"objective": "multi:softprob", "num_class": 2}, dg.DMatrix(X, np.arange(50) % 3), 1, verbose_eval=False
+        )
 
 
 def test_unknown_parameters_suggest_the_nearest_name():
@@ -67,9 +75,20 @@ def test_unknown_parameters_suggest_the_nearest_name():
         dg.train({"objective": "binary:logistc"}, dg.DMatrix(X, Y), 1)
 
 
-@pytest.mark.parametrize("params", [{"eta": -0.1}, {"max_depth": -1}, {"subsample": 0.0}, {"subsample": 1.5},
-                                    {"max_bin": 1}, {"colsample_bytree": 2}, {"lambda": -1},
-                                    {"max_depth": "deep"}, {"objective": "multi:softmax", "num_class": 1}])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"eta": -0.1},
+        {"max_depth": -1},
+        {"subsample": 0.0},
+        {"subsample": 1.5},
+        {"max_bin": 1},
+        {"colsample_bytree": 2},
+        {"lambda": -1},
+        {"max_depth": "deep"},
+        {"objective": "multi:softmax", "num_class": 1},
+    ],
+)
 def test_out_of_range_parameters_are_rejected(params):
     with pytest.raises(dg.ParameterError):
         dg.train(params, dg.DMatrix(X, Y), 1)
@@ -116,15 +135,18 @@ def test_training_without_labels_or_with_bad_evals_fails_clearly():
         dg.train({}, dg.DMatrix(X, Y), 1, early_stopping_rounds=2)
 
 
-@pytest.mark.parametrize("kw, err, match", [
-    ({"max_bin": 1}, dg.DGBoostValueError, "max_bin must be an integer >= 2"),
-    ({"max_bin": "32"}, dg.DGBoostValueError, "max_bin must be an integer >= 2"),
-    ({"max_bin": 2.5}, dg.DGBoostValueError, "max_bin must be an integer >= 2"),
-    ({"ref": X}, dg.DGBoostTypeError, "ref must be a DMatrix"),
-    ({"ref": dg.DMatrix(X[:, :2])}, dg.DGBoostValueError, "ref has 2 features but data has 3"),
-    ({"ref": dg.DMatrix(X, max_bin=16), "max_bin": 32}, dg.DGBoostValueError, "differs from the max_bin of ref"),
-    ({"label_lower_bound": Y}, dg.DGBoostValueError, "not supported"),
-])
+@pytest.mark.parametrize(
+    "kw, err, match",
+    [
+        ({"max_bin": 1}, dg.DGBoostValueError, "max_bin must be an integer >= 2"),
+        ({"max_bin": "32"}, dg.DGBoostValueError, "max_bin must be an integer >= 2"),
+        ({"max_bin": 2.5}, dg.DGBoostValueError, "max_bin must be an integer >= 2"),
+        ({"ref": X}, dg.DGBoostTypeError, "ref must be a DMatrix"),
+        ({"ref": dg.DMatrix(X[:, :2])}, dg.DGBoostValueError, "ref has 2 features but data has 3"),
+        ({"ref": dg.DMatrix(X, max_bin=16), "max_bin": 32}, dg.DGBoostValueError, "differs from the max_bin of ref"),
+        ({"label_lower_bound": Y}, dg.DGBoostValueError, "not supported"),
+    ],
+)
 def test_bad_quantile_dmatrix_arguments(kw, err, match):
     with pytest.raises(err, match=match):
         dg.QuantileDMatrix(X, Y, **kw)

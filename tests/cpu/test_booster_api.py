@@ -4,6 +4,7 @@ configuration and slicing.
 Oracle: XGBoost itself, loading the model dgboost saved (``save_model`` writes XGBoost's
 JSON schema) and answering the same question; for the training steps, ``dgboost.train``.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,6 @@ import pytest
 import xgboost as xgb
 
 import dgboost as dgb
-
 
 IMPORTANCE_TYPES = ("weight", "gain", "cover", "total_gain", "total_cover")
 
@@ -105,8 +105,9 @@ def test_trees_to_dataframe_matches_xgboosts_columns_dtypes_and_values(pair):
     b, x, *_ = pair
     ours, theirs = b.trees_to_dataframe(), x.trees_to_dataframe()
     assert list(ours.columns) == list(theirs.columns)
-    assert {"Tree", "Node", "ID", "Feature", "Split", "Yes", "No", "Missing", "Gain", "Cover",
-            "Category"} <= set(ours.columns)
+    assert {"Tree", "Node", "ID", "Feature", "Split", "Yes", "No", "Missing", "Gain", "Cover", "Category"} <= set(
+        ours.columns
+    )
     assert (ours.dtypes == theirs.dtypes).all()
     pd.testing.assert_frame_equal(ours.drop(columns="Category"), theirs.drop(columns="Category"), rtol=1e-5)
     assert ours["Category"].isna().all()
@@ -114,8 +115,14 @@ def test_trees_to_dataframe_matches_xgboosts_columns_dtypes_and_values(pair):
 
 
 # -- training steps ---------------------------------------------------------------------------
-STEP_PARAMS = {"objective": "binary:logistic", "max_depth": 3, "subsample": 0.8, "colsample_bytree": 0.7,
-               "seed": 3, "eta": 0.4}
+STEP_PARAMS = {
+    "objective": "binary:logistic",
+    "max_depth": 3,
+    "subsample": 0.8,
+    "colsample_bytree": 0.7,
+    "seed": 3,
+    "eta": 0.4,
+}
 
 
 def _bin_matrix():
@@ -172,7 +179,7 @@ def test_boost_with_the_objectives_own_gradients_equals_update():
     via_update, via_boost = start.copy(), start.copy()
     via_update.update(d, 2)
     margin = via_boost.predict(d, output_margin=True)
-    p = (1.0 / (1.0 + np.exp(-margin.astype(np.float64))))
+    p = 1.0 / (1.0 + np.exp(-margin.astype(np.float64)))
     label = d.get_label()
     grad, hess = (p - label).astype(np.float32), np.maximum(p * (1 - p), 1e-16).astype(np.float32)
     via_boost.boost(d, 2, grad, hess)
@@ -219,10 +226,12 @@ def test_eval_set_lists_every_set_and_metric_and_a_custom_feval():
     b = dgb.train(params, dgb.DMatrix(X, label=ys["bin"]), 4)
     xb = xgb.train(params, xgb.DMatrix(X, label=ys["bin"]), 4)
     feval = lambda preds, dm: ("mean", float(np.mean(preds)))  # noqa: E731
-    ours = b.eval_set([(dgb.DMatrix(X, label=ys["bin"]), "a"), (dgb.DMatrix(X[:100], label=ys["bin"][:100]), "b")],
-                      3, feval=feval)
-    theirs = xb.eval_set([(xgb.DMatrix(X, label=ys["bin"]), "a"), (xgb.DMatrix(X[:100], label=ys["bin"][:100]), "b")],
-                         3, feval=feval)
+    ours = b.eval_set(
+        [(dgb.DMatrix(X, label=ys["bin"]), "a"), (dgb.DMatrix(X[:100], label=ys["bin"][:100]), "b")], 3, feval=feval
+    )
+    theirs = xb.eval_set(
+        [(xgb.DMatrix(X, label=ys["bin"]), "a"), (xgb.DMatrix(X[:100], label=ys["bin"][:100]), "b")], 3, feval=feval
+    )
     assert [item.split(":")[0] for item in ours.split("\t")] == [item.split(":")[0] for item in theirs.split("\t")]
     assert ours.startswith("[3]\ta-logloss:")
     assert re.search(r"\ta-mean:-?\d+\.\d{6}\t", ours)
@@ -257,13 +266,20 @@ def test_save_config_round_trips_the_training_parameters(pair):
 
 def test_load_config_reads_xgboosts_own_configuration():
     X, ys = _data(3)
-    xb = xgb.train({"objective": "binary:logistic", "max_depth": 2, "eta": 0.25, "eval_metric": "auc"},
-                   xgb.DMatrix(X, label=ys["bin"]), 1)
+    xb = xgb.train(
+        {"objective": "binary:logistic", "max_depth": 2, "eta": 0.25, "eval_metric": "auc"},
+        xgb.DMatrix(X, label=ys["bin"]),
+        1,
+    )
     b = dgb.Booster()
     b.load_config(xb.save_config())
     p = b.meta["params"]
-    assert (p["max_depth"], p["eta"], p["objective"], p["eval_metric"]) == (2, pytest.approx(0.25),
-                                                                             "binary:logistic", ["auc"])
+    assert (p["max_depth"], p["eta"], p["objective"], p["eval_metric"]) == (
+        2,
+        pytest.approx(0.25),
+        "binary:logistic",
+        ["auc"],
+    )
 
 
 def test_load_config_rejects_text_that_is_not_a_configuration():
@@ -277,8 +293,9 @@ def test_inplace_predict_equals_predict_and_xgboosts_inplace_predict(pair):
     ours = b.inplace_predict(X)
     np.testing.assert_array_equal(ours, b.predict(dgb.DMatrix(X)))
     np.testing.assert_allclose(ours, x.inplace_predict(X), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(b.inplace_predict(X, predict_type="margin"),
-                               x.inplace_predict(X, predict_type="margin"), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        b.inplace_predict(X, predict_type="margin"), x.inplace_predict(X, predict_type="margin"), rtol=1e-5, atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("begin,end", [(0, 1), (2, 5), (1, 3), (4, 5)])

@@ -1,4 +1,5 @@
 """Booster.update keeps its training job between calls: the same models as train(), made once."""
+
 import copy
 import pickle
 
@@ -31,12 +32,24 @@ def _updated(params, dtrain, rounds, booster=None):
     return booster
 
 
-@pytest.mark.parametrize("task, params", [
-    ("multiclass", {"objective": "multi:softprob", "num_class": 3, "max_depth": 4, "subsample": 0.7,
-                    "colsample_bytree": 0.8, "seed": 5}),
-    ("regression", {"objective": "reg:absoluteerror", "max_depth": 3, "subsample": 0.6}),
-    ("binary", {"objective": "binary:logistic", "grow_policy": "lossguide", "max_leaves": 12, "max_depth": 0}),
-])
+@pytest.mark.parametrize(
+    "task, params",
+    [
+        (
+            "multiclass",
+            {
+                "objective": "multi:softprob",
+                "num_class": 3,
+                "max_depth": 4,
+                "subsample": 0.7,
+                "colsample_bytree": 0.8,
+                "seed": 5,
+            },
+        ),
+        ("regression", {"objective": "reg:absoluteerror", "max_depth": 3, "subsample": 0.6}),
+        ("binary", {"objective": "binary:logistic", "grow_policy": "lossguide", "max_leaves": 12, "max_depth": 0}),
+    ],
+)
 def test_n_updates_give_the_model_of_n_rounds_of_train(task, params, preparations):
     X, y, _ = make_synthetic(700, 6, task=task, missing_rate=0.1, seed=4)
     dtrain = dg.DMatrix(X, y)

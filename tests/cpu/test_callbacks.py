@@ -1,4 +1,5 @@
 """dgboost.callback against xgboost.callback (3.4.1): the same names, the same decisions."""
+
 import os
 
 import numpy as np
@@ -73,13 +74,16 @@ def _drive(callback, scores, model, metric="logloss"):
     return None
 
 
-@pytest.mark.parametrize("scores, metric, kw", [
-    ([0.5, 0.4, 0.41, 0.42, 0.43, 0.3], "logloss", {"rounds": 3}),
-    ([0.5, 0.4, 0.39, 0.385, 0.384, 0.383], "logloss", {"rounds": 2, "min_delta": 0.005}),
-    ([0.6, 0.7, 0.69, 0.71, 0.70, 0.70, 0.70], "auc", {"rounds": 3}),
-    ([0.6, 0.7, 0.69, 0.68], "auc", {"rounds": 2, "maximize": False}),
-    ([0.2, 0.1, 0.3, 0.3], "mape", {"rounds": 2}),
-])
+@pytest.mark.parametrize(
+    "scores, metric, kw",
+    [
+        ([0.5, 0.4, 0.41, 0.42, 0.43, 0.3], "logloss", {"rounds": 3}),
+        ([0.5, 0.4, 0.39, 0.385, 0.384, 0.383], "logloss", {"rounds": 2, "min_delta": 0.005}),
+        ([0.6, 0.7, 0.69, 0.71, 0.70, 0.70, 0.70], "auc", {"rounds": 3}),
+        ([0.6, 0.7, 0.69, 0.68], "auc", {"rounds": 2, "maximize": False}),
+        ([0.2, 0.1, 0.3, 0.3], "mape", {"rounds": 2}),
+    ],
+)
 def test_early_stopping_stops_on_the_round_xgboost_stops_on_with_its_best_round(scores, metric, kw):
     ours, theirs = _Scores(rounds=4), _Scores(rounds=4)
     stop = _drive(EarlyStopping(**kw), scores, ours, metric)
@@ -111,10 +115,22 @@ def test_early_stopping_callback_gives_the_model_of_early_stopping_rounds():
 
 
 def test_early_stopping_save_best_keeps_best_iteration_plus_one_rounds_like_xgboost():
-    ours = dg.train(PARAMS, _dtrain(), 60, evals=[(_dvalid(), "valid")],
-                    callbacks=[EarlyStopping(rounds=3, save_best=True)], verbose_eval=False)
-    theirs = xgb.train(PARAMS, xgb.DMatrix(X, Y), 60, evals=[(xgb.DMatrix(XV, YV), "valid")],
-                       callbacks=[xgb.callback.EarlyStopping(rounds=3, save_best=True)], verbose_eval=False)
+    ours = dg.train(
+        PARAMS,
+        _dtrain(),
+        60,
+        evals=[(_dvalid(), "valid")],
+        callbacks=[EarlyStopping(rounds=3, save_best=True)],
+        verbose_eval=False,
+    )
+    theirs = xgb.train(
+        PARAMS,
+        xgb.DMatrix(X, Y),
+        60,
+        evals=[(xgb.DMatrix(XV, YV), "valid")],
+        callbacks=[xgb.callback.EarlyStopping(rounds=3, save_best=True)],
+        verbose_eval=False,
+    )
     assert ours.num_boosted_rounds() == ours.best_iteration + 1
     assert theirs.num_boosted_rounds() == theirs.best_iteration + 1
     full = dg.train(PARAMS, _dtrain(), ours.best_iteration + 1, verbose_eval=False)
@@ -128,16 +144,22 @@ def test_early_stopping_save_best_is_refused_by_cv_as_xgboost_refuses_it():
 
 def test_learning_rate_scheduler_trains_the_model_of_those_etas_round_by_round():
     rates = [0.1, 0.05, 0.4, 0.2, 0.9]  # one per round, as XGBoost's: the last is set after the last round
-    scheduled = dg.train({**PARAMS, "subsample": 0.7}, _dtrain(), 5,
-                         callbacks=[LearningRateScheduler(rates)], verbose_eval=False)
+    scheduled = dg.train(
+        {**PARAMS, "subsample": 0.7}, _dtrain(), 5, callbacks=[LearningRateScheduler(rates)], verbose_eval=False
+    )
     # as XGBoost's: after round i the rate becomes rates[i], so round 0 uses the params' eta
     etas = [PARAMS["eta"], *rates[:4]]
     step = None
     for eta in etas:
         step = dg.train({**PARAMS, "subsample": 0.7, "eta": eta}, _dtrain(), 1, xgb_model=step, verbose_eval=False)
     assert scheduled.get_dump(with_stats=True) == step.get_dump(with_stats=True)
-    by_function = dg.train({**PARAMS, "subsample": 0.7}, _dtrain(), 5,
-                           callbacks=[LearningRateScheduler(lambda epoch: rates[epoch])], verbose_eval=False)
+    by_function = dg.train(
+        {**PARAMS, "subsample": 0.7},
+        _dtrain(),
+        5,
+        callbacks=[LearningRateScheduler(lambda epoch: rates[epoch])],
+        verbose_eval=False,
+    )
     assert by_function.get_dump(with_stats=True) == step.get_dump(with_stats=True)
 
 
@@ -150,8 +172,9 @@ def _tree_scales(model, data, rounds):
 def test_learning_rate_scheduler_changes_the_trees_as_it_does_in_xgboost():
     rates = [0.3, 0.01, 0.01, 0.01]
     ours = dg.train(PARAMS, _dtrain(), 4, callbacks=[LearningRateScheduler(rates)], verbose_eval=False)
-    theirs = xgb.train({**PARAMS, "tree_method": "hist"}, xgb.DMatrix(X, Y), 4,
-                       callbacks=[xgb.callback.LearningRateScheduler(rates)])
+    theirs = xgb.train(
+        {**PARAMS, "tree_method": "hist"}, xgb.DMatrix(X, Y), 4, callbacks=[xgb.callback.LearningRateScheduler(rates)]
+    )
     ours_scale, theirs_scale = _tree_scales(ours, _dtrain(), 4), _tree_scales(theirs, xgb.DMatrix(X), 4)
     # rounds 2 and 3 grow at eta 0.01, round 1 at 0.3
     for scale in (ours_scale, theirs_scale):
@@ -169,18 +192,26 @@ def _epoch_lines(lines):
 
 
 def test_evaluation_monitor_prints_the_lines_xgboost_prints(capsys, no_compile_notice):
-    xgb.train(PARAMS, xgb.DMatrix(X, Y), 8, evals=[(xgb.DMatrix(XV, YV), "valid")], verbose_eval=False,
-              callbacks=[xgb.callback.EvaluationMonitor(period=3)])
+    xgb.train(
+        PARAMS,
+        xgb.DMatrix(X, Y),
+        8,
+        evals=[(xgb.DMatrix(XV, YV), "valid")],
+        verbose_eval=False,
+        callbacks=[xgb.callback.EvaluationMonitor(period=3)],
+    )
     want = capsys.readouterr().out.splitlines()
-    dg.train(PARAMS, _dtrain(), 8, evals=[(_dvalid(), "valid")], verbose_eval=False,
-             callbacks=[EvaluationMonitor(period=3)])
+    dg.train(
+        PARAMS, _dtrain(), 8, evals=[(_dvalid(), "valid")], verbose_eval=False, callbacks=[EvaluationMonitor(period=3)]
+    )
     got = capsys.readouterr().out.splitlines()
     assert _epoch_lines(got) == _epoch_lines(want) and [line[:3] for line in got] == ["[0]", "[3]", "[6]", "[7]"]
 
 
 def test_evaluation_monitor_of_another_rank_prints_nothing(capsys, no_compile_notice):
-    dg.train(PARAMS, _dtrain(), 3, evals=[(_dvalid(), "valid")], verbose_eval=False,
-             callbacks=[EvaluationMonitor(rank=1)])
+    dg.train(
+        PARAMS, _dtrain(), 3, evals=[(_dvalid(), "valid")], verbose_eval=False, callbacks=[EvaluationMonitor(rank=1)]
+    )
     assert capsys.readouterr().out == ""
 
 
@@ -200,6 +231,7 @@ def test_callbacks_count_epochs_from_zero_when_a_model_is_continued_like_xgboost
             def after_iteration(self, model, epoch, evals_log):
                 self.epochs.append(epoch)
                 return False
+
         return Record()
 
     first = dg.train(PARAMS, _dtrain(), 3, verbose_eval=False)
@@ -231,10 +263,25 @@ def _read_all(directory):
 
 def test_training_checkpoint_writes_the_files_checkpoint_dir_writes(tmp_path):
     evals = [(_dvalid(), "valid")]
-    dg.train(PARAMS, _dtrain(), 7, evals=evals, verbose_eval=False, early_stopping_rounds=50,
-             checkpoint_dir=tmp_path / "builtin", checkpoint_every=2)
-    dg.train(PARAMS, _dtrain(), 7, evals=evals, verbose_eval=False, early_stopping_rounds=50,
-             callbacks=[TrainingCheckPoint(tmp_path / "callback", interval=2)])
+    dg.train(
+        PARAMS,
+        _dtrain(),
+        7,
+        evals=evals,
+        verbose_eval=False,
+        early_stopping_rounds=50,
+        checkpoint_dir=tmp_path / "builtin",
+        checkpoint_every=2,
+    )
+    dg.train(
+        PARAMS,
+        _dtrain(),
+        7,
+        evals=evals,
+        verbose_eval=False,
+        early_stopping_rounds=50,
+        callbacks=[TrainingCheckPoint(tmp_path / "callback", interval=2)],
+    )
     builtin, callback = _read_all(tmp_path / "builtin"), _read_all(tmp_path / "callback")
     assert list(builtin) == ["checkpoint-00000004.json", "checkpoint-00000006.json"]
     assert callback == builtin
@@ -244,10 +291,24 @@ def test_training_checkpoint_resumes_to_the_uninterrupted_model(tmp_path):
     evals = [(_dvalid(), "valid")]
     whole = dg.train({**PARAMS, "subsample": 0.8}, _dtrain(), 9, evals=evals, verbose_eval=False)
     with pytest.raises(_Interrupt):
-        dg.train({**PARAMS, "subsample": 0.8}, _dtrain(), 9, evals=evals, verbose_eval=False,
-                 callbacks=[_InterruptAt(5), TrainingCheckPoint(tmp_path, interval=2)])
-    resumed = dg.train({**PARAMS, "subsample": 0.8}, _dtrain(), 9, evals=evals, verbose_eval=False,
-                       checkpoint_dir=tmp_path, checkpoint_every=2, resume=True)
+        dg.train(
+            {**PARAMS, "subsample": 0.8},
+            _dtrain(),
+            9,
+            evals=evals,
+            verbose_eval=False,
+            callbacks=[_InterruptAt(5), TrainingCheckPoint(tmp_path, interval=2)],
+        )
+    resumed = dg.train(
+        {**PARAMS, "subsample": 0.8},
+        _dtrain(),
+        9,
+        evals=evals,
+        verbose_eval=False,
+        checkpoint_dir=tmp_path,
+        checkpoint_every=2,
+        resume=True,
+    )
     assert resumed.save_raw() == whole.save_raw()
 
 
@@ -262,6 +323,7 @@ def test_cv_callbacks_see_fold_means_and_standard_deviations_like_xgboost():
             def after_iteration(self, model, epoch, evals_log):
                 self.last = {d: {m: v[-1] for m, v in ms.items()} for d, ms in evals_log.items()}
                 return False
+
         return Record()
 
     ours, theirs = recorder(TrainingCallback), recorder(xgb.callback.TrainingCallback)

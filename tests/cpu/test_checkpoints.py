@@ -1,4 +1,5 @@
 """Checkpoints and resuming in one process: the resumed model file is the uninterrupted one."""
+
 from __future__ import annotations
 
 import os
@@ -36,10 +37,24 @@ def _data(n=600, seed=0, classes=2):
     return x, y
 
 
-SAMPLING = {"objective": "binary:logistic", "max_depth": 3, "max_bin": 32, "subsample": 0.8,
-            "colsample_bytree": 0.8, "colsample_bynode": 0.7, "seed": 7}
-MULTICLASS = {"objective": "multi:softprob", "num_class": 3, "max_depth": 3, "max_bin": 16,
-              "colsample_bylevel": 0.8, "subsample": 0.9, "seed": 2}
+SAMPLING = {
+    "objective": "binary:logistic",
+    "max_depth": 3,
+    "max_bin": 32,
+    "subsample": 0.8,
+    "colsample_bytree": 0.8,
+    "colsample_bynode": 0.7,
+    "seed": 7,
+}
+MULTICLASS = {
+    "objective": "multi:softprob",
+    "num_class": 3,
+    "max_depth": 3,
+    "max_bin": 16,
+    "colsample_bylevel": 0.8,
+    "subsample": 0.9,
+    "seed": 2,
+}
 
 
 def _model_file(booster, path) -> bytes:
@@ -50,15 +65,25 @@ def _model_file(booster, path) -> bytes:
 
 def _interrupted_then_resumed(params, dtrain, ckpt, at, rounds=60, every=10, **kw):
     with pytest.raises(_Interrupt):
-        dg.train(params, dtrain, rounds, checkpoint_dir=ckpt, checkpoint_every=every,
-                 callbacks=[InterruptAtRound(at)], verbose_eval=False, **kw)
-    return dg.train(params, dtrain, rounds, checkpoint_dir=ckpt, checkpoint_every=every, resume=True,
-                    verbose_eval=False, **kw)
+        dg.train(
+            params,
+            dtrain,
+            rounds,
+            checkpoint_dir=ckpt,
+            checkpoint_every=every,
+            callbacks=[InterruptAtRound(at)],
+            verbose_eval=False,
+            **kw,
+        )
+    return dg.train(
+        params, dtrain, rounds, checkpoint_dir=ckpt, checkpoint_every=every, resume=True, verbose_eval=False, **kw
+    )
 
 
 @pytest.mark.parametrize("params,classes", [(SAMPLING, 2), (MULTICLASS, 3)], ids=["sampling", "multiclass"])
 def test_a_run_interrupted_at_round_30_and_resumed_saves_the_model_file_of_an_uninterrupted_run(
-        tmp_path, params, classes):
+    tmp_path, params, classes
+):
     x, y = _data(classes=classes)
     dtrain = dg.DMatrix(x, y)
     full = dg.train(params, dtrain, 60, verbose_eval=False)
@@ -68,8 +93,9 @@ def test_a_run_interrupted_at_round_30_and_resumed_saves_the_model_file_of_an_un
 
 def test_checkpoints_hold_10_20_30_rounds_and_only_the_newest_two_are_kept(tmp_path):
     x, y = _data(n=200)
-    booster = dg.train({"max_depth": 2}, dg.DMatrix(x, y), 35, checkpoint_dir=tmp_path, checkpoint_every=10,
-                       verbose_eval=False)
+    booster = dg.train(
+        {"max_depth": 2}, dg.DMatrix(x, y), 35, checkpoint_dir=tmp_path, checkpoint_every=10, verbose_eval=False
+    )
     assert booster.num_boosted_rounds() == 35
     assert sorted(os.listdir(tmp_path)) == ["checkpoint-00000020.json", "checkpoint-00000030.json"]
 
@@ -87,8 +113,9 @@ def test_early_stopping_state_and_evaluation_history_survive_a_resume(tmp_path):
     stop = full.num_boosted_rounds() - 1
     assert stop < 59 and full.best_iteration < (stop - 1) // 5 * 5
     history: dict = {}
-    resumed = _interrupted_then_resumed(params, dtrain, tmp_path / "ckpt", at=stop - 1, every=5,
-                                        evals_result=history, **kw)
+    resumed = _interrupted_then_resumed(
+        params, dtrain, tmp_path / "ckpt", at=stop - 1, every=5, evals_result=history, **kw
+    )
     assert history == full_history
     assert (resumed.best_iteration, resumed.best_score) == (full.best_iteration, full.best_score)
     assert _model_file(resumed, tmp_path / "resumed.json") == _model_file(full, tmp_path / "full.json")
@@ -98,8 +125,16 @@ def test_resuming_a_finished_run_trains_no_more_rounds(tmp_path):
     x, y = _data(n=300)
     dtrain = dg.DMatrix(x, y)
     first = dg.train(SAMPLING, dtrain, 20, checkpoint_dir=tmp_path, checkpoint_every=10, verbose_eval=False)
-    again = dg.train(SAMPLING, dtrain, 20, checkpoint_dir=tmp_path, checkpoint_every=10, resume=True,
-                     callbacks=[InterruptAtRound(0)], verbose_eval=False)  # would raise if a round ran
+    again = dg.train(
+        SAMPLING,
+        dtrain,
+        20,
+        checkpoint_dir=tmp_path,
+        checkpoint_every=10,
+        resume=True,
+        callbacks=[InterruptAtRound(0)],
+        verbose_eval=False,
+    )  # would raise if a round ran
     assert again.to_json() == first.to_json()
 
 
@@ -122,8 +157,15 @@ def test_a_checkpoint_written_with_other_parameters_is_refused_naming_them(tmp_p
     with pytest.raises(dg.DGBoostValueError, match=r"other training parameters \(max_depth: checkpoint 3, now 4\)"):
         dg.train({**SAMPLING, "max_depth": 4}, dg.DMatrix(x, y), 30, checkpoint_dir=tmp_path, resume=True)
     with pytest.raises(dg.DGBoostValueError, match=r"early_stopping_rounds: checkpoint None, now 5"):
-        dg.train(SAMPLING, dg.DMatrix(x, y), 30, checkpoint_dir=tmp_path, resume=True,
-                 evals=[(dg.DMatrix(x, y), "train")], early_stopping_rounds=5)
+        dg.train(
+            SAMPLING,
+            dg.DMatrix(x, y),
+            30,
+            checkpoint_dir=tmp_path,
+            resume=True,
+            evals=[(dg.DMatrix(x, y), "train")],
+            early_stopping_rounds=5,
+        )
 
 
 def test_a_checkpoint_written_for_other_data_is_refused_saying_what_differs(tmp_path):
@@ -145,15 +187,33 @@ def test_a_damaged_newest_checkpoint_is_skipped_with_a_warning_and_the_previous_
     full = dg.train(SAMPLING, dtrain, 30, verbose_eval=False)
     ckpt = tmp_path / "ckpt"
     with pytest.raises(_Interrupt):
-        dg.train(SAMPLING, dtrain, 30, checkpoint_dir=ckpt, checkpoint_every=10,
-                 callbacks=[InterruptAtRound(25)], verbose_eval=False)
+        dg.train(
+            SAMPLING,
+            dtrain,
+            30,
+            checkpoint_dir=ckpt,
+            checkpoint_every=10,
+            callbacks=[InterruptAtRound(25)],
+            verbose_eval=False,
+        )
     newest = ckpt / "checkpoint-00000020.json"
     text = newest.read_bytes()
-    newest.write_bytes({"truncated": text[:len(text) // 2], "altered": text.replace(b'"round":20', b'"round":21'),
-                        "empty": b""}[damage])
+    newest.write_bytes(
+        {"truncated": text[: len(text) // 2], "altered": text.replace(b'"round":20', b'"round":21'), "empty": b""}[
+            damage
+        ]
+    )
     with pytest.warns(CheckpointWarning, match="skipping checkpoint .*checkpoint-00000020.json"):
-        resumed = dg.train(SAMPLING, dtrain, 30, checkpoint_dir=ckpt, checkpoint_every=10, resume=True,
-                           callbacks=[_ExpectFirstRound(10)], verbose_eval=False)
+        resumed = dg.train(
+            SAMPLING,
+            dtrain,
+            30,
+            checkpoint_dir=ckpt,
+            checkpoint_every=10,
+            resume=True,
+            callbacks=[_ExpectFirstRound(10)],
+            verbose_eval=False,
+        )
     assert resumed.to_json() == full.to_json()
 
 

@@ -1,4 +1,5 @@
 """The ``dgboost`` command line: demo, train from a config, predict, and one-line errors."""
+
 from __future__ import annotations
 
 import json
@@ -33,9 +34,15 @@ def csv_data(tmp_path):
 
 
 def _write_config(tmp_path, name="config.json", **overrides):
-    config = {"data": "train.csv", "label": "target", "weight": "w", "validation": "valid.csv",
-              "params": {"max_depth": 3, "eta": 0.3, "eval_metric": "rmse"},
-              "num_boost_round": 12, "output": "models/model.json"}
+    config = {
+        "data": "train.csv",
+        "label": "target",
+        "weight": "w",
+        "validation": "valid.csv",
+        "params": {"max_depth": 3, "eta": 0.3, "eval_metric": "rmse"},
+        "num_boost_round": 12,
+        "output": "models/model.json",
+    }
     config.update(overrides)
     path = tmp_path / name
     path.write_text(json.dumps(config))
@@ -57,8 +64,16 @@ def test_demo_with_tiny_data_prints_progress_and_a_summary_table(runner):
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "test-auc" in out and "test-logloss" in out  # train()'s per-round progress
-    for label in ("rows (train / test)", "480 / 120", "features", "28", "rounds", "train time",
-                  "test AUC", "test logloss"):
+    for label in (
+        "rows (train / test)",
+        "480 / 120",
+        "features",
+        "28",
+        "rounds",
+        "train time",
+        "test AUC",
+        "test logloss",
+    ):
         assert label in out
     auc = float(out.split("test AUC")[1].split(":")[1].split()[0])
     assert 0.5 < auc <= 1.0
@@ -107,8 +122,20 @@ def test_train_from_a_json_config_then_predict_writes_one_row_per_input_row(runn
     assert booster.feature_names == [f"x{i}" for i in range(5)]
 
     out = tmp_path / "pred.csv"
-    result = runner.invoke(main, ["predict", "--model", str(model_path), "--data", str(csv_data["test"]),
-                                  "--output", str(out), "--label-column", "target"])
+    result = runner.invoke(
+        main,
+        [
+            "predict",
+            "--model",
+            str(model_path),
+            "--data",
+            str(csv_data["test"]),
+            "--output",
+            str(out),
+            "--label-column",
+            "target",
+        ],
+    )
     assert result.exit_code == 0, result.output
     preds = pd.read_csv(out)
     assert list(preds.columns) == ["prediction"]
@@ -123,20 +150,38 @@ def test_explain_reads_the_model_file_that_train_writes(runner, tmp_path, csv_da
     assert runner.invoke(main, ["train", "--config", str(config)]).exit_code == 0
     model_path = tmp_path / "models" / "model.json"
     out = tmp_path / "shap.csv"
-    result = runner.invoke(main, ["explain", "--model", str(model_path), "--data", str(csv_data["test"]),
-                                  "--output", str(out), "--label-column", "target", "--quiet"])
+    result = runner.invoke(
+        main,
+        [
+            "explain",
+            "--model",
+            str(model_path),
+            "--data",
+            str(csv_data["test"]),
+            "--output",
+            str(out),
+            "--label-column",
+            "target",
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     shap = pd.read_csv(out)
     assert list(shap.columns) == [f"x{i}" for i in range(5)] + ["bias"]
     test = pd.read_csv(csv_data["test"])
-    margin = dgboost.Booster(model_file=model_path).predict(test[[f"x{i}" for i in range(5)]],
-                                                            output_margin=True)
+    margin = dgboost.Booster(model_file=model_path).predict(test[[f"x{i}" for i in range(5)]], output_margin=True)
     np.testing.assert_allclose(shap.sum(axis=1).to_numpy(), margin, rtol=0, atol=1e-4)
 
 
 def test_predict_writes_npy_margins_and_selects_the_models_columns_by_name(runner, tmp_path, csv_data):
-    config = _write_config(tmp_path, params={"objective": "binary:logistic", "max_depth": 2},
-                           label="x0", weight=None, validation=None, num_boost_round=3)
+    config = _write_config(
+        tmp_path,
+        params={"objective": "binary:logistic", "max_depth": 2},
+        label="x0",
+        weight=None,
+        validation=None,
+        num_boost_round=3,
+    )
     frame = pd.read_csv(csv_data["train"])
     frame["x0"] = (frame["x0"] > 0).astype(int)
     frame.to_csv(csv_data["train"], index=False)
@@ -144,8 +189,20 @@ def test_predict_writes_npy_margins_and_selects_the_models_columns_by_name(runne
     model_path = tmp_path / "models" / "model.json"
     out = tmp_path / "margins.npy"
     # no --label-column: the columns the model knows are picked by name (x0 and w are ignored)
-    result = runner.invoke(main, ["predict", "--model", str(model_path), "--data", str(csv_data["test"]),
-                                  "--output", str(out), "--margin", "--quiet"])
+    result = runner.invoke(
+        main,
+        [
+            "predict",
+            "--model",
+            str(model_path),
+            "--data",
+            str(csv_data["test"]),
+            "--output",
+            str(out),
+            "--margin",
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert result.output == ""
     margins = np.load(out)
@@ -156,9 +213,11 @@ def test_predict_writes_npy_margins_and_selects_the_models_columns_by_name(runne
 
 def test_train_from_a_yaml_config_with_early_stopping_keeps_the_best_rounds(runner, tmp_path, csv_data):
     config = tmp_path / "config.yaml"
-    config.write_text("data: train.csv\nlabel: target\nvalidation: valid.csv\n"
-                      "params:\n  max_depth: 6\n  eta: 1.0\n"
-                      "num_boost_round: 200\nearly_stopping_rounds: 2\noutput: m.json\n")
+    config.write_text(
+        "data: train.csv\nlabel: target\nvalidation: valid.csv\n"
+        "params:\n  max_depth: 6\n  eta: 1.0\n"
+        "num_boost_round: 200\nearly_stopping_rounds: 2\noutput: m.json\n"
+    )
     result = runner.invoke(main, ["train", "--config", str(config)])
     assert result.exit_code == 0, result.output
     booster = dgboost.Booster(model_file=tmp_path / "m.json")
@@ -188,12 +247,15 @@ def test_a_config_with_a_bad_parameter_exits_2_naming_the_parameter(runner, tmp_
     assert not (tmp_path / "models").exists()
 
 
-@pytest.mark.parametrize("content, fragment", [
-    ("{not json", "not valid"),
-    ("[1, 2]", "mapping"),
-    ('{"output": "m.json"}', "'data'"),
-    ('{"data": "train.csv", "output": "m.json", "num_boost_round": "ten"}', "num_boost_round"),
-])
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        ("{not json", "not valid"),
+        ("[1, 2]", "mapping"),
+        ('{"output": "m.json"}', "'data'"),
+        ('{"data": "train.csv", "output": "m.json", "num_boost_round": "ten"}', "num_boost_round"),
+    ],
+)
 def test_malformed_configs_exit_2_without_a_traceback(runner, tmp_path, csv_data, content, fragment):
     path = tmp_path / "bad.json"
     path.write_text(content)
@@ -209,8 +271,18 @@ def test_a_missing_label_column_or_data_file_exits_2(runner, tmp_path, csv_data)
 
 
 def test_predict_with_a_file_that_is_not_a_model_exits_2(runner, tmp_path, csv_data):
-    result = runner.invoke(main, ["predict", "--model", str(csv_data["train"]), "--data", str(csv_data["test"]),
-                                  "--output", str(tmp_path / "p.csv")])
+    result = runner.invoke(
+        main,
+        [
+            "predict",
+            "--model",
+            str(csv_data["train"]),
+            "--data",
+            str(csv_data["test"]),
+            "--output",
+            str(tmp_path / "p.csv"),
+        ],
+    )
     _assert_one_line_error(result)
     assert not (tmp_path / "p.csv").exists()
 
@@ -219,6 +291,16 @@ def test_predict_with_the_wrong_features_exits_2(runner, tmp_path, csv_data):
     assert runner.invoke(main, ["train", "--config", str(_write_config(tmp_path)), "--quiet"]).exit_code == 0
     narrow = tmp_path / "narrow.csv"
     pd.read_csv(csv_data["test"])[["x0", "x1"]].to_csv(narrow, index=False)
-    result = runner.invoke(main, ["predict", "--model", str(tmp_path / "models" / "model.json"),
-                                  "--data", str(narrow), "--output", str(tmp_path / "p.csv")])
+    result = runner.invoke(
+        main,
+        [
+            "predict",
+            "--model",
+            str(tmp_path / "models" / "model.json"),
+            "--data",
+            str(narrow),
+            "--output",
+            str(tmp_path / "p.csv"),
+        ],
+    )
     _assert_one_line_error(result, "features")

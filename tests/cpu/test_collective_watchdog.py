@@ -1,4 +1,5 @@
 """The collective watchdog: aborts once when the oldest queued collective is late, never before."""
+
 from __future__ import annotations
 
 import threading
@@ -32,8 +33,13 @@ def test_collectives_that_finish_in_time_are_dropped_and_nothing_is_aborted():
 
 def test_a_collective_that_never_finishes_aborts_once_after_the_timeout_and_says_which():
     aborted, setups = [], []
-    dog = CollectiveWatchdog(0.2, lambda: aborted.append(time.monotonic()), "NCCL rank 1 of 4",
-                             setup=lambda: setups.append(threading.current_thread().name), poll=0.001)
+    dog = CollectiveWatchdog(
+        0.2,
+        lambda: aborted.append(time.monotonic()),
+        "NCCL rank 1 of 4",
+        setup=lambda: setups.append(threading.current_thread().name),
+        poll=0.001,
+    )
     first, check_first = _flag()
     start = time.monotonic()
     dog.track("allreduce_sum", check_first)

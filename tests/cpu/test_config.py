@@ -1,5 +1,6 @@
 """dgboost.config: set_config / get_config / config_context with XGBoost's names; environment
 variables as defaults read when a value is used; the NCCL options travel in the job's spec."""
+
 from __future__ import annotations
 
 import logging
@@ -10,8 +11,13 @@ import pytest
 import dgboost as dg
 from dgboost.errors import DGBoostTypeError, DGBoostValueError
 
-_DEFAULTS = {"verbosity": 1, "nccl_stream_ordered": True, "nccl_keep_communicators": True,
-             "device_cache_bytes": 4 << 30, "kernel_cache_dir": None}
+_DEFAULTS = {
+    "verbosity": 1,
+    "nccl_stream_ordered": True,
+    "nccl_keep_communicators": True,
+    "device_cache_bytes": 4 << 30,
+    "kernel_cache_dir": None,
+}
 _VARIABLES = ("DGBOOST_NCCL_STREAM_ORDERED", "DGBOOST_NCCL_KEEP", "DGBOOST_DEVICE_CACHE_BYTES", "DGBOOST_KERNEL_CACHE")
 
 
@@ -75,14 +81,26 @@ def test_an_environment_variable_is_read_when_the_value_is_used_not_at_import(mo
     monkeypatch.setenv("DGBOOST_NCCL_STREAM_ORDERED", "0")
     monkeypatch.setenv("DGBOOST_NCCL_KEEP", "false")
     monkeypatch.setenv("DGBOOST_KERNEL_CACHE", "/srv/kernels")
-    assert dg.get_config() == {**_DEFAULTS, "device_cache_bytes": 123, "nccl_stream_ordered": False,
-                               "nccl_keep_communicators": False, "kernel_cache_dir": "/srv/kernels"}
+    assert dg.get_config() == {
+        **_DEFAULTS,
+        "device_cache_bytes": 123,
+        "nccl_stream_ordered": False,
+        "nccl_keep_communicators": False,
+        "kernel_cache_dir": "/srv/kernels",
+    }
     with dg.config_context(device_cache_bytes=9):  # a value set in Python wins over the variable
         assert dg.get_config()["device_cache_bytes"] == 9
 
 
-@pytest.mark.parametrize("variable, text", [("DGBOOST_DEVICE_CACHE_BYTES", "4GB"), ("DGBOOST_DEVICE_CACHE_BYTES", "-1"),
-                                            ("DGBOOST_NCCL_KEEP", "maybe"), ("DGBOOST_NCCL_STREAM_ORDERED", "2")])
+@pytest.mark.parametrize(
+    "variable, text",
+    [
+        ("DGBOOST_DEVICE_CACHE_BYTES", "4GB"),
+        ("DGBOOST_DEVICE_CACHE_BYTES", "-1"),
+        ("DGBOOST_NCCL_KEEP", "maybe"),
+        ("DGBOOST_NCCL_STREAM_ORDERED", "2"),
+    ],
+)
 def test_an_environment_variable_that_cannot_be_read_is_named_in_the_error(monkeypatch, variable, text):
     monkeypatch.setenv(variable, text)
     with pytest.raises(DGBoostValueError, match=f"environment variable {variable}="):
@@ -90,8 +108,9 @@ def test_an_environment_variable_that_cannot_be_read_is_named_in_the_error(monke
 
 
 def test_an_unknown_option_is_refused_with_the_closest_name_and_nothing_is_set():
-    with pytest.raises(DGBoostValueError, match="unknown dgboost config option 'device_cache_byte'; "
-                                                "did you mean 'device_cache_bytes'"):
+    with pytest.raises(
+        DGBoostValueError, match="unknown dgboost config option 'device_cache_byte'; did you mean 'device_cache_bytes'"
+    ):
         dg.set_config(verbosity=2, device_cache_byte=10)
     assert dg.get_config()["verbosity"] == 1
     with pytest.raises(DGBoostValueError, match="unknown dgboost config option 'use_rmm'"):
@@ -99,13 +118,21 @@ def test_an_unknown_option_is_refused_with_the_closest_name_and_nothing_is_set()
             pass
 
 
-@pytest.mark.parametrize("option, value, error", [
-    ("verbosity", 4, DGBoostValueError), ("verbosity", -1, DGBoostValueError), ("verbosity", True, DGBoostTypeError),
-    ("verbosity", "2", DGBoostTypeError), ("nccl_stream_ordered", 1, DGBoostTypeError),
-    ("nccl_keep_communicators", "no", DGBoostTypeError), ("device_cache_bytes", -5, DGBoostValueError),
-    ("device_cache_bytes", 1.5, DGBoostTypeError), ("kernel_cache_dir", 3, DGBoostTypeError),
-    ("kernel_cache_dir", "", DGBoostTypeError),
-])
+@pytest.mark.parametrize(
+    "option, value, error",
+    [
+        ("verbosity", 4, DGBoostValueError),
+        ("verbosity", -1, DGBoostValueError),
+        ("verbosity", True, DGBoostTypeError),
+        ("verbosity", "2", DGBoostTypeError),
+        ("nccl_stream_ordered", 1, DGBoostTypeError),
+        ("nccl_keep_communicators", "no", DGBoostTypeError),
+        ("device_cache_bytes", -5, DGBoostValueError),
+        ("device_cache_bytes", 1.5, DGBoostTypeError),
+        ("kernel_cache_dir", 3, DGBoostTypeError),
+        ("kernel_cache_dir", "", DGBoostTypeError),
+    ],
+)
 def test_a_bad_value_is_refused_naming_the_option(option, value, error):
     with pytest.raises(error, match=option):
         dg.set_config(**{option: value})

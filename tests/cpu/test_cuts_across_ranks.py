@@ -1,4 +1,5 @@
 """Cuts computed by several ranks (each cutting a block of the features) equal one process's."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,8 +32,16 @@ def test_every_rank_gets_the_single_process_cuts_whatever_the_ranks_and_features
 
     def rank_cuts(comm, r):
         rows = slice(bounds[r], bounds[r + 1])
-        return compute_cuts(x[rows], None if weight is None else weight[rows], 16, seed=7,
-                            row_offset=int(bounds[r]), n_global=n, comm=comm, sample_rows=1_000)
+        return compute_cuts(
+            x[rows],
+            None if weight is None else weight[rows],
+            16,
+            seed=7,
+            row_offset=int(bounds[r]),
+            n_global=n,
+            comm=comm,
+            sample_rows=1_000,
+        )
 
     for got in run_in_threads(world, rank_cuts):
         np.testing.assert_array_equal(got.ptrs, reference.ptrs)

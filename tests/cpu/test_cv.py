@@ -1,4 +1,5 @@
 """dgboost.cv against xgboost.cv on the same explicit folds, and QuantileDMatrix."""
+
 import numpy as np
 import pytest
 import xgboost as xgb
@@ -7,8 +8,9 @@ import dgboost as dg
 from dgboost.datasets import make_synthetic
 
 X, Y, _ = make_synthetic(1200, 6, task="binary", missing_rate=0.05)
-FOLDS = [(np.setdiff1d(np.arange(1200), te), te)
-         for te in np.array_split(np.random.default_rng(3).permutation(1200), 3)]
+FOLDS = [
+    (np.setdiff1d(np.arange(1200), te), te) for te in np.array_split(np.random.default_rng(3).permutation(1200), 3)
+]
 PARAMS = {"objective": "binary:logistic", "max_depth": 3, "eta": 0.3, "seed": 0}
 
 
@@ -48,8 +50,7 @@ def test_cv_early_stopping_trims_rows_as_xgboost():
 
 
 def test_cv_columns_for_default_metric_and_dict_output():
-    res = dg.cv({"objective": "reg:squarederror"}, dg.DMatrix(X, Y), num_boost_round=4, nfold=4,
-                as_pandas=False)
+    res = dg.cv({"objective": "reg:squarederror"}, dg.DMatrix(X, Y), num_boost_round=4, nfold=4, as_pandas=False)
     assert list(res) == ["train-rmse-mean", "train-rmse-std", "test-rmse-mean", "test-rmse-std"]
     assert all(len(v) == 4 for v in res.values())
     assert all(s >= 0 for s in res["test-rmse-std"])
@@ -61,8 +62,14 @@ def test_cv_each_fold_is_dgboost_train_on_its_rows():
     scores = []
     for tr, te in FOLDS:
         hist = {}
-        dg.train(params, dg.DMatrix(X[tr], Y[tr]), 5, evals=[(dg.DMatrix(X[te], Y[te]), "test")],
-                 evals_result=hist, verbose_eval=False)
+        dg.train(
+            params,
+            dg.DMatrix(X[tr], Y[tr]),
+            5,
+            evals=[(dg.DMatrix(X[te], Y[te]), "test")],
+            evals_result=hist,
+            verbose_eval=False,
+        )
         scores.append(hist["test"]["logloss"])
     np.testing.assert_allclose(res["test-logloss-mean"], np.mean(scores, axis=0), rtol=1e-6)
     np.testing.assert_allclose(res["test-logloss-std"], np.std(scores, axis=0), rtol=1e-5, atol=1e-9)
@@ -71,8 +78,9 @@ def test_cv_each_fold_is_dgboost_train_on_its_rows():
 def test_cv_stratified_verbose_and_sklearn_splitter(capsys):
     from sklearn.model_selection import KFold
 
-    res = dg.cv(PARAMS, dg.DMatrix(X, Y), num_boost_round=3, nfold=3, stratified=True,
-                verbose_eval=True, show_stdv=True)
+    res = dg.cv(
+        PARAMS, dg.DMatrix(X, Y), num_boost_round=3, nfold=3, stratified=True, verbose_eval=True, show_stdv=True
+    )
     assert len(res) == 3
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("[0]\ttrain-logloss:") and "+" in out[0] and "\ttest-logloss:" in out[0]
@@ -84,17 +92,23 @@ def test_cv_ranking_keeps_groups_whole():
     rng = np.random.default_rng(0)
     Xr = rng.normal(size=(300, 4)).astype(np.float32)
     yr = rng.integers(0, 3, 300).astype(np.float32)
-    res = dg.cv({"objective": "rank:ndcg", "eval_metric": "ndcg@5"},
-                dg.DMatrix(Xr, yr, group=[30] * 10), num_boost_round=3, nfold=5)
-    assert list(res.columns) == ["train-ndcg@5-mean", "train-ndcg@5-std",
-                                 "test-ndcg@5-mean", "test-ndcg@5-std"]
+    res = dg.cv(
+        {"objective": "rank:ndcg", "eval_metric": "ndcg@5"},
+        dg.DMatrix(Xr, yr, group=[30] * 10),
+        num_boost_round=3,
+        nfold=5,
+    )
+    assert list(res.columns) == ["train-ndcg@5-mean", "train-ndcg@5-std", "test-ndcg@5-mean", "test-ndcg@5-std"]
 
 
-@pytest.mark.parametrize("kw, match", [
-    ({"nfold": 1}, "nfold must be an integer >= 2"),
-    ({"folds": [(np.arange(5), np.array([5000]))]}, "fold indices must be in"),
-    ({"early_stopping_rounds": 0}, "early_stopping_rounds must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"nfold": 1}, "nfold must be an integer >= 2"),
+        ({"folds": [(np.arange(5), np.array([5000]))]}, "fold indices must be in"),
+        ({"early_stopping_rounds": 0}, "early_stopping_rounds must be a positive integer"),
+    ],
+)
 def test_cv_bad_arguments(kw, match):
     with pytest.raises(dg.DGBoostError, match=match):
         dg.cv(PARAMS, dg.DMatrix(X, Y), num_boost_round=2, **kw)

@@ -1,4 +1,5 @@
 """The cache of device uploads is bounded by entries and by bytes, least recently used out."""
+
 from __future__ import annotations
 
 from dgboost.backend._device_cache import DeviceCache, device_bytes

@@ -5,6 +5,7 @@ exercise the helpers' code; the ``..._fails_...`` tests make sure a check cannot
 silently when the models (or errors) really differ. ``tests/gpu/test_cuda_training.py``
 calls the same helpers with ``device="cuda"``.
 """
+
 import json
 
 import numpy as np
@@ -12,11 +13,17 @@ import pytest
 
 import dgboost as dg
 from dgboost.datasets import make_synthetic
-from dgboost.testing import (assert_same_trees, check_matches_cpu_metric,
-                             check_prediction_matches_reference, check_raises_like_cpu,
-                             check_same_trees_as_cpu, check_training_is_deterministic,
-                             normalised_model_json, round_significant)
-from dgboost.testing import checks
+from dgboost.testing import (
+    assert_same_trees,
+    check_matches_cpu_metric,
+    check_prediction_matches_reference,
+    check_raises_like_cpu,
+    check_same_trees_as_cpu,
+    check_training_is_deterministic,
+    checks,
+    normalised_model_json,
+    round_significant,
+)
 
 BINARY = {"objective": "binary:logistic", "max_depth": 4, "eta": 0.3, "max_bin": 64}
 
@@ -31,12 +38,24 @@ def _model(params=BINARY, rounds=4, **kw):
     return dg.train(params, dg.DMatrix(X, y), rounds, verbose_eval=False)
 
 
-@pytest.mark.parametrize("params", [
-    BINARY,
-    {**BINARY, "grow_policy": "lossguide", "max_leaves": 9, "max_depth": 0},
-    {**BINARY, "subsample": 0.8, "colsample_bytree": 0.8, "colsample_bylevel": 0.7,
-     "colsample_bynode": 0.9, "alpha": 0.5, "max_delta_step": 0.7, "min_child_weight": 3, "seed": 5},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        BINARY,
+        {**BINARY, "grow_policy": "lossguide", "max_leaves": 9, "max_depth": 0},
+        {
+            **BINARY,
+            "subsample": 0.8,
+            "colsample_bytree": 0.8,
+            "colsample_bylevel": 0.7,
+            "colsample_bynode": 0.9,
+            "alpha": 0.5,
+            "max_delta_step": 0.7,
+            "min_child_weight": 3,
+            "seed": 5,
+        },
+    ],
+)
 def test_a_cpu_model_has_the_same_trees_as_the_cpu(params):
     X, y = _binary()
     check_same_trees_as_cpu("cpu", X, y, params, 4)
@@ -47,8 +66,9 @@ def test_the_same_trees_check_takes_weights_groups_and_several_outputs():
     check_same_trees_as_cpu("cpu", X, y, {"objective": "rank:ndcg", "max_depth": 3}, 3, group=group)
     X, y, _ = make_synthetic(1500, 8, task="multiclass", n_classes=4, seed=2)
     w = np.random.default_rng(0).uniform(0.5, 2.0, len(y)).astype(np.float32)
-    model = check_same_trees_as_cpu("cpu", X, y, {"objective": "multi:softprob", "num_class": 4,
-                                                  "max_depth": 3}, 3, weight=w)
+    model = check_same_trees_as_cpu(
+        "cpu", X, y, {"objective": "multi:softprob", "num_class": 4, "max_depth": 3}, 3, weight=w
+    )
     assert model.ensemble.n_trees == 12
 
 
@@ -57,10 +77,13 @@ def test_training_on_the_cpu_is_deterministic():
     check_training_is_deterministic("cpu", X, y, {**BINARY, "subsample": 0.7, "colsample_bynode": 0.5}, 4)
 
 
-@pytest.mark.parametrize("task, params", [
-    ("binary", BINARY),
-    ("multiclass", {"objective": "multi:softprob", "num_class": 3, "max_depth": 3}),
-])
+@pytest.mark.parametrize(
+    "task, params",
+    [
+        ("binary", BINARY),
+        ("multiclass", {"objective": "multi:softprob", "num_class": 3, "max_depth": 3}),
+    ],
+)
 def test_cpu_predictions_match_the_reference_tree_walker(task, params):
     X, y, _ = make_synthetic(1500, 8, task=task, missing_rate=0.1, seed=3)
     booster = dg.train(params, dg.DMatrix(X, y), 5, verbose_eval=False)
@@ -83,16 +106,18 @@ def test_cpu_metrics_match_the_cpu_metrics():
 def test_bad_input_raises_the_same_error_on_the_cpu_twice():
     X, y = _binary(n=200)
     bad = np.where(np.arange(len(y)) == 7, np.nan, y)
-    err = check_raises_like_cpu("cpu", lambda device: dg.train({**BINARY, "device": device},
-                                                                dg.DMatrix(X, bad), 1))
+    err = check_raises_like_cpu("cpu", lambda device: dg.train({**BINARY, "device": device}, dg.DMatrix(X, bad), 1))
     assert "NaN" in str(err)
 
 
 # -- the checks must fail when the models differ ----------------------------------------
 def test_the_tree_check_fails_for_models_of_different_depth_and_names_the_first_difference():
     shallow, deep = _model({**BINARY, "max_depth": 2}), _model({**BINARY, "max_depth": 4})
-    with pytest.raises(AssertionError, match=r"^tree 0: \d+ nodes \(cuda\) vs \d+ \(cpu\); first "
-                                             r"difference at tree 0, node \d+: left child"):
+    with pytest.raises(
+        AssertionError,
+        match=r"^tree 0: \d+ nodes \(cuda\) vs \d+ \(cpu\); first "
+        r"difference at tree 0, node \d+: left child",
+    ):
         assert_same_trees(deep, shallow, names=("cuda", "cpu"))
 
 
@@ -167,9 +192,16 @@ def test_the_normalised_json_ignores_the_device_and_rounds_only_leaf_values():
     assert doc["ensemble"]["value"] != raw["ensemble"]["value"]
 
 
-@pytest.mark.parametrize("x, expected", [
-    (0.123456789, 0.123457), (-98765.4321, -98765.4), (1.0000004e-12, 1e-12), (0.0, 0.0), (2.5, 2.5),
-])
+@pytest.mark.parametrize(
+    "x, expected",
+    [
+        (0.123456789, 0.123457),
+        (-98765.4321, -98765.4),
+        (1.0000004e-12, 1e-12),
+        (0.0, 0.0),
+        (2.5, 2.5),
+    ],
+)
 def test_rounding_keeps_six_significant_digits(x, expected):
     assert round_significant(x) == expected
 

@@ -1,4 +1,5 @@
 """Device strings are validated like XGBoost's, and a GPU model predicts on a CPU-only machine."""
+
 import warnings
 
 import numpy as np
@@ -26,8 +27,12 @@ def _cuda_devices() -> int:
 
 @pytest.fixture(scope="module")
 def cpu_model():
-    return dg.train({"objective": "binary:logistic", "max_depth": 3, "eta": 0.5},
-                    dg.DMatrix(X, label=Y), num_boost_round=6, verbose_eval=False)
+    return dg.train(
+        {"objective": "binary:logistic", "max_depth": 3, "eta": 0.5},
+        dg.DMatrix(X, label=Y),
+        num_boost_round=6,
+        verbose_eval=False,
+    )
 
 
 @pytest.fixture
@@ -40,20 +45,35 @@ def _fallback_warnings(caught):
     return [w for w in caught if "running on the CPU instead" in str(w.message)]
 
 
-@pytest.mark.parametrize("given, canonical", [
-    ("cpu", "cpu"), ("cuda", "cuda"), ("cuda:0", "cuda:0"), ("cuda:3", "cuda:3"),
-    ("gpu", "cuda"), ("gpu:1", "cuda:1"), ("CUDA", "cuda"),
-])
+@pytest.mark.parametrize(
+    "given, canonical",
+    [
+        ("cpu", "cpu"),
+        ("cuda", "cuda"),
+        ("cuda:0", "cuda:0"),
+        ("cuda:3", "cuda:3"),
+        ("gpu", "cuda"),
+        ("gpu:1", "cuda:1"),
+        ("CUDA", "cuda"),
+    ],
+)
 def test_valid_device_strings_are_accepted_and_spelled_canonically(given, canonical):
     assert normalize_device(given) == canonical
     assert parse_params({"device": given}).device == canonical
 
 
-@pytest.mark.parametrize("given, match", [
-    ("cuda:x", "invalid GPU ordinal 'x'"), ("cuda:", "invalid GPU ordinal ''"),
-    ("cuda:-1", "invalid GPU ordinal '-1'"), ("tpu", "unknown device 'tpu'"),
-    ("cpu:0", "unknown device 'cpu:0'"), ("", "unknown device ''"), (0, "must be a string"),
-])
+@pytest.mark.parametrize(
+    "given, match",
+    [
+        ("cuda:x", "invalid GPU ordinal 'x'"),
+        ("cuda:", "invalid GPU ordinal ''"),
+        ("cuda:-1", "invalid GPU ordinal '-1'"),
+        ("tpu", "unknown device 'tpu'"),
+        ("cpu:0", "unknown device 'cpu:0'"),
+        ("", "unknown device ''"),
+        (0, "must be a string"),
+    ],
+)
 def test_invalid_device_strings_raise_a_parameter_error_that_names_them(given, match):
     with pytest.raises(ParameterError, match=match):
         normalize_device(given)

@@ -3,6 +3,7 @@
 The GPU-less cases make the process look GPU-less (``dgboost.device.cuda_device_count``), so
 they check the rule on any machine.
 """
+
 import ast
 import pathlib
 import warnings
@@ -41,10 +42,18 @@ def _rule_warnings(caught) -> list:
 
 
 # -- the parser --------------------------------------------------------------------------------
-@pytest.mark.parametrize("given, expected", [
-    ("cpu", CPU), (" CPU ", CPU), ("cuda", Device("cuda")), ("gpu", Device("cuda")),
-    ("cuda:0", Device("cuda", 0)), ("GPU:3", Device("cuda", 3)), (Device("cuda", 2), Device("cuda", 2)),
-])
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ("cpu", CPU),
+        (" CPU ", CPU),
+        ("cuda", Device("cuda")),
+        ("gpu", Device("cuda")),
+        ("cuda:0", Device("cuda", 0)),
+        ("GPU:3", Device("cuda", 3)),
+        (Device("cuda", 2), Device("cuda", 2)),
+    ],
+)
 def test_xgboosts_spellings_parse_to_one_device_value(given, expected):
     assert parse_device(given) == expected
     assert parse_device(str(expected)) == expected
@@ -175,8 +184,12 @@ def test_a_gpu_explainer_unpickled_where_no_gpu_is_usable_explains_on_the_cpu(cp
 
 # -- no driver module imports a CUDA module -----------------------------------------------------
 PACKAGE = pathlib.Path(dg.__file__).parent
-CUDA_MODULES = ("dgboost.backend.cuda", "dgboost.backend._nvrtc", "dgboost.backend._cuda_treeshap",
-                "dgboost.backend._cuda_interventional")
+CUDA_MODULES = (
+    "dgboost.backend.cuda",
+    "dgboost.backend._nvrtc",
+    "dgboost.backend._cuda_treeshap",
+    "dgboost.backend._cuda_interventional",
+)
 
 
 def _module_name(path: pathlib.Path) -> str:
@@ -185,8 +198,11 @@ def _module_name(path: pathlib.Path) -> str:
 
 
 def _is_cuda_module(name: str) -> bool:
-    return name in CUDA_MODULES or name.startswith("dgboost.backend._cuda_") or \
-        any(name.startswith(m + ".") for m in CUDA_MODULES)
+    return (
+        name in CUDA_MODULES
+        or name.startswith("dgboost.backend._cuda_")
+        or any(name.startswith(m + ".") for m in CUDA_MODULES)
+    )
 
 
 def _is_driver(path: pathlib.Path) -> bool:

@@ -5,16 +5,17 @@ feature names and missing values, ``train`` with evaluation sets, early stopping
 ``evals_result``, ``cv``, ``Booster.update`` / ``set_param`` / ``eval`` / ``get_score`` (all five
 types) / ``trees_to_dataframe`` / ``get_dump(dump_format="json")`` / slicing /
 ``inplace_predict`` / ``save_config`` + ``load_config`` / ``pred_contribs``, the scikit-learn
-estimators, ``QuantileDMatrix``, the newer objectives and monotone and interaction constraints. It runs once with each library; the
+estimators, ``QuantileDMatrix``, the newer objectives and monotone and interaction constraints. It runs once with
+each library; the
 model it saves with dgboost loads in XGBoost with the same predictions.
 """
+
 from __future__ import annotations
 
 import numpy as np
-
 import xgboost  # declared test dependency: fail, never skip
 
-SCRIPT = '''
+SCRIPT = """
 import numpy as np
 import xgboost as xgb
 
@@ -57,7 +58,7 @@ mono_reg = xgb.XGBRegressor(n_estimators=10, max_depth=3, monotone_constraints=(
     X[:1500], y[:1500])
 swept_reg = mono_reg.predict(sweep).reshape(20, len(grid))
 bst.save_model(MODEL_PATH)
-'''
+"""
 
 
 def _run(module_name: str, model_path: str) -> dict:
@@ -91,8 +92,12 @@ def test_an_xgboost_script_runs_unchanged_with_dgboost_and_its_model_loads_in_xg
     # the model dgboost saved loads in XGBoost and predicts the same
     loaded = xgboost.Booster(model_file=str(tmp_path / "dgboost.json"))
     X = ours["X"][1500:]
-    np.testing.assert_allclose(loaded.predict(xgboost.DMatrix(X, feature_names=ours["names"])),
-                               ours["bst"].predict(ours["dvalid"]), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(
+        loaded.predict(xgboost.DMatrix(X, feature_names=ours["names"])),
+        ours["bst"].predict(ours["dvalid"]),
+        rtol=0,
+        atol=1e-6,
+    )
     # quality on par: the two libraries' validation AUCs within a point
     auc = [float(r["evaluation"].split("valid-auc:")[1]) for r in (ours, theirs)]
     assert abs(auc[0] - auc[1]) < 0.01

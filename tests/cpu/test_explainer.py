@@ -1,5 +1,6 @@
 """TreeExplainer, Booster.predict(pred_contribs / pred_interactions), estimators' shap_values
 and ``dgboost explain``: agreement with XGBoost and shap, layouts, additivity, bad input."""
+
 from __future__ import annotations
 
 import pickle
@@ -7,14 +8,13 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
+import xgboost as xgb  # declared test dependency: fail, never skip
 from click.testing import CliRunner
 
 import dgboost
 from dgboost import DGBoostError, TreeExplainer
 from dgboost.cli import main as cli_main
 from dgboost.explain import AdditivityError, UnsupportedModelError
-
-import xgboost as xgb  # declared test dependency: fail, never skip
 
 
 # ---------------------------------------------------------------------------------------
@@ -36,8 +36,15 @@ def xgb_model(objective, depth, rounds=6):
     key = (objective, depth, rounds)
     if key not in _MODELS:
         X, z = make_data()
-        params = {"objective": objective, "max_depth": depth, "eta": 0.3, "nthread": 2,
-                  "min_child_weight": 0.01, "seed": 0, "tree_method": "hist"}
+        params = {
+            "objective": objective,
+            "max_depth": depth,
+            "eta": 0.3,
+            "nthread": 2,
+            "min_child_weight": 0.01,
+            "seed": 0,
+            "tree_method": "hist",
+        }
         if objective == "binary:logistic":
             y = (z > 0).astype(float)
         elif objective == "multi:softprob":
@@ -80,8 +87,7 @@ def test_tree_explainer_on_an_xgboost_booster_matches_pred_contribs(objective, d
     contribs = booster.predict(xgb.DMatrix(Xq), pred_contribs=True)
     n_groups = 3 if objective == "multi:softprob" else 1
     explainer = TreeExplainer(booster)
-    np.testing.assert_allclose(explainer.shap_values(Xq), xgb_layout_to_shap(contribs, n_groups),
-                               rtol=0, atol=1e-4)
+    np.testing.assert_allclose(explainer.shap_values(Xq), xgb_layout_to_shap(contribs, n_groups), rtol=0, atol=1e-4)
     bias = contribs[0, ..., -1]
     np.testing.assert_allclose(explainer.expected_value, bias, rtol=0, atol=1e-4)
 
@@ -98,8 +104,7 @@ def test_booster_pred_interactions_match_xgboost(objective, depth):
     if expected.ndim == 3:
         np.testing.assert_allclose(inter, expected[:, :-1, :-1], rtol=0, atol=1e-4)
     else:
-        np.testing.assert_allclose(inter, np.moveaxis(expected[:, :, :-1, :-1], 1, 3), rtol=0,
-                                   atol=1e-4)
+        np.testing.assert_allclose(inter, np.moveaxis(expected[:, :, :-1, :-1], 1, 3), rtol=0, atol=1e-4)
 
 
 def test_depth_16_interactions_match_xgboost():
@@ -126,8 +131,7 @@ def test_iteration_range_limits_the_trees_explained_like_xgboost():
     Xq = X[:40]
     # XGBoost explains only [0, end) ranges itself; its model slicing gives the reference
     expected = booster[1:4].predict(xgb.DMatrix(Xq), pred_contribs=True)
-    got = dgboost.Booster.from_xgboost(booster).predict(Xq, pred_contribs=True,
-                                                        iteration_range=(1, 4))
+    got = dgboost.Booster.from_xgboost(booster).predict(Xq, pred_contribs=True, iteration_range=(1, 4))
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-4)
 
 
@@ -181,8 +185,7 @@ def test_shap_values_plus_expected_value_add_up_to_the_margin(objective):
 def test_interaction_rows_sum_to_the_shap_values():
     booster, X = xgb_model("binary:logistic", 8, rounds=3)
     e = TreeExplainer(booster)
-    np.testing.assert_allclose(e.shap_interaction_values(X[:10]).sum(axis=2),
-                               e.shap_values(X[:10]), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(e.shap_interaction_values(X[:10]).sum(axis=2), e.shap_values(X[:10]), rtol=0, atol=1e-9)
 
 
 def test_weight_tables_and_path_table_are_built_once_per_explainer():
@@ -246,6 +249,7 @@ def test_a_memory_bound_that_is_not_a_positive_byte_count_is_refused(bad):
 
 def test_calling_the_explainer_gives_a_shap_explanation():
     import shap  # declared test dependency: fail, never skip
+
     booster, X = xgb_model("multi:softprob", 3)
     frame = pd.DataFrame(X[:12], columns=[f"c{i}" for i in range(X.shape[1])])
     e = TreeExplainer(booster)
@@ -272,6 +276,7 @@ def test_shap_frame_names_columns_after_features_and_bias():
 @pytest.mark.parametrize("objective", OBJECTIVES)
 def test_interventional_values_match_shap_on_xgboost_models(objective):
     import shap  # declared test dependency: fail, never skip
+
     booster, X = xgb_model(objective, 8)
     Xq, bg = np.nan_to_num(X[:40]), np.nan_to_num(X[600:650])
     ref_e = shap.TreeExplainer(booster, data=bg, feature_perturbation="interventional")
@@ -285,10 +290,10 @@ def test_interventional_values_match_shap_on_xgboost_models(objective):
 
 def test_probability_output_of_interventional_shap_matches_shap_for_a_logistic_model():
     import shap  # declared test dependency: fail, never skip
+
     booster, X = xgb_model("binary:logistic", 8)
     Xq, bg = np.nan_to_num(X[:40]), np.nan_to_num(X[600:650])
-    ref_e = shap.TreeExplainer(booster, data=bg, feature_perturbation="interventional",
-                               model_output="probability")
+    ref_e = shap.TreeExplainer(booster, data=bg, feature_perturbation="interventional", model_output="probability")
     ref = np.asarray(ref_e.shap_values(Xq, check_additivity=False))
     e = TreeExplainer(booster, data=bg, model_output="probability")
     got = e.shap_values(Xq)  # the additivity check compares with the probabilities
@@ -321,8 +326,9 @@ def test_path_dependent_with_data_recounts_covers_like_shap():
         np.testing.assert_allclose(e.shap_values(X[500:540]), ref, rtol=0, atol=1e-6)
         # (shap's expected value ignores the 1e-6 covers of unreached leaves)
         np.testing.assert_allclose(e.expected_value, ref_e.expected_value, rtol=0, atol=1e-4)
-        assert not np.allclose(e.shap_values(X[500:540]), TreeExplainer(model).shap_values(
-            X[500:540]))  # the covers did change
+        assert not np.allclose(
+            e.shap_values(X[500:540]), TreeExplainer(model).shap_values(X[500:540])
+        )  # the covers did change
 
 
 # ---------------------------------------------------------------------------------------
@@ -332,8 +338,10 @@ def test_dgboost_estimators_shap_values_add_up_to_their_margins():
     from dgboost.sklearn import DGBClassifier, DGBRegressor
 
     X, z = make_data(n=400)
-    for model, y in ((DGBRegressor(n_estimators=8, max_depth=4), z),
-                     (DGBClassifier(n_estimators=8, max_depth=4), np.digitize(z, [-1, 0.5]))):
+    for model, y in (
+        (DGBRegressor(n_estimators=8, max_depth=4), z),
+        (DGBClassifier(n_estimators=8, max_depth=4), np.digitize(z, [-1, 0.5])),
+    ):
         model.fit(X, y)
         phi = model.shap_values(X[:50])
         margin = model.predict(X[:50], output_margin=True)
@@ -342,8 +350,7 @@ def test_dgboost_estimators_shap_values_add_up_to_their_margins():
         total = phi.sum(axis=1) + TreeExplainer(model).expected_value
         np.testing.assert_allclose(total, margin, rtol=1e-5, atol=1e-5)
         contribs = model.get_booster().predict(X[:50], pred_contribs=True)
-        np.testing.assert_allclose(contribs[..., :-1], np.moveaxis(phi, -1, 1) if k > 2 else phi,
-                                   rtol=0, atol=1e-5)
+        np.testing.assert_allclose(contribs[..., :-1], np.moveaxis(phi, -1, 1) if k > 2 else phi, rtol=0, atol=1e-5)
 
 
 # ---------------------------------------------------------------------------------------
@@ -429,8 +436,7 @@ def cli_files(tmp_path):
     cols = [f"x{i}" for i in range(X.shape[1])]
     frame = pd.DataFrame(X, columns=cols)
     y = np.digitize(z, [-1, 0.5])
-    booster = xgb.train({"objective": "multi:softprob", "num_class": 3, "max_depth": 4},
-                        xgb.DMatrix(frame, label=y), 4)
+    booster = xgb.train({"objective": "multi:softprob", "num_class": 3, "max_depth": 4}, xgb.DMatrix(frame, label=y), 4)
     booster.save_model(tmp_path / "model.json")
     frame.assign(label=y).to_csv(tmp_path / "data.csv", index=False)
     return tmp_path, booster, frame
@@ -439,9 +445,21 @@ def cli_files(tmp_path):
 def test_explain_command_writes_named_csv_columns_that_match_xgboost(cli_files):
     path, booster, frame = cli_files
     out = path / "shap.csv"
-    result = CliRunner().invoke(cli_main, [
-        "explain", "--model", str(path / "model.json"), "--data", str(path / "data.csv"),
-        "--output", str(out), "--label-column", "label", "--quiet"])
+    result = CliRunner().invoke(
+        cli_main,
+        [
+            "explain",
+            "--model",
+            str(path / "model.json"),
+            "--data",
+            str(path / "data.csv"),
+            "--output",
+            str(out),
+            "--label-column",
+            "label",
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     got = pd.read_csv(out)
     assert list(got.columns[:7]) == [f"x{i}[0]" for i in range(6)] + ["bias[0]"]
@@ -452,9 +470,23 @@ def test_explain_command_writes_named_csv_columns_that_match_xgboost(cli_files):
 def test_explain_command_writes_interactions_to_npy_and_shows_progress(cli_files):
     path, booster, frame = cli_files
     out = path / "inter.npy"
-    result = CliRunner().invoke(cli_main, [
-        "explain", "--model", str(path / "model.json"), "--data", str(path / "data.csv"),
-        "--output", str(out), "--interactions", "--algorithm", "path", "--label-column", "label"])
+    result = CliRunner().invoke(
+        cli_main,
+        [
+            "explain",
+            "--model",
+            str(path / "model.json"),
+            "--data",
+            str(path / "data.csv"),
+            "--output",
+            str(out),
+            "--interactions",
+            "--algorithm",
+            "path",
+            "--label-column",
+            "label",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "interaction values" in result.output and "rows" in result.output
     expected = booster.predict(xgb.DMatrix(frame), pred_interactions=True)
@@ -464,15 +496,27 @@ def test_explain_command_writes_interactions_to_npy_and_shows_progress(cli_files
 def test_explain_command_reports_bad_input_in_one_line_with_exit_code_2(cli_files, tmp_path):
     path, _, _ = cli_files
     runner = CliRunner()
-    result = runner.invoke(cli_main, [
-        "explain", "--model", str(path / "model.json"), "--data", str(path / "data.csv"),
-        "--output", str(tmp_path / "o.csv"), "--label-column", "nope"])
+    result = runner.invoke(
+        cli_main,
+        [
+            "explain",
+            "--model",
+            str(path / "model.json"),
+            "--data",
+            str(path / "data.csv"),
+            "--output",
+            str(tmp_path / "o.csv"),
+            "--label-column",
+            "nope",
+        ],
+    )
     assert result.exit_code == 2 and "Error: " in result.output and "'nope'" in result.output
     bad = tmp_path / "bad.json"
-    bad.write_text("{\"not\": \"a model\"}")
-    result = runner.invoke(cli_main, [
-        "explain", "--model", str(bad), "--data", str(path / "data.csv"),
-        "--output", str(tmp_path / "o.csv")])
+    bad.write_text('{"not": "a model"}')
+    result = runner.invoke(
+        cli_main,
+        ["explain", "--model", str(bad), "--data", str(path / "data.csv"), "--output", str(tmp_path / "o.csv")],
+    )
     assert result.exit_code == 2 and result.output.count("\n") == 1 and "Error: " in result.output
 
 

@@ -9,8 +9,8 @@ zero, tiny, huge, negative, NaN), labels in and out of the objective's range (Na
 counts, binary labels outside [0, 1], class labels >= num_class or fractional) and
 parameters at and beyond their ranges.
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 import numpy as np
 import pytest
@@ -24,12 +24,20 @@ from dgboost.testing.reference import predict_margin_reference
 EXAMPLES = 1000
 SECONDS_PER_CASE = 10.0
 
-OBJECTIVES = ["reg:squarederror", "binary:logistic", "multi:softprob", "count:poisson",
-              "reg:gamma", "reg:tweedie", "reg:absoluteerror", "reg:pseudohubererror"]
+OBJECTIVES = [
+    "reg:squarederror",
+    "binary:logistic",
+    "multi:softprob",
+    "count:poisson",
+    "reg:gamma",
+    "reg:tweedie",
+    "reg:absoluteerror",
+    "reg:pseudohubererror",
+]
 PARAM_VALUES = {
-    "max_depth": [0, 1, 6, 64, 10 ** 9, -1],
+    "max_depth": [0, 1, 6, 64, 10**9, -1],
     "eta": [0.0, 1e-12, 0.3, 1.0, 5.0, -0.1, float("nan")],
-    "max_bin": [1, 2, 3, 256, 10 ** 7, 0],
+    "max_bin": [1, 2, 3, 256, 10**7, 0],
     "subsample": [0.0, 1e-6, 0.5, 1.0, 1.5],
     "lambda": [0.0, 1.0, 1e12, -1.0],
     "min_child_weight": [0.0, 1e12, -1.0],
@@ -44,7 +52,7 @@ OUTCOMES = {"trained": 0, "rejected": 0}
 def cases(draw):
     n = draw(st.sampled_from([0, 1, 2, 5, 30, 30, 30, 30]))
     p = draw(st.integers(1, 6))
-    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     X = rng.normal(size=(n, p))
     for j in range(p):
         kind = draw(st.sampled_from(["normal", "normal", "normal", "nan", "constant", "inf", "huge", "some_nan"]))
@@ -62,8 +70,9 @@ def cases(draw):
     params = {"objective": objective}
     if objective == "multi:softprob":
         params["num_class"] = draw(st.sampled_from([3, 3, 1, 0, -1]))
-    label_kind = draw(st.sampled_from(["valid", "valid", "nan", "negative", "above_one", "fraction",
-                                       "too_big", "zero"]))
+    label_kind = draw(
+        st.sampled_from(["valid", "valid", "nan", "negative", "above_one", "fraction", "too_big", "zero"])
+    )
     y = _labels(objective, params.get("num_class", 3), label_kind, n, rng)
     weight = draw(st.sampled_from([None, None, "zero", "tiny", "huge", "negative", "nan", "one_zero"]))
     w = _weights(weight, n, rng)
@@ -85,8 +94,14 @@ def _labels(objective, k, kind, n, rng):
     if n == 0 or kind == "valid":
         return y
     i = rng.integers(n)
-    y[i] = {"nan": np.nan, "negative": -1.0, "above_one": 2.0, "fraction": 0.5,
-            "too_big": float(max(k, 2) + 5), "zero": 0.0}[kind]
+    y[i] = {
+        "nan": np.nan,
+        "negative": -1.0,
+        "above_one": 2.0,
+        "fraction": 0.5,
+        "too_big": float(max(k, 2) + 5),
+        "zero": 0.0,
+    }[kind]
     return y
 
 
@@ -107,6 +122,7 @@ def _weights(kind, n, rng):
 
 def check_case(X, y, w, params, rounds):
     """A DGBoostError with a message, or a model whose predictions are finite and exact."""
+
     def run():
         booster = dg.train(params, dg.DMatrix(X, y, weight=w), rounds)
         return booster, booster.predict(dg.DMatrix(X), output_margin=True)
@@ -121,8 +137,13 @@ def check_case(X, y, w, params, rounds):
     return booster
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(case=cases())
 def test_hostile_data_and_parameters_give_a_dgboost_error_or_a_correct_finite_model(case):
     check_case(*case)

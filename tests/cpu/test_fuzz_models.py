@@ -15,6 +15,7 @@ from that seed, because one hypothesis example per file would spend most of the 
 hypothesis itself. Most files are loaded from memory (bytes/bytearray, the same parser as
 files); a share goes through real files and through :class:`dgboost.TreeExplainer`.
 """
+
 from __future__ import annotations
 
 import copy
@@ -39,8 +40,9 @@ assert EXAMPLES * MUTATIONS_PER_EXAMPLE >= 10_000  # the issue's acceptance figu
 #: near this is a hang in the making
 SECONDS_PER_FILE = 5.0
 
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 _rng = np.random.default_rng(0)
 X = _rng.normal(size=(40, 5)).astype(np.float32)
@@ -127,9 +129,15 @@ def oracle_margin(d: dict, rows: np.ndarray) -> np.ndarray:
         out = np.tile(np.asarray(e["base_margin"], dtype=np.float64), (rows.shape[0], 1))
         for t in range(len(off) - 1):
             s = slice(off[t], off[t + 1])
-            out[:, int(groups[t])] += _walk(e["left"][s], e["right"][s], e["feature"][s],
-                                       e["split_value"][s], e["default_left"][s],
-                                       np.float32(e["value"][s]), rows)
+            out[:, int(groups[t])] += _walk(
+                e["left"][s],
+                e["right"][s],
+                e["feature"][s],
+                e["split_value"][s],
+                e["default_left"][s],
+                np.float32(e["value"][s]),
+                rows,
+            )
         return out
     learner = d["learner"]
     lmp = learner["learner_model_param"]
@@ -146,21 +154,81 @@ def oracle_margin(d: dict, rows: np.ndarray) -> np.ndarray:
         leaf = np.float32(tree["split_conditions"])
         if drop is not None:
             leaf = (leaf * np.float32(drop[t])).astype(np.float32)
-        out[:, int(model["tree_info"][t])] += _walk(tree["left_children"], tree["right_children"],
-                                               tree["split_indices"], tree["split_conditions"],
-                                               tree["default_left"], leaf, rows)
+        out[:, int(model["tree_info"][t])] += _walk(
+            tree["left_children"],
+            tree["right_children"],
+            tree["split_indices"],
+            tree["split_conditions"],
+            tree["default_left"],
+            leaf,
+            rows,
+        )
     return out
 
 
 # -- mutations -------------------------------------------------------------------------------
-HOSTILE_VALUES = [None, True, False, "", "x", "nan", "-inf", "1e400", "[", -1, 0, 1, 2, 3,
-                  10 ** 12, -(10 ** 12), 2 ** 31, 2 ** 63, 10 ** 30, 1.5, -0.0, 1e308, 1e-45,
-                  float("nan"), float("inf"), float("-inf"), [], {}, [1, 2], [[1]], {"a": 1},
-                  [None], ["1"], [float("nan")], "2147483647"]
-NODE_KEYS_XGB = ("left_children", "right_children", "parents", "split_indices", "split_conditions",
-                 "default_left", "loss_changes", "sum_hessian", "base_weights")
-NODE_KEYS_DG = ("left", "right", "parent", "feature", "split_value", "default_left", "gain",
-                "cover", "value", "tree_offsets", "tree_group", "base_margin")
+HOSTILE_VALUES = [
+    None,
+    True,
+    False,
+    "",
+    "x",
+    "nan",
+    "-inf",
+    "1e400",
+    "[",
+    -1,
+    0,
+    1,
+    2,
+    3,
+    10**12,
+    -(10**12),
+    2**31,
+    2**63,
+    10**30,
+    1.5,
+    -0.0,
+    1e308,
+    1e-45,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    [],
+    {},
+    [1, 2],
+    [[1]],
+    {"a": 1},
+    [None],
+    ["1"],
+    [float("nan")],
+    "2147483647",
+]
+NODE_KEYS_XGB = (
+    "left_children",
+    "right_children",
+    "parents",
+    "split_indices",
+    "split_conditions",
+    "default_left",
+    "loss_changes",
+    "sum_hessian",
+    "base_weights",
+)
+NODE_KEYS_DG = (
+    "left",
+    "right",
+    "parent",
+    "feature",
+    "split_value",
+    "default_left",
+    "gain",
+    "cover",
+    "value",
+    "tree_offsets",
+    "tree_group",
+    "base_margin",
+)
 
 
 def _paths(obj, prefix=()):
@@ -204,9 +272,24 @@ def mutate_structure(doc, rnd: random.Random) -> str:
     """One semantic mutation of the parsed model, in place; returns its name."""
     arrays = _node_arrays(doc)
     trees = _trees(doc)
-    kind = rnd.choice(["value", "value", "delete", "list", "child", "child", "feature",
-                       "threshold", "num_nodes", "base_score", "objective", "counts",
-                       "num_deleted", "chain"])
+    kind = rnd.choice(
+        [
+            "value",
+            "value",
+            "delete",
+            "list",
+            "child",
+            "child",
+            "feature",
+            "threshold",
+            "num_nodes",
+            "base_score",
+            "objective",
+            "counts",
+            "num_deleted",
+            "chain",
+        ]
+    )
     if kind == "value":
         path, _ = rnd.choice([p for p in _paths(doc) if p[0]])
         _set(doc, path, copy.deepcopy(rnd.choice(HOSTILE_VALUES)))
@@ -218,50 +301,73 @@ def mutate_structure(doc, rnd: random.Random) -> str:
         path, v = rnd.choice(arrays)
         op = rnd.choice(["truncate", "extend", "swap", "element"])
         if op == "truncate":
-            del v[rnd.randrange(len(v) + 1):]
+            del v[rnd.randrange(len(v) + 1) :]
         elif op == "extend":
-            v.extend(v[:rnd.randrange(1, 4)] or [0])
+            v.extend(v[: rnd.randrange(1, 4)] or [0])
         elif op == "swap" and len(v) > 1:
             i, j = rnd.randrange(len(v)), rnd.randrange(len(v))
             v[i], v[j] = v[j], v[i]
         elif v:
             v[rnd.randrange(len(v))] = copy.deepcopy(rnd.choice(HOSTILE_VALUES))
     elif kind == "child" and arrays:
-        cands = [(p, v) for p, v in arrays if p[-1] in ("left_children", "right_children", "left",
-                                                         "right", "parents", "parent") and v]
+        cands = [
+            (p, v)
+            for p, v in arrays
+            if p[-1] in ("left_children", "right_children", "left", "right", "parents", "parent") and v
+        ]
         if cands:
             path, v = rnd.choice(cands)
             i = rnd.randrange(len(v))
-            v[i] = rnd.choice([-2, -1, 0, i, max(i - 1, 0), len(v) - 1, len(v), len(v) + 5,
-                               10 ** 12, 2147483647, rnd.randrange(len(v))])
+            v[i] = rnd.choice(
+                [-2, -1, 0, i, max(i - 1, 0), len(v) - 1, len(v), len(v) + 5, 10**12, 2147483647, rnd.randrange(len(v))]
+            )
     elif kind == "feature" and arrays:
         cands = [(p, v) for p, v in arrays if p[-1] in ("split_indices", "feature") and v]
         if cands:
             path, v = rnd.choice(cands)
-            v[rnd.randrange(len(v))] = rnd.choice([-5, -1, 4, 5, 6, 2 ** 31, 10 ** 15, 0])
+            v[rnd.randrange(len(v))] = rnd.choice([-5, -1, 4, 5, 6, 2**31, 10**15, 0])
     elif kind == "threshold" and arrays:
-        cands = [(p, v) for p, v in arrays if p[-1] in ("split_conditions", "split_value", "value",
-                                                         "base_weights", "base_margin") and v]
+        cands = [
+            (p, v)
+            for p, v in arrays
+            if p[-1] in ("split_conditions", "split_value", "value", "base_weights", "base_margin") and v
+        ]
         if cands:
             path, v = rnd.choice(cands)
-            v[rnd.randrange(len(v))] = rnd.choice([float("nan"), float("inf"), float("-inf"),
-                                                   1e308, -1e308, 3.5e38, 1e-45, -0.0, 0.0])
+            v[rnd.randrange(len(v))] = rnd.choice(
+                [float("nan"), float("inf"), float("-inf"), 1e308, -1e308, 3.5e38, 1e-45, -0.0, 0.0]
+            )
     elif kind == "num_nodes" and trees:
         t = rnd.choice(trees)
         if isinstance(t, dict) and isinstance(t.get("tree_param"), dict):
             n = len(t.get("left_children") or [])
-            t["tree_param"]["num_nodes"] = rnd.choice(["1000000000000", str(10 ** 12), "0", "-1",
-                                                       "1e12", str(n + 1), str(n - 1), 10 ** 12])
+            t["tree_param"]["num_nodes"] = rnd.choice(
+                ["1000000000000", str(10**12), "0", "-1", "1e12", str(n + 1), str(n - 1), 10**12]
+            )
     elif kind == "base_score":
         lmp = doc.get("learner", {}).get("learner_model_param") if isinstance(doc.get("learner"), dict) else None
         if isinstance(lmp, dict):
-            lmp["base_score"] = rnd.choice(["nan", "-1", "0", "1", "2", "[5E-1,5E-1]", "1e400",
-                                            "[]", "[1,2,3,4]", "0.25", "inf", 0.5])
+            lmp["base_score"] = rnd.choice(
+                ["nan", "-1", "0", "1", "2", "[5E-1,5E-1]", "1e400", "[]", "[1,2,3,4]", "0.25", "inf", 0.5]
+            )
         elif isinstance(doc.get("ensemble"), dict):
             doc["ensemble"]["base_margin"] = rnd.choice([[float("nan")], [], [0.0, 1.0], [1e308], [-3.0]])
     elif kind == "objective":
-        new = rnd.choice(["reg:linear", "binary:logistic", "multi:softmax", "count:poisson",
-                          "reg:gamma", "rank:ndcg", "survival:aft", "custom", "no:such", "", 3])
+        new = rnd.choice(
+            [
+                "reg:linear",
+                "binary:logistic",
+                "multi:softmax",
+                "count:poisson",
+                "reg:gamma",
+                "rank:ndcg",
+                "survival:aft",
+                "custom",
+                "no:such",
+                "",
+                3,
+            ]
+        )
         learner = doc.get("learner")
         if isinstance(learner, dict) and isinstance(learner.get("objective"), dict):
             learner["objective"]["name"] = new
@@ -272,8 +378,7 @@ def mutate_structure(doc, rnd: random.Random) -> str:
         where = learner.get("learner_model_param", learner) if isinstance(learner, dict) else None
         if isinstance(where, dict):
             key = rnd.choice(["num_class", "num_feature", "num_target"])
-            where[key] = rnd.choice(["0", "1", "2", "3", "4", "1000000000000", "-1", "x",
-                                     0, 3, 10 ** 12, 2])
+            where[key] = rnd.choice(["0", "1", "2", "3", "4", "1000000000000", "-1", "x", 0, 3, 10**12, 2])
     elif kind == "num_deleted" and trees:
         t = rnd.choice(trees)
         if isinstance(t, dict) and isinstance(t.get("tree_param"), dict):
@@ -294,15 +399,24 @@ def _chain_tree(depth: int) -> dict:
         node = 2 * k
         left[node], right[node] = node + 1, node + 2
         parents[node + 1] = parents[node + 2] = node
-    return {"left_children": left, "right_children": right, "parents": parents,
-            "split_indices": [k % 5 for k in range(n)],
-            "split_conditions": [0.001 * (k % 7) - 0.003 for k in range(n)],
-            "default_left": [k % 2 for k in range(n)], "loss_changes": [0.0] * n,
-            "sum_hessian": [1.0] * n, "base_weights": [0.01] * n, "categories": [],
-            "categories_nodes": [], "categories_segments": [], "categories_sizes": [],
-            "split_type": [0] * n, "id": 0,
-            "tree_param": {"num_deleted": "0", "num_feature": "5", "num_nodes": str(n),
-                           "size_leaf_vector": "1"}}
+    return {
+        "left_children": left,
+        "right_children": right,
+        "parents": parents,
+        "split_indices": [k % 5 for k in range(n)],
+        "split_conditions": [0.001 * (k % 7) - 0.003 for k in range(n)],
+        "default_left": [k % 2 for k in range(n)],
+        "loss_changes": [0.0] * n,
+        "sum_hessian": [1.0] * n,
+        "base_weights": [0.01] * n,
+        "categories": [],
+        "categories_nodes": [],
+        "categories_segments": [],
+        "categories_sizes": [],
+        "split_type": [0] * n,
+        "id": 0,
+        "tree_param": {"num_deleted": "0", "num_feature": "5", "num_nodes": str(n), "size_leaf_vector": "1"},
+    }
 
 
 def mutate_text(text: str, rnd: random.Random) -> bytes:
@@ -310,7 +424,7 @@ def mutate_text(text: str, rnd: random.Random) -> bytes:
     data = text.encode()
     kind = rnd.choice(["truncate", "truncate", "flip", "insert", "garbage", "nest", "bom", "latin1"])
     if kind == "truncate":
-        return data[:rnd.randrange(len(data))]
+        return data[: rnd.randrange(len(data))]
     if kind == "flip":
         b = bytearray(data)
         for _ in range(rnd.randrange(1, 5)):
@@ -330,8 +444,7 @@ def mutate_text(text: str, rnd: random.Random) -> bytes:
 
 
 def _dumps(doc, rnd: random.Random) -> str:
-    return json.dumps(doc, allow_nan=True, sort_keys=rnd.random() < 0.5,
-                      indent=rnd.choice([None, None, 1]))
+    return json.dumps(doc, allow_nan=True, sort_keys=rnd.random() < 0.5, indent=rnd.choice([None, None, 1]))
 
 
 # -- the checks ----------------------------------------------------------------------------
@@ -345,6 +458,7 @@ def _is_json_model(text) -> dict | None:
 
 def check_booster(data: bytes, *, path=None, reference: np.ndarray | None = None) -> dg.Booster | None:
     """Load ``data``; a DGBoostError with a message, or a model that predicts what it says."""
+
     def run():
         if path is not None:
             path.write_bytes(data)
@@ -404,9 +518,10 @@ def check_explainer(model) -> None:
 
 # -- the fuzz tests -------------------------------------------------------------------------
 @FUZZ
-@given(seed=st.integers(0, 2 ** 32 - 1), which=st.integers(0, 1000))
+@given(seed=st.integers(0, 2**32 - 1), which=st.integers(0, 1000))
 def test_mutated_model_files_are_rejected_with_a_dgboost_error_or_predict_what_they_say(
-        corpus, tmp_path_factory, seed, which):
+    corpus, tmp_path_factory, seed, which
+):
     rnd = random.Random(seed)
     name, text = corpus[which % len(corpus)]
     folder = tmp_path_factory.getbasetemp() / "fuzz-models"
@@ -426,7 +541,7 @@ def test_mutated_model_files_are_rejected_with_a_dgboost_error_or_predict_what_t
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, database=None)
-@given(seed=st.integers(0, 2 ** 32 - 1), which=st.integers(0, 1000))
+@given(seed=st.integers(0, 2**32 - 1), which=st.integers(0, 1000))
 def test_semantically_neutral_edits_load_and_predict_exactly_as_the_original(corpus, seed, which):
     # key order, whitespace, unknown extra keys and integers written as floats change
     # nothing XGBoost reads: the model must predict bit for bit as before
@@ -442,7 +557,7 @@ def test_semantically_neutral_edits_load_and_predict_exactly_as_the_original(cor
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, database=None)
-@given(seed=st.integers(0, 2 ** 32 - 1), which=st.integers(0, 1000))
+@given(seed=st.integers(0, 2**32 - 1), which=st.integers(0, 1000))
 def test_reading_all_trees_at_once_gives_what_reading_tree_by_tree_gives_or_its_very_error(corpus, seed, which):
     # the fast reader must never accept what the per-tree reader refuses, and must give its
     # arrays bit for bit; on anything else it hands over, so errors keep naming tree and node
@@ -455,8 +570,10 @@ def test_reading_all_trees_at_once_gives_what_reading_tree_by_tree_gives_or_its_
             ensemble, meta = xgboost_json.import_xgboost_dict(doc)
         except dg.DGBoostError as e:
             return type(e), str(e)
-        return ({k: (a.dtype.str, a.tobytes()) for k, a in vars(ensemble).items() if isinstance(a, np.ndarray)},
-                repr(sorted(meta.items(), key=lambda kv: kv[0])))
+        return (
+            {k: (a.dtype.str, a.tobytes()) for k, a in vars(ensemble).items() if isinstance(a, np.ndarray)},
+            repr(sorted(meta.items(), key=lambda kv: kv[0])),
+        )
 
     rnd = random.Random(seed)
     xgb_models = [(n, t) for n, t in corpus if n.startswith("xgboost-")]
@@ -491,7 +608,7 @@ def _load(doc) -> dg.Booster:
 
 def test_a_declared_class_count_of_ten_to_the_twelve_fails_at_once_instead_of_allocating(corpus):
     doc = _xgb_doc(corpus)
-    doc["learner"]["learner_model_param"]["num_class"] = str(10 ** 12)
+    doc["learner"]["learner_model_param"]["num_class"] = str(10**12)
     start = time.perf_counter()
     with pytest.raises(dg.ModelFormatError, match="declares 1000000000000 outputs"):
         _load(doc)
@@ -510,12 +627,15 @@ def test_an_extension_base_margin_that_overflows_the_link_is_ignored_with_a_warn
         _load(doc)
 
 
-@pytest.mark.parametrize("key, value, match", [
-    ("categories", 5, "categories must be a list"),
-    ("gbtree_model_param", 3, "gbtree_model_param must be a JSON object"),
-    ("feature_names", 1.5, "feature_names must be a list of strings"),
-    ("attributes", [1, 2], "attributes must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    "key, value, match",
+    [
+        ("categories", 5, "categories must be a list"),
+        ("gbtree_model_param", 3, "gbtree_model_param must be a JSON object"),
+        ("feature_names", 1.5, "feature_names must be a list of strings"),
+        ("attributes", [1, 2], "attributes must be a JSON object"),
+    ],
+)
 def test_wrong_container_types_in_xgboost_json_are_model_format_errors(corpus, key, value, match):
     doc = _xgb_doc(corpus)
     learner = doc["learner"]
@@ -555,14 +675,13 @@ def test_a_non_integer_num_deleted_is_a_model_format_error(corpus):
 
 def test_a_tree_declaring_ten_to_the_twelve_nodes_fails_without_allocating_them(corpus):
     doc = _xgb_doc(corpus)
-    doc["learner"]["gradient_booster"]["model"]["trees"][0]["tree_param"]["num_nodes"] = str(10 ** 12)
+    doc["learner"]["gradient_booster"]["model"]["trees"][0]["tree_param"]["num_nodes"] = str(10**12)
     with pytest.raises(dg.ModelFormatError, match="expected num_nodes = 1000000000000"):
         _load(doc)
 
 
 @pytest.mark.parametrize("renumbered", [False, True])
-def test_a_chain_of_one_hundred_thousand_nodes_loads_predicts_and_explains_without_recursion(
-        corpus, renumbered):
+def test_a_chain_of_one_hundred_thousand_nodes_loads_predicts_and_explains_without_recursion(corpus, renumbered):
     # depth 50,000: far beyond Python's recursion limit and any GPU kernel's depth
     doc = _xgb_doc(corpus)
     tree = _chain_tree(50_000)

@@ -1,10 +1,10 @@
 """Models of a fixed set of CPU configurations are byte for byte the ones kept in
 ``tests/cpu/data/golden`` (written before the training-job redesign): a refactoring that
 changes a single bit of a model fails here."""
+
 from __future__ import annotations
 
 import pytest
-
 from golden_models import CONFIGS, golden_path
 
 

@@ -8,6 +8,7 @@ package's ``__init__`` for a sibling: ``from . import sibling`` imports the sibl
 package is necessarily imported already), ``from . import name`` a name of the package's
 ``__init__``.
 """
+
 from __future__ import annotations
 
 import ast
@@ -185,11 +186,22 @@ def test_no_dgboost_module_imports_another_modules_private_names():
     assert not bad, "private names imported across modules:\n" + "\n".join(bad)
 
 
-@pytest.mark.parametrize("module", ["dgboost.cli", "dgboost.explain", "dgboost.dask", "dgboost.backend.cpu",
-                                    "dgboost.model_io", "dgboost.xgboost_json", "dgboost.explain.interventional"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "dgboost.cli",
+        "dgboost.explain",
+        "dgboost.dask",
+        "dgboost.backend.cpu",
+        "dgboost.model_io",
+        "dgboost.xgboost_json",
+        "dgboost.explain.interventional",
+    ],
+)
 def test_each_module_imports_first_in_a_fresh_interpreter(module):
     # the order in which a cycle would fail (ImportError on a partly initialised module)
     # depends on which module is imported first: each is imported first here, on its own
-    done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True,
-                          cwd=PACKAGE.parent, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, cwd=PACKAGE.parent, timeout=300
+    )
     assert done.returncode == 0, done.stderr

@@ -1,15 +1,15 @@
 """Importers (``to_ensemble``): scikit-learn, LightGBM, XGBoost and model files, checked
 against the models' own predictions and against ``shap.TreeExplainer``."""
+
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 import sklearn.ensemble as sk_ens
 import sklearn.tree as sk_tree
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dgboost import DGBoostError, ModelFormatError, TreeExplainer
 from dgboost.explain import UnsupportedModelError, to_ensemble
@@ -51,18 +51,16 @@ X, Y, YC, Y3 = make_data()
 SKLEARN = {
     "decision tree regressor": lambda: sk_tree.DecisionTreeRegressor(max_depth=6).fit(X, Y),
     "decision tree classifier": lambda: sk_tree.DecisionTreeClassifier(max_depth=6).fit(X, Y3),
-    "random forest regressor": lambda: sk_ens.RandomForestRegressor(10, max_depth=6,
-                                                                    random_state=0).fit(X, Y),
-    "random forest classifier": lambda: sk_ens.RandomForestClassifier(10, max_depth=6,
-                                                                      random_state=0).fit(X, Y3),
-    "extra trees regressor": lambda: sk_ens.ExtraTreesRegressor(10, max_depth=6,
-                                                                random_state=0).fit(X, Y),
-    "extra trees classifier": lambda: sk_ens.ExtraTreesClassifier(10, max_depth=6,
-                                                                  random_state=0).fit(X, YC),
+    "random forest regressor": lambda: sk_ens.RandomForestRegressor(10, max_depth=6, random_state=0).fit(X, Y),
+    "random forest classifier": lambda: sk_ens.RandomForestClassifier(10, max_depth=6, random_state=0).fit(X, Y3),
+    "extra trees regressor": lambda: sk_ens.ExtraTreesRegressor(10, max_depth=6, random_state=0).fit(X, Y),
+    "extra trees classifier": lambda: sk_ens.ExtraTreesClassifier(10, max_depth=6, random_state=0).fit(X, YC),
     "gradient boosting regressor": lambda: sk_ens.GradientBoostingRegressor(
-        n_estimators=15, max_depth=4, random_state=0).fit(X, Y),
+        n_estimators=15, max_depth=4, random_state=0
+    ).fit(X, Y),
     "gradient boosting classifier": lambda: sk_ens.GradientBoostingClassifier(
-        n_estimators=15, max_depth=4, random_state=0).fit(X, YC),
+        n_estimators=15, max_depth=4, random_state=0
+    ).fit(X, YC),
 }
 
 
@@ -72,6 +70,7 @@ SKLEARN = {
 @pytest.mark.parametrize("kind", list(SKLEARN))
 def test_sklearn_models_match_shap_path_dependent_and_interventional(kind):
     import shap
+
     model = SKLEARN[kind]()
     Xq, bg = X[:40], X[300:340]
     for data in (None, bg):
@@ -82,24 +81,26 @@ def test_sklearn_models_match_shap_path_dependent_and_interventional(kind):
         assert got.shape == ref.shape
         scale = np.abs(ref).max()
         np.testing.assert_allclose(got, ref, rtol=0, atol=1e-5 * scale)
-        np.testing.assert_allclose(e.expected_value, ref_e.expected_value, rtol=0,
-                                   atol=1e-5 * scale)
+        np.testing.assert_allclose(e.expected_value, ref_e.expected_value, rtol=0, atol=1e-5 * scale)
     assert_additive(TreeExplainer(model), X[:200], model)
 
 
 def test_sklearn_interaction_values_match_shap():
     import shap
+
     model = SKLEARN["random forest regressor"]()
     ref = shap.TreeExplainer(model).shap_interaction_values(X[:10])
-    np.testing.assert_allclose(TreeExplainer(model).shap_interaction_values(X[:10]), ref,
-                               rtol=0, atol=1e-6)
+    np.testing.assert_allclose(TreeExplainer(model).shap_interaction_values(X[:10]), ref, rtol=0, atol=1e-6)
 
 
 def test_sklearn_trees_with_missing_values_follow_missing_go_to_left():
     import shap
+
     Xn, y, _, y3 = make_data(missing=0.2, seed=3)
-    for model in (sk_tree.DecisionTreeClassifier(max_depth=7).fit(Xn, y3),
-                  sk_ens.RandomForestRegressor(8, max_depth=7, random_state=0).fit(Xn, y)):
+    for model in (
+        sk_tree.DecisionTreeClassifier(max_depth=7).fit(Xn, y3),
+        sk_ens.RandomForestRegressor(8, max_depth=7, random_state=0).fit(Xn, y),
+    ):
         e = TreeExplainer(model)
         assert_additive(e, Xn[:200], model)
         ref = shap.TreeExplainer(model).shap_values(Xn[:50], check_additivity=False)
@@ -112,9 +113,11 @@ def test_trees_deeper_than_32_work_on_the_cpu():
     assert model.get_depth() > 32
     e = TreeExplainer(model)
     assert_additive(e, Xd[:300], model)
-    np.testing.assert_allclose(TreeExplainer(model, algorithm="path").shap_values(Xd[:100]),
-                               e.shap_values(Xd[:100]), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        TreeExplainer(model, algorithm="path").shap_values(Xd[:100]), e.shap_values(Xd[:100]), rtol=0, atol=1e-9
+    )
     import shap
+
     ref = shap.TreeExplainer(model).shap_values(Xd[:100])
     np.testing.assert_allclose(e.shap_values(Xd[:100]), ref, rtol=0, atol=1e-5 * np.abs(ref).max())
     inter = e.shap_interaction_values(Xd[:3])
@@ -134,17 +137,17 @@ def test_paths_with_more_than_32_distinct_features_work_on_the_cpu():
     Xc = rng.normal(size=(50, 40)).astype(np.float32)
     Xc[rng.random(Xc.shape) < 0.1] = np.nan
     margin = predict_margin(ens, Xc)[:, 0]
-    for explainer in (e, TreeExplainer((ens, {}), algorithm="path"),
-                      TreeExplainer((ens, {}), data=Xc[:7])):
+    for explainer in (e, TreeExplainer((ens, {}), algorithm="path"), TreeExplainer((ens, {}), data=Xc[:7])):
         phi = explainer.shap_values(Xc)
-        np.testing.assert_allclose(phi.sum(1) + explainer.expected_value, margin, rtol=1e-9,
-                                   atol=1e-9)
+        np.testing.assert_allclose(phi.sum(1) + explainer.expected_value, margin, rtol=1e-9, atol=1e-9)
 
 
 def test_multi_output_regressors_get_one_output_per_target():
     Y2 = np.column_stack([Y, X[:, 0] - Y])
-    for model in (sk_tree.DecisionTreeRegressor(max_depth=5).fit(X, Y2),
-                  sk_ens.RandomForestRegressor(5, max_depth=5, random_state=0).fit(X, Y2)):
+    for model in (
+        sk_tree.DecisionTreeRegressor(max_depth=5).fit(X, Y2),
+        sk_ens.RandomForestRegressor(5, max_depth=5, random_state=0).fit(X, Y2),
+    ):
         e = TreeExplainer(model)
         assert e.shap_values(X[:20]).shape == (20, X.shape[1], 2)
         assert_additive(e, X[:100], model)
@@ -152,17 +155,19 @@ def test_multi_output_regressors_get_one_output_per_target():
 
 def test_multiclass_gradient_boosting_and_hist_gradient_boosting_add_up():
     Xn, y, yc, y3 = make_data(missing=0.1, seed=5, dtype=np.float64)
-    models = [sk_ens.GradientBoostingClassifier(n_estimators=10, max_depth=3).fit(X, Y3),
-              sk_ens.HistGradientBoostingRegressor(max_iter=15).fit(Xn, y),
-              sk_ens.HistGradientBoostingClassifier(max_iter=15).fit(Xn, yc),
-              sk_ens.HistGradientBoostingClassifier(max_iter=15).fit(Xn, y3)]
+    models = [
+        sk_ens.GradientBoostingClassifier(n_estimators=10, max_depth=3).fit(X, Y3),
+        sk_ens.HistGradientBoostingRegressor(max_iter=15).fit(Xn, y),
+        sk_ens.HistGradientBoostingClassifier(max_iter=15).fit(Xn, yc),
+        sk_ens.HistGradientBoostingClassifier(max_iter=15).fit(Xn, y3),
+    ]
     for model in models:
         data = X if type(model).__name__ == "GradientBoostingClassifier" else Xn
         assert_additive(TreeExplainer(model), data[:300], model)
     import shap
+
     ref = shap.TreeExplainer(models[1]).shap_values(Xn[:30], check_additivity=False)
-    np.testing.assert_allclose(TreeExplainer(models[1]).shap_values(Xn[:30]), ref, rtol=0,
-                               atol=1e-6)
+    np.testing.assert_allclose(TreeExplainer(models[1]).shap_values(Xn[:30]), ref, rtol=0, atol=1e-6)
 
 
 # ---------------------------------------------------------------------------------------
@@ -170,15 +175,19 @@ def test_multiclass_gradient_boosting_and_hist_gradient_boosting_add_up():
 # ---------------------------------------------------------------------------------------
 def lgb_models():
     import lightgbm as lgb
+
     kw = {"n_estimators": 15, "num_leaves": 15, "verbose": -1, "random_state": 0}
-    return {"regression": lgb.LGBMRegressor(**kw).fit(X, Y),
-            "binary": lgb.LGBMClassifier(**kw).fit(X, YC),
-            "multiclass": lgb.LGBMClassifier(**kw).fit(X, Y3)}
+    return {
+        "regression": lgb.LGBMRegressor(**kw).fit(X, Y),
+        "binary": lgb.LGBMClassifier(**kw).fit(X, YC),
+        "multiclass": lgb.LGBMClassifier(**kw).fit(X, Y3),
+    }
 
 
 @pytest.mark.filterwarnings("ignore:LightGBM binary classifier:UserWarning")
 def test_lightgbm_models_match_shap_path_dependent_and_interventional():
     import shap
+
     for task, model in lgb_models().items():
         Xq, bg = X[:40], X[300:340]
         for data in (None, bg):
@@ -189,15 +198,18 @@ def test_lightgbm_models_match_shap_path_dependent_and_interventional():
             assert got.shape == ref.shape, task
             scale = np.abs(ref).max()
             np.testing.assert_allclose(got, ref, rtol=0, atol=1e-5 * scale, err_msg=task)
-            np.testing.assert_allclose(e.expected_value, ref_e.expected_value, rtol=0,
-                                       atol=1e-5 * scale, err_msg=task)
+            np.testing.assert_allclose(e.expected_value, ref_e.expected_value, rtol=0, atol=1e-5 * scale, err_msg=task)
         assert_additive(TreeExplainer(model.booster_), X[:200], model)
 
 
-@pytest.mark.parametrize("params", [{}, {"zero_as_missing": True}, {"use_missing": False}],
-                         ids=["missing NaN", "missing zero", "missing none"])
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"zero_as_missing": True}, {"use_missing": False}],
+    ids=["missing NaN", "missing zero", "missing none"],
+)
 def test_lightgbm_missing_rules_and_float64_thresholds_are_reproduced_exactly(params):
     import lightgbm as lgb
+
     rng = np.random.default_rng(6)
     Xl = rng.normal(size=(800, 5))  # float64: LightGBM compares float64 values
     Xl[rng.random(Xl.shape) < 0.1] = np.nan
@@ -207,20 +219,20 @@ def test_lightgbm_missing_rules_and_float64_thresholds_are_reproduced_exactly(pa
     e = TreeExplainer(model)
     assert e.meta["input_encoder"] is not None
     phi = e.shap_values(Xl)
-    np.testing.assert_allclose(phi.sum(1) + e.expected_value, model.predict(Xl, raw_score=True),
-                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(phi.sum(1) + e.expected_value, model.predict(Xl, raw_score=True), rtol=1e-6, atol=1e-6)
     ref = model.predict(Xl, pred_contrib=True)  # LightGBM's own TreeSHAP
     np.testing.assert_allclose(phi, ref[:, :-1], rtol=0, atol=1e-6)
 
 
 def test_lightgbm_random_forest_mode_explains_the_raw_score_like_lightgbm_and_shap():
     import lightgbm as lgb
-    model = lgb.LGBMRegressor(boosting_type="rf", n_estimators=10, bagging_freq=1,
-                              bagging_fraction=0.7, verbose=-1).fit(X, Y)
+
+    model = lgb.LGBMRegressor(
+        boosting_type="rf", n_estimators=10, bagging_freq=1, bagging_fraction=0.7, verbose=-1
+    ).fit(X, Y)
     e = TreeExplainer(model)
     assert_additive(e, X[:100], model)  # raw_score: the sum of the trees
-    np.testing.assert_allclose(e.shap_values(X[:100]),
-                               model.predict(X[:100], pred_contrib=True)[:, :-1], atol=1e-5)
+    np.testing.assert_allclose(e.shap_values(X[:100]), model.predict(X[:100], pred_contrib=True)[:, :-1], atol=1e-5)
 
 
 def test_lightgbm_text_model_files_and_dump_dicts_are_read(tmp_path):
@@ -229,12 +241,12 @@ def test_lightgbm_text_model_files_and_dump_dicts_are_read(tmp_path):
     model.booster_.save_model(str(path))
     want = TreeExplainer(model).shap_values(X[:20])
     np.testing.assert_allclose(TreeExplainer(str(path)).shap_values(X[:20]), want, atol=1e-12)
-    np.testing.assert_allclose(TreeExplainer(model.booster_.dump_model()).shap_values(X[:20]),
-                               want, atol=1e-12)
+    np.testing.assert_allclose(TreeExplainer(model.booster_.dump_model()).shap_values(X[:20]), want, atol=1e-12)
 
 
 def test_lightgbm_categorical_splits_raise_instead_of_giving_wrong_numbers():
     import lightgbm as lgb
+
     frame = pd.DataFrame(X, columns=list("abcde"))
     frame["c"] = pd.Categorical(np.where(X[:, 2] > 0, "p", "q"))
     model = lgb.LGBMRegressor(n_estimators=5, verbose=-1, min_data_per_group=5).fit(frame, Y)
@@ -247,6 +259,7 @@ def test_lightgbm_categorical_splits_raise_instead_of_giving_wrong_numbers():
 # ---------------------------------------------------------------------------------------
 def test_xgboost_sklearn_models_and_json_files_are_imported(tmp_path):
     import xgboost as xgb
+
     Xn, y, yc, y3 = make_data(missing=0.1, seed=7)
     model = xgb.XGBClassifier(n_estimators=6, max_depth=4).fit(Xn, y3)
     contribs = model.get_booster().predict(xgb.DMatrix(Xn[:30]), pred_contribs=True)
@@ -255,30 +268,35 @@ def test_xgboost_sklearn_models_and_json_files_are_imported(tmp_path):
     path = tmp_path / "m.json"
     model.save_model(path)
     np.testing.assert_allclose(TreeExplainer(str(path)).shap_values(Xn[:30]), want, atol=1e-5)
-    np.testing.assert_allclose(TreeExplainer(path.read_bytes()).shap_values(Xn[:30]), want,
-                               atol=1e-5)
+    np.testing.assert_allclose(TreeExplainer(path.read_bytes()).shap_values(Xn[:30]), want, atol=1e-5)
     ens, meta = to_ensemble(model)
-    assert meta["source"] == "xgboost" and meta["output_names"] == [0, 1, 2] or \
-        list(meta["output_names"]) == [0, 1, 2]
+    assert meta["source"] == "xgboost" and meta["output_names"] == [0, 1, 2] or list(meta["output_names"]) == [0, 1, 2]
 
 
 @pytest.mark.parametrize("num_parallel_tree", [1, 2])
-def test_xgboost_sklearn_models_with_early_stopping_explain_the_rounds_predict_uses(
-        num_parallel_tree):
+def test_xgboost_sklearn_models_with_early_stopping_explain_the_rounds_predict_uses(num_parallel_tree):
     import xgboost as xgb
-    model = xgb.XGBRegressor(n_estimators=60, max_depth=3, learning_rate=0.5,
-                             early_stopping_rounds=3, num_parallel_tree=num_parallel_tree,
-                             subsample=0.8)
+
+    model = xgb.XGBRegressor(
+        n_estimators=60,
+        max_depth=3,
+        learning_rate=0.5,
+        early_stopping_rounds=3,
+        num_parallel_tree=num_parallel_tree,
+        subsample=0.8,
+    )
     model.fit(X[:400], Y[:400], eval_set=[(X[400:], Y[400:])], verbose=False)
     assert model.best_iteration + 1 < 60
     e = TreeExplainer(model)
     assert e.ensemble.n_trees == (model.best_iteration + 1) * num_parallel_tree
-    np.testing.assert_allclose(e.shap_values(X[:50]).sum(1) + e.expected_value,
-                               model.predict(X[:50], output_margin=True), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        e.shap_values(X[:50]).sum(1) + e.expected_value, model.predict(X[:50], output_margin=True), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_xgboost_categorical_splits_raise_a_model_format_error():
     import xgboost as xgb
+
     frame = pd.DataFrame(X, columns=list("abcde"))
     frame["c"] = pd.Categorical(np.where(X[:, 2] > 0, "p", "q"))
     booster = xgb.train({"max_depth": 3}, xgb.DMatrix(frame, label=Y, enable_categorical=True), 3)
@@ -311,25 +329,23 @@ def test_unsupported_models_raise_dgboost_errors_that_name_them():
 # exact threshold conversion
 # ---------------------------------------------------------------------------------------
 @settings(max_examples=200, deadline=None)
-@given(t=st.floats(allow_nan=False, width=64),
-       x=st.floats(allow_nan=False, allow_infinity=False, width=32))
+@given(t=st.floats(allow_nan=False, width=64), x=st.floats(allow_nan=False, allow_infinity=False, width=32))
 def test_sklearn_thresholds_convert_to_exactly_the_same_float32_decisions(t, x):
     s = sklearn_split_values(np.array([t]))[0]
     with np.errstate(over="ignore"):
         t32 = np.float32(t)
         candidates = [np.float32(x)]
         if np.isfinite(t32):  # the float32 values right around the threshold
-            candidates += [t32, np.nextafter(t32, np.float32(np.inf)),
-                           np.nextafter(t32, np.float32(-np.inf))]
+            candidates += [t32, np.nextafter(t32, np.float32(np.inf)), np.nextafter(t32, np.float32(-np.inf))]
     for xs in candidates:
         assert bool(xs < s) == bool(np.float64(xs) <= t)
 
 
 @settings(max_examples=100, deadline=None)
-@given(ts=st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1,
-                   max_size=6),
-       xs=st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1,
-                   max_size=10))
+@given(
+    ts=st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1, max_size=6),
+    xs=st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1, max_size=10),
+)
 def test_threshold_ranks_keep_every_float64_decision(ts, xs):
     thresholds = np.unique(np.asarray(ts, dtype=np.float64))
     enc = ThresholdEncoder(thresholds=[thresholds], missing_type=np.array([2], np.int8))

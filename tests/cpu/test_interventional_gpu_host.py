@@ -2,6 +2,7 @@
 kernel, the uploaded path arrays, and every launch's arguments against the kernel's parameters
 in ``kernels/treeshap_interventional.cu`` (CuPy and the compiled module replaced by NumPy and a
 recorder). The values themselves are compared with the CPU's in ``tests/gpu``."""
+
 from __future__ import annotations
 
 import math
@@ -13,16 +14,22 @@ import numpy as np
 import pytest
 
 import dgboost as dg
-from dgboost.backend import _nvrtc
-from dgboost.datasets import make_synthetic
 from dgboost.backend import _cuda_interventional as gi
-from dgboost.explain import interventional as iv
-from dgboost.backend import get_backend
+from dgboost.backend import _nvrtc, get_backend
 from dgboost.backend._cuda_shap import CudaEngine
+from dgboost.datasets import make_synthetic
+from dgboost.explain import interventional as iv
 
-_C_TYPES = {"const float*": np.float32, "const double*": np.float64, "double*": np.float64,
-            "const long long*": np.int64, "const int*": np.int32, "const unsigned char*": np.uint8,
-            "long long": np.int64, "int": np.int32}
+_C_TYPES = {
+    "const float*": np.float32,
+    "const double*": np.float64,
+    "double*": np.float64,
+    "const long long*": np.int64,
+    "const int*": np.int32,
+    "const unsigned char*": np.uint8,
+    "long long": np.int64,
+    "int": np.int32,
+}
 
 
 def _model(objective="binary:logistic", F=8):
@@ -44,8 +51,10 @@ def _libm_sigmoid(v: float) -> float:
 
 def test_host_sigmoids_are_libm_exp_values_bit_for_bit():
     rng = np.random.default_rng(0)
-    m = np.concatenate([rng.normal(scale=s, size=2000) for s in (0.1, 3.0, 40.0, 800.0)]
-                       + [np.array([0.0, -0.0, 1e-300, -745.2, 709.8, -709.5, np.inf, -np.inf])]).reshape(-1, 2)
+    m = np.concatenate(
+        [rng.normal(scale=s, size=2000) for s in (0.1, 3.0, 40.0, 800.0)]
+        + [np.array([0.0, -0.0, 1e-300, -745.2, 709.8, -709.5, np.inf, -np.inf])]
+    ).reshape(-1, 2)
     want = np.array([[_libm_sigmoid(v) for v in row] for row in m])
     got = iv.sigmoid_values(m)
     assert got.dtype == np.float64 and got.shape == m.shape
@@ -57,7 +66,7 @@ def test_uploaded_paths_are_grouped_in_path_order_with_the_cpus_words():
     table = dg.TreeExplainer(booster).table
     a = gi.path_arrays(table)
     for g in range(table.n_groups):
-        paths = a["group_paths"][a["group_ptr"][g]:a["group_ptr"][g + 1]]
+        paths = a["group_paths"][a["group_ptr"][g] : a["group_ptr"][g + 1]]
         np.testing.assert_array_equal(paths, np.flatnonzero(table.path_group == g))
     assert a["group_ptr"][-1] == table.n_paths
     _, word_offsets = iv.path_on_bits(table, X[:2].astype(np.float32))
@@ -67,8 +76,9 @@ def test_uploaded_paths_are_grouped_in_path_order_with_the_cpus_words():
 
 def _kernel_params(name: str) -> list[tuple[str, type]]:
     source = (_nvrtc.kernel_dir() / "treeshap_interventional.cu").read_text()
-    found = re.search(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?' + name
-                      + r"\((.*?)\)\s*\{", source, re.S)
+    found = re.search(
+        r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?' + name + r"\((.*?)\)\s*\{", source, re.S
+    )
     params = []
     for part in re.sub(r"//[^\n]*", "", found.group(1)).split(","):
         text = " ".join(part.replace("__restrict__", "").split())
@@ -102,6 +112,7 @@ class _Recorder:
                 assert shared_mem >= per_thread * gi._THREADS * int(named["F"]) * 8
             named["out"][...] = 0.0
             self.launches.append((name, shared_mem))
+
         return launch
 
 
@@ -131,8 +142,9 @@ def test_every_launch_passes_the_kernels_parameters_with_their_types(fake_gpu, o
     want_bias = iv.shap_values_interventional(table, X[:1], X[300:305], transform=transform)[0, :, -1]
     np.testing.assert_array_equal(out[:, :, -1], np.broadcast_to(want_bias, out[:, :, -1].shape))
     names = [name for name, _ in fake_gpu.launches]
-    assert names == (["interventional_rows"] if transform is None
-                     else ["interventional_margins", "interventional_logistic_rows"])
+    assert names == (
+        ["interventional_rows"] if transform is None else ["interventional_margins", "interventional_logistic_rows"]
+    )
     shared = fake_gpu.launches[-1][1] > 0
     assert shared == ((2 if transform else 1) * gi._THREADS * X.shape[1] * 8 <= gi._ACC_SMEM_BYTES)
 

@@ -1,9 +1,10 @@
 """Every CUDA kernel compiles for sm_90 on a machine without a GPU, and ships in the wheel."""
+
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from dgboost.backend import _nvrtc
 
@@ -14,8 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_each_kernel_file_compiles_to_ptx_for_compute_90_without_a_gpu(name):
     ptx = _nvrtc.compile_ptx(name, "compute_90")
     assert ".target sm_90" in ptx
-    for kernel in re.findall(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)\(',
-                             (_nvrtc.kernel_dir() / name).read_text()):
+    for kernel in re.findall(
+        r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)\(',
+        (_nvrtc.kernel_dir() / name).read_text(),
+    ):
         assert f".entry {kernel}(" in ptx
 
 
@@ -29,7 +32,7 @@ def test_a_kernel_that_does_not_compile_raises_with_the_compiler_log(tmp_path, m
 
 def test_assembled_sources_inline_each_local_header_once():
     text = _nvrtc.assemble("split.cu")
-    assert "#include \"common.cuh\"" not in text
+    assert '#include "common.cuh"' not in text
     assert text.count("struct GradPairInt {") == 1
 
 

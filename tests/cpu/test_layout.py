@@ -1,4 +1,5 @@
 """Record layouts shared with the CUDA kernels agree on both sides."""
+
 import shutil
 import subprocess
 from pathlib import Path
@@ -24,6 +25,20 @@ def test_numpy_records_have_the_sizes_and_offsets_the_header_asserts():
 def test_the_shared_header_compiles_for_sm_90_with_its_layout_assertions(tmp_path):
     source = tmp_path / "check.cu"
     source.write_text('#include "common.cuh"\n__global__ void touch(dgboost::Node* n) { n->left = 0; }\n')
-    result = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", f"-I{KERNELS}", *_CCCL, "--ptx", str(source),
-                             "-o", str(tmp_path / "check.ptx")], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            "nvcc",
+            "-arch=sm_90",
+            "-std=c++17",
+            f"-I{KERNELS}",
+            *_CCCL,
+            "--ptx",
+            str(source),
+            "-o",
+            str(tmp_path / "check.ptx"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr

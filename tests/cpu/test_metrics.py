@@ -1,11 +1,13 @@
 """Metrics against XGBoost 3.4's own evaluation, scikit-learn and SciPy; identical values
 for any partitioning of the rows; names, directions and bad input."""
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 import pytest
+import xgboost as xgb  # declared test dependency: fail, never skip
 from scipy.stats import poisson
 from sklearn import metrics as skm
 
@@ -15,8 +17,6 @@ from dgboost.metric import CustomMetric, get_metric
 from dgboost.objective import get_objective
 from dgboost.params import parse_params
 
-import xgboost as xgb  # declared test dependency: fail, never skip
-
 
 def objective(name, **kw):
     return get_objective(parse_params(dict(objective=name, **kw)))
@@ -24,9 +24,14 @@ def objective(name, **kw):
 
 def evaluate(metric, margin, label, weight=None, group_ptr=None, obj=None, comm=None):
     m = get_metric(metric, obj)
-    return m.evaluate(np.asarray(margin, np.float32).reshape(len(label), -1), np.asarray(label, np.float32),
-                      None if weight is None else np.asarray(weight, np.float32), group_ptr, obj,
-                      comm or LocalComm())
+    return m.evaluate(
+        np.asarray(margin, np.float32).reshape(len(label), -1),
+        np.asarray(label, np.float32),
+        None if weight is None else np.asarray(weight, np.float32),
+        group_ptr,
+        obj,
+        comm or LocalComm(),
+    )
 
 
 def _data(kind, n, rng, x):
@@ -93,8 +98,14 @@ def _compare_with_xgboost(name, kind, extra, metric_names, weight_kind, group=No
     if group is not None:
         d.set_group(group)
     res: dict = {}
-    b = xgb.train(dict(objective=name, eval_metric=metric_names, nthread=1, max_depth=3, **extra), d, 3,
-                  evals=[(d, "d")], evals_result=res, verbose_eval=False)
+    b = xgb.train(
+        dict(objective=name, eval_metric=metric_names, nthread=1, max_depth=3, **extra),
+        d,
+        3,
+        evals=[(d, "d")],
+        evals_result=res,
+        verbose_eval=False,
+    )
     margin = b.predict(d, output_margin=True)
     gp = None if group is None else np.r_[0, np.cumsum(group)]
     obj = objective(name, **extra)
@@ -112,8 +123,7 @@ def test_metrics_match_xgboosts_own_evaluation(name, kind, extra, metric_names, 
 @pytest.mark.parametrize("name,kind,extra,metric_names,weighted", RANK_CASES)
 def test_ranking_metrics_match_xgboosts_own_evaluation(name, kind, extra, metric_names, weighted):
     # group weights only where XGBoost 3.4 accepts them (its weighted ndcg trips an internal check)
-    _compare_with_xgboost(name, kind, extra, metric_names, "group" if weighted else None,
-                          group=[30, 50, 20, 100, 100])
+    _compare_with_xgboost(name, kind, extra, metric_names, "group" if weighted else None, group=[30, 50, 20, 100, 100])
 
 
 def test_metrics_match_sklearn_and_scipy():
@@ -124,9 +134,9 @@ def test_metrics_match_sklearn_and_scipy():
     m = y + rng.normal(size=n)
     sq = objective("reg:squarederror")
     assert evaluate("rmse", m, y, w, obj=sq) == pytest.approx(
-        math.sqrt(skm.mean_squared_error(y, m, sample_weight=w)), rel=1e-6)
-    assert evaluate("mae", m, y, w, obj=sq) == pytest.approx(
-        skm.mean_absolute_error(y, m, sample_weight=w), rel=1e-6)
+        math.sqrt(skm.mean_squared_error(y, m, sample_weight=w)), rel=1e-6
+    )
+    assert evaluate("mae", m, y, w, obj=sq) == pytest.approx(skm.mean_absolute_error(y, m, sample_weight=w), rel=1e-6)
 
     yb = (rng.random(n) < 0.4).astype(float)
     mb = np.round(yb + rng.normal(size=n), 1)  # rounded: many tied scores for AUC
@@ -135,12 +145,14 @@ def test_metrics_match_sklearn_and_scipy():
     assert evaluate("logloss", mb, yb, w, obj=lg) == pytest.approx(skm.log_loss(yb, p, sample_weight=w), rel=1e-5)
     assert evaluate("auc", mb, yb, w, obj=lg) == pytest.approx(skm.roc_auc_score(yb, mb, sample_weight=w), rel=1e-9)
     assert evaluate("error", mb, yb, w, obj=lg) == pytest.approx(
-        1 - skm.accuracy_score(yb, mb > 0, sample_weight=w), rel=1e-6)
+        1 - skm.accuracy_score(yb, mb > 0, sample_weight=w), rel=1e-6
+    )
 
     yp = rng.poisson(2.0, n).astype(float)
     mp = rng.normal(size=n) * 0.3 + 0.5
     assert evaluate("poisson-nloglik", mp, yp, w, obj=objective("count:poisson")) == pytest.approx(
-        -np.average(poisson.logpmf(yp, np.exp(mp.astype(np.float32))), weights=w), rel=1e-5)
+        -np.average(poisson.logpmf(yp, np.exp(mp.astype(np.float32))), weights=w), rel=1e-5
+    )
 
     ym = rng.integers(0, 3, n).astype(float)
     mm = rng.normal(size=(n, 3)) + np.eye(3)[ym.astype(int)]
@@ -148,9 +160,11 @@ def test_metrics_match_sklearn_and_scipy():
     prob = sp.transform(mm.astype(np.float32))
     assert evaluate("mlogloss", mm, ym, w, obj=sp) == pytest.approx(skm.log_loss(ym, prob, sample_weight=w), rel=1e-5)
     assert evaluate("merror", mm, ym, w, obj=sp) == pytest.approx(
-        1 - skm.accuracy_score(ym, prob.argmax(1), sample_weight=w), rel=1e-6)
+        1 - skm.accuracy_score(ym, prob.argmax(1), sample_weight=w), rel=1e-6
+    )
     assert evaluate("auc", mm, ym, None, obj=sp) == pytest.approx(
-        skm.roc_auc_score(ym, prob, multi_class="ovr", average="weighted"), rel=1e-6)
+        skm.roc_auc_score(ym, prob, multi_class="ovr", average="weighted"), rel=1e-6
+    )
 
 
 def test_ndcg_matches_sklearn_per_query():
@@ -178,9 +192,17 @@ def test_metrics_are_identical_for_any_partition_of_the_rows(world):
     m, mb, mm = rng.normal(size=n), np.round(rng.normal(size=n), 1), rng.normal(size=(n, 3))
     w = rng.random(n) + 0.2
     sq, lg, sp = objective("reg:squarederror"), objective("binary:logistic"), objective("multi:softprob", num_class=3)
-    cases = [("rmse", m, y, sq), ("mae", m, y, sq), ("logloss", mb, yb, lg), ("error", mb, yb, lg),
-             ("auc", mb, yb, lg), ("mlogloss", mm, ym, sp), ("merror", mm, ym, sp), ("auc", mm, ym, sp),
-             ("quantile", mm, y, objective("reg:quantileerror", quantile_alpha=[0.1, 0.5, 0.9]))]
+    cases = [
+        ("rmse", m, y, sq),
+        ("mae", m, y, sq),
+        ("logloss", mb, yb, lg),
+        ("error", mb, yb, lg),
+        ("auc", mb, yb, lg),
+        ("mlogloss", mm, ym, sp),
+        ("merror", mm, ym, sp),
+        ("auc", mm, ym, sp),
+        ("quantile", mm, y, objective("reg:quantileerror", quantile_alpha=[0.1, 0.5, 0.9])),
+    ]
     # ranking: whole query groups go to one rank
     sizes = rng.integers(1, 30, 25)
     gp = np.r_[0, np.cumsum(sizes)]
@@ -213,13 +235,23 @@ def test_quantile_metric_sees_crossing_predictions_sorted_as_xgboosts(weighted):
     w = rng.random(n) + 0.5 if weighted else None
     d = xgb.DMatrix(rng.normal(size=(n, 2)), y, weight=w, base_margin=margin, nthread=1)
     res: dict = {}
-    xgb.train({"objective": "reg:quantileerror", "quantile_alpha": alpha, "eta": 0.0, "nthread": 1}, d, 1,
-              evals=[(d, "d")], evals_result=res, verbose_eval=False)
+    xgb.train(
+        {"objective": "reg:quantileerror", "quantile_alpha": alpha, "eta": 0.0, "nthread": 1},
+        d,
+        1,
+        evals=[(d, "d")],
+        evals_result=res,
+        verbose_eval=False,
+    )
     obj = objective("reg:quantileerror", quantile_alpha=alpha)
     assert (np.diff(margin, axis=1) < 0).any(axis=1).mean() > 0.5
     assert evaluate("quantile", margin, y, w, obj=obj) == pytest.approx(res["d"]["quantile"][-1], rel=2e-6)
-    sorted_pinball = np.mean([np.average(np.maximum(a * (y - p), (a - 1) * (y - p)), weights=w)
-                              for a, p in zip(alpha, np.sort(margin.astype(np.float32), axis=1).T)])
+    sorted_pinball = np.mean(
+        [
+            np.average(np.maximum(a * (y - p), (a - 1) * (y - p)), weights=w)
+            for a, p in zip(alpha, np.sort(margin.astype(np.float32), axis=1).T)
+        ]
+    )
     assert evaluate("quantile", margin, y, w, obj=obj) == pytest.approx(sorted_pinball, rel=1e-6)
 
 
@@ -240,8 +272,10 @@ def test_quantile_and_cox_metrics_refuse_what_they_cannot_evaluate():
     with pytest.raises(DGBoostValueError, match="3 quantile"):
         evaluate("quantile", np.zeros((4, 2)), np.zeros(4), obj=three)
     with pytest.raises(DGBoostValueError, match="workers"):
-        run_in_threads(2, lambda comm, r: evaluate("cox-nloglik", [0.0, 1.0], [1.0, -2.0],
-                                                   obj=objective("survival:cox"), comm=comm))
+        run_in_threads(
+            2,
+            lambda comm, r: evaluate("cox-nloglik", [0.0, 1.0], [1.0, -2.0], obj=objective("survival:cox"), comm=comm),
+        )
 
 
 def test_bare_ndcg_is_xgboosts_default_metric_of_a_mean_pairs_ranking_objective():
@@ -281,18 +315,35 @@ def test_auc_with_a_single_class_is_nan():
     assert math.isnan(evaluate("auc", [0.1, 0.5, 0.2], [1, 1, 1], obj=objective("binary:logistic")))
 
 
-@pytest.mark.parametrize("name,expected", [("rmse", ("rmse", False)), ("auc", ("auc", True)),
-                                           ("error@0.7", ("error@0.7", False)), ("ndcg@5", ("ndcg@5", True)),
-                                           ("map@3-", ("map@3-", True)), ("ndcg", ("ndcg", True)),
-                                           ("poisson-nloglik", ("poisson-nloglik", False)),
-                                           ("cox-nloglik", ("cox-nloglik", False))])
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("rmse", ("rmse", False)),
+        ("auc", ("auc", True)),
+        ("error@0.7", ("error@0.7", False)),
+        ("ndcg@5", ("ndcg@5", True)),
+        ("map@3-", ("map@3-", True)),
+        ("ndcg", ("ndcg", True)),
+        ("poisson-nloglik", ("poisson-nloglik", False)),
+        ("cox-nloglik", ("cox-nloglik", False)),
+    ],
+)
 def test_metric_names_and_directions(name, expected):
     m = get_metric(name, objective("rank:ndcg"))
     assert (m.name, m.higher_is_better) == expected
 
 
-@pytest.mark.parametrize("name,match", [("loglos", "logloss"), ("ndcgg", "ndcg"), ("error@abc", "threshold"),
-                                        ("ndcg@x", "ndcg@<int>"), ("rmse@3", "'@'"), ("ndcg@0", ">= 1")])
+@pytest.mark.parametrize(
+    "name,match",
+    [
+        ("loglos", "logloss"),
+        ("ndcgg", "ndcg"),
+        ("error@abc", "threshold"),
+        ("ndcg@x", "ndcg@<int>"),
+        ("rmse@3", "'@'"),
+        ("ndcg@0", ">= 1"),
+    ],
+)
 def test_bad_metric_names_raise_parameter_errors_with_a_hint(name, match):
     with pytest.raises(ParameterError, match=match):
         get_metric(name, objective("reg:squarederror"))

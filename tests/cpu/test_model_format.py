@@ -4,6 +4,7 @@
 files older dgboost versions wrote (``tests/cpu/data/legacy_v1_binary.json``, written by
 the schema-1 writer) and XGBoost's own files; unknown objectives are refused.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,12 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xgboost as xgb
 
 import dgboost
 from dgboost.errors import ModelFormatError, ParameterError
 from dgboost.model_io import EXTENSION_KEY, load_model, model_to_dict, save_model
-
-import xgboost as xgb
 
 DATA = Path(__file__).parent / "data"
 N_FEAT = 5
@@ -56,8 +56,16 @@ def _train(objective: str, rounds: int = 8, **extra):
     return booster, X
 
 
-OBJECTIVES = ["binary:logistic", "reg:squarederror", "multi:softprob", "reg:gamma", "reg:tweedie",
-              "binary:hinge", "reg:quantileerror", "survival:cox"]
+OBJECTIVES = [
+    "binary:logistic",
+    "reg:squarederror",
+    "multi:softprob",
+    "reg:gamma",
+    "reg:tweedie",
+    "binary:hinge",
+    "reg:quantileerror",
+    "survival:cox",
+]
 
 
 # -- item 2: one format, loadable by XGBoost ----------------------------------------------
@@ -70,10 +78,15 @@ def test_a_saved_model_loads_in_xgboost_and_predicts_the_same_with_missing_value
     assert np.isnan(X).any()
     # exp outputs (Cox hazard ratios reach 8 here) agree to float32 rounding of their size:
     # XGBoost takes the log of the float32 base_score, dgboost keeps the exact base margin
-    np.testing.assert_allclose(theirs.predict(xgb.DMatrix(X)), booster.predict(dgboost.DMatrix(X)),
-                               rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(theirs.predict(xgb.DMatrix(X), output_margin=True),
-                               booster.predict(dgboost.DMatrix(X), output_margin=True), rtol=0, atol=1e-5)
+    np.testing.assert_allclose(
+        theirs.predict(xgb.DMatrix(X)), booster.predict(dgboost.DMatrix(X)), rtol=1e-6, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        theirs.predict(xgb.DMatrix(X), output_margin=True),
+        booster.predict(dgboost.DMatrix(X), output_margin=True),
+        rtol=0,
+        atol=1e-5,
+    )
     assert theirs.num_boosted_rounds() == booster.num_boosted_rounds()
 
 
@@ -132,8 +145,9 @@ def test_a_stale_extension_is_ignored_with_a_warning_naming_the_mismatch(tmp_pat
     with pytest.warns(UserWarning, match="ignoring dgboost's extension.*base_score"):
         loaded = dgboost.Booster(model_file=path)
     margin = loaded.predict(dgboost.DMatrix(X), output_margin=True)
-    expected = booster.predict(dgboost.DMatrix(X), output_margin=True) - booster.ensemble.base_margin[0] \
-        + np.log(0.65 / 0.35)
+    expected = (
+        booster.predict(dgboost.DMatrix(X), output_margin=True) - booster.ensemble.base_margin[0] + np.log(0.65 / 0.35)
+    )
     np.testing.assert_allclose(margin, expected, rtol=0, atol=1e-5)
 
 
@@ -158,8 +172,12 @@ def test_a_custom_objective_model_saves_as_margins_that_xgboost_reproduces(tmp_p
     assert booster.meta["objective"] == "custom"
     path = tmp_path / "m.json"
     booster.save_model(path)
-    np.testing.assert_allclose(xgb.Booster(model_file=str(path)).predict(xgb.DMatrix(X)),
-                               booster.predict(dgboost.DMatrix(X)), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(
+        xgb.Booster(model_file=str(path)).predict(xgb.DMatrix(X)),
+        booster.predict(dgboost.DMatrix(X)),
+        rtol=0,
+        atol=1e-6,
+    )
     loaded = dgboost.Booster(model_file=path)
     assert loaded.meta["objective"] == "custom"
     np.testing.assert_array_equal(loaded.predict(dgboost.DMatrix(X)), booster.predict(dgboost.DMatrix(X)))
@@ -171,12 +189,12 @@ def test_an_xgboost_model_file_loads_and_predicts_as_xgboost(tmp_path):
     path = tmp_path / "xgb.json"
     theirs.save_model(str(path))
     ours = dgboost.Booster(model_file=path)
-    np.testing.assert_allclose(ours.predict(dgboost.DMatrix(X)), theirs.predict(xgb.DMatrix(X)),
-                               rtol=0, atol=1e-6)
+    np.testing.assert_allclose(ours.predict(dgboost.DMatrix(X)), theirs.predict(xgb.DMatrix(X)), rtol=0, atol=1e-6)
 
 
-@pytest.mark.parametrize("objective,extra", [("reg:quantileerror", {"quantile_alpha": [0.45, 0.5, 0.55]}),
-                                             ("survival:cox", {})])
+@pytest.mark.parametrize(
+    "objective,extra", [("reg:quantileerror", {"quantile_alpha": [0.45, 0.5, 0.55]}), ("survival:cox", {})]
+)
 def test_an_xgboost_quantile_or_cox_model_loads_and_predicts_and_evaluates_as_xgboost(tmp_path, objective, extra):
     X, y = _data(objective)
     d = xgb.DMatrix(X, label=y)
@@ -198,8 +216,9 @@ def test_an_xgboost_quantile_or_cox_model_loads_and_predicts_and_evaluates_as_xg
     more = X[:150], y[:150]
     ours.update(dgboost.DMatrix(*more), 4)
     theirs.update(xgb.DMatrix(*more), 4)
-    np.testing.assert_allclose(ours.predict(dgboost.DMatrix(more[0])), theirs.predict(xgb.DMatrix(more[0])),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        ours.predict(dgboost.DMatrix(more[0])), theirs.predict(xgb.DMatrix(more[0])), rtol=1e-5, atol=1e-5
+    )
 
 
 def _legacy():
@@ -219,9 +238,12 @@ def test_a_model_file_in_dgboosts_old_schema_still_loads_and_predicts_as_before(
     # re-saved, it is in the new format, which XGBoost reads
     new = tmp_path / "new.json"
     booster.save_model(new)
-    np.testing.assert_allclose(xgb.Booster(model_file=str(new)).predict(
-                                   xgb.DMatrix(rows, feature_names=booster.feature_names)),
-                               expected["predictions"], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(
+        xgb.Booster(model_file=str(new)).predict(xgb.DMatrix(rows, feature_names=booster.feature_names)),
+        expected["predictions"],
+        rtol=0,
+        atol=1e-6,
+    )
     again = dgboost.Booster(model_file=new)
     assert again.meta == booster.meta and again.ensemble == booster.ensemble
 
@@ -334,13 +356,16 @@ def test_save_model_still_refuses_ubjson(tmp_path):
         save_model(tmp_path / "m.ubj", ens, meta)
 
 
-@pytest.mark.parametrize("child, value, message", [
-    ("left_children", 0, "cycle: tree 0, node 0 is its own child"),
-    ("right_children", 10_000, "child index out of range at tree 0, node 0"),
-    # indices that would wrap to a real node when stored as int32
-    ("left_children", 2 ** 32 + 1, "trees\\[0\\]: child index out of range at node 0"),
-    ("parents", 2 ** 32, "trees\\[0\\]: parent index out of range at node 0"),
-])
+@pytest.mark.parametrize(
+    "child, value, message",
+    [
+        ("left_children", 0, "cycle: tree 0, node 0 is its own child"),
+        ("right_children", 10_000, "child index out of range at tree 0, node 0"),
+        # indices that would wrap to a real node when stored as int32
+        ("left_children", 2**32 + 1, "trees\\[0\\]: child index out of range at node 0"),
+        ("parents", 2**32, "trees\\[0\\]: parent index out of range at node 0"),
+    ],
+)
 def test_a_tampered_saved_model_is_rejected_naming_the_node(tmp_path, child, value, message):
     booster, _ = _train("reg:squarederror", rounds=2)
     path = tmp_path / "m.json"

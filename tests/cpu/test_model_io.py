@@ -3,6 +3,7 @@
 Oracles: XGBoost itself (its margins, its loader, its ``get_dump``), the plain NumPy
 reference predictor in ``dgboost.testing.reference``, and exact equality of round trips.
 """
+
 from __future__ import annotations
 
 import copy
@@ -13,17 +14,27 @@ import warnings
 
 import numpy as np
 import pytest
+import xgboost as xgb
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dgboost.errors import ModelFormatError
-from dgboost.model_io import (dump_text, export_xgboost_dict, export_xgboost_json, import_xgboost_booster,
-                              import_xgboost_dict, load_model, model_from_dict, model_from_json,
-                              model_to_dict, model_to_json, save_model, validate_ensemble)
+from dgboost.model_io import (
+    dump_text,
+    export_xgboost_dict,
+    export_xgboost_json,
+    import_xgboost_booster,
+    import_xgboost_dict,
+    load_model,
+    model_from_dict,
+    model_from_json,
+    model_to_dict,
+    model_to_json,
+    save_model,
+    validate_ensemble,
+)
 from dgboost.testing.reference import predict_margin_reference, predict_margin_reference_f32
 from dgboost.tree import NODE_ARRAYS, Ensemble, Tree
-
-import xgboost as xgb
 
 N_ROWS, N_FEAT = 400, 6
 
@@ -52,8 +63,9 @@ def _train(objective, n_rounds=8, max_depth=8, **params):
     d = xgb.DMatrix(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        booster = xgb.train({"objective": objective, "max_depth": max_depth, "tree_method": "hist",
-                             "seed": 0, **params}, d, n_rounds)
+        booster = xgb.train(
+            {"objective": objective, "max_depth": max_depth, "tree_method": "hist", "seed": 0, **params}, d, n_rounds
+        )
     return booster, X
 
 
@@ -62,10 +74,19 @@ def _xgb_margin(booster, X):
 
 
 def _meta(objective="reg:squarederror", num_feature=4, num_class=0, base_score=0.5, **kw):
-    meta = {"objective": objective, "objective_params": {}, "base_score": base_score,
-            "num_class": num_class, "num_feature": num_feature, "feature_names": None,
-            "feature_types": None, "best_iteration": None, "best_score": None, "params": {},
-            "attributes": {}}
+    meta = {
+        "objective": objective,
+        "objective_params": {},
+        "base_score": base_score,
+        "num_class": num_class,
+        "num_feature": num_feature,
+        "feature_names": None,
+        "feature_types": None,
+        "best_iteration": None,
+        "best_score": None,
+        "params": {},
+        "attributes": {},
+    }
     meta.update(kw)
     return meta
 
@@ -73,14 +94,32 @@ def _meta(objective="reg:squarederror", num_feature=4, num_class=0, base_score=0
 def _small_model():
     """Tree 0: full depth-2 tree (7 nodes); tree 1: a stump (3 nodes); 4 features."""
     ens = Ensemble(1, 0.25)
-    ens.append(Tree(left=[1, 3, 5, -1, -1, -1, -1], right=[2, 4, 6, -1, -1, -1, -1],
-                    parent=[-1, 0, 0, 1, 1, 2, 2], feature=[0, 1, 2, -1, -1, -1, -1],
-                    split_value=[0.5, -1.25, 3.0, 0, 0, 0, 0], default_left=[1, 0, 1, 0, 0, 0, 0],
-                    gain=[10.0, 2.5, 1.5, 0, 0, 0, 0], cover=[100.0, 60.0, 40.0, 30.0, 30.0, 25.0, 15.0],
-                    value=[0.0, -0.1, 0.1, -0.3, 0.2, 0.05, 0.4]))
-    ens.append(Tree(left=[1, -1, -1], right=[2, -1, -1], parent=[-1, 0, 0], feature=[3, -1, -1],
-                    split_value=[0.1, 0, 0], default_left=[0, 0, 0], gain=[1.0, 0, 0],
-                    cover=[100.0, 50.0, 50.0], value=[0.0, -0.01, 0.02]))
+    ens.append(
+        Tree(
+            left=[1, 3, 5, -1, -1, -1, -1],
+            right=[2, 4, 6, -1, -1, -1, -1],
+            parent=[-1, 0, 0, 1, 1, 2, 2],
+            feature=[0, 1, 2, -1, -1, -1, -1],
+            split_value=[0.5, -1.25, 3.0, 0, 0, 0, 0],
+            default_left=[1, 0, 1, 0, 0, 0, 0],
+            gain=[10.0, 2.5, 1.5, 0, 0, 0, 0],
+            cover=[100.0, 60.0, 40.0, 30.0, 30.0, 25.0, 15.0],
+            value=[0.0, -0.1, 0.1, -0.3, 0.2, 0.05, 0.4],
+        )
+    )
+    ens.append(
+        Tree(
+            left=[1, -1, -1],
+            right=[2, -1, -1],
+            parent=[-1, 0, 0],
+            feature=[3, -1, -1],
+            split_value=[0.1, 0, 0],
+            default_left=[0, 0, 0],
+            gain=[1.0, 0, 0],
+            cover=[100.0, 50.0, 50.0],
+            value=[0.0, -0.01, 0.02],
+        )
+    )
     return ens, _meta(num_feature=4, base_score=0.25)
 
 
@@ -101,11 +140,20 @@ def _random_ensemble(rng, n_trees, n_groups, num_feature, max_splits):
         n = len(left)
         inner = np.array(left) >= 0
         split = np.where(inner, np.round(rng.normal(size=n) * 4) / 4, 0.0)
-        ens.append(Tree(left=left, right=right, parent=parent, feature=feature, split_value=split,
-                        default_left=np.where(inner, rng.integers(0, 2, n), 0),
-                        gain=np.where(inner, rng.exponential(size=n), 0.0),
-                        cover=np.float32(rng.exponential(10.0, size=n)).astype(np.float64),
-                        value=rng.normal(size=n)), t % n_groups)
+        ens.append(
+            Tree(
+                left=left,
+                right=right,
+                parent=parent,
+                feature=feature,
+                split_value=split,
+                default_left=np.where(inner, rng.integers(0, 2, n), 0),
+                gain=np.where(inner, rng.exponential(size=n), 0.0),
+                cover=np.float32(rng.exponential(10.0, size=n)).astype(np.float64),
+                value=rng.normal(size=n),
+            ),
+            t % n_groups,
+        )
     return ens
 
 
@@ -137,8 +185,11 @@ def test_xgboost_model_file_written_by_xgboost_loads_transparently(tmp_path):
 
 
 def test_base_margin_is_the_link_of_base_score_logit_log_or_identity():
-    for objective, link in [("binary:logistic", lambda p: math.log(p / (1 - p))),
-                            ("count:poisson", math.log), ("reg:squarederror", lambda s: s)]:
+    for objective, link in [
+        ("binary:logistic", lambda p: math.log(p / (1 - p))),
+        ("count:poisson", math.log),
+        ("reg:squarederror", lambda s: s),
+    ]:
         booster, X = _train(objective, n_rounds=2, max_depth=3)
         ens, meta = import_xgboost_booster(booster)
         raw = json.loads(booster.save_raw("json"))["learner"]["learner_model_param"]["base_score"]
@@ -179,8 +230,7 @@ def test_old_style_dart_layout_is_imported_with_its_weights():
 
 
 # -- XGBoost export -----------------------------------------------------------------------
-@pytest.mark.parametrize("objective", ["reg:squarederror", "binary:logistic", "multi:softprob",
-                                       "count:poisson"])
+@pytest.mark.parametrize("objective", ["reg:squarederror", "binary:logistic", "multi:softprob", "count:poisson"])
 def test_exported_model_loads_in_xgboost_and_round_trips_to_an_equal_ensemble(objective, tmp_path):
     booster, X = _train(objective, n_rounds=5)
     ens, meta = import_xgboost_booster(booster)
@@ -251,9 +301,14 @@ def test_dump_text_of_a_deep_chain_does_not_recurse():
 def test_model_file_round_trip_gives_equal_ensemble_and_meta_and_identical_bytes(tmp_path):
     booster, X = _train("multi:softprob", n_rounds=3)
     ens, meta = import_xgboost_booster(booster)
-    meta.update(best_iteration=2, best_score=0.3333333333333333, params={"eta": 0.3, "max_depth": 8},
-                attributes={"k": "v"}, feature_names=[f"x{i}" for i in range(N_FEAT)],
-                feature_types=["q"] * N_FEAT)
+    meta.update(
+        best_iteration=2,
+        best_score=0.3333333333333333,
+        params={"eta": 0.3, "max_depth": 8},
+        attributes={"k": "v"},
+        feature_names=[f"x{i}" for i in range(N_FEAT)],
+        feature_types=["q"] * N_FEAT,
+    )
     path = tmp_path / "m.json"
     save_model(path, ens, meta)
     first = path.read_bytes()
@@ -276,7 +331,7 @@ def test_model_file_round_trip_gives_equal_ensemble_and_meta_and_identical_bytes
 def test_float_arrays_round_trip_exactly_including_awkward_values():
     ens, meta = _small_model()
     ens.value[3:7] = np.array([0.1, 1e-38, -3.4e38, np.float32(1) / 3], dtype=np.float32)
-    ens.cover[:] = [0.1, 1e-300, 1 / 3, 2.0 ** 60, 5e-324, 7.0, 1 + 2 ** -52, 3, 3, 3]
+    ens.cover[:] = [0.1, 1e-300, 1 / 3, 2.0**60, 5e-324, 7.0, 1 + 2**-52, 3, 3, 3]
     ens.base_margin[:] = [math.pi]
     ens2, _ = model_from_json(model_to_json(ens, meta))
     assert ens2 == ens
@@ -308,8 +363,7 @@ def test_save_refuses_ubjson_and_invalid_models(tmp_path):
 
 def test_meta_defaults_are_filled_and_unknown_keys_kept():
     ens, _ = _small_model()
-    meta = {"objective": "reg:squarederror", "base_score": 0.5, "num_class": 0, "num_feature": 4,
-            "extra": [1, 2]}
+    meta = {"objective": "reg:squarederror", "base_score": 0.5, "num_class": 0, "num_feature": 4, "extra": [1, 2]}
     _, meta2 = model_from_dict(model_to_dict(ens, meta))
     assert meta2 == _meta(num_feature=4, extra=[1, 2])
 
@@ -338,6 +392,7 @@ def _set(path, value):
         for k in keys:
             node = node[k]
         node[last] = value
+
     return mutate
 
 
@@ -347,6 +402,7 @@ def _delete(*path):
         for k in path[:-1]:
             node = node[k]
         del node[path[-1]]
+
     return mutate
 
 
@@ -444,9 +500,19 @@ def _chain_model(depth):
         parent[i + 1] = parent[i + 2] = i
     inner = left >= 0
     ens = Ensemble(1, 0.0)
-    ens.append(Tree(left=left, right=right, parent=parent, feature=np.where(inner, 0, -1),
-                    split_value=np.where(inner, np.arange(n, dtype=float), 0), default_left=np.zeros(n),
-                    gain=np.zeros(n), cover=np.ones(n), value=np.arange(n) * 1e-3))
+    ens.append(
+        Tree(
+            left=left,
+            right=right,
+            parent=parent,
+            feature=np.where(inner, 0, -1),
+            split_value=np.where(inner, np.arange(n, dtype=float), 0),
+            default_left=np.zeros(n),
+            gain=np.zeros(n),
+            cover=np.ones(n),
+            value=np.arange(n) * 1e-3,
+        )
+    )
     return ens, _meta(num_feature=1)
 
 
@@ -461,8 +527,7 @@ def test_deep_trees_validate_without_recursion_and_deep_cycles_are_found():
     with pytest.raises(ModelFormatError, match="reachable twice"):
         model_from_dict(d)
     X = np.array([[10.5], [np.nan], [-1.0], [12.0]])  # missing goes right all the way down
-    np.testing.assert_allclose(predict_margin_reference(ens, X)[:, 0], [0.013, 40.0, 0.001, 0.015],
-                               rtol=1e-6)
+    np.testing.assert_allclose(predict_margin_reference(ens, X)[:, 0], [0.013, 40.0, 0.001, 0.015], rtol=1e-6)
 
 
 def test_validate_ensemble_checks_feature_range_against_num_feature():
@@ -490,18 +555,24 @@ XGB_CORRUPTIONS = {
     "child out of range": (lambda d: _tree0(d)["left_children"].__setitem__(0, 999), "out of range"),
     "nan split": (lambda d: _tree0(d)["split_conditions"].__setitem__(0, float("nan")), "non-finite"),
     "cycle": (lambda d: _tree0(d)["left_children"].__setitem__(1, 0), "cycle"),
-    "tree_info out of range": (lambda d: d["learner"]["gradient_booster"]["model"]["tree_info"]
-                               .__setitem__(0, 5), "tree_info .*out of range"),
-    "tree_info length": (lambda d: d["learner"]["gradient_booster"]["model"]["tree_info"].pop(),
-                         "tree_info has length"),
-    "bad base_score": (lambda d: d["learner"]["learner_model_param"].__setitem__("base_score", "abc"),
-                       "base_score"),
-    "categorical split": (lambda d: _tree0(d)["split_type"].__setitem__(0, 1),
-                          "categorical splits are not supported"),
-    "vector leaf": (lambda d: _tree0(d)["tree_param"].__setitem__("size_leaf_vector", "2"),
-                    "multi-target .* not supported"),
-    "gblinear": (lambda d: d["learner"]["gradient_booster"].__setitem__("name", "gblinear"),
-                 "'gblinear' is not supported"),
+    "tree_info out of range": (
+        lambda d: d["learner"]["gradient_booster"]["model"]["tree_info"].__setitem__(0, 5),
+        "tree_info .*out of range",
+    ),
+    "tree_info length": (
+        lambda d: d["learner"]["gradient_booster"]["model"]["tree_info"].pop(),
+        "tree_info has length",
+    ),
+    "bad base_score": (lambda d: d["learner"]["learner_model_param"].__setitem__("base_score", "abc"), "base_score"),
+    "categorical split": (lambda d: _tree0(d)["split_type"].__setitem__(0, 1), "categorical splits are not supported"),
+    "vector leaf": (
+        lambda d: _tree0(d)["tree_param"].__setitem__("size_leaf_vector", "2"),
+        "multi-target .* not supported",
+    ),
+    "gblinear": (
+        lambda d: d["learner"]["gradient_booster"].__setitem__("name", "gblinear"),
+        "'gblinear' is not supported",
+    ),
 }
 
 
@@ -525,8 +596,15 @@ def test_xgboost_trees_with_deleted_or_out_of_order_nodes_are_renumbered(xgb_dic
     # and append one deleted (unreachable) node
     perm = [0] + list(range(n - 1, 0, -1))
     new = {old: i for i, old in enumerate(perm)}
-    for key in ("base_weights", "default_left", "loss_changes", "split_conditions", "split_indices",
-                "split_type", "sum_hessian"):
+    for key in (
+        "base_weights",
+        "default_left",
+        "loss_changes",
+        "split_conditions",
+        "split_indices",
+        "split_type",
+        "sum_hessian",
+    ):
         t[key] = [t[key][old] for old in perm] + [0]
     for key in ("left_children", "right_children"):
         t[key] = [new[t[key][old]] if t[key][old] >= 0 else -1 for old in perm] + [-1]
@@ -542,15 +620,22 @@ def test_xgboost_trees_with_deleted_or_out_of_order_nodes_are_renumbered(xgb_dic
 
 # -- property tests -----------------------------------------------------------------------
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), n_trees=st.integers(0, 6), n_groups=st.integers(1, 3),
-       num_feature=st.integers(1, 5), max_splits=st.integers(0, 12))
-def test_random_valid_trees_round_trip_through_dgboost_json(seed, n_trees, n_groups, num_feature,
-                                                            max_splits):
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_trees=st.integers(0, 6),
+    n_groups=st.integers(1, 3),
+    num_feature=st.integers(1, 5),
+    max_splits=st.integers(0, 12),
+)
+def test_random_valid_trees_round_trip_through_dgboost_json(seed, n_trees, n_groups, num_feature, max_splits):
     rng = np.random.default_rng(seed)
     ens = _random_ensemble(rng, n_trees, n_groups, num_feature, max_splits)
-    meta = _meta(num_feature=num_feature, num_class=n_groups if n_groups > 1 else 0,
-                 objective="multi:softprob" if n_groups > 1 else "reg:squarederror",
-                 feature_names=[f"f_{i}" for i in range(num_feature)])
+    meta = _meta(
+        num_feature=num_feature,
+        num_class=n_groups if n_groups > 1 else 0,
+        objective="multi:softprob" if n_groups > 1 else "reg:squarederror",
+        feature_names=[f"f_{i}" for i in range(num_feature)],
+    )
     text = model_to_json(ens, meta)
     ens2, meta2 = model_from_json(text)
     assert ens2 == ens and meta2 == meta
@@ -558,17 +643,20 @@ def test_random_valid_trees_round_trip_through_dgboost_json(seed, n_trees, n_gro
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), n_trees=st.integers(1, 5), multiclass=st.booleans(),
-       max_splits=st.integers(0, 10))
-def test_random_trees_exported_to_xgboost_predict_like_the_reference(seed, n_trees, multiclass,
-                                                                     max_splits):
+@given(
+    seed=st.integers(0, 2**32 - 1), n_trees=st.integers(1, 5), multiclass=st.booleans(), max_splits=st.integers(0, 10)
+)
+def test_random_trees_exported_to_xgboost_predict_like_the_reference(seed, n_trees, multiclass, max_splits):
     rng = np.random.default_rng(seed)
     n_groups, num_feature = (3 if multiclass else 1), 4
     ens = _random_ensemble(rng, n_trees * n_groups, n_groups, num_feature, max_splits)
     ens.base_margin[:] = np.float32(ens.base_margin)  # XGBoost keeps base_score in float32
-    meta = _meta(num_feature=num_feature, num_class=3 if multiclass else 0,
-                 objective="multi:softprob" if multiclass else "reg:squarederror",
-                 base_score=ens.base_margin.tolist() if multiclass else float(ens.base_margin[0]))
+    meta = _meta(
+        num_feature=num_feature,
+        num_class=3 if multiclass else 0,
+        objective="multi:softprob" if multiclass else "reg:squarederror",
+        base_score=ens.base_margin.tolist() if multiclass else float(ens.base_margin[0]),
+    )
     X = np.round(rng.normal(size=(64, num_feature)) * 4) / 4  # lands on split values
     X[rng.random(X.shape) < 0.2] = np.nan
     booster = xgb.Booster()
@@ -589,13 +677,16 @@ def test_imported_random_forest_rounds_count_parallel_trees_as_one_round():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 4)).astype(np.float32)
     y = X[:, 0] + rng.normal(scale=0.1, size=300)
-    booster = xgb.train({"num_parallel_tree": 3, "max_depth": 3, "subsample": 0.8, "colsample_bynode": 0.8},
-                        xgb.DMatrix(X, label=y), 4)
+    booster = xgb.train(
+        {"num_parallel_tree": 3, "max_depth": 3, "subsample": 0.8, "colsample_bynode": 0.8}, xgb.DMatrix(X, label=y), 4
+    )
     model = dg.Booster.from_xgboost(booster)
     assert model.num_boosted_rounds() == 4
-    np.testing.assert_allclose(model.predict(X, iteration_range=(0, 2), output_margin=True),
-                               booster.predict(xgb.DMatrix(X), iteration_range=(0, 2), output_margin=True),
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        model.predict(X, iteration_range=(0, 2), output_margin=True),
+        booster.predict(xgb.DMatrix(X), iteration_range=(0, 2), output_margin=True),
+        atol=1e-5,
+    )
 
 
 def test_an_infinite_split_condition_as_xgboosts_gpu_writes_loads_and_predicts_like_xgboost():

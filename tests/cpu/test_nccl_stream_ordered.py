@@ -5,6 +5,7 @@ while hung never finishes until the communicator is aborted, as NCCL kernels wai
 peer), and records what NCCL was asked to do. The GPU behaviour itself is tested in
 ``tests/gpu/test_multi_gpu.py`` and ``tests/gpu/test_cuda_dask.py``.
 """
+
 from __future__ import annotations
 
 import sys
@@ -93,8 +94,19 @@ def _stand_in(state: _State):
     current = Stream()
     nccl = types.ModuleType("cupy.cuda.nccl")
     nccl.NcclCommunicator = Communicator
-    for i, name in enumerate(["NCCL_INT64", "NCCL_INT32", "NCCL_FLOAT64", "NCCL_FLOAT32", "NCCL_UINT8",
-                              "NCCL_UINT32", "NCCL_UINT64", "NCCL_SUM", "NCCL_MAX"]):
+    for i, name in enumerate(
+        [
+            "NCCL_INT64",
+            "NCCL_INT32",
+            "NCCL_FLOAT64",
+            "NCCL_FLOAT32",
+            "NCCL_UINT8",
+            "NCCL_UINT32",
+            "NCCL_UINT64",
+            "NCCL_SUM",
+            "NCCL_MAX",
+        ]
+    ):
         setattr(nccl, name, i)
     cuda = types.ModuleType("cupy.cuda")
     cuda.Event, cuda.Stream, cuda.Device, cuda.nccl = Event, Stream, Device, nccl
@@ -184,8 +196,9 @@ def communicator_module():
 
 
 @pytest.mark.parametrize("stream_ordered", [True, False])
-def test_the_client_s_nccl_stream_ordered_option_reaches_the_rank_s_communicator(communicator_module, fake_gpu,
-                                                                               monkeypatch, stream_ordered):
+def test_the_client_s_nccl_stream_ordered_option_reaches_the_rank_s_communicator(
+    communicator_module, fake_gpu, monkeypatch, stream_ordered
+):
     import dgboost as dg
     import dgboost.comm.nccl as nccl
 

@@ -1,19 +1,26 @@
 """Objectives: gradients against finite differences and XGBoost 3.4, exact distributed
 intercepts and leaf medians, LambdaMART against a plain NumPy reference, label checks."""
+
 from __future__ import annotations
 
 import json
 
 import numpy as np
 import pytest
+import xgboost as xgb  # declared test dependency: fail, never skip
 
 from dgboost.comm import LocalComm, run_in_threads
 from dgboost.errors import DGBoostError, DGBoostValueError, ParameterError
-from dgboost.objective import (CustomObjective, exact_sum, get_objective, lambdarank_gradient,
-                               margin_from_score, score_from_margin, weighted_quantile)
+from dgboost.objective import (
+    CustomObjective,
+    exact_sum,
+    get_objective,
+    lambdarank_gradient,
+    margin_from_score,
+    score_from_margin,
+    weighted_quantile,
+)
 from dgboost.params import parse_params
-
-import xgboost as xgb  # declared test dependency: fail, never skip
 
 RNG_SEED = 20240611
 
@@ -29,19 +36,22 @@ def _sig(m):
 
 LOSSES = {  # per-row loss L(margin (n, k), label) in float64, written independently of the module
     "reg:squarederror": lambda m, y, p: 0.5 * (m[:, 0] - y) ** 2,
-    "reg:pseudohubererror": lambda m, y, p: p["huber_slope"] ** 2 * (
-        np.sqrt(1 + ((m[:, 0] - y) / p["huber_slope"]) ** 2) - 1),
+    "reg:pseudohubererror": lambda m, y, p: (
+        p["huber_slope"] ** 2 * (np.sqrt(1 + ((m[:, 0] - y) / p["huber_slope"]) ** 2) - 1)
+    ),
     "reg:absoluteerror": lambda m, y, p: np.abs(m[:, 0] - y),
-    "binary:logistic": lambda m, y, p: -np.where(y == 1, p["scale_pos_weight"], 1.0) * (
-        y * np.log(_sig(m[:, 0])) + (1 - y) * np.log(1 - _sig(m[:, 0]))),
+    "binary:logistic": lambda m, y, p: (
+        -np.where(y == 1, p["scale_pos_weight"], 1.0)
+        * (y * np.log(_sig(m[:, 0])) + (1 - y) * np.log(1 - _sig(m[:, 0])))
+    ),
     "reg:logistic": lambda m, y, p: -(y * np.log(_sig(m[:, 0])) + (1 - y) * np.log(1 - _sig(m[:, 0]))),
     "binary:logitraw": lambda m, y, p: -(y * np.log(_sig(m[:, 0])) + (1 - y) * np.log(1 - _sig(m[:, 0]))),
     "count:poisson": lambda m, y, p: np.exp(m[:, 0]) - y * m[:, 0],
     "reg:gamma": lambda m, y, p: y * np.exp(-m[:, 0]) + m[:, 0],
-    "reg:tweedie": lambda m, y, p: (-y * np.exp((1 - p["tweedie_variance_power"]) * m[:, 0])
-                                    / (1 - p["tweedie_variance_power"])
-                                    + np.exp((2 - p["tweedie_variance_power"]) * m[:, 0])
-                                    / (2 - p["tweedie_variance_power"])),
+    "reg:tweedie": lambda m, y, p: (
+        -y * np.exp((1 - p["tweedie_variance_power"]) * m[:, 0]) / (1 - p["tweedie_variance_power"])
+        + np.exp((2 - p["tweedie_variance_power"]) * m[:, 0]) / (2 - p["tweedie_variance_power"])
+    ),
     "multi:softprob": lambda m, y, p: -(m[np.arange(len(y)), y.astype(int)] - np.log(np.exp(m).sum(1))),
     "multi:softmax": lambda m, y, p: -(m[np.arange(len(y)), y.astype(int)] - np.log(np.exp(m).sum(1))),
 }
@@ -53,10 +63,17 @@ def _cox_partial_nloglik(m, y):
     t = np.abs(y)
     risk = np.array([np.exp(m[t >= ti]).sum() for ti in t])
     return float(np.where(y > 0, np.log(risk) - m, 0.0).sum())
-PARAMS = {"reg:pseudohubererror": {"huber_slope": 1.7}, "binary:logistic": {"scale_pos_weight": 2.5},
-          "count:poisson": {"max_delta_step": 0.0}, "reg:tweedie": {"tweedie_variance_power": 1.3},
-          "multi:softprob": {"num_class": 3}, "multi:softmax": {"num_class": 3},
-          "reg:quantileerror": {"quantile_alpha": [0.1, 0.5, 0.9]}}
+
+
+PARAMS = {
+    "reg:pseudohubererror": {"huber_slope": 1.7},
+    "binary:logistic": {"scale_pos_weight": 2.5},
+    "count:poisson": {"max_delta_step": 0.0},
+    "reg:tweedie": {"tweedie_variance_power": 1.3},
+    "multi:softprob": {"num_class": 3},
+    "multi:softmax": {"num_class": 3},
+    "reg:quantileerror": {"quantile_alpha": [0.1, 0.5, 0.9]},
+}
 
 
 def labels_for(name, n, rng):
@@ -120,8 +137,10 @@ def test_hessians_match_finite_differences_of_the_gradient(name):
         up, down = m.copy(), m.copy()
         up[:, c] += eps
         down[:, c] -= eps
-        fd = (obj.gradient(up, y, None, None, 0)[0][:, c].astype(np.float64)
-              - obj.gradient(down, y, None, None, 0)[0][:, c]) / (2 * eps)
+        fd = (
+            obj.gradient(up, y, None, None, 0)[0][:, c].astype(np.float64)
+            - obj.gradient(down, y, None, None, 0)[0][:, c]
+        ) / (2 * eps)
         # XGBoost's softmax hessian is 2 p (1 - p): twice the diagonal second derivative
         factor = 2.0 if name.startswith("multi") else 1.0
         np.testing.assert_allclose(h[:, c], factor * fd, rtol=2e-3, atol=2e-4)
@@ -144,8 +163,10 @@ def test_cox_gradient_and_hessian_are_derivatives_of_the_partial_likelihood_one_
         fd = (_cox_partial_nloglik(up[:, 0], y) - _cox_partial_nloglik(down[:, 0], y)) / (2 * eps)
         assert g[i, 0] == pytest.approx(fd, rel=1e-4, abs=1e-6)
         up[i], down[i] = m[i] + 1e-3, m[i] - 1e-3  # float32 gradients: a wider step
-        fd_h = (obj.gradient(up.astype(np.float32), y, None, None, 0)[0][i, 0].astype(np.float64)
-                - obj.gradient(down.astype(np.float32), y, None, None, 0)[0][i, 0]) / 2e-3
+        fd_h = (
+            obj.gradient(up.astype(np.float32), y, None, None, 0)[0][i, 0].astype(np.float64)
+            - obj.gradient(down.astype(np.float32), y, None, None, 0)[0][i, 0]
+        ) / 2e-3
         assert h[i, 0] == pytest.approx(fd_h, rel=2e-3, abs=1e-4)
 
 
@@ -182,12 +203,10 @@ def xgb_grad_hess(params, label, base_margin, weight=None, group=None):
     """XGBoost's own per-row gradient pairs: one exact-greedy round, lambda=0, one row per
     leaf (feature = row index). A leaf's sum_hessian is h and its weight is -g/h."""
     n = len(label)
-    d = xgb.DMatrix(np.arange(n, dtype=np.float64)[:, None], label, weight=weight, nthread=1,
-                    base_margin=base_margin)
+    d = xgb.DMatrix(np.arange(n, dtype=np.float64)[:, None], label, weight=weight, nthread=1, base_margin=base_margin)
     if group is not None:
         d.set_group(group)
-    p = dict(params, eta=1.0, max_depth=12, min_child_weight=0, gamma=0, tree_method="exact",
-             nthread=1, base_score=0.5)
+    p = dict(params, eta=1.0, max_depth=12, min_child_weight=0, gamma=0, tree_method="exact", nthread=1, base_score=0.5)
     p["lambda"] = 0.0
     b = xgb.train(p, d, 1)
     leaves = b.predict(d, pred_leaf=True).reshape(n, -1).astype(np.int64)
@@ -202,15 +221,26 @@ def xgb_grad_hess(params, label, base_margin, weight=None, group=None):
     return g, h, single
 
 
-XGB_CASES = [("reg:squarederror", {}), ("reg:pseudohubererror", {"huber_slope": 1.5}),
-             ("binary:logistic", {"scale_pos_weight": 2.5}), ("reg:logistic", {}),
-             ("binary:logitraw", {}), ("count:poisson", {}), ("reg:gamma", {}),
-             ("reg:tweedie", {"tweedie_variance_power": 1.3}), ("multi:softprob", {"num_class": 3}),
-             ("multi:softmax", {"num_class": 3}), ("reg:quantileerror", {"quantile_alpha": [0.1, 0.5, 0.9]}),
-             ("reg:quantileerror", {"quantile_alpha": 0.3}), ("survival:cox", {}),
-             ("rank:ndcg", {}), ("rank:pairwise", {}),
-             ("rank:ndcg", {"lambdarank_num_pair_per_sample": 5}), ("rank:ndcg", {"ndcg_exp_gain": False}),
-             ("rank:pairwise", {"lambdarank_num_pair_per_sample": 3})]
+XGB_CASES = [
+    ("reg:squarederror", {}),
+    ("reg:pseudohubererror", {"huber_slope": 1.5}),
+    ("binary:logistic", {"scale_pos_weight": 2.5}),
+    ("reg:logistic", {}),
+    ("binary:logitraw", {}),
+    ("count:poisson", {}),
+    ("reg:gamma", {}),
+    ("reg:tweedie", {"tweedie_variance_power": 1.3}),
+    ("multi:softprob", {"num_class": 3}),
+    ("multi:softmax", {"num_class": 3}),
+    ("reg:quantileerror", {"quantile_alpha": [0.1, 0.5, 0.9]}),
+    ("reg:quantileerror", {"quantile_alpha": 0.3}),
+    ("survival:cox", {}),
+    ("rank:ndcg", {}),
+    ("rank:pairwise", {}),
+    ("rank:ndcg", {"lambdarank_num_pair_per_sample": 5}),
+    ("rank:ndcg", {"ndcg_exp_gain": False}),
+    ("rank:pairwise", {"lambdarank_num_pair_per_sample": 3}),
+]
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -240,28 +270,56 @@ def test_gradients_match_xgboost(name, extra, weighted):
 
 
 @pytest.mark.parametrize("weighted", [False, True])
-@pytest.mark.parametrize("name", ["reg:squarederror", "reg:pseudohubererror", "binary:logistic",
-                                  "reg:logistic", "binary:logitraw", "count:poisson", "reg:gamma",
-                                  "reg:tweedie", "binary:hinge", "survival:cox"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "reg:squarederror",
+        "reg:pseudohubererror",
+        "binary:logistic",
+        "reg:logistic",
+        "binary:logitraw",
+        "count:poisson",
+        "reg:gamma",
+        "reg:tweedie",
+        "binary:hinge",
+        "survival:cox",
+    ],
+)
 def test_base_score_matches_xgboost_intercept(name, weighted):
     rng = np.random.default_rng(3)
     n = 101
     y = survival_labels(n, rng) if name == "survival:cox" else labels_for(name, n, rng)
     w = (rng.random(n) + 0.5).astype(np.float32) if weighted else None
-    b = xgb.train({"objective": name, "nthread": 1, "max_depth": 1},
-                  xgb.DMatrix(rng.normal(size=(n, 2)), y, weight=w, nthread=1), 1)
+    b = xgb.train(
+        {"objective": name, "nthread": 1, "max_depth": 1},
+        xgb.DMatrix(rng.normal(size=(n, 2)), y, weight=w, nthread=1),
+        1,
+    )
     cfg = json.loads(b.save_config())["learner"]["learner_model_param"]["base_score"]
     expected = float(json.loads(cfg)[0]) if cfg.startswith("[") else float(cfg)
     assert objective(name).base_score(y, w, LocalComm()) == pytest.approx(expected, rel=1e-6)
 
 
-@pytest.mark.parametrize("name,metric", [
-    ("reg:squarederror", "rmse"), ("reg:pseudohubererror", "mphe"), ("reg:absoluteerror", "mae"),
-    ("binary:logistic", "logloss"), ("reg:logistic", "rmse"), ("binary:logitraw", "logloss"),
-    ("count:poisson", "poisson-nloglik"), ("reg:gamma", "gamma-deviance"), ("reg:tweedie", "tweedie-nloglik@1.3"),
-    ("binary:hinge", "error"), ("reg:quantileerror", "quantile"), ("survival:cox", "cox-nloglik"),
-    ("multi:softprob", "mlogloss"), ("rank:ndcg", "ndcg@32"),
-    ("rank:pairwise", "ndcg@32")])
+@pytest.mark.parametrize(
+    "name,metric",
+    [
+        ("reg:squarederror", "rmse"),
+        ("reg:pseudohubererror", "mphe"),
+        ("reg:absoluteerror", "mae"),
+        ("binary:logistic", "logloss"),
+        ("reg:logistic", "rmse"),
+        ("binary:logitraw", "logloss"),
+        ("count:poisson", "poisson-nloglik"),
+        ("reg:gamma", "gamma-deviance"),
+        ("reg:tweedie", "tweedie-nloglik@1.3"),
+        ("binary:hinge", "error"),
+        ("reg:quantileerror", "quantile"),
+        ("survival:cox", "cox-nloglik"),
+        ("multi:softprob", "mlogloss"),
+        ("rank:ndcg", "ndcg@32"),
+        ("rank:pairwise", "ndcg@32"),
+    ],
+)
 def test_default_metric_is_xgboosts(name, metric):
     assert objective(name, **PARAMS.get(name, {})).default_metric == metric
     assert objective("rank:ndcg", lambdarank_pair_method="mean").default_metric == "ndcg"
@@ -300,8 +358,7 @@ def test_leaf_values_are_xgboost_quantiles_of_each_leaf(weighted):
     leaf = rng.integers(-1, n_leaves - 1, n)  # leaf n_leaves-1 stays empty, -1 is ignored
     w = (rng.integers(0, 4, n) / 4).astype(np.float32) if weighted else None
     got = objective("reg:absoluteerror").leaf_values(residual, w, leaf, n_leaves, LocalComm())
-    want = [_reference_quantile(residual[leaf == j], None if w is None else w[leaf == j])
-            for j in range(n_leaves)]
+    want = [_reference_quantile(residual[leaf == j], None if w is None else w[leaf == j]) for j in range(n_leaves)]
     np.testing.assert_array_equal(got, want)
     assert np.isnan(got[-1])
 
@@ -320,12 +377,16 @@ def test_base_score_and_leaf_values_identical_for_any_partition(world):
     yb, yp = (rng.random(n) < 0.3).astype(np.float32), rng.poisson(3, n).astype(np.float32)
     w = (rng.random(n) * 2).astype(np.float32)
     leaf = rng.integers(-1, 5, n)
-    names = [("reg:squarederror", y), ("reg:pseudohubererror", y), ("reg:absoluteerror", y),
-             ("binary:logistic", yb), ("count:poisson", yp)]
+    names = [
+        ("reg:squarederror", y),
+        ("reg:pseudohubererror", y),
+        ("reg:absoluteerror", y),
+        ("binary:logistic", yb),
+        ("count:poisson", yp),
+    ]
 
     def compute(comm, rows):
-        out = [objective(nm).base_score(lab[rows], ww, comm)
-               for nm, lab in names for ww in (None, w[rows])]
+        out = [objective(nm).base_score(lab[rows], ww, comm) for nm, lab in names for ww in (None, w[rows])]
         ae = objective("reg:absoluteerror")
         out.append(ae.leaf_values(y[rows], w[rows], leaf[rows], 6, comm))
         out.append(ae.leaf_values(y[rows], None, leaf[rows], 6, comm))
@@ -398,9 +459,22 @@ def _mix(x):
     return x ^ (x >> 31)
 
 
-def reference_lambdarank(pred, label, gptr, gweight, *, topk, num_pair, ndcg, exp_gain=True,
-                         score_normalization=True, normalization=True, seed=0, iteration=0,
-                         group_offset=0):
+def reference_lambdarank(
+    pred,
+    label,
+    gptr,
+    gweight,
+    *,
+    topk,
+    num_pair,
+    ndcg,
+    exp_gain=True,
+    score_normalization=True,
+    normalization=True,
+    seed=0,
+    iteration=0,
+    group_offset=0,
+):
     """Plain NumPy LambdaMART (XGBoost's LambdaGrad + MakePairs), vectorised over pairs."""
     n = len(pred)
     G, H = np.zeros(n), np.zeros(n)
@@ -429,13 +503,13 @@ def reference_lambdarank(pred, label, gptr, gweight, *, topk, num_pair, ndcg, ex
                         r = _mix(key ^ ((d * num_pair + s) & M64)) % n_out
                         pairs.append((by_label[d], by_label[r + (j - i if r >= i else 0)]))
                 i = j
-            ii, jj = (np.array(pairs, dtype=np.int64).reshape(-1, 2).T)
+            ii, jj = np.array(pairs, dtype=np.int64).reshape(-1, 2).T
         hi, lo = np.where(yr[ii] >= yr[jj], ii, jj), np.where(yr[ii] >= yr[jj], jj, ii)
         keep = yr[hi] != yr[lo]
         hi, lo = hi[keep], lo[keep]
         disc = 1.0 / np.log2(np.arange(cnt) + 2.0)
         if ndcg:
-            gain = 2.0 ** yr - 1.0 if exp_gain else yr
+            gain = 2.0**yr - 1.0 if exp_gain else yr
             top = min(cnt, num_pair) if topk else cnt
             idcg = np.sum(np.sort(gain)[::-1][:top] * disc[:top])
             delta = np.abs((gain[hi] - gain[lo]) * (disc[hi] - disc[lo])) * (1 / idcg if idcg else 0.0)
@@ -466,7 +540,7 @@ def _ranking_data(rng, sizes=(0, 1, 2, 7, 40, 13, 3)):
     n = int(gptr[-1])
     label = rng.integers(0, 4, n).astype(np.float32)
     pred = np.round(rng.normal(size=n) * 2, 1).astype(np.float32)  # ties in predictions
-    pred[gptr[4]:gptr[5]][:5] = 0.0
+    pred[gptr[4] : gptr[5]][:5] = 0.0
     return pred, label, gptr, rng.random(len(sizes)) + 0.5
 
 
@@ -475,8 +549,17 @@ def _ranking_data(rng, sizes=(0, 1, 2, 7, 40, 13, 3)):
 @pytest.mark.parametrize("norms", [(True, True), (False, False), (True, False)])
 def test_compiled_lambdarank_equals_numpy_reference(topk, num_pair, ndcg, exp_gain, norms):
     pred, label, gptr, gw = _ranking_data(np.random.default_rng(num_pair))
-    kw = dict(topk=topk, num_pair=num_pair, ndcg=ndcg, exp_gain=exp_gain, score_normalization=norms[0],
-              normalization=norms[1], seed=5, iteration=3, group_offset=11)
+    kw = dict(
+        topk=topk,
+        num_pair=num_pair,
+        ndcg=ndcg,
+        exp_gain=exp_gain,
+        score_normalization=norms[0],
+        normalization=norms[1],
+        seed=5,
+        iteration=3,
+        group_offset=11,
+    )
     g, h = lambdarank_gradient(pred, label, gptr, gw, **kw)
     rg, rh = reference_lambdarank(pred, label, gptr, gw, **kw)
     np.testing.assert_allclose(g, rg, rtol=2e-6, atol=1e-7)
@@ -484,8 +567,9 @@ def test_compiled_lambdarank_equals_numpy_reference(topk, num_pair, ndcg, exp_ga
     assert np.all(h >= 0)
 
 
-@pytest.mark.parametrize("name,method", [("rank:ndcg", "topk"), ("rank:pairwise", "topk"),
-                                         ("rank:ndcg", "mean"), ("rank:pairwise", "mean")])
+@pytest.mark.parametrize(
+    "name,method", [("rank:ndcg", "topk"), ("rank:pairwise", "topk"), ("rank:ndcg", "mean"), ("rank:pairwise", "mean")]
+)
 def test_lambda_gradients_sum_to_zero_within_each_group(name, method):
     pred, label, gptr, _ = _ranking_data(np.random.default_rng(2))
     g, _ = objective(name, lambdarank_pair_method=method).gradient(pred[:, None], label, None, gptr, 4)
@@ -501,7 +585,7 @@ def test_mean_pair_sampling_is_a_hash_of_global_group_index_not_of_the_partition
     np.testing.assert_array_equal(whole[0], lambdarank_gradient(pred, label, gptr, gw, **kw)[0])
     cut = 4  # groups 0..3 on one rank, 4.. on another
     r = gptr[cut]
-    first = lambdarank_gradient(pred[:r], label[:r], gptr[:cut + 1], gw[:cut], **kw)
+    first = lambdarank_gradient(pred[:r], label[:r], gptr[: cut + 1], gw[:cut], **kw)
     second = lambdarank_gradient(pred[r:], label[r:], gptr[cut:] - r, gw[cut:], group_offset=cut, **kw)
     np.testing.assert_array_equal(np.concatenate([first[0], second[0]]), whole[0])
     other = lambdarank_gradient(pred, label, gptr, gw, **dict(kw, iteration=8))
@@ -509,8 +593,9 @@ def test_mean_pair_sampling_is_a_hash_of_global_group_index_not_of_the_partition
 
 
 def test_groups_with_equal_labels_get_zero_gradient():
-    g, h = objective("rank:ndcg").gradient(np.arange(5, dtype=np.float32)[:, None],
-                                           np.full(5, 2, np.float32), None, np.array([0, 5]), 0)
+    g, h = objective("rank:ndcg").gradient(
+        np.arange(5, dtype=np.float32)[:, None], np.full(5, 2, np.float32), None, np.array([0, 5]), 0
+    )
     assert not g.any() and not h.any()
 
 
@@ -536,8 +621,10 @@ def test_transforms_follow_xgboost():
     np.testing.assert_array_equal(objective("multi:softmax", num_class=3).transform(mm), [1.0, 2.0])
 
 
-@pytest.mark.parametrize("name,score", [("binary:logistic", 0.2), ("count:poisson", 3.0),
-                                        ("reg:squarederror", -1.5), ("binary:logitraw", 0.3)])
+@pytest.mark.parametrize(
+    "name,score",
+    [("binary:logistic", 0.2), ("count:poisson", 3.0), ("reg:squarederror", -1.5), ("binary:logitraw", 0.3)],
+)
 def test_margin_and_score_links_are_inverse(name, score):
     assert score_from_margin(name, margin_from_score(name, score)) == pytest.approx(score, rel=1e-12)
     assert objective(name).margin_from_score(score) == margin_from_score(name, score)
@@ -550,26 +637,31 @@ def test_out_of_range_base_score_is_a_parameter_error():
         margin_from_score("count:poisson", 0.0)
 
 
-@pytest.mark.parametrize("name,kw,label,weight,group,match", [
-    ("binary:logistic", {}, [0, 1, 2], None, None, r"\[0, 1\].*label\[2\]=2\.0"),
-    ("reg:logistic", {}, [0, -0.5], None, None, r"\[0, 1\]"),
-    ("multi:softprob", {"num_class": 3}, [0, 1, 3], None, None, r"0\.\.2"),
-    ("multi:softmax", {"num_class": 3}, [0, 1.5], None, None, "integers"),
-    ("count:poisson", {}, [1, -1], None, None, "non-negative"),
-    ("reg:squarederror", {}, [1, np.nan], None, None, "finite"),
-    ("reg:squarederror", {}, [1, 2], [1, -1], None, "non-negative"),
-    ("reg:squarederror", {}, [1, 2], [1, 1, 1], None, "one weight per row"),
-    ("rank:ndcg", {}, [0, 1, 2], None, None, "query groups"),
-    ("rank:ndcg", {}, [0, 1, 2.5], None, [0, 3], "0..31"),
-    ("rank:ndcg", {}, [0, 1, 40], None, [0, 3], "ndcg_exp_gain"),
-    ("rank:pairwise", {}, [0, 1, 2], None, [0, 2], "group_ptr"),
-])
+@pytest.mark.parametrize(
+    "name,kw,label,weight,group,match",
+    [
+        ("binary:logistic", {}, [0, 1, 2], None, None, r"\[0, 1\].*label\[2\]=2\.0"),
+        ("reg:logistic", {}, [0, -0.5], None, None, r"\[0, 1\]"),
+        ("multi:softprob", {"num_class": 3}, [0, 1, 3], None, None, r"0\.\.2"),
+        ("multi:softmax", {"num_class": 3}, [0, 1.5], None, None, "integers"),
+        ("count:poisson", {}, [1, -1], None, None, "non-negative"),
+        ("reg:squarederror", {}, [1, np.nan], None, None, "finite"),
+        ("reg:squarederror", {}, [1, 2], [1, -1], None, "non-negative"),
+        ("reg:squarederror", {}, [1, 2], [1, 1, 1], None, "one weight per row"),
+        ("rank:ndcg", {}, [0, 1, 2], None, None, "query groups"),
+        ("rank:ndcg", {}, [0, 1, 2.5], None, [0, 3], "0..31"),
+        ("rank:ndcg", {}, [0, 1, 40], None, [0, 3], "ndcg_exp_gain"),
+        ("rank:pairwise", {}, [0, 1, 2], None, [0, 2], "group_ptr"),
+    ],
+)
 def test_bad_labels_raise_errors_that_name_the_problem(name, kw, label, weight, group, match):
     obj = objective(name, **kw)
     with pytest.raises(DGBoostError, match=match):
-        obj.validate_labels(np.asarray(label, np.float32),
-                            None if weight is None else np.asarray(weight, np.float32),
-                            None if group is None else np.asarray(group, np.int64))
+        obj.validate_labels(
+            np.asarray(label, np.float32),
+            None if weight is None else np.asarray(weight, np.float32),
+            None if group is None else np.asarray(group, np.int64),
+        )
 
 
 def test_unknown_objective_suggests_the_closest_name():
@@ -601,8 +693,7 @@ def test_custom_objective_gets_raw_margins_and_its_shapes_are_checked():
         CustomObjective(lambda pr, d: (np.full_like(pr, np.nan), pr), p, 3).gradient(m, np.zeros(4), None, None, 0)
 
 
-@pytest.mark.parametrize("name", ["reg:squarederror", "reg:pseudohubererror", "reg:absoluteerror",
-                                  "count:poisson"])
+@pytest.mark.parametrize("name", ["reg:squarederror", "reg:pseudohubererror", "reg:absoluteerror", "count:poisson"])
 def test_gradients_computed_in_row_chunks_equal_those_of_all_rows_at_once(name, monkeypatch):
     from dgboost import objective as objective_module
 
@@ -621,9 +712,10 @@ def test_gradients_computed_in_row_chunks_equal_those_of_all_rows_at_once(name, 
             np.testing.assert_array_equal(a, b)
 
 
-
-@pytest.mark.parametrize("name,label,match", [("reg:gamma", 0.0, "positive"), ("reg:gamma", -1.0, "positive"),
-                                              ("reg:tweedie", -0.5, "non-negative")])
+@pytest.mark.parametrize(
+    "name,label,match",
+    [("reg:gamma", 0.0, "positive"), ("reg:gamma", -1.0, "positive"), ("reg:tweedie", -0.5, "non-negative")],
+)
 def test_gamma_and_tweedie_refuse_labels_outside_their_support(name, label, match):
     y = np.array([1.0, 2.0, label, 3.0], np.float32)
     with pytest.raises(DGBoostValueError, match=match):
@@ -636,7 +728,6 @@ def test_tweedie_variance_power_outside_one_to_two_is_refused(rho):
         parse_params({"objective": "reg:tweedie", "tweedie_variance_power": rho})
 
 
-
 @pytest.mark.parametrize("weighted", [False, True])
 def test_hinge_gradients_sum_to_xgboosts_leaf_statistics(weighted):
     # hinge gradients take two values, so XGBoost's tree keeps many rows per leaf: compare
@@ -647,8 +738,16 @@ def test_hinge_gradients_sum_to_xgboosts_leaf_statistics(weighted):
     w = (rng.random(n) + 0.5).astype(np.float32) if weighted else None
     margin = (rng.normal(size=n) * 1.5).astype(np.float32)
     d = xgb.DMatrix(rng.normal(size=(n, 3)), y, weight=w, base_margin=margin, nthread=1)
-    params = {"objective": "binary:hinge", "eta": 1.0, "max_depth": 3, "min_child_weight": 0, "gamma": 0,
-              "lambda": 0.0, "tree_method": "exact", "nthread": 1}
+    params = {
+        "objective": "binary:hinge",
+        "eta": 1.0,
+        "max_depth": 3,
+        "min_child_weight": 0,
+        "gamma": 0,
+        "lambda": 0.0,
+        "tree_method": "exact",
+        "nthread": 1,
+    }
     b = xgb.train(params, d, 1)
     leaf = b.predict(d, pred_leaf=True).astype(np.int64).ravel()
     tree = json.loads(b.save_raw("json"))["learner"]["gradient_booster"]["model"]["trees"][0]
@@ -680,7 +779,6 @@ def test_hinge_predicts_one_where_the_margin_is_positive_else_zero():
     np.testing.assert_array_equal(objective("binary:hinge").transform(m), [0, 0, 0, 1, 1])
 
 
-
 # ------------------------------------------------------- reg:quantileerror and survival:cox
 def _xgb_base_score(params, y, weight=None):
     """XGBoost's fitted intercept(s) (output space) after one round."""
@@ -697,8 +795,7 @@ def test_quantile_intercepts_are_xgboosts_quantiles_of_the_labels(n, weights):
     # float threshold decides those ties, so must ours; alpha 0 and 1 are the extremes
     rng = np.random.default_rng(n)
     y = np.round(rng.normal(size=n) * 3, 1).astype(np.float32)
-    w = {"none": None, "random": (rng.random(n) * 2).astype(np.float32),
-         "equal": np.full(n, 0.5, np.float32)}[weights]
+    w = {"none": None, "random": (rng.random(n) * 2).astype(np.float32), "equal": np.full(n, 0.5, np.float32)}[weights]
     alpha = [0.0, 0.1, 0.25, 0.3, 0.5, 0.9, 1.0]
     want = _xgb_base_score({"objective": "reg:quantileerror", "quantile_alpha": alpha}, y, w)
     got = objective("reg:quantileerror", quantile_alpha=alpha).base_margins(y, w, LocalComm())
@@ -740,8 +837,9 @@ def test_quantile_training_on_three_ranks_gives_the_single_process_model_byte_fo
 
     def rank_fn(comm, r):
         rows = slice(edges[r], edges[r + 1])
-        return dg.train(params, dg.DMatrix(x[rows], y[rows], weight=w[rows]), 3, verbose_eval=False,
-                        comm=comm).to_json()
+        return dg.train(
+            params, dg.DMatrix(x[rows], y[rows], weight=w[rows]), 3, verbose_eval=False, comm=comm
+        ).to_json()
 
     assert all(model == single for model in run_in_threads(3, rank_fn))
 
@@ -780,9 +878,18 @@ def test_several_quantiles_are_predicted_sorted_in_each_row_as_xgboost_transform
     np.testing.assert_allclose(objective("survival:cox").transform(m[:, :1]), np.exp(m[:, 0]), rtol=1e-6)
 
 
-@pytest.mark.parametrize("alpha,match", [(1.5, r"\[0, 1\]"), (-0.1, r"\[0, 1\]"), (float("nan"), r"\[0, 1\]"),
-                                         ([0.9, 0.1], "ascending"), ([], "empty"), ("abc", "number"),
-                                         ([0.5, True], "number")])
+@pytest.mark.parametrize(
+    "alpha,match",
+    [
+        (1.5, r"\[0, 1\]"),
+        (-0.1, r"\[0, 1\]"),
+        (float("nan"), r"\[0, 1\]"),
+        ([0.9, 0.1], "ascending"),
+        ([], "empty"),
+        ("abc", "number"),
+        ([0.5, True], "number"),
+    ],
+)
 def test_invalid_quantile_alpha_is_refused(alpha, match):
     with pytest.raises(ParameterError, match=match):
         parse_params({"objective": "reg:quantileerror", "quantile_alpha": alpha})
@@ -795,8 +902,16 @@ def test_quantile_objective_without_quantile_alpha_is_refused_before_training():
         dg.train({"objective": "reg:quantileerror"}, dg.DMatrix(np.zeros((4, 1)), np.arange(4.0)), 1)
 
 
-@pytest.mark.parametrize("text,want", [("0.5", (0.5,)), ("[0.1,0.9]", (0.1, 0.9)), ("(0.2, 0.3)", (0.2, 0.3)),
-                                       (np.array([0.1, 0.5]), (0.1, 0.5)), (0.25, (0.25,))])
+@pytest.mark.parametrize(
+    "text,want",
+    [
+        ("0.5", (0.5,)),
+        ("[0.1,0.9]", (0.1, 0.9)),
+        ("(0.2, 0.3)", (0.2, 0.3)),
+        (np.array([0.1, 0.5]), (0.1, 0.5)),
+        (0.25, (0.25,)),
+    ],
+)
 def test_quantile_alpha_is_read_from_numbers_lists_and_their_text(text, want):
     p = parse_params({"objective": "reg:quantileerror", "quantile_alpha": text})
     assert p.quantile_alpha == want
@@ -811,8 +926,9 @@ def test_cox_refuses_label_zero_and_training_on_several_workers():
     x = np.arange(20, dtype=np.float32)[:, None]
     y = np.where(np.arange(20) % 3, 1.0, -1.0) * (x[:, 0] + 1)
     with pytest.raises(DGBoostValueError, match="one worker"):
-        run_in_threads(2, lambda comm, r: dg.train({"objective": "survival:cox"},
-                                                   dg.DMatrix(x[r::2], y[r::2]), 1, comm=comm))
+        run_in_threads(
+            2, lambda comm, r: dg.train({"objective": "survival:cox"}, dg.DMatrix(x[r::2], y[r::2]), 1, comm=comm)
+        )
 
 
 def test_cox_ties_share_one_risk_sum_and_events_count_in_row_order_as_in_xgboost():
@@ -829,11 +945,16 @@ def _integer_features(n, rng, f=4):
     return rng.integers(0, 16, size=(n, f)).astype(np.float32)
 
 
-@pytest.mark.parametrize("name,extra,weighted", [
-    ("reg:quantileerror", {"quantile_alpha": 0.3}, False),
-    ("reg:quantileerror", {"quantile_alpha": [0.1, 0.5, 0.9]}, True),
-    ("reg:quantileerror", {"quantile_alpha": [0.45, 0.5, 0.55]}, False),  # predictions cross
-    ("survival:cox", {}, False), ("survival:cox", {}, True)])
+@pytest.mark.parametrize(
+    "name,extra,weighted",
+    [
+        ("reg:quantileerror", {"quantile_alpha": 0.3}, False),
+        ("reg:quantileerror", {"quantile_alpha": [0.1, 0.5, 0.9]}, True),
+        ("reg:quantileerror", {"quantile_alpha": [0.45, 0.5, 0.55]}, False),  # predictions cross
+        ("survival:cox", {}, False),
+        ("survival:cox", {}, True),
+    ],
+)
 def test_a_few_rounds_grow_xgboost_hists_trees_and_predictions(name, extra, weighted):
     import dgboost as dg
 
@@ -849,10 +970,22 @@ def test_a_few_rounds_grow_xgboost_hists_trees_and_predictions(name, extra, weig
     w = (rng.random(n) + 0.5).astype(np.float32) if weighted else None
     params = {"objective": name, "max_depth": 3, "eta": 0.3, **extra}
     ours_log, theirs_log = {}, {}
-    ours = dg.train(params, dg.DMatrix(x, y, weight=w), 6, evals=[(dg.DMatrix(x, y, weight=w), "t")],
-                    evals_result=ours_log, verbose_eval=False)
-    theirs = xgb.train({**params, "tree_method": "hist", "nthread": 1}, xgb.DMatrix(x, y, weight=w), 6,
-                       evals=[(xgb.DMatrix(x, y, weight=w), "t")], evals_result=theirs_log, verbose_eval=False)
+    ours = dg.train(
+        params,
+        dg.DMatrix(x, y, weight=w),
+        6,
+        evals=[(dg.DMatrix(x, y, weight=w), "t")],
+        evals_result=ours_log,
+        verbose_eval=False,
+    )
+    theirs = xgb.train(
+        {**params, "tree_method": "hist", "nthread": 1},
+        xgb.DMatrix(x, y, weight=w),
+        6,
+        evals=[(xgb.DMatrix(x, y, weight=w), "t")],
+        evals_result=theirs_log,
+        verbose_eval=False,
+    )
     # the same splits in every tree (leaf values differ in float32 rounding only)
     strip = [line.split("leaf=")[0] for tree in ours.get_dump() for line in tree.splitlines()]
     assert strip == [line.split("leaf=")[0] for tree in theirs.get_dump() for line in tree.splitlines()]

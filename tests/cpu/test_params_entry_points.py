@@ -4,6 +4,7 @@
 ``max_bin`` has one bound (the uint16 bin matrix), names have one alias table, and a
 ``TrainParams`` is parsed once and handed on.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,10 @@ def client():
     from distributed import Client, LocalCluster
     from distributed.client import _set_global_client
 
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
-            Client(cluster) as c:
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster,
+        Client(cluster) as c,
+    ):
         _set_global_client(c)
         yield c
 
@@ -52,13 +55,16 @@ def _cli_error(tmp_path, params: dict) -> str:
     frame["target"] = Y
     frame.to_csv(tmp_path / "train.csv", index=False)
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"data": "train.csv", "label": "target", "params": params,
-                                  "num_boost_round": 2, "output": "model.json"}))
+    config.write_text(
+        json.dumps(
+            {"data": "train.csv", "label": "target", "params": params, "num_boost_round": 2, "output": "model.json"}
+        )
+    )
     result = CliRunner().invoke(cli_main, ["train", "--config", str(config), "--quiet"])
     assert result.exit_code == 2, result.output
     errors = [line for line in result.stderr.splitlines() if line.startswith("Error: ")]
     assert len(errors) == 1, result.stderr
-    return errors[0][len("Error: "):]
+    return errors[0][len("Error: ") :]
 
 
 def _refusal(fn) -> tuple[type, str]:
@@ -141,10 +147,10 @@ def test_a_max_bin_one_above_the_bound_is_refused_alike_through_dask(client):
         "DaskDMatrix": _refusal(lambda: dxgb.DaskDMatrix(client, dX, dy, max_bin=bad)),
         "DaskQuantileDMatrix": _refusal(lambda: dxgb.DaskQuantileDMatrix(client, dX, dy, max_bin=bad)),
         "DaskQuantileDMatrix with ref": _refusal(
-            lambda: dxgb.DaskQuantileDMatrix(client, dX, dy, max_bin=bad, ref=dtrain)),
+            lambda: dxgb.DaskQuantileDMatrix(client, dX, dy, max_bin=bad, ref=dtrain)
+        ),
         "dgboost.dask.train": _refusal(lambda: dxgb.train(client, {"max_bin": bad}, dtrain, 2)),
-        "DaskDGBRegressor.fit": _refusal(
-            lambda: dxgb.DaskDGBRegressor(n_estimators=2, max_bin=bad).fit(dX, dy)),
+        "DaskDGBRegressor.fit": _refusal(lambda: dxgb.DaskDGBRegressor(n_estimators=2, max_bin=bad).fit(dX, dy)),
     }
     for where, answer in answers.items():
         assert answer == expected, where
@@ -161,8 +167,7 @@ def test_a_dask_quantile_dmatrix_takes_the_max_bin_of_its_ref_and_refuses_anothe
 
 
 # ----------------------------------------------------------------------------- aliases
-_CANONICAL_VALUES = {"eta": 0.2, "lambda": 2.0, "alpha": 0.5, "gamma": 0.1, "seed": 7, "nthread": 1,
-                     "max_leaves": 8}
+_CANONICAL_VALUES = {"eta": 0.2, "lambda": 2.0, "alpha": 0.5, "gamma": 0.1, "seed": 7, "nthread": 1, "max_leaves": 8}
 
 
 @pytest.mark.parametrize("alias", sorted(ALIASES))
@@ -195,8 +200,9 @@ def test_aliases_train_the_model_of_the_canonical_names_at_every_local_entry_poi
     reference = dg.train(canonical, dg.DMatrix(X, Y), 4)
     assert bytes(dg.train(aliased, dg.DMatrix(X, Y), 4).save_raw()) == bytes(reference.save_raw())
     want = reference.predict(dg.DMatrix(X))
-    model = DGBRegressor(n_estimators=4, learning_rate=0.2, reg_alpha=0.5, random_state=7, lambda_l2=2.0,
-                         min_split_loss=0.1).fit(X, Y)
+    model = DGBRegressor(
+        n_estimators=4, learning_rate=0.2, reg_alpha=0.5, random_state=7, lambda_l2=2.0, min_split_loss=0.1
+    ).fit(X, Y)
     np.testing.assert_array_equal(model.predict(X), want)
     assert model.get_xgb_params()["eta"] == 0.2 and model.get_xgb_params()["lambda_l2"] == 2.0
 
@@ -208,11 +214,22 @@ def test_aliases_in_a_cli_config_train_the_model_of_the_canonical_names(tmp_path
     frame["target"] = Y
     frame.to_csv(tmp_path / "train.csv", index=False)
     written = []
-    for name, params in (("canonical", {"eta": 0.2, "lambda": 2.0}),
-                         ("aliased", {"learning_rate": 0.2, "reg_lambda": 2.0})):
+    for name, params in (
+        ("canonical", {"eta": 0.2, "lambda": 2.0}),
+        ("aliased", {"learning_rate": 0.2, "reg_lambda": 2.0}),
+    ):
         config = tmp_path / f"{name}.json"
-        config.write_text(json.dumps({"data": "train.csv", "label": "target", "params": params,
-                                      "num_boost_round": 3, "output": f"{name}.json"}))
+        config.write_text(
+            json.dumps(
+                {
+                    "data": "train.csv",
+                    "label": "target",
+                    "params": params,
+                    "num_boost_round": 3,
+                    "output": f"{name}.json",
+                }
+            )
+        )
         result = CliRunner().invoke(cli_main, ["train", "--config", str(config), "--quiet"])
         assert result.exit_code == 0, result.output
         written.append((tmp_path / f"{name}.json").read_bytes())
@@ -253,8 +270,9 @@ def test_parse_params_hands_back_a_validated_trainparams_without_checking_it_aga
 
 
 def test_trainparams_pickle_with_their_validation_and_a_module_level_objective():
-    p = parse_params({"objective": _custom_objective, "max_bin": 64, "eval_metric": ["rmse"],
-                      "monotone_constraints": [1, 0, -1, 0]})
+    p = parse_params(
+        {"objective": _custom_objective, "max_bin": 64, "eval_metric": ["rmse"], "monotone_constraints": [1, 0, -1, 0]}
+    )
     q = pickle.loads(pickle.dumps(p))
     assert q == p and q.validated and q.objective is _custom_objective
     assert parse_params(q) is q
@@ -290,8 +308,17 @@ def test_each_entry_point_validates_the_parameters_once(client, monkeypatch, tmp
     frame["target"] = Y
     frame.to_csv(tmp_path / "train.csv", index=False)
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"data": "train.csv", "label": "target", "params": {"max_depth": 3},
-                                  "num_boost_round": 2, "output": "model.json"}))
+    config.write_text(
+        json.dumps(
+            {
+                "data": "train.csv",
+                "label": "target",
+                "params": {"max_depth": 3},
+                "num_boost_round": 2,
+                "output": "model.json",
+            }
+        )
+    )
     calls = []
     original = TrainParams.validate
 

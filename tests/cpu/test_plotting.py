@@ -1,4 +1,5 @@
 """plot_importance / plot_tree (matplotlib, Agg backend) and to_graphviz."""
+
 import sys
 
 import numpy as np
@@ -76,8 +77,10 @@ def test_to_graphviz_without_graphviz_says_how_to_install(monkeypatch):
 def test_plotting_names_are_exported_and_lazy():
     import subprocess
 
-    code = ("import sys, dgboost; assert 'matplotlib' not in sys.modules; "
-            "assert 'dgboost.plotting' not in sys.modules; "
-            "assert {'cv', 'QuantileDMatrix', 'plot_importance', 'plot_tree', 'to_graphviz'} "
-            "<= set(dgboost.__all__); dgboost.plot_tree; assert 'dgboost.plotting' in sys.modules")
+    code = (
+        "import sys, dgboost; assert 'matplotlib' not in sys.modules; "
+        "assert 'dgboost.plotting' not in sys.modules; "
+        "assert {'cv', 'QuantileDMatrix', 'plot_importance', 'plot_tree', 'to_graphviz'} "
+        "<= set(dgboost.__all__); dgboost.plot_tree; assert 'dgboost.plotting' in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -2,6 +2,7 @@
 methods a user calls (``train``, ``cv``, ``DMatrix``, ``Booster``, ``TreeExplainer``, the
 callbacks, ``dgboost.dask`` and the estimators), so that type checkers and IDEs see the same
 contract as the docstrings; and the package ships ``py.typed``."""
+
 from __future__ import annotations
 
 import inspect
@@ -14,14 +15,32 @@ import dgboost.callback
 import dgboost.dask
 import dgboost.sklearn
 
-_PUBLIC_FUNCTIONS = ["dgboost.train", "dgboost.cv", "dgboost.dask.train", "dgboost.dask.predict",
-                     "dgboost.dask.inplace_predict", "dgboost.dask.shap_values"]
-_PUBLIC_CLASSES = ["dgboost.DMatrix", "dgboost.QuantileDMatrix", "dgboost.Booster", "dgboost.TreeExplainer",
-                   "dgboost.callback.TrainingCallback", "dgboost.callback.EvaluationMonitor",
-                   "dgboost.callback.EarlyStopping", "dgboost.callback.LearningRateScheduler",
-                   "dgboost.callback.TrainingCheckPoint", "dgboost.sklearn.DGBRegressor",
-                   "dgboost.sklearn.DGBClassifier", "dgboost.sklearn.DGBRanker", "dgboost.dask.DaskDMatrix",
-                   "dgboost.dask.DaskDGBRegressor", "dgboost.dask.DaskDGBClassifier", "dgboost.dask.DaskDGBRanker"]
+_PUBLIC_FUNCTIONS = [
+    "dgboost.train",
+    "dgboost.cv",
+    "dgboost.dask.train",
+    "dgboost.dask.predict",
+    "dgboost.dask.inplace_predict",
+    "dgboost.dask.shap_values",
+]
+_PUBLIC_CLASSES = [
+    "dgboost.DMatrix",
+    "dgboost.QuantileDMatrix",
+    "dgboost.Booster",
+    "dgboost.TreeExplainer",
+    "dgboost.callback.TrainingCallback",
+    "dgboost.callback.EvaluationMonitor",
+    "dgboost.callback.EarlyStopping",
+    "dgboost.callback.LearningRateScheduler",
+    "dgboost.callback.TrainingCheckPoint",
+    "dgboost.sklearn.DGBRegressor",
+    "dgboost.sklearn.DGBClassifier",
+    "dgboost.sklearn.DGBRanker",
+    "dgboost.dask.DaskDMatrix",
+    "dgboost.dask.DaskDGBRegressor",
+    "dgboost.dask.DaskDGBClassifier",
+    "dgboost.dask.DaskDGBRanker",
+]
 
 
 def _resolve(dotted: str):
@@ -36,8 +55,11 @@ def _missing_annotations(func) -> list[str]:
     """Names of ``func``'s parameters (and ``return``) that carry no annotation."""
     func = inspect.unwrap(func)
     signature = inspect.signature(func)
-    missing = [name for name, p in signature.parameters.items()
-               if name not in ("self", "cls") and p.annotation is inspect.Parameter.empty]
+    missing = [
+        name
+        for name, p in signature.parameters.items()
+        if name not in ("self", "cls") and p.annotation is inspect.Parameter.empty
+    ]
     if signature.return_annotation is inspect.Signature.empty:
         missing.append("return")
     return missing

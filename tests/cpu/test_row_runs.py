@@ -2,6 +2,7 @@
 single-process model: the sketch sample, row subsampling, AUC's row order and the checkpoint
 fingerprint follow the rows' global indices, not the ranks' order. The Dask layer uses this
 to train where the partitions lie (:func:`dgboost.dask._placement.place_where_held`)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,9 +17,16 @@ from dgboost.datasets import make_synthetic
 SIZES = [900, 0, 1350, 600, 1050, 750, 450]  # partition rows, one partition empty
 # partitions by rank, out of partition order; rank 2 holds nothing
 HELD = [[0, 3, 4], [1, 2, 6, 5], []]
-PARAMS = {"objective": "binary:logistic", "max_depth": 4, "max_bin": 32, "subsample": 0.7,
-          "colsample_bynode": 0.8, "seed": 3, "eval_metric": ["auc", "logloss"],
-          "sketch_sample_rows": 1024}  # fewer than the rows: the sketch samples by global index
+PARAMS = {
+    "objective": "binary:logistic",
+    "max_depth": 4,
+    "max_bin": 32,
+    "subsample": 0.7,
+    "colsample_bynode": 0.8,
+    "seed": 3,
+    "eval_metric": ["auc", "logloss"],
+    "sketch_sample_rows": 1024,
+}  # fewer than the rows: the sketch samples by global index
 
 
 def _data():
@@ -41,8 +49,9 @@ def _train_held(X, y, w, rounds=8, **kw):
     def rank(comm, r):
         dtrain = _rank_matrix(X, y, w, HELD[r])
         history: dict = {}
-        booster = dg.train(PARAMS, dtrain, rounds, evals=[(dtrain, "train")], evals_result=history, comm=comm,
-                           verbose_eval=False, **kw)
+        booster = dg.train(
+            PARAMS, dtrain, rounds, evals=[(dtrain, "train")], evals_result=history, comm=comm, verbose_eval=False, **kw
+        )
         return booster, history
 
     return run_in_threads(len(HELD), rank)
@@ -119,7 +128,7 @@ def test_multiclass_auc_of_rows_gathered_out_of_order_is_the_single_process_valu
     # a heavy row first in each class: its class's weight sum (one of the terms of the
     # class-weighted average) depends on the order the unit weights meet it in
     weight = np.ones(n, np.float32)
-    weight[[0, 1001, 2002]] = 2.0 ** 53
+    weight[[0, 1001, 2002]] = 2.0**53
     auc = get_metric("auc", objective)
     want = auc.evaluate(margin, label, weight, None, objective, dg.comm.LocalComm())
     held = [np.arange(1, n), np.array([0])]  # the heavy row of class 0 gathered last

@@ -1,13 +1,21 @@
 """Path extraction and bin packing for TreeSHAP (dgboost.explain.paths / binpack)."""
+
 from itertools import permutations
 
 import numpy as np
 import pytest
 
-from dgboost.explain import (BIN_CAPACITY, PATH_ELEMENT_DTYPE, best_fit_decreasing, bin_items,
-                             extract_paths, first_fit_decreasing, next_fit, pack)
-from dgboost.testing.shap_oracle import (chain_tree, predict_margin, random_ensemble,
-                                         random_rows)
+from dgboost.explain import (
+    BIN_CAPACITY,
+    PATH_ELEMENT_DTYPE,
+    best_fit_decreasing,
+    bin_items,
+    extract_paths,
+    first_fit_decreasing,
+    next_fit,
+    pack,
+)
+from dgboost.testing.shap_oracle import chain_tree, predict_margin, random_ensemble, random_rows
 from dgboost.tree import Ensemble, Tree
 
 METHODS = ["next_fit", "first_fit_decreasing", "best_fit_decreasing"]
@@ -22,11 +30,17 @@ def hand_tree():
      /      \\
     5: 1.0   6: -1.0
     """
-    return Tree(left=[1, 3, -1, 5, -1, -1, -1], right=[2, 4, -1, 6, -1, -1, -1],
-                parent=[-1, 0, 0, 1, 1, 3, 3], feature=[1, 1, -1, 0, -1, -1, -1],
-                split_value=[0.5, 0.25, 0, 1.0, 0, 0, 0], default_left=[0, 1, 0, 1, 0, 0, 0],
-                gain=np.zeros(7), cover=[10.0, 6.0, 4.0, 4.0, 2.0, 1.0, 3.0],
-                value=[0, 0, 3.0, 0, 2.0, 1.0, -1.0])
+    return Tree(
+        left=[1, 3, -1, 5, -1, -1, -1],
+        right=[2, 4, -1, 6, -1, -1, -1],
+        parent=[-1, 0, 0, 1, 1, 3, 3],
+        feature=[1, 1, -1, 0, -1, -1, -1],
+        split_value=[0.5, 0.25, 0, 1.0, 0, 0, 0],
+        default_left=[0, 1, 0, 1, 0, 0, 0],
+        gain=np.zeros(7),
+        cover=[10.0, 6.0, 4.0, 4.0, 2.0, 1.0, 3.0],
+        value=[0, 0, 3.0, 0, 2.0, 1.0, -1.0],
+    )
 
 
 def on_flags(table, x):
@@ -50,10 +64,17 @@ def test_every_leaf_gives_one_path_with_the_bias_element_first():
     assert np.array_equal(t.v, np.repeat(t.path_v, t.path_lengths))
     assert np.array_equal(t.group, np.repeat(t.path_group, t.path_lengths))
     assert np.array_equal(np.unique(t.path_group), [0, 1])
-    for name, dt in [("path_idx", np.int32), ("feature", np.int32), ("lower", np.float32),
-                     ("upper", np.float32), ("is_missing_branch", np.uint8),
-                     ("zero_fraction", np.float64), ("v", np.float64), ("group", np.int32),
-                     ("path_offsets", np.int64)]:
+    for name, dt in [
+        ("path_idx", np.int32),
+        ("feature", np.int32),
+        ("lower", np.float32),
+        ("upper", np.float32),
+        ("is_missing_branch", np.uint8),
+        ("zero_fraction", np.float64),
+        ("v", np.float64),
+        ("group", np.int32),
+        ("path_offsets", np.int64),
+    ]:
         assert getattr(t, name).dtype == dt, name
 
 
@@ -73,7 +94,7 @@ def test_path_elements_describe_the_branch_taken_and_merge_repeated_features():
     assert t.zero_fraction[s + 2] == pytest.approx(1 / 4)
     # path to leaf 4: 0.25 <= f1 < 0.5
     s = t.path_offsets[2]
-    assert list(t.feature[s:s + 2]) == [-1, 1]
+    assert list(t.feature[s : s + 2]) == [-1, 1]
     assert (t.lower[s + 1], t.upper[s + 1]) == (np.float32(0.25), np.float32(0.5))
     assert t.zero_fraction[s + 1] == pytest.approx(2 / 10)
     # path to leaf 2: f1 >= 0.5, missing goes here
@@ -126,8 +147,15 @@ def test_records_hold_the_flat_arrays():
 
 
 def test_malformed_trees_are_rejected_with_an_error():
-    base = dict(parent=[-1, 0, 0], feature=[0, -1, -1], split_value=[0.0, 0, 0],
-                default_left=[0, 0, 0], gain=[0, 0, 0], cover=[2.0, 1, 1], value=[0, 1, 2])
+    base = dict(
+        parent=[-1, 0, 0],
+        feature=[0, -1, -1],
+        split_value=[0.0, 0, 0],
+        default_left=[0, 0, 0],
+        gain=[0, 0, 0],
+        cover=[2.0, 1, 1],
+        value=[0, 1, 2],
+    )
     ens = Ensemble()
     ens.append(Tree(left=[1, -1, -1], right=[5, -1, -1], **base))  # child out of range
     with pytest.raises(ValueError):
@@ -187,9 +215,12 @@ def test_decreasing_methods_use_no_more_bins_than_next_fit():
 
 
 def test_bin_counts_match_a_known_optimum_on_small_cases():
-    cases = [([16, 16, 16, 16], 2, 2, 2), ([8] * 8, 2, 2, 2),
-             ([20, 20, 12, 12], 2, 2, 3),  # next fit pays for the order
-             ([9, 9, 9, 12, 12, 12, 7, 7, 7, 20, 20, 20], 5, 5, None)]
+    cases = [
+        ([16, 16, 16, 16], 2, 2, 2),
+        ([8] * 8, 2, 2, 2),
+        ([20, 20, 12, 12], 2, 2, 3),  # next fit pays for the order
+        ([9, 9, 9, 12, 12, 12, 7, 7, 7, 20, 20, 20], 5, 5, None),
+    ]
     for sizes, opt, decreasing, nf in cases:
         # optimum: exhaustive for short lists; the long one packs as 3x(20+12), 9+9+7+7, 9+7
         # and sum 144 needs ceil(144 / 32) = 5 bins

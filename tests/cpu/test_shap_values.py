@@ -1,4 +1,5 @@
 """TreeSHAP values, interactions and interventional values against brute force and XGBoost."""
+
 import importlib.util
 
 import numpy as np
@@ -6,26 +7,46 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgboost.explain import (build_tables, extract_paths, pack, shap_interactions,
-                             shap_values, shap_values_interventional, shap_values_path,
-                             shap_values_table)
-from dgboost.explain.tables import (InteractionTables, build_interaction_tables,
-                                    interaction_table_entries, table_entries)
-from dgboost.testing.shap_oracle import (brute_force_interactions, brute_force_interventional,
-                                         brute_force_shap, chain_tree, ensemble_from_xgboost,
-                                         predict_margin, random_ensemble, random_rows,
-                                         random_tree)
+from dgboost.explain import (
+    build_tables,
+    extract_paths,
+    pack,
+    shap_interactions,
+    shap_values,
+    shap_values_interventional,
+    shap_values_path,
+    shap_values_table,
+)
+from dgboost.explain.tables import InteractionTables, build_interaction_tables, interaction_table_entries, table_entries
+from dgboost.testing.shap_oracle import (
+    brute_force_interactions,
+    brute_force_interventional,
+    brute_force_shap,
+    chain_tree,
+    ensemble_from_xgboost,
+    predict_margin,
+    random_ensemble,
+    random_rows,
+    random_tree,
+)
 from dgboost.tree import Ensemble, Tree
 
 # (seed, n_features, n_trees per group, max_depth, n_groups)
-CASES = [(0, 1, 2, 1, 1), (1, 3, 3, 3, 1), (2, 5, 2, 4, 2), (3, 8, 2, 6, 1),
-         (4, 10, 2, 5, 3), (5, 4, 4, 6, 1), (6, 10, 1, 6, 2), (7, 2, 3, 6, 1)]
+CASES = [
+    (0, 1, 2, 1, 1),
+    (1, 3, 3, 3, 1),
+    (2, 5, 2, 4, 2),
+    (3, 8, 2, 6, 1),
+    (4, 10, 2, 5, 3),
+    (5, 4, 4, 6, 1),
+    (6, 10, 1, 6, 2),
+    (7, 2, 3, 6, 1),
+]
 
 
 def make_case(seed, n_features, n_trees, max_depth, n_groups, n_rows=25, **kw):
     rng = np.random.default_rng(seed)
-    ens = random_ensemble(rng, n_features, n_trees=n_trees, max_depth=max_depth,
-                          n_groups=n_groups, **kw)
+    ens = random_ensemble(rng, n_features, n_trees=n_trees, max_depth=max_depth, n_groups=n_groups, **kw)
     X = random_rows(rng, n_rows, n_features)
     return rng, ens, X
 
@@ -53,12 +74,10 @@ def test_interventional_values_equal_brute_force_over_the_background(case):
     rng, ens, X = make_case(*case, n_rows=10)
     background = random_rows(rng, 7, X.shape[1])
     got = shap_values_interventional(ens, X, background)
-    np.testing.assert_allclose(got, brute_force_interventional(ens, X, background),
-                               rtol=0, atol=1e-6)
+    np.testing.assert_allclose(got, brute_force_interventional(ens, X, background), rtol=0, atol=1e-6)
     # each row sums to its margin; the bias is the mean background margin
     np.testing.assert_allclose(got.sum(-1), predict_margin(ens, X), rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(got[0, :, -1], predict_margin(ens, background).mean(0),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got[0, :, -1], predict_margin(ens, background).mean(0), rtol=1e-12, atol=1e-12)
 
 
 def test_path_and_table_methods_agree_to_1e_9_whatever_the_table_budget():
@@ -75,8 +94,7 @@ def test_path_and_table_methods_agree_to_1e_9_whatever_the_table_budget():
     k = table.path_lengths - 1
     assert np.all(short.has_table[(k > 3)] == False)  # noqa: E712
     for tabs in (full, some, short, none):
-        np.testing.assert_allclose(shap_values_table(table, X, tables=tabs), ref,
-                                   rtol=0, atol=1e-9)
+        np.testing.assert_allclose(shap_values_table(table, X, tables=tabs), ref, rtol=0, atol=1e-9)
     # the budget prefers short paths (most saved per byte)
     if some.coverage(table) < 1:
         assert k[some.has_table & (k > 0)].max() <= k[~some.has_table].min()
@@ -84,6 +102,7 @@ def test_path_and_table_methods_agree_to_1e_9_whatever_the_table_budget():
 
 def test_weight_tables_hold_the_shapley_weights_of_the_other_elements():
     from math import factorial
+
     _, ens, _ = make_case(12, 6, 3, 5, 1)
     table = extract_paths(ens)
     tabs = build_tables(table)
@@ -92,7 +111,7 @@ def test_weight_tables_hold_the_shapley_weights_of_the_other_elements():
         z, k = table.zero_fraction[s:e], e - s
         if k == 0:
             continue
-        assert tabs.values[tabs.table_offsets[p]:].size >= table_entries(k)
+        assert tabs.values[tabs.table_offsets[p] :].size >= table_entries(k)
         for i in range(k):
             others = [j for j in range(k) if j != i]
             for P in range(1 << (k - 1)):
@@ -101,8 +120,12 @@ def test_weight_tables_hold_the_shapley_weights_of_the_other_elements():
                 w = 0.0
                 for m in range(1 << len(on)):
                     S = {on[b] for b in range(len(on)) if (m >> b) & 1}
-                    w += factorial(len(S)) * factorial(k - 1 - len(S)) / factorial(k) * \
-                        np.prod([z[j] for j in others if j not in S])
+                    w += (
+                        factorial(len(S))
+                        * factorial(k - 1 - len(S))
+                        / factorial(k)
+                        * np.prod([z[j] for j in others if j not in S])
+                    )
                 half = 1 << (k - 1)
                 assert tabs.values[tabs.table_offsets[p] + i * half + P] == pytest.approx(w, abs=1e-12)
 
@@ -114,8 +137,9 @@ def test_values_sum_to_the_margin_with_the_base_margin_in_the_bias_column(case):
     table = extract_paths(ens)
     phi = shap_values_table(table, X)
     np.testing.assert_allclose(phi.sum(-1), margin, rtol=1e-5, atol=1e-9)
-    np.testing.assert_allclose(phi[:, :, -1], np.broadcast_to(
-        ens.base_margin + table.expected_value(), phi[:, :, -1].shape), rtol=1e-12)
+    np.testing.assert_allclose(
+        phi[:, :, -1], np.broadcast_to(ens.base_margin + table.expected_value(), phi[:, :, -1].shape), rtol=1e-12
+    )
     inter = shap_interactions(table, X)
     np.testing.assert_allclose(inter.sum((-1, -2)), margin, rtol=1e-5, atol=1e-9)
     np.testing.assert_allclose(inter.sum(-1), phi, rtol=0, atol=1e-9)
@@ -123,11 +147,15 @@ def test_values_sum_to_the_margin_with_the_base_margin_in_the_bias_column(case):
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**31), n_features=st.integers(1, 10), depth=st.integers(0, 6),
-       n_groups=st.integers(1, 3), n_rows=st.integers(0, 40),
-       nan_prob=st.sampled_from([0.0, 0.3, 1.0]))
-def test_additivity_and_method_agreement_hold_for_any_shape(seed, n_features, depth, n_groups,
-                                                           n_rows, nan_prob):
+@given(
+    seed=st.integers(0, 2**31),
+    n_features=st.integers(1, 10),
+    depth=st.integers(0, 6),
+    n_groups=st.integers(1, 3),
+    n_rows=st.integers(0, 40),
+    nan_prob=st.sampled_from([0.0, 0.3, 1.0]),
+)
+def test_additivity_and_method_agreement_hold_for_any_shape(seed, n_features, depth, n_groups, n_rows, nan_prob):
     rng = np.random.default_rng(seed)
     ens = random_ensemble(rng, n_features, n_trees=3, max_depth=depth, n_groups=n_groups)
     X = random_rows(rng, n_rows, n_features, nan_prob=nan_prob)
@@ -144,9 +172,17 @@ def test_float32_and_float64_rows_give_the_same_values():
     b = shap_values_table(ens, X.astype(np.float32))
     np.testing.assert_array_equal(a, b)
     # a float64 value just below a float32 threshold rounds onto it, like the model
-    tree = Tree(left=[1, -1, -1], right=[2, -1, -1], parent=[-1, 0, 0], feature=[0, -1, -1],
-                split_value=[0.5, 0, 0], default_left=[0, 0, 0], gain=[0, 0, 0],
-                cover=[2.0, 1, 1], value=[0, -1.0, 1.0])
+    tree = Tree(
+        left=[1, -1, -1],
+        right=[2, -1, -1],
+        parent=[-1, 0, 0],
+        feature=[0, -1, -1],
+        split_value=[0.5, 0, 0],
+        default_left=[0, 0, 0],
+        gain=[0, 0, 0],
+        cover=[2.0, 1, 1],
+        value=[0, -1.0, 1.0],
+    )
     ens = Ensemble()
     ens.append(tree)
     x = np.array([[0.5 - 1e-12]])
@@ -202,22 +238,19 @@ def test_block_size_and_thread_layout_do_not_change_results():
     _, ens, X = make_case(14, 8, 4, 6, 2, n_rows=97)
     ref = shap_values_path(ens, X)
     for block in (1, 7, 1000):
-        np.testing.assert_allclose(shap_values_path(ens, X, block_rows=block), ref,
-                                   rtol=0, atol=1e-12)
-        np.testing.assert_allclose(shap_values_table(ens, X, block_rows=block), ref,
-                                   rtol=0, atol=1e-9)
-        np.testing.assert_allclose(shap_interactions(ens, X[:20], block_rows=block),
-                                   shap_interactions(ens, X[:20]), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(shap_values_path(ens, X, block_rows=block), ref, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(shap_values_table(ens, X, block_rows=block), ref, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(
+            shap_interactions(ens, X[:20], block_rows=block), shap_interactions(ens, X[:20]), rtol=0, atol=1e-12
+        )
 
 
 def test_a_packed_table_gives_the_same_values_as_the_original():
     _, ens, X = make_case(15, 7, 5, 6, 3, n_rows=30)
     table = extract_paths(ens)
     packed = pack(table, "best_fit_decreasing")
-    np.testing.assert_allclose(shap_values_table(packed, X), shap_values_table(table, X),
-                               rtol=0, atol=1e-12)
-    np.testing.assert_allclose(shap_interactions(packed, X), shap_interactions(table, X),
-                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(shap_values_table(packed, X), shap_values_table(table, X), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(shap_interactions(packed, X), shap_interactions(table, X), rtol=0, atol=1e-12)
 
 
 def test_a_depth_40_tree_is_explained_exactly():
@@ -230,8 +263,7 @@ def test_a_depth_40_tree_is_explained_exactly():
     X = random_rows(rng, 20, 8)
     np.testing.assert_allclose(shap_values_path(ens, X), brute_force_shap(ens, X), atol=1e-6)
     np.testing.assert_allclose(shap_values_table(ens, X), brute_force_shap(ens, X), atol=1e-6)
-    np.testing.assert_allclose(shap_interactions(ens, X), brute_force_interactions(ens, X),
-                               atol=1e-6)
+    np.testing.assert_allclose(shap_interactions(ens, X), brute_force_interactions(ens, X), atol=1e-6)
     # 40 distinct features on one path: no table, no warp; additivity and interventional
     ens = Ensemble()
     ens.append(chain_tree(rng, n_features=70, depth=40, distinct=True))
@@ -276,8 +308,7 @@ def test_the_quadrature_holds_paths_up_to_its_limit_and_longer_ones_take_the_pat
         np.testing.assert_allclose(got, path, rtol=0, atol=1e-12)
         long_only = table.select_paths(np.flatnonzero(table.path_lengths - 1 > limit))
         if long_only.n_paths:  # beyond the limit: EXTEND / UNWOUND-SUM, the path method's bits
-            assert np.array_equal(shap_values_table(long_only, X, max_table_bytes=0),
-                                  shap_values_path(long_only, X))
+            assert np.array_equal(shap_values_table(long_only, X, max_table_bytes=0), shap_values_path(long_only, X))
     monkeypatch.setattr(treeshap, "QUADRATURE_MAX_K", 0)  # no quadrature: the path method's bits
     assert np.array_equal(shap_values_table(table, X, tables=none), path)
 
@@ -303,8 +334,7 @@ def test_zero_cover_children_do_not_produce_nan():
     assert np.all(np.isfinite(a))
     np.testing.assert_allclose(a, shap_values_table(ens, X), rtol=0, atol=1e-9)
     np.testing.assert_allclose(a, brute_force_shap(ens, X), rtol=0, atol=1e-6)
-    np.testing.assert_allclose(shap_interactions(ens, X), brute_force_interactions(ens, X),
-                               rtol=0, atol=1e-6)
+    np.testing.assert_allclose(shap_interactions(ens, X), brute_force_interactions(ens, X), rtol=0, atol=1e-6)
 
 
 def test_single_leaf_trees_only_add_to_the_bias():
@@ -325,12 +355,12 @@ def test_single_leaf_trees_only_add_to_the_bias():
 def test_extra_columns_get_zero_values_and_too_few_columns_are_an_error():
     _, ens, X = make_case(19, 4, 2, 3, 1, n_rows=10)
     table = extract_paths(ens)
-    wide = np.hstack([X[:, :table.n_features], np.ones((10, 3))])
+    wide = np.hstack([X[:, : table.n_features], np.ones((10, 3))])
     phi = shap_values_table(table, wide)
     assert phi.shape == (10, 1, table.n_features + 4)
-    np.testing.assert_array_equal(phi[:, :, table.n_features:-1], 0.0)
+    np.testing.assert_array_equal(phi[:, :, table.n_features : -1], 0.0)
     with pytest.raises(ValueError, match="columns"):
-        shap_values_table(table, X[:, :table.n_features - 1])
+        shap_values_table(table, X[:, : table.n_features - 1])
     with pytest.raises(TypeError):
         shap_values_path(table, np.array([["a"] * 4]))
     with pytest.raises(ValueError, match="method"):
@@ -341,8 +371,13 @@ def test_extra_columns_get_zero_values_and_too_few_columns_are_an_error():
 # ---------------------------------------------------------------------------------------
 # interaction values: quadrature and table methods against O(k^3) and brute force
 # ---------------------------------------------------------------------------------------
-INTERACTION_VARIANTS = [("quadrature", {}), ("table", {}), ("table", {"max_k": 16}),
-                        ("table", {"max_k": 3}), ("table", {"max_table_bytes": 0})]
+INTERACTION_VARIANTS = [
+    ("quadrature", {}),
+    ("table", {}),
+    ("table", {"max_k": 16}),
+    ("table", {"max_k": 3}),
+    ("table", {"max_table_bytes": 0}),
+]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -352,8 +387,7 @@ def test_interaction_methods_equal_the_o_k3_method_and_brute_force(case, method,
     _, ens, X = make_case(*case, n_rows=14)
     table = extract_paths(ens)
     got = shap_interactions(table, X, method=method, **kw)
-    np.testing.assert_allclose(got, shap_interactions(table, X, method="path"), rtol=0,
-                               atol=1e-9)
+    np.testing.assert_allclose(got, shap_interactions(table, X, method="path"), rtol=0, atol=1e-9)
     np.testing.assert_allclose(got, brute_force_interactions(ens, X), rtol=0, atol=1e-6)
 
 
@@ -374,8 +408,7 @@ def _exact_pair_weight(z, o, i, j):
                 new[d + 1] += c
         poly = new
     m = len(poly) - 1
-    return sum(c * Fraction(factorial(d) * factorial(m - d), factorial(m + 1))
-               for d, c in enumerate(poly))
+    return sum(c * Fraction(factorial(d) * factorial(m - d), factorial(m + 1)) for d, c in enumerate(poly))
 
 
 def test_long_paths_fall_back_to_quadrature_and_stay_exact():
@@ -390,8 +423,7 @@ def test_long_paths_fall_back_to_quadrature_and_stay_exact():
     table = extract_paths(ens)
     bf = brute_force_interactions(ens, X)
     for method, kw in INTERACTION_VARIANTS:
-        np.testing.assert_allclose(shap_interactions(table, X, method=method, **kw), bf,
-                                   rtol=0, atol=1e-6)
+        np.testing.assert_allclose(shap_interactions(table, X, method=method, **kw), bf, rtol=0, atol=1e-6)
     # 36 distinct features on one path: no table (k > max_k), quadrature with 18 nodes;
     # exact rational weights for some pairs of that path alone
     ens = Ensemble()
@@ -413,19 +445,19 @@ def test_long_paths_fall_back_to_quadrature_and_stay_exact():
     X32 = X.astype(np.float32)
     for r in range(3):
         x = X32[r, feat]
-        o = [bool((one.lower[s + l] <= x[l] < one.upper[s + l])
-                  or (np.isnan(x[l]) and one.is_missing_branch[s + l])) for l in range(k)]
+        o = [
+            bool((one.lower[s + l] <= x[l] < one.upper[s + l]) or (np.isnan(x[l]) and one.is_missing_branch[s + l]))
+            for l in range(k)
+        ]
         for i, j in [(0, 1), (3, 35), (17, 18), (20, 33)]:
             w = _exact_pair_weight(z, o, i, j)
-            val = float(v / 2 * (int(o[i]) - Fraction(float(z[i])))
-                        * (int(o[j]) - Fraction(float(z[j]))) * w)
+            val = float(v / 2 * (int(o[i]) - Fraction(float(z[i]))) * (int(o[j]) - Fraction(float(z[j]))) * w)
             assert got[r, 0, feat[i], feat[j]] == pytest.approx(val, rel=1e-12, abs=1e-15)
             assert got[r, 0, feat[j], feat[i]] == got[r, 0, feat[i], feat[j]]
     # additivity and SHAP values for the whole model
     X = random_rows(rng, 20, 50, nan_prob=0.05)
     inter = shap_interactions(ens, X)
-    np.testing.assert_allclose(inter.sum((-1, -2)), predict_margin(ens, X), rtol=1e-9,
-                               atol=1e-9)
+    np.testing.assert_allclose(inter.sum((-1, -2)), predict_margin(ens, X), rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(inter.sum(-1), shap_values_path(ens, X), rtol=0, atol=1e-9)
 
 
@@ -447,9 +479,11 @@ def test_interaction_tables_hold_the_pair_weights_and_the_shap_weights():
         off, half = tabs.table_offsets[p], 1 << (k - 1)
         # the SHAP part is the WeightTables table of the path
         np.testing.assert_allclose(
-            tabs.values[off:off + k * half],
-            shap_tabs.values[shap_tabs.table_offsets[p]:shap_tabs.table_offsets[p] + k * half],
-            rtol=0, atol=1e-13)
+            tabs.values[off : off + k * half],
+            shap_tabs.values[shap_tabs.table_offsets[p] : shap_tabs.table_offsets[p] + k * half],
+            rtol=0,
+            atol=1e-13,
+        )
         pair = 0
         for i in range(k):
             for j in range(i + 1, k):
@@ -459,14 +493,17 @@ def test_interaction_tables_hold_the_pair_weights_and_the_shap_weights():
                     w = 0.0
                     for msk in range(1 << len(on)):
                         S = {sorted(on)[b] for b in range(len(on)) if (msk >> b) & 1}
-                        w += factorial(len(S)) * factorial(k - 2 - len(S)) / factorial(k - 1) \
+                        w += (
+                            factorial(len(S))
+                            * factorial(k - 2 - len(S))
+                            / factorial(k - 1)
                             * np.prod([z[l] for l in others if l not in S])
+                        )
                     got = tabs.values[off + k * half + pair * (1 << (k - 2)) + P]
                     assert got == pytest.approx(w, abs=1e-13)
                 pair += 1
     # an InteractionTables is also a WeightTables for shap_values_table
-    np.testing.assert_allclose(shap_values_table(table, X, tables=tabs),
-                               shap_values_path(table, X), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(shap_values_table(table, X, tables=tabs), shap_values_path(table, X), rtol=0, atol=1e-9)
 
 
 def test_interaction_table_budget_prefers_short_paths_and_zero_budget_falls_back():
@@ -484,10 +521,8 @@ def test_interaction_table_budget_prefers_short_paths_and_zero_budget_falls_back
     assert none.n_bytes == 0 and none.coverage(table) == 0.0
     assert not np.any(short.has_table[k > short.max_k])
     for tabs in (full, some, none, short):
-        np.testing.assert_allclose(shap_interactions(table, X, method="table", tables=tabs),
-                                   ref, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(shap_interactions(table, X, method="table", max_table_bytes=0),
-                               ref, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(shap_interactions(table, X, method="table", tables=tabs), ref, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(shap_interactions(table, X, method="table", max_table_bytes=0), ref, rtol=0, atol=1e-9)
 
 
 def test_interaction_tables_are_cached_per_budget_and_not_pickled():
@@ -536,27 +571,31 @@ def test_interaction_values_do_not_depend_on_blocks_or_threads():
         for method, kw in (("quadrature", {}), ("table", {"tables": tabs})):
             ref = shap_interactions(table, X, method=method, **kw)
             for block in (1, 6, 1000):
-                np.testing.assert_array_equal(
-                    shap_interactions(table, X, method=method, block_rows=block, **kw), ref)
+                np.testing.assert_array_equal(shap_interactions(table, X, method=method, block_rows=block, **kw), ref)
             for nt in {1, min(2, numba.config.NUMBA_NUM_THREADS)}:
                 numba.set_num_threads(nt)
-                np.testing.assert_array_equal(shap_interactions(table, X, method=method, **kw),
-                                              ref)
+                np.testing.assert_array_equal(shap_interactions(table, X, method=method, **kw), ref)
             numba.set_num_threads(threads)
     finally:
         numba.set_num_threads(threads)
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**31), n_features=st.integers(1, 9), depth=st.integers(0, 7),
-       n_groups=st.integers(1, 3), n_rows=st.integers(0, 20),
-       nan_prob=st.sampled_from([0.0, 0.3, 1.0]), zero_cover=st.sampled_from([0.0, 0.3]),
-       max_k=st.integers(0, 8))
-def test_interaction_methods_agree_for_any_shape(seed, n_features, depth, n_groups, n_rows,
-                                                 nan_prob, zero_cover, max_k):
+@given(
+    seed=st.integers(0, 2**31),
+    n_features=st.integers(1, 9),
+    depth=st.integers(0, 7),
+    n_groups=st.integers(1, 3),
+    n_rows=st.integers(0, 20),
+    nan_prob=st.sampled_from([0.0, 0.3, 1.0]),
+    zero_cover=st.sampled_from([0.0, 0.3]),
+    max_k=st.integers(0, 8),
+)
+def test_interaction_methods_agree_for_any_shape(
+    seed, n_features, depth, n_groups, n_rows, nan_prob, zero_cover, max_k
+):
     rng = np.random.default_rng(seed)
-    ens = random_ensemble(rng, n_features, n_trees=3, max_depth=depth, n_groups=n_groups,
-                          zero_cover_prob=zero_cover)
+    ens = random_ensemble(rng, n_features, n_trees=3, max_depth=depth, n_groups=n_groups, zero_cover_prob=zero_cover)
     X = random_rows(rng, n_rows, n_features, nan_prob=nan_prob)
     table = extract_paths(ens)
     ref = shap_interactions(table, X, method="path")
@@ -567,17 +606,22 @@ def test_interaction_methods_agree_for_any_shape(seed, n_features, depth, n_grou
     np.testing.assert_allclose(tab, ref, rtol=0, atol=1e-9)
     np.testing.assert_array_equal(quad, np.swapaxes(quad, -1, -2))
     np.testing.assert_allclose(quad.sum(-1), shap_values_path(table, X), rtol=0, atol=1e-9)
-    np.testing.assert_allclose(quad.sum((-1, -2)), predict_margin(ens, X), rtol=1e-9,
-                               atol=1e-9)
+    np.testing.assert_allclose(quad.sum((-1, -2)), predict_margin(ens, X), rtol=1e-9, atol=1e-9)
 
 
 # ---------------------------------------------------------------------------------------
 # XGBoost
 # ---------------------------------------------------------------------------------------
-import xgboost as xgb  # declared test dependency: fail, never skip
+import xgboost as xgb  # noqa: E402 (declared test dependency: fail, never skip)
 
-XGB_CASES = [("binary:logistic", 3), ("binary:logistic", 8), ("reg:squarederror", 3),
-             ("reg:squarederror", 8), ("multi:softprob", 3), ("multi:softprob", 8)]
+XGB_CASES = [
+    ("binary:logistic", 3),
+    ("binary:logistic", 8),
+    ("reg:squarederror", 3),
+    ("reg:squarederror", 8),
+    ("multi:softprob", 3),
+    ("multi:softprob", 8),
+]
 
 
 def train_xgboost(objective, depth, seed=0, n=600, F=7, rounds=8):
@@ -586,8 +630,14 @@ def train_xgboost(objective, depth, seed=0, n=600, F=7, rounds=8):
     X[:, 3] = np.round(X[:, 3])  # ties at thresholds
     X[rng.random(X.shape) < 0.15] = np.nan
     z = np.nan_to_num(X[:, 0]) * np.nan_to_num(X[:, 1]) + np.nan_to_num(X[:, 2]) ** 2
-    params = {"objective": objective, "max_depth": depth, "eta": 0.3, "nthread": 1,
-              "min_child_weight": 0.1, "seed": seed}
+    params = {
+        "objective": objective,
+        "max_depth": depth,
+        "eta": 0.3,
+        "nthread": 1,
+        "min_child_weight": 0.1,
+        "seed": seed,
+    }
     if objective == "binary:logistic":
         y = (z + rng.normal(size=n) > 1).astype(float)
     elif objective == "multi:softprob":
@@ -610,12 +660,10 @@ def test_shap_values_match_xgboost_pred_contribs(objective, depth):
     ens = ensemble_from_xgboost(booster)
     Xq = X[:200]
     dm = xgb.DMatrix(Xq)
-    np.testing.assert_allclose(predict_margin(ens, Xq).squeeze(),
-                               booster.predict(dm, output_margin=True), atol=1e-5)
+    np.testing.assert_allclose(predict_margin(ens, Xq).squeeze(), booster.predict(dm, output_margin=True), atol=1e-5)
     expected = xgb_layout(booster.predict(dm, pred_contribs=True), ens.n_groups)
     for method in ("table", "path"):
-        np.testing.assert_allclose(shap_values(ens, Xq, method=method), expected, rtol=0,
-                                   atol=1e-4)
+        np.testing.assert_allclose(shap_values(ens, Xq, method=method), expected, rtol=0, atol=1e-4)
 
 
 @pytest.mark.parametrize("objective,depth", XGB_CASES)
@@ -629,18 +677,15 @@ def test_interaction_values_match_xgboost_pred_interactions(objective, depth):
 
 @pytest.mark.parametrize("method,kw", [("table", {"max_k": 16}), ("path", {})])
 @pytest.mark.parametrize("objective,depth", XGB_CASES)
-def test_other_interaction_methods_match_xgboost_pred_interactions(objective, depth, method,
-                                                                   kw):
+def test_other_interaction_methods_match_xgboost_pred_interactions(objective, depth, method, kw):
     booster, X = train_xgboost(objective, depth, rounds=4)
     ens = ensemble_from_xgboost(booster)
     Xq = X[:40]
     expected = xgb_layout(booster.predict(xgb.DMatrix(Xq), pred_interactions=True), ens.n_groups)
-    np.testing.assert_allclose(shap_interactions(ens, Xq, method=method, **kw), expected,
-                               rtol=0, atol=1e-4)
+    np.testing.assert_allclose(shap_interactions(ens, Xq, method=method, **kw), expected, rtol=0, atol=1e-4)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("dgboost.model_io") is None,
-                    reason="dgboost.model_io not written yet")
+@pytest.mark.skipif(importlib.util.find_spec("dgboost.model_io") is None, reason="dgboost.model_io not written yet")
 @pytest.mark.parametrize("objective,depth", XGB_CASES[::2])
 def test_models_imported_by_model_io_match_xgboost_pred_contribs(objective, depth):
     from dgboost.model_io import import_xgboost_booster
@@ -689,5 +734,4 @@ def test_an_ensemble_without_trees_explains_to_its_base_margin():
         np.testing.assert_array_equal(phi[:, :, 2], [[0.1, 0.2, 0.3]] * 4)
         np.testing.assert_array_equal(phi[:, :, :2], 0.0)
     np.testing.assert_array_equal(shap_interactions(ens, X)[:, :, 2, 2], [[0.1, 0.2, 0.3]] * 4)
-    np.testing.assert_array_equal(shap_values_interventional(ens, X, X)[:, :, 2],
-                                  [[0.1, 0.2, 0.3]] * 4)
+    np.testing.assert_array_equal(shap_values_interventional(ens, X, X)[:, :, 2], [[0.1, 0.2, 0.3]] * 4)

@@ -1,4 +1,5 @@
 """How the device sketch groups features into sort blocks (pure host logic)."""
+
 import numpy as np
 
 from dgboost.backend._cuda_sketch import feature_blocks
@@ -15,7 +16,7 @@ def test_feature_blocks_cover_every_feature_once_in_order_within_the_budget():
         blocks = feature_blocks(counts, range(start, start + n), budget)
         assert [f for b in blocks for f in b] == list(range(start, start + n))
         for b in blocks:
-            held = counts[b.start - start:b.stop - start]
+            held = counts[b.start - start : b.stop - start]
             # over the budget only when one feature alone is over it (empty ones may join it)
             assert held.sum() <= budget or np.count_nonzero(held) == 1
 

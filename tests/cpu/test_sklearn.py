@@ -1,5 +1,6 @@
 """The scikit-learn estimators: quality against XGBoost's, label handling, early stopping,
 scikit-learn's parameter protocol, feature checks, persistence and ranking."""
+
 from __future__ import annotations
 
 import pickle
@@ -9,12 +10,12 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+import xgboost
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits
 from sklearn.metrics import accuracy_score, log_loss, mean_squared_error, ndcg_score
 from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.utils import estimator_checks
-import xgboost
 
 import dgboost
 from dgboost.datasets import make_synthetic
@@ -189,7 +190,8 @@ def test_eval_metric_list_and_callable_metric_are_recorded_per_eval_set(cancer):
         return float(np.mean((y_pred > 0.5) != y_true))
 
     model = DGBClassifier(n_estimators=4, eval_metric=["logloss", "auc"]).fit(
-        Xtr, ytr, eval_set=[(Xtr, ytr), (Xte, yte)])
+        Xtr, ytr, eval_set=[(Xtr, ytr), (Xte, yte)]
+    )
     result = model.evals_result()
     assert set(result) == {"validation_0", "validation_1"}
     assert set(result["validation_1"]) == {"logloss", "auc"}
@@ -226,39 +228,56 @@ def test_unknown_extra_parameter_is_rejected_at_fit_with_a_suggestion():
         model.fit(X, y)
 
 
-@pytest.mark.parametrize("check", [
-    estimator_checks.check_no_attributes_set_in_init,
-    estimator_checks.check_get_params_invariance,
-    estimator_checks.check_set_params,
-    estimator_checks.check_parameters_default_constructible,
-    estimator_checks.check_dont_overwrite_parameters,
-    estimator_checks.check_estimators_unfitted,
-    estimator_checks.check_n_features_in_after_fitting,
-    estimator_checks.check_fit2d_predict1d,
-    estimator_checks.check_requires_y_none,
-    estimator_checks.check_estimators_pickle,
-    estimator_checks.check_fit_idempotent,
-    estimator_checks.check_complex_data,
-    estimator_checks.check_dtype_object,
-    estimator_checks.check_supervised_y_2d,
-], ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "check",
+    [
+        estimator_checks.check_no_attributes_set_in_init,
+        estimator_checks.check_get_params_invariance,
+        estimator_checks.check_set_params,
+        estimator_checks.check_parameters_default_constructible,
+        estimator_checks.check_dont_overwrite_parameters,
+        estimator_checks.check_estimators_unfitted,
+        estimator_checks.check_n_features_in_after_fitting,
+        estimator_checks.check_fit2d_predict1d,
+        estimator_checks.check_requires_y_none,
+        estimator_checks.check_estimators_pickle,
+        estimator_checks.check_fit_idempotent,
+        estimator_checks.check_complex_data,
+        estimator_checks.check_dtype_object,
+        estimator_checks.check_supervised_y_2d,
+    ],
+    ids=lambda c: c.__name__,
+)
 @pytest.mark.parametrize("cls", [DGBRegressor, DGBClassifier], ids=lambda c: c.__name__)
 def test_scikit_learn_estimator_checks_pass(check, cls):
     check(cls.__name__, cls(n_estimators=3))
 
 
-@pytest.mark.parametrize("check", [estimator_checks.check_sample_weight_equivalence_on_dense_data,
-                                   estimator_checks.check_sample_weight_equivalence_on_sparse_data],
-                         ids=lambda c: c.__name__)
-@pytest.mark.parametrize("cls", [
-    DGBRegressor,
-    # XGBClassifier passes this check; dgboost does not yet: with 15 rows and 30 features two
-    # features split the rows identically (f1 and f14, equal gain) and the weighted fit breaks
-    # the tie differently from the fit on repeated rows. The fix belongs in the grower's
-    # tie-breaking, not in the wrapper; strict, so that the fix shows up here.
-    pytest.param(DGBClassifier, marks=pytest.mark.xfail(strict=True, reason="equal-gain split tie broken "
-                                                          "differently under integer weights")),
-], ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "check",
+    [
+        estimator_checks.check_sample_weight_equivalence_on_dense_data,
+        estimator_checks.check_sample_weight_equivalence_on_sparse_data,
+    ],
+    ids=lambda c: c.__name__,
+)
+@pytest.mark.parametrize(
+    "cls",
+    [
+        DGBRegressor,
+        # XGBClassifier passes this check; dgboost does not yet: with 15 rows and 30 features two
+        # features split the rows identically (f1 and f14, equal gain) and the weighted fit breaks
+        # the tie differently from the fit on repeated rows. The fix belongs in the grower's
+        # tie-breaking, not in the wrapper; strict, so that the fix shows up here.
+        pytest.param(
+            DGBClassifier,
+            marks=pytest.mark.xfail(
+                strict=True, reason="equal-gain split tie broken differently under integer weights"
+            ),
+        ),
+    ],
+    ids=lambda c: c.__name__,
+)
 def test_integer_sample_weights_equal_repeated_rows_in_scikit_learn_checks(check, cls):
     check(cls.__name__, cls(n_estimators=5))
 
@@ -291,8 +310,10 @@ def test_xgboost_class_names_are_top_level_aliases_of_the_dgb_estimators():
 
 def test_importing_dgboost_does_not_import_scikit_learn():
     # scikit-learn's import is slower than the rest of dgboost's: the estimators load lazily
-    code = ("import sys, dgboost; assert 'sklearn' not in sys.modules; "
-            "from dgboost import XGBClassifier; assert 'sklearn' in sys.modules")
+    code = (
+        "import sys, dgboost; assert 'sklearn' not in sys.modules; "
+        "from dgboost import XGBClassifier; assert 'sklearn' in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -369,8 +390,11 @@ def test_sample_weight_and_base_margin_change_the_model(diabetes):
     assert weighted.mean() > plain.mean()
     margin = np.full(len(Xtr), 100.0)
     model = DGBRegressor(n_estimators=5).fit(Xtr, ytr, base_margin=margin)
-    np.testing.assert_allclose(model.predict(Xte, base_margin=np.full(len(Xte), 100.0)),
-                               model.predict(Xte, base_margin=np.zeros(len(Xte))) + 100.0, rtol=1e-5)
+    np.testing.assert_allclose(
+        model.predict(Xte, base_margin=np.full(len(Xte), 100.0)),
+        model.predict(Xte, base_margin=np.zeros(len(Xte))) + 100.0,
+        rtol=1e-5,
+    )
     with pytest.raises(dgboost.DGBoostError, match="zero"):
         DGBRegressor(n_estimators=2).fit(Xtr, ytr, sample_weight=np.zeros(len(ytr)))
 
@@ -397,7 +421,8 @@ def test_custom_objective_in_the_scikit_learn_signature_trains_a_regressor(diabe
 def test_regressor_save_load_and_pickle_give_identical_predictions(tmp_path, diabetes):
     Xtr, Xte, ytr, yte = diabetes
     model = DGBRegressor(n_estimators=30, early_stopping_rounds=2, learning_rate=0.9).fit(
-        Xtr, ytr, eval_set=[(Xte, yte)])
+        Xtr, ytr, eval_set=[(Xte, yte)]
+    )
     path = tmp_path / "reg.json"
     model.save_model(path)
     loaded = DGBRegressor()

@@ -1,4 +1,5 @@
 """TimedComm: the wrapped communicator's results, unchanged, and what each collective cost."""
+
 from __future__ import annotations
 
 import time
@@ -28,7 +29,11 @@ def test_collectives_through_the_wrapper_give_the_wrapped_results_and_count_call
         np.testing.assert_array_equal(rows[:, 0], [0, 1, 1, 2, 2, 2])
         assert word == {"from": 2}
         assert {op: s["calls"] for op, s in timed.stats.items()} == {
-            "allreduce_sum": 1, "allreduce_max": 1, "allgather": 1, "broadcast": 1}
+            "allreduce_sum": 1,
+            "allreduce_max": 1,
+            "allgather": 1,
+            "broadcast": 1,
+        }
         assert timed.stats["allreduce_sum"]["bytes"] == 4 * 8
         assert all(s["producer_s"] >= 0 and s["collective_s"] >= 0 for s in timed.stats.values())
 
@@ -77,8 +82,15 @@ def test_a_rank_clock_splits_the_set_up_from_the_rounds_and_takes_their_median()
     from dgboost.dask._profile import RankClock
 
     clock = RankClock()
-    assert clock.marks(since=1.0, until=3.0) == {"setup_s": 2.0, "rounds_s": 0.0, "round_s_median": 0.0, "rounds": 0,
-                                                 "round_s_first": 0.0, "round_s_max": 0.0, "rounds_over_median_s": 0.0}
+    assert clock.marks(since=1.0, until=3.0) == {
+        "setup_s": 2.0,
+        "rounds_s": 0.0,
+        "round_s_median": 0.0,
+        "rounds": 0,
+        "round_s_first": 0.0,
+        "round_s_max": 0.0,
+        "rounds_over_median_s": 0.0,
+    }
     X, y, _ = make_synthetic(500, 4, task="binary", seed=1)
     dg.train({"objective": "binary:logistic", "max_depth": 2}, dg.DMatrix(X, y), 3, callbacks=[clock])
     marks = clock.marks(since=clock._start - 0.5, until=clock._round_ends[-1])

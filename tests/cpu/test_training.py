@@ -1,4 +1,5 @@
 """The boosting loop: determinism, partition independence, growth policies, resuming, printing."""
+
 import os
 import re
 import subprocess
@@ -50,12 +51,15 @@ def test_the_same_inputs_and_seed_give_a_byte_identical_model_file(tmp_path):
     assert paths[0].read_bytes() == paths[1].read_bytes()
 
 
-@pytest.mark.parametrize("params", [
-    BASE,
-    {**BASE, "subsample": 0.7, "colsample_bytree": 0.8, "colsample_bylevel": 0.8, "seed": 3},
-    {**BASE, "grow_policy": "lossguide", "max_leaves": 12, "max_depth": 0},
-    {**BASE, "objective": "reg:squarederror", "min_child_weight": 5, "alpha": 0.1, "max_delta_step": 0.5},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        BASE,
+        {**BASE, "subsample": 0.7, "colsample_bytree": 0.8, "colsample_bylevel": 0.8, "seed": 3},
+        {**BASE, "grow_policy": "lossguide", "max_leaves": 12, "max_depth": 0},
+        {**BASE, "objective": "reg:squarederror", "min_child_weight": 5, "alpha": 0.1, "max_delta_step": 0.5},
+    ],
+)
 def test_the_model_does_not_depend_on_how_rows_are_partitioned_across_ranks(params):
     x, y = _data(n=2400, task="binary" if params["objective"].startswith("binary") else "regression")
     w = np.random.default_rng(1).uniform(0.5, 2.0, size=len(y)).astype(np.float32)
@@ -77,8 +81,7 @@ def test_training_reduces_the_training_loss_every_round():
     x, y = _data()
     result = {}
     d = dg.DMatrix(x, y)
-    dg.train({**BASE, "eval_metric": "logloss"}, d, 10, evals=[(d, "train")], evals_result=result,
-             verbose_eval=False)
+    dg.train({**BASE, "eval_metric": "logloss"}, d, 10, evals=[(d, "train")], evals_result=result, verbose_eval=False)
     loss = result["train"]["logloss"]
     assert len(loss) == 10 and all(b < a for a, b in zip(loss, loss[1:]))
 
@@ -88,12 +91,10 @@ def test_depthwise_trees_respect_max_depth_and_lossguide_trees_respect_max_leave
     d = dg.DMatrix(x, y)
     deep = dg.train({**BASE, "max_depth": 3}, d, 3, verbose_eval=False)
     assert max(t.depth() for t in deep.ensemble.trees()) == 3
-    lg = dg.train({**BASE, "grow_policy": "lossguide", "max_leaves": 7, "max_depth": 0}, d, 3,
-                  verbose_eval=False)
+    lg = dg.train({**BASE, "grow_policy": "lossguide", "max_leaves": 7, "max_depth": 0}, d, 3, verbose_eval=False)
     assert all(t.n_leaves == 7 for t in lg.ensemble.trees())
     assert max(t.depth() for t in lg.ensemble.trees()) >= 3
-    both = dg.train({**BASE, "grow_policy": "lossguide", "max_leaves": 16, "max_depth": 2}, d, 3,
-                    verbose_eval=False)
+    both = dg.train({**BASE, "grow_policy": "lossguide", "max_leaves": 16, "max_depth": 2}, d, 3, verbose_eval=False)
     assert all(t.depth() <= 2 and t.n_leaves <= 4 for t in both.ensemble.trees())
     assert max(t.n_leaves for t in both.ensemble.trees()) == 4
 
@@ -102,8 +103,7 @@ def test_predictions_equal_the_margins_accumulated_during_training():
     x, y = _data()
     d = dg.DMatrix(x, y)
     result = {}
-    b = dg.train({**BASE, "eval_metric": "logloss"}, d, 8, evals=[(d, "t")], evals_result=result,
-                 verbose_eval=False)
+    b = dg.train({**BASE, "eval_metric": "logloss"}, d, 8, evals=[(d, "t")], evals_result=result, verbose_eval=False)
     p = b.predict(d)
     eps = 1e-16
     logloss = -np.mean(y * np.log(np.maximum(p, eps)) + (1 - y) * np.log(np.maximum(1 - p, eps)))
@@ -135,8 +135,14 @@ def test_early_stopping_records_the_best_iteration():
     x, y = _data(n=2000)
     xv, yv = _data(n=1000, seed=5)
     dtr, dva = dg.DMatrix(x, y), dg.DMatrix(xv, yv)
-    b = dg.train({**BASE, "eta": 1.0, "max_depth": 8}, dtr, 200, evals=[(dva, "valid")],
-                 early_stopping_rounds=3, verbose_eval=False)
+    b = dg.train(
+        {**BASE, "eta": 1.0, "max_depth": 8},
+        dtr,
+        200,
+        evals=[(dva, "valid")],
+        early_stopping_rounds=3,
+        verbose_eval=False,
+    )
     assert b.num_boosted_rounds() == b.best_iteration + 4
     assert b.num_boosted_rounds() < 200
 
@@ -146,8 +152,9 @@ def test_iteration_range_and_slicing_agree():
     d = dg.DMatrix(x, y)
     b = dg.train(BASE, d, 6, verbose_eval=False)
     np.testing.assert_array_equal(b.predict(d, iteration_range=(0, 3)), b[:3].predict(d))
-    np.testing.assert_array_equal(b.predict(d, iteration_range=(2, 5), output_margin=True),
-                                  b[2:5].predict(d, output_margin=True))
+    np.testing.assert_array_equal(
+        b.predict(d, iteration_range=(2, 5), output_margin=True), b[2:5].predict(d, output_margin=True)
+    )
 
 
 def test_callbacks_are_called_and_can_stop_training():
@@ -228,8 +235,11 @@ def test_continued_training_prints_rounds_from_zero_like_xgboost(capsys, no_comp
     _, want = _xgb_lines(capsys, BASE, x, y, xv, yv, 2, xgb_model=first)
     first, _ = _dg_lines(capsys, BASE, x, y, xv, yv, 3, verbose_eval=False)
     _, got = _dg_lines(capsys, BASE, x, y, xv, yv, 2, xgb_model=first)
-    assert _shape(got) == _shape(want) == [["[0]", "train-logloss", "valid-logloss"],
-                                           ["[1]", "train-logloss", "valid-logloss"]]
+    assert (
+        _shape(got)
+        == _shape(want)
+        == [["[0]", "train-logloss", "valid-logloss"], ["[1]", "train-logloss", "valid-logloss"]]
+    )
 
 
 def test_early_stopping_prints_no_message_and_shows_the_last_round_like_xgboost(capsys, no_compile_notice):
@@ -249,12 +259,14 @@ def test_a_round_a_user_callback_stops_on_is_not_printed_like_xgboost(capsys, no
         class StopAtFour(base):
             def after_iteration(self, model, epoch, evals_log):
                 return epoch == 4
+
         return StopAtFour()
 
     x, y = _data(n=400)
     xv, yv = _data(n=200, seed=3)
-    _, want = _xgb_lines(capsys, BASE, x, y, xv, yv, 20, verbose_eval=3,
-                         callbacks=[stopper(xgb.callback.TrainingCallback)])
+    _, want = _xgb_lines(
+        capsys, BASE, x, y, xv, yv, 20, verbose_eval=3, callbacks=[stopper(xgb.callback.TrainingCallback)]
+    )
     _, got = _dg_lines(capsys, BASE, x, y, xv, yv, 20, verbose_eval=3, callbacks=[stopper(dg.TrainingCallback)])
     assert _shape(got) == _shape(want) and [line[0] for line in _shape(got)] == ["[0]", "[3]"]
 
@@ -298,19 +310,24 @@ def test_the_cache_check_sees_an_empty_numba_cache_directory_as_cold(tmp_path):
     assert out.strip() == "False"
 
 
-@pytest.mark.parametrize("max_abs", [1e-30, 3e-7, 0.5, 1.0, 1.5, 2.0 ** 20, 7e12])
+@pytest.mark.parametrize("max_abs", [1e-30, 3e-7, 0.5, 1.0, 1.5, 2.0**20, 7e12])
 def test_fixed_point_scale_keeps_every_quantised_value_within_int32(max_abs):
     from dgboost.training import fixed_point_scale
 
     s = fixed_point_scale(max_abs, 10**6)
-    assert abs(round(max_abs * s)) <= 2 ** 30
-    assert max_abs * s > 2 ** 29  # and uses the range: at least 29 bits of resolution
+    assert abs(round(max_abs * s)) <= 2**30
+    assert max_abs * s > 2**29  # and uses the range: at least 29 bits of resolution
     assert np.log2(s) == int(np.log2(s))  # a power of two: scaling is exact
 
 
-@pytest.mark.parametrize("params", [
-    BASE, {**BASE, "objective": "multi:softprob", "num_class": 3, "subsample": 0.7},
-    {**BASE, "objective": "reg:squarederror", "max_depth": 3, "alpha": 0.5, "max_delta_step": 0.4}])
+@pytest.mark.parametrize(
+    "params",
+    [
+        BASE,
+        {**BASE, "objective": "multi:softprob", "num_class": 3, "subsample": 0.7},
+        {**BASE, "objective": "reg:squarederror", "max_depth": 3, "alpha": 0.5, "max_delta_step": 0.4},
+    ],
+)
 def test_leaves_added_to_the_margins_from_node_records_give_the_model_the_host_trees_give(monkeypatch, params):
     from dgboost.grower import TreeGrower
 
@@ -345,8 +362,13 @@ def test_ranking_models_do_not_depend_on_how_query_groups_are_partitioned(object
     x = rng.normal(size=(n_groups * size, 5)).astype(np.float32)
     y = np.clip(np.round(x[:, 0] + rng.normal(scale=0.5, size=len(x)) + 1), 0, 3).astype(np.float32)
     w = rng.uniform(0.5, 2.0, size=n_groups).repeat(size).astype(np.float32)
-    params = {"objective": objective, "max_depth": 4, "max_bin": 32,
-              "lambdarank_pair_method": "mean", "lambdarank_num_pair_per_sample": 2}
+    params = {
+        "objective": objective,
+        "max_depth": 4,
+        "max_bin": 32,
+        "lambdarank_pair_method": "mean",
+        "lambdarank_num_pair_per_sample": 2,
+    }
     group = np.full(n_groups, size)
     single = dg.train(params, dg.DMatrix(x, y, weight=w, group=group), 4, verbose_eval=False).to_json()
 
@@ -381,8 +403,9 @@ def test_an_unweighted_absolute_error_leaf_is_eta_times_the_interpolated_median_
 @pytest.mark.parametrize("params", [BASE, {**BASE, "subsample": 0.8, "colsample_bynode": 0.7, "seed": 5}])
 def test_a_strided_split_gives_the_model_of_its_parts_concatenated_in_rank_order(params):
     x, y = _data(n=1500)
-    models = run_in_threads(2, lambda comm, r: dg.train(params, dg.DMatrix(x[r::2], y[r::2]), 4,
-                                                        verbose_eval=False, comm=comm).to_json())
+    models = run_in_threads(
+        2, lambda comm, r: dg.train(params, dg.DMatrix(x[r::2], y[r::2]), 4, verbose_eval=False, comm=comm).to_json()
+    )
     order = np.concatenate([np.arange(0, len(x), 2), np.arange(1, len(x), 2)])
     single = dg.train(params, dg.DMatrix(x[order], y[order]), 4, verbose_eval=False).to_json()
     assert models[0] == single
@@ -392,12 +415,15 @@ def test_a_strided_split_gives_the_model_of_its_parts_concatenated_in_rank_order
         assert unordered != single
 
 
-@pytest.mark.parametrize("params", [
-    {"max_depth": 6},
-    {"max_depth": 4, "colsample_bytree": 0.7, "colsample_bylevel": 0.6, "subsample": 0.8},
-    {"max_depth": 10, "gamma": 1.0},
-    {"objective": "multi:softprob", "num_class": 3, "max_depth": 3},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"max_depth": 6},
+        {"max_depth": 4, "colsample_bytree": 0.7, "colsample_bylevel": 0.6, "subsample": 0.8},
+        {"max_depth": 10, "gamma": 1.0},
+        {"objective": "multi:softprob", "num_class": 3, "max_depth": 3},
+    ],
+)
 def test_trees_grown_in_whole_levels_equal_trees_grown_level_by_level(params, monkeypatch):
     from dgboost import grower
 
@@ -418,11 +444,14 @@ def test_trees_grown_in_whole_levels_equal_trees_grown_level_by_level(params, mo
     assert whole.save_raw("json") == by_level.save_raw("json")
 
 
-@pytest.mark.parametrize("params", [
-    {"max_leaves": 40, "max_depth": 5, "colsample_bylevel": 0.6, "colsample_bytree": 0.8},
-    {"max_leaves": 0, "max_depth": 4},
-    {"max_leaves": 63, "max_depth": 0, "subsample": 0.7, "min_child_weight": 3},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"max_leaves": 40, "max_depth": 5, "colsample_bylevel": 0.6, "colsample_bytree": 0.8},
+        {"max_leaves": 0, "max_depth": 4},
+        {"max_leaves": 63, "max_depth": 0, "subsample": 0.7, "min_child_weight": 3},
+    ],
+)
 def test_lossguide_with_splits_computed_ahead_builds_the_strict_best_first_tree(params, monkeypatch):
     from dgboost.backend.base import LookaheadBudget
     from dgboost.backend.cpu import CPUBackend
@@ -434,13 +463,17 @@ def test_lossguide_with_splits_computed_ahead_builds_the_strict_best_first_tree(
     full = dict({"objective": "binary:logistic", "grow_policy": "lossguide", "seed": 2}, **params)
     models, reads = [], []
     real_read = CPUBackend.to_host
-    budgets = [LookaheadBudget(nodes=256, levels=12, hist_bytes=256 << 20),  # whole levels ahead
-               LookaheadBudget(nodes=8, levels=1, hist_bytes=64 << 20),
-               LookaheadBudget(nodes=1, levels=0, hist_bytes=0)]  # strict best-first: one node a read
+    budgets = [
+        LookaheadBudget(nodes=256, levels=12, hist_bytes=256 << 20),  # whole levels ahead
+        LookaheadBudget(nodes=8, levels=1, hist_bytes=64 << 20),
+        LookaheadBudget(nodes=1, levels=0, hist_bytes=0),
+    ]  # strict best-first: one node a read
     for budget in budgets:
         count = [0]
         monkeypatch.setattr(CPUBackend, "lookahead", budget)
-        monkeypatch.setattr(CPUBackend, "to_host", lambda self, a: count.__setitem__(0, count[0] + 1) or real_read(self, a))
+        monkeypatch.setattr(
+            CPUBackend, "to_host", lambda self, a: count.__setitem__(0, count[0] + 1) or real_read(self, a)
+        )
         models.append(dg.train(full, dg.DMatrix(x, y), 5, verbose_eval=False).save_raw("json"))
         reads.append(count[0])
     assert models[0] == models[1] == models[2]
@@ -456,10 +489,16 @@ def test_lossguide_levels_split_ahead_give_the_same_tree_with_fewer_device_batch
     rng = np.random.default_rng(23)
     x = rng.normal(size=(4000, 6)).astype(np.float32)
     x[rng.random(x.shape) < 0.1] = np.nan
-    y = (np.nan_to_num(x[:, 0]) * 2 + np.sin(np.nan_to_num(x[:, 1]) * 3) + rng.normal(scale=0.3, size=4000)
-         ).astype(np.float32)
-    params = {"objective": "reg:squarederror", "grow_policy": "lossguide", "max_leaves": 48, "max_depth": 0,
-              "max_bin": 32}
+    y = (np.nan_to_num(x[:, 0]) * 2 + np.sin(np.nan_to_num(x[:, 1]) * 3) + rng.normal(scale=0.3, size=4000)).astype(
+        np.float32
+    )
+    params = {
+        "objective": "reg:squarederror",
+        "grow_policy": "lossguide",
+        "max_leaves": 48,
+        "max_depth": 0,
+        "max_bin": 32,
+    }
     monkeypatch.setattr(CPUBackend, "lookahead", LookaheadBudget(nodes=256, levels=12, hist_bytes=256 << 20))
     real = grower.TreeGrower._split
     models, batches, levels_used = [], [], []

@@ -1,4 +1,5 @@
 """The UBJSON decoder behind the import of in-memory XGBoost boosters (``save_raw("ubj")``)."""
+
 from __future__ import annotations
 
 import json
@@ -6,7 +7,6 @@ import struct
 
 import numpy as np
 import pytest
-
 import xgboost  # declared test dependency: fail, never skip
 
 from dgboost import ModelFormatError
@@ -30,7 +30,7 @@ def test_every_marker_decodes_as_json_would_give_it():
     body += key("n") + b"Z" + key("t") + b"T" + key("f") + b"F"
     body += key("i") + b"i" + struct.pack(">b", -5) + key("u") + b"U" + bytes([200])
     body += key("s") + b"I" + struct.pack(">h", 3000) + key("l") + b"l" + struct.pack(">i", -70000)
-    body += key("L") + b"L" + struct.pack(">q", 2 ** 40)
+    body += key("L") + b"L" + struct.pack(">q", 2**40)
     body += key("d") + b"d" + struct.pack(">f", 1.5) + key("D") + b"D" + struct.pack(">d", 0.1)
     body += key("str") + b"S" + _ubj_string("héllo") + key("c") + b"Cx"
     body += key("list") + b"[" + b"U\x01" + b"S" + _ubj_string("two") + b"N" + b"[U\x03]" + b"]"
@@ -40,8 +40,22 @@ def test_every_marker_decodes_as_json_would_give_it():
     out = loads(body)
     typed = out.pop("typed")
     assert typed.dtype == np.float32 and typed.dtype.isnative and typed.tolist() == [1.5, -2.0]
-    assert out == {"n": None, "t": True, "f": False, "i": -5, "u": 200, "s": 3000, "l": -70000, "L": 2 ** 40,
-                   "d": 1.5, "D": 0.1, "str": "héllo", "c": "x", "list": [1, "two", [3]], "counted": [True, False]}
+    assert out == {
+        "n": None,
+        "t": True,
+        "f": False,
+        "i": -5,
+        "u": 200,
+        "s": 3000,
+        "l": -70000,
+        "L": 2**40,
+        "d": 1.5,
+        "D": 0.1,
+        "str": "héllo",
+        "c": "x",
+        "list": [1, "two", [3]],
+        "counted": [True, False],
+    }
 
 
 @pytest.mark.parametrize("data", [b"", b"[U", b"[$d#U\x03\x00\x00", b"{U\x01a", b"Q", b"U\x01U\x02"])
@@ -50,11 +64,14 @@ def test_truncated_or_malformed_data_is_a_model_format_error(data):
         loads(data)
 
 
-@pytest.mark.parametrize("params,rounds", [
-    ({"objective": "binary:logistic", "max_depth": 5}, 12),
-    ({"objective": "multi:softprob", "num_class": 3, "max_depth": 3}, 5),
-    ({"objective": "reg:squarederror", "max_depth": 4, "num_parallel_tree": 2, "base_score": 0.25}, 4),
-])
+@pytest.mark.parametrize(
+    "params,rounds",
+    [
+        ({"objective": "binary:logistic", "max_depth": 5}, 12),
+        ({"objective": "multi:softprob", "num_class": 3, "max_depth": 3}, 5),
+        ({"objective": "reg:squarederror", "max_depth": 4, "num_parallel_tree": 2, "base_score": 0.25}, 4),
+    ],
+)
 def test_an_xgboost_booster_decoded_from_ubjson_equals_its_json_form(params, rounds):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(600, 6)).astype(np.float32)

@@ -3,6 +3,7 @@
 Starting a cluster costs seconds on a 2-core CI machine, so one cluster per worker count is
 started on first use and closed when the session ends.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -18,8 +19,7 @@ def dask_client():
 
     def get(n_workers: int):
         if n_workers not in clusters:
-            cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=":0")
+            cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0")
             clusters[n_workers] = (cluster, Client(cluster))
         cluster, client = clusters[n_workers]
         client.wait_for_workers(n_workers, timeout=60)

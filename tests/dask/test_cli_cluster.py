@@ -5,6 +5,7 @@ One LocalCluster (2 single-threaded worker processes) serves the module: it is s
 a cluster YAML of kind ``local`` (:func:`dgboost.cli.cluster_session.open_cluster`), and the commands
 join it through a YAML of kind ``existing`` (each command's client leaves it running).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,8 +36,14 @@ def cluster(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("cluster")
     local = folder / "local.yaml"
-    local.write_text(yaml.safe_dump({"kind": "local", "args": {"n_workers": 2, "threads_per_worker": 1,
-                                                                "processes": True, "dashboard_address": ":0"}}))
+    local.write_text(
+        yaml.safe_dump(
+            {
+                "kind": "local",
+                "args": {"n_workers": 2, "threads_per_worker": 1, "processes": True, "dashboard_address": ":0"},
+            }
+        )
+    )
     client, _config = open_cluster(str(local), quiet=True)
     existing = folder / "existing.yaml"
     existing.write_text(yaml.safe_dump({"kind": "existing", "address": client.scheduler.address}))
@@ -56,14 +63,19 @@ def parquet(tmp_path_factory):
     (folder / "valid").mkdir()
     start = 0
     for name, n in FILES.items():  # written in natural order: rows[start:start + n] is this file
-        frame.iloc[start:start + n].to_parquet(folder / "train" / name, index=False)
+        frame.iloc[start : start + n].to_parquet(folder / "train" / name, index=False)
         start += n
     train_rows = frame.iloc[:start].reset_index(drop=True)
     valid_rows = frame.iloc[start:].reset_index(drop=True)
     valid_rows.iloc[:500].to_parquet(folder / "valid" / "a.parquet", index=False)
     valid_rows.iloc[500:].to_parquet(folder / "valid" / "b.parquet", index=False)
-    return {"folder": folder, "train": str(folder / "train" / "*.parquet"),
-            "valid": str(folder / "valid" / "*.parquet"), "train_rows": train_rows, "valid_rows": valid_rows}
+    return {
+        "folder": folder,
+        "train": str(folder / "train" / "*.parquet"),
+        "valid": str(folder / "valid" / "*.parquet"),
+        "train_rows": train_rows,
+        "valid_rows": valid_rows,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -71,16 +83,40 @@ def trained(cluster, parquet):
     """The model ``dgboost train --cluster`` writes (with a validation set), and the run's result."""
     config, _client = cluster
     model = parquet["folder"] / "model.json"
-    args = ["train", "--cluster", config, "--data", parquet["train"], "--label", "label", "--weight", "w",
-            "--validation", parquet["valid"], "--output", str(model), "--rounds", str(ROUNDS),
-            "--param", "objective=binary:logistic", "--param", "max_depth=3", "--param", "eta=0.3",
-            "--param", "eval_metric=logloss", "--param", "eval_metric=auc"]
+    args = [
+        "train",
+        "--cluster",
+        config,
+        "--data",
+        parquet["train"],
+        "--label",
+        "label",
+        "--weight",
+        "w",
+        "--validation",
+        parquet["valid"],
+        "--output",
+        str(model),
+        "--rounds",
+        str(ROUNDS),
+        "--param",
+        "objective=binary:logistic",
+        "--param",
+        "max_depth=3",
+        "--param",
+        "eta=0.3",
+        "--param",
+        "eval_metric=logloss",
+        "--param",
+        "eval_metric=auc",
+    ]
     result = CliRunner().invoke(main, args)
     return model, result
 
 
 def _single_process_model(parquet, validation: bool) -> dg.Booster:
     """dgboost.train on the training files' rows in natural file order (and the validation rows)."""
+
     def dmatrix(rows):
         return dg.DMatrix(rows[FEATURES], label=rows["label"].to_numpy(), weight=rows["w"].to_numpy())
 
@@ -108,8 +144,7 @@ def _no_leftovers(folder: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- train
-def test_train_on_the_cluster_writes_the_model_that_single_process_training_on_the_files_rows_gives(
-        trained, parquet):
+def test_train_on_the_cluster_writes_the_model_that_single_process_training_on_the_files_rows_gives(trained, parquet):
     model, result = trained
     assert result.exit_code == 0, result.output
     assert model.is_file()
@@ -124,9 +159,18 @@ def test_train_on_the_cluster_writes_the_model_that_single_process_training_on_t
 def test_train_on_the_cluster_from_a_config_whose_data_path_is_a_glob(cluster, parquet, tmp_path):
     config, _client = cluster
     train_config = tmp_path / "train.yaml"
-    train_config.write_text(yaml.safe_dump({
-        "data": str(parquet["folder"] / "train" / "part-*.parquet"), "label": "label", "weight": "w",
-        "params": PARAMS, "num_boost_round": ROUNDS, "output": "m.json"}))
+    train_config.write_text(
+        yaml.safe_dump(
+            {
+                "data": str(parquet["folder"] / "train" / "part-*.parquet"),
+                "label": "label",
+                "weight": "w",
+                "params": PARAMS,
+                "num_boost_round": ROUNDS,
+                "output": "m.json",
+            }
+        )
+    )
     result = CliRunner().invoke(main, ["train", "--cluster", config, "--config", str(train_config)])
     assert result.exit_code == 0, result.output
     single = _single_process_model(parquet, validation=False)
@@ -138,8 +182,9 @@ def test_train_on_the_cluster_from_a_config_whose_data_path_is_a_glob(cluster, p
 def test_a_bad_label_column_exits_2_with_a_one_line_message_and_writes_no_model(cluster, parquet, tmp_path):
     config, _client = cluster
     model = tmp_path / "model.json"
-    result = CliRunner().invoke(main, ["train", "--cluster", config, "--data", parquet["train"], "--label", "lable",
-                                       "--output", str(model)])
+    result = CliRunner().invoke(
+        main, ["train", "--cluster", config, "--data", parquet["train"], "--label", "lable", "--output", str(model)]
+    )
     _assert_one_line_error(result, "'lable'", "did you mean 'label'")
     assert not model.exists()
 
@@ -150,13 +195,28 @@ def test_cluster_only_options_without_cluster_exit_2(tmp_path):
 
 
 # ----------------------------------------------------------------------------- predict
-def test_predict_on_the_cluster_writes_a_parquet_folder_of_single_process_predictions(trained, cluster, parquet,
-                                                                                      tmp_path):
+def test_predict_on_the_cluster_writes_a_parquet_folder_of_single_process_predictions(
+    trained, cluster, parquet, tmp_path
+):
     config, _client = cluster
     model, _ = trained
     out = tmp_path / "preds"
-    result = CliRunner().invoke(main, ["predict", "--cluster", config, "--model", str(model), "--data",
-                                       parquet["train"], "--output", str(out), "--label-column", "label"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "predict",
+            "--cluster",
+            config,
+            "--model",
+            str(model),
+            "--data",
+            parquet["train"],
+            "--output",
+            str(out),
+            "--label-column",
+            "label",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "partitions done 3/3" in result.stderr
     preds = _read_folder(out)
@@ -166,8 +226,22 @@ def test_predict_on_the_cluster_writes_a_parquet_folder_of_single_process_predic
     _no_leftovers(tmp_path)
 
     # again, with margins, into the same folder: an earlier output is replaced
-    result = CliRunner().invoke(main, ["predict", "--cluster", config, "--model", str(model), "--data",
-                                       parquet["train"], "--output", str(out), "--margin", "--quiet"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "predict",
+            "--cluster",
+            config,
+            "--model",
+            str(model),
+            "--data",
+            parquet["train"],
+            "--output",
+            str(out),
+            "--margin",
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0 and result.output == ""
     margins = _read_folder(out)["prediction"].to_numpy()
     np.testing.assert_array_equal(margins, booster.predict(parquet["train_rows"][FEATURES], output_margin=True))
@@ -182,8 +256,22 @@ def test_a_predict_that_fails_on_the_workers_leaves_no_output_folder_behind(clus
     other = tmp_path / "other.json"
     dg.train({"max_depth": 2}, dg.DMatrix(rows[FEATURES + ["zz"]], rows["label"]), 2).save_model(other)
     out = tmp_path / "preds"
-    result = CliRunner().invoke(main, ["predict", "--cluster", config, "--model", str(other), "--data",
-                                       parquet["train"], "--output", str(out), "--label-column", "label"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "predict",
+            "--cluster",
+            config,
+            "--model",
+            str(other),
+            "--data",
+            parquet["train"],
+            "--output",
+            str(out),
+            "--label-column",
+            "label",
+        ],
+    )
     _assert_one_line_error(result, "zz")
     assert not out.exists()
     _no_leftovers(tmp_path)
@@ -194,8 +282,22 @@ def test_explain_on_the_cluster_writes_the_shap_frame_of_every_row(trained, clus
     config, _client = cluster
     model, _ = trained
     out = tmp_path / "shap"
-    result = CliRunner().invoke(main, ["explain", "--cluster", config, "--model", str(model), "--data",
-                                       parquet["train"], "--output", str(out), "--label-column", "label"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "explain",
+            "--cluster",
+            config,
+            "--model",
+            str(model),
+            "--data",
+            parquet["train"],
+            "--output",
+            str(out),
+            "--label-column",
+            "label",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "partitions done 3/3" in result.stderr
     shap = _read_folder(out)
@@ -208,8 +310,22 @@ def test_explain_interactions_on_the_cluster_are_written_flattened(trained, clus
     config, _client = cluster
     model, _ = trained
     out = tmp_path / "interactions"
-    result = CliRunner().invoke(main, ["explain", "--cluster", config, "--model", str(model), "--data",
-                                       parquet["valid"], "--output", str(out), "--interactions", "--quiet"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "explain",
+            "--cluster",
+            config,
+            "--model",
+            str(model),
+            "--data",
+            parquet["valid"],
+            "--output",
+            str(out),
+            "--interactions",
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     values = _read_folder(out)
     names = FEATURES + ["bias"]
@@ -219,16 +335,26 @@ def test_explain_interactions_on_the_cluster_are_written_flattened(trained, clus
     np.testing.assert_array_equal(values.to_numpy(), expected.reshape(len(rows), -1))
 
 
-def test_explain_on_cpu_workers_says_so_and_device_cuda_there_fails_with_the_no_gpu_error(trained, cluster,
-                                                                                           parquet, tmp_path):
+def test_explain_on_cpu_workers_says_so_and_device_cuda_there_fails_with_the_no_gpu_error(
+    trained, cluster, parquet, tmp_path
+):
     from dgboost.backend import cuda_status
 
     if cuda_status()[0]:
         pytest.skip("these workers have a GPU")
     config, _client = cluster
     model, _ = trained
-    args = ["explain", "--cluster", config, "--model", str(model), "--data", parquet["valid"],
-            "--label-column", "label"]
+    args = [
+        "explain",
+        "--cluster",
+        config,
+        "--model",
+        str(model),
+        "--data",
+        parquet["valid"],
+        "--label-column",
+        "label",
+    ]
     auto = CliRunner().invoke(main, [*args, "--output", str(tmp_path / "auto")])
     assert auto.exit_code == 0, auto.output
     assert "on the workers' CPUs" in auto.stderr
@@ -245,7 +371,15 @@ def test_the_demo_runs_on_the_cluster_and_prints_rows_per_second(cluster):
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "[0]\ttest-logloss:" in out and "[3]\ttest-logloss:" in out
-    for label in ("rows (train / test)", "1,600 / 400", "2 workers", "train time", "train rows/s",
-                  "test AUC", "SHAP rows/s", "total time"):
+    for label in (
+        "rows (train / test)",
+        "1,600 / 400",
+        "2 workers",
+        "train time",
+        "train rows/s",
+        "test AUC",
+        "SHAP rows/s",
+        "total time",
+    ):
         assert label in out
     assert 0.5 < float(out.split("test AUC")[1].split(":")[1].split()[0]) <= 1.0

@@ -1,4 +1,5 @@
 """The shipped cluster configs: they load, render what they would submit, refuse typos, and start."""
+
 from __future__ import annotations
 
 import os
@@ -96,15 +97,20 @@ def test_a_missing_kind_is_refused_with_the_valid_kinds(tmp_path):
 
 def test_an_unknown_top_level_key_names_the_file_and_suggests_the_closest(tmp_path):
     path = write_config(tmp_path, "kind: slurm\nscael: {jobs: 2}\n")
-    with pytest.raises(DGBoostValueError, match=r"unknown key 'scael' for kind 'slurm'; did you mean 'scale'\?") as info:
+    with pytest.raises(
+        DGBoostValueError, match=r"unknown key 'scael' for kind 'slurm'; did you mean 'scale'\?"
+    ) as info:
         load_config(path)
     assert str(path) in str(info.value)
 
 
 def test_an_unknown_argument_names_the_key_and_suggests_the_closest(tmp_path):
     path = write_config(tmp_path, "kind: local\nargs: {n_worker: 2}\n")
-    with pytest.raises(DGBoostValueError, match=r"unknown key 'n_worker' in args of kind 'local'; "
-                                                r"did you mean 'n_workers'\?") as info:
+    with pytest.raises(
+        DGBoostValueError,
+        match=r"unknown key 'n_worker' in args of kind 'local'; "
+        r"did you mean 'n_workers'\?",
+    ) as info:
         load_config(path)
     assert str(path) in str(info.value)
     path = write_config(tmp_path, "kind: slurm\nargs: {job_extra_directive: ['--gres=gpu:1']}\n")

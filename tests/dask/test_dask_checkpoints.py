@@ -1,4 +1,5 @@
 """dgboost.dask.train resumes after a lost worker, on the workers that remain, with the same model."""
+
 from __future__ import annotations
 
 import time
@@ -15,8 +16,14 @@ pytestmark = pytest.mark.dask
 
 CHUNKS = (200, 350, 0, 250, 300)
 N = sum(CHUNKS)
-PARAMS = {"objective": "binary:logistic", "max_depth": 3, "max_bin": 16, "subsample": 0.8,
-          "colsample_bynode": 0.8, "seed": 11}
+PARAMS = {
+    "objective": "binary:logistic",
+    "max_depth": 3,
+    "max_bin": 16,
+    "subsample": 0.8,
+    "colsample_bynode": 0.8,
+    "seed": 11,
+}
 
 
 @pytest.fixture
@@ -49,16 +56,24 @@ def _rounds_run(path) -> list[int]:
     return sorted({int(line) for line in path.read_text().split()})
 
 
-def test_a_worker_killed_at_round_30_of_60_is_survived_by_a_retry_with_the_uninterrupted_model(
-        three_workers, tmp_path):
+def test_a_worker_killed_at_round_30_of_60_is_survived_by_a_retry_with_the_uninterrupted_model(three_workers, tmp_path):
     _, client = three_workers
     x, y = _data()
     dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 5)), da.from_array(y, chunks=(CHUNKS,)))
     rounds = tmp_path / "rounds"
     with pytest.warns(RuntimeWarning, match="retry 1 of 1 on [23] workers"):
-        out = dxgb.train(client, PARAMS, dtrain, 60, checkpoint_dir=tmp_path / "ckpt", checkpoint_every=10,
-                         retries=1, timeout=30, verbose_eval=False,
-                         callbacks=[KillProcessAtRound(30, str(tmp_path / "killed")), RecordRounds(str(rounds))])
+        out = dxgb.train(
+            client,
+            PARAMS,
+            dtrain,
+            60,
+            checkpoint_dir=tmp_path / "ckpt",
+            checkpoint_every=10,
+            retries=1,
+            timeout=30,
+            verbose_eval=False,
+            callbacks=[KillProcessAtRound(30, str(tmp_path / "killed")), RecordRounds(str(rounds))],
+        )
     assert (tmp_path / "killed").exists()
     assert _rounds_run(rounds) == list(range(60))
     full = dg.train(PARAMS, dg.DMatrix(x, y), 60, verbose_eval=False)
@@ -66,21 +81,41 @@ def test_a_worker_killed_at_round_30_of_60_is_survived_by_a_retry_with_the_unint
 
 
 def test_after_a_worker_is_lost_train_with_resume_continues_on_two_workers_with_the_uninterrupted_model(
-        three_workers, tmp_path):
+    three_workers, tmp_path
+):
     cluster, client = three_workers
     x, y = _data()
     dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 5)), da.from_array(y, chunks=(CHUNKS,)))
     ckpt = tmp_path / "ckpt"
     with pytest.raises(dg.DGBoostError):
-        dxgb.train(client, PARAMS, dtrain, 60, checkpoint_dir=ckpt, checkpoint_every=10, timeout=30,
-                   verbose_eval=False, callbacks=[KillProcessAtRound(30, str(tmp_path / "killed"))])
+        dxgb.train(
+            client,
+            PARAMS,
+            dtrain,
+            60,
+            checkpoint_dir=ckpt,
+            checkpoint_every=10,
+            timeout=30,
+            verbose_eval=False,
+            callbacks=[KillProcessAtRound(30, str(tmp_path / "killed"))],
+        )
     # the nanny restarts the killed worker process: take it away, as a machine that is gone
     cluster.scale(2)
     client.wait_for_workers(2, timeout=60)
     _wait_for_the_cluster_spec(cluster, client)
     rounds = tmp_path / "rounds"
-    out = dxgb.train(client, PARAMS, dtrain, 60, checkpoint_dir=ckpt, checkpoint_every=10, resume=True,
-                     timeout=30, verbose_eval=False, callbacks=[RecordRounds(str(rounds))])
+    out = dxgb.train(
+        client,
+        PARAMS,
+        dtrain,
+        60,
+        checkpoint_dir=ckpt,
+        checkpoint_every=10,
+        resume=True,
+        timeout=30,
+        verbose_eval=False,
+        callbacks=[RecordRounds(str(rounds))],
+    )
     assert _rounds_run(rounds) == list(range(30, 60))  # from the checkpoint of round 30
     full = dg.train(PARAMS, dg.DMatrix(x, y), 60, verbose_eval=False)
     assert _model_file(out["booster"], tmp_path / "resumed.json") == _model_file(full, tmp_path / "full.json")
@@ -98,8 +133,10 @@ def _wait_for_the_cluster_spec(cluster, client, timeout: float = 60.0) -> None:
         names = {w["name"] for w in client.scheduler_info(n_workers=-1)["workers"].values()}
         if set(cluster.workers) == set(cluster.worker_spec) and names == set(cluster.worker_spec):
             return
-        assert time.monotonic() < deadline, (f"the cluster's workers {names} (nannies {set(cluster.workers)}) "
-                                             f"are not its spec {set(cluster.worker_spec)}")
+        assert time.monotonic() < deadline, (
+            f"the cluster's workers {names} (nannies {set(cluster.workers)}) "
+            f"are not its spec {set(cluster.worker_spec)}"
+        )
         time.sleep(0.2)
 
 
@@ -117,8 +154,10 @@ def test_a_worker_still_running_a_rank_of_an_earlier_job_is_restarted_and_the_ne
     from dgboost.dask.training import _RANK_KEY
 
     x, y = _data()
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
         client.wait_for_workers(2, timeout=60)
         stuck = sorted(client.scheduler_info(n_workers=-1)["workers"])[0]
         # a rank whose collective outlived its own timeout: cancelled, its thread still busy

@@ -1,5 +1,6 @@
 """dgboost.dask.predict / inplace_predict / shap_values and the Dask estimators: bitwise equal
 to single-process results, lazy, with the input's chunks, divisions and index."""
+
 from __future__ import annotations
 
 import os
@@ -46,8 +47,9 @@ def multiclass_model():
     return dg.train(params, dg.DMatrix(x, y), 4), x
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"output_margin": True}, {"pred_leaf": True}, {"pred_contribs": True},
-                                    {"pred_interactions": True}])
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"output_margin": True}, {"pred_leaf": True}, {"pred_contribs": True}, {"pred_interactions": True}]
+)
 def test_predictions_of_a_dask_array_equal_single_process_predictions_bitwise(dask_client, binary_model, kwargs):
     booster, x = binary_model
     client = dask_client(2)
@@ -99,8 +101,13 @@ def test_inplace_predict_with_base_margin_equals_single_process(dask_client, bin
     booster, x = binary_model
     margin = np.linspace(-1, 1, N).astype(np.float32)
     client = dask_client(2)
-    out = dxgb.inplace_predict(client, booster, da.from_array(x, chunks=(CHUNKS, 5)), predict_type="margin",
-                               base_margin=da.from_array(margin, chunks=(CHUNKS,)))
+    out = dxgb.inplace_predict(
+        client,
+        booster,
+        da.from_array(x, chunks=(CHUNKS, 5)),
+        predict_type="margin",
+        base_margin=da.from_array(margin, chunks=(CHUNKS,)),
+    )
     expected = booster.inplace_predict(x, predict_type="margin", base_margin=margin)
     np.testing.assert_array_equal(out.compute(), expected)
 
@@ -119,12 +126,12 @@ def test_distributed_shap_values_refuse_an_unknown_device_before_any_work(binary
         dxgb.shap_values(None, booster, da.from_array(x, chunks=(CHUNKS, 5)), device="gpu0")
 
 
-def test_distributed_interaction_values_are_chunked_under_the_bound_and_equal_the_explainers(dask_client,
-                                                                                          binary_model):
+def test_distributed_interaction_values_are_chunked_under_the_bound_and_equal_the_explainers(dask_client, binary_model):
     booster, x = binary_model
     bound = 100 * 5 * 5 * 8  # 100 rows of (F, F) float64 per block at most
-    out = dxgb.shap_values(dask_client(2), booster, da.from_array(x, chunks=(CHUNKS, 5)), interactions=True,
-                           max_block_bytes=bound)
+    out = dxgb.shap_values(
+        dask_client(2), booster, da.from_array(x, chunks=(CHUNKS, 5)), interactions=True, max_block_bytes=bound
+    )
     assert max(out.chunks[0]) <= 100
     np.testing.assert_array_equal(out.compute(), dg.TreeExplainer(booster).shap_interaction_values(x))
 
@@ -147,8 +154,7 @@ def test_a_users_own_map_partitions_with_the_shap_frame_and_its_meta_works(dask_
     pd.testing.assert_frame_equal(out.compute(), explainer.shap_frame(frame))
 
 
-def test_a_worker_lost_while_shap_values_are_held_is_recomputed_and_the_result_is_right(dask_client,
-                                                                                      binary_model):
+def test_a_worker_lost_while_shap_values_are_held_is_recomputed_and_the_result_is_right(dask_client, binary_model):
     booster, x = binary_model
     client = dask_client(3)
     explainer = dg.TreeExplainer(booster)
@@ -180,8 +186,11 @@ def _rows_held_by(client, x, holder: str):
 
 
 def _task_restrictions(dask_scheduler=None, prefix: str = ""):
-    return {ts.key: (sorted(ts.worker_restrictions or ()), ts.loose_restrictions)
-            for ts in dask_scheduler.tasks.values() if prefix in str(ts.key)}
+    return {
+        ts.key: (sorted(ts.worker_restrictions or ()), ts.loose_restrictions)
+        for ts in dask_scheduler.tasks.values()
+        if prefix in str(ts.key)
+    }
 
 
 def test_shap_values_of_a_persisted_array_run_each_block_where_it_is_held(dask_client, binary_model):
@@ -238,6 +247,7 @@ def test_a_held_blocks_worker_lost_runs_its_blocks_elsewhere_with_the_same_value
 
 # -- estimators --------------------------------------------------------------------------------
 
+
 def test_the_dask_regressor_trains_the_local_regressors_trees(dask_client):
     x, _ = _data()
     y = np.nan_to_num(x[:, 0]) * 2 + np.nan_to_num(x[:, 3])
@@ -273,7 +283,10 @@ def test_the_dask_ranker_trains_on_query_ids_like_the_local_ranker(dask_client):
     client = dask_client(2)
     model = dxgb.DaskDGBRanker(n_estimators=3, max_depth=3, max_bin=16)
     model.client = client
-    model.fit(da.from_array(x, chunks=chunks + ((4,),)), da.from_array(y, chunks=chunks),
-              qid=da.from_array(qid, chunks=chunks))
+    model.fit(
+        da.from_array(x, chunks=chunks + ((4,),)),
+        da.from_array(y, chunks=chunks),
+        qid=da.from_array(qid, chunks=chunks),
+    )
     local = dg.DGBRanker(n_estimators=3, max_depth=3, max_bin=16).fit(x, y, qid=qid)
     assert model.get_booster().get_dump() == local.get_booster().get_dump()

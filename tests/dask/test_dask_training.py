@@ -1,4 +1,5 @@
 """dgboost.dask.train: the same model whatever the partitioning, and errors before collectives."""
+
 from __future__ import annotations
 
 import time
@@ -36,19 +37,44 @@ def _data(seed=0, classes=2):
 
 CASES = {
     "depthwise with row and column sampling, missing values and weights": (
-        {"objective": "binary:logistic", "max_depth": 4, "max_bin": 32, "subsample": 0.8,
-         "colsample_bytree": 0.9, "colsample_bynode": 0.7, "seed": 5, "eval_metric": ["logloss", "auc"]}, 2),
-    "lossguide": ({"objective": "binary:logistic", "grow_policy": "lossguide", "max_leaves": 10, "max_depth": 0,
-                   "max_bin": 32}, 2),
-    "multiclass": ({"objective": "multi:softprob", "num_class": 3, "max_depth": 3, "max_bin": 16,
-                    "colsample_bylevel": 0.8, "seed": 1}, 3),
+        {
+            "objective": "binary:logistic",
+            "max_depth": 4,
+            "max_bin": 32,
+            "subsample": 0.8,
+            "colsample_bytree": 0.9,
+            "colsample_bynode": 0.7,
+            "seed": 5,
+            "eval_metric": ["logloss", "auc"],
+        },
+        2,
+    ),
+    "lossguide": (
+        {"objective": "binary:logistic", "grow_policy": "lossguide", "max_leaves": 10, "max_depth": 0, "max_bin": 32},
+        2,
+    ),
+    "multiclass": (
+        {
+            "objective": "multi:softprob",
+            "num_class": 3,
+            "max_depth": 3,
+            "max_bin": 16,
+            "colsample_bylevel": 0.8,
+            "seed": 1,
+        },
+        3,
+    ),
 }
 
 
 def _weighted_dtrain(client, x, y, w):
     """The rows as a weighted DaskDMatrix in partitions of CHUNKS rows."""
-    return dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 6)), da.from_array(y, chunks=(CHUNKS,)),
-                            weight=da.from_array(w, chunks=(CHUNKS,)))
+    return dxgb.DaskDMatrix(
+        client,
+        da.from_array(x, chunks=(CHUNKS, 6)),
+        da.from_array(y, chunks=(CHUNKS,)),
+        weight=da.from_array(w, chunks=(CHUNKS,)),
+    )
 
 
 def _single(params, x, y, w, rounds=4, **kw):
@@ -84,8 +110,12 @@ def test_ranking_with_query_groups_whole_within_partitions_gives_the_single_proc
     chunks = tuple(int(b - a) for a, b in zip(cuts, cuts[1:]))
     params = {"objective": "rank:ndcg", "max_depth": 3, "max_bin": 16, "eval_metric": ["ndcg@5"]}
     client = dask_client(2)
-    dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(chunks, 5)), da.from_array(y, chunks=(chunks,)),
-                              qid=da.from_array(qid, chunks=(chunks,)))
+    dtrain = dxgb.DaskDMatrix(
+        client,
+        da.from_array(x, chunks=(chunks, 5)),
+        da.from_array(y, chunks=(chunks,)),
+        qid=da.from_array(qid, chunks=(chunks,)),
+    )
     out = dxgb.train(client, params, dtrain, 3, evals=[(dtrain, "train")], verbose_eval=False)
     single, history = _single(params, x, y, None, rounds=3, qid=qid)
     assert out["booster"].to_json() == single.to_json()
@@ -103,11 +133,19 @@ def test_a_profiled_job_gives_the_same_model_and_tells_where_every_rank_spent_it
     assert out["booster"].to_json() == _single(params, x, y, w)[0].to_json()
     prof = out["profile"]
     client_stages = prof["client"]
-    assert set(client_stages) == {"partition_checks_s", "placement_s", "communicator_spec_s", "submit_s",
-                                  "ranks_s", "release_s", "total_s"}
+    assert set(client_stages) == {
+        "partition_checks_s",
+        "placement_s",
+        "communicator_spec_s",
+        "submit_s",
+        "ranks_s",
+        "release_s",
+        "total_s",
+    }
     assert 0 < client_stages["total_s"] <= elapsed
-    assert sum(v for k, v in client_stages.items() if k != "total_s") == pytest.approx(client_stages["total_s"],
-                                                                                         rel=1e-6)
+    assert sum(v for k, v in client_stages.items() if k != "total_s") == pytest.approx(
+        client_stages["total_s"], rel=1e-6
+    )
     assert [r["rows"] for r in prof["ranks"]] and sum(r["rows"] for r in prof["ranks"]) == N
     for rank in prof["ranks"]:
         assert rank["rounds"] == 4
@@ -157,8 +195,9 @@ def test_a_second_job_on_the_same_workers_needs_nothing_from_numbas_compiler(das
     assert [r["numba"] for r in jobs[1]["ranks"]] == [{"entries": 0, "seconds": 0.0, "compiled": []}] * 2
 
 
-def test_a_worker_that_holds_no_rows_still_takes_part_and_train_warns_that_the_rows_are_uneven(dask_client,
-                                                                                             monkeypatch):
+def test_a_worker_that_holds_no_rows_still_takes_part_and_train_warns_that_the_rows_are_uneven(
+    dask_client, monkeypatch
+):
     from dgboost.dask import _placement
 
     monkeypatch.setattr(_placement, "_MIN_EXCESS_ROWS", 0)  # this data is small: warn all the same
@@ -167,8 +206,12 @@ def test_a_worker_that_holds_no_rows_still_takes_part_and_train_warns_that_the_r
     client = dask_client(3)
     # two partitions for three workers: one rank trains on nothing
     chunks = (1400, N - 1400)
-    dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(chunks, 6)), da.from_array(y, chunks=(chunks,)),
-                              weight=da.from_array(w, chunks=(chunks,)))
+    dtrain = dxgb.DaskDMatrix(
+        client,
+        da.from_array(x, chunks=(chunks, 6)),
+        da.from_array(y, chunks=(chunks,)),
+        weight=da.from_array(w, chunks=(chunks,)),
+    )
     with pytest.warns(RuntimeWarning, match="pace of the busiest worker"):
         out = dxgb.train(client, params, dtrain, 4, evals=[(dtrain, "train")], verbose_eval=False)
     assert out["booster"].to_json() == _single(params, x, y, w)[0].to_json()
@@ -189,12 +232,14 @@ def test_dataframe_partitions_train_the_single_process_model_with_feature_names(
 
 # -- errors before any collective --------------------------------------------------------------
 
+
 def test_labels_partitioned_unlike_the_data_are_refused_naming_the_partition(dask_client):
     x, y, _ = _data()
     client = dask_client(2)
     with pytest.raises(dg.DGBoostValueError, match=r"partition 0: label has 600 rows but data has 500"):
-        dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 6)),
-                         da.from_array(y, chunks=((600, 0, 800, 250, 750),)))
+        dxgb.DaskDMatrix(
+            client, da.from_array(x, chunks=(CHUNKS, 6)), da.from_array(y, chunks=((600, 0, 800, 250, 750),))
+        )
 
 
 def test_nan_labels_in_one_partition_are_refused_naming_that_partition(dask_client):
@@ -211,8 +256,9 @@ def test_a_partition_with_different_columns_is_refused_naming_that_partition(das
     parts = [pd.DataFrame({"a": [1.0, 2.0], "b": [0.0, 1.0]}), pd.DataFrame({"a": [3.0, 4.0], "c": [1.0, 0.0]})]
     # as read_parquet gives for files written with different columns (dask checks no metadata)
     ddf = dd.from_delayed([dask.delayed(p) for p in parts], meta=parts[0].iloc[:0], verify_meta=False)
-    label = dd.from_delayed([dask.delayed(pd.Series([0.0, 1.0]))] * 2, meta=pd.Series([], dtype=float),
-                            verify_meta=False)
+    label = dd.from_delayed(
+        [dask.delayed(pd.Series([0.0, 1.0]))] * 2, meta=pd.Series([], dtype=float), verify_meta=False
+    )
     client = dask_client(2)
     with pytest.raises(dg.DGBoostValueError, match=r"partition 1: its columns differ .*extra \['c'\].*missing \['b'\]"):
         dxgb.train(client, {"objective": "binary:logistic"}, dxgb.DaskDMatrix(client, ddf, label), 2)
@@ -246,8 +292,12 @@ def test_a_query_that_spans_two_partitions_is_refused(dask_client):
     y = (x[:, 0] > 0).astype(np.float32)
     chunks = ((45, 55),)
     client = dask_client(2)
-    dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=chunks + ((3,),)), da.from_array(y, chunks=chunks),
-                              qid=da.from_array(qid, chunks=chunks))
+    dtrain = dxgb.DaskDMatrix(
+        client,
+        da.from_array(x, chunks=chunks + ((3,),)),
+        da.from_array(y, chunks=chunks),
+        qid=da.from_array(qid, chunks=chunks),
+    )
     with pytest.raises(dg.DGBoostValueError, match="query 4 spans partitions 0 and 1"):
         dxgb.train(client, {"objective": "rank:ndcg"}, dtrain, 2)
 
@@ -260,6 +310,7 @@ def test_non_dask_input_is_refused_with_a_hint(dask_client):
 
 # -- a worker lost during training -------------------------------------------------------------
 
+
 def test_a_worker_killed_mid_training_ends_train_with_an_error_and_the_client_trains_again(dask_client, tmp_path):
     x, y, w = _data()
     params = {"objective": "binary:logistic", "max_depth": 4, "max_bin": 32}
@@ -267,8 +318,7 @@ def test_a_worker_killed_mid_training_ends_train_with_an_error_and_the_client_tr
     dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 6)), da.from_array(y, chunks=(CHUNKS,)))
     start = time.monotonic()
     with pytest.raises(dg.DGBoostError):
-        dxgb.train(client, params, dtrain, 50, callbacks=[KillProcessAtRound(2, str(tmp_path / "killed"))],
-                   timeout=30)
+        dxgb.train(client, params, dtrain, 50, callbacks=[KillProcessAtRound(2, str(tmp_path / "killed"))], timeout=30)
     assert time.monotonic() - start < 60
     assert (tmp_path / "killed").exists()
     # the partitions on the dead worker are recomputed by Dask; the model does not depend on

@@ -2,6 +2,7 @@
 exactly the same shape on every rank and ended (aborted) otherwise, and the one a job is using,
 aborted on every worker when the job fails elsewhere. Host logic, with stand-in communicators
 (and CPU Dask workers for the client's abort): the NCCL runs are in ``tests/gpu/test_multi_gpu.py``."""
+
 from __future__ import annotations
 
 import pytest
@@ -40,8 +41,17 @@ def test_a_job_of_the_same_workers_ranks_and_gpu_gets_the_token_every_rank_keeps
     assert pool.reusable_token(_states(), WORKERS, 0) == "t1"
 
 
-@pytest.mark.parametrize("change", ["one rank keeps none", "another token on one rank", "other workers",
-                                    "ranks in another order", "another gpu", "fewer workers"])
+@pytest.mark.parametrize(
+    "change",
+    [
+        "one rank keeps none",
+        "another token on one rank",
+        "other workers",
+        "ranks in another order",
+        "another gpu",
+        "fewer workers",
+    ],
+)
 def test_any_other_job_shape_gets_no_token(change):
     states, workers, device = _states(), list(WORKERS), 0
     if change == "one rank keeps none":
@@ -132,8 +142,18 @@ def fake_nccl(monkeypatch):
 
 
 def _spec(token, reuse, keep=True):
-    return {"kind": "nccl", "uid": None if reuse else b"id", "job": token, "token": token, "timeout": 5.0,
-            "stream_ordered": True, "keep": keep, "reuse": reuse, "members": WORKERS, "device": 0}
+    return {
+        "kind": "nccl",
+        "uid": None if reuse else b"id",
+        "job": token,
+        "token": token,
+        "timeout": 5.0,
+        "stream_ordered": True,
+        "keep": keep,
+        "reuse": reuse,
+        "members": WORKERS,
+        "device": 0,
+    }
 
 
 def test_a_rank_keeps_its_communicator_after_a_good_job_and_the_next_job_of_that_shape_reuses_it(fake_nccl):
@@ -251,8 +271,10 @@ def test_when_a_rank_fails_the_client_aborts_the_other_ranks_communicator_and_fr
         Event(f"{job}-waiting").wait(timeout=30)  # fail once the peer waits on its collective
         raise dg.DGBoostValueError("rank 1 found bad data")
 
-    futures = [client.submit(waiting_rank, "job-x", workers=[workers[0]], key=f"{_RANK_KEY}0-job-x", pure=False),
-               client.submit(failing_rank, "job-x", workers=[workers[1]], key=f"{_RANK_KEY}1-job-x", pure=False)]
+    futures = [
+        client.submit(waiting_rank, "job-x", workers=[workers[0]], key=f"{_RANK_KEY}0-job-x", pure=False),
+        client.submit(failing_rank, "job-x", workers=[workers[1]], key=f"{_RANK_KEY}1-job-x", pure=False),
+    ]
     start = time.monotonic()
     with pytest.raises(dg.DGBoostValueError, match="rank 1 found bad data"):
         _watch(client, futures, workers, nccl_job="job-x")

@@ -4,12 +4,13 @@ quadrature and by the path method (paths longer than 16), paths summed by slice 
 parallel), and interventional SHAP on the GPU
 (kernels/treeshap_interventional.cu: margins and probabilities, shared and global accumulators).
 ``tests/gpu/run_sanitizer.sh`` runs it under memcheck and racecheck."""
+
 import numpy as np
 
 import dgboost
-from dgboost.datasets import make_synthetic
 from dgboost.backend import _cuda_interventional as gpu_interventional
 from dgboost.backend import _cuda_treeshap as gpu
+from dgboost.datasets import make_synthetic
 from dgboost.explain import treeshap
 
 for params, task, extra in [

@@ -4,6 +4,7 @@ host communicator, and the NCCL communicator with one rank all give the CPU engi
 (NCCL refuses two ranks on one device, so several NCCL ranks are tested on multi-GPU
 machines only.)
 """
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,14 @@ from dgboost.testing import assert_same_trees
 pytestmark = [pytest.mark.gpu, pytest.mark.dask]
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 
-PARAMS = {"objective": "binary:logistic", "max_depth": 5, "max_bin": 64, "subsample": 0.8,
-          "colsample_bynode": 0.8, "seed": 4}
+PARAMS = {
+    "objective": "binary:logistic",
+    "max_depth": 5,
+    "max_bin": 64,
+    "subsample": 0.8,
+    "colsample_bynode": 0.8,
+    "seed": 4,
+}
 CHUNKS = (3000, 0, 4000, 1000)
 
 
@@ -52,8 +59,10 @@ def test_a_local_cuda_cluster_worker_trains_the_cpu_engines_model(on_device):
     from distributed import Client
 
     X, y = _data()
-    with LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
         model = _train_on(client, X, y, on_device=on_device)
     assert_same_trees(model, _cpu_model(X, y), names=("LocalCUDACluster", "cpu"))
 
@@ -63,8 +72,10 @@ def test_two_workers_sharing_one_gpu_train_the_cpu_engines_model_through_the_hos
 
     X, y = _data()
     # dask-cuda refuses two workers on one GPU; a plain LocalCluster's two processes both use GPU 0
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
         model = _train_on(client, X, y)
     assert_same_trees(model, _cpu_model(X, y), names=("2 workers on one GPU", "cpu"))
 
@@ -74,8 +85,10 @@ def test_the_nccl_communicator_with_one_rank_trains_the_cpu_engines_model():
     from distributed import Client
 
     X, y = _data()
-    with LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
         model = _train_on(client, X, y, communicator="nccl")
     assert_same_trees(model, _cpu_model(X, y), names=("nccl", "cpu"))
 
@@ -113,8 +126,10 @@ def test_shap_values_of_cupy_partitions_are_computed_on_the_workers_gpu_like_the
     X, y = _data()
     booster = _cpu_model(X, y)
     dX = da.from_array(X, chunks=(CHUNKS, X.shape[1])).map_blocks(cupy.asarray, dtype=np.float32)
-    with LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
         got = dxgb.shap_values(client, booster, dX).compute()
     assert isinstance(got, cupy.ndarray)  # CuPy blocks in, CuPy blocks out
     np.testing.assert_array_equal(got.get(), dg.TreeExplainer(booster).shap_values(X))  # the CPU's bits
@@ -131,8 +146,10 @@ def test_shap_values_of_pandas_partitions_with_device_cuda_are_the_gpu_explainer
     X, y = _data()
     booster = _cpu_model(X, y)
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
-    with LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
         got = dxgb.shap_values(client, booster, dd.from_pandas(frame, npartitions=3), device="cuda").compute()
     expected = dg.TreeExplainer(booster, device="cuda").shap_frame(frame)  # host rows in, host frame out
     pd.testing.assert_frame_equal(got, expected, check_exact=True)
@@ -152,8 +169,20 @@ def test_explain_on_the_shipped_local_cuda_config_writes_the_gpu_explainers_valu
     (tmp_path / "rows").mkdir()
     frame.iloc[:5000].to_parquet(tmp_path / "rows" / "a.parquet", index=False)
     frame.iloc[5000:].to_parquet(tmp_path / "rows" / "b.parquet", index=False)
-    result = CliRunner().invoke(main, ["explain", "--cluster", "local-cuda", "--model", str(model), "--data",
-                                       str(tmp_path / "rows" / "*.parquet"), "--output", str(tmp_path / "shap")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "explain",
+            "--cluster",
+            "local-cuda",
+            "--model",
+            str(model),
+            "--data",
+            str(tmp_path / "rows" / "*.parquet"),
+            "--output",
+            str(tmp_path / "shap"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "on the workers' GPUs" in result.stderr
     parts = sorted((tmp_path / "shap").glob("part.*.parquet"))
@@ -168,8 +197,10 @@ def test_two_gpus_train_the_cpu_engines_model_through_nccl():
     from distributed import Client
 
     X, y = _data()
-    with LocalCUDACluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCUDACluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
         model = _train_on(client, X, y, on_device=True, communicator="nccl")
     assert_same_trees(model, _cpu_model(X, y), names=("2 GPUs, NCCL", "cpu"))
 
@@ -181,8 +212,10 @@ def cudf_client():
     from dask_cuda import LocalCUDACluster
     from distributed import Client
 
-    with LocalCUDACluster(n_workers=1, threads_per_worker=2, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCUDACluster(n_workers=1, threads_per_worker=2, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
         yield client
 
 
@@ -195,8 +228,11 @@ def _cudf_frames(X, y, npartitions=3):
     host = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
     frame = cudf.from_pandas(host)  # NaN in a float column becomes null with nan_as_null
     assert frame.isna().sum().sum() == int(np.isnan(X).sum())
-    return (dask_cudf.from_cudf(frame, npartitions=npartitions),
-            dask_cudf.from_cudf(cudf.Series(y), npartitions=npartitions), host)
+    return (
+        dask_cudf.from_cudf(frame, npartitions=npartitions),
+        dask_cudf.from_cudf(cudf.Series(y), npartitions=npartitions),
+        host,
+    )
 
 
 def test_a_dask_cudf_frame_with_nulls_trains_the_cpu_engines_model(cudf_client):

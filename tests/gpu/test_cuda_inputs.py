@@ -1,4 +1,5 @@
 """CuPy and cuDF inputs stay on the GPU, and prediction on them gives the CPU's answers as CuPy."""
+
 import numpy as np
 import pytest
 
@@ -23,14 +24,22 @@ def cp():
 
 @pytest.fixture(scope="module")
 def binary_model():
-    return dg.train({"objective": "binary:logistic", "max_depth": 4, "eta": 0.3},
-                    dg.DMatrix(X, label=Y), num_boost_round=8, verbose_eval=False)
+    return dg.train(
+        {"objective": "binary:logistic", "max_depth": 4, "eta": 0.3},
+        dg.DMatrix(X, label=Y),
+        num_boost_round=8,
+        verbose_eval=False,
+    )
 
 
 @pytest.fixture(scope="module")
 def multiclass_model():
-    return dg.train({"objective": "multi:softprob", "num_class": 3, "max_depth": 3},
-                    dg.DMatrix(X, label=Y3), num_boost_round=4, verbose_eval=False)
+    return dg.train(
+        {"objective": "multi:softprob", "num_class": 3, "max_depth": 3},
+        dg.DMatrix(X, label=Y3),
+        num_boost_round=4,
+        verbose_eval=False,
+    )
 
 
 def _on_gpu(booster):
@@ -109,9 +118,15 @@ def test_cuts_sorted_on_the_device_are_the_host_cuts_bit_for_bit_block_by_block(
 
     rng = np.random.default_rng(31)
     n = 6000
-    columns = [rng.normal(size=n), np.round(rng.normal(size=n), 1), rng.integers(-3, 3, n).astype(float),
-               np.full(n, np.nan), np.full(n, 2.5),
-               rng.choice([-np.inf, -0.0, 0.0, 1.0, np.inf], n), rng.exponential(size=n)]
+    columns = [
+        rng.normal(size=n),
+        np.round(rng.normal(size=n), 1),
+        rng.integers(-3, 3, n).astype(float),
+        np.full(n, np.nan),
+        np.full(n, 2.5),
+        rng.choice([-np.inf, -0.0, 0.0, 1.0, np.inf], n),
+        rng.exponential(size=n),
+    ]
     values = np.stack(columns, axis=1).astype(np.float32)
     values[rng.random(values.shape) < 0.3] = np.nan
     # a few features a block, so that blocks and their boundaries are exercised
@@ -129,8 +144,9 @@ def _same_cuts(got: np.ndarray, want: np.ndarray) -> bool:
     """Equal bits, -0.0 told from 0.0; a NaN (the last cut above a top of -inf) equals any
     NaN: its payload is the platform's (x86 and the GPU make different ones)."""
     nan = np.isnan(got)
-    return (got.shape == want.shape and np.array_equal(nan, np.isnan(want))
-            and got[~nan].tobytes() == want[~nan].tobytes())
+    return (
+        got.shape == want.shape and np.array_equal(nan, np.isnan(want)) and got[~nan].tobytes() == want[~nan].tobytes()
+    )
 
 
 SKETCH_SAMPLES = {
@@ -161,8 +177,9 @@ def test_the_device_cut_kernels_give_every_features_host_cuts_bit_for_bit(cp):
         rows = None if trial % 2 else np.sort(rng.choice(n_rows, size=max(1, n_rows // 2), replace=False))
         first = int(rng.integers(0, F))
         block = int(rng.choice([1, 200, 1 << 20]))
-        got = cut_values(cp.asarray(matrix), None if rows is None else cp.asarray(rows), range(first, F),
-                         max_bin, block)
+        got = cut_values(
+            cp.asarray(matrix), None if rows is None else cp.asarray(rows), range(first, F), max_bin, block
+        )
         sample = matrix if rows is None else matrix[rows]
         for f, cuts in zip(range(first, F), got):
             column = sample[:, f][~np.isnan(sample[:, f])]
@@ -269,8 +286,10 @@ def _frame_with_nulls(cudf):
     b = pd.array([0.5, 1.5, None, 2.5, np.nan, -1.0], dtype="Float64")
     c = pd.array([True, False, None, True, True, False], dtype="boolean")
     host = pd.DataFrame({"a": a, "b": b, "c": c})
-    expected = np.array([[1, 0.5, 1], [np.nan, 1.5, 0], [3, np.nan, np.nan], [4, 2.5, 1],
-                         [np.nan, np.nan, 1], [6, -1.0, 0]], dtype=np.float32)
+    expected = np.array(
+        [[1, 0.5, 1], [np.nan, 1.5, 0], [3, np.nan, np.nan], [4, 2.5, 1], [np.nan, np.nan, 1], [6, -1.0, 0]],
+        dtype=np.float32,
+    )
     return cudf.from_pandas(host), expected
 
 

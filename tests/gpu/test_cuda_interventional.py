@@ -6,6 +6,7 @@ row, walking paths and background rows in the CPU's order, so every value is bit
 CPU's, identical over reruns and whatever the batching of the rows. Additivity is checked
 against the model's margins and probabilities.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,9 +26,16 @@ def _pair(model, background, **kwargs):
     return cpu, gpu
 
 
-@pytest.mark.parametrize("objective,depth,missing", [("reg:squarederror", 6, 0.0), ("reg:squarederror", 8, 0.2),
-                                                     ("binary:logistic", 6, 0.15), ("binary:logistic", 1, 0.1),
-                                                     ("multi:softprob", 4, 0.15)])
+@pytest.mark.parametrize(
+    "objective,depth,missing",
+    [
+        ("reg:squarederror", 6, 0.0),
+        ("reg:squarederror", 8, 0.2),
+        ("binary:logistic", 6, 0.15),
+        ("binary:logistic", 1, 0.1),
+        ("multi:softprob", 4, 0.15),
+    ],
+)
 def test_gpu_interventional_values_are_bitwise_the_cpu_engines(objective, depth, missing):
     booster, X = _model(objective, depth, rounds=10, missing=missing)
     rows, background = X[:700], X[2000:2050]  # 700 rows: not a multiple of the block size
@@ -94,8 +102,9 @@ def test_a_background_on_the_gpu_gives_the_values_of_the_same_background_on_the_
     assert gpu.feature_perturbation == "interventional"
     _bitwise(gpu.contributions(X[:400]), on_host)
     # the mean over the background is a CuPy reduction here: another order of additions
-    np.testing.assert_allclose(gpu.expected_value, dg.TreeExplainer(booster, background).expected_value,
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        gpu.expected_value, dg.TreeExplainer(booster, background).expected_value, rtol=1e-12, atol=1e-12
+    )
 
 
 def test_gpu_interventional_values_are_identical_over_reruns_and_any_batching_of_the_rows():
@@ -173,7 +182,7 @@ def test_a_deep_sklearn_tree_with_paths_longer_than_one_bit_word_is_explained_li
     want = cpu.contributions(rows)
     p = int(np.argmax(cpu.table.path_lengths))
     s = cpu.table.path_offsets[p] + 1
-    deep = cpu.table.feature[s + 63:cpu.table.path_offsets[p + 1]]  # the second word's features
+    deep = cpu.table.feature[s + 63 : cpu.table.path_offsets[p + 1]]  # the second word's features
     assert np.any(want[:, 0, deep] != 0.0)
     _bitwise(gpu.contributions(rows), want)
     _bitwise(gpu.shap_values(rows), cpu.shap_values(rows))
@@ -215,7 +224,7 @@ def test_chains_of_70_distinct_features_with_a_one_leaf_tree_are_explained_like_
     X[-1, :5] = np.inf  # +inf behaves as the largest float
     background = np.stack([r, x, z, random_rows(rng, 1, 82)[0]])
     want = shap_values_interventional(table, X, background, transform=transform)
-    assert np.any(want[0, 0, table.feature[s + 64:e]] != 0.0)
+    assert np.any(want[0, 0, table.feature[s + 64 : e]] != 0.0)
     _bitwise(shap_values_interventional_device(table, X, background, transform), want)
 
 
@@ -265,5 +274,5 @@ def test_uploads_are_made_once_per_table_and_background():
     gpu_interventional._clear_cache()
     _, gpu = _pair(booster, X[2000:2010])
     for r0 in range(0, 600, 200):
-        gpu.contributions(X[r0:r0 + 200])
+        gpu.contributions(X[r0 : r0 + 200])
     assert len(gpu_interventional._PATHS) == 1 and len(gpu_interventional._BACKGROUNDS) == 1

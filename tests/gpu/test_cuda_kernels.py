@@ -1,15 +1,30 @@
 """Each CUDA kernel against the CPU engine's kernel on the same inputs, outputs poisoned first."""
+
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from dgboost._layout import (BEGIN, END, FEATURE, GAIN, GRAD_PAIR_INT, LEFT_G, LEFT_H, NO_NODE, NODE, NODE_FIELDS,
-                             PATH_ELEMENT, SPLIT_BIN, SUM_G, SUM_H)
+from dgboost._layout import (
+    BEGIN,
+    END,
+    FEATURE,
+    GAIN,
+    GRAD_PAIR_INT,
+    LEFT_G,
+    LEFT_H,
+    NO_NODE,
+    NODE,
+    NODE_FIELDS,
+    PATH_ELEMENT,
+    SPLIT_BIN,
+    SUM_G,
+    SUM_H,
+)
 from dgboost.backend.cpu import CPUBackend
 from dgboost.quantile import compute_cuts
-from dgboost.training import fixed_point_scale
 from dgboost.testing.kernel_inputs import binning_data, node_records, random_ensemble, random_segments
+from dgboost.training import fixed_point_scale
 
 pytestmark = pytest.mark.gpu
 
@@ -39,8 +54,10 @@ def test_record_layouts_on_the_device_match_the_numpy_dtypes(gpu):
     want = [GRAD_PAIR_INT.itemsize, GRAD_PAIR_INT.fields["g"][1], GRAD_PAIR_INT.fields["h"][1], NODE.itemsize]
     want += [NODE.fields[k][1] for k in ("left", "right", "feature", "split_value", "default_left", "value")]
     want += [PATH_ELEMENT.itemsize]
-    want += [PATH_ELEMENT.fields[k][1] for k in ("path_idx", "feature", "group", "is_missing_branch", "lower",
-                                                  "upper", "zero_fraction", "v")]
+    want += [
+        PATH_ELEMENT.fields[k][1]
+        for k in ("path_idx", "feature", "group", "is_missing_branch", "lower", "upper", "zero_fraction", "v")
+    ]
     assert got == want
 
 
@@ -74,8 +91,12 @@ def test_quantised_pairs_equal_the_cpu_ones_with_and_without_a_sample_mask(gpu):
     scale_h = fixed_point_scale(float(np.abs(h).max()), 5000)
     for k in range(3):
         for mask in (None, keep):
-            got = gpu.quantise(cupy.asarray(g)[:, k], cupy.asarray(h)[:, k], np.array([scale_g, scale_h]),
-                               None if mask is None else cupy.asarray(mask))
+            got = gpu.quantise(
+                cupy.asarray(g)[:, k],
+                cupy.asarray(h)[:, k],
+                np.array([scale_g, scale_h]),
+                None if mask is None else cupy.asarray(mask),
+            )
             want = CPU.quantise(g[:, k], h[:, k], np.array([scale_g, scale_h]), mask)
             np.testing.assert_array_equal(got.get(), want)
 
@@ -94,7 +115,7 @@ def test_histograms_equal_the_cpu_ones_for_narrow_wide_and_huge_bin_counts(gpu, 
         assert ell.n_groups > 1
     if max_bin == 40000:
         assert not ell.use_shared
-    gpair = rng.integers(-2**30, 2**30, size=(x.shape[0], 2)).astype(np.int32)
+    gpair = rng.integers(-(2**30), 2**30, size=(x.shape[0], 2)).astype(np.int32)
     gpair[rng.random(x.shape[0]) < 0.1] = 0
     rows = rng.permutation(x.shape[0]).astype(np.int32)
     edges = np.sort(rng.integers(0, x.shape[0], size=8)).reshape(4, 2)
@@ -109,35 +130,43 @@ def test_histograms_of_many_segments_some_empty_equal_the_cpu_ones(gpu, n, m):
 
     rng, x, cuts = binning_data(n + m, n=n, f=9, max_bin=64)
     ell = gpu.bin_values(x, cuts.values, cuts.ptrs)
-    gpair = rng.integers(-2**30, 2**30, size=(n, 2)).astype(np.int32)
+    gpair = rng.integers(-(2**30), 2**30, size=(n, 2)).astype(np.int32)
     rows = rng.permutation(n).astype(np.int32)
     segments = random_segments(rng, n, m) if m > 1 else np.array([[0, n]])
     records = node_records(segments[:, 0], segments[:, 1])
     want = CPU.build_histograms(_cpu_bins(x, cuts), cuts.ptrs, gpair, rows, segments)
     tight = int((segments[:, 1] - segments[:, 0]).sum())
     dev_records = cupy.asarray(records)
-    for given, max_rows in ((cupy.asarray(segments), None), (dev_records[:, BEGIN:END + 1], None),
-                            (cupy.asarray(segments), tight)):
+    for given, max_rows in (
+        (cupy.asarray(segments), None),
+        (dev_records[:, BEGIN : END + 1], None),
+        (cupy.asarray(segments), tight),
+    ):
         # segments, or the begin/end columns of node records (a strided view, as the grower passes)
-        got = gpu.build_histograms(ell, cuts.ptrs, cupy.asarray(gpair), cupy.asarray(rows), given,
-                                   max_rows=max_rows)
+        got = gpu.build_histograms(ell, cuts.ptrs, cupy.asarray(gpair), cupy.asarray(rows), given, max_rows=max_rows)
         np.testing.assert_array_equal(got.get(), want)
 
 
 def _decisions(records):
-    return (records[:, FEATURE], records[:, SPLIT_BIN], records[:, 2], records[:, GAIN:GAIN + 1].view(np.float64)[:, 0],
-            records[:, LEFT_G:LEFT_H + 1])
+    return (
+        records[:, FEATURE],
+        records[:, SPLIT_BIN],
+        records[:, 2],
+        records[:, GAIN : GAIN + 1].view(np.float64)[:, 0],
+        records[:, LEFT_G : LEFT_H + 1],
+    )
 
 
-_SCALE = 2.0 ** 26
+_SCALE = 2.0**26
 
 
 def _split_inputs(seed: int, segments: np.ndarray):
     """(rng, x, cuts, hist, totals): quantised random gradients of 2000 rows x 8 features,
     the CPU histograms and gradient totals of ``segments``."""
     rng, x, cuts = binning_data(seed, n=2000, f=8, max_bin=64)
-    gpair = CPU.quantise(rng.normal(size=x.shape[0]), rng.uniform(0.1, 1.0, size=x.shape[0]),
-                         np.array([_SCALE, _SCALE]))
+    gpair = CPU.quantise(
+        rng.normal(size=x.shape[0]), rng.uniform(0.1, 1.0, size=x.shape[0]), np.array([_SCALE, _SCALE])
+    )
     hist = CPU.build_histograms(_cpu_bins(x, cuts), cuts.ptrs, gpair, np.arange(x.shape[0], dtype=np.int32), segments)
     totals = np.stack([gpair[b:e].sum(0) for b, e in segments]).astype(np.int64)
     return rng, x, cuts, hist, totals
@@ -154,8 +183,10 @@ def _assert_same_decisions(got, want):
     np.testing.assert_array_equal(gl[ok], wl[ok])
 
 
-@pytest.mark.parametrize("lam,alpha,mcw,mds,gamma", [(1.0, 0.0, 1.0, 0.0, 0.0), (0.0, 0.5, 0.0, 0.7, 2.0),
-                                                   (5.0, 0.0, 20.0, 0.0, 0.0), (1.0, 0.5, 1.0, 0.7, 0.0)])
+@pytest.mark.parametrize(
+    "lam,alpha,mcw,mds,gamma",
+    [(1.0, 0.0, 1.0, 0.0, 0.0), (0.0, 0.5, 0.0, 0.7, 2.0), (5.0, 0.0, 20.0, 0.0, 0.0), (1.0, 0.5, 1.0, 0.7, 0.0)],
+)
 def test_split_decisions_equal_the_cpu_ones_bit_for_bit(gpu, lam, alpha, mcw, mds, gamma):
     import cupy
 
@@ -169,16 +200,23 @@ def test_split_decisions_equal_the_cpu_ones_bit_for_bit(gpu, lam, alpha, mcw, md
             want[seed % 3, FEATURE] = NO_NODE  # a slot with no node is left alone
             got = cupy.asarray(want)
             CPU.evaluate_splits(hist, want, cuts.ptrs, mask, np.array([scale, scale]), p)
-            gpu.evaluate_splits(cupy.asarray(hist), got, cuts.ptrs, None if mask is None else cupy.asarray(mask),
-                                np.array([scale, scale]), p)
+            gpu.evaluate_splits(
+                cupy.asarray(hist),
+                got,
+                cuts.ptrs,
+                None if mask is None else cupy.asarray(mask),
+                np.array([scale, scale]),
+                p,
+            )
             got = got.get()
             _assert_same_decisions(got, want)
             np.testing.assert_array_equal(got[:, 6:], want[:, 6:])  # sums and segments untouched
             np.testing.assert_array_equal(got[seed % 3], want[seed % 3])  # the empty slot, whole
 
 
-@pytest.mark.parametrize("lam,alpha,mcw,mds,gamma", [(1.0, 0.0, 1.0, 0.0, 0.0), (0.0, 0.5, 0.0, 0.7, 2.0),
-                                                   (1.0, 0.5, 1.0, 0.7, 0.0)])
+@pytest.mark.parametrize(
+    "lam,alpha,mcw,mds,gamma", [(1.0, 0.0, 1.0, 0.0, 0.0), (0.0, 0.5, 0.0, 0.7, 2.0), (1.0, 0.5, 1.0, 0.7, 0.0)]
+)
 def test_monotone_split_decisions_and_child_bounds_equal_the_cpu_ones_bit_for_bit(gpu, lam, alpha, mcw, mds, gamma):
     import cupy
 
@@ -193,17 +231,26 @@ def test_monotone_split_decisions_and_child_bounds_equal_the_cpu_ones_bit_for_bi
             want = node_records(segments[:, 0], segments[:, 1], sums=totals)
             want[seed % 4, FEATURE] = NO_NODE  # a slot with no node is left alone
             got = cupy.asarray(want)
-            CPU.evaluate_splits(hist, want, cuts.ptrs, mask, np.array([scale, scale]), p, bounds=bounds,
-                                monotone=monotone)
-            gpu.evaluate_splits(cupy.asarray(hist), got, cuts.ptrs, None if mask is None else cupy.asarray(mask),
-                                np.array([scale, scale]), p, bounds=cupy.asarray(bounds),
-                                monotone=cupy.asarray(monotone))
+            CPU.evaluate_splits(
+                hist, want, cuts.ptrs, mask, np.array([scale, scale]), p, bounds=bounds, monotone=monotone
+            )
+            gpu.evaluate_splits(
+                cupy.asarray(hist),
+                got,
+                cuts.ptrs,
+                None if mask is None else cupy.asarray(mask),
+                np.array([scale, scale]),
+                p,
+                bounds=cupy.asarray(bounds),
+                monotone=cupy.asarray(monotone),
+            )
             got = got.get()
             _assert_same_decisions(got, want)
             np.testing.assert_array_equal(got[seed % 4], want[seed % 4])
             want_bounds = CPU.child_bounds(want, bounds, monotone, np.array([scale, scale]), p)
-            got_bounds = gpu.child_bounds(cupy.asarray(want), cupy.asarray(bounds), cupy.asarray(monotone),
-                                          np.array([scale, scale]), p).get()
+            got_bounds = gpu.child_bounds(
+                cupy.asarray(want), cupy.asarray(bounds), cupy.asarray(monotone), np.array([scale, scale]), p
+            ).get()
             np.testing.assert_array_equal(got_bounds, want_bounds)
 
 
@@ -213,12 +260,13 @@ def test_tied_gains_pick_the_lowest_feature_then_the_lowest_bin(gpu):
     x = np.tile(np.arange(8, dtype=np.float32)[:, None], (50, 3))  # three identical features
     cuts = compute_cuts(x, None, 16)
     bins = _cpu_bins(x, cuts)
-    gpair = CPU.quantise(np.where(x[:, 0] < 4, -1.0, 1.0), np.ones(x.shape[0]), np.array([2.0 ** 20, 2.0 ** 20]))
-    hist = CPU.build_histograms(bins, cuts.ptrs, gpair, np.arange(x.shape[0], dtype=np.int32),
-                                np.array([[0, x.shape[0]]]))
+    gpair = CPU.quantise(np.where(x[:, 0] < 4, -1.0, 1.0), np.ones(x.shape[0]), np.array([2.0**20, 2.0**20]))
+    hist = CPU.build_histograms(
+        bins, cuts.ptrs, gpair, np.arange(x.shape[0], dtype=np.int32), np.array([[0, x.shape[0]]])
+    )
     records = cupy.asarray(node_records([0], [x.shape[0]], sums=gpair.sum(0, dtype=np.int64)[None]))
     p = SimpleNamespace(reg_lambda=1.0, alpha=0.0, gamma=0.0, min_child_weight=0.0, max_delta_step=0.0)
-    gpu.evaluate_splits(cupy.asarray(hist), records, cuts.ptrs, None, np.array([2.0 ** 20, 2.0 ** 20]), p)
+    gpu.evaluate_splits(cupy.asarray(hist), records, cuts.ptrs, None, np.array([2.0**20, 2.0**20]), p)
     got = records.get()
     assert got[0, FEATURE] == 0
     assert got[0, SPLIT_BIN] == 3
@@ -236,8 +284,13 @@ def test_partition_is_stable_and_equals_the_cpu_partition(gpu, n, m):
     segments = random_segments(rng, n, m) if m > 3 else np.array([[0, 1000], [1200, 3900], [4000, 4001]])
     # some parents not split (leaves and empty slots of a whole level): their rows stay
     feature = np.where(rng.random(m) < 0.25, rng.choice([-1, NO_NODE], m), rng.integers(0, 5, m))
-    records = node_records(segments[:, 0], segments[:, 1], feature=feature,
-                           split_bin=rng.integers(0, 8, m), default_left=rng.integers(0, 2, m))
+    records = node_records(
+        segments[:, 0],
+        segments[:, 1],
+        feature=feature,
+        split_bin=rng.integers(0, 8, m),
+        default_left=rng.integers(0, 2, m),
+    )
     want_rows = rows.copy()
     want = CPU.partition(CPU.column_layout(bins), want_rows, records)
     tight = int((segments[:, 1] - segments[:, 0]).sum())  # the launch sized by the exact row count
@@ -253,8 +306,8 @@ def test_children_records_and_histograms_equal_the_cpu_ones(gpu):
 
     rng = np.random.default_rng(9)
     segments = random_segments(rng, 50_000, 40)
-    parents = node_records(segments[:, 0], segments[:, 1], sums=rng.integers(-10**9, 10**9, size=(40, 2)))
-    parents[:, LEFT_G:LEFT_H + 1] = rng.integers(-10**9, 10**9, size=(40, 2))
+    parents = node_records(segments[:, 0], segments[:, 1], sums=rng.integers(-(10**9), 10**9, size=(40, 2)))
+    parents[:, LEFT_G : LEFT_H + 1] = rng.integers(-(10**9), 10**9, size=(40, 2))
     parents[:, FEATURE] = np.where(rng.random(40) < 0.3, rng.choice([-1, NO_NODE], 40), rng.integers(0, 9, 40))
     sizes = segments[:, 1] - segments[:, 0]
     lefts = (sizes * rng.random(40)).astype(np.int64)
@@ -262,31 +315,36 @@ def test_children_records_and_histograms_equal_the_cpu_ones(gpu):
     global_counts = counts + rng.integers(0, 30, size=(40, 2))
     for sizes in (global_counts, None):  # None: the child of smaller hessian sum is built
         want = CPU.split_nodes(parents, counts, sizes)
-        got = gpu.split_nodes(cupy.asarray(parents), cupy.asarray(counts),
-                              None if sizes is None else cupy.asarray(sizes))
+        got = gpu.split_nodes(
+            cupy.asarray(parents), cupy.asarray(counts), None if sizes is None else cupy.asarray(sizes)
+        )
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g.get(), w)
         # the scans split_nodes makes in its launch are the ones the next stages would make
         children, build_segments = got[0], got[1]
-        np.testing.assert_array_equal(gpu._scanned_offsets(build_segments).get(),
-                                      gpu._segment_offsets(build_segments, 2, 40, 1).get())
-        np.testing.assert_array_equal(gpu._scanned_offsets(children).get(),
-                                      gpu._segment_offsets(children[:, BEGIN:], NODE_FIELDS, 80, 2048).get())
+        np.testing.assert_array_equal(
+            gpu._scanned_offsets(build_segments).get(), gpu._segment_offsets(build_segments, 2, 40, 1).get()
+        )
+        np.testing.assert_array_equal(
+            gpu._scanned_offsets(children).get(), gpu._segment_offsets(children[:, BEGIN:], NODE_FIELDS, 80, 2048).get()
+        )
         assert gpu._scanned_offsets(cupy.asarray(parents)) is None
     # children written into a given array: the same records there
     out = cupy.full((100, NODE_FIELDS), -7, np.int64)
     gpu.split_nodes(cupy.asarray(parents), cupy.asarray(counts), None, out=out[10:90])
     np.testing.assert_array_equal(out[10:90].get(), want[0])
     assert int(out[:10].min()) == int(out[90:].max()) == -7
-    parent_hist = rng.integers(-10**12, 10**12, size=(60, 77, 2))
+    parent_hist = rng.integers(-(10**12), 10**12, size=(60, 77, 2))
     index = rng.choice(60, size=40, replace=False).astype(np.int64)
-    built = rng.integers(-10**12, 10**12, size=(40, 77, 2))
+    built = rng.integers(-(10**12), 10**12, size=(40, 77, 2))
     want_hist = CPU.children_histograms(parent_hist, index, built, want[2])
-    got_hist = gpu.children_histograms(cupy.asarray(parent_hist), cupy.asarray(index), cupy.asarray(built),
-                                       cupy.asarray(want[2]))
+    got_hist = gpu.children_histograms(
+        cupy.asarray(parent_hist), cupy.asarray(index), cupy.asarray(built), cupy.asarray(want[2])
+    )
     np.testing.assert_array_equal(got_hist.get(), want_hist)
-    unindexed = gpu.children_histograms(cupy.asarray(parent_hist[index]), None, cupy.asarray(built),
-                                        cupy.asarray(want[2]))
+    unindexed = gpu.children_histograms(
+        cupy.asarray(parent_hist[index]), None, cupy.asarray(built), cupy.asarray(want[2])
+    )
     np.testing.assert_array_equal(unindexed.get(), want_hist)
     root = gpu.root_node(cupy.asarray(np.array([5, 7], np.int64)), 123).get()
     np.testing.assert_array_equal(root, CPU.root_node(np.array([5, 7]), 123))
@@ -328,10 +386,16 @@ def _maxima_bits() -> np.ndarray:
     and their neighbours, random values, the largest float, infinity and NaNs."""
     rng = np.random.default_rng(7)
     powers = np.ldexp(1.0, np.arange(-149, 128)).astype(np.float32)
-    values = np.concatenate([
-        [0.0, np.float32(1.4e-45), np.float32(1e-40), np.finfo(np.float32).max, np.inf],
-        powers, np.nextafter(powers, np.float32(np.inf)), np.nextafter(powers, np.float32(0)),
-        rng.uniform(0, 10, 200), np.exp(rng.uniform(-80, 80, 200))]).astype(np.float32)
+    values = np.concatenate(
+        [
+            [0.0, np.float32(1.4e-45), np.float32(1e-40), np.finfo(np.float32).max, np.inf],
+            powers,
+            np.nextafter(powers, np.float32(np.inf)),
+            np.nextafter(powers, np.float32(0)),
+            rng.uniform(0, 10, 200),
+            np.exp(rng.uniform(-80, 80, 200)),
+        ]
+    ).astype(np.float32)
     bits = values.view(np.uint32)
     return np.concatenate([bits, [0x7FC00000, 0x7F800001, 0xFFFFFFFF]]).astype(np.uint32)
 
@@ -349,7 +413,7 @@ def test_device_fixed_point_scales_are_the_hosts_for_every_kind_of_maximum(gpu):
     # every scale keeps its maximum within 2**30, and twice the scale would not
     finite = np.isfinite(pairs.view(np.float32)) & (pairs.view(np.float32) > 0)
     scaled = pairs.view(np.float32).astype(np.float64) * got
-    assert np.all(scaled[finite] <= 2.0 ** 30) and np.all(2 * scaled[finite] > 2.0 ** 30)
+    assert np.all(scaled[finite] <= 2.0**30) and np.all(2 * scaled[finite] > 2.0**30)
     assert np.all(got[~finite] == 1.0)
 
 
@@ -367,9 +431,9 @@ def test_leaves_added_from_records_give_the_margins_of_the_hosts_leaf_values(gpu
     records[:, FEATURE] = kinds
     records[:, BEGIN], records[:, END] = rng.integers(0, n, m), rng.integers(0, n, m)  # ignored off the leaves
     records[leaves, BEGIN], records[leaves, END] = bounds[:-1], bounds[1:]
-    records[:, SUM_G] = rng.integers(-2**40, 2**40, m)
+    records[:, SUM_G] = rng.integers(-(2**40), 2**40, m)
     records[:, SUM_H] = rng.integers(0, 2**40, m)
-    scales = np.array([2.0 ** 12, 2.0 ** 14])
+    scales = np.array([2.0**12, 2.0**14])
     rows = rng.permutation(n).astype(np.int32)
     margin = rng.normal(size=(n, 2)).astype(np.float32)
     want = margin.copy()

@@ -1,4 +1,5 @@
 """GPU memory: the bin matrix is bit-packed, and training that cannot fit fails before it starts."""
+
 import numpy as np
 import pytest
 
@@ -16,8 +17,7 @@ def test_training_that_cannot_fit_fails_before_it_starts_with_the_estimate(monke
     cupy.get_default_memory_pool().free_all_blocks()
     monkeypatch.setattr(cupy.cuda.runtime, "memGetInfo", lambda: (1 << 10, 80 << 30))
     with pytest.raises(DeviceMemoryError, match=r"needs about .* GiB .* 5000 rows x 10 features"):
-        dgboost.train({"objective": "binary:logistic", "device": "cuda"}, dgboost.DMatrix(X, y), 2,
-                      verbose_eval=False)
+        dgboost.train({"objective": "binary:logistic", "device": "cuda"}, dgboost.DMatrix(X, y), 2, verbose_eval=False)
 
 
 def test_a_device_allocation_that_fails_names_its_size_and_the_free_memory(monkeypatch):

@@ -5,6 +5,7 @@ differ from NumPy's by an ulp, so gradients are compared to float32 rounding (rt
 metric values to 1e-9 relative. Host fallbacks (ranking, custom objective, NDCG/MAP,
 ranking AUC) and the exact sums must match the NumPy result exactly.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,9 +23,13 @@ N = 2000
 SEED = 20240611
 ROW_OBJECTIVES = sorted(name for name in _REGISTRY if not name.startswith("rank:"))
 RANK_OBJECTIVES = sorted(name for name in _REGISTRY if name.startswith("rank:"))
-PARAMS = {"binary:logistic": {"scale_pos_weight": 2.5}, "reg:pseudohubererror": {"huber_slope": 1.7},
-          "multi:softprob": {"num_class": 3}, "multi:softmax": {"num_class": 3},
-          "reg:quantileerror": {"quantile_alpha": [0.1, 0.5, 0.9]}}
+PARAMS = {
+    "binary:logistic": {"scale_pos_weight": 2.5},
+    "reg:pseudohubererror": {"huber_slope": 1.7},
+    "multi:softprob": {"num_class": 3},
+    "multi:softmax": {"num_class": 3},
+    "reg:quantileerror": {"quantile_alpha": [0.1, 0.5, 0.9]},
+}
 GROUP_PTR = np.array([0, 2, 7, 40, 300, 1100, N], np.int64)
 
 
@@ -189,12 +194,22 @@ def test_exact_sums_of_device_columns_are_bit_identical_to_host_sums(cp):
 
 # --------------------------------------------------------------------------------- metrics
 # metric -> the objective whose eval_transform it sees
-ROW_METRICS = {"rmse": "reg:squarederror", "mae": "reg:absoluteerror", "mphe": "reg:pseudohubererror",
-               "logloss": "binary:logistic", "error": "binary:logistic", "error@0.7": "reg:logistic",
-               "poisson-nloglik": "count:poisson", "mlogloss": "multi:softprob",
-               "merror": "multi:softmax", "gamma-deviance": "reg:gamma", "gamma-nloglik": "reg:gamma",
-               "tweedie-nloglik@1.5": "reg:tweedie", "quantile": "reg:quantileerror",
-               "cox-nloglik": "survival:cox"}
+ROW_METRICS = {
+    "rmse": "reg:squarederror",
+    "mae": "reg:absoluteerror",
+    "mphe": "reg:pseudohubererror",
+    "logloss": "binary:logistic",
+    "error": "binary:logistic",
+    "error@0.7": "reg:logistic",
+    "poisson-nloglik": "count:poisson",
+    "mlogloss": "multi:softprob",
+    "merror": "multi:softmax",
+    "gamma-deviance": "reg:gamma",
+    "gamma-nloglik": "reg:gamma",
+    "tweedie-nloglik@1.5": "reg:tweedie",
+    "quantile": "reg:quantileerror",
+    "cox-nloglik": "survival:cox",
+}
 AUC_CASES = ["binary:logistic", "binary:logitraw", "multi:softprob"]
 
 

@@ -5,6 +5,7 @@ kernel is the CPU's kernel with one thread per row, so with the same weight-tabl
 every value is bitwise the CPU's, identical over reruns and whatever the batching of the
 rows. Additivity is checked against the model's margins.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,9 +22,17 @@ BUDGET = 256 << 20  # one weight-table budget for both devices (their defaults d
 
 
 @pytest.mark.parametrize("algorithm", ["table", "path"])
-@pytest.mark.parametrize("objective,depth", [("binary:logistic", 6), ("reg:squarederror", 10),
-                                             ("multi:softprob", 4), ("binary:logistic", 1),
-                                             ("reg:squarederror", 3), ("binary:logistic", 16)])
+@pytest.mark.parametrize(
+    "objective,depth",
+    [
+        ("binary:logistic", 6),
+        ("reg:squarederror", 10),
+        ("multi:softprob", 4),
+        ("binary:logistic", 1),
+        ("reg:squarederror", 3),
+        ("binary:logistic", 16),
+    ],
+)
 def test_gpu_shap_values_are_bitwise_the_cpu_engines(objective, depth, algorithm):
     booster, X = _model(objective, depth)
     cpu = dg.TreeExplainer(booster, algorithm=algorithm, max_table_bytes=BUDGET)
@@ -37,8 +46,7 @@ def test_a_small_table_budget_mixes_both_methods_and_is_still_the_cpus():
     budget = 64 << 10  # some paths get tables, the others the path method
     cpu = dg.TreeExplainer(booster, max_table_bytes=budget)
     assert 0.0 < cpu.weight_tables().coverage(cpu.table) < 1.0
-    _bitwise(dg.TreeExplainer(booster, max_table_bytes=budget, device="cuda").contributions(X),
-             cpu.contributions(X))
+    _bitwise(dg.TreeExplainer(booster, max_table_bytes=budget, device="cuda").contributions(X), cpu.contributions(X))
 
 
 @pytest.mark.parametrize("objective,depth", [("multi:softprob", 16), ("binary:logistic", 8)])
@@ -57,8 +65,10 @@ def test_paths_without_a_table_take_the_quadrature_with_the_cpus_bits(objective,
     for d in (16, 17, 12):
         ens.append(chain_tree(rng, n_features=24, depth=d, distinct=True))
     rows = random_rows(rng, 700, 24, nan_prob=0.1)
-    _bitwise(dg.TreeExplainer(ens, max_table_bytes=0, device="cuda").contributions(rows),
-             dg.TreeExplainer(ens, max_table_bytes=0).contributions(rows))
+    _bitwise(
+        dg.TreeExplainer(ens, max_table_bytes=0, device="cuda").contributions(rows),
+        dg.TreeExplainer(ens, max_table_bytes=0).contributions(rows),
+    )
 
 
 @pytest.mark.filterwarnings("ignore:LightGBM binary classifier:UserWarning")
@@ -74,11 +84,15 @@ def test_imported_lightgbm_and_scikit_learn_models_are_explained_with_the_cpus_b
         "lightgbm binary": (lgb.LGBMClassifier(**kw).fit(X, y > 0), X),
         "lightgbm multiclass": (lgb.LGBMClassifier(**kw).fit(X, y), X),
         "sklearn gradient boosting multiclass": (
-            GradientBoostingClassifier(n_estimators=10, max_depth=5, random_state=0).fit(dense, y), dense),
-        "sklearn random forest": (RandomForestRegressor(n_estimators=5, max_depth=12, random_state=0).fit(dense, y),
-                                  dense),
+            GradientBoostingClassifier(n_estimators=10, max_depth=5, random_state=0).fit(dense, y),
+            dense,
+        ),
+        "sklearn random forest": (
+            RandomForestRegressor(n_estimators=5, max_depth=12, random_state=0).fit(dense, y),
+            dense,
+        ),
     }
-    for name, (model, rows) in models.items():
+    for model, rows in models.values():
         cpu = dg.TreeExplainer(model, max_table_bytes=BUDGET)
         gpu = dg.TreeExplainer(model, device="cuda", max_table_bytes=BUDGET)
         _bitwise(gpu.contributions(rows[:500]), cpu.contributions(rows[:500]))
@@ -93,7 +107,7 @@ def test_weight_tables_built_on_the_gpu_are_bitwise_the_cpus():
     table = dg.TreeExplainer(booster).table
     cpu = build_tables(table, 1 << 30)
     dev = DevicePathTable(table, 1 << 30)
-    _bitwise(dev.arrays["table_values"][:cpu.values.size], cpu.values)
+    _bitwise(dev.arrays["table_values"][: cpu.values.size], cpu.values)
     _bitwise(dev.arrays["table_offsets"], cpu.table_offsets)
 
 
@@ -138,8 +152,9 @@ def test_an_explainer_on_the_cpu_given_cupy_rows_returns_numpy():
     _bitwise(out, dg.TreeExplainer(booster).shap_values(X))
 
 
-@pytest.mark.parametrize("objective,depth", [("binary:logistic", 6), ("multi:softprob", 4), ("reg:squarederror", 1),
-                                             ("binary:logistic", 18)])
+@pytest.mark.parametrize(
+    "objective,depth", [("binary:logistic", 6), ("multi:softprob", 4), ("reg:squarederror", 1), ("binary:logistic", 18)]
+)
 def test_gpu_interaction_values_are_bitwise_the_cpus_default_method_and_match_the_path_method(objective, depth):
     booster, X = _model(objective, depth, rounds=8)
     X = X[:400]
@@ -156,8 +171,9 @@ def test_gpu_interaction_values_are_bitwise_the_cpus_default_method_and_match_th
     np.testing.assert_allclose(got.sum(axis=3), gpu.contributions(X), rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("objective,depth,F", [("multi:softprob", 6, 12), ("binary:logistic", 16, 45),
-                                               ("reg:squarederror", 3, 70)])
+@pytest.mark.parametrize(
+    "objective,depth,F", [("multi:softprob", 6, 12), ("binary:logistic", 16, 45), ("reg:squarederror", 3, 70)]
+)
 def test_interactions_by_every_kernel_layout_are_bitwise_the_cpus(monkeypatch, objective, depth, F):
     from dgboost.backend import _cuda_treeshap as gpu
 
@@ -171,8 +187,9 @@ def test_interactions_by_every_kernel_layout_are_bitwise_the_cpus(monkeypatch, o
         _bitwise(dg.TreeExplainer(booster, device="cuda").contributions(X, interactions=True), expected)
 
 
-@pytest.mark.parametrize("objective,depth,F", [("multi:softprob", 6, 12), ("binary:logistic", 16, 45),
-                                               ("reg:squarederror", 3, 70)])
+@pytest.mark.parametrize(
+    "objective,depth,F", [("multi:softprob", 6, 12), ("binary:logistic", 16, 45), ("reg:squarederror", 3, 70)]
+)
 def test_interactions_summed_in_small_slices_are_the_cpus_bits_in_every_layout(monkeypatch, objective, depth, F):
     """Slices of 7 paths: few rows run a row's slices in parallel (warp-shared) and add them in
     order; the sequential layouts add each slice's sums to totals at its end. All give the CPU's bits."""
@@ -216,8 +233,9 @@ def test_interactions_of_cupy_rows_are_cupy_and_booster_pred_interactions_runs_o
     gpu_booster.set_param({"device": "cuda"})
     got = gpu_booster.predict(dg.DMatrix(cupy.asarray(X)), pred_interactions=True)
     assert isinstance(got, cupy.ndarray)
-    np.testing.assert_allclose(got.get(), booster.predict(dg.DMatrix(X), pred_interactions=True),
-                               rtol=1e-5, atol=1e-6)  # float32 outputs of float64 values that agree to 1e-9
+    np.testing.assert_allclose(
+        got.get(), booster.predict(dg.DMatrix(X), pred_interactions=True), rtol=1e-5, atol=1e-6
+    )  # float32 outputs of float64 values that agree to 1e-9
 
 
 def test_gpu_shap_values_add_up_to_the_margin():
@@ -249,8 +267,7 @@ def test_an_imported_xgboost_model_is_explained_like_xgboost_on_the_gpu():
     import xgboost as xgb
 
     X, y, _ = make_synthetic(5000, 10, task="binary", missing_rate=0.1, seed=5)
-    model = xgb.train({"objective": "binary:logistic", "max_depth": 7, "device": "cuda"},
-                      xgb.DMatrix(X, y), 30)
+    model = xgb.train({"objective": "binary:logistic", "max_depth": 7, "device": "cuda"}, xgb.DMatrix(X, y), 30)
     expected = model.predict(xgb.DMatrix(X), pred_contribs=True)
     got = dg.TreeExplainer(model, device="cuda").contributions(X)[:, 0, :]
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
@@ -273,10 +290,12 @@ def test_rows_too_wide_for_shared_accumulators_accumulate_in_the_output_with_the
 
 
 @pytest.mark.parametrize("algorithm", ["table", "path"])
-@pytest.mark.parametrize("objective,depth,F", [("multi:softprob", 5, 12), ("binary:logistic", 9, 12),
-                                               ("reg:squarederror", 6, 250)])
-def test_slices_of_paths_summed_in_parallel_for_few_rows_give_the_cpus_bits(monkeypatch, algorithm, objective,
-                                                                             depth, F):
+@pytest.mark.parametrize(
+    "objective,depth,F", [("multi:softprob", 5, 12), ("binary:logistic", 9, 12), ("reg:squarederror", 6, 250)]
+)
+def test_slices_of_paths_summed_in_parallel_for_few_rows_give_the_cpus_bits(
+    monkeypatch, algorithm, objective, depth, F
+):
     """Few rows: blocks per (rows, group, slice of paths), slice sums added in order; many rows:
     a thread per row adding its sums at each slice's end. Both must give the CPU's bits, with
     slices small enough that there are many (F=250: accumulators too wide for shared memory)."""
@@ -317,10 +336,16 @@ def test_subnormal_row_values_compare_with_thresholds_as_on_the_cpu():
     np.testing.assert_array_equal(gpu_margins.get(), cpu.margins(ens, X))
     assert len(np.unique(cpu_leaves[:, 0])) > 3
     for algorithm in ("table", "path"):
-        _bitwise(dg.TreeExplainer(ens, algorithm=algorithm, device="cuda", max_table_bytes=BUDGET).contributions(X),
-                 dg.TreeExplainer(ens, algorithm=algorithm, max_table_bytes=BUDGET).contributions(X))
-    _bitwise(dg.TreeExplainer(ens, device="cuda").contributions(X, interactions=True),
-             dg.TreeExplainer(ens).contributions(X, interactions=True))
+        _bitwise(
+            dg.TreeExplainer(ens, algorithm=algorithm, device="cuda", max_table_bytes=BUDGET).contributions(X),
+            dg.TreeExplainer(ens, algorithm=algorithm, max_table_bytes=BUDGET).contributions(X),
+        )
+    _bitwise(
+        dg.TreeExplainer(ens, device="cuda").contributions(X, interactions=True),
+        dg.TreeExplainer(ens).contributions(X, interactions=True),
+    )
     background = X[:20]
-    _bitwise(dg.TreeExplainer(ens, background, device="cuda").contributions(X),
-             dg.TreeExplainer(ens, background).contributions(X))
+    _bitwise(
+        dg.TreeExplainer(ens, background, device="cuda").contributions(X),
+        dg.TreeExplainer(ens, background).contributions(X),
+    )

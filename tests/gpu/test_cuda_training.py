@@ -7,6 +7,7 @@ together they cover every growth policy, sampling option, regulariser and object
 missing values, weights, query groups and a table wider than one shared-memory feature
 group (1,500 features x 256 bins).
 """
+
 from functools import lru_cache
 
 import numpy as np
@@ -14,9 +15,13 @@ import pytest
 
 import dgboost as dg
 from dgboost.datasets import make_synthetic
-from dgboost.testing import (check_matches_cpu_metric, check_prediction_matches_reference,
-                             check_raises_like_cpu, check_same_trees_as_cpu,
-                             check_training_is_deterministic)
+from dgboost.testing import (
+    check_matches_cpu_metric,
+    check_prediction_matches_reference,
+    check_raises_like_cpu,
+    check_same_trees_as_cpu,
+    check_training_is_deterministic,
+)
 
 DEVICE = "cuda"
 
@@ -28,8 +33,12 @@ def _dataset(name: str):
 
     weight = group = None
     if name in ("breast_cancer", "diabetes", "digits", "wine"):
-        loader = {"breast_cancer": datasets.load_breast_cancer, "diabetes": datasets.load_diabetes,
-                  "digits": datasets.load_digits, "wine": datasets.load_wine}[name]
+        loader = {
+            "breast_cancer": datasets.load_breast_cancer,
+            "diabetes": datasets.load_diabetes,
+            "digits": datasets.load_digits,
+            "wine": datasets.load_wine,
+        }[name]
         X, y = loader(return_X_y=True)
         X, y = X.astype(np.float32), y.astype(np.float32)
     elif name == "missing":  # 20% of the values missing at random
@@ -59,35 +68,61 @@ CASES = {
     "breast_cancer-lossguide": ("breast_cancer", {**BINARY, **LOSSGUIDE, "max_leaves": 12}, 20),
     "diabetes-min_child_weight": ("diabetes", {**REGRESSION, "min_child_weight": 8}, 20),
     "diabetes-absoluteerror": ("diabetes", {**REGRESSION, "objective": "reg:absoluteerror"}, 15),
-    "digits-softprob": ("digits", {"objective": "multi:softprob", "num_class": 10, "max_depth": 4,
-                                   "max_bin": 256}, 10),
-    "wine-softprob-lossguide": ("wine", {"objective": "multi:softprob", "num_class": 3, "max_bin": 256,
-                                         **LOSSGUIDE, "max_leaves": 6}, 10),
+    "digits-softprob": ("digits", {"objective": "multi:softprob", "num_class": 10, "max_depth": 4, "max_bin": 256}, 10),
+    "wine-softprob-lossguide": (
+        "wine",
+        {"objective": "multi:softprob", "num_class": 3, "max_bin": 256, **LOSSGUIDE, "max_leaves": 6},
+        10,
+    ),
     "missing-depthwise": ("missing", BINARY, 20),
     "missing-lossguide": ("missing", {**BINARY, **LOSSGUIDE}, 20),
     "missing-lossguide-depth-limit": ("missing", {**BINARY, **LOSSGUIDE, "max_depth": 5, "max_leaves": 24}, 15),
     "missing-subsample": ("missing", {**BINARY, "subsample": 0.8, "seed": 7}, 20),
-    "missing-colsample": ("missing", {**BINARY, "colsample_bytree": 0.8, "colsample_bylevel": 0.7,
-                                      "colsample_bynode": 0.6, "seed": 3}, 20),
-    "missing-interaction-constraints": ("missing", {**BINARY, "interaction_constraints": [[0, 1, 2, 3], [4, 5, 6, 7, 8], [9, 10]]}, 15),
-    "missing-interaction-constraints-lossguide": ("missing", {**BINARY, **LOSSGUIDE,
-                                                              "interaction_constraints": [[0, 1, 2], [3, 4, 5, 6]]}, 12),
+    "missing-colsample": (
+        "missing",
+        {**BINARY, "colsample_bytree": 0.8, "colsample_bylevel": 0.7, "colsample_bynode": 0.6, "seed": 3},
+        20,
+    ),
+    "missing-interaction-constraints": (
+        "missing",
+        {**BINARY, "interaction_constraints": [[0, 1, 2, 3], [4, 5, 6, 7, 8], [9, 10]]},
+        15,
+    ),
+    "missing-interaction-constraints-lossguide": (
+        "missing",
+        {**BINARY, **LOSSGUIDE, "interaction_constraints": [[0, 1, 2], [3, 4, 5, 6]]},
+        12,
+    ),
     # monotone constraints: whole levels (depthwise), level by level (column sampling by node),
     # best-first, and with the regularisers that change the bounded weights and gains
     "missing-monotone": ("missing", {**BINARY, "monotone_constraints": MONOTONE_28}, 15),
-    "missing-monotone-bynode": ("missing", {**BINARY, "colsample_bynode": 0.7, "seed": 3,
-                                            "monotone_constraints": MONOTONE_28}, 12),
+    "missing-monotone-bynode": (
+        "missing",
+        {**BINARY, "colsample_bynode": 0.7, "seed": 3, "monotone_constraints": MONOTONE_28},
+        12,
+    ),
     "missing-monotone-lossguide": ("missing", {**BINARY, **LOSSGUIDE, "monotone_constraints": MONOTONE_28}, 12),
-    "weighted-monotone-alpha-max_delta_step": ("weighted", {**REGRESSION, "alpha": 1.0, "max_delta_step": 0.5,
-                                                            "monotone_constraints": MONOTONE_20}, 15),
-    "wine-softprob-monotone-lossguide": ("wine", {"objective": "multi:softprob", "num_class": 3, "max_bin": 256,
-                                                  **LOSSGUIDE, "max_leaves": 6,
-                                                  "monotone_constraints": "(1,-1,0,1,-1,0,1,-1,0,1,-1,0,1)"}, 10),
+    "weighted-monotone-alpha-max_delta_step": (
+        "weighted",
+        {**REGRESSION, "alpha": 1.0, "max_delta_step": 0.5, "monotone_constraints": MONOTONE_20},
+        15,
+    ),
+    "wine-softprob-monotone-lossguide": (
+        "wine",
+        {
+            "objective": "multi:softprob",
+            "num_class": 3,
+            "max_bin": 256,
+            **LOSSGUIDE,
+            "max_leaves": 6,
+            "monotone_constraints": "(1,-1,0,1,-1,0,1,-1,0,1,-1,0,1)",
+        },
+        10,
+    ),
     "missing-max_delta_step": ("missing", {**BINARY, "max_delta_step": 0.7, "min_child_weight": 4}, 20),
     "missing-gamma-lambda": ("missing", {**BINARY, "gamma": 0.5, "lambda": 4.0}, 15),
     "weighted-reg_alpha": ("weighted", {**REGRESSION, "alpha": 2.0, "lambda": 0.5}, 20),
-    "weighted-absoluteerror": ("weighted", {**REGRESSION, "objective": "reg:absoluteerror",
-                                            "subsample": 0.8}, 15),
+    "weighted-absoluteerror": ("weighted", {**REGRESSION, "objective": "reg:absoluteerror", "subsample": 0.8}, 15),
     "ranking-ndcg": ("ranking", {"objective": "rank:ndcg", "max_depth": 6, "max_bin": 256}, 15),
     "ranking-ndcg-lossguide": ("ranking", {"objective": "rank:ndcg", "max_bin": 256, **LOSSGUIDE}, 10),
     # few rounds: the CPU oracle is slow on 384,000 bins
@@ -120,9 +155,18 @@ def test_data_already_on_the_gpu_gives_the_same_trees_as_the_cpu(case):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("case", ["missing-subsample", "missing-colsample", "missing-lossguide",
-                                  "ranking-ndcg", "wide-lossguide-bynode", "weighted-absoluteerror",
-                                  "missing-monotone-lossguide"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "missing-subsample",
+        "missing-colsample",
+        "missing-lossguide",
+        "ranking-ndcg",
+        "wide-lossguide-bynode",
+        "weighted-absoluteerror",
+        "missing-monotone-lossguide",
+    ],
+)
 def test_cuda_training_is_deterministic(case):
     name, params, rounds = CASES[case]
     X, y, weight, group = _dataset(name)
@@ -130,30 +174,36 @@ def test_cuda_training_is_deterministic(case):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("case", ["missing-depthwise", "missing-lossguide", "digits-softprob",
-                                  "weighted-reg_alpha", "wide-depthwise"])
+@pytest.mark.parametrize(
+    "case", ["missing-depthwise", "missing-lossguide", "digits-softprob", "weighted-reg_alpha", "wide-depthwise"]
+)
 @pytest.mark.parametrize("on_device", [False, True], ids=["host-rows", "device-rows"])
 def test_cuda_predictions_match_the_reference_tree_walker(case, on_device):
     name, params, rounds = CASES[case]
     X, y, weight, group = _dataset(name)
-    booster = dg.train({**params, "device": DEVICE}, dg.DMatrix(X, y, weight=weight, group=group), rounds,
-                       verbose_eval=False)
+    booster = dg.train(
+        {**params, "device": DEVICE}, dg.DMatrix(X, y, weight=weight, group=group), rounds, verbose_eval=False
+    )
     rows = X[:1000]
     check_prediction_matches_reference(DEVICE, booster, _to_device(rows)[0] if on_device else rows)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("case, metrics", [
-    ("missing-depthwise", ["logloss", "auc", "error"]),
-    ("digits-softprob", ["mlogloss", "merror"]),
-    ("weighted-reg_alpha", ["rmse", "mae"]),
-    ("ranking-ndcg", ["ndcg@10", "ndcg"]),
-])
+@pytest.mark.parametrize(
+    "case, metrics",
+    [
+        ("missing-depthwise", ["logloss", "auc", "error"]),
+        ("digits-softprob", ["mlogloss", "merror"]),
+        ("weighted-reg_alpha", ["rmse", "mae"]),
+        ("ranking-ndcg", ["ndcg@10", "ndcg"]),
+    ],
+)
 def test_cuda_evaluation_metrics_match_the_cpu(case, metrics):
     name, params, rounds = CASES[case]
     X, y, weight, group = _dataset(name)
-    check_matches_cpu_metric(DEVICE, X, y, {**params, "eval_metric": metrics}, min(rounds, 10),
-                             weight=weight, group=group)
+    check_matches_cpu_metric(
+        DEVICE, X, y, {**params, "eval_metric": metrics}, min(rounds, 10), weight=weight, group=group
+    )
 
 
 @pytest.mark.gpu
@@ -216,10 +266,13 @@ def test_a_wrong_feature_count_at_predict_raises_the_cpu_error_on_the_gpu():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("params, label", [
-    (BINARY, lambda y: y * 2),
-    ({"objective": "multi:softprob", "num_class": 2, "max_bin": 256}, lambda y: y + 1),
-])
+@pytest.mark.parametrize(
+    "params, label",
+    [
+        (BINARY, lambda y: y * 2),
+        ({"objective": "multi:softprob", "num_class": 2, "max_bin": 256}, lambda y: y + 1),
+    ],
+)
 def test_labels_outside_the_classes_raise_the_cpu_error_on_the_gpu(params, label):
     X, y, _, _ = _dataset("breast_cancer")
 

@@ -7,6 +7,7 @@ own). Distributed SHAP equals single-GPU SHAP bit for bit. A GPU worker killed m
 ends ``train`` with a clear error well within a minute. Each test skips where the machine
 has fewer GPUs than it asks for.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,10 +29,21 @@ os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 CHUNKS = (3000, 0, 4000, 1000, 2500, 500, 0, 1500)
 CASES = {
     "depthwise with row and column sampling, missing values and weights": {
-        "objective": "binary:logistic", "max_depth": 6, "max_bin": 64, "subsample": 0.8,
-        "colsample_bytree": 0.9, "colsample_bynode": 0.7, "seed": 4},
-    "lossguide": {"objective": "binary:logistic", "grow_policy": "lossguide", "max_depth": 0,
-                  "max_leaves": 24, "max_bin": 64},
+        "objective": "binary:logistic",
+        "max_depth": 6,
+        "max_bin": 64,
+        "subsample": 0.8,
+        "colsample_bytree": 0.9,
+        "colsample_bynode": 0.7,
+        "seed": 4,
+    },
+    "lossguide": {
+        "objective": "binary:logistic",
+        "grow_policy": "lossguide",
+        "max_depth": 0,
+        "max_leaves": 24,
+        "max_bin": 64,
+    },
 }
 ROUNDS = 6
 
@@ -102,8 +114,14 @@ def _single_gpu_model(case: str):
 
 # cases inside GPU counts: one cluster start per count (the fixture keeps one cluster open)
 @pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("n_gpus", [pytest.param(1, marks=pytest.mark.gpu), pytest.param(2, marks=pytest.mark.mgpu),
-                                    pytest.param(4, marks=pytest.mark.mgpu)])
+@pytest.mark.parametrize(
+    "n_gpus",
+    [
+        pytest.param(1, marks=pytest.mark.gpu),
+        pytest.param(2, marks=pytest.mark.mgpu),
+        pytest.param(4, marks=pytest.mark.mgpu),
+    ],
+)
 def test_n_gpus_through_nccl_give_the_single_process_model_byte_for_byte(cuda_client, n_gpus, case):
     if _gpu_count() < n_gpus:
         pytest.skip(f"needs {n_gpus} GPUs")
@@ -133,8 +151,13 @@ def test_n_gpus_give_the_single_process_cpu_models_json_byte_for_byte(cuda_clien
     n_gpus = min(_gpu_count(), 4)
     client = cuda_client(n_gpus)
     dX, dy, dw = _dask_arrays(X, y, w)
-    got = dxgb.train(client, {**CASES[case], "device": "cuda"}, dxgb.DaskDMatrix(client, dX, dy, weight=dw), ROUNDS,
-                     communicator="nccl")["booster"]
+    got = dxgb.train(
+        client,
+        {**CASES[case], "device": "cuda"},
+        dxgb.DaskDMatrix(client, dX, dy, weight=dw),
+        ROUNDS,
+        communicator="nccl",
+    )["booster"]
     cpu = dg.train({**CASES[case], "device": "cpu"}, dg.DMatrix(X, y, weight=w), ROUNDS)
     # the device (and nthread) are run-only parameters the model records: every other byte,
     # leaf values unrounded
@@ -205,7 +228,7 @@ def test_distributed_shap_on_every_gpu_equals_single_gpu_shap_bit_for_bit(cuda_c
     client = cuda_client(min(_gpu_count(), 4))
     rows = X[:3000] if interactions else X
     chunks = (1000, 0, 1500, 500) if interactions else CHUNKS
-    dX = _dask_arrays(rows, y[:len(rows)], w[:len(rows)], chunks)[0]
+    dX = _dask_arrays(rows, y[: len(rows)], w[: len(rows)], chunks)[0]
     got = dxgb.shap_values(client, booster, dX, interactions=interactions).compute()
     explainer = dg.TreeExplainer(booster, device="cuda")
     want = explainer.shap_interaction_values(rows) if interactions else explainer.shap_values(rows)
@@ -218,8 +241,9 @@ def test_distributed_shap_on_every_gpu_equals_single_gpu_shap_bit_for_bit(cuda_c
 @pytest.mark.mgpu
 @_needs(2)
 @pytest.mark.parametrize("stream_ordered", ["0", "1"], ids=["host-waited", "stream-ordered"])
-def test_a_gpu_worker_killed_mid_training_ends_train_with_a_clear_error_within_60_seconds(tmp_path, stream_ordered,
-                                                                                           monkeypatch):
+def test_a_gpu_worker_killed_mid_training_ends_train_with_a_clear_error_within_60_seconds(
+    tmp_path, stream_ordered, monkeypatch
+):
     from dask_cuda import LocalCUDACluster
     from distributed import Client
 
@@ -229,13 +253,22 @@ def test_a_gpu_worker_killed_mid_training_ends_train_with_a_clear_error_within_6
     X, y, w = _data()
     n_gpus = min(_gpu_count(), 4)
     params = {**CASES[list(CASES)[0]], "device": "cuda"}
-    with LocalCUDACluster(n_workers=n_gpus, threads_per_worker=1, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCUDACluster(n_workers=n_gpus, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
         dtrain = dxgb.DaskDMatrix(client, *_dask_arrays(X, y, w)[:2])
         start = time.monotonic()
         with pytest.raises(dg.DGBoostError, match="rank|worker"):
-            dxgb.train(client, params, dtrain, 200, communicator="nccl", timeout=15,
-                       callbacks=[KillProcessAtRound(3, str(tmp_path / "killed"))])
+            dxgb.train(
+                client,
+                params,
+                dtrain,
+                200,
+                communicator="nccl",
+                timeout=15,
+                callbacks=[KillProcessAtRound(3, str(tmp_path / "killed"))],
+            )
         assert time.monotonic() - start < 60
         assert (tmp_path / "killed").exists()
         # the surviving ranks were freed (their collectives timed out and the communicator was
@@ -259,19 +292,39 @@ def test_after_a_gpu_worker_is_lost_training_resumes_on_the_other_gpus_to_the_un
     n_gpus = min(_gpu_count(), 4)
     params = {**CASES[list(CASES)[0]], "device": "cuda"}
     ckpt = tmp_path / "ckpt"
-    with LocalCUDACluster(n_workers=n_gpus, threads_per_worker=1, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCUDACluster(n_workers=n_gpus, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
         dtrain = dxgb.DaskDMatrix(client, *_dask_arrays(X, y, w)[:2], weight=_dask_arrays(X, y, w)[2])
         with pytest.raises(dg.DGBoostError):
-            dxgb.train(client, params, dtrain, 30, communicator="nccl", timeout=15, checkpoint_dir=ckpt,
-                       checkpoint_every=5, callbacks=[KillProcessAtRound(15, str(tmp_path / "killed"))])
+            dxgb.train(
+                client,
+                params,
+                dtrain,
+                30,
+                communicator="nccl",
+                timeout=15,
+                checkpoint_dir=ckpt,
+                checkpoint_every=5,
+                callbacks=[KillProcessAtRound(15, str(tmp_path / "killed"))],
+            )
         # the nanny restarts the killed worker: take one GPU away, as a machine that is gone
         cluster.scale(n_gpus - 1)
         deadline = time.monotonic() + 60
         while len(client.scheduler_info(n_workers=-1)["workers"]) != n_gpus - 1:
             assert time.monotonic() < deadline, "the cluster did not shrink"
             time.sleep(0.2)
-        out = dxgb.train(client, params, dtrain, 30, communicator="auto", timeout=15, checkpoint_dir=ckpt,
-                         checkpoint_every=5, resume=True)
+        out = dxgb.train(
+            client,
+            params,
+            dtrain,
+            30,
+            communicator="auto",
+            timeout=15,
+            checkpoint_dir=ckpt,
+            checkpoint_every=5,
+            resume=True,
+        )
     full = dg.train(params, dg.DMatrix(X, y, weight=w), 30)
     assert out["booster"].save_raw() == full.save_raw()
