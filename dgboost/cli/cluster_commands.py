@@ -31,7 +31,7 @@ from ..errors import DGBoostValueError
 from ._format import rate, seconds
 from .cluster_io import read_parquet, require_column, select_features, split_frame, write_partitions
 from .cluster_progress import RoundPrinter, say
-from .cluster_session import cluster_device
+from .cluster_session import workers_device
 
 if TYPE_CHECKING:  # annotations only: distributed is imported where a cluster is used
     from distributed import Client
@@ -289,7 +289,7 @@ def explain_on_cluster(
     more than ~256 MB of them at once.
 
     ``device``: where the workers explain; ``"auto"`` is their GPUs when every worker has one
-    (:func:`cluster_device`), and the partitions read from Parquet are uploaded there.
+    (:func:`~dgboost.cli.cluster_session.cluster_device`), and the partitions read from Parquet are uploaded there.
 
     Returns
     -------
@@ -308,7 +308,7 @@ def explain_on_cluster(
     )
     X = split_frame(frame, {"X": features})["X"]
     what = "interaction values" if interactions else "SHAP values"
-    device = cluster_device(client) if device == "auto" else device
+    device = workers_device(client, device)
     say(
         quiet,
         f"explaining {X.npartitions} partitions of {data_glob} with {explainer.ensemble.n_trees} trees "

@@ -7,6 +7,8 @@ import time
 import warnings
 from typing import TYPE_CHECKING
 
+import click
+
 from ..cluster import connect, default_config, load_config, local_worker_args
 from ._format import seconds
 from .cluster_progress import say
@@ -15,7 +17,7 @@ from .device import resolve_device
 if TYPE_CHECKING:  # annotations only: distributed is imported where a cluster is used
     from distributed import Client
 
-__all__ = ["open_cluster", "describe_cluster", "cluster_device"]
+__all__ = ["open_cluster", "describe_cluster", "cluster_device", "workers_device"]
 
 
 def open_cluster(config: str | os.PathLike | dict | None, quiet: bool = False) -> tuple[Client, dict]:
@@ -102,3 +104,33 @@ def cluster_device(client: Client) -> str:
     # "auto" on a worker: cuda where CuPy and the CUDA backend work there
     devices = set(client.run(resolve_device, "auto").values())
     return "cuda" if devices == {"cuda"} else "cpu"
+
+
+def workers_device(client: Client, device: str) -> str:
+    """Where the workers run a command given ``--device device``, by the rule of every entry
+    point (:mod:`dgboost.device`).
+
+    Parameters
+    ----------
+    client : distributed.Client
+    device : str
+        ``"auto"`` or a canonical device string (``"cpu"``, ``"cuda"``, ``"cuda:N"``).
+
+    Returns
+    -------
+    str
+        ``"auto"``: :func:`cluster_device`'s answer. A GPU asked for where not every worker has
+        a usable one: ``"cpu"``, with one warning line on stderr here (not one per worker, in
+        the workers' logs). Anything else: ``device``.
+    """
+    if device == "auto":
+        return cluster_device(client)
+    if device.startswith("cuda") and cluster_device(client) == "cpu":
+        # the command line's warnings are lines on stderr (shown with --quiet too)
+        click.echo(
+            f"warning: device={device!r} was asked for but not every worker has a usable CUDA GPU: "
+            "running on the workers' CPUs instead",
+            err=True,
+        )
+        return "cpu"
+    return device

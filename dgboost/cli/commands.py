@@ -102,15 +102,13 @@ def demo(rows: int, rounds: int, device: str, cluster: str | None, local: bool, 
         click.echo(table("dgboost demo", run.summary))
         return
     from .cluster_demo import cluster_demo
-    from .cluster_session import cluster_device, open_cluster
+    from .cluster_session import open_cluster, workers_device
 
     started = time.perf_counter()
     client, config = open_cluster(cluster, quiet)
     try:
         start_time = time.perf_counter() - started
-        summary = cluster_demo(
-            client, rows, rounds, cluster_device(client) if device == "auto" else device, quiet=quiet, config=config
-        )
+        summary = cluster_demo(client, rows, rounds, workers_device(client, device), quiet=quiet, config=config)
     finally:
         client.close()
     summary.insert(4, ("cluster start", seconds(start_time)))

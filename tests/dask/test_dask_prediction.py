@@ -122,7 +122,7 @@ def test_distributed_shap_values_equal_the_explainers_bitwise(dask_client, binar
 
 def test_distributed_shap_values_refuse_an_unknown_device_before_any_work(binary_model):
     booster, x = binary_model
-    with pytest.raises(DGBoostValueError, match="device must be"):
+    with pytest.raises(DGBoostValueError, match="unknown device 'gpu0'"):
         dxgb.shap_values(None, booster, da.from_array(x, chunks=(CHUNKS, 5)), device="gpu0")
 
 
