@@ -21,6 +21,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Literal
 
+from ._compat import cupy_module
 from .errors import ParameterError
 
 __all__ = ["Device", "parse_device", "resolve_device", "cuda_device_count", "CPU"]
@@ -113,9 +114,8 @@ def cuda_device_count() -> tuple[int, str]:
 
     A GPU is usable when CuPy imports, a driver answers, and it reports at least one device.
     """
-    try:
-        import cupy
-    except ImportError:
+    cupy = cupy_module()
+    if cupy is None:
         return 0, "CuPy is not installed"
     try:
         count = int(cupy.cuda.runtime.getDeviceCount())

@@ -8,6 +8,7 @@ its backend and never imports it.
 
 from __future__ import annotations
 
+from .._compat import is_cupy_array
 from ..explain.engines import call_row_bytes, margins_from_leaves
 
 __all__ = ["CudaEngine", "GPU_TABLE_BYTES", "DEVICE_CALL_BYTES"]
@@ -46,7 +47,7 @@ class CudaEngine:
 
     def keeps(self, values) -> bool:
         """Whether rows are used where they are: device rows are, host rows are uploaded."""
-        return type(values).__module__.startswith("cupy")
+        return is_cupy_array(values)
 
     def margins(self, ensemble, rows):
         """The model's raw output, float64 (n, k), on the device."""

@@ -50,6 +50,7 @@ import numpy as np
 from numba import njit
 
 from .._array import array_module, is_device_array, to_host
+from .._compat import is_cudf_object, is_cupy_array
 from ..backend import get_backend
 from ..device import Device, resolve_device
 from ..errors import DGBoostTypeError, DGBoostValueError
@@ -155,7 +156,7 @@ def _float64_matrix(X, what: str) -> tuple[np.ndarray, list | None]:
     """Rows as float64 (for models whose splits compare float64 values)."""
     names = None
     if hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "to_numpy"):
-        if type(X).__module__.split(".")[0] == "cudf":
+        if is_cudf_object(X):
             X = X.to_pandas()
         _check_numeric_frame(X, what)
         names = [str(c) for c in X.columns]
@@ -163,7 +164,7 @@ def _float64_matrix(X, what: str) -> tuple[np.ndarray, list | None]:
     elif hasattr(X, "tocoo") and hasattr(X, "nnz"):
         arr = np.asarray(X.toarray(), dtype=np.float64)
     else:
-        if type(X).__module__.split(".")[0] == "cupy":
+        if is_cupy_array(X):
             X = X.get()
         arr = np.asarray(X)
         if arr.dtype == object or arr.dtype.kind in "USVMmc":
@@ -670,7 +671,7 @@ class TreeExplainer:
             labels = self.output_names if self.output_names is not None else range(self.n_outputs)
             cols = [f"{c}[{g}]" for g in labels for c in cols]
         out = out.reshape(out.shape[0], -1)
-        if type(X).__module__.split(".")[0] == "cudf":  # a cuDF frame in, a cuDF frame out
+        if is_cudf_object(X):  # a cuDF frame in, a cuDF frame out
             import cudf
 
             return cudf.DataFrame({c: out[:, i] for i, c in enumerate(cols)}, index=index)

@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from dgboost._compat import is_cupy_array
 from dgboost.booster import Booster
 from dgboost.data import DMatrix
 from dgboost.errors import DGBoostError
@@ -63,7 +64,7 @@ def _to_host(a):
     """NumPy copy of a NumPy/CuPy array (None stays None); other inputs pass unchanged."""
     if a is None:
         return None
-    if hasattr(a, "get") and type(a).__module__.split(".")[0] == "cupy":
+    if is_cupy_array(a):
         return a.get()
     return a
 
