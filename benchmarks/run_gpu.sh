@@ -17,6 +17,7 @@
 #                repeat, --profile: the set-up stages and the workers' sampled stacks
 set -u
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+export DGBOOST_REQUIRE_GPU=1  # a missing or broken GPU fails the GPU tests (tests/conftest.py), never skips them
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
 # XGBoost's wheel and LightGBM's (a test dependency) do not fit in one 64 MiB carry with the

@@ -19,6 +19,7 @@
 # Plan calls of under 10 minutes, e.g. "tests", "scaling", "airline explain".
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+export DGBOOST_REQUIRE_GPU=1  # a missing or broken GPU fails the GPU tests (tests/conftest.py), never skips them
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 workers=${WORKERS:-4,1,2}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
