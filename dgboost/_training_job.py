@@ -5,8 +5,18 @@ A :class:`TrainingJob` is made once per training call (or kept by a Booster betw
 ranks, the binned training matrix, the margins of the training and evaluation sets on the
 backend's device, the metrics and the tree grower. :meth:`TrainingJob.run_round` then boosts
 one round: objective -> float32 gradients -> int64 fixed point with a scale agreed through
-the communicator -> one tree per output group -> margins updated from the leaves' row
-segments; the evaluation sets' margins are predicted incrementally with the new trees.
+the communicator -> ``num_parallel_tree`` trees per output group -> margins updated from the
+leaves' row segments; the evaluation sets' margins are predicted incrementally with the new
+trees.
+
+Random forests (``num_parallel_tree`` P > 1), as XGBoost grows them: a round's P trees of an
+output group are grown from the same gradients (those of the margins before the round), each
+with its own row subsample and column samples, and each tree's leaves are scaled by eta / P,
+so that the round adds the trees' mean. The trees of a round are ordered by output group, then
+by their index within the group (XGBoost's ``tree_info``). Tree ``j``'s row subsample hashes
+the global row index with the round and ``j`` (``j = 0`` is the subsample of a model of one
+tree per round), column samples hash the tree's index in the model: the forest is the same on
+any number of workers.
 
 Where trees grow in whole levels (no host decision inside a tree) nothing in a round waits
 for the host: the scales are made on the device from the allreduced maxima, the margins are
@@ -38,14 +48,29 @@ from .data import DMatrix
 from .errors import DGBoostValueError
 from .grower import FeatureSampler, TreeGrower
 from .metric import get_metric
+from .model_io import trees_per_round
 from .objective import CustomObjective, get_objective, score_from_margin
 from .params import TrainParams
 from .quantile import compute_cuts, global_row_index, hashed_uniform
 from .tree import Ensemble
 
-__all__ = ["TrainingJob", "check_features", "metrics_for"]
+__all__ = ["TrainingJob", "check_features", "metrics_for", "tree_params"]
 
 _SUBSAMPLE_STREAM = 0x5AB5
+
+
+def _subsample_stream(r: int, j: int) -> int:
+    """The hash stream of the row subsample of round ``r``'s tree ``j`` (of each output group):
+    ``j`` above the round's bits, so tree 0's stream is a one-tree-per-round model's."""
+    return _SUBSAMPLE_STREAM + r + (j << 40)
+
+
+def tree_params(p: TrainParams) -> TrainParams:
+    """The parameters one tree is grown with: ``p`` with ``eta`` divided by
+    ``num_parallel_tree`` (XGBoost's learning rate of each tree of a forest), else ``p``."""
+    if p.num_parallel_tree == 1:
+        return p
+    return dataclasses.replace(p, eta=p.eta / p.num_parallel_tree).validate()
 
 
 def check_features(dmat: Any, n_features: int, names: Sequence[str] | None, what: str) -> None:
@@ -228,6 +253,13 @@ class TrainingJob:
             self.ensemble = start.ensemble.copy()
             if self.ensemble.n_groups != n_groups:
                 raise DGBoostValueError("the model to continue has a different number of outputs")
+            start_parallel = trees_per_round(start.meta, n_groups) // n_groups
+            if self.ensemble.n_trees and start_parallel != p.num_parallel_tree:
+                # a round's trees are counted by num_parallel_tree: mixed counts have no rounds
+                raise DGBoostValueError(
+                    f"cannot continue a model of num_parallel_tree={start_parallel} with "
+                    f"num_parallel_tree={p.num_parallel_tree}"
+                )
             self.base_score = start.meta["base_score"]
             self.begin_round = start.num_boosted_rounds() if resumed is None else resumed["begin_round"]
             return
@@ -302,7 +334,10 @@ class TrainingJob:
         interactions = None
         if p.interaction_constraints is not None:
             interactions = InteractionConstraints(p.interaction_constraints, n_features, dtrain.feature_names)
-        self.grower = TreeGrower(self.backend, self.comm, p, self.binned, sampler, interactions, self.monotone)
+        # a forest's trees grow with eta / num_parallel_tree
+        self.grower = TreeGrower(
+            self.backend, self.comm, tree_params(p), self.binned, sampler, interactions, self.monotone
+        )
         # leaves added to the margins on the device from the records of trees grown in whole levels
         # (no host decision in their growth), so the host reads a tree while the next round's
         # gradients are made; leaves refitted on the host, clipped into monotone bounds or of a
@@ -319,11 +354,11 @@ class TrainingJob:
         """Use learning rate ``eta`` from the next tree on (trees already grown keep theirs)."""
         if float(eta) != self.params.eta:
             self.params = dataclasses.replace(self.params, eta=float(eta)).validate()
-            self.grower.params = self.params
+            self.grower.params = tree_params(self.params)
 
     def run_round(self, r: int, queue_next: bool = True) -> None:
-        """Boost round ``r``: one tree per output group appended to :attr:`ensemble`, the
-        training and evaluation margins updated.
+        """Boost round ``r``: ``num_parallel_tree`` trees per output group appended to
+        :attr:`ensemble` (by group, then by tree), the training and evaluation margins updated.
 
         Parameters
         ----------
@@ -334,25 +369,34 @@ class TrainingJob:
             device before this round's trees are read on the host.
         """
         backend, ensemble, n_groups = self.backend, self.ensemble, self.n_groups
+        n_parallel = self.params.num_parallel_tree
         queued, self.queued = self.queued, None
         pairs = queued if queued is not None and queued.round == r else self._pairs(r)
         del queued
         new_first = ensemble.n_trees
         read_later = []  # trees whose leaves the device added to the margins, read after the queueing
         for k in range(n_groups):
-            bits, scales, gpair = pairs.group(k)
-            maxima = backend.read_later([bits])
-            if not self.leaves_on_device:
-                _check_finite(maxima, r)  # growth reads the device anyway: no tree on bad pairs
-            started = pairs.take_started(new_first + k) if k == 0 else None
-            tree = self.grower.grow_from(started or self.grower.start(gpair, scales, new_first + k))
-            del gpair, started
-            if self.leaves_on_device:
-                backend.add_record_leaf_values(self.train_data.margin, tree.rows, tree.records, scales, self.params, k)
-                tree.rows = None
-                read_later.append((tree, maxima))
-            else:
-                self._finish_tree(tree, maxima, r, k, pairs.keep)
+            grown_here = []  # the group's trees grown on the host's way: leaves added after all of them
+            for j in range(n_parallel):
+                index = new_first + k * n_parallel + j
+                bits, scales, gpair = pairs.group(k, j)
+                maxima = backend.read_later([bits])
+                if not self.leaves_on_device:
+                    _check_finite(maxima, r)  # growth reads the device anyway: no tree on bad pairs
+                started = pairs.take_started(index) if index == new_first else None
+                tree = self.grower.grow_from(started or self.grower.start(gpair, scales, index))
+                del gpair, started
+                if self.leaves_on_device:
+                    backend.add_record_leaf_values(
+                        self.train_data.margin, tree.rows, tree.records, scales, self.grower.params, k
+                    )
+                    tree.rows = None
+                    read_later.append((tree, maxima, k))
+                else:
+                    # a forest's later trees refit their leaves on the margins before the round
+                    grown_here.append(self._finish_tree(tree, maxima, r, k, pairs.keep(j)))
+            for grown in grown_here:
+                self._add_leaves(grown, k)
         # round r's gradients go before the next round's are made (device memory)
         del pairs
         if read_later and queue_next:
@@ -360,9 +404,9 @@ class TrainingJob:
             # round's trees are read and built on the host, so the device works meanwhile
             # (unused if training stops)
             self.queued = self._pairs(r + 1)
-            self.queued.start_first_tree(self.grower, new_first + n_groups)
-        for k, (tree, maxima) in enumerate(read_later):
-            self._finish_tree(tree, maxima, r, k, None)
+            self.queued.start_first_tree(self.grower, new_first + n_groups * n_parallel)
+        for tree, maxima, k in read_later:
+            self._add_leaves(self._finish_tree(tree, maxima, r, k, None), k)
         for d in self.eval_data:
             backend.predict_margin(ensemble, d.values, new_first, ensemble.n_trees, d.margin)
 
@@ -381,9 +425,16 @@ class TrainingJob:
             self.n_global,
         )
 
-    def _finish_tree(self, tree, maxima, r: int, k: int, keep) -> None:
+    def _finish_tree(self, tree, maxima, r: int, k: int, keep):
         """Read and build a grown tree (:class:`~dgboost.grower.GrowingTree`) into the ensemble
-        as group ``k``'s; its leaves go to the margins here unless the device added them."""
+        as group ``k``'s (``keep``: its row subsample, or None).
+
+        Returns
+        -------
+        GrownTree
+            Whose leaves :meth:`_add_leaves` adds to the margins (nothing where the device
+            added them).
+        """
         _check_finite(maxima, r)
         grown = tree.finish()
         if self.objective.adaptive_leaves:
@@ -394,11 +445,15 @@ class TrainingJob:
                 self.train_data.margin[:, k],
                 self.dtrain,
                 keep,
-                self.params,
+                self.grower.params,
                 self.comm,
                 self.backend,
             )
         self.ensemble.append(grown.tree, k)
+        return grown
+
+    def _add_leaves(self, grown, k: int) -> None:
+        """Add a finished tree's leaves to its rows' training margins of group ``k``."""
         if grown.rows is not None:
             self.backend.add_leaf_values(
                 self.train_data.margin, grown.rows, grown.begins, grown.ends, grown.tree.value[grown.leaf_nodes], k
@@ -429,10 +484,12 @@ def _evaluate(metric, d: _Data, dm: DMatrix, objective, comm, custom_objective: 
 
 
 class _RoundPairs:
-    """One round's gradients, queued on the device, and per output group its quantised pairs.
+    """One round's gradients, queued on the device, and per output group and tree its
+    quantised pairs.
 
-    The pairs of group 0 are queued at once, those of a later group when :meth:`group` asks
-    (one group's 8 bytes a row held at a time beyond the gradients).
+    The pairs of group 0's first tree are queued at once, the others' when :meth:`group` asks
+    (one tree's 8 bytes a row held at a time beyond the gradients). A group's scales are agreed
+    once, for all its trees; each tree ``j`` of a forest has its own row subsample.
     """
 
     def __init__(
@@ -456,25 +513,36 @@ class _RoundPairs:
         self.round = r
         self.grad = xp.asarray(grad, dtype=np.float32).reshape(dtrain.num_row(), n_groups)
         self.hess = xp.asarray(hess, dtype=np.float32).reshape(dtrain.num_row(), n_groups)
-        self.keep = None
-        if p.subsample < 1.0:
-            self.keep = hashed_uniform(p.seed, _SUBSAMPLE_STREAM + r, global_index) < p.subsample
+        self._seed, self._subsample, self._global_index = p.seed, p.subsample, global_index
+        self._keep0 = self._sample(0)  # tree 0's, used by every group
         self._backend, self._comm, self._n_global = backend, comm, n_global
-        self._first = self._quantised(0)
+        self._scales = None  # (group, bits, scales) of the group being grown
+        self._first = None
+        self._first = self.group(0, 0)
         self._first_tree = None  # group 0's tree, when started ahead
 
-    def _quantised(self, k: int):
-        backend = self._backend
-        g, h = self.grad[:, k], self.hess[:, k]
-        # the maxima as float32 bits, which order as the values do (NaN above inf): the max of
-        # the bits over the ranks is the bits of the max, so every rank makes the same scales
-        # on its device and sees a non-finite value of any rank when it reads them
-        bits = self._comm.allreduce_max(backend.abs_max_bits(g, h))
-        scales = backend.fixed_point_scales(bits, self._n_global)
-        return bits, scales, backend.quantise(g, h, scales, self.keep)
+    def _sample(self, j: int):
+        if self._subsample >= 1.0:
+            return None
+        return hashed_uniform(self._seed, _subsample_stream(self.round, j), self._global_index) < self._subsample
+
+    def keep(self, j: int):
+        """bool (n,) on the device: the rows tree ``j`` of each group is grown on; None
+        without subsampling."""
+        return self._keep0 if j == 0 else self._sample(j)
+
+    def _group_scales(self, k: int):
+        if self._scales is None or self._scales[0] != k:
+            backend = self._backend
+            # the maxima as float32 bits, which order as the values do (NaN above inf): the max
+            # of the bits over the ranks is the bits of the max, so every rank makes the same
+            # scales on its device and sees a non-finite value of any rank when it reads them
+            bits = self._comm.allreduce_max(backend.abs_max_bits(self.grad[:, k], self.hess[:, k]))
+            self._scales = (k, bits, backend.fixed_point_scales(bits, self._n_global))
+        return self._scales[1], self._scales[2]
 
     def start_first_tree(self, grower, tree_index: int) -> None:
-        """Queue the root of group 0's tree (``TreeGrower.start``), to be grown later."""
+        """Queue the root of group 0's first tree (``TreeGrower.start``), to be grown later."""
         _, scales, gpair = self._first
         self._first_tree = grower.start(gpair, scales, tree_index)
 
@@ -486,12 +554,14 @@ class _RoundPairs:
             raise AssertionError(f"tree {first.tree_index} was started ahead, tree {tree_index} is due")
         return first
 
-    def group(self, k: int):
-        """(bits uint32 (2,), scales float64 (2,), pairs int32 (n, 2)) of group ``k``, on the device."""
-        if k == 0 and self._first is not None:
+    def group(self, k: int, j: int = 0):
+        """(bits uint32 (2,), scales float64 (2,), pairs int32 (n, 2)) of group ``k``'s tree
+        ``j``, on the device."""
+        if k == 0 and j == 0 and self._first is not None:
             first, self._first = self._first, None
             return first
-        return self._quantised(k)
+        bits, scales = self._group_scales(k)
+        return bits, scales, self._backend.quantise(self.grad[:, k], self.hess[:, k], scales, self.keep(j))
 
 
 def _check_finite(maxima, r: int) -> None:

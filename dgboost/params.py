@@ -111,7 +111,6 @@ _ACCEPTED_AND_IGNORED = {
     "predictor",
     "updater",
     "process_type",
-    "num_parallel_tree",
     "multi_strategy",
     "max_cat_to_onehot",
     "enable_categorical",
@@ -256,6 +255,9 @@ class TrainParams:
     colsample_bytree: float = 1.0
     colsample_bylevel: float = 1.0
     colsample_bynode: float = 1.0
+    # trees grown per output group and round from the same gradients (a random forest when
+    # > 1, with subsample / colsample_bynode < 1); each tree's leaves are scaled by eta / P
+    num_parallel_tree: int = 1
     reg_lambda: float = 1.0  # "lambda" is a Python keyword
     alpha: float = 0.0
     max_bin: int = 256
@@ -323,6 +325,7 @@ class TrainParams:
         _check_range("min_child_weight", self.min_child_weight, 0.0, None)
         _check_range("max_delta_step", self.max_delta_step, 0.0, None)
         _check_range("subsample", self.subsample, 0.0, 1.0, low_open=True)
+        _check_range("num_parallel_tree", self.num_parallel_tree, 1, None)
         for name in ("colsample_bytree", "colsample_bylevel", "colsample_bynode"):
             _check_range(name, getattr(self, name), 0.0, 1.0, low_open=True)
         _check_range("lambda", self.reg_lambda, 0.0, None)
@@ -363,6 +366,10 @@ class TrainParams:
             value = getattr(self, f.name)
             if callable(value):
                 continue
+            if f.name == "num_parallel_tree" and value == 1:
+                # XGBoost's default, left out so that a model of one tree per round keeps the
+                # bytes it had before forests (a model without the key has one tree a round)
+                continue
             if isinstance(value, tuple):
                 # as JSON gives it back: a saved model's meta compares equal
                 value = [list(v) if isinstance(v, tuple) else v for v in value]
@@ -380,6 +387,7 @@ _INT_FIELDS = {
     "seed",
     "nthread",
     "num_class",
+    "num_parallel_tree",
     "lambdarank_num_pair_per_sample",
     "sketch_sample_rows",
 }
@@ -527,10 +535,6 @@ def parse_params(params: Mapping[str, Any] | TrainParams | None) -> TrainParams:
                 )
             elif key == "tree_method" and value not in ("hist", "auto", "gpu_hist", None):
                 raise ParameterError(f"tree_method={value!r} is not supported: dgboost always uses 'hist'")
-            if key == "num_parallel_tree" and value not in (1, None):
-                raise ParameterError(
-                    f"num_parallel_tree={value!r} is not supported: dgboost grows one tree per output and round"
-                )
             if key == "multi_strategy" and value not in ("one_output_per_tree", None):
                 raise ParameterError(
                     f"multi_strategy={value!r} is not supported: dgboost grows one "
