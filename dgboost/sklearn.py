@@ -34,7 +34,20 @@ from .errors import DGBoostTypeError, DGBoostValueError, ParameterError
 from .params import TrainParams, canonical_name, parse_params
 from .training import train
 
-__all__ = ["DGBModel", "DGBRegressor", "DGBClassifier", "DGBRanker", "XGBRegressor", "XGBClassifier", "XGBRanker"]
+__all__ = [
+    "DGBModel",
+    "DGBRegressor",
+    "DGBClassifier",
+    "DGBRanker",
+    "DGBRFRegressor",
+    "DGBRFClassifier",
+    "XGBModel",
+    "XGBRegressor",
+    "XGBClassifier",
+    "XGBRanker",
+    "XGBRFRegressor",
+    "XGBRFClassifier",
+]
 
 # attribute (a string in the booster's attributes) that keeps what the wrapper knows about a
 # model across save_model/load_model, like XGBoost's "scikit_learn" attribute
@@ -487,7 +500,7 @@ class DGBModel(BaseEstimator):
         booster = train(
             p,
             train_dm,
-            num_boost_round=self.n_estimators,
+            num_boost_round=self.get_num_boosting_rounds(),
             evals=evals,
             obj=obj if obj is not None else self._custom_objective(),
             custom_metric=self._custom_metric(),
@@ -591,6 +604,7 @@ class DGBModel(BaseEstimator):
         return self._Booster
 
     def get_num_boosting_rounds(self) -> int:
+        """The boosting rounds ``fit`` trains (``n_estimators``; 1 for a random forest)."""
         return int(self.n_estimators)
 
     def get_xgb_params(self) -> dict[str, Any]:
@@ -1045,10 +1059,90 @@ class DGBRanker(DGBModel):
         return _mean_ndcg(scores, y, sizes, k)
 
 
+class _RandomForest:
+    """XGBoost's random-forest estimators: one boosting round of ``n_estimators`` trees
+    (``num_parallel_tree``) per output, each on its own row subsample and column samples, their
+    leaves averaged. Early stopping and callbacks are refused, as XGBoost refuses them (a
+    forest has one round)."""
+
+    def get_num_boosting_rounds(self) -> int:
+        """1: a forest is one round of ``n_estimators`` parallel trees."""
+        return 1
+
+    def _train_params(self) -> dict:
+        params = super()._train_params()
+        # as XGBoost's get_xgb_params: n_estimators is the forest's size, whatever else was given
+        params["num_parallel_tree"] = int(self.n_estimators)
+        return params
+
+    def _fit(self, p: TrainParams, train_dm: DMatrix, X, evals, verbose, xgb_model, obj=None):
+        if self.early_stopping_rounds is not None or self.callbacks:
+            raise DGBoostValueError(
+                f"{type(self).__name__} grows one round: early_stopping_rounds and callbacks are not supported"
+            )
+        return super()._fit(p, train_dm, X, evals, verbose, xgb_model, obj=obj)
+
+
+class DGBRFRegressor(_RandomForest, DGBRegressor):
+    """A random forest for regression (XGBoost's ``XGBRFRegressor``).
+
+    ``n_estimators`` trees grown in one round from the same gradients (``num_parallel_tree``),
+    each on a hashed row subsample and per-node column samples, averaged. The defaults are
+    XGBoost's: ``learning_rate=1``, ``subsample=0.8``, ``colsample_bynode=0.8``,
+    ``reg_lambda=1e-5``; the other parameters are :class:`DGBModel`'s.
+    """
+
+    def __init__(
+        self,
+        *,
+        learning_rate: float | None = 1.0,
+        subsample: float | None = 0.8,
+        colsample_bynode: float | None = 0.8,
+        reg_lambda: float | None = 1e-5,
+        objective: str | Callable[..., Any] | None = "reg:squarederror",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            learning_rate=learning_rate,
+            subsample=subsample,
+            colsample_bynode=colsample_bynode,
+            reg_lambda=reg_lambda,
+            objective=objective,
+            **kwargs,
+        )
+
+
+class DGBRFClassifier(_RandomForest, DGBClassifier):
+    """A random forest for classification (XGBoost's ``XGBRFClassifier``): labels and classes
+    as :class:`DGBClassifier`, the forest and its defaults as :class:`DGBRFRegressor`."""
+
+    def __init__(
+        self,
+        *,
+        learning_rate: float | None = 1.0,
+        subsample: float | None = 0.8,
+        colsample_bynode: float | None = 0.8,
+        reg_lambda: float | None = 1e-5,
+        objective: str | Callable[..., Any] | None = "binary:logistic",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            learning_rate=learning_rate,
+            subsample=subsample,
+            colsample_bynode=colsample_bynode,
+            reg_lambda=reg_lambda,
+            objective=objective,
+            **kwargs,
+        )
+
+
 # XGBoost's class names, so that ``from dgboost import XGBClassifier`` is a drop-in import
+XGBModel = DGBModel
 XGBRegressor = DGBRegressor
 XGBClassifier = DGBClassifier
 XGBRanker = DGBRanker
+XGBRFRegressor = DGBRFRegressor
+XGBRFClassifier = DGBRFClassifier
 
 
 def _mean_ndcg(scores: np.ndarray, y: np.ndarray, sizes, k: int | None) -> float:
@@ -1078,6 +1172,6 @@ def _full_signature(cls) -> None:
     cls.__init__.__signature__ = base.replace(parameters=params)
 
 
-for _cls in (DGBRegressor, DGBClassifier, DGBRanker):
+for _cls in (DGBRegressor, DGBClassifier, DGBRanker, DGBRFRegressor, DGBRFClassifier):
     _full_signature(_cls)
 del _cls
