@@ -290,17 +290,25 @@ def test_a_cold_numba_cache_is_announced_on_stderr_once_per_process(capsys, monk
     assert len(captured.err.splitlines()) == 1
 
 
-def test_a_warm_numba_cache_prints_no_compilation_notice(capsys, monkeypatch):
-    import dgboost.backend.cpu as cpu_backend
+def test_a_warm_numba_cache_prints_no_compilation_notice(tmp_path):
+    """Each run is a fresh process on a Numba cache of the test's own, so the test does not
+    depend on the machine's cache (empty on a fresh checkout): the first run compiles into it
+    and says so; the second, the same training, is served by the cache and must say nothing."""
+    cache = tmp_path / "numba-cache"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    code = (
+        "import numpy as np, dgboost as dg\n"
+        "x = np.random.default_rng(0).normal(size=(100, 8))\n"
+        f"dg.train({BASE!r}, dg.DMatrix(x, (x[:, 0] > 0).astype(float)), 1)\n"
+    )
 
-    monkeypatch.setattr(cpu_backend, "_compile_notice_done", False)
-    x, y = _data(n=100)
-    dg.train(BASE, dg.DMatrix(x, y), 1)  # compiles into the cache if it was cold
-    monkeypatch.setattr(cpu_backend, "_compile_notice_done", False)
-    capsys.readouterr()
-    assert cpu_backend._cpu_kernels_cached()
-    dg.train(BASE, dg.DMatrix(x, y), 1)
-    assert capsys.readouterr().err == ""
+    def run():
+        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+
+    cold = run()
+    assert "compiling the CPU kernels with Numba" in cold.stderr  # the cache was empty: it compiled
+    assert any(cache.rglob("*.nbi"))  # ... into the test's cache
+    assert run().stderr == ""
 
 
 def test_the_cache_check_sees_an_empty_numba_cache_directory_as_cold(tmp_path):
