@@ -1,37 +1,45 @@
 """Parquet files read by Dask and written by the workers, for the ``--cluster`` commands.
 
-Inputs are read with ``dask.dataframe.read_parquet``: a local glob is expanded here (Python's
-``glob``) and its files passed in natural sort order (``part-2`` before ``part-10``, as Dask
-itself sorts). Outputs are never gathered on the client: each partition is written by the
-worker that computed it into a temporary folder next to the target (``part.00000.parquet``,
-...), renamed into place only when every partition is written.
+Inputs (:func:`check_parquet_input`): files, folders and globs, expanded here in natural sort
+order (``part-2`` before ``part-10``, as Dask itself sorts); their footers are read and their
+schemas checked before any work starts, and their rows split into partitions of whole row groups
+(:mod:`dgboost.cli.parquet_files`), each read by a worker. Outputs are never gathered on the
+client: each partition is written by the worker that computed it into a temporary folder next
+to the target (``part.00000.parquet``, ...), renamed into place only when every partition is written.
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
-import glob as globlib
 import operator
 import os
 import re
 import shutil
 import tempfile
-import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import DGBoostValueError
-from ._format import seconds
-from .cluster_progress import say
+from .cluster_progress import RowProgress
+from .parquet_files import (
+    DEFAULT_PARTITION_ROWS,
+    check_schemas,
+    dask_frame,
+    expand_paths,
+    plan_partitions,
+    read_footers,
+)
 
 if TYPE_CHECKING:  # annotations only: distributed is imported where a cluster is used
     from distributed import Client
 
 __all__ = [
-    "check_parquet_glob",
+    "ParquetInput",
+    "check_parquet_input",
     "check_output_folder",
-    "read_parquet",
     "require_column",
     "split_frame",
     "select_features",
@@ -41,55 +49,77 @@ __all__ = [
 _PART_NAME = re.compile(r"^part\.\d+\.parquet$")
 
 
-def check_parquet_glob(data_glob: str, what: str = "data") -> str:
-    """``data_glob`` as the workers must see it (absolute, for local paths); an error when no
-    local file matches it (URLs, e.g. ``s3://...``, are left to Dask)."""
-    data_glob = str(data_glob)
-    if "://" in data_glob:
-        return data_glob
-    data_glob = os.path.abspath(os.path.expanduser(data_glob))  # the workers may not share our cwd
-    if not globlib.glob(data_glob) and not os.path.exists(data_glob):
-        raise DGBoostValueError(f"no {what} files match {data_glob}")
-    return data_glob
+@dataclass(frozen=True)
+class ParquetInput:
+    """Parquet files checked and split, ready to be read by the workers.
+
+    Attributes
+    ----------
+    source : str
+        The paths as given, for messages.
+    footers : list of ParquetFooter
+        The files, in order, with their schemas and row groups.
+    parts : list of ParquetPartition
+        The partitions: whole row groups of one file, in row order.
+    with_file : bool
+        Whether the frame has the :data:`~dgboost.cli.parquet_files.FILE_COLUMN` column.
+    """
+
+    source: str
+    footers: list
+    parts: list
+    with_file: bool = False
+
+    @property
+    def num_rows(self) -> int:
+        return sum(p.num_rows for p in self.parts)
+
+    @property
+    def partition_rows(self) -> list[int]:
+        """Rows of each partition of :meth:`frame` (one for a read of no rows)."""
+        return [p.num_rows for p in self.parts] or [0]
+
+    def frame(self) -> Any:
+        """The dask DataFrame of the partitions (one read task each)."""
+        return dask_frame(self.footers, self.parts, self.with_file)
 
 
-def _parquet_paths(data_glob: str) -> str | list[str]:
-    """What ``read_parquet`` gets: for a local glob, its files in natural sort order (so that
-    the pattern means what Python's ``glob`` makes of it, ``[0-4]`` included); a folder, a URL,
-    or a glob that matches folders, as given."""
-    if "://" in data_glob:
-        return data_glob
-    from dask.utils import natural_sort_key
+def check_parquet_input(
+    paths: str | Sequence[str] | ParquetInput,
+    what: str = "data",
+    partition_rows: int | None = None,
+    with_file: bool = False,
+) -> ParquetInput:
+    """Expand ``paths``, read the files' footers, check their schemas and split their rows.
 
-    matches = globlib.glob(data_glob)
-    if not matches or any(os.path.isdir(m) for m in matches):
-        return data_glob
-    return sorted(matches, key=natural_sort_key)
+    Cheap (footers only) and done on the client before any work starts: a missing file, a file
+    that is not Parquet or files whose columns differ are one :class:`DGBoostValueError` naming them.
 
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())
+    Parameters
+    ----------
+    paths : str, sequence of str or ParquetInput
+        Files, folders and globs (:func:`~dgboost.cli.parquet_files.expand_paths`); a
+        ParquetInput is returned as it is.
+    what : str
+        What the files are, for messages.
+    partition_rows : int, optional
+        Most rows of a partition (whole row groups; default
+        :data:`~dgboost.cli.parquet_files.DEFAULT_PARTITION_ROWS`).
+    with_file : bool
+        Add the column of each row's file name.
+    """
+    if isinstance(paths, ParquetInput):
+        return paths
+    source = str(paths) if isinstance(paths, (str, os.PathLike)) else " ".join(map(str, paths))
+    footers = read_footers(expand_paths(paths, what))
+    check_schemas(footers, what)
+    parts = plan_partitions(footers, DEFAULT_PARTITION_ROWS if partition_rows is None else partition_rows)
+    return ParquetInput(source, footers, parts, with_file)
 
 
 def check_output_folder(output_dir: str | os.PathLike) -> None:
     """Refuse an output that is a file, or a folder holding anything but an earlier output."""
     _check_target(Path(output_dir).expanduser().absolute())
-
-
-def read_parquet(data_glob: str, what: str = "data") -> Any:
-    """``dask.dataframe.read_parquet`` of the files of ``data_glob``, in natural sort order."""
-    import dask.dataframe as dd
-
-    data_glob = check_parquet_glob(data_glob, what)
-    try:
-        frame = dd.read_parquet(_parquet_paths(data_glob))
-    except ImportError as exc:
-        raise DGBoostValueError(f"reading Parquet needs an optional package: {_one_line(exc)}") from None
-    except (OSError, ValueError, TypeError, IndexError) as exc:
-        raise DGBoostValueError(f"cannot read {what} {data_glob} as Parquet: {_one_line(exc)}") from None
-    if frame.npartitions == 0:
-        raise DGBoostValueError(f"{what} {data_glob} has no partitions")
-    return frame
 
 
 def require_column(columns: list[str], name: str, what: str, source: str) -> None:
@@ -160,8 +190,17 @@ def write_partitions(
     what: str,
     writer: Callable = _write_frame,
     writer_args: tuple = (),
+    partition_rows: Sequence[int] | None = None,
+    progress_interval: float = 5.0,
 ) -> tuple[int, int]:
     """Write every partition of ``pieces`` (delayed DataFrames) on the workers, atomically.
+
+    Parameters
+    ----------
+    partition_rows : sequence of int, optional
+        Rows of each piece, for the progress lines' total and time left.
+    progress_interval : float
+        Seconds between progress lines (rows done, rows/s, time left) on stderr.
 
     Returns
     -------
@@ -179,6 +218,8 @@ def write_partitions(
     os.chmod(tmp, 0o777 & ~umask)  # the permissions of a folder made with mkdir, not mkdtemp's 0700
     n = len(pieces)
     width = max(5, len(str(n - 1)))
+    total = None if partition_rows is None else int(sum(partition_rows))
+    progress = RowProgress(what, total, n, quiet, interval=progress_interval)
     futures = []
     try:
         tasks = [
@@ -186,18 +227,11 @@ def write_partitions(
             for i, piece in enumerate(pieces)
         ]
         futures = client.compute(tasks)
-        rows, done, shown, started = 0, 0, 0, time.perf_counter()
-        for fut in as_completed(futures):
-            rows += int(fut.result())  # raises the partition's own error
-            done += 1
-            if done == n or done * 10 // n > shown * 10 // n:
-                say(
-                    quiet,
-                    f"partitions done {done}/{n} ({rows:,} rows {what}, {seconds(time.perf_counter() - started)})",
-                )
-                shown = done
+        with progress:
+            for fut in as_completed(futures):
+                progress.add(int(fut.result()))  # raises the partition's own error
         _replace_folder(tmp, target)
-        return rows, n
+        return progress.rows, n
     except BaseException:
         with contextlib.suppress(Exception):
             client.cancel(futures, force=True)

@@ -7,6 +7,7 @@ Each command checks its options, then hands the work to the modules of :mod:`dgb
 from __future__ import annotations
 
 import functools
+import glob
 import sys
 import time
 from pathlib import Path
@@ -15,12 +16,14 @@ from typing import Callable
 import click
 
 from .. import __version__
-from ..errors import DGBoostError, DGBoostTypeError, DGBoostValueError
+from ..errors import DGBoostError, DGBoostValueError
 from ._format import say, seconds, table
+from .cluster_progress import DEFAULT_INTERVAL
 from .config import load_config
 from .demo import DEMO_STEPS, DemoRun
 from .device import DEVICE, resolve_device
-from .files import read_table, split_columns, write_explanations, write_predictions
+from .files import read_table, read_tables, select_rows, split_columns, write_explanations, write_predictions
+from .parquet_files import DEFAULT_PARTITION_ROWS, FILE_COLUMN
 
 __all__ = ["main", "CLIError"]
 
@@ -217,6 +220,22 @@ def _parse_params(items: tuple[str, ...]) -> dict:
     metavar="KEY=VALUE",
     help="With --data: a training parameter, e.g. --param max_depth=8 (repeatable; values are read as YAML).",
 )
+@click.option(
+    "--partition-rows",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help=f"With --cluster: most rows of a partition, of whole row groups [default: {DEFAULT_PARTITION_ROWS:,}]; "
+    "the model does not depend on it.",
+)
+@click.option(
+    "--progress-interval",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help=f"With --cluster: seconds between 'round k/N' progress lines on stderr [default: {DEFAULT_INTERVAL:g}].",
+)
+@click.argument("more_data", nargs=-1, metavar="[MORE_DATA]...")
 @click.option("--quiet", is_flag=True, help="No progress output (errors only).")
 @_errors_to_exit_code
 def train_command(
@@ -230,6 +249,9 @@ def train_command(
     rounds: int | None,
     early_stopping_rounds: int | None,
     param_items: tuple[str, ...],
+    partition_rows: int | None,
+    progress_interval: float | None,
+    more_data: tuple[str, ...],
     quiet: bool,
 ) -> None:
     """Train a model and write it as JSON.
@@ -240,16 +262,32 @@ def train_command(
         --label target --output model.json --rounds 200 --param max_depth=8 [--validation GLOB]
     or with a config whose data paths are globs: dgboost train --cluster local-cpu --config train.yaml
 
+    \b
+    The keys of a --config file (YAML or JSON; relative paths are relative to the file):
+      data                   str, required   training data (CSV or Parquet; with --cluster, Parquet globs)
+      output                 str, required   the model file to write
+      label                  str  [label]    the label column
+      weight                 str  [none]     a weight column
+      validation             str  [none]     evaluated every round; drives early stopping
+      params                 mapping [{}]    training parameters (docs/parameters.md)
+      num_boost_round        int >= 0 [100]  boosting rounds
+      early_stopping_rounds  int >= 1 [none] needs validation
+      verbose_eval           int >= 0 [1]    rounds between evaluation lines (0: none)
+    The --cluster config's keys (kind, args, env, scale, address, scheduler_file): docs/cli.md.
+
     On a cluster, the model is the one single-process training on the files' rows
-    (concatenated in natural sort order of the file names) would give, byte for byte.
-    Every worker must be able to read the files (a local cluster, or a shared filesystem).
-    Progress: evaluation lines every ~10% of the rounds (with --config, its verbose_eval),
-    else "round k/N" lines.
+    (concatenated in natural sort order of the file names) would give, byte for byte, however
+    the rows are split into partitions (--partition-rows). --data takes several paths (an
+    unquoted glob works); the files' schemas are checked before any work starts. Every worker
+    must be able to read the files (a local cluster, or a shared filesystem). Progress:
+    evaluation lines every ~10% of the rounds (with --config, its verbose_eval), and
+    "round k/N" lines on stderr with seconds per round and time left.
     """
     from ..data import DMatrix
     from ..params import parse_params
     from ..training import train
 
+    data_paths = _data_paths(data_glob, more_data) or None
     cluster_only = {
         "--data": data_glob,
         "--label": label,
@@ -259,6 +297,8 @@ def train_command(
         "--rounds": rounds,
         "--early-stopping-rounds": early_stopping_rounds,
         "--param": param_items or None,
+        "--partition-rows": partition_rows,
+        "--progress-interval": progress_interval,
     }
     given = [name for name, value in cluster_only.items() if value is not None]
     if cluster is None:
@@ -275,7 +315,7 @@ def train_command(
 
     if cluster is not None:
         from .cluster_commands import train_on_cluster
-        from .cluster_io import check_parquet_glob
+        from .cluster_io import check_parquet_input
 
         if config_path is not None:
             cfg = load_config(config_path)
@@ -288,15 +328,16 @@ def train_command(
                 cfg.verbose_eval,
             )
         else:
-            data, label, weight, params = data_glob, label or "label", weight, _parse_params(param_items)
+            data, label, weight, params = data_paths, label or "label", weight, _parse_params(param_items)
             validation, early, output, verbose = validation_glob, early_stopping_rounds, output_path, None
             rounds = 100 if rounds is None else rounds
         params = parse_params(params)  # once: bad parameters and missing files fail before a cluster starts
         if early is not None and validation is None:
             raise DGBoostValueError("early stopping needs validation data ('validation' / --validation)")
-        data = check_parquet_glob(data, "training data")
+        # footers read and schemas checked before a cluster starts
+        data = check_parquet_input(data, "training data", partition_rows)
         if validation is not None:
-            validation = check_parquet_glob(validation, "validation data")
+            validation = check_parquet_input(validation, "validation data", partition_rows)
         client = _cluster_client(cluster, quiet)
         try:
             train_on_cluster(
@@ -311,6 +352,7 @@ def train_command(
                 early_stopping_rounds=early,
                 quiet=quiet,
                 verbose_eval=verbose,
+                progress_interval=DEFAULT_INTERVAL if progress_interval is None else progress_interval,
             )
         finally:
             client.close()
@@ -355,6 +397,72 @@ def train_command(
     say(quiet, f"wrote {cfg.output} ({booster.num_boosted_rounds()} rounds{detail}; trained in {seconds(elapsed)})")
 
 
+def _data_lake_options(fn: Callable) -> Callable:
+    """The options predict and explain share: extra data paths, kept columns, partitions, progress."""
+    options = [
+        click.argument("more_data", nargs=-1, metavar="[MORE_DATA]..."),
+        click.option(
+            "--keep",
+            "keep_items",
+            multiple=True,
+            metavar="COL[,COL...]",
+            help="Columns copied from the input to the output in front of the values (ID columns, "
+            "e.g. --keep id,ts), so that results join back to the input rows; repeatable.",
+        ),
+        click.option(
+            "--with-file-name",
+            is_flag=True,
+            help=f"Add the column {FILE_COLUMN!r}: the file each row was read from (its full path).",
+        ),
+        click.option(
+            "--partition-rows",
+            type=click.IntRange(min=1),
+            default=None,
+            metavar="N",
+            help="With --cluster: most rows of a partition, of whole row groups "
+            f"[default: {DEFAULT_PARTITION_ROWS:,}]; a file of several row groups is split over several workers.",
+        ),
+        click.option(
+            "--progress-interval",
+            type=click.FloatRange(min=0, min_open=True),
+            default=None,
+            metavar="SECONDS",
+            help=f"With --cluster: seconds between progress lines on stderr [default: {DEFAULT_INTERVAL:g}].",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _data_paths(data: str | None, more: tuple[str, ...], option: str = "--data") -> list[str]:
+    """The paths of ``--data a b c`` (click gives ``b c`` as extra arguments, as from an unquoted glob)."""
+    if more and data is None:
+        raise click.UsageError(f"Got unexpected extra arguments ({' '.join(more)}): data paths go after {option}")
+    return ([data] if data is not None else []) + list(more)
+
+
+def _keep_columns(items: tuple[str, ...]) -> list[str]:
+    """``--keep id,ts --keep x``: ``["id", "ts", "x"]``."""
+    names = [name.strip() for item in items for name in item.split(",")]
+    if any(not name for name in names):
+        raise click.BadParameter(f"empty column name in {list(items)}", param_hint="'--keep'")
+    return names
+
+
+def _cluster_only(cluster: str | None, **options) -> None:
+    given = [name for name, value in options.items() if value is not None]
+    if cluster is None and given:
+        raise click.UsageError(f"{', '.join(given)}: only with --cluster")
+
+
+def _read_local(paths: list[str], name: str, with_file_name: bool):
+    """The rows of the files of ``paths`` in this process (click's file checks for one plain path)."""
+    if len(paths) == 1 and not glob.has_magic(paths[0]):
+        paths = [str(_check_path_option(name, paths[0], exists=True, dir_okay=False))]
+    return read_tables(paths, FILE_COLUMN if with_file_name else None)
+
+
 @main.command()
 @click.option(
     "--model",
@@ -367,7 +475,8 @@ def train_command(
     "--data",
     "data_path",
     required=True,
-    help="CSV, Parquet or .npy features; with --cluster, Parquet files (a quoted glob).",
+    help="CSV, Parquet or .npy features: files or globs, several after --data (an unquoted glob "
+    "works); with --cluster, Parquet files, folders or globs.",
 )
 @click.option(
     "--output",
@@ -387,6 +496,7 @@ def train_command(
     "predictions are written by the workers, never gathered here.",
 )
 @click.option("--quiet", is_flag=True, help="No progress output (errors only).")
+@_data_lake_options
 @_errors_to_exit_code
 def predict(
     model_path: str,
@@ -396,47 +506,65 @@ def predict(
     label_column: str | None,
     cluster: str | None,
     quiet: bool,
+    more_data: tuple[str, ...],
+    keep_items: tuple[str, ...],
+    with_file_name: bool,
+    partition_rows: int | None,
+    progress_interval: float | None,
 ) -> None:
     """Predict with a saved model and write the predictions.
 
-    With --cluster: --data is a glob of Parquet files and --output a folder that gets one
-    Parquet file per partition (part.00000.parquet, ...: in name order, the input's rows in
-    order), column "prediction" ("prediction_0".. for several outputs). The folder appears
-    only when every partition is written.
+    \b
+    dgboost predict --model m.json --data test.csv --output preds.csv
+    dgboost predict --model m.json --data day-*.parquet --keep id,ts --with-file-name --output preds.parquet
+    dgboost predict --cluster local-cpu --model m.json --data 'lake/*.parquet' --keep id --output preds/
+
+    Several files (paths or globs; in natural sort order) are read one after the other and
+    must have the same columns. --keep columns (and with --with-file-name the column "file")
+    come first in the output, so that it joins back to the input rows.
+
+    With --cluster: the Parquet files' footers are read and their schemas checked before any
+    work starts; their rows are split into partitions of whole row groups (--partition-rows),
+    worked on by every worker; --output is a folder that gets one Parquet file per partition
+    (part.00000.parquet, ...: in name order, the input's rows in order), column "prediction"
+    ("prediction_0".. for several outputs), after the kept columns. The folder appears only
+    when every partition is written. Progress: rows done, rows/s and time left on stderr.
     """
     from ..booster import Booster
 
+    paths = _data_paths(data_path, more_data)
+    keep = _keep_columns(keep_items)
     if cluster is not None:
         from .cluster_commands import predict_on_cluster
-        from .cluster_io import check_output_folder, check_parquet_glob
+        from .cluster_io import check_output_folder, check_parquet_input
 
-        check_parquet_glob(data_path)  # fail before a cluster starts
+        data = check_parquet_input(paths, "data", partition_rows, with_file=with_file_name)  # before a cluster starts
         check_output_folder(output_path)
         client = _cluster_client(cluster, quiet)
         try:
             predict_on_cluster(
-                client, model_path, data_path, output_path, margin=margin, label_column=label_column, quiet=quiet
+                client,
+                model_path,
+                data,
+                output_path,
+                margin=margin,
+                label_column=label_column,
+                quiet=quiet,
+                keep=keep,
+                progress_interval=DEFAULT_INTERVAL if progress_interval is None else progress_interval,
             )
         finally:
             client.close()
         return
-    data_path = _check_path_option("data_path", data_path, exists=True, dir_okay=False)
+    _cluster_only(cluster, **{"--partition-rows": partition_rows, "--progress-interval": progress_interval})
     output_path = _check_path_option("output_path", output_path, dir_okay=False, path_type=Path)
     booster = Booster(model_file=model_path)
-    data = read_table(data_path)
-    if hasattr(data, "columns"):
-        columns = [str(c) for c in data.columns]
-        if label_column is not None:
-            if label_column not in columns:
-                raise DGBoostValueError(f"{data_path}: no column {label_column!r} to drop (columns are {columns[:10]})")
-            data = data.drop(columns=[c for c in data.columns if str(c) == label_column])
-        names = booster.feature_names
-        if names is not None and set(names) <= {str(c) for c in data.columns}:
-            data = data[names]  # the model's columns, in the model's order
-    elif label_column is not None:
-        raise DGBoostTypeError(f"{data_path} has no column names: --label-column needs CSV or Parquet data")
-    preds = booster.predict(data, output_margin=margin)
-    write_predictions(output_path, preds)
+    data = _read_local(paths, "data_path", with_file_name)
+    source = " ".join(paths)
+    file_column = FILE_COLUMN if with_file_name else None
+    features, carried = select_rows(data, source, label_column, keep, booster.feature_names, file_column)
+    preds = booster.predict(features, output_margin=margin)
+    write_predictions(output_path, preds, carried=carried)
     say(quiet, f"wrote {len(preds):,} predictions to {output_path}")
 
 
@@ -452,7 +580,8 @@ def predict(
     "--data",
     "data_path",
     required=True,
-    help="CSV, Parquet or .npy features; with --cluster, Parquet files (a quoted glob).",
+    help="CSV, Parquet or .npy features: files or globs, several after --data (an unquoted glob "
+    "works); with --cluster, Parquet files, folders or globs.",
 )
 @click.option(
     "--output",
@@ -487,6 +616,7 @@ def predict(
     "GPUs when every worker has one); or cpu, cuda, cuda:N, gpu, gpu:N (docs/devices.md).",
 )
 @click.option("--quiet", is_flag=True, help="No progress output (errors only).")
+@_data_lake_options
 @_errors_to_exit_code
 def explain(
     model_path: str,
@@ -498,61 +628,66 @@ def explain(
     cluster: str | None,
     device: str,
     quiet: bool,
+    more_data: tuple[str, ...],
+    keep_items: tuple[str, ...],
+    with_file_name: bool,
+    partition_rows: int | None,
+    progress_interval: float | None,
 ) -> None:
-    """Exact SHAP values (or interaction values) of a saved model for every row of a file.
+    """Exact SHAP values (or interaction values) of a saved model for every row of the data.
 
     Columns: one per feature plus "bias" (the expected value); each row sums to the model's
     raw output (margin). Multi-output models get one block of columns per output, named
-    "<feature>[<output>]"; interaction files have "<a>:<b>" columns.
+    "<feature>[<output>]"; interaction files have "<a>:<b>" columns. --keep columns (and with
+    --with-file-name the column "file") come first, so that the output joins back to the
+    input rows. Several files (paths or globs) are read one after the other.
 
-    With --cluster: --data is a glob of Parquet files and --output a folder that gets one
-    Parquet file per partition (part.00000.parquet, ...: in name order, the input's rows in
-    order), with the same columns; interaction values are written flattened the same way,
-    (F+1)^2 columns per output. The folder appears only when every partition is written.
+    With --cluster: the Parquet files' footers are read and their schemas checked before any
+    work starts; their rows are split into partitions of whole row groups (--partition-rows);
+    --output is a folder that gets one Parquet file per partition (part.00000.parquet, ...:
+    in name order, the input's rows in order), with the same columns; interaction values are
+    written flattened the same way, (F+1)^2 columns per output. The folder appears only when
+    every partition is written. Progress: rows done, rows/s and time left on stderr.
     """
     from ..explain.explainer import TreeExplainer
 
+    paths = _data_paths(data_path, more_data)
+    keep = _keep_columns(keep_items)
     if cluster is not None:
         from .cluster_commands import explain_on_cluster
-        from .cluster_io import check_output_folder, check_parquet_glob
+        from .cluster_io import check_output_folder, check_parquet_input
 
-        check_parquet_glob(data_path)  # fail before a cluster starts
+        data = check_parquet_input(paths, "data", partition_rows, with_file=with_file_name)  # before a cluster starts
         check_output_folder(output_path)
         client = _cluster_client(cluster, quiet)
         try:
             explain_on_cluster(
                 client,
                 model_path,
-                data_path,
+                data,
                 output_path,
                 interactions=interactions,
                 label_column=label_column,
                 quiet=quiet,
                 algorithm=algorithm,
                 device=device,
+                keep=keep,
+                progress_interval=DEFAULT_INTERVAL if progress_interval is None else progress_interval,
             )
         finally:
             client.close()
         return
-    data_path = _check_path_option("data_path", data_path, exists=True, dir_okay=False)
+    _cluster_only(cluster, **{"--partition-rows": partition_rows, "--progress-interval": progress_interval})
     output_path = _check_path_option("output_path", output_path, dir_okay=False, path_type=Path)
 
     explainer = TreeExplainer(model_path, algorithm=algorithm, progress=not quiet, device=resolve_device(device))
-    data = read_table(data_path)
-    if hasattr(data, "columns"):
-        columns = [str(c) for c in data.columns]
-        if label_column is not None:
-            if label_column not in columns:
-                raise DGBoostValueError(f"{data_path}: no column {label_column!r} to drop (columns are {columns[:10]})")
-            data = data.drop(columns=[c for c in data.columns if str(c) == label_column])
-        names = explainer.meta.get("feature_names")
-        if names is not None and set(names) <= {str(c) for c in data.columns}:
-            data = data[names]  # the model's columns, in the model's order
-    elif label_column is not None:
-        raise DGBoostTypeError(f"{data_path} has no column names: --label-column needs CSV or Parquet data")
+    source = " ".join(paths)
+    data = _read_local(paths, "data_path", with_file_name)
+    file_column = FILE_COLUMN if with_file_name else None
+    data, carried = select_rows(data, source, label_column, keep, explainer.meta.get("feature_names"), file_column)
     n_rows = len(data)
     if n_rows == 0:
-        raise DGBoostValueError(f"{data_path} has no rows to explain")
+        raise DGBoostValueError(f"{source} has no rows to explain")
     say(
         quiet,
         f"explaining {n_rows:,} rows with {explainer.ensemble.n_trees} trees "
@@ -567,7 +702,7 @@ def explain(
     outputs = None
     if explainer.n_outputs > 1:
         outputs = explainer.output_names if explainer.output_names is not None else list(range(explainer.n_outputs))
-    write_explanations(output_path, values, features, outputs, interactions)
+    write_explanations(output_path, values, features, outputs, interactions, carried=carried)
     say(quiet, f"wrote {'interaction values' if interactions else 'SHAP values'} of {n_rows:,} rows to {output_path}")
 
 
