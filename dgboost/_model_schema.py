@@ -40,6 +40,7 @@ __all__ = [
     "build_ensemble",
     "require_key",
     "atomic_write_text",
+    "atomic_write_bytes",
     "atomic_write_json",
 ]
 
@@ -458,13 +459,22 @@ def require_key(d: dict, key: str, where: str):
 
 def atomic_write_text(path, text_chunks) -> None:
     """Write chunks to a temp file next to ``path``, fsync, then rename over ``path``."""
+    _atomic_write(path, text_chunks, binary=False)
+
+
+def atomic_write_bytes(path, data: bytes) -> None:
+    """Write ``data`` to a temp file next to ``path``, fsync, then rename over ``path``."""
+    _atomic_write(path, [data], binary=True)
+
+
+def _atomic_write(path, chunks, binary: bool) -> None:
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for chunk in text_chunks:
+        with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8") as fh:
+            for chunk in chunks:
                 fh.write(chunk)
             fh.flush()
             os.fsync(fh.fileno())

@@ -1,25 +1,34 @@
-"""A minimal UBJSON (Universal Binary JSON, draft 12) decoder for XGBoost's binary model form.
+"""UBJSON (Universal Binary JSON, draft 12) as XGBoost reads and writes it: its binary model form.
 
-Used to import an in-memory ``xgboost.Booster`` through ``save_raw("ubj")``: XGBoost writes
-each tree's node arrays as *typed* UBJSON arrays (``[$d#L<count>`` and raw big-endian
-values), which this decoder turns into NumPy arrays with one ``frombuffer`` each, where the
-JSON form makes ``json.loads`` parse every number as text (about 10x slower on large
-models). Files in ``.ubj`` form are not read through this module: issue 12 asks for a
-maintained UBJSON library there, and none handles XGBoost's typed arrays.
+XGBoost (``save_model("m.ubj")``, ``save_raw()``) writes each tree's node arrays as *typed*
+UBJSON arrays (``[$d#L<count>`` and raw big-endian values: ``d`` float32, ``l`` int32, ``L``
+int64, ``U`` uint8), which :func:`loads` turns into NumPy arrays with one ``frombuffer``
+each, where the JSON form makes ``json.loads`` parse every number as text (several times
+slower on large models). Everything else is decoded as ``json.loads`` would give it:
+objects as dicts, untyped arrays as lists, strings, numbers, booleans and null.
 
-Everything else of the format is decoded as ``json.loads`` would give it: objects as dicts,
-untyped arrays as lists, strings, numbers, booleans and null.
+:func:`dumps` writes what XGBoost's ``UBJWriter`` writes: objects with their keys in sorted
+order (each an int64 length and UTF-8 bytes, no ``S``), arrays as counted untyped arrays
+(``[#L<count>``, no ``]``), 1-d NumPy arrays as typed arrays of their dtype, integers in the
+smallest signed marker (``i``, ``I``, ``l``, ``L``), strings as ``S`` with an int64 length.
+Python floats are written as ``D`` (float64), so that a document's floats (dgboost's exact
+base margins, training parameters) come back bit for bit, as they do from JSON text.
+
+:func:`is_ubjson` tells a UBJSON model from JSON text: both start with ``{``, but what
+follows differs (a length marker or a container header in UBJSON, whitespace or ``"`` in
+JSON), which is how a buffer's encoding is told when loading.
 """
 
 from __future__ import annotations
 
+import math
 import struct
 
 import numpy as np
 
 from .errors import ModelFormatError
 
-__all__ = ["loads"]
+__all__ = ["loads", "dumps", "is_ubjson"]
 
 # marker -> (big-endian NumPy dtype, struct format)
 _NUMBERS = {
@@ -85,7 +94,10 @@ class _Reader:
         self.pos = end
         s = self.keys.get(raw)
         if s is None:
-            s = self.keys[raw] = raw.decode("utf-8")
+            try:
+                s = self.keys[raw] = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                self.fail("a string is not UTF-8")
         return s
 
     def value(self, marker: int | None = None):
@@ -110,6 +122,8 @@ class _Reader:
     def header(self) -> tuple[int | None, int | None]:
         """The optimized container header: (element type or None, count or None)."""
         kind = count = None
+        if self.pos >= len(self.buf):
+            self.fail("unexpected end of data")
         if self.buf[self.pos] == ord("$"):
             self.pos += 1
             kind = self.byte()
@@ -155,13 +169,139 @@ class _Reader:
         return out
 
 
-def loads(data: bytes):
-    """Decode one UBJSON value (typed numeric arrays become native-endian NumPy arrays)."""
+def loads(data: bytes | bytearray | memoryview):
+    """Decode one UBJSON value.
+
+    Parameters
+    ----------
+    data : bytes-like
+        The whole document (one value, nothing after it).
+
+    Returns
+    -------
+    object
+        dicts, lists, str, int, float, bool and None as ``json.loads`` gives them; typed
+        numeric arrays as native-endian 1-d NumPy arrays of their dtype (``d`` float32,
+        ``D`` float64, ``l`` int32, ``L`` int64, ``U`` uint8, ``i`` int8, ``I`` int16).
+
+    Raises
+    ------
+    ModelFormatError
+        For truncated or corrupt data, naming the byte offset.
+    """
     reader = _Reader(bytes(data))
     try:
         out = reader.value()
     except IndexError:
         reader.fail("unexpected end of data")
+    except RecursionError:
+        reader.fail("containers nested too deeply")
     if reader.pos != len(reader.buf):
         reader.fail(f"{len(reader.buf) - reader.pos} bytes after the value")
     return out
+
+
+# -- writing ------------------------------------------------------------------------------
+# NumPy dtype -> typed-array marker (XGBoost: F32Array d, I32Array l, I64Array L, U8Array U)
+_ARRAY_MARKERS = {
+    np.dtype(np.float32): b"d",
+    np.dtype(np.float64): b"D",
+    np.dtype(np.int8): b"i",
+    np.dtype(np.uint8): b"U",
+    np.dtype(np.int16): b"I",
+    np.dtype(np.int32): b"l",
+    np.dtype(np.int64): b"L",
+}
+_INT_MARKERS = ((b"i", ">b", 8), (b"I", ">h", 16), (b"l", ">i", 32), (b"L", ">q", 64))
+_COUNT = struct.Struct(">q")
+
+
+def _count(n: int) -> bytes:
+    return b"L" + _COUNT.pack(n)
+
+
+def _integer(v: int, out: list) -> None:
+    for marker, fmt, bits in _INT_MARKERS:
+        # XGBoost's writer takes the smallest type whose open range holds the value
+        if -(1 << (bits - 1)) < v < (1 << (bits - 1)) - 1 or bits == 64:
+            if not -(1 << 63) <= v < (1 << 63):
+                raise ModelFormatError(f"cannot serialise the model to UBJSON: integer {v} is beyond int64")
+            out.append(marker + struct.pack(fmt, v))
+            return
+
+
+def _encode(value, out: list) -> None:
+    if value is None:
+        out.append(b"Z")
+    elif value is True or value is False or isinstance(value, np.bool_):
+        out.append(b"T" if value else b"F")
+    elif isinstance(value, (int, np.integer)):
+        _integer(int(value), out)
+    elif isinstance(value, (float, np.floating)):
+        if not math.isfinite(value):  # as the JSON writer (allow_nan=False): the same documents
+            raise ModelFormatError(f"cannot serialise the model to UBJSON: non-finite number {value!r}")
+        out.append(b"D" + struct.pack(">d", float(value)))
+    elif isinstance(value, str):
+        raw = value.encode("utf-8")
+        out.append(b"S" + _count(len(raw)) + raw)
+    elif isinstance(value, dict):
+        out.append(b"{")
+        for key in sorted(value):
+            if not isinstance(key, str):
+                raise ModelFormatError(f"cannot serialise the model to UBJSON: key {key!r} is not a string")
+            raw = key.encode("utf-8")
+            out.append(_count(len(raw)) + raw)
+            _encode(value[key], out)
+        out.append(b"}")
+    elif isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype in _ARRAY_MARKERS:
+        if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+            raise ModelFormatError("cannot serialise the model to UBJSON: an array has a non-finite number")
+        marker = _ARRAY_MARKERS[value.dtype]
+        out.append(b"[$" + marker + b"#" + _count(value.shape[0]))
+        out.append(value.astype(value.dtype.newbyteorder(">"), copy=False).tobytes())
+    elif isinstance(value, (list, tuple)):
+        out.append(b"[#" + _count(len(value)))
+        for item in value:
+            _encode(item, out)
+    else:
+        raise ModelFormatError(f"cannot serialise the model to UBJSON: unsupported {type(value).__name__}")
+
+
+def dumps(value) -> bytes:
+    """Encode ``value`` as UBJSON the way XGBoost's writer does (see the module docstring).
+
+    Parameters
+    ----------
+    value : dict, list, str, int, float, bool, None or 1-d numpy.ndarray
+        Nested freely. Arrays of float32, float64, int8, uint8, int16, int32 or int64
+        become typed arrays; lists and tuples untyped ones.
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    ModelFormatError
+        For non-finite numbers (JSON has none either), integers beyond int64, non-string
+        keys and other types.
+    """
+    out: list[bytes] = []
+    _encode(value, out)
+    return b"".join(out)
+
+
+#: what may follow an object's ``{`` in UBJSON: a key's length marker, a container header, a no-op
+_UBJSON_AFTER_BRACE = frozenset(b"iUIlL$#N")
+
+
+def is_ubjson(data: bytes | bytearray | memoryview) -> bool:
+    """Whether ``data`` (a model file's bytes) is UBJSON rather than JSON text.
+
+    An object starts with ``{`` in both; in UBJSON a key's length marker (``i U I l L``),
+    a container header (``$``, ``#``) or a no-op (``N``) follows, none of which can follow
+    it in JSON. Anything else (``{}`` included, the empty object either way) is read as
+    JSON, whose parser then says what is wrong.
+    """
+    head = bytes(data[:2])
+    return len(head) == 2 and head[0] == ord("{") and head[1] in _UBJSON_AFTER_BRACE

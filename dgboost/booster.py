@@ -32,7 +32,8 @@ class Booster:
         Ignored apart from ``nthread``/``device`` used for prediction (XGBoost compatibility);
         see :meth:`set_param`.
     model_file : str or os.PathLike or bytes or bytearray, optional
-        A dgboost or XGBoost JSON model file (or its text) to load.
+        A model file dgboost or XGBoost wrote, JSON or UBJSON (a path, or the file's bytes
+        as ``save_raw`` gives them), to load.
 
     Notes
     -----
@@ -51,10 +52,7 @@ class Booster:
         self._predict_params: dict[str, Any] = {}
         self.set_param(dict(params or {}))
         if model_file is not None:
-            if isinstance(model_file, (bytes, bytearray)):
-                self._load_text(bytes(model_file).decode("utf-8", errors="replace"))
-            else:
-                self.load_model(model_file)
+            self.load_model(model_file)
 
     def set_param(self, params: Mapping[str, Any] | str | Iterable[tuple[str, Any]], value: Any = None) -> None:
         """Set prediction parameters, as ``xgboost.Booster.set_param``.
@@ -172,18 +170,47 @@ class Booster:
         return self.ensemble.n_trees // self._trees_per_round()
 
     def attr(self, key: str) -> str | None:
-        return self.meta.get("attributes", {}).get(key)
+        """The attribute ``key`` as a string, or None when it is not set (``xgboost.Booster.attr``)."""
+        return self.attributes().get(key)
 
     def set_attr(self, **kwargs: Any) -> None:
+        """Set attributes (values are kept as strings; None deletes), as ``xgboost.Booster.set_attr``.
+
+        ``best_iteration`` and ``best_score`` set (or clear) :attr:`best_iteration` and
+        :attr:`best_score`, as in XGBoost, where they are attributes too.
+
+        Raises
+        ------
+        DGBoostValueError
+            When ``best_iteration`` is not an integer or ``best_score`` not a number.
+        """
         attrs = self.meta.setdefault("attributes", {})
         for k, v in kwargs.items():
-            if v is None:
+            if k in _BEST_ATTRIBUTES:
+                self._set_best_attribute(k, v)
+            elif v is None:
                 attrs.pop(k, None)
             else:
                 attrs[k] = str(v)
 
+    def _set_best_attribute(self, key: str, value: Any) -> None:
+        kind = int if key == "best_iteration" else float
+        try:
+            self.meta[key] = None if value is None else kind(str(value))
+        except ValueError:
+            raise DGBoostValueError(
+                f"attribute {key} must be a{'n integer' if kind is int else ' number'}, got {value!r}"
+            ) from None
+
     def attributes(self) -> dict[str, str]:
-        return dict(self.meta.get("attributes", {}))
+        """Every attribute as strings, ``best_iteration`` and ``best_score`` (after training with
+        evaluation sets) included, as ``xgboost.Booster.attributes``."""
+        out = {str(k): str(v) for k, v in self.meta.get("attributes", {}).items()}
+        for key in _BEST_ATTRIBUTES:
+            value = self.meta.get(key)
+            if value is not None:
+                out[key] = str(value)  # str(float) is Python's repr, as XGBoost's Python package stores it
+        return out
 
     def copy(self) -> "Booster":
         import copy
@@ -386,56 +413,68 @@ class Booster:
         Parameters
         ----------
         fname : str or os.PathLike
-            A ``.json`` path. The file is XGBoost's JSON schema, so
-            ``xgboost.Booster(model_file=fname)`` loads it and predicts as this booster
-            does; what XGBoost has no place for (training parameters, exact base margins
-            and covers) is kept in a top-level ``"dgboost"`` key that XGBoost ignores (see
-            :mod:`dgboost.model_io`). Loading the file back gives the same predictions and
-            saving it again gives the same bytes.
+            A ``.json`` path gives JSON text, a ``.ubj`` path UBJSON, and any other name
+            UBJSON with XGBoost's warning (as ``xgboost.Booster.save_model``). The file is
+            XGBoost's schema, so ``xgboost.Booster(model_file=fname)`` loads it and predicts
+            as this booster does; what XGBoost has no place for (training parameters, exact
+            base margins and covers) is kept in a top-level ``"dgboost"`` key that XGBoost
+            ignores (see :mod:`dgboost.model_io`). Loading the file back gives the same
+            predictions and saving it again gives the same bytes.
 
         Raises
         ------
         ModelFormatError
-            For a ``.ubj`` path (UBJSON is not written) and for invalid models.
+            For invalid models.
         """
         from .model_io import save_model
 
         save_model(os.fspath(fname), self.ensemble, self.meta)
 
     def load_model(self, fname: str | os.PathLike | bytes | bytearray) -> None:
-        """Load a model file (a path, or a bytearray of its text).
+        """Load a model file (a path, or the file's bytes).
 
         Parameters
         ----------
         fname : str or os.PathLike or bytes or bytearray
-            A file :meth:`save_model` wrote, one older dgboost versions wrote (dgboost's
-            schema 1), or an XGBoost JSON model file.
+            A file :meth:`save_model` or :meth:`save_raw` wrote, one older dgboost versions
+            wrote (dgboost's schema 1), or an XGBoost model file, JSON or UBJSON: the
+            encoding is told from the content, not the name.
 
         Raises
         ------
         ModelFormatError
             For anything else, naming what is wrong (e.g. an unknown objective).
         """
+        from .model_io import load_model, model_from_json
+
         if isinstance(fname, (bytes, bytearray)):
-            self._load_text(bytes(fname).decode("utf-8", errors="replace"))
-            return
-        from .model_io import load_model
-
-        self.ensemble, meta = load_model(os.fspath(fname))
+            self.ensemble, meta = model_from_json(bytes(fname))
+        else:
+            self.ensemble, meta = load_model(os.fspath(fname))
         self.meta = {**_default_meta(), **meta}
 
-    def _load_text(self, text: str) -> None:
-        from .model_io import model_from_json
+    def save_raw(self, raw_format: str = "ubj") -> bytearray:
+        """The model file's bytes, as ``xgboost.Booster.save_raw``.
 
-        self.ensemble, meta = model_from_json(text)
-        self.meta = {**_default_meta(), **meta}
+        Parameters
+        ----------
+        raw_format : {"ubj", "json"}
+            UBJSON (the default, as in XGBoost 3.4) or JSON text: the bytes
+            :meth:`save_model` writes to a ``.ubj`` / ``.json`` file, which
+            ``xgboost.Booster().load_model(raw)`` and :meth:`load_model` load.
 
-    def save_raw(self, raw_format: str = "json") -> bytearray:
-        if raw_format != "json":
-            raise DGBoostValueError("only raw_format='json' is supported")
-        return bytearray(self.to_json().encode("utf-8"))
+        Raises
+        ------
+        DGBoostValueError
+            For another format (XGBoost 3 refuses ``"deprecated"`` too).
+        """
+        from .model_io import model_file_bytes
+
+        return bytearray(model_file_bytes(self.ensemble, self.meta, raw_format))
 
     def to_json(self) -> str:
+        """dgboost's internal text form of the model (schema 1, deterministic): for comparing
+        models; :meth:`save_raw` gives what XGBoost loads."""
         from .model_io import model_to_json
 
         return model_to_json(self.ensemble, self.meta)
@@ -592,6 +631,9 @@ class Booster:
             f"features={self.num_features()})"
         )
 
+
+#: attributes XGBoost keeps with the others and dgboost as meta entries of their own
+_BEST_ATTRIBUTES = ("best_iteration", "best_score")
 
 # the objectives dgboost trains (and so can transform predictions of)
 _KNOWN_OBJECTIVES = frozenset(OBJECTIVES)

@@ -3,7 +3,11 @@
 A model is an :class:`~dgboost.tree.Ensemble` plus a metadata dict ``meta`` (objective,
 base score, feature names, ... see :data:`META_KEYS`). On disk (:func:`save_model`) it is
 XGBoost's JSON schema, as ``xgboost.Booster.save_model("m.json")`` writes it (see
-:mod:`dgboost.xgboost_json`), so XGBoost loads dgboost's files as they are. What XGBoost's
+:mod:`dgboost.xgboost_json`), so XGBoost loads dgboost's files as they are. The schema is
+encoded as JSON text (``.json``) or as UBJSON (``.ubj`` and, as XGBoost does, any other
+extension, with XGBoost's warning; see :mod:`dgboost._ubjson`): the same document either
+way, node arrays as typed arrays in UBJSON. Loading tells the two apart by content
+(:func:`parse_model_bytes`), for files and for bytes alike. What XGBoost's
 schema cannot hold travels in one extra top-level key, ``"dgboost"`` (XGBoost ignores it
 when loading and drops it when saving)::
 
@@ -54,6 +58,7 @@ from ._model_schema import (
     META_KEYS,
     as_array,
     as_int,
+    atomic_write_bytes,
     atomic_write_json,
     base_score_from_margin,
     build_ensemble,
@@ -63,7 +68,10 @@ from ._model_schema import (
     validate_arrays,
     validate_ensemble,
 )
-from .errors import ModelFormatError
+from ._ubjson import dumps as ubjson_dumps
+from ._ubjson import is_ubjson
+from ._ubjson import loads as ubjson_loads
+from .errors import DGBoostValueError, ModelFormatError
 from .tree import NODE_ARRAYS, Ensemble
 from .xgboost_json import export_xgboost_dict, export_xgboost_json, import_xgboost_booster, import_xgboost_dict
 
@@ -77,7 +85,10 @@ __all__ = [
     "save_model",
     "load_model",
     "model_to_file_dict",
+    "model_file_bytes",
     "model_from_parsed_json",
+    "parse_model_bytes",
+    "RAW_FORMATS",
     "validate_ensemble",
     "dump_text",
     "trees_per_round",
@@ -165,7 +176,7 @@ def parse_model_json(text: str | bytes, source: str = "model") -> Any:
             text = bytes(text).decode("utf-8")
         except UnicodeDecodeError as e:
             raise ModelFormatError(
-                f"{source} is not valid JSON (not UTF-8 text; UBJSON and other binary formats are not supported): {e}"
+                f"{source} is not valid JSON (not UTF-8 text) nor UBJSON (no object at its start): {e}"
             ) from None
     if not isinstance(text, str):
         raise ModelFormatError(f"{source}: expected JSON text, got {type(text).__name__}")
@@ -231,7 +242,7 @@ _XGBOOST_META_KEYS = (
 )
 
 
-def model_to_file_dict(ensemble: Ensemble, meta: dict) -> dict:
+def model_to_file_dict(ensemble: Ensemble, meta: dict, *, typed: bool = False) -> dict:
     """The model as :func:`save_model` writes it: XGBoost JSON plus the ``"dgboost"`` key.
 
     Parameters
@@ -240,6 +251,9 @@ def model_to_file_dict(ensemble: Ensemble, meta: dict) -> dict:
         The trees.
     meta : dict
         The model's meta dict (see :data:`META_KEYS`).
+    typed : bool
+        Arrays as NumPy arrays of XGBoost's UBJSON dtypes (float64 for the extension's),
+        for the UBJSON encoder; lists (JSON-able) when False. Same values either way.
 
     Returns
     -------
@@ -254,14 +268,84 @@ def model_to_file_dict(ensemble: Ensemble, meta: dict) -> dict:
         When the model is invalid or its objective has no XGBoost equivalent.
     """
     meta = normalize_meta(meta, "meta")
-    d = export_xgboost_dict(ensemble, meta)  # validates the ensemble
+    d = export_xgboost_dict(ensemble, meta, typed=typed)  # validates the ensemble
+    base_margin = np.asarray(ensemble.base_margin, dtype=np.float64)
+    cover = np.asarray(ensemble.cover, dtype=np.float64)
     d[EXTENSION_KEY] = {
         "schema_version": EXTENSION_SCHEMA_VERSION,
         "meta": {k: v for k, v in meta.items() if k not in _XGBOOST_META_KEYS},
-        "base_margin": np.asarray(ensemble.base_margin, dtype=np.float64).tolist(),
-        "cover": np.asarray(ensemble.cover, dtype=np.float64).tolist(),
+        "base_margin": base_margin if typed else base_margin.tolist(),
+        "cover": cover if typed else cover.tolist(),
     }
     return d
+
+
+#: ``Booster.save_raw`` formats, as XGBoost 3.4 names them
+RAW_FORMATS = ("ubj", "json")
+
+
+def model_file_bytes(ensemble: Ensemble, meta: dict, raw_format: str = "ubj") -> bytes:
+    """The bytes of the model file :func:`save_model` writes, in either encoding.
+
+    Parameters
+    ----------
+    ensemble : Ensemble
+        The trees.
+    meta : dict
+        The model's meta dict.
+    raw_format : {"ubj", "json"}
+        UBJSON (XGBoost's default binary form) or JSON text.
+
+    Returns
+    -------
+    bytes
+        What ``xgboost.Booster().load_model(bytearray(...))`` loads, and
+        :func:`parse_model_bytes` reads back into the same model.
+
+    Raises
+    ------
+    DGBoostValueError
+        For another ``raw_format`` (as XGBoost 3.4, which dropped its old binary format).
+    ModelFormatError
+        For invalid models.
+    """
+    if raw_format == "ubj":
+        return ubjson_dumps(model_to_file_dict(ensemble, meta, typed=True))
+    if raw_format == "json":
+        return _dumps(model_to_file_dict(ensemble, meta)).encode("utf-8")
+    raise DGBoostValueError(
+        f"Unknown model format: {raw_format!r}. Expecting UBJSON ('ubj') or JSON ('json') "
+        f"(XGBoost 3 removed its old binary format)"
+    )
+
+
+def parse_model_bytes(data: bytes | bytearray | memoryview | str, source: str = "model") -> Any:
+    """A model file's bytes (UBJSON or JSON, told apart by content) or JSON text, parsed.
+
+    Parameters
+    ----------
+    data : bytes-like or str
+        The whole file.
+    source : str
+        What ``data`` is, for messages.
+
+    Returns
+    -------
+    object
+        The parsed document: typed UBJSON arrays as NumPy arrays, the rest as
+        ``json.loads`` gives it.
+
+    Raises
+    ------
+    ModelFormatError
+        For data that is empty, truncated or corrupt in either encoding.
+    """
+    if isinstance(data, (bytes, bytearray, memoryview)) and is_ubjson(data):
+        try:
+            return ubjson_loads(data)
+        except ModelFormatError as e:
+            raise ModelFormatError(f"{source} is not a valid UBJSON model: {e}") from None
+    return parse_model_json(data, source)
 
 
 def _extension_mismatch(
@@ -323,8 +407,16 @@ def _apply_extension(ensemble: Ensemble, meta: dict, ext, source: str) -> tuple[
 
 
 def model_from_json(text: str | bytes) -> tuple[Ensemble, dict]:
-    """Parse dgboost or XGBoost JSON text (str or bytes); returns ``(ensemble, meta)``."""
-    return model_from_parsed_json(parse_model_json(text), "model")
+    """Read dgboost or XGBoost JSON text (str), or a model file's bytes (JSON or UBJSON);
+    returns ``(ensemble, meta)``."""
+    return model_from_parsed_json(parse_model_bytes(text), "model")
+
+
+#: XGBoost's words when a file name chooses no format (c_api.cc, XGBoosterSaveModel)
+_DEFAULT_FORMAT_WARNING = (
+    "Saving model in the UBJSON format as default.  You can use a file extension: `json` or `ubj` to "
+    "choose between formats."
+)
 
 
 def save_model(path, ensemble: Ensemble, meta: dict) -> None:
@@ -334,7 +426,9 @@ def save_model(path, ensemble: Ensemble, meta: dict) -> None:
     ----------
     path : str or os.PathLike
         Where to write; ``xgboost.Booster(model_file=path)`` loads the file (see
-        :func:`model_to_file_dict`). The same model always gives the same bytes.
+        :func:`model_to_file_dict`). The same model always gives the same bytes. The
+        extension chooses the encoding as in XGBoost: ``.json`` JSON, ``.ubj`` UBJSON, any
+        other UBJSON with XGBoost's warning (case-insensitive).
     ensemble : Ensemble
         The trees.
     meta : dict
@@ -343,19 +437,24 @@ def save_model(path, ensemble: Ensemble, meta: dict) -> None:
     Raises
     ------
     ModelFormatError
-        For a ``.ubj`` path (only JSON is written) and for invalid models.
+        For invalid models.
     """
-    if os.fspath(path).lower().endswith(".ubj"):
-        raise ModelFormatError(f"{os.fspath(path)!r}: UBJSON is not supported; save as .json")
-    atomic_write_json(path, model_to_file_dict(ensemble, meta))
+    name = os.fspath(path).lower()
+    if name.endswith(".json"):
+        atomic_write_json(path, model_to_file_dict(ensemble, meta))
+        return
+    if not name.endswith(".ubj"):
+        warnings.warn(_DEFAULT_FORMAT_WARNING, UserWarning, stacklevel=3)
+    atomic_write_bytes(path, model_file_bytes(ensemble, meta, "ubj"))
 
 
 def load_model(path) -> tuple[Ensemble, dict]:
-    """Read a model file that dgboost or XGBoost wrote (JSON); returns ``(ensemble, meta)``."""
+    """Read a model file that dgboost or XGBoost wrote, JSON or UBJSON whatever its name;
+    returns ``(ensemble, meta)``."""
     with open(path, "rb") as fh:
         data = fh.read()
     source = f"model file {os.fspath(path)!r}"
-    return model_from_parsed_json(parse_model_json(data, source), source)
+    return model_from_parsed_json(parse_model_bytes(data, source), source)
 
 
 # -- text dump ----------------------------------------------------------------------------

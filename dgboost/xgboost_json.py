@@ -487,8 +487,25 @@ def _objective_section(meta: dict) -> dict:
     return out
 
 
-def export_xgboost_dict(ensemble: Ensemble, meta: dict) -> dict:
-    """The model as the dict XGBoost 3.4's ``Booster.save_model("m.json")`` writes."""
+def export_xgboost_dict(ensemble: Ensemble, meta: dict, *, typed: bool = False) -> dict:
+    """The model as the dict XGBoost 3.4's ``Booster.save_model("m.json")`` writes.
+
+    Parameters
+    ----------
+    ensemble : Ensemble
+        The trees.
+    meta : dict
+        The model's meta dict.
+    typed : bool
+        False: every array is a list (JSON-able). True: each tree's node arrays (and
+        ``cats``' index arrays) are 1-d NumPy arrays of the dtypes XGBoost's UBJSON writer
+        uses (float32, int32, int64, uint8), for :func:`dgboost._ubjson.dumps`; the values
+        are the same either way.
+
+    Returns
+    -------
+    dict
+    """
     meta = normalize_meta(meta, "meta")
     nf = meta["num_feature"]
     validate_ensemble(ensemble, nf)
@@ -506,31 +523,31 @@ def export_xgboost_dict(ensemble: Ensemble, meta: dict) -> dict:
     for t in range(n_trees):
         lo, hi = int(off[t]), int(off[t + 1])
         leaf = L[lo:hi] < 0
-        trees.append(
-            {
-                "base_weights": V[lo:hi].tolist(),
-                "categories": [],
-                "categories_nodes": [],
-                "categories_segments": [],
-                "categories_sizes": [],
-                "default_left": D[lo:hi].astype(np.int64).tolist(),
-                "id": t,
-                "left_children": L[lo:hi].tolist(),
-                "loss_changes": G[lo:hi].tolist(),
-                "parents": np.where(P[lo:hi] < 0, _ROOT_PARENT, P[lo:hi]).tolist(),
-                "right_children": R[lo:hi].tolist(),
-                "split_conditions": np.where(leaf, V[lo:hi], S[lo:hi]).astype(np.float32).tolist(),
-                "split_indices": np.where(leaf & (F[lo:hi] < 0), 0, F[lo:hi]).tolist(),
-                "split_type": [0] * (hi - lo),
-                "sum_hessian": C[lo:hi].astype(np.float32).tolist(),
-                "tree_param": {
-                    "num_deleted": "0",
-                    "num_feature": str(nf),
-                    "num_nodes": str(hi - lo),
-                    "size_leaf_vector": "1",
-                },
-            }
-        )
+        fields = {  # the dtypes of XGBoost's typed arrays (F32Array, I32Array, U8Array, I64Array)
+            "base_weights": V[lo:hi].astype(np.float32),
+            "categories": np.empty(0, np.int32),
+            "categories_nodes": np.empty(0, np.int32),
+            "categories_segments": np.empty(0, np.int64),
+            "categories_sizes": np.empty(0, np.int64),
+            "default_left": D[lo:hi].astype(np.uint8),
+            "left_children": L[lo:hi].astype(np.int32),
+            "loss_changes": G[lo:hi].astype(np.float32),
+            "parents": np.where(P[lo:hi] < 0, _ROOT_PARENT, P[lo:hi]).astype(np.int32),
+            "right_children": R[lo:hi].astype(np.int32),
+            "split_conditions": np.where(leaf, V[lo:hi], S[lo:hi]).astype(np.float32),
+            "split_indices": np.where(leaf & (F[lo:hi] < 0), 0, F[lo:hi]).astype(np.int32),
+            "split_type": np.zeros(hi - lo, np.uint8),
+            "sum_hessian": C[lo:hi].astype(np.float32),
+        }
+        tree = {k: (v if typed else v.tolist()) for k, v in fields.items()}
+        tree["id"] = t
+        tree["tree_param"] = {
+            "num_deleted": "0",
+            "num_feature": str(nf),
+            "num_nodes": str(hi - lo),
+            "size_leaf_vector": "1",
+        }
+        trees.append(tree)
     npt = int(meta["params"].get("num_parallel_tree", 1) or 1)
     per_round = n_groups * npt
     if n_trees % per_round:
@@ -546,7 +563,11 @@ def export_xgboost_dict(ensemble: Ensemble, meta: dict) -> dict:
         "feature_types": list(meta["feature_types"] or []),
         "gradient_booster": {
             "model": {
-                "cats": {"enc": [], "feature_segments": [], "sorted_idx": []},
+                "cats": {
+                    "enc": [],
+                    "feature_segments": np.empty(0, np.int32) if typed else [],
+                    "sorted_idx": np.empty(0, np.int32) if typed else [],
+                },
                 "gbtree_model_param": {"num_parallel_tree": str(npt), "num_trees": str(n_trees)},
                 "iteration_indptr": list(range(0, n_trees + 1, per_round)),
                 "tree_info": groups.astype(np.int64).tolist(),

@@ -286,10 +286,11 @@ def _from_xgboost(model) -> tuple[Ensemble, dict]:
     return _from_model_io(ens, meta, model, "xgboost", rounds)
 
 
-def _from_json_text(text: str, model) -> tuple[Ensemble, dict]:
-    from ..model_io import parse_model_json
+def _from_json_text(text: str | bytes, model) -> tuple[Ensemble, dict]:
+    from ..model_io import parse_model_bytes
 
-    d = parse_model_json(text, "the model text")  # the loader's parser: deep nesting is an error too
+    # the loader's parser (JSON text, or a model file's bytes in JSON or UBJSON): deep nesting is an error too
+    d = parse_model_bytes(text, "the model text")
     if not isinstance(d, dict):
         raise ModelFormatError("the model JSON is not an object")
     return _from_dict(d, model)
@@ -302,7 +303,7 @@ def _from_path(path) -> tuple[Ensemble, dict]:
     with open(path, "rb") as fh:
         head = fh.read(64).lstrip()
     if head.startswith(b"{"):
-        with open(path, encoding="utf-8", errors="replace") as fh:
+        with open(path, "rb") as fh:  # JSON or UBJSON: the model loader tells them apart
             return _from_json_text(fh.read(), path)
     if head.startswith(b"tree") or b"version=v" in head:
         try:
@@ -725,7 +726,7 @@ def to_ensemble(model: Any) -> tuple[Ensemble, dict]:
     if isinstance(model, (str, os.PathLike)):
         return _from_path(model)
     if isinstance(model, (bytes, bytearray)):
-        return _from_json_text(bytes(model).decode("utf-8", errors="replace"), model)
+        return _from_json_text(bytes(model), model)
     if isinstance(model, dict):
         return _from_dict(model, model)
     root = library_of(model)

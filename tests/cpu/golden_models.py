@@ -39,7 +39,7 @@ def _train(task: str, params: dict[str, Any], rounds: int = 6, **dmatrix_kwargs)
         booster = dg.train(
             {"max_depth": 4, "eta": 0.3, **params}, _dmatrix(task, **dmatrix_kwargs), rounds, verbose_eval=False
         )
-        return booster.save_raw()
+        return booster.to_json().encode()
 
     return run
 
@@ -53,7 +53,7 @@ def _weighted() -> bytes:
         6,
         verbose_eval=False,
     )
-    return booster.save_raw()
+    return booster.to_json().encode()
 
 
 def _early_stopped() -> bytes:
@@ -67,14 +67,14 @@ def _early_stopped() -> bytes:
         early_stopping_rounds=3,
         verbose_eval=False,
     )
-    return booster.save_raw()
+    return booster.to_json().encode()
 
 
 def _continued() -> bytes:
     dtrain = _dmatrix("regression")
     params = {"max_depth": 3, "subsample": 0.7, "seed": 4}
     first = dg.train(params, dtrain, 3, verbose_eval=False)
-    return dg.train(params, dtrain, 4, xgb_model=first, verbose_eval=False).save_raw()
+    return dg.train(params, dtrain, 4, xgb_model=first, verbose_eval=False).to_json().encode()
 
 
 def _checkpoint_resumed() -> bytes:
@@ -87,9 +87,11 @@ def _checkpoint_resumed() -> bytes:
                 return epoch == 4
 
         dg.train(params, dtrain, 9, checkpoint_dir=d, checkpoint_every=2, callbacks=[_Stop()], verbose_eval=False)
-        return dg.train(
-            params, dtrain, 9, checkpoint_dir=d, checkpoint_every=2, resume=True, verbose_eval=False
-        ).save_raw()
+        return (
+            dg.train(params, dtrain, 9, checkpoint_dir=d, checkpoint_every=2, resume=True, verbose_eval=False)
+            .to_json()
+            .encode()
+        )
 
 
 def _updated() -> bytes:
@@ -97,10 +99,10 @@ def _updated() -> bytes:
     booster = dg.train({"objective": "binary:logistic", "max_depth": 3}, dtrain, 0, verbose_eval=False)
     for i in range(5):
         booster.update(dtrain, i)
-    return booster.save_raw()
+    return booster.to_json().encode()
 
 
-#: name -> a function giving the model's bytes (``Booster.save_raw()``)
+#: name -> a function giving the model's bytes (``Booster.to_json().encode()``)
 CONFIGS: dict[str, Callable[[], bytes]] = {
     "squarederror": _train("regression", {}),
     "binary_logistic": _train("binary", {"objective": "binary:logistic"}),

@@ -65,7 +65,7 @@ def _dgboost_models():
         ("poisson", {"objective": "count:poisson"}, np.abs(Y_REG)),
     ):
         b = dg.train({**params, "max_depth": 3, "eta": 0.5}, dg.DMatrix(X, y), 3)
-        out[f"dgboost-{name}-schema1"] = bytes(b.save_raw()).decode()
+        out[f"dgboost-{name}-schema1"] = b.to_json()
         out[f"dgboost-{name}-file"] = json.dumps(dg.model_io.model_to_file_dict(b.ensemble, b.meta))
     return out
 

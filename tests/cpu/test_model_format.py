@@ -347,13 +347,14 @@ def test_an_unsupported_tree_method_is_still_refused():
         parse_params({"tree_method": "quantum"})
 
 
-def test_save_model_still_refuses_ubjson(tmp_path):
+def test_save_model_writes_ubjson_for_a_ubj_path_and_json_for_a_json_path(tmp_path):
+    # issue 28: UBJSON is written now (tests/cpu/test_ubj_models.py covers it against XGBoost)
     booster, _ = _train("reg:squarederror", rounds=1)
-    with pytest.raises(ModelFormatError, match="UBJSON is not supported"):
-        booster.save_model(tmp_path / "m.ubj")
-    ens, meta = booster.ensemble, booster.meta
-    with pytest.raises(ModelFormatError, match="UBJSON"):
-        save_model(tmp_path / "m.ubj", ens, meta)
+    booster.save_model(tmp_path / "m.ubj")
+    save_model(tmp_path / "n.json", booster.ensemble, booster.meta)
+    assert (tmp_path / "m.ubj").read_bytes() == bytes(booster.save_raw("ubj"))
+    assert (tmp_path / "n.json").read_bytes() == bytes(booster.save_raw("json"))
+    assert not (tmp_path / "m.ubj").read_bytes().startswith(b'{"')
 
 
 @pytest.mark.parametrize(

@@ -75,9 +75,7 @@ def _trees(booster, tmp_path):
 
 
 def _ensemble_hash(booster) -> str:
-    return hashlib.sha256(
-        json.dumps(json.loads(bytes(booster.save_raw("json")))["ensemble"], sort_keys=True).encode()
-    ).hexdigest()
+    return hashlib.sha256(json.dumps(json.loads(booster.to_json())["ensemble"], sort_keys=True).encode()).hexdigest()
 
 
 # -- (1) monotone predictions --------------------------------------------------------------
