@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from .._array import to_host
@@ -11,6 +9,8 @@ from .._fixed_point import scales_from_bits
 from .._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, LEFT_G, LEFT_H, NO_NODE, SPLIT_BIN, SUM_G, SUM_H
 from . import _cpu_kernels as K
 from . import _records
+from ._compile_notice import watch_compilation
+from ._threads import resolve_threads
 from .base import LookaheadBudget
 
 __all__ = ["CPUBackend"]
@@ -37,49 +37,9 @@ def _balance(sizes: np.ndarray, n_threads: int) -> tuple[np.ndarray, np.ndarray]
     return task_ptr.astype(np.int64), task_nodes.astype(np.int64)
 
 
-_compile_notice_done = False
 # evaluate_splits' bounds and signs when nothing is constrained (the kernel does not read them)
 _NO_BOUNDS = np.zeros((1, 2), np.float64)
 _NO_SIGNS = np.zeros(1, np.int8)
-
-
-def _cpu_kernels_cached() -> bool:
-    """Whether Numba's on-disk cache holds every CPU training kernel (a cheap index read).
-
-    Returns
-    -------
-    bool
-        False when some kernel has no valid cache index (a cold cache: the first call
-        compiles); True otherwise, also when the cache cannot be inspected, so that an
-        unknown Numba layout never prints a wrong notice.
-    """
-    try:
-        from numba.core.registry import CPUDispatcher
-
-        from . import _cpu_kernels
-
-        for kernel in vars(_cpu_kernels).values():
-            cache = getattr(kernel, "_cache", None) if isinstance(kernel, CPUDispatcher) else None
-            # _load_index() is {} when the index file is missing or its source stamp is stale
-            if cache is not None and not cache._cache_file._load_index():
-                return False
-    except Exception:  # private Numba API: never let the notice break training
-        return True
-    return True
-
-
-def _announce_compilation() -> None:
-    """Say once per process, on stderr, that Numba is compiling (else ~15 s of silence)."""
-    global _compile_notice_done
-    if _compile_notice_done:
-        return
-    _compile_notice_done = True
-    if not _cpu_kernels_cached():
-        print(
-            "dgboost: compiling the CPU kernels with Numba (first run only; later runs use the on-disk cache)...",
-            file=sys.stderr,
-            flush=True,
-        )
 
 
 def _regularisers(params) -> tuple:
@@ -155,9 +115,11 @@ class CPUBackend:
     def __init__(self, nthread: int = 0):
         import numba
 
-        _announce_compilation()
-        if nthread and nthread > 0:
-            numba.set_num_threads(min(int(nthread), numba.config.NUMBA_NUM_THREADS))
+        watch_compilation()
+        #: the Numba threads of this backend's calls (:func:`._threads.resolve_threads`): set
+        #: here every time, since Numba keeps a thread's count from one call to the next
+        self.threads = resolve_threads(nthread, numba.config.NUMBA_NUM_THREADS)
+        numba.set_num_threads(self.threads)
 
     def asarray(self, array):
         return to_host(array)

@@ -11,11 +11,22 @@ floating-point rows arrive bit for bit (a float sum would turn ``-0.0`` into ``0
 
 ``xgboost.collective`` is one communicator per process, so a process runs one job's
 collectives at a time (a lock, held from ``__enter__`` to ``__exit__``).
+
+Quiet: XGBoost prints a line when a rank joins (``[10:20:24] Task 00000001 got rank 1``)
+whatever its own verbosity (a console message, on stderr in a Dask worker's task thread).
+While a rank holds the collective, XGBoost's messages of its thread go through dgboost (a
+log callback of XGBoost's C library, registered for that thread only): console and info
+lines show from ``verbosity`` 2, warnings (as Python warnings, as XGBoost gives them) from 1,
+and XGBoost's own verbosity is the job's.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import sys
 import threading
+import warnings
 from typing import Any
 
 import numpy as np
@@ -26,6 +37,40 @@ from ..errors import CommunicationError
 __all__ = ["CollectiveComm", "start_tracker"]
 
 _PROCESS_LOCK = threading.Lock()  # xgboost.collective is process-global
+_LOG_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
+_routing = threading.local()  # .verbosity: the job's while this thread holds the collective; .registered
+_callback_keep: list = []  # the ctypes callback must outlive every thread it is registered for
+
+
+def _route_xgboost_message(message: bytes) -> None:
+    """One message of XGBoost's C library from a thread of :func:`_route_xgboost_log`."""
+    text = message.decode("utf-8", "replace")
+    verbosity = getattr(_routing, "verbosity", None)
+    if "WARNING:" in text:
+        if verbosity is None or verbosity >= 1:
+            warnings.warn(text, UserWarning, stacklevel=2)
+    elif verbosity is None:
+        print(text)  # outside a dgboost job: as XGBoost's own Python callback prints
+    elif verbosity >= 2:
+        sys.stderr.write(text + "\n")  # one write: the ranks of a host may share the stream
+        sys.stderr.flush()
+
+
+def _route_xgboost_log() -> None:
+    """Send the calling thread's XGBoost messages through :func:`_route_xgboost_message`
+    (XGBoost's log callbacks are per thread; registered once per thread)."""
+    if getattr(_routing, "registered", False):
+        return
+    from xgboost.libpath import find_lib_path
+
+    if not _callback_keep:
+        _callback_keep.append(_LOG_CALLBACK(_route_xgboost_message))
+    try:
+        # the library xgboost loaded: dlopen of the same file hands back the same one
+        ctypes.CDLL(find_lib_path()[0]).XGBRegisterLogCallback(_callback_keep[0])
+    except (OSError, IndexError, AttributeError):  # another build of XGBoost: its lines stay as they are
+        return
+    _routing.registered = True
 
 
 def start_tracker(world_size: int, host: str, timeout: float = 300.0) -> tuple[Any, dict]:
@@ -67,6 +112,9 @@ class CollectiveComm:
     timeout : float
         Seconds any one collective may wait for its peers; a lost peer then raises
         :class:`~dgboost.errors.CommunicationError` instead of hanging.
+    verbosity : int or None
+        0-3 as :mod:`dgboost.config`'s, for XGBoost's messages while the rank holds the
+        collective (see the module docstring); None: the calling thread's ``verbosity``.
 
     Notes
     -----
@@ -74,12 +122,16 @@ class CollectiveComm:
     (CuPy arrays are staged through the host).
     """
 
-    def __init__(self, worker_args: dict, rank: int, world_size: int, timeout: float = 300.0):
+    def __init__(
+        self, worker_args: dict, rank: int, world_size: int, timeout: float = 300.0, verbosity: int | None = None
+    ):
         self._args = dict(worker_args)
         self._rank = int(rank)
         self._world_size = int(world_size)
         self._timeout = float(timeout)
+        self._verbosity = verbosity
         self._entered = False
+        self._quiet: contextlib.ExitStack | None = None
 
     @property
     def rank(self) -> int:
@@ -97,6 +149,7 @@ class CollectiveComm:
                 f"another dgboost job holds this process's collective for longer than {self._timeout:.0f} s"
             )
         try:
+            self._quiet = self._quiet_xgboost()
             collective.init(**self._args, dmlc_task_id=f"{self._rank:08d}", dmlc_timeout=max(1, int(self._timeout)))
             got = collective.get_rank(), collective.get_world_size()
             if got != (self._rank, self._world_size):
@@ -104,6 +157,7 @@ class CollectiveComm:
                     f"collective assigned rank {got[0]} of {got[1]}, expected {self._rank} of {self._world_size}"
                 )
         except BaseException as exc:
+            self._loud_again()
             _PROCESS_LOCK.release()
             if isinstance(exc, CommunicationError):
                 raise
@@ -120,7 +174,28 @@ class CollectiveComm:
             pass
         finally:
             self._entered = False
+            self._loud_again()
             _PROCESS_LOCK.release()
+
+    def _quiet_xgboost(self) -> contextlib.ExitStack:
+        """XGBoost's messages of this thread follow the job's verbosity until :meth:`_loud_again`."""
+        import xgboost
+
+        from ..config import get_config
+
+        verbosity = get_config()["verbosity"] if self._verbosity is None else int(self._verbosity)
+        stack = contextlib.ExitStack()
+        stack.enter_context(xgboost.config_context(verbosity=verbosity))
+        _route_xgboost_log()
+        before = getattr(_routing, "verbosity", None)
+        _routing.verbosity = verbosity
+        stack.callback(setattr, _routing, "verbosity", before)
+        return stack
+
+    def _loud_again(self) -> None:
+        stack, self._quiet = self._quiet, None
+        if stack is not None:
+            stack.close()
 
     def _call(self, what: str, fn, *args):
         if not self._entered:

@@ -8,7 +8,8 @@ spec also names the communicator's ``kept`` shape (token, workers in rank order,
 workers keep it after the job for the next one of the same shape (:mod:`._nccl_pool`), and
 ``reuse`` says that every rank already keeps one for this job. The NCCL spec carries the
 settings of :mod:`dgboost.config` (``nccl_stream_ordered``, ``nccl_keep_communicators``) as
-the client had them when the job was set up.
+the client had them when the job was set up; a host spec carries ``verbosity`` (XGBoost's
+tracker lines, "Task 00000001 got rank 1", show only from 2, info).
 """
 
 from __future__ import annotations
@@ -120,7 +121,9 @@ def make_spec(
         tracker, args = start_tracker(world_size, get_address_host(client.scheduler.address), timeout)
         _TRACKERS[job] = tracker
         where = "client"
-    return {"kind": "host", "args": args, "job": job, "where": where, "timeout": timeout}
+    # read on the client, as the NCCL settings: the workers' own configuration is not read
+    verbosity = get_config()["verbosity"]
+    return {"kind": "host", "args": args, "job": job, "where": where, "timeout": timeout, "verbosity": verbosity}
 
 
 def release_spec(client, spec: dict) -> None:
@@ -143,7 +146,9 @@ def open_comm(spec: dict, rank: int, world_size: int):
     if spec["kind"] == "host":
         from ..comm.collective import CollectiveComm
 
-        return CollectiveComm(spec["args"], rank, world_size, timeout=spec["timeout"])
+        return CollectiveComm(
+            spec["args"], rank, world_size, timeout=spec["timeout"], verbosity=spec.get("verbosity", 1)
+        )
     return _nccl_comm(spec, rank, world_size)
 
 

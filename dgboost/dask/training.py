@@ -16,6 +16,8 @@ so they need not wait for the timeout.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import sys
 import time
@@ -26,8 +28,11 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .._stages import recording
 from .._training_job import check_features
+from ..backend._compile_notice import NOTICE, notice_to
+from ..backend._threads import default_threads
 from ..checkpoint import checkpointer_for
 from ..comm.timed import TimedComm
+from ..config import config_context, get_config
 from ..device import parse_device, resolve_device
 from ..errors import CommunicationError, DGBoostTypeError, DGBoostValueError
 from ..params import TrainParams, parse_params
@@ -45,6 +50,9 @@ __all__ = ["train"]
 
 _POLL_SECONDS = 0.5
 _RANK_KEY = "dgboost-train-rank-"
+_NOTICE_TOPIC = "dgboost-numba-compile-"  # + the job: a worker's rank says it compiles
+_RANK_ONLY = ("verbose_eval", "profile", "verbosity", "notice_topic")  # options that are not train()'s
+_log = logging.getLogger("dgboost")
 
 
 def _rank_task(
@@ -72,17 +80,9 @@ def _rank_task(
         bytes, ``producer_s`` waiting for the input and ``collective_s`` in the exchange,
         and ``numba``: Numba's compiler entered during the job, ``entries``, ``seconds`` and
         the functions ``compiled`` (a job after the first on the same workers should have
-        none).
+        none), and ``numba_threads``, the CPU threads the rank trained with.
     """
     started_at, t0 = time.time(), time.perf_counter()
-    if not p.nthread:
-        # as xgboost.dask, a rank uses its worker's threads, not every core of a shared machine;
-        # set here, not in params: the parameters are saved with the model, which must be the
-        # single-process one byte for byte
-        import numba
-        from distributed import get_worker
-
-        numba.set_num_threads(max(1, min(int(get_worker().state.nthreads), numba.config.NUMBA_NUM_THREADS)))
     device = resolve_device(p.device)  # the rule of every entry point, on this worker
     if device.is_cuda:
         _use_worker_gpu(device)
@@ -92,10 +92,11 @@ def _rank_task(
     history: dict = {}
     profile = options["profile"]
     clock = RankClock() if profile else None
-    kwargs = {k: v for k, v in options.items() if k not in ("verbose_eval", "profile")}
+    kwargs = {k: v for k, v in options.items() if k not in _RANK_ONLY}
     if clock is not None:
         kwargs["callbacks"] = [*kwargs["callbacks"], clock]
     with (
+        _rank_settings(options),
         open_comm(spec, rank, world_size) as comm,
         recording() if profile else nullcontext({}) as setup,
         numba_compiler_use() if profile else nullcontext({}) as numba_use,
@@ -118,6 +119,7 @@ def _rank_task(
             **kwargs,
         )
         t_trained = time.perf_counter()
+        booster_threads = _numba_threads()
     if not profile:
         return (booster if rank == 0 else None), history, None
     stages = {
@@ -131,8 +133,35 @@ def _rank_task(
         "total_s": time.perf_counter() - t0,
         "collectives": comm.stats if isinstance(comm, TimedComm) else {},
         "numba": numba_use,
+        "numba_threads": booster_threads,
     }
     return (booster if rank == 0 else None), history, stages
+
+
+@contextlib.contextmanager
+def _rank_settings(options: dict):
+    """A rank's process settings, as the client had them: its ``verbosity`` (read on the
+    client, docs/configuration.md), the worker's threads for ``nthread=0`` (as xgboost.dask: not
+    every core of a machine that several workers share; not put in the parameters, which are
+    saved with the model, the single-process one byte for byte), and the Numba compile notice
+    sent to the client, which says it once for the job."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    topic = options["notice_topic"]
+    with (
+        config_context(verbosity=options["verbosity"]),
+        default_threads(int(worker.state.nthreads)),
+        notice_to(lambda: worker.log_event(topic, {"worker": worker.address})),
+    ):
+        yield
+
+
+def _numba_threads() -> int:
+    """The Numba threads of the calling thread (the CPU backend set them for its calls)."""
+    import numba
+
+    return int(numba.get_num_threads())
 
 
 def _use_worker_gpu(device) -> None:
@@ -322,6 +351,8 @@ def train(
         "checkpoint_every": checkpoint_every,
         "resume": bool(resume),
         "profile": bool(profile),
+        # read here, on the client, and sent with the job: the workers' own setting is not read
+        "verbosity": get_config()["verbosity"],
     }
     for attempt in range(int(retries) + 1):
         try:
@@ -397,6 +428,8 @@ def _train_once(
     stages["communicator_spec_s"] = lap()
     # a key of its own for every job: Dask would hand back a finished job's result for a reused key
     job = uuid.uuid4().hex
+    options = {**options, "notice_topic": _NOTICE_TOPIC + job}
+    client.subscribe_topic(options["notice_topic"], _compile_notice_once(options["verbosity"]))
     try:
         submitted_at = time.time()
         futures = []
@@ -423,6 +456,7 @@ def _train_once(
         stages["ranks_s"] = lap()
     finally:
         release_spec(client, spec)
+        client.unsubscribe_topic(options["notice_topic"])
     stages["release_s"] = lap()
     booster, history, _ = results[0]
     out = {"booster": booster, "history": history}
@@ -430,6 +464,19 @@ def _train_once(
         stages["total_s"] = clock[-1] - clock[0]
         out["profile"] = job_profile(stages, submitted_at, [r[2] for r in results])
     return out
+
+
+def _compile_notice_once(verbosity: int) -> Callable[[Any], None]:
+    """The client's handler of one job's compile events: the Numba notice once for the job,
+    however many workers compile (and none at ``verbosity`` 0)."""
+    said = []
+
+    def handler(event) -> None:
+        if not said and verbosity >= 1:
+            said.append(True)
+            print(NOTICE, file=sys.stderr, flush=True)
+
+    return handler
 
 
 def _preflight(
@@ -579,11 +626,11 @@ def _abort_nccl_job(client, job: str, why: str) -> None:
     try:
         client.run(_abort_nccl_job_on_worker, job, f"the job was stopped: {why}", wait=False)
     except Exception as exc:  # noqa: BLE001 - best effort: the ranks' own timeouts still free them
-        print(f"dgboost.dask: could not abort the job's NCCL communicators: {exc}", file=sys.stderr)
+        _log.warning("dgboost.dask: could not abort the job's NCCL communicators: %s", exc)
 
 
 def _cancel(client, futures: list) -> None:
     try:
         client.cancel(futures, force=True)
     except Exception as exc:  # noqa: BLE001 - cancelling is best effort; the error that matters is raised
-        print(f"dgboost.dask: could not cancel the rank tasks: {exc}", file=sys.stderr)
+        _log.warning("dgboost.dask: could not cancel the rank tasks: %s", exc)

@@ -39,9 +39,9 @@ def _dvalid():
 
 @pytest.fixture
 def no_compile_notice(monkeypatch):
-    import dgboost.backend.cpu as cpu_backend
+    import dgboost.backend._compile_notice as notice
 
-    monkeypatch.setattr(cpu_backend, "_compile_notice_done", True)
+    monkeypatch.setitem(notice._state, "said", True)
 
 
 def test_the_base_class_is_one_class_under_every_name():

@@ -195,9 +195,9 @@ def _shape(lines):
 
 @pytest.fixture
 def no_compile_notice(monkeypatch):
-    import dgboost.backend.cpu as cpu_backend
+    import dgboost.backend._compile_notice as notice
 
-    monkeypatch.setattr(cpu_backend, "_compile_notice_done", True)
+    monkeypatch.setitem(notice._state, "said", True)
 
 
 def test_training_without_evaluation_sets_prints_nothing_like_xgboost(capsys, no_compile_notice):
@@ -277,19 +277,6 @@ def test_a_negative_verbose_eval_is_rejected():
         dg.train(BASE, dg.DMatrix(x, y), 1, verbose_eval=-2)
 
 
-def test_a_cold_numba_cache_is_announced_on_stderr_once_per_process(capsys, monkeypatch):
-    import dgboost.backend.cpu as cpu_backend
-
-    monkeypatch.setattr(cpu_backend, "_compile_notice_done", False)
-    monkeypatch.setattr(cpu_backend, "_cpu_kernels_cached", lambda: False)
-    x, y = _data(n=100)
-    dg.train(BASE, dg.DMatrix(x, y), 1)
-    dg.train(BASE, dg.DMatrix(x, y), 1)
-    captured = capsys.readouterr()
-    assert captured.out == "" and captured.err.count("compiling the CPU kernels with Numba") == 1
-    assert len(captured.err.splitlines()) == 1
-
-
 def test_a_warm_numba_cache_prints_no_compilation_notice(tmp_path):
     """Each run is a fresh process on a Numba cache of the test's own, so the test does not
     depend on the machine's cache (empty on a fresh checkout): the first run compiles into it
@@ -309,13 +296,6 @@ def test_a_warm_numba_cache_prints_no_compilation_notice(tmp_path):
     assert "compiling the CPU kernels with Numba" in cold.stderr  # the cache was empty: it compiled
     assert any(cache.rglob("*.nbi"))  # ... into the test's cache
     assert run().stderr == ""
-
-
-def test_the_cache_check_sees_an_empty_numba_cache_directory_as_cold(tmp_path):
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-    code = "from dgboost.backend.cpu import _cpu_kernels_cached as c; print(c())"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "False"
 
 
 @pytest.mark.parametrize("max_abs", [1e-30, 3e-7, 0.5, 1.0, 1.5, 2.0**20, 7e12])

@@ -1,0 +1,107 @@
+"""How many threads the CPU kernels use.
+
+``nthread`` given (> 0): that many (at most Numba's pool, ``NUMBA_NUM_THREADS``). ``nthread=0``,
+the default: the threads of the surrounding job when a caller has said (a Dask worker's rank
+uses its worker's thread count, :func:`default_threads`), else the cores this process may use:
+its CPU affinity (``taskset``, a batch system's cpuset) and its container's CPU quota (as
+XGBoost reads it), not every core of the machine. Numba's thread count is per calling thread,
+so the CPU backend sets it for every call that builds one (a ``nthread=1`` run does not leave
+the next default run of the same thread on one thread). The thread count never changes a
+model: histogram sums are integers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+
+__all__ = ["usable_cores", "default_threads", "resolve_threads"]
+
+_local = threading.local()  # .threads: the calling thread's default for nthread=0, or absent
+
+# cgroup v2, then v1: (quota file, period file or None when one file holds "quota period")
+_QUOTA_FILES = (
+    ("/sys/fs/cgroup/cpu.max", None),
+    ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us"),
+)
+
+
+def _cgroup_cpus() -> int | None:
+    """Whole CPUs of the container's CPU quota (at least 1), or None without a quota."""
+    for quota_file, period_file in _QUOTA_FILES:
+        try:
+            with open(quota_file, encoding="ascii") as f:
+                words = f.read().split()
+            if period_file is not None:
+                with open(period_file, encoding="ascii") as f:
+                    words = words[:1] + f.read().split()[:1]
+        except OSError:
+            continue
+        if len(words) < 2 or words[0] in ("max", "-1"):
+            return None
+        try:
+            quota, period = int(words[0]), int(words[1])
+        except ValueError:
+            return None
+        # a fractional quota (1.5 CPUs) rounds down: more threads than the quota only wait
+        return max(1, quota // period) if quota > 0 and period > 0 else None
+    return None
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity, bounded by a container's CPU quota.
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cores = os.cpu_count() or 1
+    quota = _cgroup_cpus()
+    return max(1, min(cores, quota) if quota is not None else cores)
+
+
+@contextlib.contextmanager
+def default_threads(threads: int) -> Iterator[None]:
+    """Inside the block, ``nthread=0`` means ``threads`` for the calling thread.
+
+    Parameters
+    ----------
+    threads : int
+        The threads the surrounding job gives this thread (e.g. a Dask worker's ``nthreads``),
+        at least 1.
+    """
+    before = getattr(_local, "threads", None)
+    _local.threads = max(1, int(threads))
+    try:
+        yield
+    finally:
+        _local.threads = before
+
+
+def resolve_threads(nthread: int, pool: int) -> int:
+    """The threads a CPU call with parameter ``nthread`` uses.
+
+    Parameters
+    ----------
+    nthread : int
+        The training / prediction parameter: > 0 that many, 0 the default (see the module
+        docstring).
+    pool : int
+        Numba's thread pool size (``numba.config.NUMBA_NUM_THREADS``), the most it can use.
+
+    Returns
+    -------
+    int
+        From 1 to ``pool``.
+    """
+    if nthread and nthread > 0:
+        wanted = int(nthread)
+    else:
+        wanted = getattr(_local, "threads", None) or usable_cores()
+    return max(1, min(wanted, int(pool)))
