@@ -63,7 +63,21 @@ def _model_file(booster, path) -> bytes:
         return f.read()
 
 
+class RecordRounds(dg.TrainingCallback):
+    """Records each round a run trains: (epoch, rounds the model already holds)."""
+
+    def __init__(self):
+        self.rounds: list[tuple[int, int]] = []
+
+    def before_iteration(self, model, epoch, evals_log):
+        self.rounds.append((epoch, model.num_boosted_rounds()))
+        return False
+
+
 def _interrupted_then_resumed(params, dtrain, ckpt, at, rounds=60, every=10, **kw):
+    """The model of a run interrupted at round ``at`` and resumed, after checking that the
+    resumed run trained only the rounds after its checkpoint (``at`` rounded down to
+    ``every``), on the checkpoint's model: a resume that retrains from round 0 fails here."""
     with pytest.raises(_Interrupt):
         dg.train(
             params,
@@ -75,9 +89,23 @@ def _interrupted_then_resumed(params, dtrain, ckpt, at, rounds=60, every=10, **k
             verbose_eval=False,
             **kw,
         )
-    return dg.train(
-        params, dtrain, rounds, checkpoint_dir=ckpt, checkpoint_every=every, resume=True, verbose_eval=False, **kw
+    record = RecordRounds()
+    booster = dg.train(
+        params,
+        dtrain,
+        rounds,
+        checkpoint_dir=ckpt,
+        checkpoint_every=every,
+        resume=True,
+        callbacks=[record],
+        verbose_eval=False,
+        **kw,
     )
+    first = at // every * every
+    assert record.rounds[0] == (first, first), f"resumed at (round, rounds held) {record.rounds[0]}"
+    assert [epoch for epoch, _ in record.rounds] == list(range(first, first + len(record.rounds)))
+    assert [held for _, held in record.rounds] == [epoch for epoch, _ in record.rounds]
+    return booster
 
 
 @pytest.mark.parametrize("params,classes", [(SAMPLING, 2), (MULTICLASS, 3)], ids=["sampling", "multiclass"])
@@ -211,23 +239,12 @@ def test_a_damaged_newest_checkpoint_is_skipped_with_a_warning_and_the_previous_
             checkpoint_dir=ckpt,
             checkpoint_every=10,
             resume=True,
-            callbacks=[_ExpectFirstRound(10)],
+            callbacks=[record := RecordRounds()],
             verbose_eval=False,
         )
+    assert [r for r, _ in record.rounds] == list(range(10, 30))  # from the older checkpoint's round
+    assert record.rounds[0] == (10, 10)
     assert resumed.to_json() == full.to_json()
-
-
-class _ExpectFirstRound(dg.TrainingCallback):
-    """Checks which round a resumed run starts with."""
-
-    def __init__(self, first: int):
-        self.first, self.seen = first, None
-
-    def before_iteration(self, model, epoch, evals_log):
-        if self.seen is None:
-            self.seen = epoch
-            assert epoch == self.first, f"resumed at round {epoch}, expected {self.first}"
-        return False
 
 
 def test_checkpoint_arguments_are_checked(tmp_path):
