@@ -97,6 +97,48 @@ def test_the_model_is_byte_identical_to_single_process_training_on_1_2_and_3_wor
     assert out["history"] == history
 
 
+def _pinned(client, rows, chunks, holders):
+    """``rows`` as a persisted dask array of partitions of ``chunks`` rows, partition i held by
+    the worker ``holders[i]`` (checked: the test must not rely on where Dask would put them)."""
+    from distributed import futures_of, wait
+
+    bounds = np.concatenate([[0], np.cumsum(chunks)])
+    parts = [
+        client.persist(da.from_array(rows[a:b], chunks=(b - a,) + rows.shape[1:]), workers=[holder])
+        for a, b, holder in zip(bounds, bounds[1:], holders)
+    ]
+    # each concatenated block depends on one pinned block alone, so Dask runs it where that is held
+    out = client.persist(da.concatenate(parts, axis=0))
+    wait(futures_of(out))
+    who = client.who_has(futures_of(out))
+    held = [who[key][0] if len(who[key]) == 1 else who[key] for key in sorted((f.key for f in futures_of(out)))]
+    assert held == list(holders), "the partitions are not where the test pinned them"
+    return out
+
+
+def test_partitions_pinned_to_workers_out_of_order_train_the_model_of_their_rows_in_partition_order(dask_client):
+    """A row's place is its partition's place in the collection, whichever worker holds it: here
+    the first partition sits on the last worker, and two workers hold partitions that are not
+    neighbours."""
+    chunks = (500, 400, 500, 250, 750)
+    x, y, w = _data()
+    x, y, w = x[: sum(chunks)], y[: sum(chunks)], w[: sum(chunks)]
+    client = dask_client(3)
+    workers = sorted(client.scheduler_info()["workers"])
+    holders = [workers[2], workers[0], workers[1], workers[2], workers[0]]
+    dtrain = dxgb.DaskDMatrix(
+        client,
+        _pinned(client, x, chunks, holders),
+        _pinned(client, y, chunks, holders),
+        weight=_pinned(client, w, chunks, holders),
+    )
+    params = CASES["depthwise with row and column sampling, missing values and weights"][0]
+    out = dxgb.train(client, params, dtrain, 4, evals=[(dtrain, "train")], verbose_eval=False)
+    single, history = _single(params, x, y, w)
+    assert out["booster"].to_json() == single.to_json()
+    assert out["history"] == history
+
+
 def test_ranking_with_query_groups_whole_within_partitions_gives_the_single_process_model(dask_client):
     rng = np.random.default_rng(3)
     sizes = rng.integers(3, 12, size=120)
