@@ -1,0 +1,177 @@
+"""Quiet by default: the Numba compile notice only when Numba compiles, ``verbosity`` for
+dgboost's own lines, and CPU threads that follow ``nthread``, the process's cores and a
+container's CPU quota, set again for every call."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+
+import numba
+import numpy as np
+import pytest
+
+import dgboost as dg
+from dgboost.backend import _compile_notice, _threads, get_backend
+
+NOTICE = "compiling the CPU kernels with Numba"
+PARAMS = {"objective": "binary:logistic", "max_depth": 3, "max_bin": 32}
+
+
+def _data(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 6)).astype(np.float32)
+    return x, (x[:, 0] + x[:, 1] * x[:, 2] > 0).astype(np.float32)
+
+
+class _Event:
+    """A stand-in for a Numba compilation event of ``module``'s function."""
+
+    def __init__(self, module: str):
+        def kernel():
+            pass
+
+        kernel.__module__ = module
+        self.data = {"dispatcher": type("Dispatcher", (), {"py_func": staticmethod(kernel)})()}
+
+
+@pytest.fixture
+def fresh_notice(monkeypatch):
+    """The notice not said yet in this process; the listener that a real compilation would call."""
+    monkeypatch.setitem(_compile_notice._state, "said", False)
+    return _compile_notice._listener_class()()
+
+
+def test_a_compilation_of_a_cpu_kernel_is_announced_on_stderr_once_per_process(capsys, fresh_notice):
+    fresh_notice.on_start(_Event("dgboost.backend._cpu_kernels"))
+    fresh_notice.on_start(_Event("dgboost.backend._cpu_kernels"))
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count(NOTICE) == 1 and len(captured.err.splitlines()) == 1
+
+
+def test_compilations_of_other_functions_say_nothing(capsys, fresh_notice):
+    fresh_notice.on_start(_Event("somebody.elses_module"))
+    fresh_notice.on_start(_Event("dgboost.explain.treeshap"))
+    assert capsys.readouterr().err == ""
+
+
+def test_verbosity_0_silences_the_compile_notice(capsys, fresh_notice):
+    with dg.config_context(verbosity=0):
+        fresh_notice.on_start(_Event("dgboost.backend._cpu_kernels"))
+    assert capsys.readouterr().err == ""
+
+
+def test_a_thread_can_send_the_notice_elsewhere_once(capsys, fresh_notice):
+    calls = []
+    with _compile_notice.notice_to(lambda: calls.append(1)):
+        fresh_notice.on_start(_Event("dgboost.backend._cpu_kernels"))
+        fresh_notice.on_start(_Event("dgboost.backend._cpu_kernels"))
+    assert calls == [1] and capsys.readouterr().err == ""
+
+
+def _train_in_subprocess(cache, code_before="", trains=1):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    code = (
+        "import numpy as np, dgboost as dg\n"
+        f"{code_before}"
+        "x = np.random.default_rng(0).normal(size=(100, 8))\n"
+        f"for _ in range({trains}):\n"
+        f"    dg.train({PARAMS!r}, dg.DMatrix(x, (x[:, 0] > 0).astype(float)), 1)\n"
+    )
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+
+
+def test_a_cold_numba_cache_is_announced_once_and_a_warm_one_not_at_all(tmp_path):
+    """A cache of the test's own: the first process compiles into it (training twice, one
+    notice), the next is served by it (nothing). The old check guessed from the cache's files
+    and spoke on every run when ``NUMBA_CACHE_DIR`` was set."""
+    cold = _train_in_subprocess(tmp_path / "cache", trains=2)
+    assert cold.stderr.count(NOTICE) == 1, cold.stderr
+    assert _train_in_subprocess(tmp_path / "cache").stderr == ""
+
+
+def test_a_cold_numba_cache_under_verbosity_0_compiles_in_silence(tmp_path):
+    quiet = _train_in_subprocess(tmp_path / "cache", code_before="dg.set_config(verbosity=0)\n")
+    assert quiet.stderr == "" and quiet.stdout == ""
+    assert any((tmp_path / "cache").rglob("*.nbi"))  # it did compile (into the test's cache)
+
+
+def test_dgboosts_warnings_and_info_lines_follow_verbosity(caplog):
+    logger = logging.getLogger("dgboost")
+    caplog.set_level(logging.DEBUG, logger="dgboost")
+    for verbosity in range(4):
+        with dg.config_context(verbosity=verbosity):
+            logger.warning("w%d", verbosity)
+            logger.info("i%d", verbosity)
+            logger.debug("d%d", verbosity)
+    assert [r.getMessage() for r in caplog.records] == ["w1", "w2", "i2", "w3", "i3", "d3"]
+
+
+# --- threads
+
+
+def test_nthread_given_is_used_up_to_numbas_pool():
+    assert _threads.resolve_threads(3, pool=8) == 3
+    assert _threads.resolve_threads(64, pool=8) == 8
+
+
+def test_the_default_is_the_cores_this_process_may_use(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 2, 5}, raising=False)
+    monkeypatch.setattr(_threads, "_cgroup_cpus", lambda: None)
+    assert _threads.usable_cores() == 3
+    assert _threads.resolve_threads(0, pool=16) == 3
+
+
+def test_a_containers_cpu_quota_bounds_the_default(monkeypatch, tmp_path):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    v2 = tmp_path / "cpu.max"
+    monkeypatch.setattr(_threads, "_QUOTA_FILES", ((str(v2), None),))
+    v2.write_text("250000 100000\n")
+    assert _threads.usable_cores() == 2  # 2.5 CPUs: two threads
+    v2.write_text("50000 100000\n")
+    assert _threads.usable_cores() == 1
+    v2.write_text("max 100000\n")
+    assert _threads.usable_cores() == 16
+
+
+def test_a_cgroup_v1_quota_is_read_too(monkeypatch, tmp_path):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    quota, period = tmp_path / "cpu.cfs_quota_us", tmp_path / "cpu.cfs_period_us"
+    monkeypatch.setattr(_threads, "_QUOTA_FILES", ((str(tmp_path / "absent"), None), (str(quota), str(period))))
+    quota.write_text("400000\n")
+    period.write_text("100000\n")
+    assert _threads.usable_cores() == 4
+    quota.write_text("-1\n")
+    assert _threads.usable_cores() == 16
+
+
+def test_a_job_can_give_its_thread_a_default_of_its_own():
+    with _threads.default_threads(1):
+        assert _threads.resolve_threads(0, pool=16) == 1
+        assert _threads.resolve_threads(4, pool=16) == 4  # nthread given still wins
+    assert _threads.resolve_threads(0, pool=16) == min(_threads.usable_cores(), 16)
+
+
+def test_the_cpu_backend_sets_numbas_threads_for_every_call(monkeypatch):
+    """Numba keeps a thread's count between calls: a default run after an ``nthread=1`` run of
+    the same thread must get its cores back."""
+    pool = numba.config.NUMBA_NUM_THREADS
+    if pool < 2:
+        pytest.skip("Numba's pool has one thread here: no count to go back to")
+    monkeypatch.setattr(_threads, "usable_cores", lambda: pool)
+    assert get_backend("cpu", 1).threads == 1 and numba.get_num_threads() == 1
+    backend = get_backend("cpu", 0)
+    assert backend.threads == pool and numba.get_num_threads() == pool
+
+
+def test_the_model_is_the_same_whatever_the_thread_count():
+    x, y = _data(n=40_000)  # enough rows that histograms are split over the threads
+    models = {}
+    for nthread in (1, 2, 3):
+        text = dg.train({**PARAMS, "nthread": nthread}, dg.DMatrix(x, y), 4).to_json()
+        assert text.count(f'"nthread":{nthread},') == 1
+        models[nthread] = text.replace(f'"nthread":{nthread},', '"nthread":0,')
+    default = dg.train(PARAMS, dg.DMatrix(x, y), 4).to_json()
+    assert models[1] == models[2] == models[3] == default
