@@ -416,7 +416,10 @@ def save_config(booster) -> str:
             },
             "gradient_booster": {
                 "name": "gbtree",
-                "gbtree_model_param": {"num_parallel_tree": "1", "num_trees": str(booster.ensemble.n_trees)},
+                "gbtree_model_param": {
+                    "num_parallel_tree": _s(params.get("num_parallel_tree", 1)),
+                    "num_trees": str(booster.ensemble.n_trees),
+                },
                 "tree_train_param": _tree_train_param(params, booster),
             },
             "learner_model_param": {

@@ -107,8 +107,10 @@ def test_one_tree_per_round_keeps_its_model_files_without_a_num_parallel_tree_ke
     x, y = _regression()
     saved = json.loads(_train({"max_depth": 3, "num_parallel_tree": 1}, x, y, rounds=2).to_json())
     assert "num_parallel_tree" not in saved["learner"]["params"]
-    forest = json.loads(_train(FOREST, x, y, rounds=2).to_json())
-    assert forest["learner"]["params"]["num_parallel_tree"] == 3
+    forest = _train(FOREST, x, y, rounds=2)
+    assert json.loads(forest.to_json())["learner"]["params"]["num_parallel_tree"] == 3
+    config = json.loads(forest.save_config())["learner"]["gradient_booster"]["gbtree_model_param"]
+    assert config == {"num_parallel_tree": "3", "num_trees": "6"}
 
 
 @pytest.mark.parametrize("value", [0, -2])
@@ -124,6 +126,28 @@ def test_continuing_a_forest_keeps_its_size_and_another_size_is_refused():
     assert more.num_boosted_rounds() == 4 and more.ensemble.n_trees == 12
     with pytest.raises(DGBoostValueError, match="num_parallel_tree=3 with num_parallel_tree=2"):
         dg.train({**FOREST, "num_parallel_tree": 2}, dg.DMatrix(x, y), 1, xgb_model=first)
+
+
+def test_a_learning_rate_schedule_scales_every_tree_of_a_forest_by_one_over_p():
+    x, y = _regression()
+    params = {"max_depth": 3, "eta": 0.3}
+    one = dg.train(
+        params,
+        dg.DMatrix(x, y),
+        3,
+        verbose_eval=False,
+        callbacks=[dg.callback.LearningRateScheduler(lambda r: 0.6 - 0.1 * r)],
+    )
+    forest = dg.train(
+        {**params, "num_parallel_tree": 2},
+        dg.DMatrix(x, y),
+        3,
+        verbose_eval=False,
+        callbacks=[dg.callback.LearningRateScheduler(lambda r: 0.6 - 0.1 * r)],
+    )
+    for r in range(3):
+        single, tree = one.ensemble.tree(r), forest.ensemble.tree(2 * r + 1)
+        np.testing.assert_allclose(tree.value[tree.is_leaf] * 2, single.value[single.is_leaf], rtol=1e-6)
 
 
 def test_booster_update_adds_a_round_of_the_forest():
