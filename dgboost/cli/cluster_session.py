@@ -12,6 +12,7 @@ import click
 from ..cluster import connect, default_config, load_config, local_worker_args
 from ._format import seconds
 from .cluster_progress import say
+from .config import check_cluster_config
 from .device import resolve_device
 
 if TYPE_CHECKING:  # annotations only: distributed is imported where a cluster is used
@@ -35,10 +36,13 @@ def open_cluster(config: str | os.PathLike | dict | None, quiet: bool = False) -
         The client (closing it closes a cluster it started) and the config used. Warnings
         the cluster's start raises (a dashboard port in use...) become progress lines.
     """
+    source = "cluster config"
     if config is None:
         config = default_config()
     elif not isinstance(config, dict):
+        source = str(config)
         config = load_config(config)
+    check_cluster_config(config, source)  # a value of the wrong type: one line, before anything starts
     say(
         quiet,
         f"starting the cluster ({_kind_words(config)})..."

@@ -1,10 +1,13 @@
-"""The training config of ``dgboost train --config`` (YAML or JSON), read and checked."""
+"""The configs of the command line, checked: ``dgboost train --config`` (YAML or JSON) and the
+types of the values of a ``--cluster`` config (:func:`check_cluster_config`; its keys and kinds
+are checked by :func:`dgboost.cluster.load_config`). docs/cli.md lists every key."""
 
 from __future__ import annotations
 
 import difflib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,7 +16,7 @@ import yaml
 
 from ..errors import DGBoostValueError
 
-__all__ = ["TrainConfig", "load_config", "CONFIG_KEYS"]
+__all__ = ["TrainConfig", "load_config", "CONFIG_KEYS", "CLUSTER_VALUE_TYPES", "check_cluster_config"]
 
 CONFIG_KEYS = (
     "data",
@@ -109,3 +112,93 @@ def load_config(path: str | os.PathLike) -> TrainConfig:
         early_stopping_rounds=_int_key(cfg, "early_stopping_rounds", None, 1),
         verbose_eval=_int_key(cfg, "verbose_eval", 1, 0),
     )
+
+
+# ----------------------------------------------------------------------------- cluster configs
+_INT = ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool))
+_POSITIVE = ("an integer >= 1", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1)
+_BOOL = ("true or false", lambda v: isinstance(v, bool))
+_STR = ("a string", lambda v: isinstance(v, str))
+_SIZE = ("a size (e.g. 4GiB, a number of bytes, 0.8 or auto)", lambda v: isinstance(v, (str, int, float)))
+_DURATION = (
+    "a duration (e.g. 30s, or seconds)",
+    lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool),
+)
+_STR_LIST = ("a list of strings", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v))
+_DEVICES = ("a string of GPU numbers (0,1) or a list of them", lambda v: isinstance(v, (str, int, list)))
+_MAPPING = ("a mapping", lambda v: isinstance(v, Mapping))
+_COMMAND = ("a string or a list of strings", lambda v: isinstance(v, str) or _STR_LIST[1](v))
+
+_LOCAL_ARGS = {
+    "n_workers": _POSITIVE,
+    "threads_per_worker": _POSITIVE,
+    "processes": _BOOL,
+    "memory_limit": _SIZE,
+    "dashboard_address": _STR,
+    "host": _STR,
+    "scheduler_port": _INT,
+    "protocol": _STR,
+}
+# (kind, section) -> {key: (expected type in words, check)}; None (YAML null) is accepted for
+# every key: it means the default of the library the config's kind uses
+CLUSTER_VALUE_TYPES = {
+    ("local", "args"): _LOCAL_ARGS,
+    ("local-cuda", "args"): {**_LOCAL_ARGS, "CUDA_VISIBLE_DEVICES": _DEVICES, "rmm_pool_size": _SIZE},
+    ("slurm", "args"): {
+        "queue": _STR,
+        "account": _STR,
+        "cores": _POSITIVE,
+        "job_cpu": _POSITIVE,
+        "memory": _SIZE,
+        "processes": _POSITIVE,
+        "walltime": _STR,
+        "job_extra_directives": _STR_LIST,
+        "worker_extra_args": _STR_LIST,
+        "job_script_prologue": _STR_LIST,
+    },
+    ("slurm", "scale"): {"n": _POSITIVE, "jobs": _POSITIVE, "memory": _SIZE, "cores": _POSITIVE},
+    ("kubernetes", "args"): {
+        "name": _STR,
+        "image": _STR,
+        "n_workers": _POSITIVE,
+        "worker_command": _COMMAND,
+        "resources": _MAPPING,
+        "namespace": _STR,
+    },
+    ("existing", "args"): {"timeout": _DURATION},
+    ("existing", None): {"address": _STR, "scheduler_file": _STR},
+}
+
+
+def check_cluster_config(config: Mapping, source: str) -> None:
+    """Refuse a ``--cluster`` config value of the wrong type, in one line naming the key.
+
+    The kinds and key names are checked by :func:`dgboost.cluster.load_config`; this checks
+    the types of the values of the keys listed in :data:`CLUSTER_VALUE_TYPES` (those of the
+    shipped configs and the usual ones: ``args.n_workers: two`` is refused here rather than by
+    the cluster's constructor, in a traceback). Other keys go to the library as given.
+
+    Parameters
+    ----------
+    config : mapping
+        A cluster config (as :func:`dgboost.cluster.load_config` returns it).
+    source : str
+        Where it comes from (a file name), for the message.
+
+    Raises
+    ------
+    DGBoostValueError
+        ``<source>: args.n_workers must be an integer >= 1 (or null), got 'two'``.
+    """
+    kind = config.get("kind")
+    for (for_kind, section), types in CLUSTER_VALUE_TYPES.items():
+        if for_kind != kind:
+            continue
+        values = config if section is None else (config.get(section) or {})
+        if not isinstance(values, Mapping):
+            continue  # load_config refuses it, naming the section
+        for key, (words, ok) in types.items():
+            value = values.get(key)
+            if value is not None and not ok(value):
+                where = key if section is None else f"{section}.{key}"
+                raise DGBoostValueError(f"{source}: {where} must be {words} (or null), got {value!r}")
