@@ -36,7 +36,23 @@ from ..errors import CommunicationError
 
 __all__ = ["CollectiveComm", "start_tracker"]
 
-_PROCESS_LOCK = threading.Lock()  # xgboost.collective is process-global
+
+class _PerThreadLock(threading.local):
+    """One job's collective per thread: XGBoost's communicator is thread-local (its
+    ``GlobalCommGroup``), so the ranks of an in-process cluster (``LocalCluster(processes=False)``)
+    each join from their own worker thread, as with ``xgboost.dask``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def acquire(self, timeout: float) -> bool:
+        return self._lock.acquire(timeout=timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+
+_THREAD_LOCK = _PerThreadLock()
 _LOG_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
 _routing = threading.local()  # .verbosity: the job's while this thread holds the collective; .registered
 _callback_keep: list = []  # the ctypes callback must outlive every thread it is registered for
@@ -144,9 +160,9 @@ class CollectiveComm:
     def __enter__(self) -> "CollectiveComm":
         from xgboost import collective
 
-        if not _PROCESS_LOCK.acquire(timeout=self._timeout):
+        if not _THREAD_LOCK.acquire(timeout=self._timeout):
             raise CommunicationError(
-                f"another dgboost job holds this process's collective for longer than {self._timeout:.0f} s"
+                f"another dgboost job holds this thread's collective for longer than {self._timeout:.0f} s"
             )
         try:
             self._quiet = self._quiet_xgboost()
@@ -158,7 +174,7 @@ class CollectiveComm:
                 )
         except BaseException as exc:
             self._loud_again()
-            _PROCESS_LOCK.release()
+            _THREAD_LOCK.release()
             if isinstance(exc, CommunicationError):
                 raise
             raise CommunicationError(f"rank {self._rank} could not join the collective: {exc}") from exc
@@ -175,7 +191,7 @@ class CollectiveComm:
         finally:
             self._entered = False
             self._loud_again()
-            _PROCESS_LOCK.release()
+            _THREAD_LOCK.release()
 
     def _quiet_xgboost(self) -> contextlib.ExitStack:
         """XGBoost's messages of this thread follow the job's verbosity until :meth:`_loud_again`."""
