@@ -17,7 +17,16 @@ import numpy as np
 
 from .errors import DGBoostTypeError, DGBoostValueError
 
-__all__ = ["feature_score", "dump_json", "trees_dataframe", "train_one_round", "eval_set", "save_config", "load_config"]
+__all__ = [
+    "feature_score",
+    "dump_json",
+    "write_dump",
+    "trees_dataframe",
+    "train_one_round",
+    "eval_set",
+    "save_config",
+    "load_config",
+]
 
 _IMPORTANCE_TYPES = ("weight", "gain", "cover", "total_gain", "total_cover")
 
@@ -126,6 +135,28 @@ def _node_json(booster, t: int, fmap, with_stats: bool) -> str:
 
 def dump_json(booster, fmap="", with_stats: bool = False) -> list[str]:
     return [_node_json(booster, t, fmap, with_stats) for t in range(booster.ensemble.n_trees)]
+
+
+def write_dump(fout, dump: list[str], dump_format: str) -> None:
+    """Write ``get_dump``'s strings as ``xgboost.Booster.dump_model`` does.
+
+    Parameters
+    ----------
+    fout : str or os.PathLike or text stream
+        A path is opened (UTF-8) and closed; a stream is written to and left open.
+    dump : list of str, one per tree
+    dump_format : {"text", "json"}
+        Text: ``booster[i]:`` then tree ``i``; JSON: the trees as one JSON array.
+    """
+    if isinstance(fout, (str, os.PathLike)):
+        with open(os.path.expanduser(os.fspath(fout)), "w", encoding="utf-8") as fh:
+            write_dump(fh, dump, dump_format)
+        return
+    if dump_format == "json":
+        fout.write("[\n" + ",\n".join(dump) + "\n]")
+    else:
+        for i, tree in enumerate(dump):
+            fout.write(f"booster[{i}]:\n{tree}")
 
 
 def trees_dataframe(booster, fmap=""):

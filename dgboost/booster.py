@@ -8,7 +8,7 @@ objective, base score, feature names, best iteration, training parameters): the 
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import IO, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -511,6 +511,46 @@ class Booster:
         from .model_io import dump_text
 
         return dump_text(self.ensemble, self.meta, with_stats=with_stats)
+
+    def dump_model(
+        self,
+        fout: str | os.PathLike | IO[str],
+        fmap: str | os.PathLike = "",
+        with_stats: bool = False,
+        dump_format: str = "text",
+    ) -> None:
+        """Write :meth:`get_dump`'s trees to a file, as ``xgboost.Booster.dump_model``.
+
+        Parameters
+        ----------
+        fout : str or os.PathLike or text file object
+            A path (written as UTF-8) or an open text stream (written to, left open).
+        fmap, with_stats, dump_format
+            As for :meth:`get_dump` (``"text"`` or ``"json"``).
+
+        Notes
+        -----
+        The layout is XGBoost's: text dumps as ``booster[i]:`` lines each followed by tree
+        ``i``; JSON dumps as one JSON array of the trees.
+        """
+        from ._booster_inspect import write_dump
+
+        write_dump(fout, self.get_dump(fmap, with_stats, dump_format), dump_format)
+
+    def to_xgboost(self) -> Any:
+        """This model as an ``xgboost.Booster`` (through the model bytes), e.g. for
+        ``shap.TreeExplainer``, which reads XGBoost boosters but not dgboost's.
+
+        Returns
+        -------
+        xgboost.Booster
+            Predicts as this booster does (to float32 rounding); SHAP values of
+            ``shap.TreeExplainer(booster.to_xgboost())`` equal :meth:`predict` with
+            ``pred_contribs=True`` (without its bias column).
+        """
+        import xgboost
+
+        return xgboost.Booster(model_file=self.save_raw(raw_format="json"))
 
     def get_fscore(self, fmap: str | os.PathLike = "") -> dict[str, float]:
         """Split counts per feature (``get_score(importance_type="weight")``)."""

@@ -15,13 +15,15 @@ are one or a few values per row, and their validation is NumPy code.
 
 from __future__ import annotations
 
+import copy
 import math
+import os
 from typing import Any, Sequence
 
 import numpy as np
 
 from ._array import array_module, is_device_array
-from .errors import DGBoostTypeError, DGBoostValueError
+from .errors import DGBoostError, DGBoostTypeError, DGBoostValueError
 from .params import check_max_bin
 
 __all__ = ["DMatrix", "QuantileDMatrix", "RankDMatrix", "as_feature_matrix"]
@@ -303,21 +305,10 @@ class DMatrix:
             data, missing, feature_names, allow_empty_rows=self._allow_empty_rows
         )
         n = self.data.shape[0]
-        self.feature_types = list(feature_types) if feature_types is not None else None
-        if self.feature_types is not None and any(t not in ("q", "float", "int", "i") for t in self.feature_types):
-            raise DGBoostValueError(
-                "only numerical feature types ('q', 'float', 'int') are supported; categorical features are not yet"
-            )
+        self.feature_types = None if feature_types is None else _checked_types(feature_types, None)
         self.label = _as_vector("label", label, n)
         self.weight = _as_vector("weight", weight, n, allow_negative=False)
-        self.base_margin = None
-        if base_margin is not None:
-            bm = np.asarray(small_to_host(base_margin), dtype=np.float32)
-            if bm.ndim == 1:
-                bm = bm[:, None]
-            if bm.ndim != 2 or bm.shape[0] != n or not np.isfinite(bm).all():
-                raise DGBoostValueError(f"base_margin must be finite with {n} rows, got shape {bm.shape}")
-            self.base_margin = np.ascontiguousarray(bm)
+        self.base_margin = _as_margin(base_margin, n)
         self.group_ptr = _group_pointer(group, qid, n)
         self.max_bin = max_bin
         if ref is not None and not isinstance(ref, DMatrix):
@@ -361,6 +352,168 @@ class DMatrix:
     def set_group(self, group: Any) -> None:
         self.group_ptr = _group_pointer(group, None, self.num_row())
 
+    def get_base_margin(self) -> np.ndarray:
+        """The base margin, flattened as XGBoost gives it: float32 (n * n_groups,), empty when unset."""
+        return np.empty(0, np.float32) if self.base_margin is None else self.base_margin.ravel()
+
+    def set_base_margin(self, margin: Any) -> None:
+        """Set the base margin: (n,) or (n, n_groups) finite values; None removes it."""
+        self.base_margin = _as_margin(margin, self.num_row())
+
+    # -- XGBoost's meta-information interface ------------------------------------------------
+    def set_info(
+        self,
+        *,
+        label: Any = None,
+        weight: Any = None,
+        base_margin: Any = None,
+        group: Any = None,
+        qid: Any = None,
+        label_lower_bound: Any = None,
+        label_upper_bound: Any = None,
+        feature_names: Sequence[str] | None = None,
+        feature_types: Sequence[str] | None = None,
+        feature_weights: Any = None,
+    ) -> None:
+        """Set meta information, as ``xgboost.DMatrix.set_info``; arguments left None are unchanged.
+
+        Parameters
+        ----------
+        label, weight : array-like of float, shape (n,), optional
+        base_margin : array-like of float, shape (n,) or (n, n_groups), optional
+        group : array-like of int, shape (n_queries,), optional
+            Query group sizes, summing to ``n``.
+        qid : array-like of int, shape (n,), optional
+            Sorted query id per row.
+        feature_names : sequence of str, shape (F,), optional
+        feature_types : sequence of str, shape (F,), optional
+            Numerical types only (``"q"``, ``"float"``, ``"int"``, ``"i"``).
+        label_lower_bound, label_upper_bound, feature_weights
+            Not supported (no survival objectives, no feature-weighted column sampling).
+
+        Raises
+        ------
+        DGBoostValueError
+            For an unsupported field, or a value of the wrong length or with NaN / inf.
+        """
+        unsupported = {
+            "label_lower_bound": label_lower_bound,
+            "label_upper_bound": label_upper_bound,
+            "feature_weights": feature_weights,
+        }
+        given = [name for name, value in unsupported.items() if value is not None]
+        if given:
+            raise DGBoostValueError(f"{', '.join(given)}: {_UNSUPPORTED_FIELDS[given[0]]}")
+        n = self.num_row()
+        # every value is checked before any is set: a refused call changes nothing
+        new: dict[str, Any] = {}
+        if label is not None:
+            new["label"] = _as_vector("label", label, n)
+        if weight is not None:
+            new["weight"] = _as_vector("weight", weight, n, allow_negative=False)
+        if base_margin is not None:
+            new["base_margin"] = _as_margin(base_margin, n)
+        if group is not None or qid is not None:
+            new["group_ptr"] = _group_pointer(group, qid, n)
+        if feature_names is not None:
+            new["feature_names"] = _checked_names(feature_names, self.num_col())
+        if feature_types is not None:
+            new["feature_types"] = _checked_types(feature_types, self.num_col())
+        for key, value in new.items():
+            setattr(self, key, value)
+
+    def get_float_info(self, field: str) -> np.ndarray:
+        """A float field as ``xgboost.DMatrix.get_float_info``: ``"label"``, ``"weight"`` or
+        ``"base_margin"`` (flattened).
+
+        Returns
+        -------
+        numpy.ndarray of float32, shape (n,) (``base_margin``: (n * n_groups,)); empty when unset.
+        """
+        getters = {"label": self.get_label, "weight": self.get_weight, "base_margin": self.get_base_margin}
+        if field in getters:
+            return getters[field]()
+        if field in _UNSUPPORTED_FIELDS:
+            return np.empty(0, np.float32)  # never set: XGBoost gives an empty array too
+        raise DGBoostValueError(f"unknown float field {field!r}; expected one of {sorted(getters)}")
+
+    def set_float_info(self, field: str, data: Any) -> None:
+        """Set a float field (``"label"``, ``"weight"``, ``"base_margin"``), as XGBoost's."""
+        if field not in ("label", "weight", "base_margin") and field not in _UNSUPPORTED_FIELDS:
+            raise DGBoostValueError(
+                f"unknown float field {field!r}; expected one of ['base_margin', 'label', 'weight']"
+            )
+        self.set_info(**{field: data})
+
+    def get_uint_info(self, field: str) -> np.ndarray:
+        """``"group_ptr"``: the query groups' row boundaries, uint32 (n_queries + 1,); empty when unset."""
+        if field != "group_ptr":
+            raise DGBoostValueError(f"unknown uint field {field!r}; expected 'group_ptr'")
+        return np.empty(0, np.uint32) if self.group_ptr is None else self.group_ptr.astype(np.uint32)
+
+    def set_uint_info(self, field: str, data: Any) -> None:
+        """``"group"``: query group sizes (as :meth:`set_group`), as XGBoost's."""
+        if field != "group":
+            raise DGBoostValueError(f"unknown uint field {field!r}; expected 'group'")
+        self.set_group(data)
+
+    def slice(self, rindex: Sequence[int] | np.ndarray, allow_groups: bool = False) -> DMatrix:
+        """The rows ``rindex`` as a new matrix of the same class, as ``xgboost.DMatrix.slice``.
+
+        Labels, weights and base margins follow their rows; feature names and types, ``max_bin``
+        and ``ref`` are kept. Query groups are kept as the runs of rows of one group, so each
+        group's chosen rows must be consecutive in ``rindex``.
+
+        Parameters
+        ----------
+        rindex : sequence of int, shape (m,)
+            Row numbers (0 to n - 1; repeats allowed, as XGBoost's).
+        allow_groups : bool
+            Accepted for XGBoost compatibility: groups are always kept where valid.
+
+        Returns
+        -------
+        DMatrix
+            ``m`` rows; data on the same device as this matrix.
+
+        Raises
+        ------
+        DGBoostValueError
+            For indices out of range, or a query group split over non-consecutive positions.
+        """
+        idx = np.asarray(rindex)
+        if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
+            raise DGBoostValueError(f"rindex must be a 1-D sequence of row numbers, got shape {idx.shape}")
+        idx = idx.astype(np.int64)
+        n = self.num_row()
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise DGBoostValueError(f"rindex holds row numbers outside 0..{n - 1}")
+        out = copy.copy(self)
+        xp = array_module(self.data)
+        out.data = xp.ascontiguousarray(self.data[xp.asarray(idx)])
+        out.label = None if self.label is None else self.label[idx]
+        out.weight = None if self.weight is None else self.weight[idx]
+        out.base_margin = None if self.base_margin is None else np.ascontiguousarray(self.base_margin[idx])
+        out.group_ptr = None if self.group_ptr is None else _sliced_groups(self.group_ptr, idx)
+        out._binned_cache = {}
+        return out
+
+    def save_binary(self, fname: str | os.PathLike, silent: bool = True) -> None:
+        """Not supported: XGBoost's binary DMatrix format is not written.
+
+        Raises
+        ------
+        DGBoostError
+            Always, naming the alternative: keep the arrays (``numpy.save`` / ``numpy.savez`` of
+            ``dm.data``, ``dm.get_label()``, ``dm.get_weight()``, or a Parquet file) and build the
+            DMatrix from them again.
+        """
+        raise DGBoostError(
+            f"save_binary({os.fspath(fname)!r}): XGBoost's binary DMatrix format is not supported; "
+            "save the arrays instead (numpy.savez(path, data=dm.data, label=dm.get_label(), "
+            "weight=dm.get_weight()) or a Parquet file) and build the DMatrix from them again"
+        )
+
     def __repr__(self) -> str:
         return f"DMatrix(rows={self.num_row()}, features={self.num_col()}, label={self.label is not None})"
 
@@ -381,6 +534,61 @@ class RankDMatrix(DMatrix):
 
     _allow_empty_rows = True
     row_runs: list[tuple[int, int]] | None = None
+
+
+_UNSUPPORTED_FIELDS = {
+    "label_lower_bound": "label bounds (survival objectives) are not supported",
+    "label_upper_bound": "label bounds (survival objectives) are not supported",
+    "feature_weights": "feature_weights (weighted column sampling) are not supported",
+}
+
+
+def _as_margin(value: Any, n: int) -> np.ndarray | None:
+    """A base margin as C-contiguous float32 (n, n_groups) on the host; None stays None."""
+    if value is None:
+        return None
+    bm = np.asarray(small_to_host(value), dtype=np.float32)
+    if bm.ndim == 1:
+        bm = bm[:, None]
+    if bm.ndim != 2 or bm.shape[0] != n or not np.isfinite(bm).all():
+        raise DGBoostValueError(f"base_margin must be finite with {n} rows, got shape {bm.shape}")
+    return np.ascontiguousarray(bm)
+
+
+def _checked_names(names: Sequence[str], n_features: int) -> list[str]:
+    out = [str(name) for name in names]
+    if len(out) != n_features:
+        raise DGBoostValueError(f"{len(out)} feature names given for {n_features} features")
+    if len(set(out)) != len(out):
+        raise DGBoostValueError("feature names must be unique")
+    return out
+
+
+def _checked_types(types: Sequence[str], n_features: int | None) -> list[str]:
+    """Feature types, numerical only; their count is checked when ``n_features`` is given."""
+    out = list(types)
+    if any(t not in ("q", "float", "int", "i") for t in out):
+        raise DGBoostValueError(
+            "only numerical feature types ('q', 'float', 'int') are supported; categorical features are not yet"
+        )
+    if n_features is not None and len(out) != n_features:
+        raise DGBoostValueError(f"{len(out)} feature types given for {n_features} features")
+    return out
+
+
+def _sliced_groups(group_ptr: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Group boundaries of the rows ``idx``: one group per run of rows of one query group.
+
+    Raises
+    ------
+    DGBoostValueError
+        When a query group's rows are not consecutive in ``idx`` (the slice would split it).
+    """
+    owner = np.searchsorted(group_ptr, idx, side="right") - 1  # the group of each chosen row
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if idx.size else np.empty(0, np.int64)
+    if len(np.unique(owner[starts])) != len(starts):
+        raise DGBoostValueError("slice: a query group's rows must be consecutive in rindex (groups cannot be split)")
+    return np.r_[starts, idx.size].astype(np.int64)
 
 
 def _group_pointer(group, qid, n: int) -> np.ndarray | None:
