@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -15,9 +16,14 @@ import numpy as np
 from ..errors import CommunicationError, DGBoostError, DGBoostTypeError, DGBoostValueError
 from ..params import TrainParams
 
-__all__ = ["check_partitions"]
+__all__ = ["DEFAULT_TIMEOUT", "check_partitions"]
 
 _MAX_REPORTED = 5
+# seconds the checks may take in all (dgboost.dask.train passes its own timeout)
+DEFAULT_TIMEOUT = 300.0
+# a fetch is given at least this once the bound is spent (0 would time out before the first
+# message; a result whose worker answers comes in milliseconds)
+_MIN_FETCH_SECONDS = 0.5
 # checks that passed: (scheduler, partition keys, parameters) -> infos. A Dask key names one
 # value for good, so partitions of the same keys (a new DaskDMatrix of the same persisted
 # arrays included) need not be checked again for the same parameters
@@ -95,7 +101,7 @@ def _to_numpy(value):
 
 
 def check_partitions(
-    client: Any, dmatrix: Any, params: TrainParams | None, what: str = "data", timeout: float | None = None
+    client: Any, dmatrix: Any, params: TrainParams | None, what: str = "data", timeout: float = DEFAULT_TIMEOUT
 ) -> list[dict]:
     """Run the partition checks of ``dmatrix`` on the workers that hold the partitions.
 
@@ -109,11 +115,13 @@ def check_partitions(
         label checks (e.g. a custom objective given as ``obj``). They are not parsed again.
     what : str
         How errors name the matrix ("data", "evaluation set 'valid'").
-    timeout : float, optional
-        Seconds to wait for all the checks (None: no limit). A check that does not finish
-        in time (its worker busy with a task that does not end, or its partition not
-        recomputed after a lost worker) raises CommunicationError instead of leaving the
-        caller waiting.
+    timeout : float
+        Seconds to wait for all the checks and their results together (default
+        ``DEFAULT_TIMEOUT``, 300 s, as :func:`dgboost.dask.train`'s ``timeout``). A check that
+        does not finish or answer in time (its worker busy with a task that does not end, such
+        as a cancelled rank still in a collective, or its partition not recomputed after a
+        lost worker) raises CommunicationError naming the partitions instead of leaving the
+        caller waiting. Every wait on the workers here is bounded by it.
 
     Returns
     -------
@@ -161,25 +169,22 @@ def check_partitions(
         )
         for i in range(dmatrix.n_partitions)
     ]
-    if timeout is not None:
-        try:
-            wait(futures, timeout=timeout)
-        except TimeoutError:
-            late = [i for i, f in enumerate(futures) if f.status == "pending"]
-            client.cancel([futures[i] for i in late])
-            shown = ", ".join(str(i) for i in late[:_MAX_REPORTED]) + (" ..." if len(late) > _MAX_REPORTED else "")
-            raise CommunicationError(
-                f"{what}: partition(s) {shown} could not be checked within {timeout:g} s "
-                "(a worker busy with a task that does not end, or a lost partition "
-                "not recomputed)"
-            ) from None
+    deadline = time.monotonic() + timeout
+    try:
+        wait(futures, timeout=timeout)
+    except TimeoutError:
+        _give_up(client, futures, [i for i, f in enumerate(futures) if f.status == "pending"], what, timeout)
     infos, errors = [], []
     for i, fut in enumerate(futures):
         try:
-            infos.append(fut.result())
+            # finished, but its result is fetched from its worker (or recomputed when the
+            # worker was lost since): within what is left of the same bound
+            infos.append(fut.result(timeout=max(deadline - time.monotonic(), _MIN_FETCH_SECONDS)))
         except DGBoostError as exc:
             errors.append(str(exc))
             infos.append(None)
+        except TimeoutError:
+            _give_up(client, futures, list(range(i, len(futures))), what, timeout)
         except Exception as exc:  # noqa: BLE001 - the partition itself could not be computed (I/O, user code)
             errors.append(f"partition {i}: could not be computed: {type(exc).__name__}: {exc}")
             infos.append(None)
@@ -193,6 +198,17 @@ def check_partitions(
         while len(_PASSED) > _PASSED_MAX:
             _PASSED.popitem(last=False)
     return infos
+
+
+def _give_up(client, futures: list, late: list[int], what: str, timeout: float) -> None:
+    """Cancel the checks still running and raise the CommunicationError naming their partitions."""
+    client.cancel([futures[i] for i in late])
+    shown = ", ".join(str(i) for i in late[:_MAX_REPORTED]) + (" ..." if len(late) > _MAX_REPORTED else "")
+    raise CommunicationError(
+        f"{what}: partition(s) {shown} could not be checked within {timeout:g} s "
+        "(a worker busy with a task that does not end, or a lost partition "
+        "not recomputed)"
+    ) from None
 
 
 def _memo_key(client, dmatrix, params: TrainParams | None) -> tuple:

@@ -1,0 +1,121 @@
+"""Every wait of the client on the workers is bounded: a worker that never answers ends the
+call with an error naming what was waited for, within the bound (issue 33: a retry's partition
+check once waited forever on ``fut.result()`` while a cancelled rank still held the worker)."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import time
+import uuid
+
+import dask.array as da
+import numpy as np
+import pytest
+
+import dgboost as dg
+import dgboost.dask as dxgb
+from dgboost.dask._preflight import DEFAULT_TIMEOUT, check_partitions
+from dgboost.params import parse_params
+
+pytestmark = pytest.mark.dask
+
+CHUNKS = (100, 50, 150)
+PARAMS = parse_params({"objective": "binary:logistic", "max_depth": 2})
+
+
+def _wait_for_event(name: str) -> None:
+    from distributed import Event
+
+    Event(name).wait()  # stands for a task that does not end, e.g. a cancelled rank in a collective
+
+
+@contextlib.contextmanager
+def _worker_that_never_answers(client):
+    """The only worker thread taken by a task blocked on a ``distributed.Event`` until the
+    block ends (then the event is set and the worker is free for the next test)."""
+    from distributed import Event
+
+    name = f"never-{uuid.uuid4().hex}"
+    blocker = client.submit(_wait_for_event, name, pure=False)
+    while not any(client.processing().values()):
+        time.sleep(0.05)
+    try:
+        yield
+    finally:
+        Event(name, client=client).set()
+        blocker.result(timeout=30)
+
+
+def _raised_within(seconds: float, call) -> BaseException:
+    """What ``call()`` raised, run in a thread: a call still waiting after ``seconds`` fails the
+    test instead of hanging it."""
+    import threading
+
+    out: list = []
+
+    def run():
+        try:
+            call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            out.append(exc)
+        else:
+            out.append(None)
+
+    thread = threading.Thread(target=run, daemon=True)
+    start = time.monotonic()
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still waiting after {time.monotonic() - start:.1f} s"
+    assert out[0] is not None, "returned instead of raising"
+    return out[0]
+
+
+def _dtrain(client):
+    rng = np.random.default_rng(0)
+    n = sum(CHUNKS)
+    x = rng.normal(size=(n, 3)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.float32)
+    dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 3)), da.from_array(y, chunks=(CHUNKS,)))
+    from distributed import wait
+
+    wait(dtrain.all_futures(), timeout=30)  # the partitions are held before the worker is blocked
+    return dtrain
+
+
+def test_a_partition_check_on_a_worker_that_never_answers_fails_within_its_timeout_naming_the_partitions(dask_client):
+    client = dask_client(1)
+    dtrain = _dtrain(client)
+    with _worker_that_never_answers(client):
+        exc = _raised_within(1.5 + 2.0, lambda: check_partitions(client, dtrain, PARAMS, "retry data", timeout=1.5))
+    assert isinstance(exc, dg.CommunicationError)
+    assert "retry data: partition(s) 0, 1, 2 could not be checked within 1.5 s" in str(exc)
+
+
+def test_the_results_of_the_checks_are_fetched_within_the_same_bound(dask_client, monkeypatch):
+    """Even when the wait for the checks has returned, fetching their results (``.result()``)
+    does not wait longer than what is left of the timeout."""
+    import distributed
+
+    client = dask_client(1)
+    dtrain = _dtrain(client)
+    monkeypatch.setattr(distributed, "wait", lambda futures, timeout=None, **kw: None)  # "all done"
+    with _worker_that_never_answers(client):
+        exc = _raised_within(1.5 + 2.0, lambda: check_partitions(client, dtrain, PARAMS, "training data", timeout=1.5))
+    assert isinstance(exc, dg.CommunicationError)
+    assert "training data: partition(s) 0, 1, 2 could not be checked within 1.5 s" in str(exc)
+
+
+def test_train_on_a_worker_that_never_answers_ends_with_the_error_within_its_timeout(dask_client):
+    client = dask_client(1)
+    dtrain = _dtrain(client)
+    with _worker_that_never_answers(client):
+        start = time.monotonic()
+        with pytest.raises(dg.CommunicationError, match=r"training data: partition\(s\) 0, 1, 2 could not be checked"):
+            dxgb.train(client, {"max_depth": 2}, dtrain, 2, timeout=1, verbose_eval=False)
+        assert time.monotonic() - start < 1 + 3.0
+
+
+def test_partition_checks_are_bounded_by_default():
+    """Callers that pass no timeout (predictions) wait at most the documented 300 s."""
+    assert inspect.signature(check_partitions).parameters["timeout"].default == DEFAULT_TIMEOUT == 300.0
