@@ -289,3 +289,25 @@ def test_xgbmodel_is_the_base_of_every_estimator():
         assert issubclass(getattr(dg, name), dg.XGBModel)
         assert name in dg.__all__
     assert {"XGBModel", "DGBRFRegressor", "DGBRFClassifier"} <= set(dg.__all__)
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        "check_no_attributes_set_in_init",
+        "check_get_params_invariance",
+        "check_set_params",
+        "check_parameters_default_constructible",
+        "check_dont_overwrite_parameters",
+        "check_estimators_unfitted",
+        "check_n_features_in_after_fitting",
+        "check_estimators_pickle",
+        "check_fit_idempotent",
+    ],
+)
+@pytest.mark.parametrize("cls", ["XGBRFRegressor", "XGBRFClassifier"])
+def test_rf_estimators_pass_scikit_learns_estimator_checks(check, cls):
+    from sklearn.utils import estimator_checks
+
+    estimator = getattr(dg, cls)
+    getattr(estimator_checks, check)(estimator.__name__, estimator(n_estimators=3))
