@@ -17,6 +17,7 @@ at ``fit`` time, with the closest valid name).
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import json
 import os
@@ -31,7 +32,7 @@ from sklearn.utils.multiclass import type_of_target
 from .booster import Booster
 from .data import DMatrix
 from .errors import DGBoostTypeError, DGBoostValueError, ParameterError
-from .params import TrainParams, canonical_name, parse_params
+from .params import TrainParams, canonical_name, is_parameter_name, parse_params
 from .training import train
 
 __all__ = [
@@ -383,6 +384,7 @@ class DGBModel(BaseEstimator):
         if names:
             params["eval_metric"] = names
         for key, value in self._extra_params().items():
+            _refuse_misspelt_argument(key, self._get_param_names())
             # an extra under another spelling of a named argument's parameter would override it unseen
             if canonical_name(key) in params:
                 raise ParameterError(
@@ -765,7 +767,10 @@ class DGBClassifier(ClassifierMixin, DGBModel):
     """Gradient-boosted classification trees.
 
     Labels may be of any sortable dtype (ints, floats, strings...); ``classes_`` holds them
-    sorted and ``predict`` returns them. Two classes train ``binary:logistic``; more train
+    sorted and ``predict`` returns them. (``xgboost.XGBClassifier`` refuses labels other than
+    0..k-1 with a ValueError; they are kept here because scikit-learn's classifiers accept them,
+    and a script written for XGBoost passes encoded labels, which train the same model.)
+    Two classes train ``binary:logistic``; more train
     ``multi:softprob`` with ``num_class`` set automatically. ``score`` is accuracy.
     """
 
@@ -835,6 +840,8 @@ class DGBClassifier(ClassifierMixin, DGBModel):
         if k > 2:
             if objective is None or str(objective).startswith("binary:"):
                 params["objective"] = "multi:softprob"
+                # as XGBClassifier: get_params()["objective"] reports what the fit trained
+                self.objective = "multi:softprob"
             params["num_class"] = k
         elif str(objective).startswith("multi:"):
             params["num_class"] = 2
@@ -1161,6 +1168,24 @@ def _mean_ndcg(scores: np.ndarray, y: np.ndarray, sizes, k: int | None) -> float
         idcg = ((2.0 ** np.sort(rel)[::-1][:top] - 1.0) * discount).sum()
         values.append(dcg / idcg if idcg > 0 else 1.0)
     return float(np.mean(values)) if values else 0.0
+
+
+def _refuse_misspelt_argument(key: str, arguments: Sequence[str]) -> None:
+    """Refuse an extra keyword that is no training parameter but close to a constructor argument.
+
+    :func:`dgboost.params.parse_params` only knows training parameters, so ``n_estimator=``
+    would get its nearest parameter (``random_state``'s alias) as the suggestion.
+
+    Raises
+    ------
+    ParameterError
+        Naming the constructor argument meant (``n_estimator`` -> ``n_estimators``).
+    """
+    if is_parameter_name(key):
+        return
+    close = difflib.get_close_matches(key, list(arguments), n=1, cutoff=0.8)
+    if close:
+        raise ParameterError(f"unknown parameter {key!r}; did you mean {close[0]!r}?")
 
 
 def _full_signature(cls) -> None:

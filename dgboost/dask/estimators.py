@@ -20,6 +20,7 @@ from ..errors import DGBoostValueError
 from ..params import TrainParams
 from ..sklearn import DGBClassifier, DGBModel, DGBRanker, DGBRegressor
 from ._matrix import DaskDMatrix
+from .prediction import frame_meta_like
 from .prediction import predict as dask_predict
 from .training import train as dask_train
 
@@ -180,7 +181,10 @@ class DaskDGBClassifier(_DaskEstimator, DGBClassifier):
         import dask.array as da
 
         if fitting:
-            classes = np.asarray(y.unique().compute() if hasattr(y, "unique") else da.unique(y).compute())
+            # drop_duplicates into one partition: a Series' unique() shuffles (and logs shuffle warnings)
+            classes = np.asarray(
+                y.drop_duplicates(split_out=1).compute() if hasattr(y, "drop_duplicates") else da.unique(y).compute()
+            )
             classes = np.sort(classes[~_isnan(classes)]) if classes.dtype.kind == "f" else np.sort(classes)
             if len(classes) < 2:
                 raise DGBoostValueError(f"y has {len(classes)} class(es): a classifier needs at least 2")
@@ -230,7 +234,16 @@ class DaskDGBClassifier(_DaskEstimator, DGBClassifier):
         base_margin: Any = None,
         iteration_range: tuple[int, int] | None = None,
     ) -> Any:
-        """Lazy class labels (from ``classes_``), or margins with ``output_margin``."""
+        """Lazy class labels (from ``classes_``), or margins with ``output_margin``.
+
+        Returns
+        -------
+        dask Series or Array
+            For a dask DataFrame, a Series with its index and divisions (as
+            :func:`dgboost.dask.predict`); for a dask Array, an Array with its row chunks.
+        """
+        import dask.dataframe as dd
+
         if output_margin:
             return super().predict(
                 X,
@@ -239,8 +252,21 @@ class DaskDGBClassifier(_DaskEstimator, DGBClassifier):
                 base_margin=base_margin,
                 iteration_range=iteration_range,
             )
-        proba = self.predict_proba(X, validate_features=validate_features, iteration_range=iteration_range)
         classes = self.classes_
+        if isinstance(X, dd.DataFrame):
+            import pandas as pd
+
+            proba = dask_predict(
+                self.client,
+                self.get_booster(),
+                X,
+                validate_features=validate_features,
+                iteration_range=self._iteration_range_for(iteration_range),
+                strict_shape=True,
+            )  # a DataFrame with X's index
+            meta = frame_meta_like(pd.Series(np.empty(0, classes.dtype)), X)
+            return proba.map_partitions(_label_partition, classes, meta=meta)
+        proba = self.predict_proba(X, validate_features=validate_features, iteration_range=iteration_range)
         return proba.map_blocks(
             _label_block,
             classes,
@@ -302,6 +328,22 @@ def _label_block(b, classes: np.ndarray):
     """(n, k) probabilities -> (n,) labels from ``classes``, in the block's array module."""
     xp = array_module(b)
     return xp.asarray(classes)[xp.argmax(b, axis=1)]
+
+
+def _label_partition(frame, classes: np.ndarray):
+    """Probabilities of one DataFrame partition ((n, 1) for two classes, else (n, k)) -> a Series
+    of labels from ``classes`` with the partition's index (pandas, or cuDF for cuDF partitions)."""
+    if type(frame).__module__.split(".")[0] == "cudf":
+        import cudf as frames
+
+        values = frame.values  # a CuPy matrix
+    else:
+        import pandas as frames
+
+        values = frame.to_numpy()
+    if values.shape[1] == 1:
+        values = _two_class_block(values)
+    return frames.Series(_label_block(values, classes), index=frame.index)
 
 
 def _encode_block(y, classes):
