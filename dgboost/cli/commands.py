@@ -287,7 +287,7 @@ def train_command(
     from ..params import parse_params
     from ..training import train
 
-    data_paths = _data_paths(data_glob, more_data) or None
+    data_paths = _data_paths(data_glob, more_data, required=False) or None
     cluster_only = {
         "--data": data_glob,
         "--label": label,
@@ -435,10 +435,12 @@ def _data_lake_options(fn: Callable) -> Callable:
     return fn
 
 
-def _data_paths(data: str | None, more: tuple[str, ...], option: str = "--data") -> list[str]:
+def _data_paths(data: str | None, more: tuple[str, ...], required: bool = True) -> list[str]:
     """The paths of ``--data a b c`` (click gives ``b c`` as extra arguments, as from an unquoted glob)."""
     if more and data is None:
-        raise click.UsageError(f"Got unexpected extra arguments ({' '.join(more)}): data paths go after {option}")
+        raise click.UsageError(f"Got unexpected extra arguments ({' '.join(more)}): data paths go after --data")
+    if required and data is None:
+        raise click.UsageError("Missing option '--data'.")
     return ([data] if data is not None else []) + list(more)
 
 
@@ -474,8 +476,8 @@ def _read_local(paths: list[str], name: str, with_file_name: bool):
 @click.option(
     "--data",
     "data_path",
-    required=True,
-    help="CSV, Parquet or .npy features: files or globs, several after --data (an unquoted glob "
+    default=None,
+    help="[required] CSV, Parquet or .npy features: files or globs, several after --data (an unquoted glob "
     "works); with --cluster, Parquet files, folders or globs.",
 )
 @click.option(
@@ -500,7 +502,7 @@ def _read_local(paths: list[str], name: str, with_file_name: bool):
 @_errors_to_exit_code
 def predict(
     model_path: str,
-    data_path: str,
+    data_path: str | None,
     output_path: str,
     margin: bool,
     label_column: str | None,
@@ -579,8 +581,8 @@ def predict(
 @click.option(
     "--data",
     "data_path",
-    required=True,
-    help="CSV, Parquet or .npy features: files or globs, several after --data (an unquoted glob "
+    default=None,
+    help="[required] CSV, Parquet or .npy features: files or globs, several after --data (an unquoted glob "
     "works); with --cluster, Parquet files, folders or globs.",
 )
 @click.option(
@@ -620,7 +622,7 @@ def predict(
 @_errors_to_exit_code
 def explain(
     model_path: str,
-    data_path: str,
+    data_path: str | None,
     output_path: str,
     interactions: bool,
     algorithm: str,

@@ -304,3 +304,129 @@ def test_predict_with_the_wrong_features_exits_2(runner, tmp_path, csv_data):
         ],
     )
     _assert_one_line_error(result, "features")
+
+
+# ----------------------------------------------------------------------------- data lakes in one process
+@pytest.fixture()
+def day_files(tmp_path):
+    """Three CSV files of one table with an ``id`` column, and a model trained on its features."""
+    X, y, _ = make_synthetic(300, n_features=3, task="regression", seed=5)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame["id"] = np.arange(1000, 1300)
+    frame["target"] = y
+    paths = []
+    for i, (start, stop) in enumerate(((0, 120), (120, 250), (250, 300))):
+        paths.append(tmp_path / f"day-{i + 1}.csv")
+        frame.iloc[start:stop].to_csv(paths[-1], index=False)
+    model = tmp_path / "m.json"
+    dgboost.train({"max_depth": 3}, dgboost.DMatrix(frame[["a", "b", "c"]], frame["target"]), 5).save_model(model)
+    return paths, model, frame
+
+
+@pytest.mark.parametrize("command", ["predict", "explain"])
+def test_several_files_in_one_process_keep_id_columns_and_file_names_that_join_back(
+    runner, tmp_path, day_files, command
+):
+    paths, model, frame = day_files
+    out = tmp_path / "out.csv"
+    # the paths one by one, as a shell expands an unquoted glob
+    args = [command, "--model", str(model), "--data", *map(str, paths[::-1]), "--output", str(out)]
+    result = runner.invoke(main, [*args, "--label-column", "target", "--keep", "id", "--with-file-name"])
+    assert result.exit_code == 0, result.output
+    got = pd.read_csv(out)
+    assert list(got.columns[:2]) == ["id", "file"]
+    assert list(got["file"].drop_duplicates()) == [str(p) for p in paths[::-1]]
+    joined = got.merge(frame, on="id", suffixes=("", "_input"))
+    assert len(joined) == len(frame)
+    booster = dgboost.Booster(model_file=str(model))
+    if command == "predict":
+        expected = booster.predict(joined[["a", "b", "c"]])
+        np.testing.assert_allclose(joined["prediction"], expected, rtol=1e-6)
+    else:
+        margin = booster.predict(joined[["a_input", "b_input", "c_input"]].to_numpy(), output_margin=True)
+        np.testing.assert_allclose(joined[["a", "b", "c", "bias"]].sum(axis=1), margin, rtol=1e-5, atol=1e-5)
+
+
+def test_a_quoted_glob_without_cluster_is_read_in_one_process_in_natural_order(runner, tmp_path, day_files):
+    paths, model, frame = day_files
+    out = tmp_path / "p.csv"
+    glob = str(tmp_path / "day-*.csv")
+    result = runner.invoke(
+        main, ["predict", "--model", str(model), "--data", glob, "--output", str(out), "--keep", "id"]
+    )
+    assert result.exit_code == 0, result.output
+    got = pd.read_csv(out)
+    np.testing.assert_array_equal(got["id"], frame["id"])
+    booster = dgboost.Booster(model_file=str(model))
+    np.testing.assert_allclose(got["prediction"], booster.predict(frame[["a", "b", "c"]]), rtol=1e-6)
+
+
+def test_extra_paths_without_data_and_cluster_only_options_exit_2(runner, tmp_path, day_files):
+    paths, model, _frame = day_files
+    result = runner.invoke(main, ["predict", "--model", str(model), str(paths[0]), "--output", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "data paths go after --data" in result.stderr
+    base = ["predict", "--model", str(model), "--data", str(paths[0]), "--output", str(tmp_path / "o.csv")]
+    result = runner.invoke(main, [*base, "--partition-rows", "10"])
+    assert result.exit_code == 2 and "--partition-rows: only with --cluster" in result.stderr
+    result = runner.invoke(main, [*base, "--keep", "idd"])
+    _assert_one_line_error(result, "no --keep column 'idd'", "did you mean 'id'?")
+    result = runner.invoke(main, [*base, "--keep", "id", "--output", str(tmp_path / "o.npy")])
+    _assert_one_line_error(result, "need a .csv or .parquet output")
+
+
+def test_files_of_other_columns_in_one_process_exit_2_naming_them(runner, tmp_path, day_files):
+    paths, model, frame = day_files
+    frame.drop(columns="b").to_csv(paths[1], index=False)
+    args = ["predict", "--model", str(model), "--data", *map(str, paths), "--output", str(tmp_path / "o.csv")]
+    _assert_one_line_error(runner.invoke(main, args), "1 of 3 files", f"{paths[1]}: no column 'b'")
+
+
+def test_parquet_files_are_split_into_partitions_of_whole_row_groups(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dgboost.cli.parquet_files import plan_partitions, read_footers
+
+    table = pa.table({"x": np.arange(1000.0)})
+    pq.write_table(table, tmp_path / "a.parquet", row_group_size=300)  # 300, 300, 300, 100
+    pq.write_table(table.slice(0, 50), tmp_path / "b.parquet")
+    footers = read_footers([str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")])
+    assert footers[0].row_group_rows == (300, 300, 300, 100)
+    parts = plan_partitions(footers, partition_rows=650)
+    assert [(p.path[-9:], p.row_groups, p.num_rows) for p in parts] == [
+        ("a.parquet", (0, 1), 600),
+        ("a.parquet", (2, 3), 400),
+        ("b.parquet", (0,), 50),
+    ]
+    # a row group larger than the limit is a partition of its own
+    assert [p.num_rows for p in plan_partitions(footers, partition_rows=100)] == [300, 300, 300, 100, 50]
+
+
+# ----------------------------------------------------------------------------- configs documented and checked
+def test_a_cluster_config_value_of_the_wrong_type_exits_2_naming_the_key_and_the_type(runner, tmp_path):
+    pd.DataFrame({"x": [1.0, 2.0], "label": [0, 1]}).to_parquet(tmp_path / "d.parquet")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: local\nargs:\n  n_workers: two\n")
+    args = ["train", "--cluster", str(bad), "--data", str(tmp_path / "d.parquet"), "--output", str(tmp_path / "m")]
+    _assert_one_line_error(runner.invoke(main, args), "bad.yaml: args.n_workers must be an integer >= 1", "'two'")
+
+
+def test_every_config_key_is_documented_in_help_and_docs(runner):
+    from pathlib import Path
+
+    import yaml
+
+    from dgboost.cli.config import CLUSTER_VALUE_TYPES, CONFIG_KEYS
+
+    docs = (Path(__file__).parents[2] / "docs" / "cli.md").read_text()
+    help_text = runner.invoke(main, ["train", "--help"]).output
+    for key in CONFIG_KEYS:
+        assert f"`{key}`" in docs and f"  {key} " in help_text, key
+    shipped = Path(__file__).parents[2] / "cluster_configs"
+    keys = set()
+    for path in shipped.glob("*.yaml"):
+        config = yaml.safe_load(path.read_text())
+        keys |= set(config) | set(config.get("args") or {})
+    keys |= {key for types in CLUSTER_VALUE_TYPES.values() for key in types}
+    missing = sorted(key for key in keys if f"`{key}`" not in docs and f"`scale.{key}`" not in docs)
+    assert not missing, missing
