@@ -65,11 +65,12 @@ class ParquetFooter:
 
 @dataclass(frozen=True)
 class ParquetPartition:
-    """One partition: consecutive row groups of one file."""
+    """One partition: consecutive row groups of one file, from its row ``first_row`` on."""
 
     path: str
     row_groups: tuple[int, ...]
     num_rows: int
+    first_row: int = 0
 
 
 def _natural(paths: list[str]) -> list[str]:
@@ -226,22 +227,33 @@ def plan_partitions(footers: Sequence[ParquetFooter], partition_rows: int = DEFA
     parts = []
     for footer in footers:
         groups: list[int] = []
-        rows = 0
+        rows = start = 0
         for i, n in enumerate(footer.row_group_rows):
             if n == 0:
                 continue
             if groups and rows + n > partition_rows:
-                parts.append(ParquetPartition(footer.path, tuple(groups), rows))
-                groups, rows = [], 0
+                parts.append(ParquetPartition(footer.path, tuple(groups), rows, start))
+                groups, start, rows = [], start + rows, 0
             groups.append(i)
             rows += n
         if groups:
-            parts.append(ParquetPartition(footer.path, tuple(groups), rows))
+            parts.append(ParquetPartition(footer.path, tuple(groups), rows, start))
     return parts
 
 
-def _read_partition(path: str, row_groups: tuple[int, ...], columns: list[str], file_column: str | None):
-    """One partition as a pandas DataFrame (on a worker): its row groups, the first file's column order."""
+def _range_index(schema) -> dict | None:
+    """The RangeIndex that pandas stored as metadata only (no column), or None."""
+    meta = schema.pandas_metadata or {}
+    ranges = [c for c in meta.get("index_columns", []) if isinstance(c, dict) and c.get("kind") == "range"]
+    return ranges[0] if len(ranges) == 1 and len(meta["index_columns"]) == 1 else None
+
+
+def _read_partition(
+    path: str, row_groups: tuple[int, ...], columns: list[str], file_column: str | None, first_row: int = 0
+):
+    """One partition as a pandas DataFrame (on a worker): its row groups, the first file's column
+    order, and the index that reading the whole file gives."""
+    import pandas as pd
     import pyarrow.parquet as pq
 
     def read(source):
@@ -258,6 +270,12 @@ def _read_partition(path: str, row_groups: tuple[int, ...], columns: list[str], 
     else:
         table = read(path)
     frame = table.to_pandas()
+    stored = _range_index(table.schema)
+    if stored is not None:
+        # pandas keeps a RangeIndex as metadata only: the rows' place in the file gives it back
+        step = int(stored.get("step", 1))
+        begin = int(stored.get("start", 0)) + step * first_row
+        frame.index = pd.RangeIndex(begin, begin + step * len(frame), step, name=stored.get("name"))
     frame = frame[[c for c in columns if c in frame.columns]]
     if file_column is not None:
         frame[file_column] = path
@@ -286,5 +304,8 @@ def dask_frame(footers: Sequence[ParquetFooter], parts: Sequence[ParquetPartitio
     if not parts:
         parts = [ParquetPartition(first.path, (), 0)]
     read = dask.delayed(_read_partition, pure=True)
-    pieces = [read(p.path, p.row_groups, columns, file_column) for p in parts]
+    stored = _range_index(first.schema)
+    if stored is not None:
+        meta.index.name = stored.get("name")
+    pieces = [read(p.path, p.row_groups, columns, file_column, p.first_row) for p in parts]
     return dd.from_delayed(pieces, meta=meta, verify_meta=False)

@@ -402,6 +402,21 @@ def test_parquet_files_are_split_into_partitions_of_whole_row_groups(tmp_path):
     assert [p.num_rows for p in plan_partitions(footers, partition_rows=100)] == [300, 300, 300, 100, 50]
 
 
+def test_partitions_of_row_groups_read_the_rows_and_the_index_of_the_whole_file(tmp_path):
+    from dgboost.cli.parquet_files import dask_frame, plan_partitions, read_footers
+
+    frame = pd.DataFrame({"x": np.arange(10.0), "s": list("abcdefghij")}, index=pd.RangeIndex(100, 120, 2))
+    for name, rows in (("range", frame), ("named", frame.rename_axis("rid")), ("ids", frame.set_index("s"))):
+        path = tmp_path / f"{name}.parquet"
+        rows.to_parquet(path, row_group_size=4)  # a RangeIndex is kept as metadata only, other indexes as columns
+        footers = read_footers([str(path)])
+        lazy = dask_frame(footers, plan_partitions(footers, partition_rows=4), with_file=True)
+        assert lazy.npartitions == 3
+        got = lazy.compute(scheduler="sync")
+        pd.testing.assert_frame_equal(got.drop(columns="file"), pd.read_parquet(path), check_index_type=False)
+        assert set(got["file"]) == {str(path)}
+
+
 # ----------------------------------------------------------------------------- configs documented and checked
 def test_a_cluster_config_value_of_the_wrong_type_exits_2_naming_the_key_and_the_type(runner, tmp_path):
     pd.DataFrame({"x": [1.0, 2.0], "label": [0, 1]}).to_parquet(tmp_path / "d.parquet")
