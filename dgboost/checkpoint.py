@@ -237,6 +237,17 @@ def _decode(text: str) -> dict:
     return payload
 
 
+def _refuse_pickle(raw: bytes, path: str) -> None:
+    """A Python pickle where a checkpoint belongs is refused, not skipped: it is no damaged
+    checkpoint but a foreign file, and dgboost never unpickles files (loading one can run any
+    code). Protocol 2+ pickles start with the PROTO opcode 0x80."""
+    if raw[:1] == b"\x80":
+        raise DGBoostValueError(
+            f"{path} is a Python pickle, not a dgboost checkpoint (JSON): dgboost never unpickles "
+            "files, since loading a pickle can run any code; remove it"
+        )
+
+
 def read_checkpoints(directory) -> list[tuple[int, str]]:
     """(rounds, path) of the checkpoint files in ``directory``, newest first."""
     try:
@@ -321,9 +332,15 @@ class Checkpointer:
         """
         for _, path in read_checkpoints(self.directory):
             try:
-                with open(path, encoding="utf-8") as f:
-                    payload = _decode(f.read())
-            except (OSError, ValueError, UnicodeDecodeError) as exc:
+                with open(path, "rb") as f:
+                    raw = f.read()
+            except OSError as exc:
+                warnings.warn(f"dgboost: skipping checkpoint {path}: {exc}", CheckpointWarning, stacklevel=3)
+                continue
+            _refuse_pickle(raw, path)
+            try:
+                payload = _decode(raw.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError) as exc:
                 warnings.warn(f"dgboost: skipping checkpoint {path}: {exc}", CheckpointWarning, stacklevel=3)
                 continue
             payload["path"] = path

@@ -11,8 +11,14 @@ A cluster config names a ``kind`` and the arguments of what that kind builds:
 Keys besides ``kind``: ``args`` (keyword arguments of the constructor; for ``kubernetes``
 those of ``make_cluster_spec`` and ``KubeCluster``, for ``existing`` those of ``Client``),
 ``env`` (environment variables of every worker), ``scale`` (``slurm`` only: the arguments of
-``cluster.scale``, e.g. ``{jobs: 4}``) and, for ``existing``, one of ``address`` and
+``cluster.scale``, e.g. ``{jobs: 4}``), ``tls`` (``ca_file``, ``cert`` and ``key``: PEM paths;
+scheduler, workers and client then talk TLS only) and, for ``existing``, one of ``address`` and
 ``scheduler_file``. Unknown kinds and keys are refused with the closest valid name.
+
+Local clusters bind the scheduler, the workers and the dashboard to 127.0.0.1 unless ``args``
+say otherwise. Values that would reach a SLURM job script or a Kubernetes resource unquoted
+are refused when they hold a line break or a shell character (:mod:`._cluster_checks`);
+docs/security.md says what is bound where.
 
 The configs shipped in ``cluster_configs/`` are found by name::
 
@@ -47,17 +53,18 @@ from typing import Any
 
 import yaml
 
+from ._cluster_checks import check_script_values, check_tls, security_for, with_tls
 from .errors import DGBoostError, DGBoostTypeError, DGBoostValueError
 
 __all__ = ["load_config", "shipped_configs", "default_config", "make_cluster", "connect", "render"]
 
 # the keys each kind understands besides "kind"
 _KEYS = {
-    "local": ("args", "env"),
-    "local-cuda": ("args", "env"),
-    "slurm": ("args", "env", "scale"),
-    "kubernetes": ("args", "env"),
-    "existing": ("address", "scheduler_file", "args"),
+    "local": ("args", "env", "tls"),
+    "local-cuda": ("args", "env", "tls"),
+    "slurm": ("args", "env", "scale", "tls"),
+    "kubernetes": ("args", "env", "tls"),
+    "existing": ("address", "scheduler_file", "args", "tls"),
 }
 # the module each kind needs, and the command that installs it
 _LIBRARIES = {
@@ -70,12 +77,26 @@ _LIBRARIES = {
 # constructor parameters a config cannot set: dgboost passes them itself, or they belong to
 # another key ("env" is top-level, so that one spelling works for every kind)
 _NOT_ARGS = frozenset(
-    {"self", "loop", "asynchronous", "job_cls", "scheduler", "custom_cluster_spec", "address", "scheduler_file", "env"}
+    {
+        "self",
+        "loop",
+        "asynchronous",
+        "job_cls",
+        "scheduler",
+        "custom_cluster_spec",
+        "address",
+        "scheduler_file",
+        "env",
+        "security",  # the top-level "tls" key makes it: a Security object has no YAML spelling
+    }
 )
 _SCALE_KEYS = ("n", "jobs", "memory", "cores")
 # the address dask-jobqueue itself writes into a job script before the scheduler exists
 _PLACEHOLDER_ADDRESS = "tcp://<insert-scheduler-address-here>:8786"
 _MAX_DEFAULT_CPU_WORKERS = 4
+# local clusters listen on loopback only unless a config says otherwise: anyone who can reach
+# a scheduler without TLS can run code on its workers (docs/security.md)
+_LOOPBACK = "127.0.0.1"
 
 
 # ----------------------------------------------------------------------------- loading
@@ -188,6 +209,8 @@ def _validate(config: Any, source: str) -> None:
             raise DGBoostValueError(f"{source}: {key!r} must be a mapping, got {config[key]!r}")
     _check_args(kind, config.get("args") or {}, source)
     _check_env(config.get("env") or {}, source)
+    check_tls(kind, config.get("tls"), source)
+    check_script_values(kind, config, source)
     for key in config.get("scale") or {}:
         if key not in _SCALE_KEYS:
             raise DGBoostValueError(f"{source}: {_unknown('key', key, _SCALE_KEYS, ' in scale')}")
@@ -297,8 +320,9 @@ def _require(kind: str):
 
 # ----------------------------------------------------------------------------- arguments
 def local_worker_args(config: Mapping) -> dict:
-    """LocalCluster's arguments, with ``n_workers: null`` made concrete."""
-    args = dict(config.get("args") or {})
+    """LocalCluster's arguments, with ``n_workers: null`` made concrete and the scheduler,
+    workers and dashboard on loopback unless ``args`` name a host, interface or address."""
+    args = _on_loopback(config.get("args") or {})
     if args.get("n_workers") is None:
         # the design's default: a rank per core, at most 4 (LocalCluster's own default would
         # start a rank on every core of a large host)
@@ -306,6 +330,28 @@ def local_worker_args(config: Mapping) -> dict:
 
         threads = int(args.get("threads_per_worker") or 1)
         args["n_workers"] = max(1, min(_MAX_DEFAULT_CPU_WORKERS, CPU_COUNT // threads))
+    return args
+
+
+def _on_loopback(args: Mapping) -> dict:
+    """``args`` of a local cluster with ``host`` and ``dashboard_address`` on 127.0.0.1 where
+    they are not given (Dask's dashboard otherwise listens on every interface)."""
+    args = dict(args)
+    if args.get("host") is None and args.get("interface") is None:
+        args["host"] = _LOOPBACK
+    if "dashboard_address" not in args:
+        args["dashboard_address"] = f"{_LOOPBACK}:0"
+    return args
+
+
+def _local_cuda_args(config: Mapping) -> dict:
+    """LocalCUDACluster's arguments: on loopback (as :func:`local_worker_args`), and over TLS
+    when the config has ``tls``."""
+    args = _on_loopback(config.get("args") or {})
+    if config.get("tls"):
+        if str(args.get("protocol") or "tcp").replace("://", "") not in ("tcp", "tls"):
+            raise DGBoostValueError(f"tls needs protocol tls (or tcp, made tls), got {args['protocol']!r}")
+        args["protocol"] = "tls"
     return args
 
 
@@ -385,15 +431,21 @@ def make_cluster(config: Mapping | str | os.PathLike):
 def _make_local(config: Mapping):
     from distributed import LocalCluster
 
+    args = local_worker_args(config)
+    if config.get("tls"):
+        args["security"] = security_for(config["tls"])  # LocalCluster then uses tls://
     with _worker_env(config.get("env")):
-        return LocalCluster(**local_worker_args(config))
+        return LocalCluster(**args)
 
 
 def _make_local_cuda(config: Mapping):
     from dask_cuda import LocalCUDACluster
 
+    args = _local_cuda_args(config)
+    if config.get("tls"):
+        args["security"] = security_for(config["tls"])
     with _worker_env(config.get("env")):
-        return LocalCUDACluster(**(config.get("args") or {}))
+        return LocalCUDACluster(**args)
 
 
 def _make_slurm(config: Mapping):
@@ -406,18 +458,42 @@ def _make_slurm(config: Mapping):
             f"{SLURMCluster.job_cls.submit_command} is not on PATH: start SLURM clusters from "
             "a login node (render(config) shows the job script without submitting it)"
         )
-    cluster = SLURMCluster(**_slurm_args(config))
+    args = _slurm_args(config)
+    if config.get("tls"):
+        # the certificate paths must be readable on the compute nodes (a shared file system):
+        # dask-jobqueue passes them to each worker's command line
+        args["security"] = security_for(config["tls"])
+    cluster = SLURMCluster(**args)
     if config.get("scale"):
         cluster.scale(**config["scale"])
     return cluster
 
 
 def _make_kubernetes(config: Mapping):
-    from dask_kubernetes.operator import KubeCluster, make_cluster_spec
+    from dask_kubernetes.operator import KubeCluster
 
+    if config.get("tls"):
+        # KubeCluster talks to its scheduler without a Security of its own (dask-kubernetes
+        # 2026.3): it could not reach a scheduler that requires TLS
+        raise DGBoostValueError(
+            "a kubernetes config with tls is started with kubectl: `kubectl apply -f` the resource "
+            "render(config) prints, then connect with an 'existing' config (address tls://..., "
+            "tls: the client's certificate paths); see docs/security.md"
+        )
     # the resource submitted is exactly the one render() shows
-    spec_args, cluster_args = _kubernetes_args(config)
-    return KubeCluster(custom_cluster_spec=make_cluster_spec(**spec_args), **cluster_args)
+    _spec_args, cluster_args = _kubernetes_args(config)
+    return KubeCluster(custom_cluster_spec=_kubernetes_spec(config), **cluster_args)
+
+
+def _kubernetes_spec(config: Mapping) -> dict:
+    """The ``DaskCluster`` resource of a kubernetes config (with TLS when it has ``tls``)."""
+    from dask_kubernetes.operator import make_cluster_spec
+
+    spec_args, _cluster_args = _kubernetes_args(config)
+    spec = make_cluster_spec(**spec_args)
+    if config.get("tls"):
+        spec = with_tls(spec, config["tls"]["secret"], spec_args["name"])
+    return spec
 
 
 _MAKERS = {"local": _make_local, "local-cuda": _make_local_cuda, "slurm": _make_slurm, "kubernetes": _make_kubernetes}
@@ -464,6 +540,8 @@ def connect(config: Mapping | str | os.PathLike | None = None):
 def _connect_existing(config: Mapping):
     Client = _require("existing").Client
     args = dict(config.get("args") or {})
+    if config.get("tls"):
+        args["security"] = security_for(config["tls"])
     if config.get("address"):
         return Client(config["address"], **args)
     scheduler_file = Path(config["scheduler_file"]).expanduser()
@@ -520,7 +598,7 @@ def _render_local(config: Mapping) -> str:
 
 
 def _render_local_cuda(config: Mapping) -> str:
-    return f"dask_cuda.LocalCUDACluster({_call_args(config.get('args') or {})}){_env_note(config)}"
+    return f"dask_cuda.LocalCUDACluster({_call_args(_local_cuda_args(config))}){_env_note(config)}"
 
 
 def _render_existing(config: Mapping) -> str:
@@ -544,10 +622,7 @@ def _render_slurm(config: Mapping) -> str:
 
 def _render_kubernetes(config: Mapping) -> str:
     _require("kubernetes")
-    from dask_kubernetes.operator import make_cluster_spec
-
-    spec_args, _cluster_args = _kubernetes_args(config)
-    return yaml.dump(make_cluster_spec(**spec_args), Dumper=_PlainDumper, sort_keys=False)
+    return yaml.dump(_kubernetes_spec(config), Dumper=_PlainDumper, sort_keys=False)
 
 
 class _PlainDumper(yaml.SafeDumper):

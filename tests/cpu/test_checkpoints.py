@@ -254,3 +254,37 @@ def test_checkpoint_arguments_are_checked(tmp_path):
         dg.train({}, d, 2, resume=True)
     with pytest.raises(dg.DGBoostValueError, match="checkpoint_every must be a positive integer"):
         dg.train({}, d, 2, checkpoint_dir=tmp_path, checkpoint_every=0)
+
+
+class _Planted:
+    """Unpickling this writes its marker file: the proof that a file was unpickled."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_a_pickle_placed_where_a_checkpoint_belongs_is_refused_and_never_unpickled(tmp_path):
+    import pickle
+
+    marker = tmp_path / "unpickled"
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "checkpoint-00000010.json").write_bytes(pickle.dumps(_Planted(str(marker))))
+    x, y = _data(n=100)
+    with pytest.raises(dg.DGBoostValueError, match=r"checkpoint-00000010.json is a Python pickle, not a dgboost"):
+        dg.train(SAMPLING, dg.DMatrix(x, y), 20, checkpoint_dir=ckpt, resume=True, verbose_eval=False)
+    assert not marker.exists()
+
+
+def test_a_pickle_given_as_a_model_file_is_refused_and_never_unpickled(tmp_path):
+    import pickle
+
+    marker = tmp_path / "unpickled"
+    model = tmp_path / "model.json"
+    model.write_bytes(pickle.dumps(_Planted(str(marker))))
+    with pytest.raises(dg.ModelFormatError, match="is not valid JSON"):
+        dg.Booster(model_file=str(model))
+    assert not marker.exists()
