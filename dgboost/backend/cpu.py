@@ -10,7 +10,7 @@ from .._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, LEFT_G, LEFT_H, NO_NODE
 from . import _cpu_kernels as K
 from . import _records
 from ._compile_notice import watch_compilation
-from ._threads import resolve_threads
+from ._threads import resolve_threads, start_pool
 from .base import LookaheadBudget
 
 __all__ = ["CPUBackend"]
@@ -116,6 +116,7 @@ class CPUBackend:
         import numba
 
         watch_compilation()
+        start_pool()
         #: the Numba threads of this backend's calls (:func:`._threads.resolve_threads`): set
         #: here every time, since Numba keeps a thread's count from one call to the next
         self.threads = resolve_threads(nthread, numba.config.NUMBA_NUM_THREADS)

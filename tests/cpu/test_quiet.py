@@ -175,3 +175,23 @@ def test_the_model_is_the_same_whatever_the_thread_count():
         models[nthread] = text.replace(f'"nthread":{nthread},', '"nthread":0,')
     default = dg.train(PARAMS, dg.DMatrix(x, y), 4).to_json()
     assert models[1] == models[2] == models[3] == default
+
+
+def test_numbas_pool_starts_with_passive_openmp_waits_and_the_environment_is_left_as_it_was(monkeypatch):
+    """Spinning OpenMP threads took the cores of a busy machine (6.6 s instead of 1.0 s)."""
+    seen = []
+    monkeypatch.setitem(_threads._pool, "started", False)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.setattr(numba, "get_num_threads", lambda: seen.append(os.environ.get("OMP_WAIT_POLICY")) or 1)
+    _threads.start_pool()
+    _threads.start_pool()  # once per process
+    assert seen == ["PASSIVE"] and "OMP_WAIT_POLICY" not in os.environ
+
+
+def test_an_openmp_wait_policy_set_by_the_user_is_kept(monkeypatch):
+    seen = []
+    monkeypatch.setitem(_threads._pool, "started", False)
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    monkeypatch.setattr(numba, "get_num_threads", lambda: seen.append(os.environ.get("OMP_WAIT_POLICY")) or 1)
+    _threads.start_pool()
+    assert seen == ["ACTIVE"] and os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
