@@ -527,3 +527,62 @@ def test_a_ubjson_error_is_a_dgboost_error_for_the_explainer_too():
     data = bytes(_dgboost_model("binary")[0].save_raw())[:-3]
     with pytest.raises(DGBoostError, match="UBJSON"):
         dg.TreeExplainer(data)
+
+
+# -- the writer ---------------------------------------------------------------------------------
+def test_the_writer_round_trips_every_json_value_and_typed_arrays_keep_their_dtype():
+    from dgboost._ubjson import dumps, loads
+
+    doc = {
+        "z": None,
+        "t": True,
+        "f": False,
+        "ints": [0, -1, 126, 127, -127, -128, 32766, 32767, 2**31 - 2, 2**31, -(2**63), 2**63 - 1],
+        "floats": [0.1, -0.0, 1e308, 5e-324, 1 / 3],
+        "s": "héllo 漢",
+        "nested": {"b": [[], {}, [1, "x", None]], "a": ""},
+    }
+    assert loads(dumps(doc)) == doc
+    for dtype in (np.float32, np.float64, np.int8, np.uint8, np.int16, np.int32, np.int64):
+        a = (np.arange(-3, 4) * 7).astype(dtype)
+        back = loads(dumps({"a": a}))["a"]
+        assert back.dtype == np.dtype(dtype) and np.array_equal(back, a)
+
+
+def test_the_writer_picks_xgboosts_smallest_integer_marker_and_keys_with_int64_lengths():
+    from dgboost._ubjson import dumps
+
+    # XGBoost writes id 126 as int8 and 127 / 128 / 299 as int16 (its ranges are open)
+    assert dumps(126) == b"i\x7e"
+    assert dumps(127)[:1] == dumps(128)[:1] == dumps(-128)[:1] == b"I"
+    assert dumps(2**15)[:1] == b"l" and dumps(2**31)[:1] == b"L"
+    assert dumps({"k": "v"}) == b"{L" + struct.pack(">q", 1) + b"kSL" + struct.pack(">q", 1) + b"v}"
+    assert dumps([1, 2]) == b"[#L" + struct.pack(">q", 2) + b"i\x01i\x02"  # counted, no closing ]
+
+
+@pytest.mark.parametrize(
+    "value, fragment",
+    [
+        (float("nan"), "non-finite"),
+        (np.array([1.0, np.inf], np.float32), "non-finite"),
+        (2**63, "beyond int64"),
+        ({1: "x"}, "not a string"),
+        ({"a": {1, 2}}, "unsupported set"),
+    ],
+)
+def test_the_writer_refuses_what_json_cannot_hold_as_a_model_format_error(value, fragment):
+    from dgboost._ubjson import dumps
+
+    with pytest.raises(ModelFormatError, match=fragment):
+        dumps(value)
+
+
+@pytest.mark.parametrize(
+    "head, ubjson",
+    [(b'{"learner"', False), (b"{ \n", False), (b"{}", False), (b"", False), (b"{", False), (b"[1]", False)]
+    + [(b"{" + bytes([m]), True) for m in b"iUIlL$#N"],
+)
+def test_ubjson_is_told_from_json_by_the_byte_after_the_opening_brace(head, ubjson):
+    from dgboost._ubjson import is_ubjson
+
+    assert is_ubjson(head) is ubjson
