@@ -452,7 +452,8 @@ def _train_once(
                 )
             )
         stages["submit_s"] = lap()
-        results = _watch(client, futures, placement.workers, spec.get("job") if spec["kind"] == "nccl" else None)
+        nccl_job = spec.get("job") if spec["kind"] == "nccl" else None
+        results = _watch(client, futures, placement.workers, nccl_job, fetch_timeout=timeout)
         stages["ranks_s"] = lap()
     finally:
         release_spec(client, spec)
@@ -563,9 +564,12 @@ def _rank_args(
     return train_parts, train_meta, eval_sets
 
 
-def _watch(client, futures: list, workers: list[str], nccl_job: str | None = None) -> list[Any]:
+def _watch(
+    client, futures: list, workers: list[str], nccl_job: str | None = None, fetch_timeout: float = 300.0
+) -> list[Any]:
     """Wait for the rank tasks; fail fast when one errs or its worker leaves the cluster (and,
-    for an NCCL job, abort the other ranks' communicator, so they stop waiting for the peer)."""
+    for an NCCL job, abort the other ranks' communicator, so they stop waiting for the peer).
+    The finished ranks' results are fetched within ``fetch_timeout`` seconds (train's timeout)."""
     from distributed import wait
 
     def stop(why: str) -> None:
@@ -601,7 +605,13 @@ def _watch(client, futures: list, workers: list[str], nccl_job: str | None = Non
                 "stopped (train again: the same client can be reused)"
             )
         if all(f.status == "finished" for f in futures):
-            return client.gather(futures)
+            deadline = time.monotonic() + fetch_timeout
+            try:  # bounded, as every wait on the workers (Client.gather takes no timeout)
+                return [f.result(timeout=max(deadline - time.monotonic(), 1.0)) for f in futures]
+            except TimeoutError:
+                raise CommunicationError(
+                    f"the ranks finished but their results did not come back within {fetch_timeout:g} s"
+                ) from None
         alive = set(client.scheduler_info(n_workers=-1)["workers"])
         lost = [(r, w) for r, w in enumerate(workers) if w not in alive and futures[r].status != "finished"]
         if lost:
