@@ -487,7 +487,7 @@ class Booster:
 
     @classmethod
     def from_xgboost(cls, model: Any) -> "Booster":
-        """Import an ``xgboost.Booster``, an XGBoost sklearn model, or an XGBoost JSON file."""
+        """Import an ``xgboost.Booster``, an XGBoost sklearn model, or an XGBoost model file (JSON or UBJSON)."""
         from .model_io import import_xgboost_booster
 
         b = cls()
