@@ -140,9 +140,8 @@ def train_on_cluster(
         f"({n_parts} partitions of {_files_words(data)}) on {n_workers} workers",
     )
     started = time.perf_counter()
-    printer = RoundPrinter(
-        client, num_boost_round, period, quiet or period == 0, has_evals=bool(evals), interval=progress_interval
-    )
+    # period 0 (verbose_eval=0): no evaluation lines; the progress lines stay (--quiet silences them)
+    printer = RoundPrinter(client, num_boost_round, period, quiet, has_evals=bool(evals), interval=progress_interval)
     with printer:
         result = dxgb.train(
             client,

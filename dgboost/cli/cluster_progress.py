@@ -55,7 +55,7 @@ class RoundReporter(TrainingCallback):
 
     def __init__(self, topic: str, period: int, count_from_one: bool = False, interval: float = DEFAULT_INTERVAL):
         self.topic = topic
-        self.period = max(1, int(period))
+        self.period = max(0, int(period))  # 0: no rounds on a period, only those due by time
         self.offset = 1 if count_from_one else 0
         self.interval = float(interval)
         self.sent = None
@@ -63,7 +63,8 @@ class RoundReporter(TrainingCallback):
     def after_iteration(self, model: Any, epoch: int, evals_log: dict) -> bool:
         now = time.perf_counter()
         due = self.sent is not None and now - self.sent >= self.interval
-        if epoch == 0 or (epoch + self.offset) % self.period == 0 or due:
+        on_period = self.period > 0 and (epoch + self.offset) % self.period == 0
+        if epoch == 0 or on_period or due:
             self.sent = now
             try:
                 from distributed import get_worker
@@ -78,7 +79,7 @@ class RoundReporter(TrainingCallback):
 class RoundPrinter:
     """On the client: prints the rounds the workers report, each once, in order.
 
-    Evaluation lines (stdout) every ``period`` rounds, as :func:`dgboost.train` prints them;
+    Evaluation lines (stdout) every ``period`` rounds (0: none), as :func:`dgboost.train` prints them;
     ``round k/N`` lines (stderr: seconds per round, time left) every ``period`` rounds without an
     evaluation set, and at most every ``interval`` seconds in between. ``first_round_at`` is
     when round 0's report arrived (``time.perf_counter()``), also when ``quiet`` (nothing is
@@ -95,7 +96,7 @@ class RoundPrinter:
         interval: float = DEFAULT_INTERVAL,
     ) -> None:
         self.client, self.total, self.quiet, self.has_evals = client, total, quiet, has_evals
-        self.period = max(1, period)
+        self.period = max(0, int(period))  # 0: no evaluation or round lines on a period
         self.interval = float(interval)
         self.topic = f"dgboost-rounds-{uuid.uuid4().hex}"
         self.printed = -1
@@ -117,6 +118,8 @@ class RoundPrinter:
         return RoundReporter(self.topic, self.period, count_from_one=not self.has_evals, interval=self.interval)
 
     def _on_period(self, epoch: int) -> bool:
+        if self.period == 0:
+            return False
         return (epoch % self.period == 0) if self.has_evals else ((epoch + 1) % self.period == 0)
 
     def _handle(self, event) -> None:
@@ -165,7 +168,10 @@ class RoundPrinter:
             last = rounds - 1
             if last > self.printed:
                 self.printed = last
-                self._print(last, history)
+                if self.period == 0:
+                    self._round_line(last)  # no evaluation lines asked for: the progress line only
+                else:
+                    self._print(last, history)
 
 
 class RowProgress:

@@ -308,8 +308,9 @@ def train_command(
             raise click.UsageError("Missing option '--config'.")
     elif (config_path is None) == (data_glob is None):
         raise click.UsageError("with --cluster, give either --config or --data (with --label and --output)")
-    elif config_path is not None and given:
-        raise click.UsageError(f"{', '.join(given)}: not with --config (the config gives them)")
+    elif config_path is not None and set(given) - {"--partition-rows", "--progress-interval"}:
+        from_config = [name for name in given if name not in ("--partition-rows", "--progress-interval")]
+        raise click.UsageError(f"{', '.join(from_config)}: not with --config (the config gives them)")
     elif data_glob is not None and output_path is None:
         raise click.UsageError("Missing option '--output' (the model file to write).")
 

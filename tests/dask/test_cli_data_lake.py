@@ -252,6 +252,29 @@ def test_progress_lines_give_rounds_rows_and_rates_on_stderr_and_quiet_silences_
     assert silent.exit_code == 0 and silent.stderr == "" and silent.stdout == ""
 
 
+def test_verbose_eval_0_prints_no_evaluation_lines_but_keeps_the_progress_lines(existing, lake, tmp_path):
+    config, _client = existing
+    train_config = tmp_path / "train.yaml"
+    train_config.write_text(
+        yaml.safe_dump(
+            {
+                "data": lake["train"],
+                "validation": lake["train"],
+                "label": "label",
+                "params": {"objective": "binary:logistic", "max_depth": 2},
+                "num_boost_round": ROUNDS,
+                "verbose_eval": 0,
+                "output": "m.json",
+            }
+        )
+    )
+    args = ["train", "--cluster", config, "--config", str(train_config), "--progress-interval", "0.001"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""  # no evaluation lines
+    assert f"round {ROUNDS}/{ROUNDS}" in result.stderr
+
+
 # ----------------------------------------------------------------------------- parameters
 def test_a_bad_objective_on_the_cluster_is_one_parameter_error_naming_it(existing, lake, tmp_path):
     config, client = existing
