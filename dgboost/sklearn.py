@@ -813,6 +813,26 @@ class DGBClassifier(ClassifierMixin, DGBModel):
             )
         return idx.astype(np.float64)
 
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """As :meth:`DGBModel.get_params`; after ``fit`` on more than two classes ``objective`` is
+        the one trained (``"multi:softprob"`` in place of a binary one), as ``XGBClassifier``
+        reports it. (XGBoost sets the attribute in ``fit``; here it is left as given, as
+        scikit-learn asks of ``fit``, and only reported.)
+
+        Parameters
+        ----------
+        deep : bool
+
+        Returns
+        -------
+        dict
+            Argument name -> value.
+        """
+        params = super().get_params(deep)
+        if getattr(self, "n_classes_", 0) > 2 and not callable(self.objective) and _binary(self._objective_name()):
+            params["objective"] = "multi:softprob"
+        return params
+
     def get_xgb_params(self) -> dict[str, Any]:
         """The training parameters; after ``fit`` on more than two classes they hold
         ``objective="multi:softprob"`` (as ``XGBClassifier`` reports) and ``num_class``.
@@ -838,10 +858,8 @@ class DGBClassifier(ClassifierMixin, DGBModel):
                 params["num_class"] = k
             return params, obj
         if k > 2:
-            if objective is None or str(objective).startswith("binary:"):
+            if _binary(objective):
                 params["objective"] = "multi:softprob"
-                # as XGBClassifier: get_params()["objective"] reports what the fit trained
-                self.objective = "multi:softprob"
             params["num_class"] = k
         elif str(objective).startswith("multi:"):
             params["num_class"] = 2
@@ -1168,6 +1186,11 @@ def _mean_ndcg(scores: np.ndarray, y: np.ndarray, sizes, k: int | None) -> float
         idcg = ((2.0 ** np.sort(rel)[::-1][:top] - 1.0) * discount).sum()
         values.append(dcg / idcg if idcg > 0 else 1.0)
     return float(np.mean(values)) if values else 0.0
+
+
+def _binary(objective) -> bool:
+    """Whether a classifier's objective is (or defaults to) a binary one, replaced for k > 2 classes."""
+    return objective is None or str(objective).startswith("binary:")
 
 
 def _refuse_misspelt_argument(key: str, arguments: Sequence[str]) -> None:

@@ -292,7 +292,9 @@ def test_multiclass_classifier_reports_multi_softprob_and_num_class_after_fit():
     params = clf.get_xgb_params()
     assert params["objective"] == ref.get_xgb_params()["objective"] == "multi:softprob"
     assert params["num_class"] == 3
-    assert clf.get_params()["objective"] == "binary:logistic"  # fit leaves the parameter alone
+    # reported as XGBoost reports it (issue 28), while fit leaves the attribute alone (scikit-learn)
+    assert clf.get_params()["objective"] == ref.get_params()["objective"] == "multi:softprob"
+    assert clf.objective == "binary:logistic"
     binary = DGBClassifier(n_estimators=2).fit(X, y % 2).get_xgb_params()
     assert binary["objective"] == "binary:logistic" and "num_class" not in binary
 
