@@ -232,14 +232,14 @@ class RowProgress:
         while not self.stop.wait(self.interval):
             say(self.quiet, self.line())
 
-    def __enter__(self):
+    def __enter__(self) -> RowProgress:
         self.started = time.perf_counter()
         if not self.quiet:
             self.thread = threading.Thread(target=self._run, name="dgboost-progress", daemon=True)
             self.thread.start()
         return self
 
-    def __exit__(self, exc_type, *exc):
+    def __exit__(self, exc_type: type | None, *exc: Any) -> None:
         self.stop.set()
         if self.thread is not None:
             self.thread.join()
