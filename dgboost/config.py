@@ -9,7 +9,10 @@ option                     environment variable (default)       meaning
 =========================  ===================================  ==============================
 ``verbosity``              --                                   0 silent, 1 warnings (default),
                                                                 2 info, 3 debug: messages of
-                                                                the ``"dgboost"`` logger
+                                                                the ``"dgboost"`` logger, the
+                                                                Numba compile notice (from 1),
+                                                                XGBoost's tracker lines of a
+                                                                Dask job (from 2)
 ``nccl_stream_ordered``    ``DGBOOST_NCCL_STREAM_ORDERED`` (1)  NCCL collectives queued on the
                                                                 stream, no host wait each
 ``nccl_keep_communicators``  ``DGBOOST_NCCL_KEEP`` (1)          Dask workers keep their NCCL
@@ -30,8 +33,9 @@ naming the variable.
 Threads: :func:`set_config` outside a context sets the value for the whole process;
 :func:`config_context` (and :func:`set_config` inside one) changes it for the calling thread
 only, until the context exits, as XGBoost's thread-local configuration does. The NCCL options
-are read on the client when a Dask job is set up and travel to the workers with the job, so
-a ``config_context`` around ``dgboost.dask.train`` reaches every worker.
+and ``verbosity`` are read on the client when a Dask job is set up and travel to the workers
+with the job, so a ``config_context`` around ``dgboost.dask.train`` reaches every worker.
+Evaluation lines asked for with ``verbose_eval`` print whatever the ``verbosity``.
 
 Examples
 --------

@@ -109,6 +109,14 @@ def test_dgboosts_warnings_and_info_lines_follow_verbosity(caplog):
     assert [r.getMessage() for r in caplog.records] == ["w1", "w2", "i2", "w3", "i3", "d3"]
 
 
+def test_evaluation_lines_the_user_asked_for_print_even_at_verbosity_0(capsys):
+    x, y = _data(n=200)
+    dtrain = dg.DMatrix(x, y)
+    with dg.config_context(verbosity=0):
+        dg.train(PARAMS, dtrain, 2, evals=[(dtrain, "train")], verbose_eval=True)
+    assert capsys.readouterr().out.splitlines()[0].startswith("[0]\ttrain-logloss:")
+
+
 # --- threads
 
 
