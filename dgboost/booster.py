@@ -550,7 +550,7 @@ class Booster:
         """
         import xgboost
 
-        return xgboost.Booster(model_file=self.save_raw(raw_format="json"))
+        return xgboost.Booster(model_file=self.save_raw(raw_format="ubj"))  # typed arrays: the fast path
 
     def get_fscore(self, fmap: str | os.PathLike = "") -> dict[str, float]:
         """Split counts per feature (``get_score(importance_type="weight")``)."""
