@@ -173,7 +173,9 @@ def normalised_model_json(booster: Booster, digits: int = 6, keys: Sequence[str]
     Two boosters trained on different devices compare equal here when they are the same
     model up to float noise in the leaf values.
     """
-    doc = json.loads(bytes(booster.save_raw("json")).decode("utf-8"))
+    # dgboost's own document (to_json), whose learner params hold the run-only parameters;
+    # save_raw("json") is XGBoost's JSON, which keeps them elsewhere
+    doc = json.loads(booster.to_json())
     params = doc.get("learner", {}).get("params", {})
     for name in _RUN_PARAMS:
         params.pop(name, None)
@@ -366,7 +368,7 @@ def _on_device(booster: Booster, device: str) -> Booster:
         out.set_param({"device": device})
         return out
     # XGBoost's other spelling: prediction parameters given to the constructor
-    return Booster(params={"device": device}, model_file=booster.save_raw("json"))
+    return Booster(params={"device": device}, model_file=booster.to_json().encode("utf-8"))
 
 
 def check_prediction_matches_reference(

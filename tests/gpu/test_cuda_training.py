@@ -125,6 +125,20 @@ CASES = {
     "weighted-absoluteerror": ("weighted", {**REGRESSION, "objective": "reg:absoluteerror", "subsample": 0.8}, 15),
     "ranking-ndcg": ("ranking", {"objective": "rank:ndcg", "max_depth": 6, "max_bin": 256}, 15),
     "ranking-ndcg-lossguide": ("ranking", {"objective": "rank:ndcg", "max_bin": 256, **LOSSGUIDE}, 10),
+    # random forests: several trees a round from the same gradients, each with its own samples
+    "missing-forest": ("missing", {**BINARY, "num_parallel_tree": 4, "subsample": 0.8, "colsample_bynode": 0.8}, 4),
+    "wine-softprob-forest-lossguide": (
+        "wine",
+        {
+            "objective": "multi:softprob",
+            "num_class": 3,
+            "max_bin": 256,
+            **LOSSGUIDE,
+            "num_parallel_tree": 3,
+            "subsample": 0.7,
+        },
+        4,
+    ),
     # few rounds: the CPU oracle is slow on 384,000 bins
     "wide-depthwise": ("wide", {**BINARY, "max_depth": 5}, 8),
     "wide-lossguide-bynode": ("wide", {**BINARY, **LOSSGUIDE, "max_leaves": 24, "colsample_bynode": 0.5}, 8),
