@@ -21,6 +21,10 @@ option                     environment variable (default)       meaning
                            (4 GiB)                              explainers' uploads may hold
 ``kernel_cache_dir``       ``DGBOOST_KERNEL_CACHE``             folder of compiled CUDA kernels
                            (``~/.cache/dgboost/kernels``)
+``use_rmm``                -- (False)                           CuPy allocates through RAPIDS
+                                                                Memory Manager when a CUDA
+                                                                backend is made (a warning
+                                                                without RMM); no effect on CPU
 =========================  ===================================  ==============================
 
 How a value is found, when it is used (never at import): the innermost
@@ -113,6 +117,7 @@ _OPTIONS: dict[str, tuple[Callable[[Any], Any], str | None, Callable[[str], Any]
     "nccl_keep_communicators": (_check_bool("nccl_keep_communicators"), "DGBOOST_NCCL_KEEP", _parse_bool, True),
     "device_cache_bytes": (_check_bytes, "DGBOOST_DEVICE_CACHE_BYTES", int, 4 << 30),
     "kernel_cache_dir": (_check_dir, "DGBOOST_KERNEL_CACHE", str, None),
+    "use_rmm": (_check_bool("use_rmm"), None, None, False),
 }
 
 _process: dict[str, Any] = {}  # values given to set_config outside any context
@@ -170,7 +175,8 @@ def set_config(**new_config: Any) -> None:
     **new_config
         Options and their values: ``verbosity`` (int, 0-3), ``nccl_stream_ordered`` (bool),
         ``nccl_keep_communicators`` (bool), ``device_cache_bytes`` (int >= 0),
-        ``kernel_cache_dir`` (str, path or None for the default folder). Outside a
+        ``kernel_cache_dir`` (str, path or None for the default folder), ``use_rmm`` (bool).
+        Outside a
         :func:`config_context` the values hold for the whole process; inside one, for the
         calling thread until the context exits.
 

@@ -28,6 +28,7 @@ from .._compat import cupy_module
 from .._fixed_point import check_row_count
 from .._layout import BEGIN, NODE_FIELDS
 from ..errors import DeviceMemoryError, DGBoostValueError
+from ._allocator import apply_allocator
 from ._ellpack import EllpackMatrix, feature_groups, symbol_bits
 from ._nvrtc import get_module
 from .base import LookaheadBudget
@@ -110,6 +111,7 @@ class CUDABackend:
         if not 0 <= device_id < count:
             raise DGBoostValueError(f"device 'cuda:{device_id}' does not exist: {count} CUDA device(s) visible")
         self.xp = cupy
+        apply_allocator(cupy)  # dgboost.config's use_rmm, read when a backend is made
         self._functions: dict = {}
         self._ptr_cache: dict = {}
         self.device_id = int(device_id)

@@ -17,6 +17,7 @@ _DEFAULTS = {
     "nccl_keep_communicators": True,
     "device_cache_bytes": 4 << 30,
     "kernel_cache_dir": None,
+    "use_rmm": False,
 }
 _VARIABLES = ("DGBOOST_NCCL_STREAM_ORDERED", "DGBOOST_NCCL_KEEP", "DGBOOST_DEVICE_CACHE_BYTES", "DGBOOST_KERNEL_CACHE")
 
@@ -113,9 +114,10 @@ def test_an_unknown_option_is_refused_with_the_closest_name_and_nothing_is_set()
     ):
         dg.set_config(verbosity=2, device_cache_byte=10)
     assert dg.get_config()["verbosity"] == 1
-    with pytest.raises(DGBoostValueError, match="unknown dgboost config option 'use_rmm'"):
-        with dg.config_context(use_rmm=True):
+    with pytest.raises(DGBoostValueError, match="unknown dgboost config option 'verbose'; did you mean 'verbosity'"):
+        with dg.config_context(verbose=2):
             pass
+    assert dg.get_config()["verbosity"] == 1
 
 
 @pytest.mark.parametrize(
@@ -175,3 +177,45 @@ def test_verbosity_filters_the_dgboost_loggers_records(caplog):
             logger.warning("warning at verbosity 0")
             logger.error("error at verbosity 0")
     assert [r.getMessage() for r in caplog.records] == ["info at verbosity 2", "error at verbosity 0"]
+
+
+def test_use_rmm_is_accepted_under_xgboosts_name_and_is_false_by_default():
+    assert dg.get_config()["use_rmm"] is False
+    with dg.config_context(use_rmm=True):
+        assert dg.get_config()["use_rmm"] is True
+    assert dg.get_config()["use_rmm"] is False
+
+
+def test_use_rmm_without_rmm_installed_warns_and_keeps_cupys_pool(monkeypatch):
+    import sys
+    import types
+
+    from dgboost.backend import _allocator
+
+    monkeypatch.setattr(_allocator, "_warned", False)
+    monkeypatch.setitem(sys.modules, "rmm", None)  # import rmm raises ImportError
+    fake_cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(set_allocator=lambda a: pytest.fail("set")))
+    assert _allocator.apply_allocator(fake_cupy) == "cupy"  # the option is off by default
+    with dg.config_context(use_rmm=True), pytest.warns(UserWarning, match="rmm"):
+        assert _allocator.apply_allocator(fake_cupy) == "cupy"
+
+
+def test_use_rmm_with_rmm_installed_routes_cupys_allocations_through_it(monkeypatch):
+    import sys
+    import types
+
+    from dgboost.backend import _allocator
+
+    def rmm_cupy_allocator(nbytes):
+        return nbytes
+
+    module = types.ModuleType("rmm.allocators.cupy")
+    module.rmm_cupy_allocator = rmm_cupy_allocator
+    for name in ("rmm", "rmm.allocators"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "rmm.allocators.cupy", module)
+    chosen = []
+    fake_cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(set_allocator=chosen.append))
+    with dg.config_context(use_rmm=True):
+        assert _allocator.apply_allocator(fake_cupy) == "rmm"
+    assert chosen == [rmm_cupy_allocator]
