@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ._array import array_module, is_device_array
+from ._compat import library_of
 from .errors import DGBoostError, DGBoostTypeError, DGBoostValueError
 from .params import check_max_bin
 
@@ -31,10 +32,6 @@ __all__ = ["DMatrix", "QuantileDMatrix", "RankDMatrix", "as_feature_matrix"]
 
 #: Entries of the matrix checked for infinite values at once (bounds the check's temporary).
 _INF_CHECK_ENTRIES = 1 << 25
-
-
-def _top_module(obj: Any) -> str:
-    return type(obj).__module__.split(".")[0]
 
 
 def small_to_host(value: Any) -> Any:
@@ -48,7 +45,7 @@ def small_to_host(value: Any) -> Any:
         return None
     if is_device_array(value):
         return value.get()
-    if _top_module(value) == "cudf" and hasattr(value, "to_pandas"):
+    if library_of(value) == "cudf" and hasattr(value, "to_pandas"):
         return value.to_pandas()
     return value
 
@@ -164,7 +161,7 @@ def as_feature_matrix(
     names = None
     if data is None:
         raise DGBoostTypeError("data is None: expected a 2-D array, DataFrame or sparse matrix")
-    module = _top_module(data)
+    module = library_of(data)
     if module == "cudf" and hasattr(data, "dtypes") and hasattr(data, "columns"):
         values, names = _cudf_to_matrix(data)
     elif module in ("pandas", "cudf") and hasattr(data, "to_frame"):

@@ -24,7 +24,7 @@ import os
 import threading
 from collections.abc import Iterator
 
-__all__ = ["usable_cores", "default_threads", "resolve_threads", "start_pool"]
+__all__ = ["usable_cores", "default_threads", "resolve_threads", "start_pool", "dask_worker_threads"]
 
 _pool_lock = threading.Lock()
 _pool = {"started": False}  # once per process: the environment is touched at most once
@@ -139,3 +139,31 @@ def start_pool() -> None:
             numba.get_num_threads()  # starts the pool (Numba's threading layer) if not started yet
         finally:
             os.environ.pop("OMP_WAIT_POLICY", None)
+
+
+@contextlib.contextmanager
+def dask_worker_threads() -> Iterator[None]:
+    """On a Dask worker: inside the block ``nthread=0`` means the worker's ``nthreads``, and
+    Numba kernels called directly (the CPU SHAP engine's) run on that many threads; outside a
+    worker nothing changes.
+
+    Prediction and explanation tasks take it so that several workers sharing a host do not
+    each use every core (training ranks get the same through :func:`default_threads`).
+    """
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # not on a Dask worker
+        yield
+        return
+    import numba
+
+    start_pool()
+    with default_threads(int(worker.state.nthreads)):
+        before = numba.get_num_threads()
+        numba.set_num_threads(resolve_threads(0, numba.config.NUMBA_NUM_THREADS))
+        try:
+            yield
+        finally:
+            numba.set_num_threads(before)

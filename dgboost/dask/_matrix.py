@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .._compat import library_of
 from ..errors import DGBoostTypeError, DGBoostValueError
 from ..params import check_max_bin
 
@@ -337,7 +338,7 @@ def _concat_rows(values: list):
     if len(values) == 1:
         return values[0]
     first = values[0]
-    module = type(first).__module__.split(".")[0]
+    module = library_of(first)
     if module == "pandas":
         import pandas as pd
 

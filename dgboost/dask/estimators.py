@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._array import array_module
+from .._compat import is_cudf_object
 from ..booster import Booster
 from ..errors import DGBoostValueError
 from ..params import TrainParams
@@ -333,7 +334,7 @@ def _label_block(b, classes: np.ndarray):
 def _label_partition(frame, classes: np.ndarray):
     """Probabilities of one DataFrame partition ((n, 1) for two classes, else (n, k)) -> a Series
     of labels from ``classes`` with the partition's index (pandas, or cuDF for cuDF partitions)."""
-    if type(frame).__module__.split(".")[0] == "cudf":
+    if is_cudf_object(frame):
         import cudf as frames
 
         values = frame.values  # a CuPy matrix

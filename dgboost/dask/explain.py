@@ -15,6 +15,8 @@ import dask.array as da
 import numpy as np
 
 from .._array import array_module, is_device_array
+from .._compat import is_cudf_object
+from ..backend._threads import dask_worker_threads
 from ..device import Device, parse_device
 from ..errors import DGBoostTypeError
 from ._held_blocks import held_blocks_array, where_held
@@ -56,13 +58,14 @@ def _explain_block(block, explainer, interactions: bool, trailing: tuple, device
     if block.shape[0] == 0:
         return array_module(block).empty((0,) + tuple(trailing), np.float64)
     explainer = explainer_on_device(explainer, device, is_device_array(block))
-    if interactions:
-        return explainer.shap_interaction_values(block, progress=False)
-    return explainer.shap_values(block, progress=False)
+    with dask_worker_threads():  # the worker's threads, not every core of a shared host
+        if interactions:
+            return explainer.shap_interaction_values(block, progress=False)
+        return explainer.shap_values(block, progress=False)
 
 
 def _frame_partition(part, explainer, device: Device | None = None):
-    on_gpu = type(part).__module__.split(".")[0] == "cudf"
+    on_gpu = is_cudf_object(part)
     if part.shape[0] == 0:
         out = shap_frame_meta(explainer, [str(c) for c in part.columns])
         if on_gpu:
@@ -71,7 +74,8 @@ def _frame_partition(part, explainer, device: Device | None = None):
             return cudf.from_pandas(out)
         return out
     explainer = explainer_on_device(explainer, device, on_gpu)
-    return explainer.shap_frame(part, progress=False)  # a cuDF frame for a cuDF partition
+    with dask_worker_threads():
+        return explainer.shap_frame(part, progress=False)  # a cuDF frame for a cuDF partition
 
 
 def shap_frame_meta(explainer, columns=None):

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._array import array_module
+from .._compat import is_cudf_object, is_dask_cudf_collection, library_of
+from ..backend._threads import dask_worker_threads
 from ..errors import DGBoostTypeError
 from ._held_blocks import held_blocks_array, where_held
 from ._matrix import DaskDMatrix
@@ -59,7 +61,7 @@ def model_reference(obj):
 
 def _empty_like(trailing: tuple, dtype, like) -> Any:
     xp = np
-    if type(like).__module__.split(".")[0] in ("cupy", "cudf"):
+    if library_of(like) in ("cupy", "cudf"):
         import cupy as xp  # noqa: F811 - the block's device
     return xp.empty((0,) + tuple(trailing), dtype=dtype)
 
@@ -73,7 +75,8 @@ def _predict_rows(booster, block, kwargs: dict, trailing: tuple, dtype, base_mar
     kw = dict(kwargs)
     missing = kw.pop("missing", np.nan)
     dm = RankDMatrix(block, base_margin=base_margin, missing=missing)
-    return booster.predict(dm, **kw)
+    with dask_worker_threads():  # the worker's threads, not every core of a shared host
+        return booster.predict(dm, **kw)
 
 
 def _predict_array_block(block, booster, kwargs, trailing, dtype, base_margin=None):
@@ -82,7 +85,7 @@ def _predict_array_block(block, booster, kwargs, trailing, dtype, base_margin=No
 
 def frame_meta_like(meta, data):
     """``meta`` (an empty pandas object) as cuDF when ``data``'s partitions are cuDF (dask_cudf)."""
-    if type(data._meta).__module__.split(".")[0] == "cudf":
+    if is_dask_cudf_collection(data):
         import cudf
 
         return cudf.from_pandas(meta)
@@ -91,8 +94,7 @@ def frame_meta_like(meta, data):
 
 def _predict_frame_partition(part, booster, kwargs, trailing, dtype, columns):
     out = _predict_rows(booster, part, kwargs, trailing, dtype)
-    module = type(part).__module__.split(".")[0]
-    if module == "cudf":
+    if is_cudf_object(part):
         import cudf as frames
     else:
         import pandas as frames

@@ -104,3 +104,29 @@ def test_a_worker_with_one_thread_trains_with_one_numba_thread_and_the_single_pr
     assert [r["numba_threads"] for r in out["profile"]["ranks"]] == [1, 1]
     single = dg.train(params, dg.DMatrix(x, y), 3)  # this process's default: all of its cores
     assert out["booster"].to_json() == single.to_json()
+
+
+def test_prediction_and_explanation_tasks_use_their_workers_threads_not_every_core():
+    """A task inside ``dask_worker_threads`` on a one-thread worker runs Numba on one thread
+    and resolves ``nthread=0`` to 1; on a two-thread worker to 2; outside a worker nothing is
+    changed. ``dgboost.dask.predict`` / ``shap_values`` run their blocks inside it."""
+    import numba
+    from distributed import Client, LocalCluster
+
+    from dgboost.backend._threads import dask_worker_threads, resolve_threads
+
+    def seen() -> tuple[int, int]:
+        with dask_worker_threads():
+            return numba.get_num_threads(), resolve_threads(0, numba.config.NUMBA_NUM_THREADS)
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.fail("Numba's pool has fewer than 2 threads: the test cannot tell 1 from 2")
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        with Client(cluster) as client:
+            assert client.submit(seen, pure=False).result(timeout=60) == (1, 1)
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
+        with Client(cluster) as client:
+            assert client.submit(seen, pure=False).result(timeout=60) == (2, 2)
+    before = numba.get_num_threads()
+    with dask_worker_threads():
+        assert numba.get_num_threads() == before
