@@ -28,27 +28,12 @@ from scipy.special import gammaln
 from ._array import array_module, as_rows, to_host
 from .errors import DGBoostValueError, ParameterError
 from .objective import Objective, cox_risk_sums, exact_sum
+from .params import METRICS
 
 __all__ = ["Metric", "CustomMetric", "get_metric", "METRIC_NAMES"]
 
-METRIC_NAMES = (
-    "rmse",
-    "mae",
-    "logloss",
-    "error",
-    "auc",
-    "mlogloss",
-    "merror",
-    "ndcg",
-    "map",
-    "poisson-nloglik",
-    "mphe",
-    "gamma-nloglik",
-    "gamma-deviance",
-    "tweedie-nloglik",
-    "quantile",
-    "cox-nloglik",
-)
+#: the metric names dgboost computes (one list: the parameter check reads it too)
+METRIC_NAMES = METRICS
 _EPS = 1e-16  # XGBoost's probability clip for logloss, mlogloss and poisson-nloglik
 _HIGHER_IS_BETTER = ("auc", "aucpr", "ndcg", "map", "pre")
 
