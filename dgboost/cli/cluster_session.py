@@ -54,7 +54,11 @@ def open_cluster(config: str | os.PathLike | dict | None, quiet: bool = False) -
         warnings.simplefilter("always")
         client = connect(config)
     for w in caught:
-        say(quiet, f"  note: {str(w.message).splitlines()[0]}")
+        # any warning raised meanwhile is caught here, also one with an empty message (e.g. a
+        # garbage-collected object's): such a note says nothing and is left out
+        text = str(w.message).strip()
+        if text:
+            say(quiet, f"  note: {text.splitlines()[0]}")
     try:
         expected = _expected_workers(config)
         if len(client.scheduler_info(n_workers=-1)["workers"]) < expected:

@@ -246,6 +246,14 @@ def _free_stuck_workers(client, timeout: float) -> None:
             "client.restart_workers([...])"
         )
     client.wait_for_workers(n_workers, timeout=restart_s)
+    # a restarted worker imports dgboost when the first task arrives: done now, so that the
+    # import does not count against the next collective's bootstrap ``timeout``
+    client.run(_import_rank_modules)
+
+
+def _import_rank_modules() -> None:
+    """Import what a rank task needs (run on restarted workers before a job starts)."""
+    import dgboost.training  # noqa: F401
 
 
 def _rank_meta(dm: DaskDMatrix, runs: list[tuple[int, int]] | None = None) -> dict:

@@ -445,3 +445,29 @@ def test_every_config_key_is_documented_in_help_and_docs(runner):
     keys |= {key for types in CLUSTER_VALUE_TYPES.values() for key in types}
     missing = sorted(key for key in keys if f"`{key}`" not in docs and f"`scale.{key}`" not in docs)
     assert not missing, missing
+
+
+def test_a_warning_with_an_empty_message_while_the_cluster_starts_is_left_out_of_the_notes(monkeypatch, capsys):
+    """``open_cluster`` reports warnings raised while it connects as notes; one whose message is
+    empty (a garbage-collected object's, say) used to end the command with an IndexError."""
+    import warnings
+
+    from dgboost.cli import cluster_session
+
+    class _Client:
+        def scheduler_info(self, n_workers=-1):
+            return {"workers": {"tcp://127.0.0.1:1": {"nthreads": 1}, "tcp://127.0.0.1:2": {"nthreads": 1}}}
+
+        def close(self):
+            pass
+
+    def connect(config):
+        warnings.warn(UserWarning(), stacklevel=2)  # an empty message
+        warnings.warn("the dashboard port is taken\nmore detail", stacklevel=2)
+        return _Client()
+
+    monkeypatch.setattr(cluster_session, "connect", connect)
+    client, _ = cluster_session.open_cluster(None, quiet=False)
+    assert isinstance(client, _Client)
+    notes = [line for line in capsys.readouterr().err.splitlines() if "note:" in line]
+    assert notes == ["  note: the dashboard port is taken"]
