@@ -11,7 +11,7 @@ import glob
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import click
 
@@ -459,6 +459,40 @@ def _cluster_only(cluster: str | None, **options) -> None:
         raise click.UsageError(f"{', '.join(given)}: only with --cluster")
 
 
+def _on_cluster(
+    cluster: str,
+    quiet: bool,
+    paths: list[str],
+    partition_rows: int | None,
+    with_file_name: bool,
+    output_path: str,
+    work: Callable[[Any, Any], None],
+) -> None:
+    """``predict`` / ``explain`` with ``--cluster``: the Parquet footers and the output folder
+    checked before a cluster starts, then ``work(client, data)`` on it, the client closed after."""
+    from .cluster_io import check_output_folder, check_parquet_input
+
+    data = check_parquet_input(paths, "data", partition_rows, with_file=with_file_name)
+    check_output_folder(output_path)
+    client = _cluster_client(cluster, quiet)
+    try:
+        work(client, data)
+    finally:
+        client.close()
+
+
+def _local_rows(
+    paths: list[str], with_file_name: bool, label_column: str | None, keep: list[str], feature_names: Any
+) -> tuple[str, Any, Any]:
+    """``predict`` / ``explain`` in this process: (the sources' description, the feature rows,
+    the kept columns) of the files of ``paths``."""
+    source = " ".join(paths)
+    data = _read_local(paths, "data_path", with_file_name)
+    file_column = FILE_COLUMN if with_file_name else None
+    features, carried = select_rows(data, source, label_column, keep, feature_names, file_column)
+    return source, features, carried
+
+
 def _read_local(paths: list[str], name: str, with_file_name: bool):
     """The rows of the files of ``paths`` in this process (click's file checks for one plain path)."""
     if len(paths) == 1 and not glob.has_magic(paths[0]):
@@ -472,7 +506,7 @@ def _read_local(paths: list[str], name: str, with_file_name: bool):
     "model_path",
     required=True,
     type=click.Path(exists=True, dir_okay=False),
-    help="dgboost or XGBoost JSON model.",
+    help="dgboost or XGBoost model (JSON or UBJSON).",
 )
 @click.option(
     "--data",
@@ -539,13 +573,15 @@ def predict(
     keep = _keep_columns(keep_items)
     if cluster is not None:
         from .cluster_commands import predict_on_cluster
-        from .cluster_io import check_output_folder, check_parquet_input
 
-        data = check_parquet_input(paths, "data", partition_rows, with_file=with_file_name)  # before a cluster starts
-        check_output_folder(output_path)
-        client = _cluster_client(cluster, quiet)
-        try:
-            predict_on_cluster(
+        _on_cluster(
+            cluster,
+            quiet,
+            paths,
+            partition_rows,
+            with_file_name,
+            output_path,
+            lambda client, data: predict_on_cluster(
                 client,
                 model_path,
                 data,
@@ -555,17 +591,13 @@ def predict(
                 quiet=quiet,
                 keep=keep,
                 progress_interval=DEFAULT_INTERVAL if progress_interval is None else progress_interval,
-            )
-        finally:
-            client.close()
+            ),
+        )
         return
     _cluster_only(cluster, **{"--partition-rows": partition_rows, "--progress-interval": progress_interval})
     output_path = _check_path_option("output_path", output_path, dir_okay=False, path_type=Path)
     booster = Booster(model_file=model_path)
-    data = _read_local(paths, "data_path", with_file_name)
-    source = " ".join(paths)
-    file_column = FILE_COLUMN if with_file_name else None
-    features, carried = select_rows(data, source, label_column, keep, booster.feature_names, file_column)
+    _, features, carried = _local_rows(paths, with_file_name, label_column, keep, booster.feature_names)
     preds = booster.predict(features, output_margin=margin)
     write_predictions(output_path, preds, carried=carried)
     say(quiet, f"wrote {len(preds):,} predictions to {output_path}")
@@ -577,7 +609,7 @@ def predict(
     "model_path",
     required=True,
     type=click.Path(exists=True, dir_okay=False),
-    help="dgboost or XGBoost JSON model, or a LightGBM text model.",
+    help="dgboost or XGBoost model (JSON or UBJSON), or a LightGBM text model.",
 )
 @click.option(
     "--data",
@@ -658,13 +690,15 @@ def explain(
     keep = _keep_columns(keep_items)
     if cluster is not None:
         from .cluster_commands import explain_on_cluster
-        from .cluster_io import check_output_folder, check_parquet_input
 
-        data = check_parquet_input(paths, "data", partition_rows, with_file=with_file_name)  # before a cluster starts
-        check_output_folder(output_path)
-        client = _cluster_client(cluster, quiet)
-        try:
-            explain_on_cluster(
+        _on_cluster(
+            cluster,
+            quiet,
+            paths,
+            partition_rows,
+            with_file_name,
+            output_path,
+            lambda client, data: explain_on_cluster(
                 client,
                 model_path,
                 data,
@@ -676,18 +710,14 @@ def explain(
                 device=device,
                 keep=keep,
                 progress_interval=DEFAULT_INTERVAL if progress_interval is None else progress_interval,
-            )
-        finally:
-            client.close()
+            ),
+        )
         return
     _cluster_only(cluster, **{"--partition-rows": partition_rows, "--progress-interval": progress_interval})
     output_path = _check_path_option("output_path", output_path, dir_okay=False, path_type=Path)
 
     explainer = TreeExplainer(model_path, algorithm=algorithm, progress=not quiet, device=resolve_device(device))
-    source = " ".join(paths)
-    data = _read_local(paths, "data_path", with_file_name)
-    file_column = FILE_COLUMN if with_file_name else None
-    data, carried = select_rows(data, source, label_column, keep, explainer.meta.get("feature_names"), file_column)
+    source, data, carried = _local_rows(paths, with_file_name, label_column, keep, explainer.meta.get("feature_names"))
     n_rows = len(data)
     if n_rows == 0:
         raise DGBoostValueError(f"{source} has no rows to explain")
