@@ -13,9 +13,13 @@
 //  2. ``partition_scatter``: ranks inside the tile by warp ballots, plus the tile's base,
 //     give each row its place; rows go to a buffer at their final absolute positions.
 //  3. ``partition_copy_back``: buffer -> rows over the split segments.
+// Categorical splits (``has_cat`` != 0): a parent whose feature is categorical (``is_cat``)
+// sends a row left iff its bin's bit is NOT set in the parent's row of ``cat_bits`` (uint32
+// (k, cat_words), the categories that go right); a missing bin goes by default_left. The
+// bitset is read through the read-only cache (a node's words are shared by its tiles).
 // Memory traffic per row: 4 B row + 8 B symbol + 1 B flag written; 1 B flag + 4 B row read,
 // 4 B written; 8 B copied back (~30 B a row, no host round trip, no library scan).
-#include "common.cuh"
+#include "categorical.cuh"
 
 using namespace dgboost;
 
@@ -73,7 +77,8 @@ __device__ void scan_tiles(const long long* __restrict__ parents, int k, const l
 extern "C" __global__ void __launch_bounds__(kThreads) partition_flags(
     const unsigned int* __restrict__ packed, int bits, int n_features, unsigned missing,
     const int* __restrict__ rows, const long long* __restrict__ parents, int k,
-    const long long* __restrict__ tile_offsets, unsigned char* __restrict__ flags,
+    const long long* __restrict__ tile_offsets, const unsigned char* __restrict__ is_cat,
+    const unsigned int* __restrict__ cat_bits, int cat_words, int has_cat, unsigned char* __restrict__ flags,
     long long* __restrict__ tile_lefts, long long* __restrict__ tile_scan, long long* __restrict__ counts,
     unsigned int* __restrict__ done) {
   __shared__ int warp_sums[kThreads / 32];
@@ -84,6 +89,9 @@ extern "C" __global__ void __launch_bounds__(kThreads) partition_flags(
     const long long* rec = parents + static_cast<long long>(s.node) * kNodeFields;
     const long long feature = rec[kFeature], split_bin = rec[kSplitBin];
     const unsigned char dl = rec[kDefaultLeft] != 0 ? 1 : 0;
+    // a categorical parent's bitset (categories that go right); null for a numeric one
+    const unsigned int* node_bits =
+        has_cat && feature >= 0 && is_cat[feature] ? cat_bits + static_cast<long long>(s.node) * cat_words : nullptr;
     int lefts = 0;
 #pragma unroll
     for (int it = 0; it < kItems; ++it) {
@@ -93,7 +101,9 @@ extern "C" __global__ void __launch_bounds__(kThreads) partition_flags(
         if (feature >= 0) {
           const int r = rows[p];
           const unsigned sym = read_symbol(packed, bits, static_cast<uint64_t>(r) * n_features + feature);
-          f = sym == missing ? dl : (static_cast<long long>(sym) <= split_bin ? 1 : 0);
+          if (sym == missing) f = dl;
+          else if (node_bits != nullptr) f = category_in_set(node_bits, cat_words, sym) ? 0 : 1;
+          else f = static_cast<long long>(sym) <= split_bin ? 1 : 0;
         }
         flags[p] = f;
         lefts += f;

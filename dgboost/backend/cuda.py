@@ -128,7 +128,16 @@ class CUDABackend:
         # passed where nothing is monotone-constrained (the kernel does not read them)
         self._no_bounds = cupy.zeros(2, dtype=cupy.float64)
         self._no_signs = cupy.zeros(1, dtype=cupy.int8)
+        # passed where an ensemble has no categorical split (the prediction kernels' flag is 0)
+        self._no_cat_nodes = (
+            cupy.zeros(1, dtype=cupy.uint8),
+            cupy.zeros(1, dtype=cupy.int64),
+            cupy.zeros(1, dtype=cupy.int32),
+            cupy.zeros(1, dtype=cupy.uint32),
+            np.int32(0),
+        )
         self._scratch_arrays: dict = {}
+        self._layout_cache = None  # (CategoricalLayout, its arrays on the device)
         self._staging: list = []  # [pinned buffer, event of its last copy or None] per slot
         self._staging_next = 0
         # scans the last split_nodes made in its own launch, by the array they scan: the
@@ -639,7 +648,7 @@ class CUDABackend:
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         return begins, offsets, int(offsets[-1])
 
-    def partition(self, bins: EllpackMatrix, rows, records, max_rows=None):
+    def partition(self, bins: EllpackMatrix, rows, records, max_rows=None, categorical=None, cat_bits=None):
         records = self._records(records)
         k = int(records.shape[0])
         counts = self.empty((k, 2), np.int64)
@@ -664,6 +673,7 @@ class CUDABackend:
             0,
             (bins.packed, np.int32(bins.bits), np.int32(bins.n_features), np.uint32(bins.missing), rows)
             + tiled
+            + self._partition_categories(categorical, cat_bits, k)
             + (flags, tile_lefts, tile_scan, counts, self._partition_done),
             threads=256,
             grid=max_tiles,
@@ -678,6 +688,35 @@ class CUDABackend:
         )
         self._launch("partition.cu", "partition_copy_back", 0, (buffer,) + tiled + (rows,), threads=256, grid=max_tiles)
         return counts
+
+    def _partition_categories(self, categorical, cat_bits, k: int) -> tuple:
+        """partition_flags' categorical arguments: is_cat (uint8 (F,)), the parents' bitsets
+        (uint32 (k, words)), words and the flag 1; placeholders and 0 without categorical
+        features."""
+        if categorical is None:
+            return (self._no_cat_nodes[0], self._no_cat_nodes[3], np.int32(1), np.int32(0))
+        layout = self._device_layout(categorical)
+        words = int(categorical.words)
+        if cat_bits is None or tuple(cat_bits.shape) != (k, words) or cat_bits.dtype != np.uint32:
+            shape = None if cat_bits is None else (cat_bits.dtype, tuple(cat_bits.shape))
+            raise DGBoostValueError(
+                f"partition of {k} categorical records needs cat_bits uint32 ({k}, {words}), got {shape}"
+            )
+        return (layout[0], self.xp.ascontiguousarray(cat_bits), np.int32(words), np.int32(1))
+
+    def _device_layout(self, categorical) -> tuple:
+        """is_cat (uint8 (F,)) and n_cats (int32 (F,)) of a CategoricalLayout on the device,
+        uploaded once per layout object."""
+        hit = self._layout_cache
+        if hit is None or hit[0] is not categorical:
+            hit = self._layout_cache = (
+                categorical,
+                (
+                    self.xp.asarray(np.ascontiguousarray(categorical.is_cat, np.uint8)),
+                    self.xp.asarray(np.ascontiguousarray(categorical.n_cats, np.int32)),
+                ),
+            )
+        return hit[1]
 
     def add_leaf_values(self, margin, rows, begins, ends, values, group):
         begins, offsets, total = self._segments(begins, ends)
@@ -770,6 +809,25 @@ class CUDABackend:
             xp.asarray(ensemble.groups()[t0:t1]),
         )
 
+    def _categorical_nodes(self, ensemble, t0: int, t1: int) -> tuple:
+        """The prediction kernels' categorical arguments for trees [t0, t1): split_type (uint8),
+        cat_begin (int64, word offsets into the whole ``cat_bits``), cat_words (int32),
+        cat_bits (uint32) on the device and the flag 1; placeholders and 0 for an ensemble
+        without categorical splits (the kernels then never read them)."""
+        if not getattr(ensemble, "has_categorical", False):
+            return self._no_cat_nodes
+        xp = self.xp
+        offsets = ensemble.offsets()
+        lo, hi = int(offsets[t0]), int(offsets[t1])
+        bits = np.asarray(ensemble.cat_bits, np.uint32)
+        return (
+            xp.asarray(np.ascontiguousarray(ensemble.split_type[lo:hi], np.uint8)),
+            xp.asarray(np.ascontiguousarray(ensemble.cat_begin[lo:hi], np.int64)),
+            xp.asarray(np.ascontiguousarray(ensemble.cat_words[lo:hi], np.int32)),
+            xp.asarray(bits if bits.size else np.zeros(1, np.uint32)),
+            np.int32(1),
+        )
+
     def predict_margin(self, ensemble, values, tree_begin, tree_end, out):
         """Add trees ``[tree_begin, tree_end)`` to ``out`` (float32 (n, n_groups), device or host)."""
         if tree_end <= tree_begin or values.shape[0] == 0:
@@ -792,6 +850,9 @@ class CUDABackend:
                 value,
                 offsets,
                 groups,
+            )
+            + self._categorical_nodes(ensemble, tree_begin, tree_end)
+            + (
                 x,
                 np.int64(n),
                 np.int32(x.shape[1]),
@@ -823,6 +884,9 @@ class CUDABackend:
                     split_value,
                     dl,
                     offsets,
+                )
+                + self._categorical_nodes(ensemble, tree_begin, tree_end)
+                + (
                     x,
                     np.int64(n),
                     np.int32(x.shape[1]),
