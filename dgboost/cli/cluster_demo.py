@@ -18,6 +18,10 @@ if TYPE_CHECKING:  # annotations only: distributed is imported where a cluster i
 __all__ = ["cluster_demo"]
 
 
+# seconds the demo waits for the test rows' SHAP values (a stuck worker ends it with an error)
+_SHAP_WAIT = 3600.0
+
+
 def _scatter_rows(client, array: np.ndarray, workers: list[str]):
     """``array`` as a dask array of one contiguous block per worker, each block on its worker."""
     import dask.array as da
@@ -58,6 +62,7 @@ def cluster_demo(
         The rows of the summary table.
     """
     from .. import dask as dxgb
+    from ..dask._waits import bounded_compute
     from ..datasets import make_synthetic
 
     X, y, _ = make_synthetic(rows, task="binary", missing_rate=missing_rate, seed=seed)
@@ -124,7 +129,7 @@ def cluster_demo(
     say(quiet, f"explaining the {n_test:,} test rows on the workers (exact TreeSHAP)")
     started = time.perf_counter()
     values = dxgb.shap_values(client, booster, Xte, device=device)
-    mean_abs = np.asarray(client.compute(abs(values).mean(axis=0)).result())
+    mean_abs = np.asarray(bounded_compute(client, abs(values).mean(axis=0), "the test rows' SHAP values", _SHAP_WAIT))
     shap_time = time.perf_counter() - started
     top = np.argsort(-mean_abs)[:3]
     summary += [

@@ -110,7 +110,9 @@ def describe_cluster(client: Client, config: dict | None = None, dashboard: bool
 def cluster_device(client: Client) -> str:
     """``cuda`` when every worker has a usable GPU, else ``cpu`` (what ``device=auto`` means here)."""
     # "auto" on a worker: cuda where CuPy and the CUDA backend work there
-    devices = set(client.run(resolve_device, "auto").values())
+    from ..dask._waits import bounded_call
+
+    devices = set(bounded_call(client.run, resolve_device, "auto", what="the workers' devices (client.run)").values())
     return "cuda" if devices == {"cuda"} else "cpu"
 
 

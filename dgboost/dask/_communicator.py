@@ -18,7 +18,8 @@ import contextlib
 import uuid
 
 from ..config import get_config
-from ..errors import DGBoostValueError
+from ..errors import CommunicationError, DGBoostValueError
+from ._waits import bounded_call
 
 __all__ = ["make_spec", "release_spec", "open_comm"]
 
@@ -111,8 +112,18 @@ def make_spec(
         spec["uid"] = None if token is not None else new_unique_id()
         return spec
     try:
-        args = client.run_on_scheduler(_tracker_on_scheduler, world_size, timeout, job)
+        args = bounded_call(
+            client.run_on_scheduler,
+            _tracker_on_scheduler,
+            world_size,
+            timeout,
+            job,
+            what="the collective's tracker on the scheduler (client.run_on_scheduler)",
+            timeout=timeout,
+        )
         where = "scheduler"
+    except CommunicationError:
+        raise
     except Exception:  # noqa: BLE001 - dgboost not importable on the scheduler: run it here
         from distributed.comm import get_address_host
 
@@ -132,7 +143,13 @@ def release_spec(client, spec: dict) -> None:
         return
     if spec.get("where") == "scheduler":
         with contextlib.suppress(Exception):
-            client.run_on_scheduler(_free_tracker, spec["job"])
+            bounded_call(
+                client.run_on_scheduler,
+                _free_tracker,
+                spec["job"],
+                what="the tracker's release",
+                timeout=spec["timeout"],
+            )
     else:
         _free_tracker(spec["job"])
 

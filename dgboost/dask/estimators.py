@@ -21,6 +21,7 @@ from ..errors import DGBoostValueError
 from ..params import TrainParams
 from ..sklearn import DGBClassifier, DGBModel, DGBRanker, DGBRegressor
 from ._matrix import DaskDMatrix
+from ._waits import bounded_compute
 from .prediction import frame_meta_like
 from .prediction import predict as dask_predict
 from .training import train as dask_train
@@ -183,9 +184,8 @@ class DaskDGBClassifier(_DaskEstimator, DGBClassifier):
 
         if fitting:
             # drop_duplicates into one partition: a Series' unique() shuffles (and logs shuffle warnings)
-            classes = np.asarray(
-                y.drop_duplicates(split_out=1).compute() if hasattr(y, "drop_duplicates") else da.unique(y).compute()
-            )
+            unique = y.drop_duplicates(split_out=1) if hasattr(y, "drop_duplicates") else da.unique(y)
+            classes = np.asarray(bounded_compute(self.client, unique, "the classes of y (unique labels)"))
             classes = np.sort(classes[~_isnan(classes)]) if classes.dtype.kind == "f" else np.sort(classes)
             if len(classes) < 2:
                 raise DGBoostValueError(f"y has {len(classes)} class(es): a classifier needs at least 2")

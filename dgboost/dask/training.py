@@ -41,6 +41,7 @@ from ._matrix import DaskDMatrix, as_rank_dmatrix
 from ._placement import imbalance_note, place, place_where_held, row_runs
 from ._preflight import check_partitions
 from ._profile import RankClock, job_profile, numba_compiler_use
+from ._waits import bounded_call
 
 if TYPE_CHECKING:  # annotations only: the ranks import the training driver when they run
     from ..booster import Booster
@@ -49,6 +50,8 @@ if TYPE_CHECKING:  # annotations only: the ranks import the training driver when
 __all__ = ["train"]
 
 _POLL_SECONDS = 0.5
+# an abort is sent, not waited for: its message is handed to the scheduler in milliseconds
+_ABORT_SECONDS = 30.0
 _RANK_KEY = "dgboost-train-rank-"
 _NOTICE_TOPIC = "dgboost-numba-compile-"  # + the job: a worker's rank says it compiles
 _RANK_ONLY = ("verbose_eval", "profile", "verbosity", "notice_topic")  # options that are not train()'s
@@ -204,8 +207,10 @@ def _wait_for_earlier_ranks(client, timeout: float) -> list[str]:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            busy = sorted(w for w, n in client.run(_ranks_still_running).items() if n)
-        except Exception:  # noqa: BLE001 - a worker starting or leaving: ask again (the others may be busy)
+            left = max(deadline - time.monotonic(), 1.0)
+            running = bounded_call(client.run, _ranks_still_running, what="ranks still running", timeout=left)
+            busy = sorted(w for w, n in running.items() if n)
+        except Exception:  # noqa: BLE001 - a worker starting, leaving or not answering: ask again (the others may be busy)
             busy = ["(a worker that did not answer)"]
         if not busy or time.monotonic() > deadline:
             return [w for w in busy if not w.startswith("(")]
@@ -248,7 +253,7 @@ def _free_stuck_workers(client, timeout: float) -> None:
     client.wait_for_workers(n_workers, timeout=restart_s)
     # a restarted worker imports dgboost when the first task arrives: done now, so that the
     # import does not count against the next collective's bootstrap ``timeout``
-    client.run(_import_rank_modules)
+    bounded_call(client.run, _import_rank_modules, what="dgboost's import on restarted workers", timeout=restart_s)
 
 
 def _import_rank_modules() -> None:
@@ -539,7 +544,13 @@ def _communicator_spec(client, p: TrainParams, placement, communicator: str, tim
     device_ids, kept = None, []
     device = parse_device(p.device)
     if device.is_cuda:
-        found = client.run(_worker_gpu, workers=list(placement.workers))
+        found = bounded_call(
+            client.run,
+            _worker_gpu,
+            workers=list(placement.workers),
+            what=f"the GPUs of worker(s) {', '.join(placement.workers)} (client.run)",
+            timeout=timeout,
+        )
         ids = [found[w][0] if w in found else None for w in placement.workers]
         kept = [found[w][1] if w in found else None for w in placement.workers]
         device_ids = ids if all(i is not None for i in ids) else None
@@ -642,7 +653,15 @@ def _abort_nccl_job(client, job: str, why: str) -> None:
     """Abort job ``job``'s NCCL communicator on every worker that still runs one of its ranks
     (fire and forget: a worker that cannot be reached has nothing to free)."""
     try:
-        client.run(_abort_nccl_job_on_worker, job, f"the job was stopped: {why}", wait=False)
+        bounded_call(
+            client.run,
+            _abort_nccl_job_on_worker,
+            job,
+            f"the job was stopped: {why}",
+            wait=False,
+            what="the abort of the job's NCCL communicators",
+            timeout=_ABORT_SECONDS,
+        )
     except Exception as exc:  # noqa: BLE001 - best effort: the ranks' own timeouts still free them
         _log.warning("dgboost.dask: could not abort the job's NCCL communicators: %s", exc)
 
