@@ -46,6 +46,7 @@ from .comm.base import Communicator, LocalComm
 from .constraints import InteractionConstraints, resolve_monotone_constraints
 from .data import DMatrix
 from .errors import DGBoostValueError
+from .exact_greedy import ExactGrower
 from .grower import FeatureSampler, TreeGrower
 from .metric import get_metric
 from .model_io import trees_per_round
@@ -302,6 +303,16 @@ class TrainingJob:
             if resumed is not None:
                 check_same_data(resumed, self.fingerprint["data"], self.fingerprint["cuts"])
         del global_rows
+        if p.tree_method == "exact":
+            if any(t == "c" for t in (getattr(dtrain, "feature_types", None) or ())):
+                raise DGBoostValueError(
+                    "tree_method='exact' has no categorical splits (as XGBoost's exact): use tree_method='hist'"
+                )
+            # no bins: the exact grower presorts the values (and checks its memory) itself
+            self.binned = None
+            self._prepare_margins()
+            self.global_index = global_row_index(row_runs, backend.xp) if p.subsample < 1.0 else None
+            return
         # deep trees rarely fill a level: the estimate counts at most 256 nodes' histograms, and a
         # wider level that does not fit fails then, with its own size in the message
         level_nodes = 2 if p.grow_policy == "lossguide" else 1 << min(max(p.max_depth, 1), 8)
@@ -318,14 +329,19 @@ class TrainingJob:
         )
         with stage("binning", backend.synchronize):
             self.binned = BinnedMatrix.from_values(dtrain.data, cuts, backend)
-        with stage("margins", backend.synchronize):
-            self.train_data = _Data(dtrain, self.n_groups, self.ensemble.base_margin, backend)
-            self.eval_data = [_Data(dm, self.n_groups, self.ensemble.base_margin, backend) for dm, _ in self.evals]
-            for d in [self.train_data] + self.eval_data:
-                backend.predict_margin(self.ensemble, d.values, 0, self.ensemble.n_trees, d.margin)
+        self._prepare_margins()
         # on the backend's device: the subsample mask of every round is hashed there (only made
         # when rows are sampled: 8 bytes a row)
         self.global_index = global_row_index(row_runs, backend.xp) if p.subsample < 1.0 else None
+
+    def _prepare_margins(self) -> None:
+        """The training and evaluation sets on the backend's device, with their margins."""
+        backend = self.backend
+        with stage("margins", backend.synchronize):
+            self.train_data = _Data(self.dtrain, self.n_groups, self.ensemble.base_margin, backend)
+            self.eval_data = [_Data(dm, self.n_groups, self.ensemble.base_margin, backend) for dm, _ in self.evals]
+            for d in [self.train_data] + self.eval_data:
+                backend.predict_margin(self.ensemble, d.values, 0, self.ensemble.n_trees, d.margin)
 
     def _make_grower(self) -> None:
         p, dtrain = self.params, self.dtrain
@@ -335,9 +351,16 @@ class TrainingJob:
         if p.interaction_constraints is not None:
             interactions = InteractionConstraints(p.interaction_constraints, n_features, dtrain.feature_names)
         # a forest's trees grow with eta / num_parallel_tree
-        self.grower = TreeGrower(
-            self.backend, self.comm, tree_params(p), self.binned, sampler, interactions, self.monotone
-        )
+        if p.tree_method == "exact":
+            with stage("presort", self.backend.synchronize):
+                values = self.train_data.values
+                self.grower = ExactGrower(
+                    self.backend, self.comm, tree_params(p), values, sampler, interactions, self.monotone
+                )
+        else:
+            self.grower = TreeGrower(
+                self.backend, self.comm, tree_params(p), self.binned, sampler, interactions, self.monotone
+            )
         # leaves added to the margins on the device from the records of trees grown in whole levels
         # (no host decision in their growth), so the host reads a tree while the next round's
         # gradients are made; leaves refitted on the host, clipped into monotone bounds or of a

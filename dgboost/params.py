@@ -261,6 +261,9 @@ class TrainParams:
     reg_lambda: float = 1.0  # "lambda" is a Python keyword
     alpha: float = 0.0
     max_bin: int = 256
+    # "hist" (quantile bins, the default) or "exact" (every distinct value a candidate,
+    # depthwise only: dgboost/exact_greedy.py)
+    tree_method: str = "hist"
     base_score: float | None = None
     seed: int = 0
     nthread: int = 0
@@ -331,6 +334,7 @@ class TrainParams:
         _check_range("lambda", self.reg_lambda, 0.0, None)
         _check_range("alpha", self.alpha, 0.0, None)
         self.max_bin = check_max_bin(self.max_bin)
+        _check_tree_method(self)
         _check_range("num_class", self.num_class, 0, None)
         _check_range("scale_pos_weight", self.scale_pos_weight, 0.0, None, low_open=True)
         _check_range("huber_slope", self.huber_slope, 0.0, None, low_open=True)
@@ -366,6 +370,8 @@ class TrainParams:
             value = getattr(self, f.name)
             if callable(value):
                 continue
+            if f.name == "tree_method" and value == "hist":
+                continue  # the default, left out so that hist models keep their bytes
             if f.name == "num_parallel_tree" and value == 1:
                 # XGBoost's default, left out so that a model of one tree per round keeps the
                 # bytes it had before forests (a model without the key has one tree a round)
@@ -393,6 +399,43 @@ _INT_FIELDS = {
 }
 # by field name, and "lambda" by its parameter name too: parse_params coerces by parameter name
 _FLOAT_FIELDS = {f.name for f in fields(TrainParams) if f.type in ("float", "float | None")} | {"lambda"}
+
+
+def _tree_method(value: Any) -> str:
+    """XGBoost's ``tree_method`` spellings as dgboost's two methods: ``"hist"`` (also for
+    None, ``"auto"``, ``"gpu_hist"`` and, with a warning, ``"approx"``) or ``"exact"``."""
+    if value in ("hist", "auto", "gpu_hist", None):
+        return "hist"
+    if value == "exact":
+        return "exact"
+    if value == "approx":
+        warnings.warn(
+            "tree_method='approx': dgboost has no 'approx' tree method and uses "
+            "'hist' (histograms of up to max_bin bins per feature) instead",
+            UserWarning,
+            stacklevel=3,
+        )
+        return "hist"
+    raise ParameterError(f"tree_method={value!r} is not supported: use 'hist' (the default) or 'exact'")
+
+
+def _check_tree_method(p: "TrainParams") -> None:
+    """``tree_method`` and what exact greedy growth refuses (as XGBoost's ``exact``: depthwise
+    growth to a positive ``max_depth``, no leaf budget)."""
+    if p.tree_method not in ("hist", "exact"):
+        raise ParameterError(_suggest("tree_method", str(p.tree_method), ("hist", "exact")))
+    if p.tree_method != "exact":
+        return
+    if p.grow_policy != "depthwise":
+        raise ParameterError(
+            f"tree_method='exact' grows depthwise only (as XGBoost's exact); grow_policy={p.grow_policy!r} "
+            "needs tree_method='hist'"
+        )
+    if p.max_leaves > 0:
+        raise ParameterError(
+            f"tree_method='exact' has no leaf budget: max_leaves={p.max_leaves} needs tree_method='hist' "
+            "(or bound the tree with max_depth)"
+        )
 
 
 def _quantile_alpha(value) -> tuple:
@@ -526,15 +569,8 @@ def parse_params(params: Mapping[str, Any] | TrainParams | None) -> TrainParams:
         if not isinstance(key, str):
             raise ParameterError(f"parameter names must be strings, got {key!r}")
         if key in _ACCEPTED_AND_IGNORED:
-            if key == "tree_method" and value in ("approx", "exact"):
-                warnings.warn(
-                    f"tree_method={value!r}: dgboost has no {value!r} tree method and uses "
-                    f"'hist' (histograms of up to max_bin bins per feature) instead",
-                    UserWarning,
-                    stacklevel=2,
-                )
-            elif key == "tree_method" and value not in ("hist", "auto", "gpu_hist", None):
-                raise ParameterError(f"tree_method={value!r} is not supported: dgboost always uses 'hist'")
+            if key == "tree_method":
+                kwargs["tree_method"] = _tree_method(value)
             if key == "multi_strategy" and value not in ("one_output_per_tree", None):
                 raise ParameterError(
                     f"multi_strategy={value!r} is not supported: dgboost grows one "

@@ -323,12 +323,19 @@ def test_reg_linear_as_a_training_parameter_trains_squarederror_with_a_deprecati
     np.testing.assert_array_equal(old.predict(dgboost.DMatrix(X)), new.predict(dgboost.DMatrix(X)))
 
 
-@pytest.mark.parametrize("method", ["approx", "exact"])
-def test_tree_method_approx_or_exact_warns_that_hist_is_used(method):
+def test_tree_method_approx_warns_that_hist_is_used():
     from dgboost.params import parse_params
 
-    with pytest.warns(UserWarning, match=f"tree_method='{method}'.*uses 'hist'"):
-        parse_params({"tree_method": method})
+    with pytest.warns(UserWarning, match="tree_method='approx'.*uses 'hist'"):
+        assert parse_params({"tree_method": "approx"}).tree_method == "hist"
+
+
+def test_tree_method_exact_is_kept_silently():
+    from dgboost.params import parse_params
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert parse_params({"tree_method": "exact"}).tree_method == "exact"
 
 
 @pytest.mark.parametrize("method", ["hist", "auto"])
