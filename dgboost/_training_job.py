@@ -38,6 +38,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ._array import array_module
+from ._categorical import categorical_layout, categorical_mask
 from ._stages import stage
 from .backend import get_backend
 from .binned import BinnedMatrix
@@ -52,7 +53,7 @@ from .metric import get_metric
 from .model_io import trees_per_round
 from .objective import CustomObjective, get_objective, score_from_margin
 from .params import TrainParams
-from .quantile import compute_cuts, global_row_index, hashed_uniform
+from .quantile import categorical_cuts, compute_cuts, global_row_index, hashed_uniform
 from .tree import Ensemble
 
 __all__ = ["TrainingJob", "check_features", "metrics_for", "tree_params"]
@@ -294,6 +295,10 @@ class TrainingJob:
                 sample_rows=p.sketch_sample_rows,
                 global_rows=global_rows,
             )
+            # a categorical feature's bins are its categories (docs/design.md §11.1)
+            cat_mask = categorical_mask(dtrain.feature_types, dtrain.num_col())
+            cuts = categorical_cuts(cuts, dtrain.data, cat_mask, comm)
+        self.categorical = categorical_layout(cuts.ptrs, cat_mask)
         self.fingerprint = None
         if fingerprint or resumed is not None:
             self.fingerprint = {
@@ -359,7 +364,14 @@ class TrainingJob:
                 )
         else:
             self.grower = TreeGrower(
-                self.backend, self.comm, tree_params(p), self.binned, sampler, interactions, self.monotone
+                self.backend,
+                self.comm,
+                tree_params(p),
+                self.binned,
+                sampler,
+                interactions,
+                self.monotone,
+                self.categorical,
             )
         # leaves added to the margins on the device from the records of trees grown in whole levels
         # (no host decision in their growth), so the host reads a tree while the next round's

@@ -26,6 +26,10 @@ With monotone constraints every batch also carries its nodes' weight bounds on t
 parents' split decisions (``Backend.child_bounds``) before evaluating the children, so no
 growth policy reads anything more; at the end of a tree the host replays the same bounds
 from the tree's arrays (``Backend.node_bounds``) to clip the leaf values.
+
+With categorical features (docs/design.md §11) every batch carries its nodes' category sets
+the same way (uint32 (m, words), ``_Batch.cat_bits``): written by the split evaluation, read
+by the partition, gathered and concatenated with the records and read with them.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import numpy as np
 
 from ._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, NODE_FIELDS, SPLIT_BIN, SUM_G, SUM_H
 from .binned import BinnedMatrix
-from .tree import Tree
+from .tree import Tree, categorical_tree_fields
 
 __all__ = ["TreeGrower", "GrownTree", "GrowingTree", "StartedTree", "FeatureSampler"]
 
@@ -110,6 +114,7 @@ class StartedTree:
     root: object
     hist: object
     bounds: object
+    cat_bits: object = None
 
 
 class GrowingTree:
@@ -161,18 +166,21 @@ class _Nodes:
         "end": (np.int64, 0),
     }
 
-    def __init__(self, capacity: int = 64):
+    def __init__(self, capacity: int = 64, words: int = 0):
         self.n = 0
         for name, (dtype, unsplit) in self._FIELDS.items():
             setattr(self, name, np.full(capacity, unsplit, dtype))
         self.sums = np.zeros((capacity, 2), np.int64)  # global quantised (G, H)
+        # each split node's right-going categories (categorical features only)
+        self.cat_bits = np.zeros((capacity, words), np.uint32) if words else None
 
     def _reserve(self, extra: int) -> None:
         capacity = self.parent.shape[0]
         if self.n + extra <= capacity:
             return
         capacity = max(self.n + extra, 2 * capacity)
-        for name, (dtype, unsplit) in [*self._FIELDS.items(), ("sums", (np.int64, 0))]:
+        extra_fields = [("sums", (np.int64, 0))] + ([("cat_bits", (np.uint32, 0))] if self.cat_bits is not None else [])
+        for name, (dtype, unsplit) in [*self._FIELDS.items(), *extra_fields]:
             old = getattr(self, name)
             new = np.full((capacity,) + old.shape[1:], unsplit, dtype)
             new[: self.n] = old[: self.n]
@@ -192,9 +200,12 @@ class _Nodes:
         self.n += m
         return np.arange(new.start, new.stop)
 
-    def split(self, ids, records: np.ndarray, left, right) -> None:
+    def split(self, ids, records: np.ndarray, left, right, bits=None) -> None:
         """Record the splits of nodes ``ids`` (an index array, or a slice) as evaluated in
-        their host records."""
+        their host records (and host category sets ``bits``, uint32 (k, words), with
+        categorical features)."""
+        if bits is not None:
+            self.cat_bits[ids] = bits
         self.feature[ids] = records[:, FEATURE]
         self.split_bin[ids] = records[:, SPLIT_BIN]
         self.default_left[ids] = records[:, DEFAULT_LEFT] != 0
@@ -225,6 +236,8 @@ class _Batch:
     # 2r + 1 for row r), or None
     ahead: "_Batch | None" = None
     evaluated: bool = True  # whether the nodes' splits were evaluated (else they are leaves)
+    cat_bits: object = None  # backend uint32 (m, words) category sets per row (categorical features)
+    cat_host: np.ndarray | None = None  # the same, as read with ``host``
 
     @cached_property
     def _features(self) -> list:
@@ -265,12 +278,24 @@ class TreeGrower:
     monotone : ndarray of int8 (F,) or None
         The sign of each feature's monotone constraint (1, -1, 0), None when no feature is
         constrained (``dgboost.constraints.resolve_monotone_constraints``).
+    categorical : CategoricalLayout or None
+        The categorical features (``dgboost._categorical``), None when there are none.
     """
 
     def __init__(
-        self, backend, comm, params, binned: BinnedMatrix, sampler: FeatureSampler, interactions=None, monotone=None
+        self,
+        backend,
+        comm,
+        params,
+        binned: BinnedMatrix,
+        sampler: FeatureSampler,
+        interactions=None,
+        monotone=None,
+        categorical=None,
     ):
         self.interactions = interactions
+        self.categorical = categorical
+        self._words = 0 if categorical is None else int(categorical.words)
         self.monotone = None if monotone is None else np.ascontiguousarray(monotone, np.int8)
         # uploaded once per training job: every evaluation reads it
         self._device_monotone = None if monotone is None else backend.asarray(self.monotone)
@@ -349,6 +374,19 @@ class TreeGrower:
             return {}
         return {"bounds": bounds, "monotone": self._device_monotone}
 
+    def _cat_args(self, cat_bits) -> dict:
+        """evaluate_splits' and partition's keyword arguments for nodes with category sets
+        ``cat_bits``: none without categorical features (the plain calls)."""
+        if self.categorical is None:
+            return {}
+        return {"categorical": self.categorical, "cat_bits": cat_bits}
+
+    def _new_cat_bits(self, m: int):
+        """uint32 (m, words) on the device for m nodes' category sets; None without categorical features."""
+        if self.categorical is None:
+            return None
+        return self.backend.empty((m, self._words), np.uint32)
+
     def _root_bounds(self):
         """The root's bounds, [-inf, inf], on the device (None without constraints)."""
         if self.monotone is None:
@@ -391,6 +429,9 @@ class TreeGrower:
         tree_mask = self.sampler.tree_mask(tree_index)
         root = backend.root_node(comm.allreduce_sum(backend.gpair_totals(gpair)), n_local)
         bounds = self._root_bounds()
+        cat_bits = self._new_cat_bits(1)
+        if cat_bits is not None:
+            cat_bits[...] = 0  # a root that may not split partitions nothing, but is read
         hist = None
         if self._can_split_at(0):
             hist = comm.allreduce_sum(
@@ -404,8 +445,9 @@ class TreeGrower:
                 scales,
                 self.params,
                 **self._monotone_args(bounds),
+                **self._cat_args(cat_bits),
             )
-        return StartedTree(gpair, scales, rows, tree_index, tree_mask, root, hist, bounds)
+        return StartedTree(gpair, scales, rows, tree_index, tree_mask, root, hist, bounds, cat_bits)
 
     def grow_from(self, started: "StartedTree") -> "GrowingTree":
         """Grow the rest of a tree whose root :meth:`start` queued (see :meth:`grow`)."""
@@ -413,14 +455,22 @@ class TreeGrower:
         self.gpair, self.scales, self.rows = started.gpair, started.scales, started.rows
         tree_index, tree_mask, scales = started.tree_index, started.tree_mask, started.scales
         root, hist, bounds = started.root, started.hist, started.bounds
-        t = _Nodes(capacity=self._node_capacity())
+        t = _Nodes(capacity=self._node_capacity(), words=self._words)
         if self._whole_levels():
-            records = self._grow_whole_levels(root, hist, bounds, tree_index, tree_mask)
-            read = backend.read_later([records, scales])
+            records, bits = self._grow_whole_levels(root, hist, bounds, started.cat_bits, tree_index, tree_mask)
+            read = backend.read_later([records, scales] + ([bits] if bits is not None else []))
             return self._queued(records, lambda rows: self._finish(*self._whole_level_nodes(read, t), rows))
         host = backend.to_host(root)
         batch = _Batch(
-            root, hist, host, t.add(np.array([-1]), host, 0), [frozenset()], bounds, evaluated=hist is not None
+            root,
+            hist,
+            host,
+            t.add(np.array([-1]), host, 0),
+            [frozenset()],
+            bounds,
+            evaluated=hist is not None,
+            cat_bits=started.cat_bits,
+            cat_host=None if started.cat_bits is None else backend.to_host(started.cat_bits),
         )
 
         if self.params.grow_policy == "lossguide":
@@ -455,7 +505,8 @@ class TreeGrower:
                 [(batch, int(r)) for r in rows], np.full(rows.size, depth), child_ids, tree_index, tree_mask
             )
             t.add(np.repeat(parent_ids, 2), children.host, depth)
-            t.split(parent_ids, batch.host[rows], child_ids[0::2], child_ids[1::2])
+            bits = None if batch.cat_host is None else batch.cat_host[rows]
+            t.split(parent_ids, batch.host[rows], child_ids[0::2], child_ids[1::2], bits)
             batch = children
 
     def _grow_best_first(self, root: _Batch, t: _Nodes, tree_index: int, tree_mask) -> None:
@@ -491,7 +542,7 @@ class TreeGrower:
         # the nodes go into ``t`` once, at the end (NumPy writes of two nodes at every split
         # cost more than the rest of a step): by node id its record's (host array, row) and
         # parent; by split node id its left child (the right is the next id)
-        hosts, host_of = [root.host], {id(root.host): 0}
+        hosts, host_of, cat_hosts = [root.host], {id(root.host): 0}, [root.cat_host]
         record_at, parents, lefts = [(0, 0)], [-1], {}
         n_nodes = t.n
         n_leaves = 1
@@ -512,6 +563,7 @@ class TreeGrower:
             if h is None:
                 h = host_of[id(children.host)] = len(hosts)
                 hosts.append(children.host)
+                cat_hosts.append(children.cat_host)
             record_at += ((h, 2 * j), (h, 2 * j + 1))
             parents += (nid, nid)
             lefts[nid] = left
@@ -526,7 +578,7 @@ class TreeGrower:
                         if children.ahead is not None:  # its children are already there
                             ready[left + side] = (children.ahead, r)
             n_leaves += 1
-        self._write_nodes(t, hosts, record_at, parents, depths, lefts)
+        self._write_nodes(t, hosts, record_at, parents, depths, lefts, cat_hosts)
 
     def _levels_ahead(self, n_parents: int, remaining: int | None, per_slot: int) -> int:
         """Whole levels to split below the children of ``n_parents`` nodes (lossguide's
@@ -573,26 +625,32 @@ class TreeGrower:
             ready[n] = (children, j)
 
     @staticmethod
-    def _write_nodes(t: _Nodes, hosts: list, record_at: list, parents: list, depths: list, lefts: dict) -> None:
+    def _write_nodes(
+        t: _Nodes, hosts: list, record_at: list, parents: list, depths: list, lefts: dict, cat_hosts: list
+    ) -> None:
         """Write lossguide's nodes (all but the root, already in ``t``) and splits into ``t``:
         node i's record is row ``record_at[i][1]`` of ``hosts[record_at[i][0]]``, a split
-        node's record holds its split too."""
+        node's record holds its split too (and its category set, the same row of
+        ``cat_hosts``, with categorical features)."""
         offsets = np.cumsum([0] + [h.shape[0] for h in hosts])
         at = np.asarray(record_at, np.int64)
-        records = np.concatenate(hosts)[offsets[at[:, 0]] + at[:, 1]]
+        where = offsets[at[:, 0]] + at[:, 1]
+        records = np.concatenate(hosts)[where]
+        bits = np.concatenate(cat_hosts)[where] if t.cat_bits is not None else None
         if len(parents) > 1:
             t.add(np.asarray(parents[1:], np.int64), records[1:], np.asarray(depths[1:], np.int64))
         if lefts:
             split = np.fromiter(lefts.keys(), np.int64, len(lefts))
             left = np.fromiter(lefts.values(), np.int64, len(lefts))
-            t.split(split, records[split], left, left + 1)
+            t.split(split, records[split], left, left + 1, None if bits is None else bits[split])
 
     def _parents(self, nodes: list[tuple[_Batch, int]]):
-        """(records, histograms, index, bounds) of ``nodes`` given as (batch, row), the rows
+        """(records, histograms, index, bounds, cat_bits) of ``nodes`` given as (batch, row), the rows
         of a batch together and in order: for one batch, views where its rows are
         consecutive, else its records (and bounds) gathered by an uploaded index, which then
         also picks the histograms; for several, each batch's piece so taken and the pieces
-        concatenated (index None); bounds None without monotone constraints. Uploads happen
+        concatenated (index None); bounds None without monotone constraints, cat_bits None
+        without categorical features. Uploads happen
         here, while the device is idle after the last read."""
         pieces = []  # (batch, rows) per batch, in the order of nodes
         for batch, row in nodes:
@@ -609,22 +667,31 @@ class TreeGrower:
             cat([p[1] for p in taken]),
             None,
             cat([p[3] for p in taken]) if self.monotone is not None else None,
+            cat([p[4] for p in taken]) if self.categorical is not None else None,
         )
 
     def _piece(self, batch: _Batch, rows: list, gather_hist: bool):
         """``_parents`` of some rows (ascending) of one batch; the histograms gathered too when
         ``gather_hist``, else left whole with the index that picks them."""
         bounded = self.monotone is not None
+        has_cat = self.categorical is not None
         first = rows[0]
         if rows[-1] - first == len(rows) - 1:  # consecutive
             end = first + len(rows)
-            return (batch.records[first:end], batch.hist[first:end], None, batch.bounds[first:end] if bounded else None)
+            return (
+                batch.records[first:end],
+                batch.hist[first:end],
+                None,
+                batch.bounds[first:end] if bounded else None,
+                batch.cat_bits[first:end] if has_cat else None,
+            )
         index = self.backend.asarray(np.array(rows, np.int64))
         return (
             batch.records[index],
             batch.hist[index] if gather_hist else batch.hist,
             None if gather_hist else index,
             batch.bounds[index] if bounded else None,
+            batch.cat_bits[index] if has_cat else None,
         )
 
     def _split(
@@ -650,7 +717,7 @@ class TreeGrower:
         """
         k = len(nodes)
         evaluate = any(self._can_split_at(int(d)) for d in child_depths)
-        parents, parent_hist, index, parent_bounds = self._parents(nodes)
+        parents, parent_hist, index, parent_bounds, parent_bits = self._parents(nodes)
         paths = None
         if self.interactions is not None:  # a child's ancestors: its parent's and the parent's feature
             paths = [b.paths[r] | {int(b.host[r, FEATURE])} for b, r in nodes for _ in (0, 1)]
@@ -662,6 +729,9 @@ class TreeGrower:
         # every level's records in one array, level m (2k << m rows) after level m - 1: the
         # read needs no concatenation
         records_of_levels = self.backend.empty(((2 * k) * ((2 << levels_ahead) - 1), NODE_FIELDS), np.int64)
+        bits_of_levels = self._new_cat_bits(records_of_levels.shape[0])
+        if bits_of_levels is not None:
+            bits_of_levels[...] = 0  # levels not evaluated are read too
         levels = [
             self._split_on_device(
                 parents,
@@ -671,12 +741,14 @@ class TreeGrower:
                 n_rows,
                 masks if evaluate else False,
                 out=records_of_levels[: 2 * k],
+                parent_bits=parent_bits,
+                out_bits=None if bits_of_levels is None else bits_of_levels[: 2 * k],
             )
         ]
         filled = 2 * k
         evaluated = [evaluate]
         for _ in range(levels_ahead):
-            records, hist, bounds = levels[-1]
+            records, hist, bounds, bits = levels[-1]
             if hist is None:  # nothing below may split
                 break
             depths = np.repeat(depths, 2) + 1
@@ -685,20 +757,34 @@ class TreeGrower:
             size = 2 * records.shape[0]
             levels.append(
                 self._split_on_device(
-                    records, hist, None, bounds, n_rows, masks, out=records_of_levels[filled : filled + size]
+                    records,
+                    hist,
+                    None,
+                    bounds,
+                    n_rows,
+                    masks,
+                    out=records_of_levels[filled : filled + size],
+                    parent_bits=bits,
+                    out_bits=None if bits_of_levels is None else bits_of_levels[filled : filled + size],
                 )
             )
             filled += size
-            levels[-2] = (records, None, bounds)  # every node of that level is split: its histograms go
+            levels[-2] = (records, None, bounds, bits)  # every node of that level is split: its histograms go
             evaluated.append(evaluate)
-        # one read brings every level back
+        return self._read_levels(levels, evaluated, records_of_levels, bits_of_levels, filled, k, child_ids, paths)
+
+    def _read_levels(self, levels, evaluated, records_of_levels, bits_of_levels, filled, k, child_ids, paths):
+        """The batches of :meth:`_split`'s ``levels`` (their records the first ``filled`` rows
+        of ``records_of_levels``, their category sets of ``bits_of_levels``), read at once; the
+        first level's batch, each one's ``ahead`` the next."""
         host = self.backend.to_host(
             records_of_levels if filled == records_of_levels.shape[0] else records_of_levels[:filled]
         )
+        cat_host = None if bits_of_levels is None else self.backend.to_host(bits_of_levels[:filled])
         below = None
         start = host.shape[0]
         for m in range(len(levels) - 1, -1, -1):
-            level_records, hist, bounds = levels[m]
+            level_records, hist, bounds, bits = levels[m]
             size = 2 * k << m
             start -= size
             if m:
@@ -715,6 +801,8 @@ class TreeGrower:
                 bounds,
                 ahead=below,
                 evaluated=evaluated[m],
+                cat_bits=bits,
+                cat_host=None if cat_host is None else cat_host[start : start + size],
             )
         return below
 
@@ -725,13 +813,19 @@ class TreeGrower:
         collective a level, 8 of the 18 a depth-8 round's NCCL ranks waited on each other."""
         return counts if self.comm.world_size == 1 else None
 
-    def _split_on_device(self, parents, parent_hist, index, parent_bounds, n_rows: int, masks, out=None):
+    def _split_on_device(
+        self, parents, parent_hist, index, parent_bounds, n_rows: int, masks, out=None, parent_bits=None, out_bits=None
+    ):
         """Partition the rows of ``parents`` by their splits, make the children's records
         and bounds, and (``masks`` not False: the children's column masks or None) build,
-        allreduce and evaluate their histograms. Returns (children, hist or None, bounds),
-        all on the device; the children's records in ``out`` when given."""
+        allreduce and evaluate their histograms. Returns (children, hist or None, bounds,
+        category sets), all on the device; the children's records in ``out`` when given, their
+        category sets (with categorical features; ``parent_bits`` are the parents') in
+        ``out_bits``."""
         backend, comm = self.backend, self.comm
-        counts = backend.partition(self.binned.bins_by_feature, self.rows, parents, max_rows=n_rows)
+        counts = backend.partition(
+            self.binned.bins_by_feature, self.rows, parents, max_rows=n_rows, **self._cat_args(parent_bits)
+        )
         children, build_segments, build_left = backend.split_nodes(parents, counts, self._child_sizes(counts), out=out)
         bounds = self._child_bounds(parents, parent_bounds)
         hist = None
@@ -743,19 +837,31 @@ class TreeGrower:
             )
             hist = backend.children_histograms(parent_hist, index, built, build_left)
             backend.evaluate_splits(
-                hist, children, self.cut_ptrs, masks, self.scales, self.params, **self._monotone_args(bounds)
+                hist,
+                children,
+                self.cut_ptrs,
+                masks,
+                self.scales,
+                self.params,
+                **self._monotone_args(bounds),
+                **self._cat_args(out_bits),
             )
-        return children, hist, bounds
+        return children, hist, bounds, out_bits
 
-    def _grow_whole_levels(self, root, root_hist, root_bounds, tree_index: int, tree_mask):
+    def _grow_whole_levels(self, root, root_hist, root_bounds, root_bits, tree_index: int, tree_mask):
         """Grow every level of 2**d slots on the device; their records, concatenated (int64
-        (2**(max_depth + 1) - 1, NODE_FIELDS) on the device, level by level from the root)."""
+        (2**(max_depth + 1) - 1, NODE_FIELDS) on the device, level by level from the root),
+        and their category sets the same way (uint32 (., words); None without categorical
+        features)."""
         backend, comm, p = self.backend, self.comm, self.params
         masks = self._level_masks(tree_index, tree_mask)  # (the root was evaluated with its own)
         levels, hist, bounds = [root], root_hist, root_bounds
+        bit_levels = [root_bits]
         for depth in range(1, p.max_depth + 1):
             parents = levels[-1]
-            counts = backend.partition(self.binned.bins_by_feature, self.rows, parents)
+            counts = backend.partition(
+                self.binned.bins_by_feature, self.rows, parents, **self._cat_args(bit_levels[-1])
+            )
             children, build_segments, build_left = backend.split_nodes(parents, counts, self._child_sizes(counts))
             if depth < p.max_depth:
                 bounds = self._child_bounds(parents, bounds)  # slots under a leaf get its bounds: never read
@@ -763,15 +869,27 @@ class TreeGrower:
                     backend.build_histograms(self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments)
                 )
                 hist = backend.children_histograms(hist, None, built, build_left)
+                bits = self._new_cat_bits(children.shape[0])
                 backend.evaluate_splits(
-                    hist, children, self.cut_ptrs, masks[depth], self.scales, p, **self._monotone_args(bounds)
+                    hist,
+                    children,
+                    self.cut_ptrs,
+                    masks[depth],
+                    self.scales,
+                    p,
+                    **self._monotone_args(bounds),
+                    **self._cat_args(bits),
                 )
+                bit_levels.append(bits)
             levels.append(children)
-        return backend.concatenate(levels)
+        if self.categorical is None:
+            return backend.concatenate(levels), None
+        # the last level is never split: its slots' sets are not read
+        return backend.concatenate(levels), backend.concatenate(bit_levels)
 
     def _whole_level_nodes(self, read, t: _Nodes):
         """``t`` filled from the read of a tree grown in whole levels; the scales as read."""
-        host, scales = read.result()
+        host, scales, *cat = read.result()
         p = self.params
         # node ids as the per-level growth gives them: children of the split nodes of a level,
         # in slot order (which is id order), left then right
@@ -785,7 +903,8 @@ class TreeGrower:
             child_slots = np.stack([2 * split, 2 * split + 1], axis=1).ravel()
             children = host[start : start + 2 * slot_ids.size]
             ids = t.add(np.repeat(slot_ids[split], 2), children[child_slots], depth)
-            t.split(slot_ids[split], level[split], ids[0::2], ids[1::2])
+            bits = cat[0][start - slot_ids.size : start][split] if cat else None
+            t.split(slot_ids[split], level[split], ids[0::2], ids[1::2], bits)
             start += 2 * slot_ids.size
             slot_ids = np.full(2 * slot_ids.size, -1, np.int64)
             slot_ids[child_slots] = ids
@@ -814,7 +933,13 @@ class TreeGrower:
         split_bin = t.split_bin[:n].copy()
         split_value = np.zeros(n, np.float32)
         inner = feature >= 0
-        split_value[inner] = self.cut_values[self.cut_ptrs[feature[inner]] + split_bin[inner]]
+        cat_fields = {}
+        if self.categorical is not None:
+            cat_fields = categorical_tree_fields(feature, t.cat_bits[:n], self.categorical.is_cat)
+        numeric = inner if not cat_fields else inner & (cat_fields["split_type"] == 0)
+        split_value[numeric] = self.cut_values[self.cut_ptrs[feature[numeric]] + split_bin[numeric]]
+        if cat_fields:
+            split_value[inner & ~numeric] = np.nan  # XGBoost's split condition of a categorical node
         tree = Tree(
             left=t.left[:n].copy(),
             right=t.right[:n].copy(),
@@ -826,6 +951,7 @@ class TreeGrower:
             cover=sums[:, 1] / scale_h,
             value=weights.astype(np.float32),
             split_bin=split_bin,
+            **cat_fields,
         )
         leaves = np.flatnonzero(~inner)
         return GrownTree(

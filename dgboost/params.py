@@ -264,6 +264,10 @@ class TrainParams:
     # "hist" (quantile bins, the default) or "exact" (every distinct value a candidate,
     # depthwise only: dgboost/exact_greedy.py)
     tree_method: str = "hist"
+    # categorical features (docs/design.md §11): one-hot splits below this many categories,
+    # else partition splits with at most max_cat_threshold categories scanned onto one side
+    max_cat_to_onehot: int = 4
+    max_cat_threshold: int = 64
     base_score: float | None = None
     seed: int = 0
     nthread: int = 0
@@ -335,6 +339,8 @@ class TrainParams:
         _check_range("alpha", self.alpha, 0.0, None)
         self.max_bin = check_max_bin(self.max_bin)
         _check_tree_method(self)
+        _check_range("max_cat_to_onehot", self.max_cat_to_onehot, 1, None)
+        _check_range("max_cat_threshold", self.max_cat_threshold, 1, None)
         _check_range("num_class", self.num_class, 0, None)
         _check_range("scale_pos_weight", self.scale_pos_weight, 0.0, None, low_open=True)
         _check_range("huber_slope", self.huber_slope, 0.0, None, low_open=True)
@@ -376,6 +382,10 @@ class TrainParams:
                 # XGBoost's default, left out so that a model of one tree per round keeps the
                 # bytes it had before forests (a model without the key has one tree a round)
                 continue
+            if (f.name, value) in (("max_cat_to_onehot", 4), ("max_cat_threshold", 64)):
+                # XGBoost's defaults, left out so that models keep the bytes they had before
+                # categorical features
+                continue
             if isinstance(value, tuple):
                 # as JSON gives it back: a saved model's meta compares equal
                 value = [list(v) if isinstance(v, tuple) else v for v in value]
@@ -390,6 +400,8 @@ _INT_FIELDS = {
     "max_depth",
     "max_leaves",
     "max_bin",
+    "max_cat_to_onehot",
+    "max_cat_threshold",
     "seed",
     "nthread",
     "num_class",

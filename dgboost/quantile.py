@@ -31,6 +31,7 @@ __all__ = [
     "sketch_sample_mask",
     "compute_cuts",
     "weighted_cut_values",
+    "categorical_cuts",
 ]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -324,3 +325,46 @@ def _sampled_rows_on_host(array, mask: np.ndarray) -> np.ndarray:
     if host.ndim == 2:
         return np.ascontiguousarray(host, dtype=np.float32)
     return np.asarray(host)
+
+
+def categorical_cuts(cuts: Cuts, values, mask: np.ndarray | None, comm: Communicator | None = None) -> Cuts:
+    """``cuts`` with each categorical feature's cuts replaced by one bin per category.
+
+    A categorical feature (``mask`` bool (F,)) of codes 0..K-1 gets the cut values
+    ``1, 2, ..., K`` (bin == code under the "first cut > x" rule), K the largest code in any
+    rank's rows plus one (an allreduced max: the same cuts however the rows are partitioned;
+    XGBoost's K), one bin when the feature has no value. docs/design.md §11.1.
+
+    Parameters
+    ----------
+    cuts : Cuts
+        The sketch's cuts (a categorical feature's are replaced).
+    values : numpy.ndarray or cupy.ndarray of float32, shape (n_local, F)
+        This rank's rows (codes in the categorical columns, NaN missing).
+    mask : ndarray of bool, shape (F,), or None (no categorical feature: ``cuts`` as given)
+    comm : Communicator, optional
+    """
+    if mask is None or not np.any(mask):
+        return cuts
+    from ._categorical import check_category_count
+
+    comm = comm or LocalComm()
+    features = np.flatnonzero(mask)
+    xp = array_module(values)
+    local = np.full(features.size, -1.0, np.float64)
+    if values.shape[0]:
+        block = values[:, xp.asarray(features)]
+        has = ~xp.isnan(block)
+        top = xp.where(has, block, -1.0).max(axis=0)
+        local = np.asarray(to_host(top), np.float64)
+    top = np.asarray(comm.allreduce_max(local), np.float64)
+    per_feature = [cuts.feature_cuts(f) for f in range(cuts.n_features)]
+    for f, t in zip(features.tolist(), top.tolist()):
+        k = max(1, int(t) + 1)
+        check_category_count(f"{f}", k)
+        per_feature[f] = np.arange(1, k + 1, dtype=np.float32)
+    sizes = np.array([c.size for c in per_feature], np.int64)
+    return Cuts(
+        values=np.concatenate(per_feature).astype(np.float32),
+        ptrs=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+    )

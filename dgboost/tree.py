@@ -7,7 +7,9 @@ the tree (node 0 is the root, ``-1`` marks "no child"), as in XGBoost's JSON. An
 tree from flat arrays, and pickling is cheap.
 
 Split semantics (as XGBoost): a row goes left when ``x < split_value``; a missing
-``x`` goes left when ``default_left`` is true.
+``x`` goes left when ``default_left`` is true. A categorical split (``split_type`` 1) sends
+the categories of its set right and every other value left (XGBoost's ``common::Decision``,
+docs/design.md §11.4); trees and ensembles without one carry no categorical arrays at all.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["Tree", "Ensemble", "NODE_ARRAYS"]
+__all__ = ["Tree", "Ensemble", "NODE_ARRAYS", "CAT_ARRAYS", "categorical_tree_fields"]
 
 # name -> dtype of every per-node array, in the order they are stored
 NODE_ARRAYS: dict[str, np.dtype] = {
@@ -31,6 +33,45 @@ NODE_ARRAYS: dict[str, np.dtype] = {
     "cover": np.dtype(np.float64),  # sum of hessians of the training rows in the node
     "value": np.dtype(np.float32),  # leaf output (eta applied); base weight for inner nodes
 }
+
+# name -> dtype of a tree's categorical arrays (XGBoost's names in its JSON in comments)
+CAT_ARRAYS: dict[str, np.dtype] = {
+    "split_type": np.dtype(np.uint8),  # per node: 0 numerical, 1 categorical ("split_type")
+    "cat_segments": np.dtype(np.int64),  # per node: start of its codes in cat_values
+    "cat_sizes": np.dtype(np.int64),  # per node: number of its codes (0 for numeric nodes)
+    "cat_values": np.dtype(np.int32),  # sorted right-going codes of each categorical node ("categories")
+}
+
+
+def categorical_tree_fields(feature, bits, is_cat) -> dict:
+    """A grown tree's categorical arrays (:data:`CAT_ARRAYS`) from its nodes' ``feature``
+    (int (n,)), category sets ``bits`` (uint32 (n, words), bit c of word c >> 5) and the
+    features' ``is_cat`` (uint8 (F,)); ``{}`` when no node splits on a categorical feature."""
+    from ._categorical import words_to_codes
+
+    feature = np.asarray(feature)
+    is_cat = np.asarray(is_cat)
+    cat_nodes = np.flatnonzero((feature >= 0) & (is_cat[np.maximum(feature, 0)] != 0))
+    if not cat_nodes.size:
+        return {}
+    n = feature.shape[0]
+    split_type = np.zeros(n, np.uint8)
+    split_type[cat_nodes] = 1
+    segments = np.zeros(n, np.int64)
+    sizes = np.zeros(n, np.int64)
+    values = []
+    at = 0
+    for i in cat_nodes.tolist():
+        codes = words_to_codes(bits[i])
+        segments[i], sizes[i] = at, codes.size
+        values.append(codes)
+        at += codes.size
+    return {
+        "split_type": split_type,
+        "cat_segments": segments,
+        "cat_sizes": sizes,
+        "cat_values": np.concatenate(values).astype(np.int32),
+    }
 
 
 @dataclass
@@ -46,6 +87,13 @@ class Tree:
     cover : ndarray of float64, shape (n_nodes,)
     split_bin : ndarray of int32, shape (n_nodes,) or None
         The bin index the split was chosen at (training only; not saved).
+    split_type : ndarray of uint8, shape (n_nodes,), or None
+        1 for a categorical split, 0 otherwise; None (with the three below) when no node of
+        the tree splits on a categorical feature.
+    cat_segments, cat_sizes : ndarray of int64, shape (n_nodes,), or None
+        Where each categorical node's codes are in ``cat_values`` (sizes 0 for other nodes).
+    cat_values : ndarray of int32, shape (total,), or None
+        Each categorical node's right-going category codes, sorted.
     """
 
     left: np.ndarray
@@ -58,10 +106,29 @@ class Tree:
     cover: np.ndarray
     value: np.ndarray
     split_bin: np.ndarray | None = field(default=None, compare=False)
+    split_type: np.ndarray | None = field(default=None, compare=False)
+    cat_segments: np.ndarray | None = field(default=None, compare=False)
+    cat_sizes: np.ndarray | None = field(default=None, compare=False)
+    cat_values: np.ndarray | None = field(default=None, compare=False)
 
     def __post_init__(self):
         for name, dtype in NODE_ARRAYS.items():
             setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=dtype))
+        if self.split_type is not None:
+            for name, dtype in CAT_ARRAYS.items():
+                setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=dtype))
+
+    @property
+    def has_categorical(self) -> bool:
+        """Whether some node splits on a categorical feature."""
+        return self.split_type is not None and bool(np.any(self.split_type == 1))
+
+    def node_categories(self, node: int) -> np.ndarray:
+        """int32 sorted codes that go right at categorical ``node`` (empty for other nodes)."""
+        if self.split_type is None:
+            return np.empty(0, np.int32)
+        begin = int(self.cat_segments[node])
+        return self.cat_values[begin : begin + int(self.cat_sizes[node])]
 
     @property
     def n_nodes(self) -> int:
@@ -117,6 +184,10 @@ class Ensemble:
         self.tree_offsets = np.zeros(1, dtype=np.int64)
         self.tree_group = np.empty(0, dtype=np.int32)
         self._pending: list[tuple[Tree, int]] = []
+        # flat CAT_ARRAYS over all nodes (cat_segments global offsets into cat_values), only
+        # once a tree with a categorical split is added; None keeps numeric models as they were
+        self.cat_arrays: dict[str, np.ndarray] | None = None
+        self._cat_kernel: tuple | None = None
 
     # -- building -------------------------------------------------------------------------
     def append(self, tree: Tree, group: int = 0) -> None:
@@ -133,12 +204,71 @@ class Ensemble:
         if not self._pending:
             return
         trees = [t for t, _ in self._pending]
+        if self.cat_arrays is not None or any(t.split_type is not None for t in trees):
+            self._append_categorical(trees)
         for name in NODE_ARRAYS:
             self.arrays[name] = np.concatenate([self.arrays[name]] + [getattr(t, name) for t in trees])
         sizes = np.array([t.n_nodes for t in trees], dtype=np.int64)
         self.tree_offsets = np.concatenate([self.tree_offsets, self.tree_offsets[-1] + np.cumsum(sizes)])
         self.tree_group = np.concatenate([self.tree_group, np.array([g for _, g in self._pending], dtype=np.int32)])
         self._pending = []
+
+    def _append_categorical(self, trees: list[Tree]) -> None:
+        """Extend the flat categorical arrays with ``trees`` (zeros for numeric trees)."""
+        n_before = int(self.tree_offsets[-1])
+        cat = self.cat_arrays
+        if cat is None:
+            cat = {name: np.zeros(n_before if name != "cat_values" else 0, dt) for name, dt in CAT_ARRAYS.items()}
+        parts = {name: [cat[name]] for name in CAT_ARRAYS}
+        at = int(cat["cat_values"].shape[0])
+        for t in trees:
+            n = t.n_nodes
+            if t.split_type is None:
+                parts["split_type"].append(np.zeros(n, np.uint8))
+                parts["cat_segments"].append(np.zeros(n, np.int64))
+                parts["cat_sizes"].append(np.zeros(n, np.int64))
+                continue
+            parts["split_type"].append(t.split_type)
+            parts["cat_segments"].append(t.cat_segments + at)
+            parts["cat_sizes"].append(t.cat_sizes)
+            parts["cat_values"].append(t.cat_values)
+            at += int(t.cat_values.shape[0])
+        self.cat_arrays = {name: np.concatenate(parts[name]).astype(dt) for name, dt in CAT_ARRAYS.items()}
+        self._cat_kernel = None
+
+    @property
+    def has_categorical(self) -> bool:
+        """Whether some tree has a categorical split."""
+        self._flush()
+        return self.cat_arrays is not None and bool(np.any(self.cat_arrays["split_type"] == 1))
+
+    def categorical_kernel_arrays(self) -> tuple | None:
+        """(split_type uint8 (N,), cat_begin int64 (N,), cat_words int32 (N,), cat_bits uint32
+        (W,)) over all N nodes for prediction kernels, or None without categorical splits.
+
+        Node i's set is ``cat_bits[cat_begin[i] : cat_begin[i] + cat_words[i]]``, bit c of
+        word c >> 5 set iff category c goes right; ``cat_words`` is the fewest words that hold
+        its largest code (0 for numeric nodes)."""
+        if not self.has_categorical:
+            return None
+        if self._cat_kernel is None:
+            from ._categorical import codes_to_words
+
+            cat = self.cat_arrays
+            n = cat["split_type"].shape[0]
+            begin = np.zeros(n, np.int64)
+            words = np.zeros(n, np.int32)
+            chunks = []
+            at = 0
+            for i in np.flatnonzero(cat["split_type"] == 1).tolist():
+                s0 = int(cat["cat_segments"][i])
+                w = codes_to_words(cat["cat_values"][s0 : s0 + int(cat["cat_sizes"][i])])
+                begin[i], words[i] = at, w.shape[0]
+                chunks.append(w)
+                at += w.shape[0]
+            bits = np.concatenate(chunks) if chunks else np.zeros(1, np.uint32)
+            self._cat_kernel = (cat["split_type"].copy(), begin, words, bits)
+        return self._cat_kernel
 
     # -- access ---------------------------------------------------------------------------
     def __getattr__(self, name):
@@ -171,7 +301,20 @@ class Ensemble:
         """A copy of tree ``i`` as a :class:`Tree`."""
         self._flush()
         lo, hi = int(self.tree_offsets[i]), int(self.tree_offsets[i + 1])
-        return Tree(**{name: self.arrays[name][lo:hi].copy() for name in NODE_ARRAYS})
+        tree = Tree(**{name: self.arrays[name][lo:hi].copy() for name in NODE_ARRAYS})
+        cat = self.cat_arrays
+        if cat is not None and np.any(cat["split_type"][lo:hi] == 1):
+            sizes = cat["cat_sizes"][lo:hi].copy()
+            starts = cat["cat_segments"][lo:hi]
+            segments = np.zeros(hi - lo, np.int64)
+            segments[1:] = np.cumsum(sizes)[:-1]
+            nodes = np.flatnonzero(sizes)
+            values = [cat["cat_values"][starts[j] : starts[j] + sizes[j]] for j in nodes.tolist()]
+            tree.split_type = cat["split_type"][lo:hi].copy()
+            tree.cat_segments = np.where(sizes > 0, segments, 0).astype(np.int64)
+            tree.cat_sizes = sizes
+            tree.cat_values = np.concatenate(values).astype(np.int32) if values else np.zeros(0, np.int32)
+        return tree
 
     def trees(self) -> list[Tree]:
         return [self.tree(i) for i in range(self.n_trees)]
@@ -202,7 +345,19 @@ class Ensemble:
             and np.array_equal(self.tree_offsets, other.tree_offsets)
             and np.array_equal(self.tree_group, other.tree_group)
             and all(np.array_equal(self.arrays[n], other.arrays[n]) for n in NODE_ARRAYS)
+            and self.has_categorical == other.has_categorical
+            and all(
+                np.array_equal(t.node_categories(i), u.node_categories(i))
+                for t, u in self._cat_pairs(other)
+                for i in range(t.n_nodes)
+            )
         )
+
+    def _cat_pairs(self, other: "Ensemble"):
+        """(tree, tree) pairs of the trees of self and other with categorical splits."""
+        if not self.has_categorical:
+            return []
+        return [(self.tree(i), other.tree(i)) for i in range(self.n_trees)]
 
     def __getstate__(self):
         self._flush()

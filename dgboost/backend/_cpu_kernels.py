@@ -211,6 +211,128 @@ def _constrained_split_gain(GL, HL, GR, HR, lo, hi, sign, lam, alpha, mcw, mds):
     return _gain_given_weight(GL, HL, wl, lam, alpha) + _gain_given_weight(GR, HR, wr, lam, alpha)
 
 
+@njit(**_KW)
+def _candidate_gain(lg, lh, tg, th, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, lo, hi, sign, constrained, parent):
+    """The gain of the split with left sums (lg, lh) of a node of totals (tg, th): the
+    numeric candidates' validity rule and arithmetic; -inf when the split is not valid."""
+    rg = tg - lg
+    rh = th - lh
+    if lh <= 0 or rh <= 0:
+        return -np.inf
+    GL = lg * inv_scale_g
+    HL = lh * inv_scale_h
+    GR = rg * inv_scale_g
+    HR = rh * inv_scale_h
+    if HL < mcw or HR < mcw:
+        return -np.inf
+    if constrained:
+        return _constrained_split_gain(GL, HL, GR, HR, lo, hi, sign, lam, alpha, mcw, mds) - parent
+    return _gain(GL, HL, lam, alpha, mcw, mds) + _gain(GR, HR, lam, alpha, mcw, mds) - parent
+
+
+@njit(**_KW)
+def _categorical_best(
+    hist,
+    i,
+    lo_b,
+    hi_b,
+    tg,
+    th,
+    inv_scale_g,
+    inv_scale_h,
+    lam,
+    alpha,
+    mcw,
+    mds,
+    lo,
+    hi,
+    sign,
+    constrained,
+    parent,
+    max_onehot,
+    max_threshold,
+    best,
+    out_cat_bits,
+):
+    """XGBoost's categorical split search of one feature (bins ``lo_b:hi_b``) of node i
+    (docs/design.md §11.2): one-hot below ``max_onehot`` categories, else the categories
+    sorted by their own leaf weight (stable) and scanned forward (missing left) then
+    backward (missing right), at most ``max_threshold - 1`` categories added by a scan.
+
+    Returns (found, gain, split_bin, default_left, left_g, left_h): found when a candidate's
+    gain beats ``best`` (strictly); its set of right-going categories is then written to
+    ``out_cat_bits[i]``.
+    """
+    k = hi_b - lo_b
+    kind = 0  # 0 none, 1 one-hot, 2 forward, 3 backward
+    at = 0
+    b_dl = False
+    b_lg = 0
+    b_lh = 0
+    order = np.empty(0, np.int64)
+    if k < max_onehot:
+        fg = 0
+        fh = 0
+        for c in range(k):
+            fg += hist[i, lo_b + c, 0]
+            fh += hist[i, lo_b + c, 1]
+        mg = tg - fg
+        mh = th - fh
+        for c in range(k):
+            hg = hist[i, lo_b + c, 0]
+            hh = hist[i, lo_b + c, 1]
+            for d in range(2):
+                # d 0: the category alone right, missing left; d 1: missing right with it
+                lg = tg - hg if d == 0 else tg - hg - mg
+                lh = th - hh if d == 0 else th - hh - mh
+                gain = _candidate_gain(
+                    lg, lh, tg, th, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, lo, hi, sign, constrained, parent
+                )
+                if gain > best:
+                    best, kind, at, b_dl, b_lg, b_lh = gain, 1, c, d == 0, lg, lh
+    else:
+        keys = np.empty(k, np.float64)
+        for c in range(k):
+            keys[c] = _leaf_weight(
+                hist[i, lo_b + c, 0] * inv_scale_g, hist[i, lo_b + c, 1] * inv_scale_h, lam, alpha, mcw, mds
+            )
+        order = np.argsort(keys, kind="mergesort")
+        n = min(max_threshold, k)
+        cg = 0
+        ch = 0
+        for j in range(n - 1):  # forward: the first j + 1 categories right, missing left
+            cg += hist[i, lo_b + order[j], 0]
+            ch += hist[i, lo_b + order[j], 1]
+            lg = tg - cg
+            lh = th - ch
+            gain = _candidate_gain(
+                lg, lh, tg, th, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, lo, hi, sign, constrained, parent
+            )
+            if gain > best:
+                best, kind, at, b_dl, b_lg, b_lh = gain, 2, j, True, lg, lh
+        cg = 0
+        ch = 0
+        for j in range(k - 1, k - n, -1):  # backward: categories j.. left, the rest and missing right
+            cg += hist[i, lo_b + order[j], 0]
+            ch += hist[i, lo_b + order[j], 1]
+            gain = _candidate_gain(
+                cg, ch, tg, th, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, lo, hi, sign, constrained, parent
+            )
+            if gain > best:
+                best, kind, at, b_dl, b_lg, b_lh = gain, 3, j, False, cg, ch
+    if kind == 0:
+        return False, best, -1, False, 0, 0
+    out_cat_bits[i, :] = 0
+    if kind == 1:
+        out_cat_bits[i, at >> 5] |= np.uint32(1) << np.uint32(at & 31)
+        return True, best, at, b_dl, b_lg, b_lh
+    count = at + 1 if kind == 2 else at
+    for j in range(count):
+        c = order[j]
+        out_cat_bits[i, c >> 5] |= np.uint32(1) << np.uint32(c & 31)
+    return True, best, -1, b_dl, b_lg, b_lh
+
+
 @njit(parallel=True, **_KW)
 def evaluate_splits(
     hist,
@@ -232,12 +354,21 @@ def evaluate_splits(
     out_default_left,
     out_gain,
     out_left,
+    has_cat,
+    is_cat,
+    max_onehot,
+    max_threshold,
+    out_cat_bits,
 ):
     """Best split per node: first maximum in (feature, bin, missing-right before missing-left) order.
 
     With ``constrained`` (monotone constraints), node i's weights are bounded by
     ``bounds[i]`` (float64 (n, 2)) and feature f's sign is ``monotone[f]`` (int8 (F,));
     otherwise both are placeholders and the gains are the plain closed-form ones.
+    With ``has_cat``, features with ``is_cat[f]`` (uint8 (F,)) are searched as categorical
+    (:func:`_categorical_best`, docs/design.md §11.2) and node i's right-going category set
+    is written to ``out_cat_bits[i]`` (uint32 (n, words); zeros unless its best split is
+    categorical).
     """
     n_nodes = hist.shape[0]
     n_features = cut_ptrs.shape[0] - 1
@@ -256,12 +387,42 @@ def evaluate_splits(
         best_dl = False
         best_lg = 0
         best_lh = 0
+        best_cat = False
+        if has_cat:
+            out_cat_bits[i, :] = 0
         for f in range(n_features):
             if not feature_mask[i, f]:
                 continue
             sign = monotone[f] if constrained else 0
             lo_b = cut_ptrs[f]
             hi_b = cut_ptrs[f + 1]
+            if has_cat and is_cat[f] != 0:
+                found, gain, b, dl, lg, lh = _categorical_best(
+                    hist,
+                    i,
+                    lo_b,
+                    hi_b,
+                    tg,
+                    th,
+                    inv_scale_g,
+                    inv_scale_h,
+                    lam,
+                    alpha,
+                    mcw,
+                    mds,
+                    lo,
+                    hi,
+                    sign,
+                    constrained,
+                    parent,
+                    max_onehot,
+                    max_threshold,
+                    best,
+                    out_cat_bits,
+                )
+                if found:
+                    best, best_f, best_b, best_dl, best_lg, best_lh, best_cat = gain, f, b, dl, lg, lh, True
+                continue
             fg = 0
             fh = 0
             for b in range(lo_b, hi_b):
@@ -305,8 +466,11 @@ def evaluate_splits(
                         best_dl = d == 1
                         best_lg = lg
                         best_lh = lh
+                        best_cat = False
         if best_f >= 0 and best < gamma:
             best_f = -1
+        if has_cat and (best_f < 0 or not best_cat):
+            out_cat_bits[i, :] = 0
         out_feature[i] = best_f
         out_bin[i] = best_b
         out_default_left[i] = best_dl
@@ -444,6 +608,43 @@ def partition(bins_by_feature, rows, begins, ends, feature, split_bin, default_l
 
 
 @njit(parallel=True, **_KW)
+def partition_categorical(
+    bins_by_feature, rows, begins, ends, feature, default_left, missing_bin, is_cat, split_bin, cat_bits, left_counts
+):
+    """:func:`partition` where some nodes split on categorical features: on node i of a
+    categorical feature a bin goes right iff its bit is set in ``cat_bits[i]`` (uint32
+    (k, words)); a missing bin follows ``default_left``; numeric nodes as :func:`partition`."""
+    for i in prange(begins.shape[0]):
+        b0 = begins[i]
+        e0 = ends[i]
+        f = feature[i]
+        sb = split_bin[i]
+        dl = default_left[i]
+        cat = is_cat[f] != 0
+        words = cat_bits.shape[1]
+        right = np.empty(e0 - b0, dtype=rows.dtype)
+        nl = 0
+        nr = 0
+        for p in range(b0, e0):
+            r = rows[p]
+            b = bins_by_feature[f, r]
+            if b == missing_bin:
+                go = dl
+            elif cat:
+                w = np.int64(b) >> 5
+                go = w >= words or ((cat_bits[i, w] >> np.uint32(b & 31)) & np.uint32(1)) == 0
+            else:
+                go = b <= sb
+            rows[b0 + nl] = r
+            right[nr] = r
+            nl += go
+            nr += 1 - go
+        for q in range(nr):
+            rows[b0 + nl + q] = right[q]
+        left_counts[i] = nl
+
+
+@njit(parallel=True, **_KW)
 def add_leaf_values(margin, rows, begins, ends, values, group):
     for i in prange(begins.shape[0]):
         v = values[i]
@@ -483,6 +684,105 @@ def predict_leaf(left, right, feature, split_value, default_left, offsets, value
         x_row = values[r]
         for t in range(t0, t1):
             out[r, t - t0] = _find_leaf(left, right, feature, split_value, default_left, offsets[t], x_row)
+
+
+@njit(**_KW)
+def _goes_left_categorical(x, begin, words, cat_bits):
+    """XGBoost's ``common::Decision`` for a non-missing ``x`` at a categorical node whose set
+    is ``cat_bits[begin:begin + words]``: left unless x is a valid category in the set."""
+    if x < 0.0 or x >= 16777216.0:  # XGBoost's InvalidCat (inf included)
+        return True
+    c = np.int64(x)  # truncation, as XGBoost's cast
+    w = c >> 5
+    if w >= words:
+        return True
+    return ((cat_bits[begin + w] >> np.uint32(c & 31)) & np.uint32(1)) == 0
+
+
+@njit(**_KW)
+def _find_leaf_cat(
+    left, right, feature, split_value, default_left, split_type, cat_begin, cat_words, cat_bits, base, x_row
+):
+    """:func:`_find_leaf` with categorical nodes (``split_type`` 1) decided by their sets."""
+    node = 0
+    while left[base + node] >= 0:
+        k = base + node
+        x = x_row[feature[k]]
+        if np.isnan(x):
+            node = left[k] if default_left[k] else right[k]
+        elif split_type[k] == 1:
+            node = left[k] if _goes_left_categorical(x, cat_begin[k], cat_words[k], cat_bits) else right[k]
+        elif x < split_value[k]:
+            node = left[k]
+        else:
+            node = right[k]
+    return node
+
+
+@njit(parallel=True, **_KW)
+def predict_margin_cat(
+    left,
+    right,
+    feature,
+    split_value,
+    default_left,
+    value,
+    split_type,
+    cat_begin,
+    cat_words,
+    cat_bits,
+    offsets,
+    groups,
+    values,
+    t0,
+    t1,
+    out,
+):
+    """:func:`predict_margin` of an ensemble with categorical splits."""
+    for r in prange(values.shape[0]):
+        x_row = values[r]
+        for t in range(t0, t1):
+            base = offsets[t]
+            node = _find_leaf_cat(
+                left, right, feature, split_value, default_left, split_type, cat_begin, cat_words, cat_bits, base, x_row
+            )
+            out[r, groups[t]] += value[base + node]
+
+
+@njit(parallel=True, **_KW)
+def predict_leaf_cat(
+    left,
+    right,
+    feature,
+    split_value,
+    default_left,
+    split_type,
+    cat_begin,
+    cat_words,
+    cat_bits,
+    offsets,
+    values,
+    t0,
+    t1,
+    out,
+):
+    """:func:`predict_leaf` of an ensemble with categorical splits."""
+    for r in prange(values.shape[0]):
+        x_row = values[r]
+        for t in range(t0, t1):
+            out[r, t - t0] = _find_leaf_cat(
+                left,
+                right,
+                feature,
+                split_value,
+                default_left,
+                split_type,
+                cat_begin,
+                cat_words,
+                cat_bits,
+                offsets[t],
+                x_row,
+            )
 
 
 def n_threads() -> int:

@@ -65,6 +65,8 @@ class SplitParams(Protocol):
     gamma: float
     min_child_weight: float
     max_delta_step: float
+    max_cat_to_onehot: int
+    max_cat_threshold: int
 
 
 class Backend(Protocol):
@@ -116,7 +118,17 @@ class Backend(Protocol):
         """
 
     def evaluate_splits(
-        self, hist, records, cut_ptrs, feature_mask, scales, params: SplitParams, bounds=None, monotone=None
+        self,
+        hist,
+        records,
+        cut_ptrs,
+        feature_mask,
+        scales,
+        params: SplitParams,
+        bounds=None,
+        monotone=None,
+        categorical=None,
+        cat_bits=None,
     ) -> None:
         """Write the best split of each node into its record (feature -1 when none).
 
@@ -127,6 +139,13 @@ class Backend(Protocol):
         device) XGBoost's monotone rule applies: child weights clipped into the node's
         bounds, splits against a feature's sign refused, gains from the clipped weights
         (``dgboost.constraints``).
+
+        With ``categorical`` (a :class:`dgboost._categorical.CategoricalLayout`) its
+        categorical features are searched by XGBoost's one-hot and partition rules
+        (docs/design.md §11.2) and ``cat_bits`` (uint32 (m, words) on the device) receives each
+        node's set of right-going categories (bit c of word c >> 5); zeros where the node's
+        best split is numeric or there is none. A categorical split's ``split_bin`` is its
+        one-hot category, -1 for a partition split (routing reads ``cat_bits``).
         """
 
     def child_bounds(self, parents, bounds, monotone, scales, params: SplitParams):
@@ -137,8 +156,12 @@ class Backend(Protocol):
         constrained feature so that they meet at the mean of the two clipped child weights.
         """
 
-    def partition(self, bins_by_feature, rows, records, max_rows: int | None = None):
+    def partition(self, bins_by_feature, rows, records, max_rows: int | None = None, categorical=None, cat_bits=None):
         """Stable in-place partition of each record's segment by its split decision.
+
+        With ``categorical`` (a CategoricalLayout) and ``cat_bits`` (uint32 (k, words), the
+        records' category sets as :meth:`evaluate_splits` wrote them): on a categorical
+        feature a bin goes RIGHT iff its bit is set, a missing bin by default_left.
 
         ``max_rows``, when known, bounds the rows of the records' segments (it sizes the launch).
 

@@ -40,6 +40,9 @@ def _balance(sizes: np.ndarray, n_threads: int) -> tuple[np.ndarray, np.ndarray]
 # evaluate_splits' bounds and signs when nothing is constrained (the kernel does not read them)
 _NO_BOUNDS = np.zeros((1, 2), np.float64)
 _NO_SIGNS = np.zeros(1, np.int8)
+# evaluate_splits' and partition's categorical arrays when no feature is categorical
+_NO_CATS = np.zeros(1, np.uint8)
+_NO_CAT_BITS = np.zeros((1, 1), np.uint32)
 
 
 def _regularisers(params) -> tuple:
@@ -232,7 +235,17 @@ class CPUBackend:
         return out
 
     def evaluate_splits(
-        self, hist, records, cut_ptrs, feature_mask, scales, params, bounds=None, monotone=None
+        self,
+        hist,
+        records,
+        cut_ptrs,
+        feature_mask,
+        scales,
+        params,
+        bounds=None,
+        monotone=None,
+        categorical=None,
+        cat_bits=None,
     ) -> None:
         scale_g, scale_h = _host_scales(scales)
         n = hist.shape[0]
@@ -256,6 +269,9 @@ class CPUBackend:
         else:  # placeholders of the kernel's types: never read
             bounds, monotone = _NO_BOUNDS, _NO_SIGNS
         lam, alpha, mcw, mds = _regularisers(params)
+        has_cat = categorical is not None
+        is_cat = np.ascontiguousarray(categorical.is_cat, np.uint8) if has_cat else _NO_CATS
+        bits = cat_bits if has_cat else _NO_CAT_BITS
         K.evaluate_splits(
             hist,
             np.ascontiguousarray(records[:, SUM_G : SUM_H + 1]),
@@ -276,6 +292,11 @@ class CPUBackend:
             default_left,
             gain,
             left,
+            has_cat,
+            is_cat,
+            int(getattr(params, "max_cat_to_onehot", 4)),
+            int(getattr(params, "max_cat_threshold", 64)),
+            bits,
         )
         # slots with no node keep their record as split_nodes made it
         feature[no_node], split_bin[no_node], default_left[no_node] = NO_NODE, -1, False
@@ -305,12 +326,29 @@ class CPUBackend:
     def node_bounds(self, left, right, feature, sums, monotone, scale_g, scale_h, params):
         return node_bounds_on_host(left, right, feature, sums, monotone, scale_g, scale_h, params)
 
-    def partition(self, bins_by_feature, rows, records, max_rows=None) -> np.ndarray:
+    def partition(self, bins_by_feature, rows, records, max_rows=None, categorical=None, cat_bits=None) -> np.ndarray:
         begins = np.ascontiguousarray(records[:, BEGIN])
         ends = np.ascontiguousarray(records[:, END])
         counts = np.stack([ends - begins, np.zeros_like(begins)], axis=1)  # unsplit: rows stay left
         split = np.flatnonzero(records[:, FEATURE] >= 0)
         left_counts = np.empty(split.size, np.int64)
+        if categorical is not None:
+            K.partition_categorical(
+                bins_by_feature,
+                rows,
+                begins[split],
+                ends[split],
+                records[split, FEATURE].astype(np.int32),
+                records[split, DEFAULT_LEFT].astype(np.bool_),
+                int(np.iinfo(bins_by_feature.dtype).max),
+                np.ascontiguousarray(categorical.is_cat, np.uint8),
+                records[split, SPLIT_BIN].astype(np.int32),
+                np.ascontiguousarray(cat_bits[split], np.uint32),
+                left_counts,
+            )
+            counts[split, 0] = left_counts
+            counts[split, 1] = ends[split] - begins[split] - left_counts
+            return counts
         K.partition(
             bins_by_feature,
             rows,
@@ -353,6 +391,24 @@ class CPUBackend:
         """Add trees ``[tree_begin, tree_end)`` of ``ensemble`` to ``out`` (float32 (n, n_groups))."""
         if tree_end <= tree_begin:
             return out
+        cat = ensemble.categorical_kernel_arrays()
+        if cat is not None:
+            K.predict_margin_cat(
+                ensemble.left,
+                ensemble.right,
+                ensemble.feature,
+                ensemble.split_value,
+                ensemble.default_left.view(np.bool_),
+                ensemble.value,
+                *cat,
+                ensemble.offsets(),
+                ensemble.groups(),
+                np.ascontiguousarray(values, np.float32),
+                int(tree_begin),
+                int(tree_end),
+                out,
+            )
+            return out
         K.predict_margin(
             ensemble.left,
             ensemble.right,
@@ -371,7 +427,22 @@ class CPUBackend:
 
     def predict_leaf(self, ensemble, values, tree_begin, tree_end):
         out = np.empty((values.shape[0], max(tree_end - tree_begin, 0)), np.int32)
-        if tree_end > tree_begin:
+        cat = ensemble.categorical_kernel_arrays() if tree_end > tree_begin else None
+        if cat is not None:
+            K.predict_leaf_cat(
+                ensemble.left,
+                ensemble.right,
+                ensemble.feature,
+                ensemble.split_value,
+                ensemble.default_left.view(np.bool_),
+                *cat,
+                ensemble.offsets(),
+                np.ascontiguousarray(values, np.float32),
+                int(tree_begin),
+                int(tree_end),
+                out,
+            )
+        elif tree_end > tree_begin:
             K.predict_leaf(
                 ensemble.left,
                 ensemble.right,
