@@ -14,7 +14,7 @@ import numpy as np
 
 from ._array import is_device_array
 from .backend import array_backend, get_backend
-from .data import DMatrix, as_feature_matrix, small_to_host
+from .data import DMatrix, rows_for_model, small_to_host
 from .device import resolve_device
 from .errors import DGBoostTypeError, DGBoostValueError, ParameterError
 from .params import OBJECTIVES, normalize_device
@@ -89,7 +89,16 @@ class Booster:
     # -- construction from training ---------------------------------------------------------
     @classmethod
     def _from_training(
-        cls, ensemble, params, objective, base_score, feature_names, feature_types, n_features, previous=None
+        cls,
+        ensemble,
+        params,
+        objective,
+        base_score,
+        feature_names,
+        feature_types,
+        n_features,
+        previous=None,
+        categories=None,
     ) -> "Booster":
         b = cls()
         b.ensemble = ensemble
@@ -107,6 +116,10 @@ class Booster:
                 "params": params.to_dict(),
             }
         )
+        if categories is not None:
+            # per feature: None, or the category values in code order (DMatrix.category_values);
+            # only models with categorical features carry the key
+            meta["categories"] = list(categories)
         b.meta = meta
         return b
 
@@ -247,10 +260,8 @@ class Booster:
         return get_objective(parse_params(params))
 
     def _features(self, data, validate_features: bool = True) -> np.ndarray:
-        if isinstance(data, DMatrix):
-            values, names = data.data, data.feature_names
-        else:
-            values, names = as_feature_matrix(data)
+        # a category column is re-coded to the model's categories (docs/categorical.md)
+        values, names = rows_for_model(data, self.feature_types, self.meta.get("categories"))
         n = self.num_features()
         if n and values.shape[1] != n:
             raise DGBoostValueError(f"data has {values.shape[1]} features but the model was trained with {n}")

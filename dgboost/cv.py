@@ -47,6 +47,8 @@ def _subset(dmat: DMatrix, rows: np.ndarray) -> DMatrix:
         feature_types=dmat.feature_types,
         max_bin=dmat.max_bin,
     )
+    # a fold's codes mean what the whole matrix's mean: keep its category values
+    out.categories, out._coded = dmat.categories, dmat._coded
     return out
 
 

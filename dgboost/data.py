@@ -18,16 +18,41 @@ from __future__ import annotations
 import copy
 import math
 import os
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
 from ._array import array_module, is_device_array
+from ._category_codes import (
+    CATEGORICAL_TYPE,
+    apply_recode,
+    categories_from_list,
+    categories_to_list,
+    check_numeric_codes,
+    checked_categories,
+    codes_as_float32,
+    is_categorical_dtype,
+    is_string_dtype,
+    recode_map,
+    require_flag,
+)
 from ._compat import library_of
 from .errors import DGBoostError, DGBoostTypeError, DGBoostValueError
 from .params import check_max_bin
 
-__all__ = ["DMatrix", "QuantileDMatrix", "RankDMatrix", "as_feature_matrix"]
+__all__ = [
+    "DMatrix",
+    "QuantileDMatrix",
+    "RankDMatrix",
+    "FeatureTable",
+    "aligned_codes",
+    "aligned_matrix",
+    "model_categories",
+    "rows_for_model",
+    "as_feature_matrix",
+    "read_features",
+]
 
 
 #: Entries of the matrix checked for infinite values at once (bounds the check's temporary).
@@ -61,26 +86,79 @@ def _numeric_dtype(dtype) -> bool:
     return bool(ok) and not pd.api.types.is_complex_dtype(dtype)
 
 
-def _check_columns(frame) -> list[str]:
-    """Names of the columns of a pandas or cuDF frame after checking their dtypes."""
-    bad = [f"{name!r} ({dtype})" for name, dtype in frame.dtypes.items() if not _numeric_dtype(dtype)]
+def _check_columns(frame, enable_categorical: bool = False) -> tuple[list[str], list[int]]:
+    """Names of the columns of a pandas or cuDF frame, and the positions of its categorical ones.
+
+    Raises
+    ------
+    DGBoostTypeError
+        A categorical column without ``enable_categorical`` (naming the column and the flag), a
+        string / object column (naming it and saying how to make it categorical), or any other
+        non-numeric column.
+    """
+    categorical, bad = [], []
+    for j, (name, dtype) in enumerate(frame.dtypes.items()):
+        if _is_category_column(dtype):
+            if not enable_categorical:
+                raise require_flag(str(name), dtype)
+            categorical.append(j)
+        elif is_string_dtype(dtype):
+            if enable_categorical:
+                raise DGBoostTypeError(
+                    f"column {str(name)!r} holds strings ({dtype}); convert it to a category column "
+                    f"(df[{str(name)!r}].astype('category')) to use it as a categorical feature"
+                )
+            raise require_flag(str(name), dtype)
+        elif not _numeric_dtype(dtype):
+            bad.append(f"{name!r} ({dtype})")
     if bad:
         raise DGBoostTypeError(
-            "columns must be numeric or bool; these are not: "
+            "columns must be numeric, bool or categorical; these are not: "
             + ", ".join(bad)
-            + ". Encode categorical/string columns as numbers first."
+            + ". Encode them as numbers or make them category columns (enable_categorical=True)."
         )
     names = [str(c) for c in frame.columns]
     if len(set(names)) != len(names):
         raise DGBoostValueError("DataFrame column names must be unique")
-    return names
+    return names, categorical
 
 
-def _pandas_to_matrix(frame) -> tuple[np.ndarray, list[str]]:
-    names = _check_columns(frame)
-    # to_numpy with na_value handles nullable (Int64/boolean/Float64) columns
-    values = frame.to_numpy(dtype=np.float32, na_value=np.nan)
-    return values, names
+def _is_category_column(dtype) -> bool:
+    """A pandas / cuDF categorical dtype, or a pandas Arrow dictionary dtype."""
+    if is_categorical_dtype(dtype):
+        return True
+    arrow_type = getattr(dtype, "pyarrow_dtype", None)
+    return arrow_type is not None and type(arrow_type).__name__ == "DictionaryType"
+
+
+def _numeric_type_name(dtype) -> str:
+    """XGBoost's feature type of a numeric DataFrame column: ``"i"`` (bool), ``"int"`` or ``"float"``."""
+    import pandas as pd
+
+    if pd.api.types.is_bool_dtype(dtype):
+        return "i"
+    return "int" if pd.api.types.is_integer_dtype(dtype) else "float"
+
+
+def _pandas_to_matrix(frame, enable_categorical: bool = False) -> tuple[np.ndarray, list[str], dict]:
+    """A pandas DataFrame as float32 (n, F), its names, and {position: categories} of its
+    categorical columns (their codes, NaN for missing, in the matrix)."""
+    names, categorical = _check_columns(frame, enable_categorical)
+    if not categorical:
+        # to_numpy with na_value handles nullable (Int64/boolean/Float64) columns
+        return frame.to_numpy(dtype=np.float32, na_value=np.nan), names, {}
+    values = np.empty(frame.shape, dtype=np.float32)
+    numeric = [j for j in range(frame.shape[1]) if j not in categorical]
+    if numeric:
+        values[:, numeric] = frame.iloc[:, numeric].to_numpy(dtype=np.float32, na_value=np.nan)
+    cats = {}
+    for j in categorical:
+        column = frame.iloc[:, j]
+        if not is_categorical_dtype(column.dtype):  # an Arrow dictionary column
+            column = column.astype("category")
+        cats[j] = checked_categories(names[j], column.cat.categories)
+        values[:, j] = codes_as_float32(column.cat.codes.to_numpy())
+    return values, names, cats
 
 
 def _cudf_column_to_cupy(series):
@@ -96,20 +174,30 @@ def _cudf_column_to_cupy(series):
         return column.fillna(np.nan).values
 
 
-def _cudf_to_matrix(frame):
-    """A cuDF DataFrame as a C-contiguous float32 CuPy matrix (n, F), converted on its GPU.
+def _cudf_to_matrix(frame, enable_categorical: bool = False):
+    """A cuDF DataFrame as a C-contiguous float32 CuPy matrix (n, F), converted on its GPU, its
+    names, and {position: categories} of its categorical columns (codes in the matrix).
 
     Columns are written one by one into a column-major buffer (each write contiguous),
-    then transposed once into the row-major layout the backends read.
+    then transposed once into the row-major layout the backends read. A categorical column
+    writes its codes (nulls as NaN); only its categories come to the host.
     """
     import cupy
 
-    names = _check_columns(frame)
+    names, categorical = _check_columns(frame, enable_categorical)
     n, n_features = len(frame), len(names)
     out = cupy.empty((n, n_features), dtype=cupy.float32, order="F")
+    cats = {}
     for j, name in enumerate(frame.columns):
-        out[:, j] = _cudf_column_to_cupy(frame[name])
-    return cupy.ascontiguousarray(out), names
+        if j in categorical:
+            column = frame[name]
+            cats[j] = checked_categories(names[j], column.cat.categories)
+            codes = _cudf_column_to_cupy(column.cat.codes)
+            codes[codes < 0] = cupy.float32(np.nan)  # a cuDF that gives -1 (not null) for missing
+            out[:, j] = codes
+        else:
+            out[:, j] = _cudf_column_to_cupy(frame[name])
+    return cupy.ascontiguousarray(out), names, cats
 
 
 def _cupy_to_matrix(data):
@@ -130,10 +218,327 @@ def _sparse_to_matrix(matrix) -> np.ndarray:
     return out
 
 
+@dataclass
+class FeatureTable:
+    """Features as the engine reads them, with what is known about each column.
+
+    Attributes
+    ----------
+    values : numpy.ndarray or cupy.ndarray of float32, shape (n, F)
+        C-contiguous; NaN for missing; a categorical feature holds its category codes.
+    names : list of str or None
+    types : list of str or None
+        Feature types (``"c"`` for a categorical feature); None when neither given nor
+        implied by categorical columns.
+    categories : list of (numpy.ndarray or None), length F, or None
+        Per feature: None for a numeric one, else the category values in code order
+        (``arange(K)`` for codes given as numbers). None when no feature is categorical.
+    coded : list of bool, length F, or None
+        True for a categorical feature whose codes were given as numbers (no category values
+        are known: prediction takes such codes as they are). None with ``categories``.
+    """
+
+    values: Any
+    names: list[str] | None
+    types: list[str] | None = None
+    categories: list[np.ndarray | None] | None = None
+    coded: list[bool] | None = None
+
+
+def _frame_matrix(data: Any, enable_categorical: bool) -> tuple[Any, list[str] | None, dict]:
+    """The float32 matrix, names and {position: categories} of any accepted container."""
+    module = library_of(data)
+    if module == "cudf" and hasattr(data, "dtypes") and hasattr(data, "columns"):
+        return _cudf_to_matrix(data, enable_categorical)
+    if module in ("pandas", "cudf") and hasattr(data, "to_frame"):
+        kind = "a pandas" if module == "pandas" else "a cuDF"
+        raise DGBoostValueError(f"data is {kind} Series (1-D): expected a 2-D table; use series.to_frame()")
+    if is_device_array(data):
+        return _cupy_to_matrix(data), None, {}
+    if module == "pandas" and hasattr(data, "dtypes") and hasattr(data, "columns"):
+        return _pandas_to_matrix(data, enable_categorical)
+    if hasattr(data, "tocoo") and hasattr(data, "nnz"):
+        return _sparse_to_matrix(data), None, {}
+    try:
+        array = np.asarray(data)
+    except Exception as exc:  # noqa: BLE001 - the container's own error is not helpful
+        raise DGBoostTypeError(f"cannot convert {type(data).__name__} to a numeric matrix: {exc}") from None
+    if array.dtype == object or array.dtype.kind in "USVMm":
+        raise DGBoostTypeError(
+            f"data has dtype {array.dtype}: expected numeric or bool values "
+            "(encode strings as numbers, or pass a DataFrame with category columns and enable_categorical=True)"
+        )
+    if array.dtype.kind == "c":
+        raise DGBoostTypeError("complex values are not supported")
+    return np.asarray(array, dtype=np.float32), None, {}
+
+
+def read_features(
+    data: Any,
+    missing: float = np.nan,
+    feature_names: Sequence[str] | None = None,
+    *,
+    feature_types: Sequence[str] | None = None,
+    enable_categorical: bool = False,
+    allow_empty_rows: bool = False,
+) -> FeatureTable:
+    """Convert ``data`` to a C-contiguous float32 matrix, with its names, types and categories.
+
+    Parameters
+    ----------
+    data : array-like, DataFrame, Arrow Table, sparse matrix, CuPy array or cuDF DataFrame, shape (n, F)
+    missing : float
+        The value that marks a missing entry (NaN by default). It applies to numeric columns and
+        to codes given as numbers; a category column's missing entries are its nulls.
+    feature_names : sequence of str, optional
+        Overrides the names found in ``data`` (DataFrame columns).
+    feature_types : sequence of str, optional
+        ``"q"``, ``"float"``, ``"int"``, ``"i"`` (numeric) or ``"c"`` (categorical). A category
+        column must be ``"c"``; a numeric column typed ``"c"`` holds category codes (integers
+        0 to 2**24 - 1, NaN missing). Default: ``"c"`` for category columns (then the other
+        columns get their dtype's type, as XGBoost), None for data without them.
+    enable_categorical : bool
+        Accept pandas / cuDF category columns and Arrow dictionary columns (else they are an
+        error that names the column and this flag).
+    allow_empty_rows : bool
+        Accept 0 rows (never 0 features): a rank of a distributed job may hold no rows.
+
+    Returns
+    -------
+    FeatureTable
+        ``values`` is a CuPy array on the input's GPU for CuPy and cuDF input, NumPy otherwise.
+
+    Raises
+    ------
+    DGBoostTypeError
+        Non-numeric columns, category or string columns without ``enable_categorical``, or an
+        unsupported container.
+    DGBoostValueError
+        Not two-dimensional, empty, infinite values, bad category values or codes (see
+        :mod:`dgboost._category_codes`), or types that contradict the columns.
+    """
+    if data is None:
+        raise DGBoostTypeError("data is None: expected a 2-D array, DataFrame or sparse matrix")
+    if library_of(data) == "pyarrow" and hasattr(data, "schema") and hasattr(data, "to_pandas"):
+        # a Table or RecordBatch: dictionary columns become pandas categoricals (one dictionary
+        # over all chunks), the rest NumPy; then the pandas rules apply
+        data = data.to_pandas()
+    values, names, frame_cats = _frame_matrix(data, enable_categorical)
+    if values.ndim != 2:
+        raise DGBoostValueError(f"data must be 2-D (rows x features), got {values.ndim}-D with shape {values.shape}")
+    if (values.shape[0] == 0 and not allow_empty_rows) or values.shape[1] == 0:
+        raise DGBoostValueError(f"data is empty: shape {values.shape}")
+    # the same code for both devices: xp is numpy or cupy, and stays on the data's device
+    xp = array_module(values)
+    values = xp.ascontiguousarray(values, dtype=xp.float32)
+    if missing is not None and not math.isnan(missing):
+        marked = values == xp.float32(missing)
+        if frame_cats:  # a category column's codes are never the missing value
+            marked[:, xp.asarray(sorted(frame_cats))] = False
+        values = xp.where(marked, xp.float32(np.nan), values)
+    _check_finite(values, xp)
+    if feature_names is not None:
+        names = _checked_names(feature_names, values.shape[1])
+    table = FeatureTable(values, names)
+    _categorical_info(table, data, feature_types, frame_cats)
+    return table
+
+
+def aligned_codes(
+    source: Any, categories: list | None, coded: list[bool] | None, what: str = "the training data"
+) -> Any:
+    """The values of ``source`` with its categorical features re-coded to ``categories``.
+
+    Parameters
+    ----------
+    source : DMatrix or FeatureTable
+        The data, with its own ``categories`` (and which of them are codes given as numbers).
+    categories : list of (numpy.ndarray or list or None), length F, or None
+        The categories the codes must refer to (a training matrix's, a model's). None for a
+        numeric feature, and for a categorical feature known only by codes (see ``coded``).
+    coded : list of bool or None
+        True where a categorical feature of the target is known only by codes: the source's
+        codes are then taken as they are.
+    what : str
+        What the target is, for the error messages ("the training data", "the model").
+
+    Returns
+    -------
+    numpy.ndarray or cupy.ndarray of float32, shape (n, F)
+        ``source``'s values itself when nothing needs re-coding, else a re-coded copy (same
+        device). A code given as a number is taken as it is (XGBoost's rule for NumPy data).
+
+    Raises
+    ------
+    DGBoostValueError
+        A category column where the target has a numeric feature, or a category that the
+        target's categories do not hold (XGBoost 3.4.1 refuses both).
+    """
+    values = source.data if isinstance(source, DMatrix) else source.values
+    mine = source.categories
+    if mine is None:
+        return values
+    names = (source.feature_names if isinstance(source, DMatrix) else source.names) or [
+        f"f{j}" for j in range(values.shape[1])
+    ]
+    src_coded = source._coded if isinstance(source, DMatrix) else source.coded
+    out = values
+    for j, own in enumerate(mine):
+        if own is None or src_coded[j]:
+            continue  # numeric, or codes given as numbers: taken as they are
+        target = None if categories is None else categories[j]
+        if target is None:
+            if coded is not None and coded[j]:
+                continue  # the target knows this feature only by its codes
+            raise DGBoostValueError(
+                f"column {names[j]!r} is a category column but it is a numeric feature in {what}; "
+                "give it the column's numeric values"
+            )
+        target = target if isinstance(target, np.ndarray) else categories_from_list(names[j], target)
+        mapping = recode_map(names[j], own, target, what)
+        if mapping.size and not np.array_equal(mapping, np.arange(mapping.size)):
+            xp = array_module(out)
+            if out is values:
+                out = values.copy()
+            out[:, j] = apply_recode(xp.ascontiguousarray(out[:, j]), mapping)
+    return out
+
+
+def aligned_matrix(dmat: "DMatrix", ref: "DMatrix", what: str = "the training data") -> "DMatrix":
+    """``dmat`` with codes that mean ``ref``'s categories: ``dmat`` itself when they already do.
+
+    Used for evaluation sets (their codes must mean the training data's categories). The copy
+    shares everything but the values, and has no binned cache of its own yet.
+
+    Raises
+    ------
+    DGBoostValueError
+        As :func:`aligned_codes` (a category that ``ref`` does not have).
+    """
+    if dmat is ref or dmat.categories is None:
+        return dmat
+    values = aligned_codes(dmat, ref.categories, ref._coded, what)
+    if values is dmat.data:
+        return dmat
+    out = copy.copy(dmat)
+    out.data, out.categories, out._coded = values, ref.categories, ref._coded
+    out._binned_cache = {}
+    return out
+
+
+def model_categories(
+    feature_types: Sequence[str] | None, categories: Sequence | None
+) -> tuple[list, list[bool]] | None:
+    """A model's categories as :func:`aligned_codes` takes them (``categories``, ``coded``).
+
+    Parameters
+    ----------
+    feature_types : sequence of str or None
+        The model's feature types (``"c"`` for a categorical feature).
+    categories : sequence of (list or None) or None
+        The model's category values per feature (its meta ``"categories"``); None for a
+        numeric feature and for a categorical one known only by codes.
+
+    Returns
+    -------
+    (categories, coded) or None
+        None for a model without categorical features.
+    """
+    types = list(feature_types or [])
+    if CATEGORICAL_TYPE not in types:
+        return None
+    values = list(categories) if categories is not None else [None] * len(types)
+    return values, [t == CATEGORICAL_TYPE and v is None for t, v in zip(types, values)]
+
+
+def rows_for_model(
+    data: Any, feature_types: Sequence[str] | None, categories: Sequence | None, missing: float = np.nan
+) -> tuple[Any, list[str] | None]:
+    """Rows to predict or explain with a model: float32 values whose codes mean the model's categories.
+
+    Parameters
+    ----------
+    data : DMatrix or anything :func:`read_features` takes (category columns accepted)
+    feature_types, categories : the model's (see :func:`model_categories`)
+    missing : float
+        As for :func:`read_features` (not used for a DMatrix).
+
+    Returns
+    -------
+    values : numpy.ndarray or cupy.ndarray of float32, shape (n, F)
+        The data's values, with each category column re-coded to the model's categories
+        (a copy only when a code changes).
+    names : list of str or None
+
+    Raises
+    ------
+    DGBoostValueError
+        A category the model has not seen (XGBoost 3.4.1 refuses it too), a category column
+        where the model has a numeric feature, or what :func:`read_features` refuses.
+    """
+    source = data if isinstance(data, DMatrix) else read_features(data, missing, enable_categorical=True)
+    names = source.feature_names if isinstance(source, DMatrix) else source.names
+    target = model_categories(feature_types, categories)
+    values = aligned_codes(source, *(target or (None, None)), what="the model")
+    return values, names
+
+
+def _check_finite(values, xp) -> None:
+    """Refuse infinite values, naming the first (row, column)."""
+    # in row chunks: a mask of the whole matrix would be a large temporary (280 MB for
+    # 10M x 28) on top of the data; on a GPU one scalar read a chunk
+    step = max(1, _INF_CHECK_ENTRIES // values.shape[1])
+    for start in range(0, values.shape[0], step):
+        infinite = xp.isinf(values[start : start + step])
+        if bool(infinite.any()):  # the position only when raising
+            first = int(xp.argmax(infinite.ravel()))
+            row, col = divmod(first, values.shape[1])
+            raise DGBoostValueError(
+                f"data contains infinite values (first at row {start + row}, column {col}); "
+                "replace them or mark them missing"
+            )
+
+
+def _categorical_info(table: FeatureTable, data: Any, feature_types, frame_cats: dict) -> None:
+    """Set ``table.types``, ``categories`` and ``coded`` from the given types and the category columns."""
+    n_features = table.values.shape[1]
+    types = None if feature_types is None else _checked_types(feature_types, n_features)
+    label = table.names or [f"f{j}" for j in range(n_features)]
+    if types is None and frame_cats:
+        dtypes = list(data.dtypes) if hasattr(data, "dtypes") else None
+        types = [
+            CATEGORICAL_TYPE if j in frame_cats else "float" if dtypes is None else _numeric_type_name(dtypes[j])
+            for j in range(n_features)
+        ]
+    table.types = types
+    if types is None or CATEGORICAL_TYPE not in types:
+        if frame_cats:  # only when types were given: the inferred ones say "c"
+            j = min(frame_cats)
+            raise DGBoostValueError(
+                f"column {label[j]!r} is a category column but feature_types gives it {types[j]!r}; "
+                "give it 'c' (or leave feature_types out)"
+            )
+        return
+    categories: list[np.ndarray | None] = [None] * n_features
+    coded = [False] * n_features
+    for j, kind in enumerate(types):
+        if j in frame_cats:
+            if kind != CATEGORICAL_TYPE:
+                raise DGBoostValueError(
+                    f"column {label[j]!r} is a category column but feature_types gives it {kind!r}; "
+                    "give it 'c' (or leave feature_types out)"
+                )
+            categories[j] = frame_cats[j]
+        elif kind == CATEGORICAL_TYPE:
+            k = check_numeric_codes(label[j], table.values[:, j])
+            categories[j], coded[j] = np.arange(k, dtype=np.int64), True
+    table.categories, table.coded = categories, coded
+
+
 def as_feature_matrix(
     data: Any, missing: float = np.nan, feature_names: Sequence[str] | None = None, allow_empty_rows: bool = False
 ) -> tuple[Any, list[str] | None]:
-    """Convert ``data`` to a C-contiguous float32 matrix with NaN for missing values.
+    """Convert ``data`` to a C-contiguous float32 matrix with NaN for missing values (numeric data only).
 
     Parameters
     ----------
@@ -154,66 +559,13 @@ def as_feature_matrix(
     Raises
     ------
     DGBoostTypeError
-        Non-numeric columns or an unsupported container.
+        Non-numeric columns (category columns included: :func:`read_features` takes them)
+        or an unsupported container.
     DGBoostValueError
         Not two-dimensional, empty, or containing infinite values.
     """
-    names = None
-    if data is None:
-        raise DGBoostTypeError("data is None: expected a 2-D array, DataFrame or sparse matrix")
-    module = library_of(data)
-    if module == "cudf" and hasattr(data, "dtypes") and hasattr(data, "columns"):
-        values, names = _cudf_to_matrix(data)
-    elif module in ("pandas", "cudf") and hasattr(data, "to_frame"):
-        kind = "a pandas" if module == "pandas" else "a cuDF"
-        raise DGBoostValueError(f"data is {kind} Series (1-D): expected a 2-D table; use series.to_frame()")
-    elif is_device_array(data):
-        values = _cupy_to_matrix(data)
-    elif module == "pandas" and hasattr(data, "dtypes") and hasattr(data, "columns"):
-        values, names = _pandas_to_matrix(data)
-    elif hasattr(data, "tocoo") and hasattr(data, "nnz"):
-        values = _sparse_to_matrix(data)
-    else:
-        try:
-            array = np.asarray(data)
-        except Exception as exc:  # noqa: BLE001 - the container's own error is not helpful
-            raise DGBoostTypeError(f"cannot convert {type(data).__name__} to a numeric matrix: {exc}") from None
-        if array.dtype == object or array.dtype.kind in "USVMm":
-            raise DGBoostTypeError(
-                f"data has dtype {array.dtype}: expected numeric or bool values "
-                "(encode strings/categories as numbers first)"
-            )
-        if array.dtype.kind == "c":
-            raise DGBoostTypeError("complex values are not supported")
-        values = np.asarray(array, dtype=np.float32)
-    if values.ndim != 2:
-        raise DGBoostValueError(f"data must be 2-D (rows x features), got {values.ndim}-D with shape {values.shape}")
-    if (values.shape[0] == 0 and not allow_empty_rows) or values.shape[1] == 0:
-        raise DGBoostValueError(f"data is empty: shape {values.shape}")
-    # the same code for both devices: xp is numpy or cupy, and stays on the data's device
-    xp = array_module(values)
-    values = xp.ascontiguousarray(values, dtype=xp.float32)
-    if missing is not None and not math.isnan(missing):
-        values = xp.where(values == xp.float32(missing), xp.float32(np.nan), values)
-    # in row chunks: a mask of the whole matrix would be a large temporary (280 MB for
-    # 10M x 28) on top of the data; on a GPU one scalar read a chunk
-    step = max(1, _INF_CHECK_ENTRIES // values.shape[1])
-    for start in range(0, values.shape[0], step):
-        infinite = xp.isinf(values[start : start + step])
-        if bool(infinite.any()):  # the position only when raising
-            first = int(xp.argmax(infinite.ravel()))
-            row, col = divmod(first, values.shape[1])
-            raise DGBoostValueError(
-                f"data contains infinite values (first at row {start + row}, column {col}); "
-                "replace them or mark them missing"
-            )
-    if feature_names is not None:
-        names = [str(n) for n in feature_names]
-        if len(names) != values.shape[1]:
-            raise DGBoostValueError(f"{len(names)} feature names given for {values.shape[1]} features")
-        if len(set(names)) != len(names):
-            raise DGBoostValueError("feature names must be unique")
-    return values, names
+    table = read_features(data, missing, feature_names, allow_empty_rows=allow_empty_rows)
+    return table.values, table.names
 
 
 def _as_vector(name: str, value: Any, n: int, allow_negative: bool = True) -> np.ndarray | None:
@@ -260,21 +612,36 @@ class DMatrix:
         Query id per row (sorted); an alternative to ``group``.
     feature_names : sequence of str, optional
     feature_types : sequence of str, optional
-        Only numerical types (``"q"``, ``"float"``, ``"int"``, ``"i"``) are supported.
+        ``"q"``, ``"float"``, ``"int"``, ``"i"`` (numerical) or ``"c"`` (categorical). A numeric
+        column typed ``"c"`` holds category codes (integers 0 to 2**24 - 1, NaN missing; at most
+        65534 categories), XGBoost's way for NumPy data. Category columns are ``"c"`` by
+        default. See docs/categorical.md.
     missing : float, default NaN
+        Marks missing entries of numeric columns (a category column's are its nulls).
     max_bin : int, optional
         Number of histogram bins; overrides the training parameter for this data. Checked
         by :func:`dgboost.params.check_max_bin` (2 to 65535), here and whenever it is set.
     ref : DMatrix, optional
         Reuse the quantile cuts of ``ref`` (validation data binned like the training data).
-    nthread, enable_categorical
-        Accepted for XGBoost compatibility (categorical features are not supported yet).
+        A categorical column is re-coded to the categories of ``ref``.
+    enable_categorical : bool, default True
+        Take pandas / cuDF ``category`` columns and Arrow dictionary columns as categorical
+        features (XGBoost 3.4.1's default). False makes such a column an error naming it.
+        String / object columns are always an error: make them ``category`` columns first.
+    nthread
+        Accepted for XGBoost compatibility.
 
     Attributes
     ----------
     data : numpy.ndarray or cupy.ndarray of float32, shape (n, F)
         C-contiguous features, NaN for missing; a CuPy array (on the input's GPU) exactly
-        when the input was a CuPy array or a cuDF DataFrame.
+        when the input was a CuPy array or a cuDF DataFrame. A categorical feature holds its
+        category codes (0..K-1).
+    feature_types : list of str or None
+    categories : list of (numpy.ndarray or None), length F, or None
+        Per feature: None for a numeric one, else its category values in code order (strings
+        as an object array, or int64 / bool); ``arange(K)`` for codes given as numbers. None
+        when no feature is categorical.
     label, weight : numpy.ndarray of float32, shape (n,), or None
     base_margin : numpy.ndarray of float32, shape (n, n_groups), or None
     group_ptr : numpy.ndarray of int64, shape (n_groups + 1,), or None
@@ -296,13 +663,19 @@ class DMatrix:
         max_bin: int | None = None,
         ref: DMatrix | None = None,
         nthread: int | None = None,
-        enable_categorical: bool = False,
+        enable_categorical: bool = True,
     ) -> None:
-        self.data, self.feature_names = as_feature_matrix(
-            data, missing, feature_names, allow_empty_rows=self._allow_empty_rows
+        table = read_features(
+            data,
+            missing,
+            feature_names,
+            feature_types=feature_types,
+            enable_categorical=enable_categorical,
+            allow_empty_rows=self._allow_empty_rows,
         )
+        self.data, self.feature_names, self.feature_types = table.values, table.names, table.types
+        self.categories, self._coded = table.categories, table.coded
         n = self.data.shape[0]
-        self.feature_types = None if feature_types is None else _checked_types(feature_types, None)
         self.label = _as_vector("label", label, n)
         self.weight = _as_vector("weight", weight, n, allow_negative=False)
         self.base_margin = _as_margin(base_margin, n)
@@ -313,7 +686,36 @@ class DMatrix:
         if ref is not None and ref.num_col() != self.num_col():
             raise DGBoostValueError(f"ref has {ref.num_col()} features but data has {self.num_col()}")
         self.ref = ref
+        if ref is not None and self.categories is not None:
+            self.data = aligned_codes(self, ref.categories, ref._coded, "ref")
+            self.categories, self._coded = ref.categories, ref._coded
         self._binned_cache: dict = {}
+
+    def n_categories(self, feature: int) -> int:
+        """K_f: the number of categories of ``feature`` (its bins); 0 for a numeric feature.
+
+        For codes given as numbers K_f is the largest code + 1 (0 when all are missing).
+        """
+        if self.categories is None or self.categories[feature] is None:
+            return 0
+        return int(self.categories[feature].size)
+
+    def category_values(self) -> list | None:
+        """The category values per feature as a model keeps them (JSON-able lists).
+
+        Returns
+        -------
+        list or None
+            Length F: None for a numeric feature and for codes given as numbers (no values are
+            known, so prediction takes codes as they are), else the list of values in code
+            order. None when no feature is categorical.
+        """
+        if self.categories is None:
+            return None
+        return [
+            None if values is None or coded else categories_to_list(values)
+            for values, coded in zip(self.categories, self._coded)
+        ]
 
     @property
     def max_bin(self) -> int | None:
@@ -384,7 +786,8 @@ class DMatrix:
             Sorted query id per row.
         feature_names : sequence of str, shape (F,), optional
         feature_types : sequence of str, shape (F,), optional
-            Numerical types only (``"q"``, ``"float"``, ``"int"``, ``"i"``).
+            ``"q"``, ``"float"``, ``"int"``, ``"i"`` or ``"c"`` (a numeric column made ``"c"``
+            must hold category codes; a category column stays ``"c"``).
         label_lower_bound, label_upper_bound, feature_weights
             Not supported (no survival objectives, no feature-weighted column sampling).
 
@@ -415,9 +818,22 @@ class DMatrix:
         if feature_names is not None:
             new["feature_names"] = _checked_names(feature_names, self.num_col())
         if feature_types is not None:
-            new["feature_types"] = _checked_types(feature_types, self.num_col())
+            new.update(self._typed(feature_types, new.get("feature_names", self.feature_names)))
         for key, value in new.items():
             setattr(self, key, value)
+
+    def _typed(self, feature_types: Sequence[str], names: list[str] | None) -> dict:
+        """``feature_types``, ``categories`` and ``_coded`` for new types (checked; nothing set).
+
+        A category column keeps its categories and must stay ``"c"``; a numeric column made
+        ``"c"`` must hold codes.
+        """
+        known = {
+            j: values for j, values in enumerate(self.categories or []) if values is not None and not self._coded[j]
+        }
+        table = FeatureTable(self.data, names)
+        _categorical_info(table, None, feature_types, known)
+        return {"feature_types": table.types, "categories": table.categories, "_coded": table.coded}
 
     def get_float_info(self, field: str) -> np.ndarray:
         """A float field as ``xgboost.DMatrix.get_float_info``: ``"label"``, ``"weight"`` or
@@ -562,11 +978,14 @@ def _checked_names(names: Sequence[str], n_features: int) -> list[str]:
 
 
 def _checked_types(types: Sequence[str], n_features: int | None) -> list[str]:
-    """Feature types, numerical only; their count is checked when ``n_features`` is given."""
-    out = list(types)
-    if any(t not in ("q", "float", "int", "i") for t in out):
+    """Feature types (numerical or ``"c"``); their count is checked when ``n_features`` is given."""
+    if isinstance(types, str):
+        raise DGBoostValueError(f"feature_types must be a sequence of str (one per feature), got the string {types!r}")
+    out = [str(t) for t in types]
+    bad = [t for t in out if t not in ("q", "float", "int", "i", CATEGORICAL_TYPE)]
+    if bad:
         raise DGBoostValueError(
-            "only numerical feature types ('q', 'float', 'int') are supported; categorical features are not yet"
+            f"unknown feature type {bad[0]!r}: expected 'q', 'float', 'int', 'i' (numerical) or 'c' (categorical)"
         )
     if n_features is not None and len(out) != n_features:
         raise DGBoostValueError(f"{len(out)} feature types given for {n_features} features")
@@ -654,7 +1073,7 @@ class QuantileDMatrix(DMatrix):
         label_lower_bound: Any = None,
         label_upper_bound: Any = None,
         feature_weights: Any = None,
-        enable_categorical: bool = False,
+        enable_categorical: bool = True,
         max_quantile_batches: int | None = None,
         data_split_mode: Any = None,
     ) -> None:

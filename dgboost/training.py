@@ -47,7 +47,7 @@ from .callback import (
 )
 from .checkpoint import check_resumable, checkpointer_for, load_on_rank0, training_config
 from .comm.base import Communicator, LocalComm
-from .data import DMatrix
+from .data import DMatrix, aligned_matrix
 from .errors import DGBoostTypeError, DGBoostValueError
 from .params import TrainParams, parse_params
 
@@ -126,6 +126,8 @@ def train(
     p = parse_params(params)
     comm = comm or LocalComm()
     _check_arguments(dtrain, num_boost_round, early_stopping_rounds, evals)
+    # an evaluation set's category codes must mean the training data's categories
+    evals = [(aligned_matrix(dm, dtrain, f"the training data (evaluation set {name!r})"), name) for dm, name in evals]
     checkpointer = checkpointer_for(checkpoint_dir, checkpoint_every, resume)
     config = training_config(p, early_stopping_rounds, maximize)
     resumed, xgb_model = _starting_model(checkpointer if resume else None, comm, config, evals, xgb_model)
@@ -154,6 +156,7 @@ def train(
         dtrain.feature_types,
         dtrain.num_col(),
         xgb_model,
+        categories=dtrain.category_values(),
     )
     container, best, stopping = _callbacks(job, callbacks, verbose_eval, early_stopping_rounds, maximize, config)
     history: dict = {} if evals_result is None else evals_result
