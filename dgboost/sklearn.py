@@ -30,7 +30,7 @@ from sklearn.exceptions import DataConversionWarning, NotFittedError
 from sklearn.utils.multiclass import type_of_target
 
 from .booster import Booster
-from .data import DMatrix
+from .data import DMatrix, rows_for_model
 from .errors import DGBoostTypeError, DGBoostValueError, ParameterError
 from .params import TrainParams, canonical_name, is_parameter_name, parse_params
 from .training import train
@@ -74,6 +74,8 @@ _PARAM_ARGS = (
     "base_score",
     "device",
     "verbosity",
+    "max_cat_to_onehot",
+    "max_cat_threshold",
 )
 # constructor arguments used by the wrapper itself, never sent as training parameters
 _WRAPPER_ONLY = {
@@ -86,6 +88,8 @@ _WRAPPER_ONLY = {
     "eval_metric",
     "n_jobs",
     "random_state",
+    "enable_categorical",
+    "feature_types",
 }
 
 
@@ -224,6 +228,16 @@ class DGBModel(BaseEstimator):
     importance_type : str, optional
         ``feature_importances_`` kind: "gain" (default), "weight", "cover", "total_gain",
         "total_cover".
+    enable_categorical : bool, default True
+        Take DataFrame ``category`` columns (pandas, cuDF) and Arrow dictionary columns as
+        categorical features (XGBoost 3.4.1's default); False makes them an error.
+    feature_types : list of str, optional
+        Per feature ``"q"`` (numerical) or ``"c"`` (categorical: codes given as numbers, for
+        NumPy input); see :class:`dgboost.DMatrix` and docs/categorical.md.
+    max_cat_to_onehot, max_cat_threshold : int, optional
+        Categorical splits (XGBoost's parameters; None: 4 and 64): one-hot splits for a
+        feature with fewer than ``max_cat_to_onehot`` categories, else partition splits with
+        at most ``max_cat_threshold`` categories on one side.
     **kwargs
         Further training parameters (e.g. ``scale_pos_weight``, ``num_parallel_tree``).
     """
@@ -259,6 +273,10 @@ class DGBModel(BaseEstimator):
         callbacks: list[Any] | None = None,
         verbosity: int | None = None,
         importance_type: str | None = None,
+        enable_categorical: bool = True,
+        feature_types: Sequence[str] | None = None,
+        max_cat_to_onehot: int | None = None,
+        max_cat_threshold: int | None = None,
         **kwargs: Any,
     ) -> None:
         self.n_estimators = n_estimators
@@ -287,6 +305,10 @@ class DGBModel(BaseEstimator):
         self.callbacks = callbacks
         self.verbosity = verbosity
         self.importance_type = importance_type
+        self.enable_categorical = enable_categorical
+        self.feature_types = feature_types
+        self.max_cat_to_onehot = max_cat_to_onehot
+        self.max_cat_threshold = max_cat_threshold
         for key, value in kwargs.items():  # extra training parameters: plain attributes too
             self._set_extra(key, value)
 
@@ -431,7 +453,16 @@ class DGBModel(BaseEstimator):
         _check_weight(weight)
         X = _numeric_object_array(X)
         return DMatrix(
-            X, label=y, weight=weight, base_margin=base_margin, group=group, qid=qid, missing=self.missing, ref=ref
+            X,
+            label=y,
+            weight=weight,
+            base_margin=base_margin,
+            group=group,
+            qid=qid,
+            missing=self.missing,
+            ref=ref,
+            feature_types=self.feature_types,
+            enable_categorical=self.enable_categorical,
         )
 
     def _encode_y(self, y, fitting: bool) -> np.ndarray:
@@ -661,7 +692,13 @@ class DGBModel(BaseEstimator):
     def _predict_dmatrix(self, X, base_margin=None) -> DMatrix:
         booster = self.get_booster()
         _check_X(X)
-        dm = DMatrix(_numeric_object_array(X), base_margin=base_margin, missing=self.missing)
+        dm = DMatrix(
+            _numeric_object_array(X),
+            base_margin=base_margin,
+            missing=self.missing,
+            feature_types=self.feature_types,
+            enable_categorical=self.enable_categorical,
+        )
         expected = getattr(self, "n_features_in_", booster.num_features())
         if expected and dm.num_col() != expected:
             raise DGBoostValueError(
@@ -717,7 +754,10 @@ class DGBModel(BaseEstimator):
         from .explain.explainer import TreeExplainer
 
         dm = self._predict_dmatrix(X)
-        return TreeExplainer(self).shap_values(dm.data, **kwargs)
+        booster = self.get_booster()
+        # codes of category columns as the model's categories number them
+        values, _ = rows_for_model(dm, booster.feature_types, booster.meta.get("categories"))
+        return TreeExplainer(self).shap_values(values, **kwargs)
 
     @property
     def feature_importances_(self) -> np.ndarray:
