@@ -88,12 +88,28 @@ __device__ __forceinline__ long long warp_inclusive_scan(long long v) {
   return v;
 }
 
+// One candidate per (node, feature), 48 bytes (dgboost/backend/cuda.py _CANDIDATE_BYTES).
 struct Candidate {
   double gain;
   long long left_g, left_h;
-  int key;  // 2 * local bin + (1 if missing goes left); -1 when no valid split
+  int key;        // -1 when no valid split; else its lowest bit is 1 when missing goes left
+  int split_bin;  // the record's split bin: local bin, the one-hot category, -1 for a partition
+  unsigned long long pivot_key;  // partition splits: the right set is {c : (key(c), c) <= pivot}
+  int pivot_cat;                 // -1 for numeric and one-hot candidates
   int pad;
 };
+
+__device__ __forceinline__ void write_candidate(Candidate* slot, double gain, int key, int split_bin, long long lg,
+                                                long long lh, unsigned long long pivot_key, int pivot_cat) {
+  slot->gain = gain;
+  slot->key = key;
+  slot->split_bin = split_bin;
+  slot->left_g = lg;
+  slot->left_h = lh;
+  slot->pivot_key = pivot_key;
+  slot->pivot_cat = pivot_cat;
+  slot->pad = 0;
+}
 
 // One warp per (node, feature): the feature's bins in chunks of 32 (bin lo + 32 c + lane,
 // coalesced), int64 prefix sums by shuffles with the chunk totals carried, no shared memory and
@@ -105,19 +121,20 @@ extern "C" __global__ void best_per_feature(
     const int* __restrict__ cut_ptrs, int n_features, int n_pairs, const bool* __restrict__ feature_mask,
     int mask_rows, const double* __restrict__ scales, double lam, double alpha, double mcw, double mds,
     const double* __restrict__ bounds, const signed char* __restrict__ monotone, int constrained,
-    Candidate* __restrict__ out) {
+    const unsigned char* __restrict__ is_cat, int has_cat, Candidate* __restrict__ out) {
   const SplitParamsDev p{1.0 / scales[0], 1.0 / scales[1], lam, alpha, mcw, mds};
   const int lane = threadIdx.x & 31;
   const long long pair = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5;
   if (pair >= n_pairs) return;  // whole warps leave together
   const int node = static_cast<int>(pair / n_features);
   const int f = static_cast<int>(pair % n_features);
+  if (has_cat && is_cat[f]) return;  // best_per_category_feature writes this slot
   Candidate* slot = out + pair;
   // mask_rows: 0 = every feature, 1 = one mask row for every node, else one row per node
   const long long mask_row = mask_rows == 1 ? 0 : node;
   const bool no_node = records[static_cast<long long>(node) * kNodeFields + kFeature] == kNoNode;
   if (no_node || (mask_rows != 0 && !feature_mask[mask_row * n_features + f])) {
-    if (lane == 0) { slot->gain = 0.0; slot->key = -1; slot->left_g = 0; slot->left_h = 0; }
+    if (lane == 0) write_candidate(slot, 0.0, -1, -1, 0, 0, 0ull, -1);
     return;
   }
   const long long* h = hist + static_cast<long long>(node) * total_bins * 2;
@@ -187,12 +204,7 @@ extern "C" __global__ void best_per_feature(
     const long long olh = __shfl_xor_sync(0xffffffffu, my_lh, d);
     if (better(og, ok, my_gain, my_key)) { my_gain = og; my_key = ok; my_lg = olg; my_lh = olh; }
   }
-  if (lane == 0) {
-    slot->gain = my_gain;
-    slot->key = my_key;
-    slot->left_g = my_lg;
-    slot->left_h = my_lh;
-  }
+  if (lane == 0) write_candidate(slot, my_gain, my_key, my_key >= 0 ? my_key >> 1 : -1, my_lg, my_lh, 0ull, -1);
 }
 
 // Stage 2: one thread per node writes its decision into its record: feature, bin,
@@ -203,16 +215,23 @@ extern "C" __global__ void best_per_node(const Candidate* __restrict__ cand, int
   if (node >= n_nodes) return;
   if (records[static_cast<long long>(node) * kNodeFields + kFeature] == kNoNode) return;  // stays no node
   double best = KERNEL_EPS;
-  int best_f = -1, best_key = 0;
+  int best_f = -1, best_key = 0, best_bin = -1;
   long long lg = 0, lh = 0;
   for (int f = 0; f < n_features; ++f) {
-    const Candidate c = cand[static_cast<long long>(node) * n_features + f];
-    if (c.key >= 0 && c.gain > best) { best = c.gain; best_f = f; best_key = c.key; lg = c.left_g; lh = c.left_h; }
+    const Candidate& c = cand[static_cast<long long>(node) * n_features + f];
+    if (c.key >= 0 && c.gain > best) {
+      best = c.gain;
+      best_f = f;
+      best_key = c.key;
+      best_bin = c.split_bin;
+      lg = c.left_g;
+      lh = c.left_h;
+    }
   }
   if (best_f >= 0 && best < gamma) best_f = -1;
   long long* o = records + static_cast<long long>(node) * kNodeFields;
   o[kFeature] = best_f;
-  o[kSplitBin] = best_f >= 0 ? best_key >> 1 : -1;
+  o[kSplitBin] = best_f >= 0 ? best_bin : -1;
   o[kDefaultLeft] = best_f >= 0 ? (best_key & 1) : 0;
   o[kGain] = __double_as_longlong(best_f >= 0 ? best : 0.0);
   o[kLeftG] = best_f >= 0 ? lg : 0;
@@ -276,4 +295,322 @@ extern "C" __global__ void record_leaf_values(const long long* __restrict__ reco
   const double w = leaf_weight(static_cast<double>(r[kSumG]) * p.inv_scale_g,
                                static_cast<double>(r[kSumH]) * p.inv_scale_h, p);
   values[j] = static_cast<float>(w * eta);
+}
+
+// ---- categorical features (docs/design.md §11.2) ------------------------------------------
+//
+// ``best_per_category_feature``: one block of kCatThreads per (node, categorical feature),
+// writing the feature's candidate slot (``best_per_feature`` leaves those slots alone), so
+// ``best_per_node`` compares numeric and categorical candidates in feature order as before.
+//  - One-hot (K < max_cat_to_onehot): thread per category c, candidates 2c (the category
+//    right, missing left) and 2c + 1 (the category and the missing rows right).
+//  - Partition: every category's key (float64 weight of its own sums, then its code) is
+//    written to shared memory (or, past what a block's shared memory holds, to the block's
+//    slice of a global scratch) and bitonic-sorted; keys are distinct, so the order is the
+//    CPU's stable sort. The first n - 1 sorted categories are scanned forward (missing left)
+//    and the last n - 1 backward (missing right), n = min(max_cat_threshold, K), with int64
+//    block scans; candidate t of the forward scan has order t, of the backward scan n - 1 + t.
+// A block arg-max (larger gain, then lower order: the CPU's first strict maximum) picks the
+// feature's candidate. A partition candidate keeps its set as a pivot: the set is every
+// category whose key is at most the pivot's (the sorted prefix), so ``categorical_split_bits``
+// rebuilds the winning set of each node from the histogram without keeping any order.
+// Memory: per (node, feature) K keys of 12 B, in shared memory up to the block's budget;
+// nothing per row.
+#define kCatThreads 256
+#define kCatWarps (kCatThreads / 32)
+
+// The float64 weight as an unsigned key in the weights' order; -0.0 is keyed as +0.0 (the CPU
+// sorts with <, for which they are equal, so their order is the codes').
+__device__ __forceinline__ unsigned long long weight_key(double w) {
+  if (w == 0.0) w = 0.0;
+  const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(w));
+  return (bits >> 63) ? ~bits : (bits | 0x8000000000000000ull);
+}
+
+// The sort key of category c: the leaf weight of its own sums (no bounds), as the CPU's.
+__device__ __forceinline__ unsigned long long category_key(const long long* __restrict__ h, int c,
+                                                           const SplitParamsDev& p) {
+  const double G = h[2 * c] * p.inv_scale_g, H = h[2 * c + 1] * p.inv_scale_h;
+  return weight_key(leaf_weight(G, H, p));
+}
+
+// (key a, code ca) sorts after (key b, code cb).
+__device__ __forceinline__ bool key_after(unsigned long long a, int ca, unsigned long long b, int cb) {
+  return a > b || (a == b && ca > cb);
+}
+
+// Ascending bitonic sort of n (a power of two) (key, code) pairs by the block; ends synchronised.
+__device__ void bitonic_sort(unsigned long long* keys, int* codes, int n) {
+  for (int k = 2; k <= n; k <<= 1) {
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const int x = i ^ j;
+        if (x > i) {
+          const unsigned long long ka = keys[i], kb = keys[x];
+          const int ca = codes[i], cb = codes[x];
+          if (key_after(ka, ca, kb, cb) == ((i & k) == 0)) {
+            keys[i] = kb;
+            keys[x] = ka;
+            codes[i] = cb;
+            codes[x] = ca;
+          }
+        }
+      }
+      __syncthreads();
+    }
+  }
+}
+
+// Block-wide inclusive scan of int64 pairs; (total_g, total_h) gets the block's sums.
+// ``sg``/``sh``: kCatWarps int64 of shared memory each.
+__device__ __forceinline__ void block_scan_pair(long long& g, long long& h, long long& total_g, long long& total_h,
+                                                long long* sg, long long* sh) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  g = warp_inclusive_scan(g);
+  h = warp_inclusive_scan(h);
+  if (lane == 31) { sg[warp] = g; sh[warp] = h; }
+  __syncthreads();
+  long long below_g = 0, below_h = 0;
+  total_g = 0;
+  total_h = 0;
+  for (int w = 0; w < kCatWarps; ++w) {
+    if (w < warp) { below_g += sg[w]; below_h += sh[w]; }
+    total_g += sg[w];
+    total_h += sh[w];
+  }
+  __syncthreads();  // sg/sh are rewritten by the next scan
+  g += below_g;
+  h += below_h;
+}
+
+// A block's best (gain, order, left sums), as ``better`` orders them; thread 0 gets the result.
+__device__ __forceinline__ void block_best(double& gain, int& order, long long& lg, long long& lh, double* s_gain,
+                                           int* s_order, long long* s_lg, long long* s_lh) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) {
+    const double og = __shfl_xor_sync(0xffffffffu, gain, d);
+    const int oo = __shfl_xor_sync(0xffffffffu, order, d);
+    const long long olg = __shfl_xor_sync(0xffffffffu, lg, d);
+    const long long olh = __shfl_xor_sync(0xffffffffu, lh, d);
+    if (better(og, oo, gain, order)) { gain = og; order = oo; lg = olg; lh = olh; }
+  }
+  if (lane == 0) { s_gain[warp] = gain; s_order[warp] = order; s_lg[warp] = lg; s_lh[warp] = lh; }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kCatWarps; ++w) {
+      if (better(s_gain[w], s_order[w], gain, order)) { gain = s_gain[w]; order = s_order[w]; lg = s_lg[w]; lh = s_lh[w]; }
+    }
+  }
+  __syncthreads();
+}
+
+struct CatNode {
+  long long tg, th;        // the node's totals
+  double w_lo, w_hi;       // its weight bounds (monotone constraints)
+  int sign;                // the feature's monotone sign
+  int constrained;
+  double parent;           // the node's own gain
+};
+
+// The gain of the candidate with left sums (lg, lh), right sums (rg, rh); false when it is not
+// valid or gains no more than KERNEL_EPS. The CPU engine's checks and float64 operations, in order.
+__device__ __forceinline__ bool category_candidate(long long lg, long long lh, long long rg, long long rh,
+                                                   const CatNode& nd, const SplitParamsDev& p, double& gain) {
+  if (lh <= 0 || rh <= 0) return false;
+  const double GL = lg * p.inv_scale_g, HL = lh * p.inv_scale_h;
+  const double GR = rg * p.inv_scale_g, HR = rh * p.inv_scale_h;
+  if (HL < p.mcw || HR < p.mcw) return false;
+  if (nd.constrained) {
+    const double wl = bounded_weight(GL, HL, nd.w_lo, nd.w_hi, p), wr = bounded_weight(GR, HR, nd.w_lo, nd.w_hi, p);
+    if ((nd.sign > 0 && wl > wr) || (nd.sign < 0 && wl < wr)) return false;  // against the constraint
+    gain = gain_given_weight(GL, HL, wl, p) + gain_given_weight(GR, HR, wr, p) - nd.parent;
+  } else {
+    gain = split_gain(GL, HL, p) + split_gain(GR, HR, p) - nd.parent;
+  }
+  return gain > KERNEL_EPS;  // NaN never wins
+}
+
+// Scan ``count`` sorted categories from one end: forward (codes[0], codes[1], ...: the right
+// side, missing left) or backward (codes[K-1], codes[K-2], ...: the left side, missing right);
+// each thread keeps its best candidate, of order ``first_order + t``.
+__device__ __forceinline__ void scan_sorted(const long long* __restrict__ h, const int* codes, int K, int count,
+                                            bool forward, int first_order, const CatNode& nd,
+                                            const SplitParamsDev& p, long long* sg, long long* sh, double& my_gain,
+                                            int& my_order, long long& my_lg, long long& my_lh) {
+  long long carry_g = 0, carry_h = 0;
+  for (int base = 0; base < count; base += blockDim.x) {  // block-uniform trip count
+    const int t = base + static_cast<int>(threadIdx.x);
+    long long vg = 0, vh = 0;
+    if (t < count) {
+      const int c = codes[forward ? t : K - 1 - t];
+      vg = h[2 * c];
+      vh = h[2 * c + 1];
+    }
+    long long chunk_g, chunk_h;
+    block_scan_pair(vg, vh, chunk_g, chunk_h, sg, sh);
+    vg += carry_g;
+    vh += carry_h;
+    carry_g += chunk_g;
+    carry_h += chunk_h;
+    if (t < count) {
+      // forward: the scanned sums go right; backward: they go left
+      const long long lg = forward ? nd.tg - vg : vg, lh = forward ? nd.th - vh : vh;
+      double gain;
+      if (category_candidate(lg, lh, nd.tg - lg, nd.th - lh, nd, p, gain) &&
+          better(gain, first_order + t, my_gain, my_order)) {
+        my_gain = gain;
+        my_order = first_order + t;
+        my_lg = lg;
+        my_lh = lh;
+      }
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(kCatThreads) best_per_category_feature(
+    const long long* __restrict__ hist, long long total_bins, const long long* __restrict__ records,
+    const int* __restrict__ cut_ptrs, int n_features, const int* __restrict__ cat_features, int n_cat_features,
+    long long n_pairs, const bool* __restrict__ feature_mask, int mask_rows, const double* __restrict__ scales,
+    double lam, double alpha, double mcw, double mds, const double* __restrict__ bounds,
+    const signed char* __restrict__ monotone, int constrained, int max_cat_to_onehot, int max_cat_threshold,
+    int shared_entries, unsigned long long* __restrict__ scratch_keys, int* __restrict__ scratch_codes,
+    long long scratch_entries, Candidate* __restrict__ out) {
+  extern __shared__ unsigned long long sort_shared[];  // shared_entries keys, then as many int codes
+  __shared__ long long sg[kCatWarps], sh[kCatWarps], s_lg[kCatWarps], s_lh[kCatWarps];
+  __shared__ double s_gain[kCatWarps];
+  __shared__ int s_order[kCatWarps];
+  const SplitParamsDev p{1.0 / scales[0], 1.0 / scales[1], lam, alpha, mcw, mds};
+  for (long long pair = blockIdx.x; pair < n_pairs; pair += gridDim.x) {  // block-uniform
+    const int node = static_cast<int>(pair / n_cat_features);
+    const int f = cat_features[pair % n_cat_features];
+    Candidate* slot = out + static_cast<long long>(node) * n_features + f;
+    const long long mask_row = mask_rows == 1 ? 0 : node;
+    const long long* rec = records + static_cast<long long>(node) * kNodeFields;
+    if (rec[kFeature] == kNoNode || (mask_rows != 0 && !feature_mask[mask_row * n_features + f])) {
+      if (threadIdx.x == 0) write_candidate(slot, 0.0, -1, -1, 0, 0, 0ull, -1);
+      continue;
+    }
+    const int K = cut_ptrs[f + 1] - cut_ptrs[f];
+    const long long* h = hist + static_cast<long long>(node) * total_bins * 2 + 2LL * cut_ptrs[f];
+    CatNode nd;
+    nd.tg = rec[kSumG];
+    nd.th = rec[kSumH];
+    nd.constrained = constrained;
+    nd.w_lo = constrained ? bounds[2 * node] : 0.0;
+    nd.w_hi = constrained ? bounds[2 * node + 1] : 0.0;
+    nd.sign = constrained ? monotone[f] : 0;
+    const double TG = nd.tg * p.inv_scale_g, TH = nd.th * p.inv_scale_h;
+    nd.parent = constrained ? gain_given_weight(TG, TH, bounded_weight(TG, TH, nd.w_lo, nd.w_hi, p), p)
+                            : split_gain(TG, TH, p);
+    double my_gain = 0.0;
+    int my_order = -1;
+    long long my_lg = 0, my_lh = 0;
+    if (K < max_cat_to_onehot) {
+      // one-hot: the missing sums are the node's minus the feature's
+      long long fg = 0, fh = 0, mg, mh;
+      for (int c = threadIdx.x; c < K; c += blockDim.x) { fg += h[2 * c]; fh += h[2 * c + 1]; }
+      block_scan_pair(fg, fh, mg, mh, sg, sh);
+      mg = nd.tg - mg;
+      mh = nd.th - mh;
+      for (int c = threadIdx.x; c < K; c += blockDim.x) {
+        for (int d = 0; d < 2; ++d) {  // d = 0: missing left; d = 1: missing right
+          const long long rg = h[2 * c] + (d ? mg : 0), rh = h[2 * c + 1] + (d ? mh : 0);
+          double gain;
+          if (category_candidate(nd.tg - rg, nd.th - rh, rg, rh, nd, p, gain) &&
+              better(gain, 2 * c + d, my_gain, my_order)) {
+            my_gain = gain;
+            my_order = 2 * c + d;
+            my_lg = nd.tg - rg;
+            my_lh = nd.th - rh;
+          }
+        }
+      }
+      block_best(my_gain, my_order, my_lg, my_lh, s_gain, s_order, s_lg, s_lh);
+      if (threadIdx.x == 0) {
+        if (my_order >= 0) {
+          const int dl = (my_order & 1) == 0 ? 1 : 0;
+          write_candidate(slot, my_gain, 2 * my_order + dl, my_order >> 1, my_lg, my_lh, 0ull, -1);
+        } else {
+          write_candidate(slot, 0.0, -1, -1, 0, 0, 0ull, -1);
+        }
+      }
+      continue;  // block_best ended synchronised; no shared sort data was used
+    }
+    // partition: sort the categories by key, then scan both ends
+    int n_sort = 1;
+    while (n_sort < K) n_sort <<= 1;
+    unsigned long long* keys;
+    int* codes;
+    if (n_sort <= shared_entries) {
+      keys = sort_shared;
+      codes = reinterpret_cast<int*>(sort_shared + shared_entries);
+    } else {
+      keys = scratch_keys + blockIdx.x * scratch_entries;
+      codes = scratch_codes + blockIdx.x * scratch_entries;
+    }
+    for (int i = threadIdx.x; i < n_sort; i += blockDim.x) {
+      keys[i] = i < K ? category_key(h, i, p) : ~0ull;
+      codes[i] = i < K ? i : 0x7fffffff;
+    }
+    __syncthreads();
+    bitonic_sort(keys, codes, n_sort);
+    const int count = min(max_cat_threshold, K) - 1;  // candidates per direction
+    scan_sorted(h, codes, K, count, true, 0, nd, p, sg, sh, my_gain, my_order, my_lg, my_lh);
+    scan_sorted(h, codes, K, count, false, max(count, 0), nd, p, sg, sh, my_gain, my_order, my_lg, my_lh);
+    block_best(my_gain, my_order, my_lg, my_lh, s_gain, s_order, s_lg, s_lh);
+    if (threadIdx.x == 0) {
+      if (my_order >= 0) {
+        const bool forward = my_order < count;
+        // forward t: the set is codes[0..t]; backward t: codes[0..K-2-t] (all but the scanned)
+        const int last = forward ? my_order : K - 2 - (my_order - count);
+        write_candidate(slot, my_gain, 2 * my_order + (forward ? 1 : 0), -1, my_lg, my_lh, keys[last], codes[last]);
+      } else {
+        write_candidate(slot, 0.0, -1, -1, 0, 0, 0ull, -1);
+      }
+    }
+    __syncthreads();  // the sorted keys are read above before the next pair rewrites them
+  }
+}
+
+// The category bitsets of evaluated nodes (uint32 (m, words), bit c: category c goes right):
+// one block per node (grid-stride), a thread per word. A node split on a categorical feature
+// gets its one-hot category's bit, or every category whose key is at most its candidate's
+// pivot (the keys recomputed from the histogram, bit for bit those that were sorted); any
+// other node gets zeros. Run after ``best_per_node`` on the same candidates.
+extern "C" __global__ void categorical_split_bits(const long long* __restrict__ hist, long long total_bins,
+                                                  const long long* __restrict__ records, int m,
+                                                  const int* __restrict__ cut_ptrs, int n_features,
+                                                  const unsigned char* __restrict__ is_cat,
+                                                  const Candidate* __restrict__ cand,
+                                                  const double* __restrict__ scales, double lam, double alpha,
+                                                  double mcw, double mds, int words,
+                                                  unsigned int* __restrict__ cat_bits) {
+  const SplitParamsDev p{1.0 / scales[0], 1.0 / scales[1], lam, alpha, mcw, mds};
+  for (int node = blockIdx.x; node < m; node += gridDim.x) {
+    const long long* rec = records + static_cast<long long>(node) * kNodeFields;
+    const long long f = rec[kFeature];
+    unsigned int* out = cat_bits + static_cast<long long>(node) * words;
+    if (f < 0 || !is_cat[f]) {
+      for (int w = threadIdx.x; w < words; w += blockDim.x) out[w] = 0u;
+      continue;
+    }
+    const Candidate& c = cand[static_cast<long long>(node) * n_features + f];
+    const int K = cut_ptrs[f + 1] - cut_ptrs[f];
+    const long long* h = hist + static_cast<long long>(node) * total_bins * 2 + 2LL * cut_ptrs[f];
+    for (int w = threadIdx.x; w < words; w += blockDim.x) {
+      unsigned int bits = 0u;
+      if (c.pivot_cat < 0) {  // one-hot: the record's split bin
+        const long long b = rec[kSplitBin];
+        if ((b >> 5) == w) bits = 1u << (b & 31);
+      } else {
+        for (int i = 0; i < 32; ++i) {
+          const int code = 32 * w + i;
+          if (code >= K) break;
+          if (!key_after(category_key(h, code, p), code, c.pivot_key, c.pivot_cat)) bits |= 1u << i;
+        }
+      }
+      out[w] = bits;
+    }
+  }
 }

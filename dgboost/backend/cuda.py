@@ -39,7 +39,8 @@ __all__ = ["CUDABackend", "DeviceMemoryError"]
 _THREADS = 256
 _HIST_THREADS = 512
 _HIST_BLOCKS_PER_SM = 4
-_CANDIDATE_BYTES = 32  # split.cu's Candidate record
+_CANDIDATE_BYTES = 48  # split.cu's Candidate record
+_CAT_THREADS = 256  # split.cu's kCatThreads
 _PARTITION_TILE = 256 * 8  # partition.cu's kThreads * kItems
 _HIST_MIN_ROWS = 2048  # the shortest slice of rows a histogram block takes
 # host arrays up to this size are uploaded through pinned buffers, this many in a ring
@@ -551,7 +552,17 @@ class CUDABackend:
         return self.xp.ascontiguousarray(self.xp.asarray(scales, dtype=self.xp.float64))
 
     def evaluate_splits(
-        self, hist, records, cut_ptrs, feature_mask, scales, params, bounds=None, monotone=None
+        self,
+        hist,
+        records,
+        cut_ptrs,
+        feature_mask,
+        scales,
+        params,
+        bounds=None,
+        monotone=None,
+        categorical=None,
+        cat_bits=None,
     ) -> None:
         records = self._records(records, in_place=True)
         n = int(hist.shape[0])
@@ -568,41 +579,102 @@ class CUDABackend:
             monotone = self.xp.ascontiguousarray(monotone, dtype=self.xp.int8)
         else:
             bounds, monotone = self._no_bounds, self._no_signs
+        is_cat = self._no_cat_nodes[0] if categorical is None else self._device_layout(categorical)[0]
         cand = self._scratch("candidates", n * n_features * _CANDIDATE_BYTES // 8, np.int64)
         pairs = n * n_features  # one warp each, 8 warps a block
+        split_args = (
+            self._scales(scales),
+            np.float64(params.reg_lambda),
+            np.float64(params.alpha),
+            np.float64(params.min_child_weight),
+            np.float64(params.max_delta_step),
+            bounds,
+            monotone,
+            np.int32(constrained),
+        )
         if pairs:
             self._launch(
                 "split.cu",
                 "best_per_feature",
                 0,
-                (
-                    hist,
-                    np.int64(hist.shape[1]),
-                    records,
-                    dev_ptrs,
-                    np.int32(n_features),
-                    np.int32(pairs),
-                    mask,
-                    np.int32(mask_rows),
-                    self._scales(scales),
-                    np.float64(params.reg_lambda),
-                    np.float64(params.alpha),
-                    np.float64(params.min_child_weight),
-                    np.float64(params.max_delta_step),
-                    bounds,
-                    monotone,
-                    np.int32(constrained),
-                    cand,
-                ),
+                (hist, np.int64(hist.shape[1]), records, dev_ptrs, np.int32(n_features), np.int32(pairs))
+                + (mask, np.int32(mask_rows))
+                + split_args
+                + (is_cat, np.int32(categorical is not None), cand),
                 threads=256,
                 grid=-(-pairs // 8),
             )
+        if categorical is not None:
+            self._evaluate_categorical(hist, records, cut_ptrs, mask, mask_rows, split_args, params, categorical, cand)
         self._launch(
             "split.cu",
             "best_per_node",
             n,
             (cand, np.int32(n), np.int32(n_features), np.float64(params.gamma), records),
             threads=64,
+        )
+        if categorical is not None:
+            self._categorical_split_bits(hist, records, cut_ptrs, split_args[:5], categorical, cand, cat_bits)
+
+    def _evaluate_categorical(self, hist, records, cut_ptrs, mask, mask_rows, split_args, params, categorical, cand):
+        """The candidates of the categorical features (split.cu ``best_per_category_feature``):
+        one block per (node, feature); a partition feature's categories are sorted in shared
+        memory, or in a global scratch slice per block where more than a block's shared memory
+        holds (the grid is then a wave of blocks looping over the pairs)."""
+        n, n_features = int(hist.shape[0]), len(cut_ptrs) - 1
+        _, n_cats, cat_features, partition_sort = self._device_layout(categorical, params)
+        pairs = n * int(cat_features.shape[0])
+        if pairs == 0:
+            return
+        # sort entries (a power of two at least the categories) per block: 8 B key + 4 B code
+        fits = max(1, (self.shared_bytes - 1024) // 12)
+        cap = 1 << (fits.bit_length() - 1)
+        if partition_sort <= cap:
+            shared_entries, slots, grid = max(partition_sort, 1), 0, pairs
+        else:  # the widest features sort in global memory, one slice per resident block
+            shared_entries, slots = min(cap, 4096), 2 * self.sm_count
+            grid = min(pairs, slots)
+        keys = self._scratch("category_keys", max(1, slots * partition_sort), np.uint64)
+        codes = self._scratch("category_codes", max(1, slots * partition_sort), np.int32)
+        self._launch(
+            "split.cu",
+            "best_per_category_feature",
+            0,
+            (hist, np.int64(hist.shape[1]), records, self._device_ptrs(cut_ptrs), np.int32(n_features))
+            + (cat_features, np.int32(cat_features.shape[0]), np.int64(pairs), mask, np.int32(mask_rows))
+            + split_args
+            + (np.int32(params.max_cat_to_onehot), np.int32(params.max_cat_threshold), np.int32(shared_entries))
+            + (keys, codes, np.int64(partition_sort), cand),
+            threads=_CAT_THREADS,
+            shared=12 * shared_entries,
+            grid=grid,
+        )
+
+    def _categorical_split_bits(self, hist, records, cut_ptrs, param_args, categorical, cand, cat_bits) -> None:
+        """Each node's right-going categories into ``cat_bits`` (uint32 (m, words), C-contiguous
+        on the device), from the candidates ``best_per_node`` chose (split.cu ``categorical_split_bits``)."""
+        m, words = int(records.shape[0]), int(categorical.words)
+        if (
+            cat_bits is None
+            or tuple(cat_bits.shape) != (m, words)
+            or cat_bits.dtype != np.uint32
+            or not cat_bits.flags.c_contiguous
+        ):
+            shape = None if cat_bits is None else (cat_bits.dtype, tuple(cat_bits.shape))
+            raise DGBoostValueError(
+                f"evaluate_splits with categorical features needs cat_bits, a C-contiguous uint32 ({m}, {words}) "
+                f"device array, got {shape}"
+            )
+        self._launch(
+            "split.cu",
+            "categorical_split_bits",
+            0,
+            (hist, np.int64(hist.shape[1]), records, np.int32(m), self._device_ptrs(cut_ptrs))
+            + (np.int32(len(cut_ptrs) - 1), self._device_layout(categorical)[0], cand)
+            + param_args
+            + (np.int32(words), cat_bits),
+            threads=64,
+            grid=min(m, self.sm_count * 32),
         )
 
     def child_bounds(self, parents, bounds, monotone, scales, params):
@@ -704,19 +776,27 @@ class CUDABackend:
             )
         return (layout[0], self.xp.ascontiguousarray(cat_bits), np.int32(words), np.int32(1))
 
-    def _device_layout(self, categorical) -> tuple:
-        """is_cat (uint8 (F,)) and n_cats (int32 (F,)) of a CategoricalLayout on the device,
-        uploaded once per layout object."""
+    def _device_layout(self, categorical, params=None) -> tuple:
+        """A CategoricalLayout on the device, uploaded once per layout object: is_cat (uint8
+        (F,)), n_cats (int32 (F,)), the categorical features' indices (int32, ascending) and,
+        with ``params``, the sort size of its widest partition feature (the power of two at
+        least its categories; 0 when every categorical feature is one-hot)."""
         hit = self._layout_cache
         if hit is None or hit[0] is not categorical:
+            is_cat = np.ascontiguousarray(categorical.is_cat, np.uint8)
             hit = self._layout_cache = (
                 categorical,
                 (
-                    self.xp.asarray(np.ascontiguousarray(categorical.is_cat, np.uint8)),
+                    self.xp.asarray(is_cat),
                     self.xp.asarray(np.ascontiguousarray(categorical.n_cats, np.int32)),
+                    self.xp.asarray(np.flatnonzero(is_cat).astype(np.int32)),
                 ),
             )
-        return hit[1]
+        if params is None:
+            return hit[1]
+        n_cats = np.asarray(categorical.n_cats, np.int64)[np.asarray(categorical.is_cat) != 0]
+        widest = int(n_cats[n_cats >= int(params.max_cat_to_onehot)].max(initial=0))
+        return hit[1] + (1 << max(0, widest - 1).bit_length() if widest else 0,)
 
     def add_leaf_values(self, margin, rows, begins, ends, values, group):
         begins, offsets, total = self._segments(begins, ends)
@@ -812,19 +892,21 @@ class CUDABackend:
     def _categorical_nodes(self, ensemble, t0: int, t1: int) -> tuple:
         """The prediction kernels' categorical arguments for trees [t0, t1): split_type (uint8),
         cat_begin (int64, word offsets into the whole ``cat_bits``), cat_words (int32),
-        cat_bits (uint32) on the device and the flag 1; placeholders and 0 for an ensemble
-        without categorical splits (the kernels then never read them)."""
-        if not getattr(ensemble, "has_categorical", False):
+        cat_bits (uint32) on the device (``Ensemble.categorical_kernel_arrays``) and the flag
+        1; placeholders and 0 for an ensemble without categorical splits (the kernels then
+        never read them)."""
+        arrays = ensemble.categorical_kernel_arrays() if hasattr(ensemble, "categorical_kernel_arrays") else None
+        if arrays is None:
             return self._no_cat_nodes
-        xp = self.xp
+        split_type, begin, words, bits = arrays
         offsets = ensemble.offsets()
         lo, hi = int(offsets[t0]), int(offsets[t1])
-        bits = np.asarray(ensemble.cat_bits, np.uint32)
+        xp = self.xp
         return (
-            xp.asarray(np.ascontiguousarray(ensemble.split_type[lo:hi], np.uint8)),
-            xp.asarray(np.ascontiguousarray(ensemble.cat_begin[lo:hi], np.int64)),
-            xp.asarray(np.ascontiguousarray(ensemble.cat_words[lo:hi], np.int32)),
-            xp.asarray(bits if bits.size else np.zeros(1, np.uint32)),
+            xp.asarray(np.ascontiguousarray(split_type[lo:hi], np.uint8)),
+            xp.asarray(np.ascontiguousarray(begin[lo:hi], np.int64)),
+            xp.asarray(np.ascontiguousarray(words[lo:hi], np.int32)),
+            xp.asarray(np.ascontiguousarray(bits, np.uint32) if len(bits) else np.zeros(1, np.uint32)),
             np.int32(1),
         )
 
