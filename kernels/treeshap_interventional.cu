@@ -49,13 +49,15 @@
 __device__ __forceinline__ long long path_word(const float* __restrict__ x, long long s, int k, int w,
                                                const int* __restrict__ feature, const float* __restrict__ lower,
                                                const float* __restrict__ upper,
-                                               const unsigned char* __restrict__ missing) {
+                                               const unsigned char* __restrict__ missing,
+                                               const long long* __restrict__ cat_offset,
+                                               const unsigned* __restrict__ cat_pool) {
   const int j0 = w * IV_WORD_BITS;
   const int j1 = min(k, j0 + IV_WORD_BITS);
   long long word = 0;
   for (int j = j0; j < j1; ++j) {
     const long long e = s + j;
-    if (element_is_on(x[feature[e]], lower[e], upper[e], missing[e] != 0)) word |= 1LL << (j - j0);
+    if (element_is_on(x[feature[e]], e, lower, upper, missing, cat_offset, cat_pool)) word |= 1LL << (j - j0);
   }
   return word;
 }
@@ -75,8 +77,10 @@ struct PathWords {
   const float* lower;
   const float* upper;
   const unsigned char* missing;
+  const long long* cat_offset;
+  const unsigned* cat_pool;
   __device__ __forceinline__ long long operator()(int w) const {
-    return path_word(x, s, k, w, feature, lower, upper, missing);
+    return path_word(x, s, k, w, feature, lower, upper, missing, cat_offset, cat_pool);
   }
 };
 
@@ -125,15 +129,17 @@ __device__ __forceinline__ void add_pair(const Words& xword, const long long* __
 __device__ __forceinline__ void add_path(const float* __restrict__ x, long long s, int k, long long w0, int nw,
                                          const int* __restrict__ feature, const float* __restrict__ lower,
                                          const float* __restrict__ upper, const unsigned char* __restrict__ missing,
+                                         const long long* __restrict__ cat_offset,
+                                         const unsigned* __restrict__ cat_pool,
                                          const long long* __restrict__ rbitsT, long long q0, long long q1,
                                          long long n_ref, const long long* __restrict__ full, double v,
                                          const double* __restrict__ wtab, int W, double* acc, int stride) {
   if (nw == 1) {
-    const OneWord xw{path_word(x, s, k, 0, feature, lower, upper, missing)};
+    const OneWord xw{path_word(x, s, k, 0, feature, lower, upper, missing, cat_offset, cat_pool)};
     for (long long q = q0; q < q1; ++q)
       add_pair(xw, rbitsT, n_ref, q, full, s, w0, 1, feature, v, wtab, W, acc, stride);
   } else {
-    const PathWords xw{x, s, k, feature, lower, upper, missing};
+    const PathWords xw{x, s, k, feature, lower, upper, missing, cat_offset, cat_pool};
     for (long long q = q0; q < q1; ++q)
       add_pair(xw, rbitsT, n_ref, q, full, s, w0, nw, feature, v, wtab, W, acc, stride);
   }
@@ -145,7 +151,8 @@ extern "C" __global__ void __launch_bounds__(128) interventional_rows(
     const long long* __restrict__ path_offsets, const long long* __restrict__ word_offsets,
     const int* __restrict__ group_paths, const long long* __restrict__ group_ptr,
     const int* __restrict__ feature, const float* __restrict__ lower, const float* __restrict__ upper,
-    const unsigned char* __restrict__ missing, const double* __restrict__ path_v,
+    const unsigned char* __restrict__ missing, const long long* __restrict__ cat_offset,
+    const unsigned* __restrict__ cat_pool, const double* __restrict__ path_v,
     const long long* __restrict__ rbitsT, long long n_ref, const long long* __restrict__ full,
     const double* __restrict__ wtab, int W, int n_groups, int acc_shared,
     double* __restrict__ out) {  // (n, n_groups, F + 1); the bias column is left alone
@@ -167,7 +174,7 @@ extern "C" __global__ void __launch_bounds__(128) interventional_rows(
     const long long w0 = word_offsets[p];
     const int nw = (int)(word_offsets[p + 1] - w0);
     const double v = path_v[p] * inv_ref;
-    add_path(x, s, k, w0, nw, feature, lower, upper, missing, rbitsT, 0, n_ref, n_ref, full, v, wtab, W, acc,
+    add_path(x, s, k, w0, nw, feature, lower, upper, missing, cat_offset, cat_pool, rbitsT, 0, n_ref, n_ref, full, v, wtab, W, acc,
              stride);
   }
   if (acc_shared)
@@ -181,7 +188,8 @@ extern "C" __global__ void __launch_bounds__(128) interventional_margins(
     const long long* __restrict__ path_offsets, const long long* __restrict__ word_offsets,
     const int* __restrict__ group_paths, const long long* __restrict__ group_ptr,
     const int* __restrict__ feature, const float* __restrict__ lower, const float* __restrict__ upper,
-    const unsigned char* __restrict__ missing, const double* __restrict__ path_v,
+    const unsigned char* __restrict__ missing, const long long* __restrict__ cat_offset,
+    const unsigned* __restrict__ cat_pool, const double* __restrict__ path_v,
     const long long* __restrict__ full, const double* __restrict__ base_margin, int n_groups,
     double* __restrict__ out) {  // (n, n_groups)
   const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
@@ -197,7 +205,7 @@ extern "C" __global__ void __launch_bounds__(128) interventional_margins(
     const int nw = (int)(word_offsets[p + 1] - w0);
     bool ok = true;  // a path without elements (a one-leaf tree) is always reached
     for (int w = 0; w < nw && ok; ++w)
-      ok = path_word(x, s, k, w, feature, lower, upper, missing) == full[w0 + w];
+      ok = path_word(x, s, k, w, feature, lower, upper, missing, cat_offset, cat_pool) == full[w0 + w];
     if (ok) m += path_v[p];
   }
   out[row * n_groups + g] = m;
@@ -216,7 +224,8 @@ extern "C" __global__ void __launch_bounds__(128) interventional_logistic_rows(
     const long long* __restrict__ path_offsets, const long long* __restrict__ word_offsets,
     const int* __restrict__ group_paths, const long long* __restrict__ group_ptr,
     const int* __restrict__ feature, const float* __restrict__ lower, const float* __restrict__ upper,
-    const unsigned char* __restrict__ missing, const double* __restrict__ path_v,
+    const unsigned char* __restrict__ missing, const long long* __restrict__ cat_offset,
+    const unsigned* __restrict__ cat_pool, const double* __restrict__ path_v,
     const long long* __restrict__ rbitsT, long long n_ref, const long long* __restrict__ full,
     const double* __restrict__ wtab, int W, const double* __restrict__ mx, const double* __restrict__ sx,
     const double* __restrict__ mr, const double* __restrict__ sr, int n_groups, int acc_shared,
@@ -243,7 +252,7 @@ extern "C" __global__ void __launch_bounds__(128) interventional_logistic_rows(
       if (k == 0) continue;
       const long long w0 = word_offsets[p];
       const int nw = (int)(word_offsets[p + 1] - w0);
-      add_path(x, s, k, w0, nw, feature, lower, upper, missing, rbitsT, q, q + 1, n_ref, full, path_v[p], wtab,
+      add_path(x, s, k, w0, nw, feature, lower, upper, missing, cat_offset, cat_pool, rbitsT, q, q + 1, n_ref, full, path_v[p], wtab,
                W, tmp, stride);
     }
     const double b = mr[q * n_groups + g];

@@ -52,10 +52,12 @@ using dgboost::int64_t;
 __device__ __forceinline__ long long path_on_bits(const float* __restrict__ x, long long s, int k,
                                                   const int* __restrict__ feature, const float* __restrict__ lower,
                                                   const float* __restrict__ upper,
-                                                  const unsigned char* __restrict__ missing) {
+                                                  const unsigned char* __restrict__ missing,
+                                                  const long long* __restrict__ cat_offset,
+                                                  const unsigned* __restrict__ cat_pool) {
   long long on = 0;
   for (int j = 0; j < k; ++j) {
-    const bool o = element_is_on(x[feature[s + j]], lower[s + j], upper[s + j], missing[s + j] != 0);
+    const bool o = element_is_on(x[feature[s + j]], s + j, lower, upper, missing, cat_offset, cat_pool);
     on |= (long long)o << j;
   }
   return on;
@@ -185,7 +187,8 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
     const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
     const long long* __restrict__ group_ptr, const int* __restrict__ feature,
     const float* __restrict__ lower, const float* __restrict__ upper,
-    const unsigned char* __restrict__ missing, const double* __restrict__ zero_fraction,
+    const unsigned char* __restrict__ missing, const long long* __restrict__ cat_offset,
+    const unsigned* __restrict__ cat_pool, const double* __restrict__ zero_fraction,
     const double* __restrict__ path_v, const long long* __restrict__ table_offsets,
     const double* __restrict__ table_values, const double* __restrict__ zero_fraction_inv,
     const double* __restrict__ recip, int n_groups, int acc_shared, long long slice_paths,
@@ -235,7 +238,7 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
     const double v = path_v[p];
     const long long toff = table_offsets[p];
     if (toff >= 0) {  // table method
-      const long long B = path_on_bits(x, s, k, feature, lower, upper, missing);
+      const long long B = path_on_bits(x, s, k, feature, lower, upper, missing, cat_offset, cat_pool);
       const long long half = 1LL << (k - 1);
       for (int i = 0; i < k; ++i) {
         const double z = zero_fraction[s + i];
@@ -247,7 +250,7 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
         acc[feature[s + i] * stride] += c * table_values[toff + i * half + P];
       }
     } else if (k <= quad_max_k) {  // quadrature (treeshap.py _block_quadrature)
-      const long long on = path_on_bits(x, s, k, feature, lower, upper, missing);
+      const long long on = path_on_bits(x, s, k, feature, lower, upper, missing, cat_offset, cat_pool);
       const int nq = (k + 1) / 2;
       const long long base = nq * (long long)SHAP_QUAD_MAX_NQ;
       double U[SHAP_QUAD_MAX_NQ], A[SHAP_QUAD_MAX_NQ];
@@ -273,7 +276,7 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
         acc[feature[s + l] * stride] += v * w;
       }
     } else {  // path method: EXTEND every element, UNWOUND-SUM each one
-      const long long on = path_on_bits(x, s, k, feature, lower, upper, missing);
+      const long long on = path_on_bits(x, s, k, feature, lower, upper, missing, cat_offset, cat_pool);
       const int d = path_extend(pw, on, s, k, -1, zero_fraction, recip);
       for (int i = 0; i < k; ++i) {
         const double z = zero_fraction[s + i];
@@ -318,7 +321,8 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_rows(
     const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
     const long long* __restrict__ group_ptr, const int* __restrict__ feature,
     const float* __restrict__ lower, const float* __restrict__ upper,
-    const unsigned char* __restrict__ missing, const double* __restrict__ zero_fraction,
+    const unsigned char* __restrict__ missing, const long long* __restrict__ cat_offset,
+    const unsigned* __restrict__ cat_pool, const double* __restrict__ zero_fraction,
     const double* __restrict__ zero_fraction_inv, const double* __restrict__ path_v,
     const double* __restrict__ recip, int min_k, double* __restrict__ acc) {  // zeroed by the caller
   const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
@@ -334,7 +338,7 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_rows(
     const int k = (int)(path_offsets[p + 1] - s);
     if (k == 0 || k < min_k) continue;  // shorter paths: shap_interactions_quadrature
     const double v = path_v[p];
-    const long long on = path_on_bits(x, s, k, feature, lower, upper, missing);
+    const long long on = path_on_bits(x, s, k, feature, lower, upper, missing, cat_offset, cat_pool);
     int d = path_extend(pw, on, s, k, -1, zero_fraction, recip);
     for (int i = 0; i < k; ++i) {
       const double z = zero_fraction[s + i];
@@ -396,7 +400,8 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
     const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
     const long long* __restrict__ group_ptr, const int* __restrict__ feature,
     const float* __restrict__ lower, const float* __restrict__ upper,
-    const unsigned char* __restrict__ missing, const double* __restrict__ zero_fraction,
+    const unsigned char* __restrict__ missing, const long long* __restrict__ cat_offset,
+    const unsigned* __restrict__ cat_pool, const double* __restrict__ zero_fraction,
     const double* __restrict__ path_v, const double* __restrict__ gl_nodes,
     const double* __restrict__ gl_weights, const double* __restrict__ g_on,
     const double* __restrict__ g_off, long long slice_paths, double* __restrict__ acc) {
@@ -417,7 +422,7 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
     const long long s = path_offsets[p] + 1;
     const int k = (int)(path_offsets[p + 1] - s);
     if (k == 0 || k > SHAP_QUAD_MAX_K) continue;
-    const long long on = path_on_bits(x, s, k, feature, lower, upper, missing);
+    const long long on = path_on_bits(x, s, k, feature, lower, upper, missing, cat_offset, cat_pool);
     const int nq = (k + 1) / 2;
     const double hv = 0.5 * path_v[p];
     for (int t = 0; t < nq; ++t) {
@@ -539,7 +544,8 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_warp(
     const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
     const long long* __restrict__ group_ptr, const int* __restrict__ feature,
     const float* __restrict__ lower, const float* __restrict__ upper,
-    const unsigned char* __restrict__ missing, const double* __restrict__ zero_fraction,
+    const unsigned char* __restrict__ missing, const long long* __restrict__ cat_offset,
+    const unsigned* __restrict__ cat_pool, const double* __restrict__ zero_fraction,
     const double* __restrict__ path_v, const double* __restrict__ gl_nodes,
     const double* __restrict__ gl_weights, const double* __restrict__ g_on,
     const double* __restrict__ g_off, int n_groups, int in_shared, long long slice_paths,
@@ -601,7 +607,7 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_warp(
     if (lane < k) {
       fl = feature[s + lane];
       zl = zero_fraction[s + lane];
-      ol = element_is_on(x[fl], lower[s + lane], upper[s + lane], missing[s + lane] != 0);
+      ol = element_is_on(x[fl], s + lane, lower, upper, missing, cat_offset, cat_pool);
     }
     const unsigned on = __ballot_sync(FULL, ol) >> (half * HALF);
     // node lanes: A(t), the product in element order; the on-flag selects f0 + u or f0

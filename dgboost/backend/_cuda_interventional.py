@@ -42,9 +42,10 @@ class DeviceInterventionalPaths:
     arrays : dict of str -> cupy.ndarray
         ``path_offsets`` and ``word_offsets`` int64 (n_paths + 1,); ``group_paths`` int32
         (n_paths,): every path, by group then path order, ``group_ptr`` int64 (n_groups + 1,);
-        element arrays ``feature`` int32, ``lower`` / ``upper`` float32, ``missing`` uint8
-        (n_elements,); ``path_v`` float64 (n_paths,); ``wtab`` float64 (W, W): the Shapley
-        weights; ``base_margin`` float64 (n_groups,).
+        element arrays ``feature`` int32, ``lower`` / ``upper`` float32, ``missing`` uint8,
+        ``cat_offset`` int64 (n_elements,; empty without categorical splits) and ``cat_pool``
+        uint32 (the category sets, :mod:`dgboost.explain.paths`); ``path_v`` float64
+        (n_paths,); ``wtab`` float64 (W, W): the Shapley weights; ``base_margin`` float64 (n_groups,).
     wtab_stride : int
         W, the row stride of ``wtab``.
     n_groups : int
@@ -77,6 +78,9 @@ def path_arrays(table: PathTable) -> dict:
         "lower": table.lower.astype(np.float32),
         "upper": table.upper.astype(np.float32),
         "missing": table.is_missing_branch.astype(np.uint8),
+        # category sets (paths.py); an empty cat_offset is a null pointer: no categorical splits
+        "cat_offset": table.cat_offset if table.has_categorical else np.empty(0, np.int64),
+        "cat_pool": table.cat_pool if table.has_categorical else np.empty(0, np.uint32),
         "path_v": table.path_v.astype(np.float64),
         "wtab": np.ascontiguousarray(iv.table_weights(table)),
         "base_margin": table.base_margin.astype(np.float64),
@@ -186,6 +190,8 @@ def _path_args(X, n: int, F: int, dev: DeviceInterventionalPaths) -> tuple:
         a["lower"],
         a["upper"],
         a["missing"],
+        a["cat_offset"],
+        a["cat_pool"],
         a["path_v"],
     )
 

@@ -46,6 +46,8 @@ class DevicePathTable:
     ----------
     arrays : dict of str -> cupy.ndarray
         Element arrays (``feature`` int32, ``lower`` / ``upper`` float32, ``missing`` uint8,
+        ``cat_offset`` int64 (empty without categorical splits: a null pointer in the kernels)
+        and ``cat_pool`` uint32 (the category sets, :mod:`dgboost.explain.paths`),
         ``zero_fraction`` float64; (n_elements,)), ``path_offsets`` int64 (n_paths + 1,),
         ``path_v`` float64 and ``table_offsets`` int64 (n_paths,), ``group_paths`` int32:
         the paths the kernel computes, by group then path order, ``group_ptr`` int64
@@ -73,6 +75,9 @@ class DevicePathTable:
             "lower": table.lower,
             "upper": table.upper,
             "missing": table.is_missing_branch.astype(np.uint8),
+            # category sets (paths.py); an empty cat_offset is a null pointer: no categorical splits
+            "cat_offset": table.cat_offset if table.has_categorical else np.empty(0, np.int64),
+            "cat_pool": table.cat_pool if table.has_categorical else np.empty(0, np.uint32),
             "zero_fraction": table.zero_fraction,
             "path_offsets": table.path_offsets.astype(np.int64),
             "path_v": table.path_v,
@@ -259,6 +264,8 @@ def _launch_shap_rows(
             a["lower"],
             a["upper"],
             a["missing"],
+            a["cat_offset"],
+            a["cat_pool"],
             a["zero_fraction"],
             a["path_v"],
             a["table_offsets"],
@@ -430,6 +437,8 @@ def shap_interactions_device(table: PathTable, rows):
             a["lower"],
             a["upper"],
             a["missing"],
+            a["cat_offset"],
+            a["cat_pool"],
             a["zero_fraction"],
         )
         quad_args = (a["path_v"], a["gl_nodes"], a["gl_weights"], quad["g_on"], a["gl_off"])

@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..errors import DGBoostValueError
-from .paths import PathTable, as_path_table, element_is_on
+from .paths import PathTable, as_path_table, element_is_on_cat
 from .rows import prepare_rows
 
 __all__ = [
@@ -65,8 +65,10 @@ def _popcount(x):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _on_bits(Xf, path_offsets, feature, lower, upper, miss, word_offsets, out):
-    """out[r, w]: on-bits (63 per int64 word) of every non-bias element for row r."""
+def _on_bits(Xf, path_offsets, feature, lower, upper, miss, cat_off, pool, word_offsets, out):
+    """out[r, w]: on-bits (63 per int64 word) of every non-bias element for row r
+    (``cat_off`` empty: no categorical splits, see ``PathTable.category_arrays``)."""
+    has_cat = cat_off.shape[0] > 0
     n = Xf.shape[0]
     n_paths = path_offsets.shape[0] - 1
     fmax = np.float32(3.4028234663852886e38)
@@ -81,7 +83,8 @@ def _on_bits(Xf, path_offsets, feature, lower, upper, miss, word_offsets, out):
                 x = Xf[r, feature[s + j]]
                 if x > fmax:
                     x = fmax
-                if element_is_on(x, lower[s + j], upper[s + j], miss[s + j] != 0):
+                co = cat_off[s + j] if has_cat else -1
+                if element_is_on_cat(x, lower[s + j], upper[s + j], miss[s + j] != 0, co, pool):
                     out[r, w0 + j // 63] |= np.int64(1) << (j % 63)
 
 
@@ -296,7 +299,15 @@ def path_on_bits(table: PathTable, Xf: np.ndarray):
     word_offsets = path_word_offsets(table)
     bits = np.empty((Xf.shape[0], int(word_offsets[-1])), dtype=np.int64)
     _on_bits(
-        Xf, table.path_offsets, table.feature, table.lower, table.upper, table.is_missing_branch, word_offsets, bits
+        Xf,
+        table.path_offsets,
+        table.feature,
+        table.lower,
+        table.upper,
+        table.is_missing_branch,
+        *table.category_arrays(),
+        word_offsets,
+        bits,
     )
     return bits, word_offsets
 

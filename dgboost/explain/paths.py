@@ -28,6 +28,27 @@ feature appears at most once per path.
 An element is *on* for a row ``x`` when ``lower <= x[feature] < upper``, or ``x[feature]``
 is NaN and ``is_missing_branch`` is 1. ``x`` is compared as float32, like the model's
 thresholds. ``+inf`` inputs are treated as the largest float32 (thresholds are finite).
+
+Categorical splits (models with ``Ensemble.has_categorical``; GPUTreeShap's SplitCondition
+with a category bitset) add two arrays, ``None`` for a model without categorical splits (its
+table is then exactly what it was before categorical support):
+
+    cat_offset         int64    per element: offset of its category set in ``cat_pool``,
+                                -1 for an element without categorical split
+    cat_pool           uint32   the category sets, each ``[n_words, outside, word 0, ...]``
+
+A category set admits the value ``x`` when ``0 <= x < 32 * n_words`` and bit ``int(x)``
+(bit ``c & 31`` of word ``c >> 5``, ``int`` truncating) is set, and any other non-missing
+value (negative, too large, ``+-inf``) when ``outside`` is 1: the row then goes where
+XGBoost's ``common::Decision`` sends an invalid category, left. A right branch's set is the
+node's set with ``outside`` 0; a left branch's is its complement over the node's words with
+``outside`` 1. Repeated categorical splits of a feature on a path intersect their sets, and
+the element is *on* when ``x`` lies in its interval (-inf, inf unless numeric splits on the
+same feature narrow it) *and* its category set, or ``x`` is NaN on the missing branch.
+A set belongs to a tree node (the child a path enters: the intersection of every categorical
+condition on the feature from the root to that child), so paths through one node share it
+and the pool grows with the number of nodes, not with paths times categories: a 4,000
+category feature costs 127 words per child of a split on it.
 """
 
 from __future__ import annotations
@@ -40,7 +61,15 @@ from numba import njit
 from .._layout import PATH_ELEMENT
 from ..errors import ModelFormatError
 
-__all__ = ["PathTable", "extract_paths", "PATH_ELEMENT_DTYPE", "as_path_table", "element_is_on"]
+__all__ = [
+    "PathTable",
+    "extract_paths",
+    "PATH_ELEMENT_DTYPE",
+    "as_path_table",
+    "element_is_on",
+    "element_is_on_cat",
+    "category_arrays",
+]
 
 # One path element as a C struct (40 bytes; dgboost._layout.PATH_ELEMENT, mirrored by
 # kernels/common.cuh ``PathElement``), for shipping the table to a device in one buffer.
@@ -76,6 +105,11 @@ class PathTable:
     base_margin : ndarray of float64, shape (n_groups,)
     n_features : int
         1 + the largest feature index used by any split (0 when no tree splits).
+    cat_offset : ndarray of int64, shape (n_elements,), or None
+        Offset of each element's category set in ``cat_pool`` (-1: none); None for a model
+        without categorical splits.
+    cat_pool : ndarray of uint32, shape (pool_words,), or None
+        Category sets ``[n_words, outside, words...]`` (module docstring).
     """
 
     feature: np.ndarray
@@ -90,10 +124,17 @@ class PathTable:
     n_groups: int
     base_margin: np.ndarray
     n_features: int
+    cat_offset: np.ndarray | None = None
+    cat_pool: np.ndarray | None = None
 
     def __post_init__(self):
         for name, dt in {**_ELEMENT_ARRAYS, **_PATH_ARRAYS}.items():
             setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=dt))
+        if (self.cat_offset is None) != (self.cat_pool is None):
+            raise ValueError("cat_offset and cat_pool are given together or not at all")
+        if self.cat_offset is not None:
+            self.cat_offset = np.ascontiguousarray(self.cat_offset, dtype=np.int64)
+            self.cat_pool = np.ascontiguousarray(self.cat_pool, dtype=np.uint32)
         self.base_margin = np.ascontiguousarray(
             np.broadcast_to(np.asarray(self.base_margin, dtype=np.float64), (self.n_groups,))
         )
@@ -118,7 +159,7 @@ class PathTable:
 
             digest = hashlib.sha256()
             for name, value in sorted(vars(self).items()):
-                if name.startswith("_"):
+                if name.startswith("_") or value is None:  # None: no categorical splits
                     continue
                 digest.update(name.encode())
                 # arrays as buffers: the bytes tobytes() would give, without copying them
@@ -141,6 +182,16 @@ class PathTable:
     def group(self) -> np.ndarray:
         """The output group of every element's path; int32, shape (n_elements,) (on demand)."""
         return np.repeat(self.path_group, self.path_lengths)
+
+    @property
+    def has_categorical(self) -> bool:
+        """Whether any element carries a category set (``cat_offset`` is not None)."""
+        return self.cat_offset is not None
+
+    def category_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(cat_offset, cat_pool)`` for the kernels: the arrays, or for a table without
+        categorical splits an empty int64 and a one-word uint32 array (never read)."""
+        return category_arrays(self)
 
     @property
     def n_paths(self) -> int:
@@ -170,7 +221,8 @@ class PathTable:
         return out
 
     def to_records(self) -> np.ndarray:
-        """Elements as one array of :data:`PATH_ELEMENT_DTYPE` records (padding zeroed)."""
+        """Elements as one array of :data:`PATH_ELEMENT_DTYPE` records (padding zeroed;
+        the category sets are not part of the records: see ``cat_offset``)."""
         rec = np.zeros(self.n_elements, dtype=PATH_ELEMENT_DTYPE)
         for name in (*_ELEMENT_ARRAYS, *_REPEATED_PATH_ARRAYS):
             rec[name] = getattr(self, name)
@@ -198,7 +250,20 @@ class PathTable:
             n_groups=self.n_groups,
             base_margin=self.base_margin,
             n_features=self.n_features,
+            cat_offset=None if self.cat_offset is None else self.cat_offset[idx],
+            cat_pool=self.cat_pool,  # offsets stay valid: the pool is shared, not renumbered
         )
+
+
+_NO_CAT_OFFSET = np.empty(0, dtype=np.int64)
+_NO_CAT_POOL = np.zeros(1, dtype=np.uint32)
+
+
+def category_arrays(table: PathTable) -> tuple[np.ndarray, np.ndarray]:
+    """See :meth:`PathTable.category_arrays`."""
+    if table.cat_offset is None:
+        return _NO_CAT_OFFSET, _NO_CAT_POOL
+    return table.cat_offset, table.cat_pool
 
 
 # ---------------------------------------------------------------------------------------
@@ -259,6 +324,9 @@ def _walk_fill(
     tree_group,
     n_features,
     max_elem,
+    split_type,
+    node_cat,
+    o_cat,
     o_feature,
     o_lower,
     o_upper,
@@ -269,7 +337,13 @@ def _walk_fill(
     o_pg,
     o_pt,
 ):
-    """Write every path (bias first, repeated features merged); returns element count."""
+    """Write every path (bias first, repeated features merged); returns element count.
+
+    With categorical splits (``split_type`` non-empty): a categorical split's branch is the
+    interval (-inf, inf) and the element's category set the entering child's
+    (``node_cat``, from :func:`_node_category_sets`, which already holds the intersection
+    with the feature's earlier sets on the path); ``o_cat`` gets -1 for other elements."""
+    has_cat = split_type.shape[0] > 0
     n_trees = tree_offsets.shape[0] - 1
     seen = np.full(max(n_features, 1), -1, dtype=np.int64)  # feature -> path stamp
     slot = np.zeros(max(n_features, 1), dtype=np.int64)  # feature -> element index
@@ -309,6 +383,8 @@ def _walk_fill(
             o_upper[pos] = pinf
             o_miss[pos] = 1
             o_zf[pos] = 1.0
+            if has_cat:
+                o_cat[pos] = -1
             pos += 1
             for a in range(d):
                 parent = base + on_path[a]
@@ -318,7 +394,10 @@ def _walk_fill(
                 s = split_value[parent]
                 lo = ninf
                 hi = pinf
-                if went_left:
+                is_cat = has_cat and split_type[parent] == 1
+                if is_cat:
+                    pass  # the category set decides, not the threshold
+                elif went_left:
                     hi = s
                 else:
                     lo = s
@@ -333,6 +412,8 @@ def _walk_fill(
                         o_upper[j] = hi
                     o_miss[j] = o_miss[j] & miss
                     o_zf[j] *= zf
+                    if is_cat:
+                        o_cat[j] = node_cat[base + child]  # holds the earlier sets' intersection
                 else:
                     seen[f] = p
                     slot[f] = pos
@@ -341,12 +422,122 @@ def _walk_fill(
                     o_upper[pos] = hi
                     o_miss[pos] = miss
                     o_zf[pos] = zf
+                    if has_cat:
+                        o_cat[pos] = node_cat[base + child] if is_cat else -1
                     pos += 1
             p += 1
             if pos > max_elem:  # cannot happen: max_elem is an upper bound
                 raise ValueError("internal error: path element overflow")
     o_offsets[p] = pos
     return pos
+
+
+@njit(cache=True, nogil=True)
+def _set_word(pool, off, i):
+    """Word ``i`` of the category set at ``off``, beyond its words the ``outside`` fill."""
+    if i < pool[off]:
+        return pool[off + 2 + i]
+    return np.uint32(0xFFFFFFFF) if pool[off + 1] != 0 else np.uint32(0)
+
+
+@njit(cache=True, nogil=True)
+def _node_category_sets(left, right, feature, split_type, cat_begin, cat_words, cat_bits, tree_offsets):
+    """Per node (ensemble-wide index) the pool offset of the category set a path entering it
+    has for its parent's feature, when the parent splits categorically (else -1), and the pool.
+
+    The set of child c of a categorical node P on feature f is P's branch set (P's words for
+    the right child, their complement with ``outside`` 1 for the left) intersected with the
+    set of the nearest node above P whose parent also split categorically on f (nodes are
+    visited parents first, so that set is ready)."""
+    n_total = left.shape[0]
+    node_cat = np.full(n_total, -1, dtype=np.int64)
+    parent = np.full(n_total, -1, dtype=np.int64)
+    order = np.empty(n_total, dtype=np.int64)
+    is_left = np.zeros(n_total, dtype=np.uint8)
+    prev = np.full(n_total, -1, dtype=np.int64)  # node -> the earlier set on the same feature
+    size = np.zeros(n_total, dtype=np.int64)  # node -> words of its set
+    n_order = 0
+    for t in range(tree_offsets.shape[0] - 1):
+        base = tree_offsets[t]
+        n = tree_offsets[t + 1] - base
+        stack = np.empty(n + 1, dtype=np.int64)
+        stack[0] = base
+        top = 1
+        while top > 0:  # parents before children (preorder)
+            top -= 1
+            node = stack[top]
+            order[n_order] = node
+            n_order += 1
+            if left[node] >= 0:
+                for c in (base + right[node], base + left[node]):
+                    parent[c] = node
+                    stack[top] = c
+                    top += 1
+                is_left[base + left[node]] = 1
+    total = 0
+    for i in range(n_order):  # sizes first
+        c = order[i]
+        pnode = parent[c]
+        if pnode < 0 or split_type[pnode] != 1:
+            continue
+        f = feature[pnode]
+        a = pnode
+        while parent[a] >= 0:
+            pa = parent[a]
+            if split_type[pa] == 1 and feature[pa] == f:
+                prev[c] = a
+                break
+            a = pa
+        w = np.int64(cat_words[pnode])
+        if prev[c] >= 0 and size[prev[c]] > w:
+            w = size[prev[c]]
+        size[c] = w
+        node_cat[c] = total
+        total += 2 + w
+    pool = np.zeros(max(total, 1), dtype=np.uint32)
+    for i in range(n_order):
+        c = order[i]
+        off = node_cat[c]
+        if off < 0:
+            continue
+        pnode = parent[c]
+        go_left = is_left[c] != 0
+        w = size[c]
+        nw = cat_words[pnode]
+        b = cat_begin[pnode]
+        pool[off] = np.uint32(w)
+        outside = 1 if go_left else 0
+        pp = node_cat[prev[c]] if prev[c] >= 0 else -1
+        if pp >= 0:
+            outside = outside & pool[pp + 1]
+        pool[off + 1] = np.uint32(outside)
+        for j in range(w):
+            if j < nw:
+                word = cat_bits[b + j]
+            else:
+                word = np.uint32(0)
+            if go_left:
+                word = ~word  # beyond the node's words: outside its set, so left (all ones)
+            if pp >= 0:
+                word = word & _set_word(pool, pp, j)
+            pool[off + 2 + j] = word
+    return node_cat, pool
+
+
+def _ensemble_categories(ensemble):
+    """``(split_type, cat_begin, cat_words, cat_bits)`` of an ensemble with categorical splits
+    (:meth:`dgboost.tree.Ensemble.categorical_kernel_arrays`: node i's set is
+    ``cat_bits[cat_begin[i]:][:cat_words[i]]``, bit c of word c >> 5), else None."""
+    arrays = ensemble.categorical_kernel_arrays() if hasattr(ensemble, "categorical_kernel_arrays") else None
+    if arrays is None:
+        return None
+    split_type, cat_begin, cat_words, cat_bits = arrays
+    return (
+        np.ascontiguousarray(split_type, dtype=np.uint8),
+        np.ascontiguousarray(cat_begin, dtype=np.int64),
+        np.ascontiguousarray(cat_words, dtype=np.int32),
+        np.ascontiguousarray(cat_bits, dtype=np.uint32),
+    )
 
 
 def extract_paths(ensemble) -> PathTable:
@@ -384,6 +575,14 @@ def extract_paths(ensemble) -> PathTable:
     o_pv = np.empty(n_paths, np.float64)
     o_pg = np.empty(n_paths, np.int32)
     o_pt = np.empty(n_paths, np.int32)
+    cats = _ensemble_categories(ensemble)
+    if cats is None:
+        split_type, node_cat, pool = np.empty(0, np.uint8), np.empty(0, np.int64), None
+        o_cat = np.empty(0, np.int64)
+    else:
+        split_type = cats[0]
+        node_cat, pool = _node_category_sets(left, right, feature, *cats, offsets)
+        o_cat = np.empty(n_bound, np.int64)
     n_elem = _walk_fill(
         left,
         right,
@@ -396,6 +595,9 @@ def extract_paths(ensemble) -> PathTable:
         groups,
         n_features,
         n_bound,
+        split_type,
+        node_cat,
+        o_cat,
         o_feature,
         o_lower,
         o_upper,
@@ -419,6 +621,8 @@ def extract_paths(ensemble) -> PathTable:
         n_groups=ensemble.n_groups,
         base_margin=ensemble.base_margin,
         n_features=n_features,
+        cat_offset=None if pool is None else o_cat[:n_elem],
+        cat_pool=pool,
     )
 
 
@@ -436,3 +640,26 @@ def element_is_on(x, lower, upper, on_missing):
     """The one rule of an element being "on" for a value: ``lower <= x < upper``, or ``x`` is
     missing (NaN) and the element lies on the missing branch."""
     return ((x >= lower) & (x < upper)) | ((x != x) & on_missing)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _in_category_set(x, pool, off):
+    """Whether the non-missing value ``x`` lies in the category set at ``pool[off]``: bit
+    ``int(x)`` when ``0 <= x < 32 * n_words`` (XGBoost's Decision: truncated to an integer),
+    else the set's ``outside`` flag (an invalid or unseen category goes left)."""
+    nw = pool[off]
+    if x >= 0 and x < np.float32(32.0) * np.float32(nw):
+        c = np.int64(x)
+        return ((pool[off + 2 + (c >> 5)] >> np.uint32(c & 31)) & np.uint32(1)) != 0
+    return pool[off + 1] != 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def element_is_on_cat(x, lower, upper, on_missing, cat_off, pool):
+    """:func:`element_is_on` for an element that may carry a category set (``cat_off`` >= 0:
+    its offset in ``pool``): also the set must admit ``x`` (module docstring)."""
+    if cat_off < 0:
+        return element_is_on(x, lower, upper, on_missing)
+    if x != x:
+        return on_missing
+    return (x >= lower) & (x < upper) & _in_category_set(x, pool, cat_off)

@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..errors import DGBoostTypeError, DGBoostValueError
-from .paths import PathTable, as_path_table, element_is_on
+from .paths import PathTable, as_path_table, element_is_on, element_is_on_cat
 from .rows import check_rows, prepare_rows
 from .tables import (
     DEFAULT_MAX_K,
@@ -139,17 +139,47 @@ def _transpose_block(Xf, r0, nb, Xt):
 
 
 @njit(cache=True, nogil=True)
-def _block_on(Xt, feature, lower, upper, miss, s, k, nb, on):
-    """on[j, r] = 1.0 when element s + j is on for row r of the block, else 0.0."""
+def _block_on(Xt, feature, lower, upper, miss, cat_off, pool, s, k, nb, on):
+    """on[j, r] = 1.0 when element s + j is on for row r of the block, else 0.0 (``cat_off``
+    empty: no categorical splits; see :meth:`~dgboost.explain.paths.PathTable.category_arrays`)."""
     for j in range(k):
         xr = Xt[feature[s + j]]
         lo = lower[s + j]
         hi = upper[s + j]
         ms = miss[s + j] != 0
         oj = on[j]
+        co = _cat_offset(cat_off, s + j)
+        if co < 0:
+            for r in range(nb):
+                x = xr[r]
+                oj[r] = 1.0 if element_is_on(x, lo, hi, ms) else 0.0
+        else:
+            for r in range(nb):
+                oj[r] = 1.0 if element_is_on_cat(xr[r], lo, hi, ms, co, pool) else 0.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cat_offset(cat_off, e):
+    """Element e's category set offset, -1 without one (or without categorical splits)."""
+    return cat_off[e] if cat_off.shape[0] > 0 else -1
+
+
+@njit(cache=True, nogil=True)
+def _block_on_bits(Xt, feature, lower, upper, miss, cat_off, pool, s, j, nb, bits):
+    """bits[r] |= (element s + j is on for row r) << j, for every row of the block."""
+    xr = Xt[feature[s + j]]
+    lo = lower[s + j]
+    hi = upper[s + j]
+    ms = miss[s + j] != 0
+    co = _cat_offset(cat_off, s + j)
+    if co < 0:
         for r in range(nb):
-            x = xr[r]
-            oj[r] = 1.0 if element_is_on(x, lo, hi, ms) else 0.0
+            o = element_is_on(xr[r], lo, hi, ms)
+            bits[r] |= np.int64(o) << j
+    else:
+        for r in range(nb):
+            o = element_is_on_cat(xr[r], lo, hi, ms, co, pool)
+            bits[r] |= np.int64(o) << j
 
 
 @njit(cache=True, nogil=True)
@@ -273,6 +303,8 @@ def _shap_kernel(
     lower,
     upper,
     miss,
+    cat_off,
+    pool,
     zf,
     path_v,
     path_group,
@@ -329,14 +361,7 @@ def _shap_kernel(
                 for r in range(nb):
                     bits[r] = 0
                 for j in range(k):
-                    xr = Xt[feature[s + j]]
-                    lo = lower[s + j]
-                    hi = upper[s + j]
-                    ms = miss[s + j] != 0
-                    for r in range(nb):
-                        x = xr[r]
-                        o = element_is_on(x, lo, hi, ms)
-                        bits[r] |= np.int64(o) << j
+                    _block_on_bits(Xt, feature, lower, upper, miss, cat_off, pool, s, j, nb, bits)
                 half = np.int64(1) << (k - 1)
                 for i in range(k):
                     a = acc[g, feature[s + i]]
@@ -351,11 +376,11 @@ def _shap_kernel(
                         c = von if (B >> i) & 1 else voff
                         a[r] += c * tab_vals[base + P]
             elif k <= quad_max_k:
-                _block_on(Xt, feature, lower, upper, miss, s, k, nb, on)
+                _block_on(Xt, feature, lower, upper, miss, cat_off, pool, s, k, nb, on)
                 _block_quadrature(zf, feature, on, s, k, nb, gl_nodes, gl_weights, A, w, acc, g, v)
             else:
                 # path method (GPUTreeShap): EXTEND all elements, UNWOUND-SUM each one
-                _block_on(Xt, feature, lower, upper, miss, s, k, nb, on)
+                _block_on(Xt, feature, lower, upper, miss, cat_off, pool, s, k, nb, on)
                 d = _block_extend(zf, on, s, k, -1, nb, pw)
                 for i in range(k):
                     z = zf[s + i]
@@ -416,6 +441,7 @@ def _run_shap(table: PathTable, X, tab_off, tab_vals, block_rows, quad_max_k: in
         table.lower,
         table.upper,
         table.is_missing_branch,
+        *table.category_arrays(),
         table.zero_fraction,
         table.path_v,
         table.path_group,
@@ -490,7 +516,21 @@ def shap_values(model, X, *, method: str = "table", **kwargs) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True, parallel=True)
 def _interaction_kernel(
-    Xf, path_offsets, feature, lower, upper, miss, zf, path_v, path_group, n_groups, max_len, block_rows, out
+    Xf,
+    path_offsets,
+    feature,
+    lower,
+    upper,
+    miss,
+    cat_off,
+    pool,
+    zf,
+    path_v,
+    path_group,
+    n_groups,
+    max_len,
+    block_rows,
+    out,
 ):
     """Accumulate interaction values into out[:, :, :F, :F] (bias untouched).
 
@@ -522,7 +562,7 @@ def _interaction_kernel(
                 continue
             g = path_group[p]
             v = path_v[p]
-            _block_on(Xt, feature, lower, upper, miss, s, k, nb, on)
+            _block_on(Xt, feature, lower, upper, miss, cat_off, pool, s, k, nb, on)
             # main effects: plain SHAP values on the diagonal
             d = _block_extend(zf, on, s, k, -1, nb, pw)
             for i in range(k):
@@ -619,6 +659,8 @@ def _interaction_block(
     lower,
     upper,
     miss,
+    cat_off,
+    pool,
     zf,
     path_v,
     path_group,
@@ -685,17 +727,11 @@ def _interaction_block(
             for r in range(nb):
                 bits[r] = 0
             for j in range(k):
-                xr = Xt[feature[s + j]]
-                lo = lower[s + j]
-                hi = upper[s + j]
-                ms = miss[s + j] != 0
+                _block_on_bits(Xt, feature, lower, upper, miss, cat_off, pool, s, j, nb, bits)
                 z = zf[s + j]
                 c = cz[j]
                 for r in range(nb):
-                    x = xr[r]
-                    o = element_is_on(x, lo, hi, ms)
-                    bits[r] |= np.int64(o) << j
-                    c[r] = (1.0 if o else 0.0) - z
+                    c[r] = np.float64((bits[r] >> j) & 1) - z
             # main effects: SHAP values on the diagonal; keep B without bit i
             gF = g * F
             half = np.int64(1) << (k - 1)
@@ -728,7 +764,7 @@ def _interaction_block(
                         acc2[ai, r] += hc[r] * cz[j, r] * tab_vals[base + P]
                     base += quarter
         else:
-            _block_on(Xt, feature, lower, upper, miss, s, k, nb, on)
+            _block_on(Xt, feature, lower, upper, miss, cat_off, pool, s, k, nb, on)
             nq = (k + 1) // 2
             hv = 0.5 * v
             for t in range(nq):
@@ -790,6 +826,8 @@ def _interaction_table_kernel(
     lower,
     upper,
     miss,
+    cat_off,
+    pool,
     zf,
     path_v,
     path_group,
@@ -818,6 +856,8 @@ def _interaction_table_kernel(
             lower,
             upper,
             miss,
+            cat_off,
+            pool,
             zf,
             path_v,
             path_group,
@@ -889,6 +929,7 @@ def shap_interactions(
                 table.lower,
                 table.upper,
                 table.is_missing_branch,
+                *table.category_arrays(),
                 table.zero_fraction,
                 table.path_v,
                 table.path_group,
@@ -926,6 +967,7 @@ def shap_interactions(
             table.lower,
             table.upper,
             table.is_missing_branch,
+            *table.category_arrays(),
             table.zero_fraction,
             table.path_v,
             table.path_group,

@@ -16,7 +16,10 @@ Shapley values are linear in the trees, so each tree's game is solved over the f
 Outputs follow dgboost's layout: ``(n, n_groups, F + 1)`` / ``(n, n_groups, F + 1, F + 1)``
 with the bias (``base_margin`` + expected value) in the last column / at ``[F, F]``.
 Rows are compared as float32 with the float32 thresholds (``x < split_value`` goes left,
-NaN follows ``default_left``), exactly like the model.
+NaN follows ``default_left``), exactly like the model. A categorical node (``Tree.split_type``
+1) sends a value right iff it is a valid category (``0 <= x < 2**24``, truncated to an
+integer, XGBoost's ``common::Decision``) found in the node's codes (``Tree.cat_values``,
+searched as a list, not as a bitset); any other non-missing value goes left.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ __all__ = [
     "brute_force_interventional",
     "random_tree",
     "random_ensemble",
+    "random_categorical_tree",
+    "random_categorical_ensemble",
+    "random_categorical_rows",
     "chain_tree",
     "random_rows",
     "ensemble_from_xgboost",
@@ -51,13 +57,43 @@ def _rows32(X) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(X), dtype=np.float32)
 
 
+def _node_codes(tree: Tree, node: int) -> np.ndarray | None:
+    """The codes a categorical node sends right, None for a numeric node."""
+    split_type = getattr(tree, "split_type", None)
+    if split_type is None or split_type[node] != 1:
+        return None
+    begin, size = int(tree.cat_segments[node]), int(tree.cat_sizes[node])
+    return np.asarray(tree.cat_values[begin : begin + size], dtype=np.int64)
+
+
 def _go_left(tree: Tree, node: int, col: np.ndarray) -> np.ndarray:
-    return np.where(np.isnan(col), bool(tree.default_left[node]), col < tree.split_value[node])
+    codes = _node_codes(tree, node)
+    if codes is None:
+        goes_left = col < tree.split_value[node]
+    else:
+        valid = (col >= 0) & (col < 16777216)
+        code = np.trunc(np.where(valid, col, 0)).astype(np.int64)
+        goes_left = ~(valid & np.isin(code, codes))
+    return np.where(np.isnan(col), bool(tree.default_left[node]), goes_left)
 
 
 def predict_margin(ensemble: Ensemble, X) -> np.ndarray:
-    """Margin ``(n, n_groups)``: base margin plus the sum of each group's trees (float64)."""
-    return predict_margin_reference(ensemble, X)
+    """Margin ``(n, n_groups)``: base margin plus the sum of each group's trees (float64);
+    a model with categorical splits is walked here, by this module's own routing."""
+    if not getattr(ensemble, "has_categorical", False):
+        return predict_margin_reference(ensemble, X)
+    X32 = _rows32(X)
+    out = np.zeros((X32.shape[0], ensemble.n_groups))
+    out[:] = ensemble.base_margin
+    for t, g in enumerate(ensemble.groups()):
+        tree = ensemble.tree(t)
+        for r in range(X32.shape[0]):
+            node = 0
+            while tree.left[node] >= 0:
+                left = _go_left(tree, node, X32[r : r + 1, int(tree.feature[node])])[0]
+                node = int(tree.left[node] if left else tree.right[node])
+            out[r, g] += float(tree.value[node])
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -285,6 +321,94 @@ def random_tree(
         np.array(value),
         np.array(lcover),
     )
+
+
+def _category_set(rng: np.random.Generator, k: int) -> np.ndarray:
+    """Sorted codes going right: one category (a one-hot split) or a random subset."""
+    if k <= 1 or rng.random() < 0.3:
+        return np.array([int(rng.integers(max(k, 1)))])
+    size = int(rng.integers(1, k))
+    return np.sort(rng.choice(k, size=size, replace=False))
+
+
+def random_categorical_tree(
+    rng: np.random.Generator, n_categories, max_depth: int, split_prob: float = 0.8, thresholds=None
+) -> Tree:
+    """:func:`random_tree` whose splits on features with ``n_categories[f] > 0`` are
+    categorical: a random set of the codes 0..K-1 goes right (``split_value`` NaN, XGBoost's).
+
+    The tree carries ``split_type``, ``cat_segments``, ``cat_sizes`` and ``cat_values`` (the
+    sorted codes per categorical node), the fields of :class:`~dgboost.tree.Tree`.
+    """
+    n_categories = np.asarray(n_categories, dtype=np.int64)
+    tree = random_tree(rng, n_categories.shape[0], max_depth, split_prob=split_prob, thresholds=thresholds)
+    n = tree.n_nodes
+    split_type = np.zeros(n, np.uint8)
+    segments = np.zeros(n, np.int64)
+    sizes = np.zeros(n, np.int64)
+    values: list[np.ndarray] = []
+    total = 0
+    split_value = tree.split_value.copy()
+    for node in range(n):
+        f = int(tree.feature[node])
+        if tree.left[node] < 0 or n_categories[f] == 0:
+            segments[node] = total
+            continue
+        codes = _category_set(rng, int(n_categories[f]))
+        split_type[node] = 1
+        segments[node], sizes[node] = total, codes.shape[0]
+        split_value[node] = np.nan
+        values.append(codes)
+        total += codes.shape[0]
+    fields = {name: getattr(tree, name) for name in ("left", "right", "parent", "feature", "default_left")}
+    fields.update(gain=tree.gain, cover=tree.cover, value=tree.value, split_value=split_value)
+    cat_values = np.concatenate(values).astype(np.int32) if values else np.empty(0, np.int32)
+    extra = dict(split_type=split_type, cat_segments=segments, cat_sizes=sizes, cat_values=cat_values)
+    try:
+        return Tree(**fields, **extra)
+    except TypeError:  # a Tree without categorical fields: carry them as attributes
+        out = Tree(**fields)
+        for name, value in extra.items():
+            setattr(out, name, value)
+        return out
+
+
+def random_categorical_ensemble(
+    rng: np.random.Generator,
+    n_categories,
+    n_trees: int = 3,
+    max_depth: int = 4,
+    n_groups: int = 1,
+    base_margin=None,
+    **tree_kwargs,
+) -> Ensemble:
+    """:func:`random_ensemble` of :func:`random_categorical_tree` trees."""
+    if base_margin is None:
+        base_margin = rng.normal(size=n_groups)
+    ens = Ensemble(n_groups=n_groups, base_margin=base_margin)
+    for _ in range(n_trees):
+        for g in range(n_groups):
+            ens.append(random_categorical_tree(rng, n_categories, max_depth, **tree_kwargs), g)
+    return ens
+
+
+def random_categorical_rows(
+    rng: np.random.Generator, n: int, n_categories, nan_prob: float = 0.15, invalid_prob: float = 0.1
+) -> np.ndarray:
+    """float32 rows for :func:`random_categorical_tree` models: codes 0..K-1 in categorical
+    columns, with unseen codes (K..K+40), negative, non-integer and infinite values mixed in
+    (``invalid_prob``), grid and continuous values in numeric columns, NaN anywhere."""
+    n_categories = np.asarray(n_categories, dtype=np.int64)
+    X = random_rows(rng, n, n_categories.shape[0], nan_prob=0.0)
+    for f in np.flatnonzero(n_categories > 0):
+        k = int(n_categories[f])
+        col = rng.integers(0, k, size=n).astype(np.float64)
+        odd = rng.random(n) < invalid_prob
+        pool = np.array([-1.0, -0.5, -0.0, 0.5, k - 0.5, k, k + 40, np.inf, -np.inf, 2.0**24, 1e30])
+        col[odd] = rng.choice(pool, size=int(odd.sum()))
+        X[:, f] = col
+    X[rng.random(X.shape) < nan_prob] = np.nan
+    return X.astype(np.float32)
 
 
 def chain_tree(rng: np.random.Generator, n_features: int, depth: int, thresholds=None, distinct: bool = False) -> Tree:

@@ -27,6 +27,7 @@ _C_TYPES = {
     "const long long*": np.int64,
     "const int*": np.int32,
     "const unsigned char*": np.uint8,
+    "const unsigned*": np.uint32,
     "long long": np.int64,
     "int": np.int32,
 }
