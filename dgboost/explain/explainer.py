@@ -389,12 +389,14 @@ class TreeExplainer:
         if self._encoder is not None:
             values, names = _float64_matrix(X, what)
         else:
-            from ..data import as_feature_matrix
+            from ..data import rows_for_model
 
             arr = X
             if shape is None and not hasattr(X, "columns"):
                 arr = np.asarray(X)
-            values, names = as_feature_matrix(arr)
+            # category columns re-coded to the model's categories (docs/categorical.md)
+            model_meta = self.meta.get("booster_meta") or {}
+            values, names = rows_for_model(arr, model_meta.get("feature_types"), model_meta.get("categories"))
             if not self._kernels.keeps(values):
                 values = to_host(values)  # device rows, host kernels: copied once here
         if values.ndim != 2:
