@@ -651,20 +651,16 @@ class CUDABackend:
         )
 
     def _categorical_split_bits(self, hist, records, cut_ptrs, param_args, categorical, cand, cat_bits) -> None:
-        """Each node's right-going categories into ``cat_bits`` (uint32 (m, words), C-contiguous
-        on the device), from the candidates ``best_per_node`` chose (split.cu ``categorical_split_bits``)."""
+        """Each node's right-going categories into ``cat_bits`` (uint32 (m, words) on the
+        device), from the candidates ``best_per_node`` chose (split.cu ``categorical_split_bits``)."""
         m, words = int(records.shape[0]), int(categorical.words)
-        if (
-            cat_bits is None
-            or tuple(cat_bits.shape) != (m, words)
-            or cat_bits.dtype != np.uint32
-            or not cat_bits.flags.c_contiguous
-        ):
+        if cat_bits is None or tuple(cat_bits.shape) != (m, words) or cat_bits.dtype != np.uint32:
             shape = None if cat_bits is None else (cat_bits.dtype, tuple(cat_bits.shape))
             raise DGBoostValueError(
-                f"evaluate_splits with categorical features needs cat_bits, a C-contiguous uint32 ({m}, {words}) "
-                f"device array, got {shape}"
+                f"evaluate_splits with categorical features needs cat_bits, uint32 ({m}, {words}) on the device, "
+                f"got {shape}"
             )
+        out = cat_bits if cat_bits.flags.c_contiguous else self.empty((m, words), np.uint32)
         self._launch(
             "split.cu",
             "categorical_split_bits",
@@ -672,10 +668,12 @@ class CUDABackend:
             (hist, np.int64(hist.shape[1]), records, np.int32(m), self._device_ptrs(cut_ptrs))
             + (np.int32(len(cut_ptrs) - 1), self._device_layout(categorical)[0], cand)
             + param_args
-            + (np.int32(words), cat_bits),
+            + (np.int32(words), out),
             threads=64,
             grid=min(m, self.sm_count * 32),
         )
+        if out is not cat_bits:
+            cat_bits[...] = out
 
     def child_bounds(self, parents, bounds, monotone, scales, params):
         """float64 (2k, 2) on the device: the weight bounds of the children of ``parents``."""
