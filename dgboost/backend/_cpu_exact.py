@@ -25,11 +25,23 @@ from numba import njit, prange
 
 from . import _cpu_kernels as K
 
-__all__ = ["CPUExactEngine", "presort_columns", "candidate_gain", "split_value_between"]
+__all__ = ["CPUExactEngine", "presort_columns", "candidate_gain", "split_value_between", "exact_memory_estimate"]
 
 _KW = dict(cache=True, nogil=True)
 _EPS32 = np.float32(1e-6)  # XGBoost's kRtEps as float32: the gap of an end split
 _HALF = np.float32(0.5)
+
+
+# bytes a training row and a present entry take beyond the input itself: the presorted
+# (row int32, value float32) entries, and a row's int32 node-id map and int32 pairs
+_ENTRY_BYTES = 8
+_ROW_BYTES = 4 + 8
+
+
+def exact_memory_estimate(n_rows: int, n_present: int) -> int:
+    """Bytes the CPU engine holds for ``n_rows`` rows with ``n_present`` present values:
+    8 bytes per present entry (presorted rows and values) plus the node-id map and pairs."""
+    return _ENTRY_BYTES * int(n_present) + _ROW_BYTES * int(n_rows)
 
 
 # -------------------------------------------------------------------------- presorting

@@ -11,20 +11,9 @@ import os
 import numpy as np
 
 from ..errors import DeviceMemoryError
+from ._cpu_exact import exact_memory_estimate
 
 __all__ = ["exact_engine", "exact_memory_estimate", "host_available_bytes"]
-
-# bytes a training row and a present entry take beyond the input itself: the presorted
-# (row int32, value float32) entries and the int32 node-id map and int32 pairs of a row;
-# the GPU engine's per-level scratch (keys, scans) is counted by its own estimate
-_ENTRY_BYTES = 8
-_ROW_BYTES = 4 + 8
-
-
-def exact_memory_estimate(n_rows: int, n_present: int) -> int:
-    """Bytes the CPU engine holds for ``n_rows`` rows with ``n_present`` present values:
-    8 bytes per present entry (presorted rows and values) plus the node-id map and pairs."""
-    return _ENTRY_BYTES * int(n_present) + _ROW_BYTES * int(n_rows)
 
 
 def host_available_bytes() -> int:

@@ -352,6 +352,11 @@ def train(
     # parsed once, here: a parameter mistake raises on the client, and the ranks and the
     # partition checks get the dataclass (parse_params hands a validated one back as it is)
     p = parse_params(params)
+    if p.tree_method == "exact":
+        raise DGBoostValueError(
+            "tree_method='exact' is not distributed (XGBoost's exact is not either): use tree_method='hist' "
+            "with dgboost.dask, or dgboost.train with tree_method='exact' on one process"
+        )
     options = {
         "obj": obj,
         "feval": feval,

@@ -1,0 +1,284 @@
+// Exact greedy split search on the GPU (tree_method="exact"; dgboost/backend/_cuda_exact.py,
+// docs/design.md §12), the two modes of Mitchell and Frank (2017).
+//
+// Input, presorted once per training: every feature's present values ascending with their
+// rows (``col_rows`` int32, ``col_values`` float32, feature f's entries in
+// [col_ptr[f], col_ptr[f + 1])) and, per entry, the end of its run of equal values
+// (``run_end``, absolute, exclusive). A level's nodes are ``first .. first + m - 1``;
+// ``node_of_row`` (int32 per row) says where each row is. Rows whose pair is (0, 0) (left out
+// by subsampling) take no part.
+//
+// * Interleaved (shallow levels): entries stay in column order. For one node k at a time,
+//   ``exact_node_entries`` writes each entry's (g, h, 1) if its row is in node k (else 0);
+//   inclusive scans of those (CuPy) are node k's running sums in every column at once;
+//   ``exact_interleaved_candidates`` evaluates node k's candidates from them.
+// * Sorted (deep levels): ``exact_sort_keys`` keys every entry by (node, entry index), so a
+//   sort (CuPy's radix sort) groups the entries by node, then feature, ascending values within;
+//   ``exact_sorted_pairs`` gathers the pairs in that order, their inclusive scans are running
+//   sums within each (node, feature) segment, and ``exact_sorted_candidates`` evaluates them.
+//
+// Both modes evaluate the same candidates with the same int64 sums (exact in any order) and
+// the CPU engine's float64 gains (gain.cuh, --fmad=false). A candidate's ordinal is the order
+// in which the CPU engine's scans meet it (with j the column position of the last entry below
+// the boundary and c the column's length: forward boundary j, forward end c, backward boundary
+// 2c - j, backward end 2c + 1). A node's best split is chosen in three passes over the same
+// candidates (``phase``): 0, the largest gain above kRtEps (atomicMax of the float64 bits,
+// which order as the values for positive gains); 1, among those, the smallest (feature,
+// ordinal) (atomicMin); 2, that candidate writes the decision. The CPU engine's rule exactly:
+// first maximum in (feature, ordinal) order.
+#include "common.cuh"
+#include "gain.cuh"
+
+using namespace dgboost;
+using namespace dgboost_gain;
+
+#define KERNEL_EPS 1e-6
+
+struct ExactOut {
+  unsigned long long* best_bits;  // (m,) gain bits, 0 to start
+  unsigned long long* best_key;   // (m,) feature << 34 | ordinal, all ones to start
+  int* feature;                   // (m,) -1 to start
+  double* gain;
+  float* value;
+  unsigned char* default_left;
+  long long* left;  // (m, 2)
+};
+
+struct ExactLevel {
+  const long long* totals;    // (m, 2)
+  const double* parent_gain;  // (m,)
+  const double* bounds;       // (m, 2) when constrained
+  const signed char* monotone;
+  const bool* feature_mask;   // (m, F) when use_mask
+  int use_mask;
+  int constrained;
+  int n_features;
+  GainParams p;
+};
+
+// Every candidate kernel's level and output arguments (flat: kernel arguments are scalars and
+// pointers), made into an ExactLevel and an ExactOut.
+#define EXACT_LEVEL_ARGS                                                                             \
+  const long long *__restrict__ totals, const double *__restrict__ parent_gain,                     \
+      const double *__restrict__ bounds, const signed char *__restrict__ monotone,                   \
+      const bool *__restrict__ feature_mask, int use_mask, int constrained, int n_features,           \
+      double inv_scale_g, double inv_scale_h, double lam, double alpha, double mcw, double mds,        \
+      unsigned long long *__restrict__ best_bits, unsigned long long *__restrict__ best_key,           \
+      int *__restrict__ out_feature, double *__restrict__ out_gain, float *__restrict__ out_value,      \
+      unsigned char *__restrict__ out_default_left, long long *__restrict__ out_left
+#define EXACT_LEVEL_MAKE                                                                             \
+  const ExactLevel L{totals,      parent_gain, bounds,     monotone,                                  \
+                     feature_mask, use_mask,   constrained, n_features,                               \
+                     GainParams{inv_scale_g, inv_scale_h, lam, alpha, mcw, mds}};                     \
+  ExactOut out{best_bits, best_key, out_feature, out_gain, out_value, out_default_left, out_left};
+
+// The feature whose entries hold entry ``e``: the last f with col_ptr[f] <= e.
+__device__ __forceinline__ int feature_of(const long long* __restrict__ col_ptr, int n_features, long long e) {
+  int lo = 0, hi = n_features;  // answer in [lo, hi)
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) >> 1;
+    if (col_ptr[mid] <= e) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// float32 split value between present values a < b: their float32 midpoint (a/2 + b/2, as
+// (a + b) * 0.5f rounds), or b where it rounds down to a.
+__device__ __forceinline__ float value_between(float a, float b) {
+  const float mid = __fadd_rn(__fmul_rn(a, 0.5f), __fmul_rn(b, 0.5f));
+  return mid <= a ? b : mid;
+}
+
+// Past every present value: above the largest (forward) or below the smallest (backward).
+__device__ __forceinline__ float end_value(float last, bool forward) {
+  const float gap = __fadd_rn(fabsf(last), 1e-6f);
+  return forward ? __fadd_rn(last, gap) : __fsub_rn(last, gap);
+}
+
+__device__ __forceinline__ void consider(int phase, int k, int f, long long ordinal, long long lg, long long lh,
+                                         float value, bool default_left, const ExactLevel& L, ExactOut& out) {
+  const double lo = L.constrained ? L.bounds[2 * k] : 0.0, hi = L.constrained ? L.bounds[2 * k + 1] : 0.0;
+  const int sign = L.constrained ? L.monotone[f] : 0;
+  double gain;
+  if (!candidate_gain(lg, lh, L.totals[2 * k], L.totals[2 * k + 1], L.p, lo, hi, sign, L.constrained,
+                      L.parent_gain[k], &gain))
+    return;
+  if (!(gain > KERNEL_EPS)) return;  // NaN never wins
+  const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(gain));
+  if (phase == 0) {
+    atomicMax(out.best_bits + k, bits);
+    return;
+  }
+  if (bits != out.best_bits[k]) return;
+  const unsigned long long key = (static_cast<unsigned long long>(f) << 34) | static_cast<unsigned long long>(ordinal);
+  if (phase == 1) {
+    atomicMin(out.best_key + k, key);
+    return;
+  }
+  if (key != out.best_key[k]) return;
+  out.feature[k] = f;
+  out.gain[k] = gain;
+  out.value[k] = value;
+  out.default_left[k] = default_left ? 1 : 0;
+  out.left[2 * k] = lg;
+  out.left[2 * k + 1] = lh;
+}
+
+// Both directions of one boundary (forward only where the column is scanned forward) and the
+// end candidates an entry owns: ``lg, lh`` the present sums up to and including the entry
+// (within its node and feature), ``cg, ch`` the node's present sums in the column.
+__device__ __forceinline__ void consider_entry(int phase, int k, int f, long long j, long long c, bool forward_ok,
+                                               bool boundary, float v, float next, bool last_in_column,
+                                               bool first_in_column, long long lg, long long lh, long long cg,
+                                               long long ch, const ExactLevel& L, ExactOut& out) {
+  const long long tg = L.totals[2 * k], th = L.totals[2 * k + 1];
+  if (boundary) {
+    const float value = value_between(v, next);
+    if (forward_ok) consider(phase, k, f, j, lg, lh, value, false, L, out);
+    consider(phase, k, f, 2 * c - j, tg - (cg - lg), th - (ch - lh), value, true, L, out);
+  }
+  if (last_in_column && forward_ok) consider(phase, k, f, c, cg, ch, end_value(v, true), false, L, out);
+  if (first_in_column) consider(phase, k, f, 2 * c + 1, tg - cg, th - ch, end_value(v, false), true, L, out);
+}
+
+__device__ __forceinline__ bool active(const int* __restrict__ gpair, int r) {
+  return gpair[2 * r] != 0 || gpair[2 * r + 1] != 0;
+}
+
+// -- interleaved ----------------------------------------------------------------------------
+// out_g/out_h/out_c[e] = entry e's (g, h, 1) when its row is active in node first + k, else 0.
+extern "C" __global__ void exact_node_entries(long long n_entries, const int* __restrict__ col_rows,
+                                              const int* __restrict__ node_of_row, int node,
+                                              const int* __restrict__ gpair, long long* __restrict__ out_g,
+                                              long long* __restrict__ out_h, long long* __restrict__ out_c) {
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < n_entries;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int r = col_rows[e];
+    const bool in = node_of_row[r] == node && active(gpair, r);
+    out_g[e] = in ? gpair[2 * r] : 0;
+    out_h[e] = in ? gpair[2 * r + 1] : 0;
+    out_c[e] = in ? 1 : 0;
+  }
+}
+
+// Node k's candidates from its inclusive scans S (g, h, count) in column order.
+extern "C" __global__ void exact_interleaved_candidates(
+    int phase, int k, long long n_entries, const long long* __restrict__ col_ptr, const float* __restrict__ col_values,
+    const int* __restrict__ run_end, const unsigned char* __restrict__ forward_ok, const long long* __restrict__ sg,
+    const long long* __restrict__ sh, const long long* __restrict__ sc, EXACT_LEVEL_ARGS) {
+  EXACT_LEVEL_MAKE
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < n_entries;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long prev = e > 0 ? sc[e - 1] : 0;
+    if (sc[e] == prev) continue;  // not node k's
+    const int f = feature_of(col_ptr, L.n_features, e);
+    if (L.use_mask && !L.feature_mask[static_cast<long long>(k) * L.n_features + f]) continue;
+    const long long lo = col_ptr[f], hi = col_ptr[f + 1];
+    const long long base_g = lo > 0 ? sg[lo - 1] : 0, base_h = lo > 0 ? sh[lo - 1] : 0, base_c = lo > 0 ? sc[lo - 1] : 0;
+    const long long run = run_end[e];
+    const long long count = sc[e];
+    const bool last_of_run = sc[run - 1] == count;
+    const bool more = sc[hi - 1] > sc[run - 1];
+    const bool boundary = last_of_run && more;
+    float next = 0.0f;
+    if (boundary) {  // node k's next value: its first entry after the run (sc reaches count + 1 there)
+      long long a = run, b = hi - 1;
+      while (a < b) {
+        const long long mid = (a + b) >> 1;
+        if (sc[mid] > count) b = mid;
+        else a = mid + 1;
+      }
+      next = col_values[a];
+    }
+    consider_entry(phase, k, f, e - lo, hi - lo, forward_ok[f] != 0, boundary, col_values[e], next,
+                   count == sc[hi - 1], count == base_c + 1, sg[e] - base_g, sh[e] - base_h, sg[hi - 1] - base_g,
+                   sh[hi - 1] - base_h, L, out);
+  }
+}
+
+// -- sorted ---------------------------------------------------------------------------------
+// keys[e] = slot << 40 | e (slot m for entries not in the level), and the entries of each
+// (slot, feature) counted into seg_count (m * F).
+extern "C" __global__ void exact_sort_keys(long long n_entries, const long long* __restrict__ col_ptr, int n_features,
+                                           const int* __restrict__ col_rows, const int* __restrict__ node_of_row,
+                                           int first, int m, const int* __restrict__ gpair,
+                                           unsigned long long* __restrict__ keys, int* __restrict__ seg_count) {
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < n_entries;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int r = col_rows[e];
+    int k = node_of_row[r] - first;
+    if (k < 0 || k >= m || !active(gpair, r)) k = m;
+    keys[e] = (static_cast<unsigned long long>(k) << 40) | static_cast<unsigned long long>(e);
+    if (k < m) atomicAdd(seg_count + static_cast<long long>(k) * n_features + feature_of(col_ptr, n_features, e), 1);
+  }
+}
+
+// out_g/out_h[q] = the pair of the entry at sorted position q (0 past the level's entries).
+extern "C" __global__ void exact_sorted_pairs(long long n_entries, const unsigned long long* __restrict__ keys, int m,
+                                              const int* __restrict__ col_rows, const int* __restrict__ gpair,
+                                              long long* __restrict__ out_g, long long* __restrict__ out_h) {
+  const unsigned long long mask = (1ull << 40) - 1;
+  for (long long q = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; q < n_entries;
+       q += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const unsigned long long key = keys[q];
+    const bool in = static_cast<int>(key >> 40) < m;
+    const int r = col_rows[key & mask];
+    out_g[q] = in ? gpair[2 * r] : 0;
+    out_h[q] = in ? gpair[2 * r + 1] : 0;
+  }
+}
+
+// Candidates of every (node, feature) segment from the inclusive scans sg, sh in sorted order;
+// seg_begin (m * F) is each segment's first sorted position, seg_count its length.
+extern "C" __global__ void exact_sorted_candidates(
+    int phase, long long n_entries, const unsigned long long* __restrict__ keys, int m,
+    const long long* __restrict__ col_ptr, const float* __restrict__ col_values,
+    const unsigned char* __restrict__ forward_ok, const long long* __restrict__ seg_begin,
+    const int* __restrict__ seg_count, const long long* __restrict__ sg, const long long* __restrict__ sh,
+    EXACT_LEVEL_ARGS) {
+  EXACT_LEVEL_MAKE
+  const unsigned long long mask = (1ull << 40) - 1;
+  for (long long q = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; q < n_entries;
+       q += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const unsigned long long key = keys[q];
+    const int k = static_cast<int>(key >> 40);
+    if (k >= m) continue;
+    const long long e = static_cast<long long>(key & mask);
+    const int f = feature_of(col_ptr, L.n_features, e);
+    const long long seg = static_cast<long long>(k) * L.n_features + f;
+    if (L.use_mask && !L.feature_mask[seg]) continue;
+    const long long begin = seg_begin[seg], end = begin + seg_count[seg];
+    const long long base_g = begin > 0 ? sg[begin - 1] : 0, base_h = begin > 0 ? sh[begin - 1] : 0;
+    const float v = col_values[e];
+    bool boundary = false;
+    float next = 0.0f;
+    if (q + 1 < end) {
+      next = col_values[keys[q + 1] & mask];
+      boundary = next != v;
+    }
+    const long long lo = col_ptr[f], hi = col_ptr[f + 1];
+    consider_entry(phase, k, f, e - lo, hi - lo, forward_ok[f] != 0, boundary, v, next, q == end - 1, q == begin,
+                   sg[q] - base_g, sh[q] - base_h, sg[end - 1] - base_g, sh[end - 1] - base_h, L, out);
+  }
+}
+
+// -- rows -----------------------------------------------------------------------------------
+// Rows of the level's split nodes go to their children: x < value left, missing by
+// default_left (prediction's rule); left_child[k] < 0 keeps node k's rows (a leaf).
+extern "C" __global__ void exact_apply_splits(long long n_rows, int n_features, const float* __restrict__ values,
+                                              int* __restrict__ node_of_row, int first, int m,
+                                              const int* __restrict__ feature, const float* __restrict__ split_value,
+                                              const unsigned char* __restrict__ default_left,
+                                              const int* __restrict__ left_child) {
+  for (long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; r < n_rows;
+       r += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int k = node_of_row[r] - first;
+    if (k < 0 || k >= m) continue;
+    const int lc = left_child[k];
+    if (lc < 0) continue;
+    const float x = values[r * n_features + feature[k]];
+    const bool go_left = isnan(x) ? default_left[k] != 0 : x < split_value[k];
+    node_of_row[r] = go_left ? lc : lc + 1;
+  }
+}
