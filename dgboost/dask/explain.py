@@ -78,6 +78,22 @@ def _frame_partition(part, explainer, device: Device | None = None):
         return explainer.shap_frame(part, progress=False)  # a cuDF frame for a cuDF partition
 
 
+def _codes_partition(part, explainer):
+    """A partition's category columns as the explainer's model codes (float32 columns), so the
+    frame can become a dask Array (interaction values of a DataFrame with category columns)."""
+    if part.shape[0] == 0:
+        return part.astype("float32")
+    from ..data import rows_for_model
+
+    model_meta = explainer.meta.get("booster_meta") or {}
+    values, _ = rows_for_model(part, model_meta.get("feature_types"), model_meta.get("categories"))
+    if is_cudf_object(part):
+        import cudf as frames
+    else:
+        import pandas as frames
+    return frames.DataFrame(values, index=part.index, columns=part.columns)
+
+
 def shap_frame_meta(explainer, columns=None):
     """The empty pandas DataFrame that ``explainer.shap_frame`` returns for 0 rows: the
     ``meta=`` of ``ddf.map_partitions(explainer.shap_frame, meta=shap_frame_meta(explainer, ddf.columns))``.
@@ -156,6 +172,8 @@ def shap_values(
         meta = frame_meta_like(shap_frame_meta(explainer, [str(c) for c in data.columns]), data)
         return data.map_partitions(_frame_partition, ref, device, meta=meta)
     if isinstance(data, dd.DataFrame):
+        if any(str(dt) == "category" for dt in data.dtypes):  # codes of the model's categories
+            data = data.map_partitions(_codes_partition, ref, meta=data._meta.astype("float32"))
         data = data.to_dask_array(lengths=True)
     if not isinstance(data, da.Array) or data.ndim != 2:
         raise DGBoostTypeError("data must be a 2-D dask Array or a dask DataFrame")

@@ -59,8 +59,7 @@ def _rows32(X) -> np.ndarray:
 
 def _node_codes(tree: Tree, node: int) -> np.ndarray | None:
     """The codes a categorical node sends right, None for a numeric node."""
-    split_type = getattr(tree, "split_type", None)
-    if split_type is None or split_type[node] != 1:
+    if tree.split_type is None or tree.split_type[node] != 1:
         return None
     begin, size = int(tree.cat_segments[node]), int(tree.cat_sizes[node])
     return np.asarray(tree.cat_values[begin : begin + size], dtype=np.int64)
@@ -363,14 +362,7 @@ def random_categorical_tree(
     fields = {name: getattr(tree, name) for name in ("left", "right", "parent", "feature", "default_left")}
     fields.update(gain=tree.gain, cover=tree.cover, value=tree.value, split_value=split_value)
     cat_values = np.concatenate(values).astype(np.int32) if values else np.empty(0, np.int32)
-    extra = dict(split_type=split_type, cat_segments=segments, cat_sizes=sizes, cat_values=cat_values)
-    try:
-        return Tree(**fields, **extra)
-    except TypeError:  # a Tree without categorical fields: carry them as attributes
-        out = Tree(**fields)
-        for name, value in extra.items():
-            setattr(out, name, value)
-        return out
+    return Tree(**fields, split_type=split_type, cat_segments=segments, cat_sizes=sizes, cat_values=cat_values)
 
 
 def random_categorical_ensemble(
@@ -477,7 +469,7 @@ def random_rows(
 
 
 # ---------------------------------------------------------------------------------------
-# minimal XGBoost JSON -> Ensemble (tests and benchmarks only; gbtree, numeric splits)
+# minimal XGBoost JSON -> Ensemble (tests and benchmarks only; gbtree)
 # ---------------------------------------------------------------------------------------
 def _base_margin(base_score: str, objective: str, n_groups: int) -> np.ndarray:
     vals = np.array([float(s) for s in base_score.strip("[]").split(",") if s.strip()], dtype=np.float64)
@@ -492,8 +484,9 @@ def _base_margin(base_score: str, objective: str, n_groups: int) -> np.ndarray:
 def ensemble_from_xgboost(booster) -> Ensemble:
     """A :class:`Ensemble` from an ``xgboost.Booster`` (via ``save_raw("json")``).
 
-    Minimal: gbtree boosters with numerical splits and one output per tree. The base score
-    becomes ``base_margin`` (logit for logistic objectives, log for log-link ones).
+    Minimal: gbtree boosters with one output per tree. The base score becomes
+    ``base_margin`` (logit for logistic objectives, log for log-link ones). Categorical splits
+    (``enable_categorical``) keep XGBoost's right-going codes (its ``categories`` arrays).
     """
     j = json.loads(bytes(booster.save_raw("json")))
     learner = j["learner"]
@@ -511,6 +504,21 @@ def ensemble_from_xgboost(booster) -> Ensemble:
         parents = np.array(tj["parents"], dtype=np.int64)
         leaf = left < 0
         cond = np.array(tj["split_conditions"], dtype=np.float32)
+        split_type = np.array(tj.get("split_type") or np.zeros(left.shape[0]), dtype=np.uint8)
+        cat = {}
+        if np.any(split_type == 1):
+            segments = np.zeros(left.shape[0], np.int64)
+            sizes = np.zeros(left.shape[0], np.int64)
+            nodes = np.array(tj["categories_nodes"], dtype=np.int64)
+            segments[nodes] = tj["categories_segments"]
+            sizes[nodes] = tj["categories_sizes"]
+            cat = dict(
+                split_type=split_type,
+                cat_segments=segments,
+                cat_sizes=sizes,
+                cat_values=np.array(tj["categories"], dtype=np.int32),
+            )
+            cond = np.where(split_type == 1, np.float32(np.nan), cond)
         ens.append(
             Tree(
                 left=left,
@@ -522,6 +530,7 @@ def ensemble_from_xgboost(booster) -> Ensemble:
                 gain=np.array(tj["loss_changes"], dtype=np.float32),
                 cover=np.array(tj["sum_hessian"], dtype=np.float64),
                 value=np.where(leaf, cond, np.array(tj["base_weights"], dtype=np.float32)),
+                **cat,
             ),
             int(g),
         )

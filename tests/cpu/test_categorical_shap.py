@@ -31,61 +31,9 @@ CASES = [
 ]
 
 
-def _flat_categories(trees: list[Tree]) -> dict:
-    """The flat categorical arrays of an Ensemble of ``trees`` (docs/design.md 11.4)."""
-    split_type, begin, words, bits = [], [], [], []
-    offset = 0
-    for tree in trees:
-        for node in range(tree.n_nodes):
-            cat = tree.split_type is not None and tree.split_type[node] == 1
-            split_type.append(1 if cat else 0)
-            begin.append(offset)
-            if not cat:
-                words.append(0)
-                continue
-            lo, size = int(tree.cat_segments[node]), int(tree.cat_sizes[node])
-            codes = np.asarray(tree.cat_values[lo : lo + size], np.int64)
-            n_words = (int(codes.max()) + 1 + 31) // 32 if size else 0
-            node_bits = np.zeros(n_words, np.uint32)
-            for c in codes:
-                node_bits[c >> 5] |= np.uint32(1) << np.uint32(c & 31)
-            bits.append(node_bits)
-            words.append(n_words)
-            offset += n_words
-    return {
-        "split_type": np.array(split_type, np.uint8),
-        "cat_begin": np.array(begin, np.int64),
-        "cat_words": np.array(words, np.int32),
-        "cat_bits": np.concatenate(bits) if bits else np.zeros(0, np.uint32),
-    }
-
-
-class _CategoricalEnsemble(Ensemble):
-    """An Ensemble that keeps its trees' categorical fields (for a dgboost.tree without them)."""
-
-    has_categorical = True
-
-    def __init__(self, ens: Ensemble, trees: list[Tree]):
-        super().__init__(ens.n_groups, ens.base_margin)
-        for tree, g in zip(trees, ens.groups()):
-            self.append(tree, int(g))
-        self._trees = trees
-        self._flat = _flat_categories(trees)
-
-    def categorical_kernel_arrays(self):
-        f = self._flat
-        return f["split_type"], f["cat_begin"], f["cat_words"], f["cat_bits"]
-
-    def tree(self, i):
-        return self._trees[i]
-
-
 def categorical_case(seed, n_categories, n_trees, max_depth, n_groups, n_rows=25):
     rng = np.random.default_rng(seed)
     ens = random_categorical_ensemble(rng, n_categories, n_trees=n_trees, max_depth=max_depth, n_groups=n_groups)
-    if not hasattr(Ensemble, "has_categorical"):  # until dgboost.tree keeps categorical fields
-        trees = list(ens._pending_trees()) if hasattr(ens, "_pending_trees") else [t for t, _ in ens._pending]
-        ens = _CategoricalEnsemble(ens, trees)
     X = random_categorical_rows(rng, n_rows, n_categories)
     return rng, ens, X
 
@@ -145,17 +93,13 @@ def test_a_categorical_element_carries_its_branch_set_and_the_left_branch_takes_
         gain=[0, 0, 0],
         cover=[4.0, 3.0, 1.0],
         value=[0, -1.0, 2.0],
+        split_type=[1, 0, 0],
+        cat_segments=[0, 2, 2],
+        cat_sizes=[2, 0, 0],
+        cat_values=[1, 33],
     )
-    for name, value in dict(
-        split_type=np.array([1, 0, 0], np.uint8),
-        cat_segments=np.array([0, 2, 2], np.int64),
-        cat_sizes=np.array([2, 0, 0], np.int64),
-        cat_values=np.array([1, 33], np.int32),
-    ).items():
-        setattr(tree, name, value)
-    base = Ensemble()
-    base.append(tree)
-    ens = base if hasattr(Ensemble, "has_categorical") else _CategoricalEnsemble(base, [tree])
+    ens = Ensemble()
+    ens.append(tree)
     table = extract_paths(ens)
     assert table.has_categorical
     left_set = table.cat_pool[table.cat_offset[1] :][:4]
@@ -183,3 +127,184 @@ def test_path_tables_of_categorical_models_select_and_pickle_with_their_sets():
     again = pickle.loads(pickle.dumps(table))
     assert isinstance(again, PathTable) and again.fingerprint == table.fingerprint
     np.testing.assert_array_equal(shap_values(again, X), shap_values(table, X))
+
+
+# ---------------------------------------------------------------------------------------
+# against XGBoost 3.4.1 on its own categorical models
+# ---------------------------------------------------------------------------------------
+def _xgboost_frame(seed: int, n: int = 800):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(
+        {
+            "distance": rng.normal(size=n),
+            "origin": pd.Categorical(rng.choice(["EWR", "JFK", "LGA"], size=n)),  # one-hot splits
+            "carrier": pd.Categorical(rng.choice([f"c{i}" for i in range(16)], size=n)),  # partitions
+            "tailnum": pd.Categorical(rng.choice([f"N{i}" for i in range(300)], size=n)),
+            "hour": rng.integers(5, 23, size=n).astype(float),
+        }
+    )
+    frame.loc[rng.random(n) < 0.1, "tailnum"] = np.nan
+    frame.loc[rng.random(n) < 0.1, "distance"] = np.nan
+    codes = frame["carrier"].cat.codes.to_numpy()
+    z = np.nan_to_num(frame["distance"].to_numpy()) + (codes % 3 == 0) + 0.1 * (frame["hour"] - 14)
+    z = z + 0.5 * (frame["origin"] == "JFK") + (frame["tailnum"].cat.codes.to_numpy() % 7 == 0)
+    return frame, z.to_numpy() if hasattr(z, "to_numpy") else z, rng
+
+
+def _train_xgboost_categorical(objective: str, depth: int, seed: int = 0, rounds: int = 10):
+    import xgboost as xgb
+
+    frame, z, rng = _xgboost_frame(seed)
+    params = {"objective": objective, "max_depth": depth, "eta": 0.3, "nthread": 1, "seed": seed}
+    params.update(max_cat_to_onehot=4, min_child_weight=0.5)
+    if objective == "binary:logistic":
+        y = (z + rng.normal(size=z.shape[0]) > 1).astype(float)
+    elif objective == "multi:softprob":
+        y = np.digitize(z, [0.3, 1.5]).astype(float)
+        params["num_class"] = 3
+    else:
+        y = z + 0.1 * rng.normal(size=z.shape[0])
+    booster = xgb.train(params, xgb.DMatrix(frame, label=y, enable_categorical=True), rounds)
+    return booster, frame
+
+
+def _codes(frame) -> np.ndarray:
+    """float32 rows: category codes (NaN missing) and numbers, as a categorical DMatrix holds them."""
+    cols = []
+    for c in frame.columns:
+        col = frame[c]
+        if str(col.dtype) == "category":
+            codes = col.cat.codes.to_numpy().astype(np.float64)
+            codes[codes < 0] = np.nan
+            cols.append(codes)
+        else:
+            cols.append(col.to_numpy(dtype=np.float64))
+    return np.stack(cols, axis=1).astype(np.float32)
+
+
+XGB_CASES = [("binary:logistic", 6), ("reg:squarederror", 4), ("multi:softprob", 3)]
+
+
+@pytest.mark.parametrize("objective,depth", XGB_CASES)
+def test_shap_values_match_xgboost_pred_contribs_on_its_categorical_models(objective, depth):
+    import xgboost as xgb
+
+    from dgboost.testing.shap_oracle import ensemble_from_xgboost
+
+    booster, frame = _train_xgboost_categorical(objective, depth)
+    ens = ensemble_from_xgboost(booster)
+    assert ens.has_categorical
+    X = _codes(frame)[:300]
+    dm = xgb.DMatrix(frame.iloc[:300], enable_categorical=True)
+    margin = booster.predict(dm, output_margin=True)
+    np.testing.assert_allclose(predict_margin(ens, X).squeeze(), margin, rtol=0, atol=1e-5)
+    expected = booster.predict(dm, pred_contribs=True)
+    expected = expected[:, None] if ens.n_groups == 1 else expected
+    for method in ("table", "path"):
+        np.testing.assert_allclose(shap_values(ens, X, method=method), expected, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("objective,depth", XGB_CASES)
+def test_interaction_values_match_xgboost_pred_interactions_on_its_categorical_models(objective, depth):
+    import xgboost as xgb
+
+    from dgboost.testing.shap_oracle import ensemble_from_xgboost
+
+    booster, frame = _train_xgboost_categorical(objective, depth, rounds=5)
+    ens = ensemble_from_xgboost(booster)
+    X = _codes(frame)[:60]
+    expected = booster.predict(xgb.DMatrix(frame.iloc[:60], enable_categorical=True), pred_interactions=True)
+    expected = expected[:, None] if ens.n_groups == 1 else expected
+    for method in ("quadrature", "table", "path"):
+        np.testing.assert_allclose(shap_interactions(ens, X, method=method), expected, rtol=0, atol=1e-5)
+
+
+def _reversed_categories(frame):
+    """``frame`` with every category column's categories in reverse order (same values)."""
+    out = frame.copy()
+    for c in out.columns:
+        if str(out[c].dtype) == "category":
+            out[c] = out[c].cat.reorder_categories(out[c].cat.categories[::-1])
+    return out
+
+
+@pytest.mark.parametrize("objective,depth", XGB_CASES[:2])
+def test_the_explainer_of_an_xgboost_categorical_model_matches_xgboost_on_frames_in_any_category_order(
+    objective, depth
+):
+    import xgboost as xgb
+
+    import dgboost as dg
+
+    booster, frame = _train_xgboost_categorical(objective, depth)
+    rows = frame.iloc[:200]
+    expected = booster.predict(xgb.DMatrix(rows, enable_categorical=True), pred_contribs=True)
+    explainer = dg.TreeExplainer(booster)
+    assert explainer.table.has_categorical
+    for given in (rows, _reversed_categories(rows)):
+        np.testing.assert_allclose(explainer.shap_values(given), expected[:, :-1], rtol=0, atol=1e-5)
+    np.testing.assert_allclose(explainer.expected_value, expected[0, -1], rtol=0, atol=1e-5)
+
+
+def test_booster_predict_contributions_of_a_loaded_xgboost_categorical_model_match_xgboost():
+    import xgboost as xgb
+
+    import dgboost as dg
+
+    booster, frame = _train_xgboost_categorical("binary:logistic", 5, rounds=6)
+    rows = frame.iloc[:80]
+    dm = xgb.DMatrix(rows, enable_categorical=True)
+    loaded = dg.Booster.from_xgboost(booster)
+    got = loaded.predict(_reversed_categories(rows), pred_contribs=True)
+    np.testing.assert_allclose(got, booster.predict(dm, pred_contribs=True), rtol=0, atol=1e-5)
+    got = loaded.predict(rows, pred_interactions=True)
+    np.testing.assert_allclose(got, booster.predict(dm, pred_interactions=True), rtol=0, atol=1e-5)
+
+
+def _dgboost_categorical_model(objective="binary:logistic", rounds=12):
+    import dgboost as dg
+
+    frame, z, rng = _xgboost_frame(1, n=1500)
+    params = {"objective": objective, "max_depth": 6, "max_cat_to_onehot": 4}
+    y = (z + rng.normal(size=z.shape[0]) > 1).astype(float)
+    if objective == "multi:softprob":
+        y = np.digitize(z, [0.3, 1.5]).astype(float)
+        params["num_class"] = 3
+    booster = dg.train(params, dg.DMatrix(frame, label=y, enable_categorical=True), rounds)
+    return booster, frame
+
+
+@pytest.mark.parametrize("objective", ["binary:logistic", "multi:softprob"])
+def test_contributions_of_a_trained_categorical_model_add_up_and_equal_the_explainers(objective):
+    import dgboost as dg
+
+    booster, frame = _dgboost_categorical_model(objective)
+    assert booster.ensemble.has_categorical
+    rows = frame.iloc[:300]
+    margin = booster.predict(rows, output_margin=True)
+    contribs = booster.predict(rows, pred_contribs=True)
+    np.testing.assert_allclose(contribs.sum(-1), margin, rtol=0, atol=1e-5)
+    interactions = booster.predict(rows.iloc[:50], pred_interactions=True)
+    np.testing.assert_allclose(interactions.sum((-1, -2)), margin[:50], rtol=0, atol=1e-5)
+    explainer = dg.TreeExplainer(booster)
+    values = explainer.shap_values(_reversed_categories(rows))
+    want = contribs[..., :-1] if contribs.ndim == 2 else np.moveaxis(contribs[..., :-1], 1, 2)
+    np.testing.assert_allclose(values, want, rtol=0, atol=1e-6)
+
+
+def test_trained_categorical_models_equal_brute_force_and_the_interventional_oracle():
+    import dgboost as dg
+
+    booster, frame = _dgboost_categorical_model(rounds=3)
+    ens = booster.ensemble
+    X = _codes(frame)[:20]
+    np.testing.assert_allclose(shap_values(ens, X), brute_force_shap(ens, X), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(shap_interactions(ens, X), brute_force_interactions(ens, X), rtol=0, atol=1e-9)
+    background = _codes(frame)[100:110]
+    got = shap_values_interventional(ens, X, background)
+    np.testing.assert_allclose(got, brute_force_interventional(ens, X, background), rtol=0, atol=1e-9)
+    # the explainer re-codes frames into the same codes
+    explainer = dg.TreeExplainer(booster, data=frame.iloc[100:110])
+    np.testing.assert_allclose(explainer.shap_values(frame.iloc[:20]), got[:, 0, :-1], rtol=0, atol=1e-9)
