@@ -113,7 +113,14 @@ def _node_json(booster, t: int, fmap, with_stats: bool) -> str:
         ftype = types.get(f, "q")
         left, right = int(L[i]), int(R[i])
         missing = left if D[i] else right
-        if ftype == "i":
+        codes = e.categories_of(i)
+        if codes is not None:  # the set's child (right) is "yes", as XGBoost
+            cond = "[" + ", ".join(str(c) for c in codes.tolist()) + "]"
+            s = (
+                f'{pad}{{ "nodeid": {nid}, "depth": {depth}, "split": "{fname}", '
+                f'"split_condition": {cond}, "yes": {right}, "no": {left}, "missing": {missing} '
+            )
+        elif ftype == "i":
             yes, no = (right, left) if D[i] else (left, right)
             s = f'{pad}{{ "nodeid": {nid}, "depth": {depth}, "split": "{fname}", "yes": {yes}, "no": {no}'
         else:
@@ -179,7 +186,8 @@ def trees_dataframe(booster, fmap=""):
     types = dict(enumerate(booster.feature_types or []))
     off, groups = e.offsets(), e.groups()
     cols: dict[str, list] = {
-        k: [] for k in ("Tree", "Target", "Node", "Feature", "Split", "Yes", "No", "Missing", "Gain", "Cover")
+        k: []
+        for k in ("Tree", "Target", "Node", "Feature", "Split", "Yes", "No", "Missing", "Gain", "Cover", "Category")
     }
     L, R, F, S, D = e.left, e.right, e.feature, e.split_value, e.default_left
     G, C, V = e.gain, e.cover, e.value
@@ -202,6 +210,7 @@ def trees_dataframe(booster, fmap=""):
                     ("Missing", None),
                     ("Gain", float(V[i])),
                     ("Cover", cover),
+                    ("Category", None),
                 ):
                     cols[k].append(v)
                 continue
@@ -211,7 +220,11 @@ def trees_dataframe(booster, fmap=""):
             f = int(F[i])
             dft = left if D[i] else right
             ftype = types.get(f, "q")
-            if ftype == "i":
+            codes = e.categories_of(i)
+            cols["Category"].append(None if codes is None else codes.tolist())
+            if codes is not None:  # the set's child (right) is "Yes", as XGBoost
+                yes, no, split = right, left, None
+            elif ftype == "i":
                 yes, no, split = (right if D[i] else left), dft, None
             else:
                 yes, no = left, right
@@ -237,7 +250,7 @@ def trees_dataframe(booster, fmap=""):
             "Missing": cols["Missing"],
             "Gain": cols["Gain"],
             "Cover": cols["Cover"],
-            "Category": [None] * len(ids),
+            "Category": cols["Category"],
         }
     )
     df = df.astype(

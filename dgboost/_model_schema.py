@@ -20,7 +20,7 @@ import numpy as np
 
 from ._links import margin_from_score, score_from_margin
 from .errors import ModelFormatError
-from .tree import NODE_ARRAYS, Ensemble
+from .tree import CAT_ARRAYS, NODE_ARRAYS, Ensemble
 
 __all__ = [
     "CUSTOM_OBJECTIVE",
@@ -36,6 +36,7 @@ __all__ = [
     "normalize_meta",
     "validate_arrays",
     "validate_ensemble",
+    "validate_categorical",
     "check_meta_vs_ensemble",
     "build_ensemble",
     "require_key",
@@ -312,6 +313,7 @@ def validate_arrays(
         raise ModelFormatError(
             f"{where}.tree_group[{t}] = {tree_group[t]} is out of range for {n_groups} output groups"
         )
+    categorical = arrays.get("split_type")
     for name in ("split_value", "gain", "cover", "value"):
         a = arrays.get(name)
         # an infinite threshold sends every present value one way (XGBoost's GPU models
@@ -319,6 +321,8 @@ def validate_arrays(
         if a is None or not a.size:
             continue
         bad = np.isnan(a) if name == "split_value" else ~np.isfinite(a)
+        if name == "split_value" and categorical is not None:
+            bad &= categorical != 1  # a categorical split has no threshold (NaN, as XGBoost)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise ModelFormatError(f"{where}.{name} has a non-finite value at node {i}")
@@ -423,6 +427,8 @@ def validate_ensemble(ensemble: Ensemble, num_feature: int, *, where: str = "ens
     ``num_feature`` features (children after parents, no cycles, consistent parents...)."""
     tree_offsets = ensemble.offsets()
     arrays = {name: np.asarray(getattr(ensemble, name)) for name in NODE_ARRAYS}
+    if ensemble.cat_arrays is not None:
+        arrays["split_type"] = ensemble.cat_arrays["split_type"]
     validate_arrays(
         ensemble.n_groups,
         np.asarray(ensemble.base_margin, dtype=np.float64),
@@ -432,6 +438,49 @@ def validate_ensemble(ensemble: Ensemble, num_feature: int, *, where: str = "ens
         num_feature,
         where=where,
     )
+    if ensemble.cat_arrays is not None:
+        validate_categorical(ensemble.cat_arrays, arrays["left"], arrays["feature"], None, where)
+
+
+def validate_categorical(cat: dict, left: np.ndarray, feature: np.ndarray, meta_types, where: str = "ensemble") -> None:
+    """Check flat categorical arrays (:data:`dgboost.tree.CAT_ARRAYS`, ``cat_segments``
+    global offsets into ``cat_values``) against the nodes' ``left`` children and
+    ``feature``: only split nodes are categorical, each with a non-empty set of codes in
+    0..2**24-1, sorted and distinct, within ``cat_values``; with ``meta_types`` (the feature
+    types), only on features of type ``"c"``."""
+    n = left.shape[0]
+    st, seg, size, values = (cat[k] for k in CAT_ARRAYS)
+    for name in ("split_type", "cat_segments", "cat_sizes"):
+        if cat[name].shape[0] != n:
+            raise ModelFormatError(f"{where}.{name} has length {cat[name].shape[0]}, expected {n}")
+    bad = np.flatnonzero(st > 1)
+    if bad.size:
+        raise ModelFormatError(f"{where}.split_type must be 0 or 1, got {st[bad[0]]} at node {bad[0]}")
+    is_cat = st == 1
+    bad = np.flatnonzero(is_cat & (left < 0))
+    if bad.size:
+        raise ModelFormatError(f"{where}: leaf {bad[0]} is marked categorical (split_type 1)")
+    bad = np.flatnonzero(is_cat & ((size < 1) | (seg < 0) | (seg + size > values.shape[0])))
+    if bad.size:
+        i = bad[0]
+        raise ModelFormatError(
+            f"{where}: categorical node {i} has categories [{seg[i]}, {seg[i] + size[i]}) outside the "
+            f"{values.shape[0]} stored categories (or none)"
+        )
+    if values.size and (values.min() < 0 or values.max() >= 1 << 24):
+        raise ModelFormatError(f"{where}: a category code is out of range 0..{(1 << 24) - 1}")
+    for i in np.flatnonzero(is_cat).tolist():
+        codes = values[seg[i] : seg[i] + size[i]]
+        if codes.size > 1 and np.any(np.diff(codes) <= 0):
+            raise ModelFormatError(f"{where}: categorical node {i}'s categories are not sorted and distinct")
+    if meta_types is not None and is_cat.any():
+        kinds = np.array([t == "c" for t in meta_types], dtype=bool)
+        bad = np.flatnonzero(is_cat & ~kinds[np.clip(feature, 0, len(kinds) - 1)])
+        if bad.size:
+            i = bad[0]
+            raise ModelFormatError(
+                f"{where}: node {i} splits categorically on feature {feature[i]}, whose type is not 'c'"
+            )
 
 
 def check_meta_vs_ensemble(meta: dict, n_groups: int, where: str = "model") -> None:
@@ -441,11 +490,14 @@ def check_meta_vs_ensemble(meta: dict, n_groups: int, where: str = "model") -> N
         )
 
 
-def build_ensemble(n_groups, base_margin, tree_offsets, tree_group, arrays) -> Ensemble:
+def build_ensemble(n_groups, base_margin, tree_offsets, tree_group, arrays, cat_arrays=None) -> Ensemble:
+    """An Ensemble of flat node ``arrays`` (and flat categorical arrays, or None)."""
     ens = Ensemble(n_groups, base_margin)
     ens.arrays = {name: np.ascontiguousarray(arrays[name], dtype=dt) for name, dt in NODE_ARRAYS.items()}
     ens.tree_offsets = np.ascontiguousarray(tree_offsets, dtype=np.int64)
     ens.tree_group = np.ascontiguousarray(tree_group, dtype=np.int32)
+    if cat_arrays is not None and np.any(np.asarray(cat_arrays["split_type"]) == 1):
+        ens.cat_arrays = {name: np.ascontiguousarray(cat_arrays[name], dtype=dt) for name, dt in CAT_ARRAYS.items()}
     return ens
 
 

@@ -938,8 +938,7 @@ class TreeGrower:
             cat_fields = categorical_tree_fields(feature, t.cat_bits[:n], self.categorical.is_cat)
         numeric = inner if not cat_fields else inner & (cat_fields["split_type"] == 0)
         split_value[numeric] = self.cut_values[self.cut_ptrs[feature[numeric]] + split_bin[numeric]]
-        if cat_fields:
-            split_value[inner & ~numeric] = np.nan  # XGBoost's split condition of a categorical node
+        # a categorical node's split_value stays 0: routing reads its set (docs/design.md §11.4)
         tree = Tree(
             left=t.left[:n].copy(),
             right=t.right[:n].copy(),

@@ -28,7 +28,10 @@ dgboost 0.x wrote its own schema (``schema_version`` 1); it is still read, and
      "learner": {<meta>},
      "ensemble": {"n_groups": int, "base_margin": [float64...],
                   "tree_offsets": [int...], "tree_group": [int...],
-                  "left": [...], "right": [...], ... one list per NODE_ARRAYS entry}}
+                  "left": [...], "right": [...], ... one list per NODE_ARRAYS entry,
+                  "categorical": {"split_type": [...], "cat_segments": [...], ...}}}
+
+(``"categorical"``, the flat ``CAT_ARRAYS``, only for models with categorical splits.)
 
 Floats round-trip exactly (float32 arrays are written as the float64 value of each
 float32; float64 through ``repr``) and the text is deterministic (sorted keys, fixed
@@ -66,13 +69,14 @@ from ._model_schema import (
     normalize_meta,
     require_key,
     validate_arrays,
+    validate_categorical,
     validate_ensemble,
 )
 from ._ubjson import dumps as ubjson_dumps
 from ._ubjson import is_ubjson
 from ._ubjson import loads as ubjson_loads
 from .errors import DGBoostValueError, ModelFormatError
-from .tree import NODE_ARRAYS, Ensemble
+from .tree import CAT_ARRAYS, NODE_ARRAYS, Ensemble
 from .xgboost_json import export_xgboost_dict, export_xgboost_json, import_xgboost_booster, import_xgboost_dict
 
 __all__ = [
@@ -122,6 +126,10 @@ def model_to_dict(ensemble: Ensemble, meta: dict) -> dict:
     for name, dtype in NODE_ARRAYS.items():
         # float32 -> the exact float64 of each float32; ints -> Python ints
         ens[name] = np.asarray(getattr(ensemble, name), dtype=dtype).tolist()
+    if ensemble.has_categorical:  # numeric models keep the text they had
+        ens["categorical"] = {
+            name: np.asarray(ensemble.cat_arrays[name], dtype=dt).tolist() for name, dt in CAT_ARRAYS.items()
+        }
     return {"format": FORMAT_NAME, "schema_version": SCHEMA_VERSION, "learner": meta, "ensemble": ens}
 
 
@@ -146,9 +154,21 @@ def model_from_dict(d: dict) -> tuple[Ensemble, dict]:
     tree_offsets = as_array(e["tree_offsets"], np.int64, "ensemble.tree_offsets")
     tree_group = as_array(e["tree_group"], np.int32, "ensemble.tree_group")
     arrays = {name: as_array(e[name], dt, f"ensemble.{name}") for name, dt in NODE_ARRAYS.items()}
+    cat = None
+    if "categorical" in e:
+        c = e["categorical"]
+        if not isinstance(c, dict):
+            raise ModelFormatError("ensemble.categorical must be a JSON object")
+        cat = {
+            name: as_array(require_key(c, name, "ensemble.categorical"), dt, f"ensemble.categorical.{name}")
+            for name, dt in CAT_ARRAYS.items()
+        }
+        arrays["split_type"] = cat["split_type"]
     validate_arrays(n_groups, base_margin, tree_offsets, tree_group, arrays, meta["num_feature"])
+    if cat is not None:
+        validate_categorical(cat, arrays["left"], arrays["feature"], meta["feature_types"], "ensemble")
     check_meta_vs_ensemble(meta, n_groups)
-    return build_ensemble(n_groups, base_margin, tree_offsets, tree_group, arrays), meta
+    return build_ensemble(n_groups, base_margin, tree_offsets, tree_group, arrays, cat), meta
 
 
 def model_to_json(ensemble: Ensemble, meta: dict) -> str:
@@ -403,7 +423,12 @@ def _apply_extension(ensemble: Ensemble, meta: dict, ext, source: str) -> tuple[
     merged = normalize_meta(merged, f"{where}.meta")
     arrays = {name: getattr(ensemble, name) for name in NODE_ARRAYS}
     arrays["cover"] = cover
-    return build_ensemble(ensemble.n_groups, base_margin, ensemble.offsets(), ensemble.groups(), arrays), merged
+    return (
+        build_ensemble(
+            ensemble.n_groups, base_margin, ensemble.offsets(), ensemble.groups(), arrays, ensemble.cat_arrays
+        ),
+        merged,
+    )
 
 
 def model_from_json(text: str | bytes) -> tuple[Ensemble, dict]:
@@ -495,7 +520,11 @@ def dump_text(ensemble: Ensemble, meta: dict, with_stats: bool = False) -> list[
                 ftype = types[f] if types else "q"
                 left, right = int(L[i]), int(R[i])
                 missing = left if D[i] else right
-                if ftype == "i":  # XGBoost's indicator template has no indentation
+                codes = ensemble.categories_of(i)
+                if codes is not None:  # XGBoost's categorical template: yes is the set's (right) child
+                    cats = ",".join(str(c) for c in codes.tolist())
+                    line = f"{tabs}{nid}:[{fname}:{{{cats}}}] yes={right},no={left},missing={missing}"
+                elif ftype == "i":  # XGBoost's indicator template has no indentation
                     yes, no = (right, left) if D[i] else (left, right)
                     line = f"{nid}:[{fname}] yes={yes},no={no}"
                 else:

@@ -270,6 +270,16 @@ class Ensemble:
             self._cat_kernel = (cat["split_type"].copy(), begin, words, bits)
         return self._cat_kernel
 
+    def categories_of(self, node: int) -> np.ndarray | None:
+        """int32 sorted codes that go right at flat node ``node``, or None when it is not a
+        categorical split."""
+        self._flush()
+        cat = self.cat_arrays
+        if cat is None or cat["split_type"][node] != 1:
+            return None
+        begin = int(cat["cat_segments"][node])
+        return cat["cat_values"][begin : begin + int(cat["cat_sizes"][node])]
+
     # -- access ---------------------------------------------------------------------------
     def __getattr__(self, name):
         # node arrays read as attributes: ens.left, ens.split_value, ...

@@ -4,8 +4,15 @@
 (``gbtree``; ``dart`` and 3.x dropout models by scaling each tree by its ``weight_drop``;
 any ``num_parallel_tree``; one output per tree) into an :class:`~dgboost.tree.Ensemble`
 and a meta dict; ``export_xgboost_dict`` writes the reverse, which ``xgboost.Booster``
-loads. Categorical splits, vector-leaf (multi-target) trees and ``gblinear`` are refused
-with :class:`~dgboost.errors.ModelFormatError`.
+loads. Vector-leaf (multi-target) trees and ``gblinear`` are refused with
+:class:`~dgboost.errors.ModelFormatError`.
+
+Categorical splits (docs/design.md §11): per tree ``split_type`` (1 categorical),
+``categories_nodes`` (the categorical nodes, ascending), ``categories_segments`` /
+``categories_sizes`` (each one's codes in ``categories``: the sorted codes that go right);
+a categorical node's ``split_conditions`` entry is not read (dgboost writes 0). The category
+values of the training data are XGBoost 3.x's ``model.cats`` (:mod:`dgboost._xgboost_cats`),
+read into and written from ``meta["categories"]``.
 
 Correspondence (per node): ``left_children/right_children`` -> left/right,
 ``parents`` (root: 2147483647) -> parent (root: -1), ``split_indices`` -> feature (-1 at
@@ -33,10 +40,12 @@ from ._model_schema import (
     normalize_meta,
     require_key,
     validate_arrays,
+    validate_categorical,
     validate_ensemble,
 )
+from ._xgboost_cats import categories_from_cats, cats_from_categories
 from .errors import ModelFormatError
-from .tree import NODE_ARRAYS, Ensemble
+from .tree import CAT_ARRAYS, NODE_ARRAYS, Ensemble
 
 __all__ = [
     "export_xgboost_dict",
@@ -179,15 +188,7 @@ def _read_tree(t: dict, where: str) -> dict:
         raise ModelFormatError(
             f"{where}: multi-target (vector-leaf) trees are not supported (size_leaf_vector = {slv})"
         )
-    st = t.get("split_type")
-    if st is not None and np.any(as_array(st, np.int64, f"{where}.split_type") != 0):
-        raise ModelFormatError(f"{where}: categorical splits are not supported")
-    for k in ("categories", "categories_nodes"):
-        v = t.get(k)
-        if v is not None and not isinstance(v, (list, np.ndarray)):
-            raise ModelFormatError(f"{where}.{k} must be a list, got {type(v).__name__}")
-        if v is not None and len(v):  # lists (JSON) or arrays (UBJSON)
-            raise ModelFormatError(f"{where}: categorical splits are not supported")
+    cat = _read_tree_categories(t, n, where)
     raw = {}
     for name, (dt, finite) in _TREE_FIELDS.items():
         a = as_array(require_key(t, name, where), dt, f"{where}.{name}", finite=finite)
@@ -204,20 +205,62 @@ def _read_tree(t: dict, where: str) -> dict:
         raise ModelFormatError(f"{where}: child index out of range at node {i}: left = {left[i]}, right = {right[i]}")
     leaf = left < 0
     conditions = raw["split_conditions"]
+    if cat is not None:  # a categorical node's condition is not read (XGBoost writes a placeholder)
+        conditions = raw["split_conditions"] = np.where(cat["split_type"] == 1, np.float32(0), conditions)
     bad = np.flatnonzero(np.isnan(conditions) | (leaf & ~np.isfinite(conditions)))
     if bad.size:
         i = int(bad[0])
         what = "leaf value" if leaf[i] else "split condition"
         raise ModelFormatError(f"{where}.split_conditions has a non-finite {what} ({conditions[i]!r} at node {i})")
     arrs = _node_arrays(raw)
+    if cat is not None:
+        arrs.update({k: cat[k] for k in ("split_type", "cat_start", "cat_sizes")})
     if as_int(_parse_param(tp.get("num_deleted", "0")), f"{where}.num_deleted") > 0:
         arrs = _renumber(arrs, _bfs_order(left, right, where))  # deleted nodes are unreachable
+    if cat is not None:
+        arrs["tree_categories"] = cat["categories"]  # per tree, not per node
     for name in ("feature", "default_left"):
         bad = np.flatnonzero(_out_of_range(arrs, name))
         if bad.size:
             i = int(bad[0])
             raise ModelFormatError(f"{where}: {name} out of range at node {i}: {arrs[name][i]}")
     return arrs
+
+
+def _read_tree_categories(t: dict, n: int, where: str) -> dict | None:
+    """A tree's categorical splits as per-node ``split_type``, ``cat_start`` (into the tree's
+    ``categories``), ``cat_sizes``, and the tree's ``categories``; None without any."""
+    st = t.get("split_type")
+    st = np.zeros(n, np.uint8) if st is None else as_array(st, np.uint8, f"{where}.split_type")
+    if st.shape[0] != n:
+        raise ModelFormatError(f"{where}.split_type has length {st.shape[0]}, expected num_nodes = {n}")
+    arrays = {}
+    for k, dt in (
+        ("categories", np.int32),
+        ("categories_nodes", np.int32),
+        ("categories_segments", np.int64),
+        ("categories_sizes", np.int64),
+    ):
+        v = t.get(k)
+        if v is not None and not isinstance(v, (list, np.ndarray)):
+            raise ModelFormatError(f"{where}.{k} must be a list, got {type(v).__name__}")
+        arrays[k] = as_array([] if v is None else v, dt, f"{where}.{k}")
+    if not np.any(st != 0) and not arrays["categories_nodes"].size:
+        return None
+    nodes, segments, sizes = arrays["categories_nodes"], arrays["categories_segments"], arrays["categories_sizes"]
+    if not (nodes.shape[0] == segments.shape[0] == sizes.shape[0]):
+        raise ModelFormatError(f"{where}: categories_nodes, categories_segments and categories_sizes differ in length")
+    if nodes.size and (nodes.min() < 0 or nodes.max() >= n):
+        raise ModelFormatError(f"{where}.categories_nodes has a node out of range 0..{n - 1}")
+    marked = np.zeros(n, bool)
+    marked[nodes] = True
+    if np.any(marked != (st == 1)):
+        i = int(np.flatnonzero(marked != (st == 1))[0])
+        raise ModelFormatError(f"{where}: node {i}'s split_type disagrees with categories_nodes")
+    start = np.zeros(n, np.int64)
+    size = np.zeros(n, np.int64)
+    start[nodes], size[nodes] = segments, sizes
+    return {"split_type": st, "cat_start": start, "cat_sizes": size, "categories": arrays["categories"]}
 
 
 def _node_arrays(raw: dict) -> dict:
@@ -320,7 +363,29 @@ def _read_trees(trees: list, where: str) -> tuple[dict, np.ndarray]:
 
 
 def _concat(per_tree: list[dict]) -> dict:
-    return {k: np.concatenate([np.empty(0, dt)] + [a[k] for a in per_tree]).astype(dt) for k, dt in NODE_ARRAYS.items()}
+    out = {k: np.concatenate([np.empty(0, dt)] + [a[k] for a in per_tree]).astype(dt) for k, dt in NODE_ARRAYS.items()}
+    if any("split_type" in a for a in per_tree):
+        out["categorical"] = _concat_categorical(per_tree)
+    return out
+
+
+def _concat_categorical(per_tree: list[dict]) -> dict:
+    """The flat ``CAT_ARRAYS`` of trees read by :func:`_read_tree` (zeros for numeric trees)."""
+    parts = {k: [] for k in CAT_ARRAYS}
+    at = 0
+    for a in per_tree:
+        n = a["left"].shape[0]
+        if "split_type" not in a:
+            parts["split_type"].append(np.zeros(n, np.uint8))
+            parts["cat_segments"].append(np.zeros(n, np.int64))
+            parts["cat_sizes"].append(np.zeros(n, np.int64))
+            continue
+        parts["split_type"].append(a["split_type"])
+        parts["cat_segments"].append(np.where(a["split_type"] == 1, a["cat_start"] + at, 0))
+        parts["cat_sizes"].append(np.where(a["split_type"] == 1, a["cat_sizes"], 0))
+        parts["cat_values"].append(a["tree_categories"])
+        at += a["tree_categories"].shape[0]
+    return {k: np.concatenate([np.empty(0, dt)] + parts[k]).astype(dt) for k, dt in CAT_ARRAYS.items()}
 
 
 def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
@@ -377,9 +442,7 @@ def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
             f"{where}.gbtree_model_param.num_trees is {gmp['num_trees']!r} but there are {len(trees)} trees"
         )
     npt = as_int(_parse_param(gmp.get("num_parallel_tree", "1")), f"{where}.num_parallel_tree", lo=1)
-    cats = model.get("cats") or {}
-    if isinstance(cats, dict) and cats.get("enc"):
-        raise ModelFormatError(f"{where}: categorical features (cats.enc) are not supported")
+    categories = categories_from_cats(model.get("cats"), num_feature, f"{where}.cats")
     if tree_info.size and (tree_info.min() < 0 or tree_info.max() >= n_groups):
         raise ModelFormatError(f"{where}.tree_info has an output group out of range 0..{n_groups - 1}")
     if weight_drop is not None:
@@ -388,6 +451,9 @@ def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
             raise ModelFormatError(f"{where}.weight_drop has length {weight_drop.shape[0]} for {len(trees)} trees")
 
     arrays, sizes = _read_trees(trees, where)
+    cat = arrays.pop("categorical", None)
+    if cat is not None:
+        arrays["split_type"] = cat["split_type"]  # (validate_arrays: a categorical split has no threshold)
     if weight_drop is not None:  # a factor of 1 leaves every value's bits as they are
         arrays["value"] = (arrays["value"] * np.repeat(weight_drop, sizes)).astype(np.float32)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -405,12 +471,27 @@ def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
     # dgboost numbers children after their parents: renumber trees that do not
     par, idx = arrays["parent"], np.arange(offsets[-1]) - np.repeat(offsets[:-1], sizes)
     bad_trees = np.unique(np.repeat(np.arange(len(sizes)), sizes)[(par >= 0) & (par >= idx)])
+    if cat is not None:
+        del arrays["split_type"]
+        # per node under names _concat does not take for a tree's: renumbered with the nodes
+        arrays.update({"_split_type": cat["split_type"], "_seg": cat["cat_segments"], "_size": cat["cat_sizes"]})
     if bad_trees.size:
         per_tree = [{k: v[lo:hi] for k, v in arrays.items()} for lo, hi in zip(offsets[:-1], offsets[1:])]
         for t in bad_trees:
             local = {k: v.astype(np.int64) if k in ("left", "right", "parent") else v for k, v in per_tree[t].items()}
             per_tree[t] = _renumber(local, _bfs_order(local["left"], local["right"], "XGBoost model"))
-        arrays = _concat(per_tree)
+        merged = _concat(per_tree)
+        if cat is not None:
+            for k in ("_split_type", "_seg", "_size"):
+                merged[k] = np.concatenate([a[k] for a in per_tree])
+        arrays = merged
+    if cat is not None:
+        cat = {
+            "split_type": arrays.pop("_split_type"),
+            "cat_segments": arrays.pop("_seg"),
+            "cat_sizes": arrays.pop("_size"),
+            "cat_values": cat["cat_values"],
+        }
 
     attrs = learner.get("attributes") or {}
     if not isinstance(attrs, dict):
@@ -440,8 +521,12 @@ def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
         "params": {"num_parallel_tree": npt} if npt > 1 else {},
         "attributes": attrs,
     }
+    if categories is not None:
+        meta["categories"] = categories
     meta = normalize_meta(meta, "XGBoost learner")
-    return build_ensemble(n_groups, bm, offsets, tree_info, arrays), meta
+    if cat is not None:
+        validate_categorical(cat, arrays["left"], arrays["feature"], meta["feature_types"], "XGBoost model")
+    return build_ensemble(n_groups, bm, offsets, tree_info, arrays, cat), meta
 
 
 def import_xgboost_booster(booster) -> tuple[Ensemble, dict]:
@@ -519,16 +604,14 @@ def export_xgboost_dict(ensemble: Ensemble, meta: dict, *, typed: bool = False) 
     n_trees = ensemble.n_trees
     L, R, P, F = ensemble.left, ensemble.right, ensemble.parent, ensemble.feature
     S, D, G, C, V = (ensemble.split_value, ensemble.default_left, ensemble.gain, ensemble.cover, ensemble.value)
+    cat = ensemble.cat_arrays if ensemble.has_categorical else None
     trees = []
     for t in range(n_trees):
         lo, hi = int(off[t]), int(off[t + 1])
         leaf = L[lo:hi] < 0
         fields = {  # the dtypes of XGBoost's typed arrays (F32Array, I32Array, U8Array, I64Array)
             "base_weights": V[lo:hi].astype(np.float32),
-            "categories": np.empty(0, np.int32),
-            "categories_nodes": np.empty(0, np.int32),
-            "categories_segments": np.empty(0, np.int64),
-            "categories_sizes": np.empty(0, np.int64),
+            **_tree_categories(cat, lo, hi),
             "default_left": D[lo:hi].astype(np.uint8),
             "left_children": L[lo:hi].astype(np.int32),
             "loss_changes": G[lo:hi].astype(np.float32),
@@ -536,7 +619,7 @@ def export_xgboost_dict(ensemble: Ensemble, meta: dict, *, typed: bool = False) 
             "right_children": R[lo:hi].astype(np.int32),
             "split_conditions": np.where(leaf, V[lo:hi], S[lo:hi]).astype(np.float32),
             "split_indices": np.where(leaf & (F[lo:hi] < 0), 0, F[lo:hi]).astype(np.int32),
-            "split_type": np.zeros(hi - lo, np.uint8),
+            "split_type": np.zeros(hi - lo, np.uint8) if cat is None else cat["split_type"][lo:hi].astype(np.uint8),
             "sum_hessian": C[lo:hi].astype(np.float32),
         }
         tree = {k: (v if typed else v.tolist()) for k, v in fields.items()}
@@ -563,11 +646,7 @@ def export_xgboost_dict(ensemble: Ensemble, meta: dict, *, typed: bool = False) 
         "feature_types": list(meta["feature_types"] or []),
         "gradient_booster": {
             "model": {
-                "cats": {
-                    "enc": [],
-                    "feature_segments": np.empty(0, np.int32) if typed else [],
-                    "sorted_idx": np.empty(0, np.int32) if typed else [],
-                },
+                "cats": cats_from_categories(meta.get("categories"), typed=typed),
                 "gbtree_model_param": {"num_parallel_tree": str(npt), "num_trees": str(n_trees)},
                 "iteration_indptr": list(range(0, n_trees + 1, per_round)),
                 "tree_info": groups.astype(np.int64).tolist(),
@@ -585,6 +664,27 @@ def export_xgboost_dict(ensemble: Ensemble, meta: dict, *, typed: bool = False) 
         "objective": objective,
     }
     return {"learner": learner, "version": list(XGBOOST_FORMAT_VERSION)}
+
+
+def _tree_categories(cat: dict | None, lo: int, hi: int) -> dict:
+    """XGBoost's four category arrays of the tree of nodes ``lo:hi`` (empty without categorical splits)."""
+    if cat is None or not np.any(cat["split_type"][lo:hi] == 1):
+        return {
+            "categories": np.empty(0, np.int32),
+            "categories_nodes": np.empty(0, np.int32),
+            "categories_segments": np.empty(0, np.int64),
+            "categories_sizes": np.empty(0, np.int64),
+        }
+    nodes = np.flatnonzero(cat["split_type"][lo:hi] == 1)
+    sizes = cat["cat_sizes"][lo:hi][nodes].astype(np.int64)
+    starts = cat["cat_segments"][lo:hi][nodes]
+    values = [cat["cat_values"][s : s + z] for s, z in zip(starts.tolist(), sizes.tolist())]
+    return {
+        "categories": np.concatenate(values).astype(np.int32),
+        "categories_nodes": nodes.astype(np.int32),
+        "categories_segments": np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64),
+        "categories_sizes": sizes,
+    }
 
 
 def export_xgboost_json(path, ensemble: Ensemble, meta: dict) -> None:

@@ -294,14 +294,16 @@ def test_xgboost_sklearn_models_with_early_stopping_explain_the_rounds_predict_u
     )
 
 
-def test_xgboost_categorical_splits_raise_a_model_format_error():
+def test_xgboost_categorical_models_are_explained_as_xgboost_explains_them():
     import xgboost as xgb
 
     frame = pd.DataFrame(X, columns=list("abcde"))
     frame["c"] = pd.Categorical(np.where(X[:, 2] > 0, "p", "q"))
     booster = xgb.train({"max_depth": 3}, xgb.DMatrix(frame, label=Y, enable_categorical=True), 3)
-    with pytest.raises(DGBoostError, match="categorical"):
-        TreeExplainer(booster)
+    assert any("c:{" in tree for tree in booster.get_dump())  # the model has categorical splits
+    want = booster.predict(xgb.DMatrix(frame, enable_categorical=True), pred_contribs=True)
+    codes = frame.assign(c=frame["c"].cat.codes.astype(np.float32)).to_numpy(np.float32)
+    np.testing.assert_allclose(TreeExplainer(booster).shap_values(codes), want[:, :-1], atol=1e-5)
 
 
 # ---------------------------------------------------------------------------------------

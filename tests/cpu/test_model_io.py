@@ -563,7 +563,10 @@ XGB_CORRUPTIONS = {
         "tree_info has length",
     ),
     "bad base_score": (lambda d: d["learner"]["learner_model_param"].__setitem__("base_score", "abc"), "base_score"),
-    "categorical split": (lambda d: _tree0(d)["split_type"].__setitem__(0, 1), "categorical splits are not supported"),
+    "categorical split without categories": (
+        lambda d: _tree0(d)["split_type"].__setitem__(0, 1),
+        "split_type disagrees with categories_nodes",
+    ),
     "vector leaf": (
         lambda d: _tree0(d)["tree_param"].__setitem__("size_leaf_vector", "2"),
         "multi-target .* not supported",
