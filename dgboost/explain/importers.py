@@ -1,14 +1,17 @@
 """Importers: tree models dgboost did not train, as an :class:`~dgboost.tree.Ensemble`.
 
 :func:`to_ensemble` turns a model into ``(ensemble, meta)`` so that the TreeSHAP engine
-(which only knows dgboost's split rule, ``x < split_value`` in float32, NaN follows
-``default_left``) explains it *exactly*. Supported:
+(which knows dgboost's split rules: ``x < split_value`` in float32, NaN follows
+``default_left``, and XGBoost's categorical splits, a set of category codes going right)
+explains it *exactly*. Supported:
 
 * dgboost: :class:`~dgboost.booster.Booster`, ``DGBRegressor`` / ``DGBClassifier`` /
   ``DGBRanker`` (rounds up to the best iteration when fitted with early stopping, as
   ``predict`` does), a dgboost or XGBoost JSON model file / its text / its parsed dict.
 * XGBoost: ``xgboost.Booster``, ``XGBRegressor`` / ``XGBClassifier`` / ``XGBRanker``
-  (through :mod:`dgboost.model_io`). Categorical splits and vector-leaf trees raise.
+  (through :mod:`dgboost.model_io`), categorical splits included (``enable_categorical``:
+  the model's feature types and category values come with it, so DataFrame category columns
+  are re-coded to its categories); vector-leaf trees raise.
 * LightGBM: ``lightgbm.Booster``, ``LGBMRegressor`` / ``LGBMClassifier`` / ``LGBMRanker``,
   a LightGBM text model file, or the dict of ``Booster.dump_model()``. The trees' raw
   score is explained (log-odds for ``binary``, one output per class for ``multiclass``; the

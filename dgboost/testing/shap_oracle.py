@@ -334,7 +334,7 @@ def random_categorical_tree(
     rng: np.random.Generator, n_categories, max_depth: int, split_prob: float = 0.8, thresholds=None
 ) -> Tree:
     """:func:`random_tree` whose splits on features with ``n_categories[f] > 0`` are
-    categorical: a random set of the codes 0..K-1 goes right (``split_value`` NaN, XGBoost's).
+    categorical: a random set of the codes 0..K-1 goes right (``split_value`` 0, never read).
 
     The tree carries ``split_type``, ``cat_segments``, ``cat_sizes`` and ``cat_values`` (the
     sorted codes per categorical node), the fields of :class:`~dgboost.tree.Tree`.
@@ -356,7 +356,7 @@ def random_categorical_tree(
         codes = _category_set(rng, int(n_categories[f]))
         split_type[node] = 1
         segments[node], sizes[node] = total, codes.shape[0]
-        split_value[node] = np.nan
+        split_value[node] = 0.0  # never read (docs/design.md 11.4)
         values.append(codes)
         total += codes.shape[0]
     fields = {name: getattr(tree, name) for name in ("left", "right", "parent", "feature", "default_left")}
@@ -518,7 +518,7 @@ def ensemble_from_xgboost(booster) -> Ensemble:
                 cat_sizes=sizes,
                 cat_values=np.array(tj["categories"], dtype=np.int32),
             )
-            cond = np.where(split_type == 1, np.float32(np.nan), cond)
+            cond = np.where(split_type == 1, np.float32(0.0), cond)  # never read
         ens.append(
             Tree(
                 left=left,
