@@ -7,7 +7,15 @@ import numpy as np
 
 from dgboost.testing.reference import add_tree_outputs
 
-__all__ = ["bin_values", "build_histograms", "evaluate_splits", "child_bounds", "partition", "predict_margin"]
+__all__ = [
+    "bin_values",
+    "build_histograms",
+    "evaluate_splits",
+    "categorical_candidates",
+    "child_bounds",
+    "partition",
+    "predict_margin",
+]
 
 
 def bin_values(values, cut_values, cut_ptrs, dtype):
@@ -78,10 +86,41 @@ def _candidate_gain(GL, HL, GR, HR, parent, p, bounds=None, sign=0):
     return _gain_of_weight(GL, HL, wl, p) + _gain_of_weight(GR, HR, wr, p) - parent
 
 
-def evaluate_splits(hist, totals, cut_ptrs, feature_mask, scale_g, scale_h, p, bounds=None, monotone=None):
+def categorical_candidates(h, tg, th, scale_g, scale_h, p):
+    """XGBoost's categorical candidates of one feature in scan order (docs/design.md §11.2):
+    a list of (left (g, h) int sums, default_left, split_bin, right set (frozenset)).
+
+    ``h`` is the feature's int64 (K, 2) histogram, (tg, th) the node's totals.
+    """
+    k = h.shape[0]
+    out = []
+    if k < p.max_cat_to_onehot:
+        mg, mh = tg - int(h[:, 0].sum()), th - int(h[:, 1].sum())
+        for c in range(k):
+            g, hh = int(h[c, 0]), int(h[c, 1])
+            out.append(((tg - g, th - hh), True, c, frozenset([c])))
+            out.append(((tg - g - mg, th - hh - mh), False, c, frozenset([c])))
+        return out
+    keys = [_weight(int(h[c, 0]) / scale_g, int(h[c, 1]) / scale_h, p) for c in range(k)]
+    order = sorted(range(k), key=lambda c: keys[c])  # Python's sort is stable
+    n = min(p.max_cat_threshold, k)
+    for j in range(n - 1):
+        right = order[: j + 1]
+        rg, rh = int(h[right, 0].sum()), int(h[right, 1].sum())
+        out.append(((tg - rg, th - rh), True, -1, frozenset(right)))
+    for j in range(k - 1, k - n, -1):
+        left = order[j:]
+        out.append(((int(h[left, 0].sum()), int(h[left, 1].sum())), False, -1, frozenset(order[:j])))
+    return out
+
+
+def evaluate_splits(hist, totals, cut_ptrs, feature_mask, scale_g, scale_h, p, bounds=None, monotone=None, is_cat=None):
     """Returns a list of (feature, bin, default_left, gain, (left_g, left_h)) per node.
 
     With ``monotone`` (int (F,)) and ``bounds`` (float (n, 2)), XGBoost's monotone rule.
+    With ``is_cat`` (bool (F,)), categorical features are searched by
+    :func:`categorical_candidates` and every entry gets a sixth item, the right-going
+    category set (a frozenset; None for numeric splits and no split).
     """
     out = []
     for i in range(hist.shape[0]):
@@ -99,6 +138,18 @@ def evaluate_splits(hist, totals, cut_ptrs, feature_mask, scale_g, scale_h, p, b
                 continue
             sign = 0 if monotone is None else int(monotone[f])
             h = hist[i, cut_ptrs[f] : cut_ptrs[f + 1]]
+            if is_cat is not None and is_cat[f]:
+                for (lg, lh), dl, b, right in categorical_candidates(h, tg, th, scale_g, scale_h, p):
+                    rg, rh = tg - lg, th - lh
+                    if lh <= 0 or rh <= 0 or lh / scale_h < p.min_child_weight or rh / scale_h < p.min_child_weight:
+                        continue
+                    gain = _candidate_gain(
+                        lg / scale_g, lh / scale_h, rg / scale_g, rh / scale_h, parent, p, node_bounds, sign
+                    )
+                    if gain is not None and gain > best_gain:
+                        best_gain = gain
+                        best = (f, b, dl, gain, (lg, lh), right)
+                continue
             cg, ch = np.cumsum(h[:, 0]), np.cumsum(h[:, 1])
             mg, mh = tg - int(cg[-1]), th - int(ch[-1])
             for b in range(h.shape[0]):
@@ -118,6 +169,8 @@ def evaluate_splits(hist, totals, cut_ptrs, feature_mask, scale_g, scale_h, p, b
                         best = (f, b, dl, gain, (lg, lh))
         if best[0] >= 0 and best_gain < p.gamma:
             best = (-1, -1, False, 0.0, (0, 0))
+        if is_cat is not None:
+            best = best[:5] + ((best[5] if len(best) > 5 else None) if best[0] >= 0 else None,)
         out.append(best)
     return out
 
@@ -140,14 +193,17 @@ def child_bounds(feature, left_sums, totals, bounds, monotone, scale_g, scale_h,
     return out
 
 
-def partition(bins_by_feature, rows, begins, ends, feature, split_bin, default_left):
+def partition(bins_by_feature, rows, begins, ends, feature, split_bin, default_left, right_sets=None):
+    """``right_sets``: per node None (numeric) or the set of bins that go right (categorical)."""
     rows = rows.copy()
     missing = np.iinfo(bins_by_feature.dtype).max
     counts = []
-    for b, e, f, sb, dl in zip(begins, ends, feature, split_bin, default_left):
+    sets = right_sets if right_sets is not None else [None] * len(begins)
+    for b, e, f, sb, dl, right in zip(begins, ends, feature, split_bin, default_left, sets):
         seg = rows[b:e]
         col = bins_by_feature[f, seg]
-        left = np.where(col == missing, bool(dl), col <= sb)
+        goes = (col <= sb) if right is None else ~np.isin(col, list(right))
+        left = np.where(col == missing, bool(dl), goes)
         rows[b:e] = np.concatenate([seg[left], seg[~left]])
         counts.append(int(left.sum()))
     return rows, np.array(counts, dtype=np.int64)

@@ -3,7 +3,8 @@
 Every tree is walked for all rows at once, one level per step (no recursion, no
 compiled code), with XGBoost's float32 semantics: ``X`` is cast to float32, a row goes
 left when ``x < split_value`` (compared in float32) and a missing (NaN) value goes left
-when ``default_left`` is set.
+when ``default_left`` is set; at a categorical split a present value goes right only when
+it is one of the node's categories (XGBoost's ``common::Decision``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,23 @@ def _as_f32_matrix(X) -> np.ndarray:
     if X.ndim != 2:
         raise ValueError(f"X must be 2-d, got shape {X.shape}")
     return X
+
+
+def _categorical_left(ensemble, nodes, x, go_left) -> np.ndarray:
+    """``go_left`` with the rows at categorical nodes decided by XGBoost's rule: a present
+    value goes right only when it is a valid category (0 <= x < 2**24, truncated) in the
+    node's set."""
+    go_left = go_left.copy()
+    for node in np.unique(nodes).tolist():
+        codes = ensemble.categories_of(node)
+        if codes is None:
+            continue
+        at = (nodes == node) & ~np.isnan(x)
+        v = x[at].astype(np.float64)
+        valid = (v >= 0) & (v < 2.0**24)
+        code = np.where(valid, np.trunc(np.where(valid, v, 0)), -1).astype(np.int64)
+        go_left[at] = ~(valid & np.isin(code, codes))
+    return go_left
 
 
 def leaf_index_reference(ensemble, X) -> np.ndarray:
@@ -39,6 +57,8 @@ def leaf_index_reference(ensemble, X) -> np.ndarray:
             nd = node[active]
             x = X[rows[active], F[nd]]
             go_left = np.where(np.isnan(x), D[nd], x < S[nd])
+            if getattr(ensemble, "cat_arrays", None) is not None:
+                go_left = _categorical_left(ensemble, nd, x, go_left)
             node[active] = off[t] + np.where(go_left, L[nd], R[nd])
         else:
             raise ValueError(f"tree {t} has a cycle")
