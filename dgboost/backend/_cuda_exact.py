@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import DeviceMemoryError
 from ._cpu_exact import exact_memory_estimate, forward_columns, parent_gains, presort_columns
 
-__all__ = ["CUDAExactEngine", "SORTED_FROM_DEPTH", "gpu_memory_estimate"]
+__all__ = ["CUDAExactEngine", "SORTED_FROM_DEPTH", "gpu_memory_estimate", "run_ends"]
 
 #: The first depth scanned in sorted mode: a level of 2**d nodes costs the interleaved mode
 #: 2**d scans of every entry, the sorted mode one sort; set from measurements
@@ -38,7 +38,7 @@ def gpu_memory_estimate(n_rows: int, n_present: int, n_features: int) -> int:
     return exact_memory_estimate(n_rows, n_present) + (4 + 40) * int(n_present) + 16 * int(n_rows)
 
 
-def _run_ends(ptr: np.ndarray, sorted_values: np.ndarray) -> np.ndarray:
+def run_ends(ptr: np.ndarray, sorted_values: np.ndarray) -> np.ndarray:
     """int32 (nnz,): for each entry, the end (absolute, exclusive) of its run of equal values
     within its column."""
     out = np.empty(sorted_values.shape[0], np.int64)
@@ -77,7 +77,7 @@ class CUDAExactEngine:
             raise DeviceMemoryError(f"tree_method='exact' numbers entries in 40 bits: {n_present} present values")
         ptr, rows, sorted_values = presort_columns(host)
         self.forward = xp.asarray(forward_columns(ptr, sorted_values, self.n_rows).astype(np.uint8))
-        self.run_end = xp.asarray(_run_ends(ptr, sorted_values).astype(np.int32))
+        self.run_end = xp.asarray(run_ends(ptr, sorted_values).astype(np.int32))
         self.ptr = xp.asarray(ptr)
         self.rows = xp.asarray(rows)
         self.sorted_values = xp.asarray(sorted_values)

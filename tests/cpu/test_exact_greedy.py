@@ -200,10 +200,10 @@ def test_test_metrics_are_within_half_a_percent_of_xgboost_exacts(objective):
     y = (z + rng.normal(size=z.size) * 0.5).astype(np.float32)
     if objective == "binary:logistic":
         y = (y > 0).astype(np.float32)
-    train, test = slice(0, 3000), slice(3000, None)
+    train, test = slice(0, 2000), slice(2000, None)
     params = {"objective": objective, "tree_method": "exact", "max_depth": 6, "eta": 0.2, "subsample": 1.0}
-    ours = dg.train(params, dg.DMatrix(X[train], label=y[train]), 30)
-    theirs = xgb.train({**params, "nthread": 2}, xgb.DMatrix(X[train], label=y[train]), 30)
+    ours = dg.train(params, dg.DMatrix(X[train], label=y[train]), 20)
+    theirs = xgb.train({**params, "nthread": 2}, xgb.DMatrix(X[train], label=y[train]), 20)
     p_ours = ours.predict(dg.DMatrix(X[test]))
     p_theirs = theirs.predict(xgb.DMatrix(X[test]))
     if objective == "binary:logistic":
@@ -333,3 +333,47 @@ def test_the_memory_estimate_is_eight_bytes_a_present_value_plus_the_row_arrays(
     from dgboost.backend.exact_engines import exact_memory_estimate
 
     assert exact_memory_estimate(1000, 5000) == 8 * 5000 + 12 * 1000
+
+
+# -- the GPU kernels' algorithm, in NumPy ----------------------------------------------------
+def _random_set(seed, n=70):
+    """Integer-valued columns (many ties), a constant and an empty column, missing values, weights."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 5, size=(n, 5)).astype(np.float32)
+    X[:, 1] = rng.normal(size=n).astype(np.float32)
+    X[rng.random(X.shape) < 0.2] = np.nan
+    X[:, 3] = 2.0  # constant
+    X[:, 4] = np.nan  # empty
+    y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) * 0.5 + rng.normal(size=n)).astype(np.float32)
+    w = rng.uniform(0.5, 2, size=n).astype(np.float32)
+    return X, y, w
+
+
+@pytest.mark.parametrize("mode", ["interleaved", "sorted"])
+@pytest.mark.parametrize("seed, depth", [(0, 1), (1, 3), (2, 5)])
+def test_the_gpu_kernels_algorithm_gives_the_cpu_engines_trees(monkeypatch, mode, seed, depth):
+    from dgboost import exact_greedy
+    from dgboost.testing.exact_reference import TwinExactEngine
+
+    X, y, w = _random_set(seed)
+    params = {"tree_method": "exact", "max_depth": depth, "subsample": 0.8, "min_child_weight": 0.5, "seed": seed}
+    expected = dg.train(params, dg.DMatrix(X, label=y, weight=w), 2).save_raw("json")
+    monkeypatch.setattr(exact_greedy, "exact_engine", lambda backend, values: TwinExactEngine(values, mode))
+    assert dg.train(params, dg.DMatrix(X, label=y, weight=w), 2).save_raw("json") == expected
+
+
+@pytest.mark.parametrize("mode", ["interleaved", "sorted"])
+def test_the_gpu_kernels_algorithm_keeps_monotone_and_interaction_constraints(monkeypatch, mode):
+    from dgboost import exact_greedy
+    from dgboost.testing.exact_reference import TwinExactEngine
+
+    X, y, w = _random_set(5)
+    params = {
+        "tree_method": "exact",
+        "max_depth": 3,
+        "monotone_constraints": "(1,0,0,0,0)",
+        "interaction_constraints": [[0, 1], [1, 2]],
+    }
+    expected = dg.train(params, dg.DMatrix(X, label=y), 2).save_raw("json")
+    monkeypatch.setattr(exact_greedy, "exact_engine", lambda backend, values: TwinExactEngine(values, mode))
+    assert dg.train(params, dg.DMatrix(X, label=y), 2).save_raw("json") == expected
