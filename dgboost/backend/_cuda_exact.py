@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import DeviceMemoryError
 from ._cpu_exact import exact_memory_estimate, forward_columns, parent_gains, presort_columns
 
-__all__ = ["CUDAExactEngine", "SORTED_FROM_DEPTH", "gpu_memory_estimate", "run_ends"]
+__all__ = ["CUDAExactEngine", "SORTED_FROM_DEPTH", "device_available_bytes", "gpu_memory_estimate", "run_ends"]
 
 #: The first depth scanned in sorted mode: a level of 2**d nodes costs the interleaved mode
 #: 2**d scans of every entry, the sorted mode one sort; set from measurements
@@ -36,6 +36,12 @@ def gpu_memory_estimate(n_rows: int, n_present: int, n_features: int) -> int:
     scans or the sorted mode's keys, their sorted copy and two int64 scans (40 bytes an
     entry), plus the rows' leaf keys at the end of a tree."""
     return exact_memory_estimate(n_rows, n_present) + (4 + 40) * int(n_present) + 16 * int(n_rows)
+
+
+def device_available_bytes(xp) -> tuple[int, int]:
+    """(bytes free on the current device, CuPy's pool's free bytes included; total bytes)."""
+    free, total = xp.cuda.runtime.memGetInfo()
+    return free + xp.get_default_memory_pool().free_bytes(), total
 
 
 def run_ends(ptr: np.ndarray, sorted_values: np.ndarray) -> np.ndarray:
@@ -91,8 +97,7 @@ class CUDAExactEngine:
 
     def _check_memory(self, n_present: int) -> None:
         need = gpu_memory_estimate(self.n_rows, n_present, self.n_features)
-        free, total = self.xp.cuda.runtime.memGetInfo()
-        available = free + self.xp.get_default_memory_pool().free_bytes()
+        available, total = device_available_bytes(self.xp)
         if need > available:
             raise DeviceMemoryError(
                 f"tree_method='exact' needs about {need / 2**30:.2f} GiB of GPU memory for {self.n_rows} rows with "
