@@ -1,0 +1,187 @@
+"""Run ``kernels/*.cu`` on the host: a CUDA execution model on threads, for machines without a GPU.
+
+A kernel file (its headers inlined, as NVRTC gets it) is compiled by the host C++ compiler
+with ``cuda_emulator/emulator.h`` in front: a block is ``blockDim.x`` host threads sharing
+``__shared__`` variables, ``__syncthreads`` a barrier, warp shuffles and ballots exchanges
+between the 32 threads of a warp, blocks run one after another. Floating point is IEEE
+without contraction (``-ffp-contract=off``), as NVRTC's ``--fmad=false``; so a kernel's
+float64 results are the GPU's. :class:`EmulatedCUDABackend` is the CUDA backend with NumPy
+arrays and its launches sent here, so the backend's own host code (arguments, their order
+and C types, launch shapes, scratch sizes) runs too: each argument is checked against the
+kernel's parameter (size, and integer / floating point / pointer), which a real launch does
+not do.
+
+Slow (a host thread per CUDA thread): for small inputs in tests. It does not model memory
+races between blocks, warp divergence or timing; the GPU tests remain the proof.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from dgboost.backend._nvrtc import assemble
+from dgboost.backend.cuda import CUDABackend
+
+__all__ = ["available", "EmulatedCUDABackend", "emulated_module"]
+
+_HERE = Path(__file__).resolve().parent / "cuda_emulator"
+_KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(')
+_DYNAMIC_SHARED = re.compile(r"extern\s+__shared__\s+([\w ]+?)\s+(\w+)\s*\[\s*\]\s*;")
+_modules: dict[str, "_Module"] = {}
+
+
+def available() -> bool:
+    """Whether a host C++20 compiler is there."""
+    return shutil.which(os.environ.get("CXX", "g++")) is not None
+
+
+def _source(file: str) -> tuple[str, list[str]]:
+    src = assemble(file)
+    names = _KERNEL.findall(src)
+    src = _DYNAMIC_SHARED.sub(lambda m: f"{m[1]}* {m[2]} = reinterpret_cast<{m[1]}*>(dg_dynamic_shared_bytes);", src)
+    src = re.sub(r"\b__shared__\b", "static", src)
+    table = ", ".join(f'dg_kernel("{n}", &{n})' for n in names)
+    text = f'#include "emulator.h"\n{src}\n#define DG_KERNELS {table}\n#include "launcher.h"\n'
+    return text, names
+
+
+class _Module:
+    def __init__(self, file: str):
+        text, names = _source(file)
+        digest = hashlib.sha256(
+            (text + (_HERE / "emulator.h").read_text() + (_HERE / "launcher.h").read_text()).encode()
+        )
+        folder = Path(tempfile.gettempdir()) / "dgboost-cuda-emulator"
+        folder.mkdir(exist_ok=True)
+        lib = folder / f"{file}.{digest.hexdigest()[:16]}.so"
+        if not lib.exists():
+            cpp = folder / f"{file}.{os.getpid()}.cpp"
+            cpp.write_text(text)
+            cmd = [os.environ.get("CXX", "g++"), "-std=c++20", "-O1", "-ffp-contract=off", "-fno-fast-math"]
+            cmd += ["-shared", "-fPIC", "-pthread", "-w", f"-I{_HERE}", str(cpp), "-o", f"{lib}.{os.getpid()}"]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode:
+                raise RuntimeError(f"the host compiler failed on {file} ({cpp}):\n{done.stderr[-4000:]}")
+            os.replace(f"{lib}.{os.getpid()}", lib)
+            cpp.unlink()
+        self.lib = ctypes.CDLL(str(lib))
+        self.lib.dg_kernel_name.restype = ctypes.c_char_p
+        self.lib.dg_launch.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p]
+        self.kernels = {}
+        for i in range(self.lib.dg_n_kernels()):
+            sizes, kinds = (ctypes.c_int * 64)(), (ctypes.c_int * 64)()
+            n = self.lib.dg_kernel_params(i, sizes, kinds)
+            self.kernels[self.lib.dg_kernel_name(i).decode()] = (i, list(zip(sizes[:n], kinds[:n])))
+        assert sorted(self.kernels) == sorted(names)
+
+    def launch(self, name: str, grid: int, block: int, args, shared: int = 0) -> None:
+        index, params = self.kernels[name]
+        if len(args) != len(params):
+            raise TypeError(f"{name}: {len(args)} arguments for {len(params)} parameters")
+        if shared > 1 << 18:
+            raise ValueError(f"{name}: {shared} bytes of dynamic shared memory (the emulator holds 256 KiB)")
+        holders, pointers = [], (ctypes.c_void_p * max(1, len(args)))()
+        for k, (arg, (size, kind)) in enumerate(zip(args, params)):
+            holder = _argument(name, k, arg, size, kind)
+            holders.append(holder)
+            pointers[k] = ctypes.cast(ctypes.pointer(holder), ctypes.c_void_p)
+        self.lib.dg_launch(index, int(grid), int(block), pointers)
+
+
+def _argument(kernel: str, k: int, arg, size: int, kind: int):
+    """A ctypes value holding ``arg`` as the kernel's parameter k (size bytes, kind 0 integer,
+    1 floating point, 2 pointer), or TypeError where a real launch would pass other bytes."""
+    where = f"{kernel} parameter {k}"
+    if isinstance(arg, np.ndarray):
+        if kind != 2:
+            raise TypeError(f"{where}: an array passed for a {size}-byte {'float' if kind else 'integer'}")
+        return ctypes.c_void_p(arg.ctypes.data)  # a view's first element, as CuPy passes it
+    if kind == 2:
+        raise TypeError(f"{where}: {type(arg).__name__} passed for a pointer")
+    if not isinstance(arg, np.generic):
+        raise TypeError(f"{where}: a Python {type(arg).__name__} (CuPy would pick its C type)")
+    dtype = arg.dtype
+    if dtype.itemsize != size or (dtype.kind == "f") != (kind == 1):
+        raise TypeError(f"{where}: {dtype} passed for a {size}-byte {'float' if kind == 1 else 'integer'}")
+    return (ctypes.c_char * size).from_buffer_copy(arg.tobytes())
+
+
+def emulated_module(file: str) -> _Module:
+    if file not in _modules:
+        _modules[file] = _Module(file)
+    return _modules[file]
+
+
+class EmulatedCUDABackend(CUDABackend):
+    """The CUDA backend with NumPy arrays for device arrays and the emulator for launches.
+
+    Parameters
+    ----------
+    shared_bytes : int
+        The opt-in shared memory per block it reports (an H100/H200's by default); smaller
+        values make the backend take its paths for big inputs on small ones.
+    sm_count : int
+    """
+
+    def __init__(self, shared_bytes: int = 232_448, sm_count: int = 4):  # noqa: D107 - no super(): no device
+        self.xp = np
+        self._functions = {}
+        self._ptr_cache = {}
+        self.device_id = 0
+        self.sm_count = sm_count
+        self.shared_bytes = shared_bytes
+        self.group_bytes = max(16 * 256, min(shared_bytes, 233_472 // 4 - 1024))
+        self._no_mask = np.ones(1, np.bool_)
+        self._no_bounds = np.zeros(2, np.float64)
+        self._no_signs = np.zeros(1, np.int8)
+        self._no_cat_nodes = (
+            np.zeros(1, np.uint8),
+            np.zeros(1, np.int64),
+            np.zeros(1, np.int32),
+            np.zeros(1, np.uint32),
+            np.int32(0),
+        )
+        self._scratch_arrays = {}
+        self._layout_cache = None
+        self._staging = []
+        self._staging_next = 0
+        self._scanned = {}
+        self._partition_done = np.zeros(1, np.uint32)
+        self.launches: list[tuple[str, int, int, int]] = []  # (kernel, grid, block, shared bytes)
+
+    def _launch(self, file, name, n, args, threads=256, shared=0, grid=None):
+        from dgboost.backend.cuda import _grid
+
+        if grid is None:
+            grid = _grid(n, self.sm_count, threads)
+        grid = grid[0] if isinstance(grid, tuple) else int(grid)
+        if shared > self.shared_bytes:
+            raise ValueError(f"{name}: {shared} bytes of shared memory, more than the {self.shared_bytes} of a block")
+        self.launches.append((name, grid, threads, shared))
+        emulated_module(file).launch(name, grid, threads, args, shared)
+
+    def asarray(self, array):
+        return np.asarray(array)
+
+    def empty(self, shape, dtype):
+        out = np.empty(shape, dtype)
+        out.view(np.uint8).fill(0xFF)  # poisoned, as PoisonedCUDABackend's
+        return out
+
+    def _scratch(self, name, size, dtype):
+        return self.empty(max(size, 1), dtype)
+
+    def to_host(self, array):
+        return np.asarray(array)
+
+    def synchronize(self):
+        pass
