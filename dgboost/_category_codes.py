@@ -30,6 +30,7 @@ __all__ = [
     "MAX_CODE",
     "CATEGORICAL_TYPE",
     "is_categorical_dtype",
+    "is_category_column",
     "is_string_dtype",
     "checked_categories",
     "check_numeric_codes",
@@ -55,6 +56,14 @@ def is_categorical_dtype(dtype: Any) -> bool:
     """Whether ``dtype`` is a pandas or cuDF categorical dtype (told by name: no import of cuDF)."""
     name = type(dtype).__name__
     return name == "CategoricalDtype" or getattr(dtype, "name", None) == "category"
+
+
+def is_category_column(dtype: Any) -> bool:
+    """A pandas / cuDF categorical dtype, or a pandas Arrow dictionary dtype."""
+    if is_categorical_dtype(dtype):
+        return True
+    arrow_type = getattr(dtype, "pyarrow_dtype", None)
+    return arrow_type is not None and type(arrow_type).__name__ == "DictionaryType"
 
 
 def is_string_dtype(dtype: Any) -> bool:

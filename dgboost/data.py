@@ -33,6 +33,7 @@ from ._category_codes import (
     checked_categories,
     codes_as_float32,
     is_categorical_dtype,
+    is_category_column,
     is_string_dtype,
     recode_map,
     require_flag,
@@ -48,6 +49,7 @@ __all__ = [
     "FeatureTable",
     "aligned_codes",
     "aligned_matrix",
+    "checked_feature_types",
     "model_categories",
     "rows_for_model",
     "as_feature_matrix",
@@ -98,7 +100,7 @@ def _check_columns(frame, enable_categorical: bool = False) -> tuple[list[str], 
     """
     categorical, bad = [], []
     for j, (name, dtype) in enumerate(frame.dtypes.items()):
-        if _is_category_column(dtype):
+        if is_category_column(dtype):
             if not enable_categorical:
                 raise require_flag(str(name), dtype)
             categorical.append(j)
@@ -121,14 +123,6 @@ def _check_columns(frame, enable_categorical: bool = False) -> tuple[list[str], 
     if len(set(names)) != len(names):
         raise DGBoostValueError("DataFrame column names must be unique")
     return names, categorical
-
-
-def _is_category_column(dtype) -> bool:
-    """A pandas / cuDF categorical dtype, or a pandas Arrow dictionary dtype."""
-    if is_categorical_dtype(dtype):
-        return True
-    arrow_type = getattr(dtype, "pyarrow_dtype", None)
-    return arrow_type is not None and type(arrow_type).__name__ == "DictionaryType"
 
 
 def _numeric_type_name(dtype) -> str:
@@ -481,6 +475,48 @@ def rows_for_model(
     target = model_categories(feature_types, categories)
     values = aligned_codes(source, *(target or (None, None)), what="the model")
     return values, names
+
+
+def checked_feature_types(
+    feature_types: Sequence[str] | None, n_features: int, frame: Any = None, enable_categorical: bool = True
+) -> list[str] | None:
+    """Feature types of a matrix-to-be, checked as :class:`DMatrix` checks them, before any data is read.
+
+    Parameters
+    ----------
+    feature_types : sequence of str or None
+        As given by the user.
+    n_features : int
+    frame : DataFrame-like, optional
+        A pandas / cuDF frame or a Dask DataFrame's ``_meta``: its category columns must be
+        ``"c"`` (and are when ``feature_types`` is None; the other columns then get their
+        dtype's type, as XGBoost).
+    enable_categorical : bool
+        Whether the frame's category columns are accepted.
+
+    Returns
+    -------
+    list of str or None
+
+    Raises
+    ------
+    DGBoostTypeError, DGBoostValueError
+        As :class:`DMatrix` (a category or string column, a bad type name or count).
+    """
+    categorical = _check_columns(frame, enable_categorical)[1] if frame is not None else []
+    if feature_types is None:
+        if not categorical:
+            return None
+        dtypes = list(frame.dtypes)
+        return [CATEGORICAL_TYPE if j in categorical else _numeric_type_name(dtypes[j]) for j in range(n_features)]
+    types = _checked_types(feature_types, n_features)
+    for j in categorical:
+        if types[j] != CATEGORICAL_TYPE:
+            raise DGBoostValueError(
+                f"column {str(frame.columns[j])!r} is a category column but feature_types gives it {types[j]!r}; "
+                "give it 'c' (or leave feature_types out)"
+            )
+    return types
 
 
 def _check_finite(values, xp) -> None:

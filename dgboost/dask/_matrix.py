@@ -14,11 +14,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .._category_codes import checked_categories, is_categorical_dtype, is_category_column, recode_map, union_categories
 from .._compat import library_of
-from ..errors import DGBoostTypeError, DGBoostValueError
+from ..errors import DGBoostError, DGBoostTypeError, DGBoostValueError
 from ..params import check_max_bin
 
-__all__ = ["DaskDMatrix", "DaskQuantileDMatrix"]
+__all__ = ["DaskDMatrix", "DaskQuantileDMatrix", "as_rank_dmatrix", "conformed_codes", "check_eval_categories"]
 
 _FIELDS = ("data", "label", "weight", "base_margin", "qid")
 
@@ -54,6 +55,123 @@ def _row_blocks(obj, name: str) -> tuple[list, tuple | None]:
     return list(blocks), None if any(np.isnan(c) for c in chunks) else tuple(int(c) for c in chunks)
 
 
+#: seconds to wait for the partitions' categories (computed with the partitions themselves)
+_CATEGORIES_TIMEOUT = 300.0
+
+
+def _known_categories(data) -> dict[int, np.ndarray | None]:
+    """{position: the categories of its dtype, or None when unknown} of a Dask DataFrame's
+    category columns (an Arrow dictionary column's are unknown: dask does not keep them)."""
+    out: dict[int, np.ndarray | None] = {}
+    for j, (name, dtype) in enumerate(data._meta.dtypes.items()):
+        if not is_category_column(dtype):
+            continue
+        known = is_categorical_dtype(dtype) and bool(getattr(data[name].cat, "known", False))
+        out[j] = checked_categories(str(name), dtype.categories) if known else None
+    return out
+
+
+def _partition_categories(part, positions: list[int], index: int) -> dict[int, np.ndarray]:
+    """The categories of the category columns ``positions`` of one partition (run on its worker)."""
+    try:
+        out = {}
+        for j in positions:
+            column = part[part.columns[j]]
+            if not is_categorical_dtype(column.dtype):  # an Arrow dictionary column
+                column = column.astype("category")
+            out[j] = checked_categories(str(part.columns[j]), column.cat.categories)
+        return out
+    except DGBoostError as exc:
+        raise type(exc)(f"partition {index}: {exc}") from None
+
+
+def _agreed_categories(client, futures: list, known: dict, n_features: int, names) -> list | None:
+    """Per feature: None, or the categories every partition's codes are made to mean.
+
+    A column whose dtype knows its categories keeps them (a partition with others is refused
+    by the checks before training); for unknown categories the partitions' categories are
+    computed on the workers (small: values only) and their sorted union agreed on, the order
+    pandas gives ``astype("category")`` of the whole column.
+    """
+    from distributed import wait
+
+    if not known:
+        return None
+    categories: list = [None] * n_features
+    unknown = [j for j, values in known.items() if values is None]
+    for j, values in known.items():
+        categories[j] = values
+    if unknown:
+        found = [
+            client.submit(_partition_categories, future, unknown, i, pure=False) for i, future in enumerate(futures)
+        ]
+        wait(found, timeout=_CATEGORIES_TIMEOUT)
+        results = client.gather(found)
+        for j in unknown:
+            column = names[j] if names is not None else f"f{j}"
+            categories[j] = union_categories(column, [(i, r[j]) for i, r in enumerate(results)])
+    return categories
+
+
+def conformed_codes(data, categories: list, feature_types, feature_names, missing: float, what: str):
+    """One partition's features as float32 whose codes mean the agreed ``categories``.
+
+    Parameters
+    ----------
+    data : pandas / cuDF DataFrame, NumPy / CuPy array
+        One partition's features.
+    categories : list of (numpy.ndarray or None)
+        Per feature, the agreed categories (None: numeric, or codes given as numbers).
+    feature_types, feature_names, missing
+        The matrix's.
+    what : str
+        What the categories are, for the error message.
+
+    Returns
+    -------
+    numpy.ndarray or cupy.ndarray of float32, shape (n, F)
+        ``missing`` already applied to the numeric columns.
+
+    Raises
+    ------
+    DGBoostValueError
+        A category outside the agreed set (see :func:`dgboost.data.aligned_codes`).
+    """
+    from ..data import aligned_codes, model_categories, read_features
+
+    table = read_features(
+        data, missing, feature_names, feature_types=feature_types, enable_categorical=True, allow_empty_rows=True
+    )
+    return aligned_codes(table, *model_categories(feature_types, categories), what=what)
+
+
+def check_eval_categories(dtrain: "DaskDMatrix", dm: "DaskDMatrix", name: str) -> None:
+    """Refuse an evaluation set whose categories the training data does not have (on the client).
+
+    Raises
+    ------
+    DGBoostValueError
+        Naming the column and the categories, or a category column that is numeric in the
+        training data.
+    """
+    if not dm.has_categories:
+        return
+    names = dtrain.feature_names or [f"f{j}" for j in range(dtrain.n_features)]
+    train_types = dtrain.feature_types or []
+    for j, values in enumerate(dm.categories):
+        target = dtrain.categories[j] if dtrain.categories is not None else None
+        if values is None:
+            continue
+        if target is None:
+            if j < len(train_types) and train_types[j] == "c":
+                continue  # codes given as numbers in training: taken as they are
+            raise DGBoostValueError(
+                f"evaluation set {name!r}: column {names[j]!r} is a category column but it is numeric in the "
+                "training data"
+            )
+        recode_map(names[j], values, target, f"the training data (evaluation set {name!r})")
+
+
 @dataclass
 class _Partitions:
     """Persisted partitions: ``futures[field][i]`` is partition i of ``field`` (or None)."""
@@ -81,11 +199,19 @@ class DaskDMatrix:
     feature_names : list of str, optional
         Defaults to the DataFrame's columns.
     feature_types : list of str, optional
-        Only numerical types (``"q"``, ``"float"``, ``"int"``, ``"i"``) are supported.
+        ``"q"``, ``"float"``, ``"int"``, ``"i"`` or ``"c"``, as for :class:`dgboost.DMatrix`
+        (category columns are ``"c"``; a numeric column typed ``"c"`` holds codes).
     max_bin : int, optional
         Histogram bins per feature, in place of the training parameter (as for
         :class:`dgboost.DMatrix`); checked here by :func:`dgboost.params.check_max_bin`.
-    silent, enable_categorical
+    enable_categorical : bool, default True
+        Take category columns as categorical features (XGBoost 3.4.1's default). Their codes
+        are made to agree over all partitions before training: the categories of a column
+        whose dtype has known categories are those; for unknown categories (e.g.
+        ``astype("category")`` of a dask column) the sorted union of every partition's
+        categories. A partition holding a category outside a known set is refused, naming the
+        partition. See docs/categorical.md.
+    silent
         Accepted for XGBoost compatibility.
     group, label_lower_bound, label_upper_bound, feature_weights
         Not supported: refused when given.
@@ -113,10 +239,12 @@ class DaskDMatrix:
         label_lower_bound: Any = None,
         label_upper_bound: Any = None,
         feature_weights: Any = None,
-        enable_categorical: bool = False,
+        enable_categorical: bool = True,
         max_bin: int | None = None,
     ) -> None:
         from distributed import default_client
+
+        from ..data import checked_feature_types
 
         # checked first, on the client: before any partition is computed
         self.max_bin = None if max_bin is None else check_max_bin(max_bin)
@@ -125,11 +253,8 @@ class DaskDMatrix:
             raise DGBoostValueError("DaskDMatrix takes qid (a query id per row), not group sizes")
         if label_lower_bound is not None or label_upper_bound is not None or feature_weights is not None:
             raise DGBoostValueError("label bounds (survival) and feature_weights are not supported")
-        if feature_types is not None and any(t not in ("q", "float", "int", "i") for t in feature_types):
-            raise DGBoostValueError("only numerical feature types are supported")
         self.client = client if client is not None else default_client()
         self.missing = np.nan if missing is None else float(missing)
-        self.feature_types = None if feature_types is None else list(feature_types)
         self.is_frame = _collection_kind(data, "data") == "frame"
         if self.is_frame and hasattr(data, "columns"):
             names = [str(c) for c in data.columns]
@@ -146,6 +271,10 @@ class DaskDMatrix:
                 raise DGBoostValueError(f"{len(feature_names)} feature names given for {self.n_features} features")
         self.feature_names = feature_names if feature_names is not None else names
         self._frame_columns = names  # what every DataFrame partition must have, in order
+        # checked on the client from the collection's meta, before any partition is computed
+        meta = data._meta if self.is_frame else None
+        self.feature_types = checked_feature_types(feature_types, self.n_features, meta, enable_categorical)
+        known = _known_categories(data) if meta is not None else {}
 
         blocks, chunks = _row_blocks(data, "data")
         fields = {"data": blocks}
@@ -176,6 +305,7 @@ class DaskDMatrix:
                 k += len(blocks)
             else:
                 self._parts.futures[name] = [None] * len(blocks)
+        self.categories = _agreed_categories(self.client, self._parts.futures["data"], known, self.n_features, names)
 
     @property
     def n_partitions(self) -> int:
@@ -190,6 +320,11 @@ class DaskDMatrix:
 
     def num_col(self) -> int:
         return self.n_features
+
+    @property
+    def has_categories(self) -> bool:
+        """Whether any feature has category values to agree on (category columns)."""
+        return self.categories is not None and any(c is not None for c in self.categories)
 
     def __repr__(self) -> str:
         return (
@@ -238,7 +373,7 @@ class DaskQuantileDMatrix(DaskDMatrix):
         label_lower_bound: Any = None,
         label_upper_bound: Any = None,
         feature_weights: Any = None,
-        enable_categorical: bool = False,
+        enable_categorical: bool = True,
         max_quantile_batches: int | None = None,
     ) -> None:
         if ref is not None and not isinstance(ref, DaskDMatrix):
@@ -285,6 +420,7 @@ def as_rank_dmatrix(
     n_features: int,
     row_runs: list[tuple[int, int]] | None = None,
     max_bin: int | None = None,
+    categories: list | None = None,
 ):
     """A :class:`~dgboost.data.RankDMatrix` of the partitions one rank holds, concatenated in order.
 
@@ -301,6 +437,9 @@ def as_rank_dmatrix(
         one contiguous run in rank order (see :mod:`._placement`); kept as ``row_runs``.
     max_bin : int, optional
         The ``max_bin`` of the :class:`DaskDMatrix` (None: the training parameter's).
+    categories : list of (numpy.ndarray or None), optional
+        The categories agreed over all partitions (:attr:`DaskDMatrix.categories`): each
+        partition's codes are made to mean them before the partitions are concatenated.
 
     Returns
     -------
@@ -309,6 +448,16 @@ def as_rank_dmatrix(
     """
     from ..data import RankDMatrix
 
+    agreed = categories is not None and any(c is not None for c in categories)
+    if agreed:
+        what = "the categories agreed over all partitions"
+        parts = [
+            dict(p, data=conformed_codes(p["data"], categories, feature_types, feature_names, missing, what))
+            if p.get("data") is not None
+            else p
+            for p in parts
+        ]
+        missing = np.nan  # applied to the numeric columns; a code is never the missing value
     fields: dict[str, Any] = {}
     for name in _FIELDS:
         values = [p[name] for p in parts if p.get(name) is not None]
@@ -330,6 +479,10 @@ def as_rank_dmatrix(
         max_bin=max_bin,
     )
     dm.row_runs = None if row_runs is None else [(int(o), int(n)) for o, n in row_runs]
+    if agreed:
+        for j, values in enumerate(categories):
+            if values is not None:  # the values, not the rank's own arange of codes
+                dm.categories[j], dm._coded[j] = values, False
     return dm
 
 

@@ -41,11 +41,14 @@ def _check_partition(
     columns,
     n_features: int,
     params: TrainParams | None,
+    feature_types=None,
+    categories=None,
 ) -> dict:
     """Validate partition ``index`` as the training data of one rank would be validated.
 
     ``params`` were validated on the client: only its objective is used here, to check the
-    labels (not for a callable objective).
+    labels (not for a callable objective). ``categories`` (agreed over all partitions, see
+    :class:`~dgboost.dask.DaskDMatrix`): every category of the partition must be among them.
 
     Returns
     -------
@@ -53,7 +56,7 @@ def _check_partition(
         ``rows``; ``first_qid`` / ``last_qid`` when there are query ids. Raises a
         DGBoostError whose message starts with ``partition <index>:``.
     """
-    from ..data import RankDMatrix
+    from ..data import RankDMatrix, aligned_codes, model_categories
     from ..objective import get_objective
 
     try:
@@ -77,9 +80,14 @@ def _check_partition(
             qid=part.get("qid"),
             missing=missing,
             feature_names=feature_names,
+            feature_types=feature_types,
         )
         if dm.num_col() != n_features:
             raise DGBoostValueError(f"it has {dm.num_col()} features, the data has {n_features}")
+        if categories is not None:
+            aligned_codes(
+                dm, *model_categories(feature_types, categories), what="the categories agreed over all partitions"
+            )
         if params is not None and not callable(params.objective) and dm.label is not None and dm.num_row():
             objective = get_objective(params)
             objective.validate_labels(dm.label, dm.weight, dm.group_ptr)
@@ -165,6 +173,8 @@ def check_partitions(
             dmatrix._frame_columns,
             dmatrix.n_features,
             params,
+            dmatrix.feature_types,
+            getattr(dmatrix, "categories", None),
             pure=False,
         )
         for i in range(dmatrix.n_partitions)
@@ -218,7 +228,14 @@ def _memo_key(client, dmatrix, params: TrainParams | None) -> tuple:
         tuple(None if f is None else str(f.key) for f in dmatrix.partition(i).values())
         for i in range(dmatrix.n_partitions)
     )
-    shape = (dmatrix.missing, repr(dmatrix.feature_names), repr(dmatrix._frame_columns), dmatrix.n_features)
+    shape = (
+        dmatrix.missing,
+        repr(dmatrix.feature_names),
+        repr(dmatrix._frame_columns),
+        dmatrix.n_features,
+        repr(dmatrix.feature_types),
+        repr(getattr(dmatrix, "categories", None)),
+    )
     settings = "" if params is None else repr(params)
     return str(getattr(client.scheduler, "address", "")), parts, repr(shape), settings
 

@@ -53,7 +53,17 @@ class _DaskEstimator:
         return state
 
     def _dask_matrix(self, X, y=None, weight=None, base_margin=None, qid=None) -> DaskDMatrix:
-        return DaskDMatrix(self.client, X, y, weight=weight, base_margin=base_margin, qid=qid, missing=self.missing)
+        return DaskDMatrix(
+            self.client,
+            X,
+            y,
+            weight=weight,
+            base_margin=base_margin,
+            qid=qid,
+            missing=self.missing,
+            feature_types=self.feature_types,
+            enable_categorical=self.enable_categorical,
+        )
 
     def _dask_evals(self, eval_set, sample_weight_eval_set, base_margin_eval_set, qid_eval_set=None):
         evals = []

@@ -37,10 +37,11 @@ from ..device import parse_device, resolve_device
 from ..errors import CommunicationError, DGBoostTypeError, DGBoostValueError
 from ..params import TrainParams, parse_params
 from ._communicator import make_spec, open_comm, release_spec
-from ._matrix import DaskDMatrix, as_rank_dmatrix
+from ._matrix import DaskDMatrix, as_rank_dmatrix, check_eval_categories
 from ._placement import imbalance_note, place, place_where_held, row_runs
 from ._preflight import check_partitions
 from ._profile import RankClock, job_profile, numba_compiler_use
+from ._rank_log import shorten_rank_failures
 from ._waits import bounded_call
 
 if TYPE_CHECKING:  # annotations only: the ranks import the training driver when they run
@@ -151,6 +152,7 @@ def _rank_settings(options: dict):
     from distributed import get_worker
 
     worker = get_worker()
+    shorten_rank_failures(_RANK_KEY)  # a lost peer: one line in this worker's log, no traceback
     topic = options["notice_topic"]
     with (
         config_context(verbosity=options["verbosity"]),
@@ -272,6 +274,7 @@ def _rank_meta(dm: DaskDMatrix, runs: list[tuple[int, int]] | None = None) -> di
         "n_features": dm.n_features,
         "row_runs": runs,
         "max_bin": dm.max_bin,
+        "categories": dm.categories,
     }
 
 
@@ -505,6 +508,7 @@ def _preflight(
     (:func:`._preflight.check_partitions`) of the training data and of each evaluation set."""
     for dm, name in evals:
         check_features(dm, dtrain.n_features, dtrain.feature_names, f"evaluation set {name!r}")
+        check_eval_categories(dtrain, dm, name)
     label_params = p if obj is None else None
     infos = check_partitions(client, dtrain, label_params, "training data", timeout)
     eval_infos = [check_partitions(client, dm, label_params, f"evaluation set {name!r}", timeout) for dm, name in evals]
@@ -584,6 +588,8 @@ def _rank_args(
     eval_sets = []
     for (dm, name), (runs, e_rows) in zip(evals, eval_runs):
         meta = _rank_meta(dm, None if rows is None else row_runs(runs[rank], e_rows))
+        if dm.has_categories:  # checked a subset of the training data's (_preflight): its codes
+            meta["categories"] = dtrain.categories
         eval_sets.append(([dm.partition(i) for i in runs[rank]], meta, name))
     return train_parts, train_meta, eval_sets
 
@@ -610,16 +616,7 @@ def _watch(
                 pass
         errored = [f for f in futures if f.status == "error"]
         if errored:
-            # read the rank's exception before cancelling the others: a cancelled future
-            # forgets it (and would raise FutureCancelledError instead)
-            exc, tb = errored[0].exception(), errored[0].traceback()
-            rank = futures.index(errored[0])
-            _cancel(client, [f for f in futures if f is not errored[0]])
-            if nccl_job is not None:
-                _abort_nccl_job(client, nccl_job, f"rank {rank} of this job failed ({type(exc).__name__}: {exc})")
-            if type(exc).__name__ == "KilledWorker":  # distributed gave up on a worker that kept dying
-                raise CommunicationError(f"the worker of rank {rank} died while training: {exc}") from exc
-            raise exc.with_traceback(tb)
+            _raise_rank_error(client, futures, errored[0], workers, nccl_job)
         cancelled = [r for r, f in enumerate(futures) if f.status == "cancelled"]
         if cancelled:
             stop(f"the task of rank {cancelled[0]} of this job was cancelled")
@@ -645,6 +642,46 @@ def _watch(
                 f"worker {worker} (rank {rank}) left the cluster during training; "
                 "the job was stopped (train again: the same client can be reused)"
             )
+
+
+# after a rank's collective failed, how long its lost peer's worker may take to be seen gone
+# by the scheduler (the peer's socket closes first; the nanny reports the process at once)
+_LOST_GRACE_SECONDS = 3.0
+
+
+def _raise_rank_error(client, futures: list, failed, workers: list[str], nccl_job: str | None) -> None:
+    """Stop the job after rank task ``failed`` erred and raise its error: one
+    CommunicationError naming the lost worker when the rank's collective failed because a
+    worker of the job left the cluster (the lost worker is the cause, not the peer that saw it)."""
+    # read the rank's exception before cancelling the others: a cancelled future
+    # forgets it (and would raise FutureCancelledError instead)
+    exc, tb = failed.exception(), failed.traceback()
+    rank = futures.index(failed)
+    _cancel(client, [f for f in futures if f is not failed])
+    if nccl_job is not None:
+        _abort_nccl_job(client, nccl_job, f"rank {rank} of this job failed ({type(exc).__name__}: {exc})")
+    if type(exc).__name__ == "KilledWorker":  # distributed gave up on a worker that kept dying
+        raise CommunicationError(f"the worker of rank {rank} died while training: {exc}") from exc
+    if isinstance(exc, CommunicationError):
+        lost = _lost_worker(client, workers, _LOST_GRACE_SECONDS)
+        if lost is not None:
+            raise CommunicationError(
+                f"worker {lost[1]} (rank {lost[0]}) left the cluster during training; the job was "
+                f"stopped (rank {rank}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+            ) from exc
+    raise exc.with_traceback(tb)
+
+
+def _lost_worker(client, workers: list[str], grace: float) -> tuple[int, str] | None:
+    """(rank, address) of the first worker of the job that left the cluster, looked for during
+    ``grace`` seconds; None when they are all still there."""
+    deadline = time.monotonic() + grace
+    while True:
+        alive = set(client.scheduler_info(n_workers=-1)["workers"])
+        lost = [(r, w) for r, w in enumerate(workers) if w not in alive]
+        if lost or time.monotonic() > deadline:
+            return lost[0] if lost else None
+        time.sleep(0.1)
 
 
 async def _abort_nccl_job_on_worker(job: str, reason: str, dask_worker=None) -> bool:
