@@ -308,3 +308,27 @@ def test_trained_categorical_models_equal_brute_force_and_the_interventional_ora
     # the explainer re-codes frames into the same codes
     explainer = dg.TreeExplainer(booster, data=frame.iloc[100:110])
     np.testing.assert_allclose(explainer.shap_values(frame.iloc[:20]), got[:, 0, :-1], rtol=0, atol=1e-9)
+
+
+def test_a_packed_categorical_table_gives_the_values_of_the_original():
+    from dgboost.explain import pack
+
+    _, ens, X = categorical_case(*CASES[3])
+    table = extract_paths(ens)
+    packed = pack(table)
+    assert packed.table.has_categorical
+    np.testing.assert_allclose(shap_values(packed, X), shap_values(table, X), rtol=0, atol=1e-12)
+
+
+def test_covers_recounted_from_category_frames_keep_the_categorical_splits():
+    import dgboost as dg
+
+    booster, frame = _dgboost_categorical_model(rounds=4)
+    background = _reversed_categories(frame.iloc[:200])
+    explainer = dg.TreeExplainer(booster, data=background, feature_perturbation="tree_path_dependent")
+    assert explainer.table.has_categorical
+    rows = frame.iloc[300:340]
+    values = explainer.shap_values(rows)  # checks additivity against the model's margins
+    ens = explainer.ensemble
+    want = brute_force_shap(ens, _codes(rows))[:, 0, :-1]
+    np.testing.assert_allclose(values, want, rtol=0, atol=1e-9)
