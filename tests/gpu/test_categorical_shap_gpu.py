@@ -30,51 +30,84 @@ CASES = [
 ]
 
 
-def _case(seed, n_categories, n_trees, depth, groups, n_rows=900):
+def _case(seed, n_categories, n_trees, depth, groups, n_rows=900, finite=False):
     rng = np.random.default_rng(seed)
     ens = random_categorical_ensemble(rng, n_categories, n_trees=n_trees, max_depth=depth, n_groups=groups)
-    return ens, random_categorical_rows(rng, n_rows, n_categories), random_categorical_rows(rng, 40, n_categories)
+    X = random_categorical_rows(rng, n_rows, n_categories)
+    background = random_categorical_rows(rng, 40, n_categories)
+    if finite:  # the explainer refuses infinite values; the engines take them (an invalid category)
+        X[np.isinf(X)] = 1e30
+        background[np.isinf(background)] = -1e30
+    return ens, X, background
 
 
+# the engines, on rows with +-inf, huge, negative, non-integer and unseen codes and NaN
 @pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("algorithm,budget", [("table", BUDGET), ("table", 0), ("path", BUDGET)])
-def test_gpu_shap_values_of_categorical_trees_are_bitwise_the_cpus(case, algorithm, budget):
+@pytest.mark.parametrize("budget,quad_max_k", [(BUDGET, None), (0, None), (0, 0)])
+def test_gpu_shap_values_of_categorical_trees_are_bitwise_the_cpus(case, budget, quad_max_k):
+    from dgboost.backend._cuda_treeshap import shap_values_device
+    from dgboost.explain import extract_paths, shap_values_path, shap_values_table
+
     ens, X, _ = _case(*case)
-    cpu = dg.TreeExplainer(ens, algorithm=algorithm, max_table_bytes=budget)
-    gpu = dg.TreeExplainer(ens, algorithm=algorithm, device="cuda", max_table_bytes=budget)
-    assert cpu.table.has_categorical
-    _bitwise(gpu.contributions(X), cpu.contributions(X))
+    table = extract_paths(ens)
+    assert table.has_categorical
+    if quad_max_k == 0:  # the path method everywhere
+        want = shap_values_path(table, X)
+    else:  # weight tables where the budget holds them, the quadrature for the other paths
+        want = shap_values_table(table, X, max_table_bytes=budget)
+    _bitwise(shap_values_device(table, X, budget, quad_max_k=quad_max_k), want)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_gpu_shap_values_of_few_rows_summed_by_slices_are_the_cpus(case):
+    from dgboost.backend._cuda_treeshap import shap_values_device
+    from dgboost.explain import extract_paths, shap_values_table
+
     ens, X, _ = _case(*case, n_rows=7)
-    cpu = dg.TreeExplainer(ens, max_table_bytes=BUDGET)
-    _bitwise(dg.TreeExplainer(ens, device="cuda", max_table_bytes=BUDGET).contributions(X), cpu.contributions(X))
+    table = extract_paths(ens)
+    _bitwise(shap_values_device(table, X, BUDGET), shap_values_table(table, X, max_table_bytes=BUDGET))
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_gpu_interaction_values_of_categorical_trees_are_bitwise_the_cpus(case):
+    from dgboost.backend._cuda_treeshap import shap_interactions_device
+    from dgboost.explain import extract_paths, shap_interactions
+
     ens, X, _ = _case(*case, n_rows=300)
-    cpu = dg.TreeExplainer(ens).contributions(X, interactions=True)
-    _bitwise(dg.TreeExplainer(ens, device="cuda").contributions(X, interactions=True), cpu)
+    table = extract_paths(ens)
+    _bitwise(shap_interactions_device(table, X), shap_interactions(table, X))
 
 
 @pytest.mark.parametrize("F", [6, 45])  # shared accumulators, then the global layouts
 def test_interactions_in_every_kernel_layout_are_the_cpus(F):
     n_categories = [0] * F
     n_categories[0], n_categories[3], n_categories[F - 1] = 300, 5, 2
-    ens, X, _ = _case(4, n_categories, 10, 7, 2, n_rows=260)
+    ens, X, _ = _case(4, n_categories, 10, 7, 2, n_rows=260, finite=True)
     cpu = dg.TreeExplainer(ens).contributions(X, interactions=True)
     _bitwise(dg.TreeExplainer(ens, device="cuda").contributions(X, interactions=True), cpu)
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_gpu_interventional_values_of_categorical_trees_are_bitwise_the_cpus(case):
+@pytest.mark.parametrize("transform", [None, "logistic"])
+def test_gpu_interventional_values_of_categorical_trees_are_bitwise_the_cpus(case, transform):
+    from dgboost.backend._cuda_interventional import shap_values_interventional_device
+    from dgboost.explain import extract_paths, shap_values_interventional
+
     ens, X, background = _case(*case, n_rows=500)
-    cpu = dg.TreeExplainer(ens, data=background)
-    gpu = dg.TreeExplainer(ens, data=background, device="cuda")
-    _bitwise(gpu.contributions(X), cpu.contributions(X))
+    if transform is not None and ens.n_groups > 1:
+        pytest.skip("the logistic transform explains one output")
+    table = extract_paths(ens)
+    want = shap_values_interventional(table, X, background, transform=transform)
+    _bitwise(shap_values_interventional_device(table, X, background, transform), want)
+
+
+@pytest.mark.parametrize("case", CASES[:2])
+def test_explainers_of_categorical_trees_on_the_gpu_are_the_cpus(case):
+    ens, X, background = _case(*case, finite=True)
+    for kw in ({}, {"algorithm": "path"}, {"data": background}):
+        cpu = dg.TreeExplainer(ens, max_table_bytes=BUDGET, **kw)
+        gpu = dg.TreeExplainer(ens, device="cuda", max_table_bytes=BUDGET, **kw)
+        _bitwise(gpu.contributions(X), cpu.contributions(X))
 
 
 def _trained(objective="binary:logistic", n=4000, seed=0):
