@@ -127,7 +127,12 @@ def checked_categories(column: str, categories: Any) -> np.ndarray:
         categories = categories.to_pandas()  # a cuDF Index or an Arrow array
     elif hasattr(categories, "to_pandas") and type(categories).__module__.startswith(("cudf", "pyarrow")):
         categories = categories.to_pandas()
-    values = categories.to_numpy() if hasattr(categories, "to_numpy") else np.asarray(categories, dtype=object)
+    if hasattr(categories, "to_numpy"):
+        values = categories.to_numpy()
+    elif isinstance(categories, np.ndarray):
+        values = categories
+    else:  # a list: object, so that strings and numbers stay apart
+        values = np.asarray(categories, dtype=object)
     values = np.asarray(values).reshape(-1)
     if values.dtype == object and values.size:
         missing = [i for i, v in enumerate(values) if v is None or (isinstance(v, float) and np.isnan(v))]

@@ -316,6 +316,7 @@ def read_features(
     if library_of(data) == "pyarrow" and hasattr(data, "schema") and hasattr(data, "to_pandas"):
         # a Table or RecordBatch: dictionary columns become pandas categoricals (one dictionary
         # over all chunks), the rest NumPy; then the pandas rules apply
+        _check_arrow_dictionaries(data)
         data = data.to_pandas()
     values, names, frame_cats = _frame_matrix(data, enable_categorical)
     if values.ndim != 2:
@@ -517,6 +518,20 @@ def checked_feature_types(
                 "give it 'c' (or leave feature_types out)"
             )
     return types
+
+
+def _check_arrow_dictionaries(table) -> None:
+    """Refuse a dictionary column with a null among its values (pandas could not even hold it)."""
+    for j, field in enumerate(table.schema):
+        if type(field.type).__name__ != "DictionaryType":
+            continue
+        column = table.column(j)
+        chunks = column.chunks if hasattr(column, "chunks") else [column]
+        if any(chunk.dictionary.null_count for chunk in chunks):
+            raise DGBoostValueError(
+                f"column {field.name!r}: a category value is missing (a null in its dictionary); a missing "
+                "value is not a category: leave those rows null instead"
+            )
 
 
 def _check_finite(values, xp) -> None:
