@@ -143,3 +143,16 @@ def test_a_model_trained_on_category_columns_is_explained_on_the_gpu_like_the_cp
     )
     margin = booster.predict(frame, output_margin=True)
     np.testing.assert_allclose(gpu.shap_values(frame).sum(1) + gpu.expected_value, margin, rtol=1e-5, atol=1e-5)
+
+
+def test_booster_predict_contributions_of_a_categorical_model_run_on_the_gpu_with_the_cpus_bits():
+    import cupy
+
+    booster, frame = _trained()
+    rows = frame.iloc[:500]
+    gpu_booster = booster.copy()
+    gpu_booster.set_param({"device": "cuda"})
+    for kw in ({"pred_contribs": True}, {"pred_interactions": True}):
+        got = gpu_booster.predict(rows, **kw)
+        got = got.get() if isinstance(got, cupy.ndarray) else got
+        _bitwise(got, booster.predict(rows, **kw))  # float32 of bitwise-equal float64 values
