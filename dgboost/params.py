@@ -112,7 +112,6 @@ _ACCEPTED_AND_IGNORED = {
     "updater",
     "process_type",
     "multi_strategy",
-    "max_cat_to_onehot",
     "enable_categorical",
     "use_rmm",
     "importance_type",

@@ -229,7 +229,7 @@ class Ensemble:
                 parts["cat_sizes"].append(np.zeros(n, np.int64))
                 continue
             parts["split_type"].append(t.split_type)
-            parts["cat_segments"].append(t.cat_segments + at)
+            parts["cat_segments"].append(np.where(t.split_type == 1, t.cat_segments + at, 0))
             parts["cat_sizes"].append(t.cat_sizes)
             parts["cat_values"].append(t.cat_values)
             at += int(t.cat_values.shape[0])

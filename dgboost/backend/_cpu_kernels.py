@@ -293,8 +293,9 @@ def _categorical_best(
     else:
         keys = np.empty(k, np.float64)
         for c in range(k):
+            # XGBoost 3.4.1's CalcWeightCat: the Newton weight without min_child_weight's floor
             keys[c] = _leaf_weight(
-                hist[i, lo_b + c, 0] * inv_scale_g, hist[i, lo_b + c, 1] * inv_scale_h, lam, alpha, mcw, mds
+                hist[i, lo_b + c, 0] * inv_scale_g, hist[i, lo_b + c, 1] * inv_scale_h, lam, alpha, 0.0, mds
             )
         order = np.argsort(keys, kind="mergesort")
         n = min(max_threshold, k)

@@ -3,6 +3,8 @@ obvious, and the oracle the tests hold the Numba ones to."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from dgboost.testing.reference import add_tree_outputs
@@ -101,7 +103,8 @@ def categorical_candidates(h, tg, th, scale_g, scale_h, p):
             out.append(((tg - g, th - hh), True, c, frozenset([c])))
             out.append(((tg - g - mg, th - hh - mh), False, c, frozenset([c])))
         return out
-    keys = [_weight(int(h[c, 0]) / scale_g, int(h[c, 1]) / scale_h, p) for c in range(k)]
+    unfloored = SimpleNamespace(**{**vars(p), "min_child_weight": 0.0})  # XGBoost's CalcWeightCat
+    keys = [_weight(int(h[c, 0]) / scale_g, int(h[c, 1]) / scale_h, unfloored) for c in range(k)]
     order = sorted(range(k), key=lambda c: keys[c])  # Python's sort is stable
     n = min(p.max_cat_threshold, k)
     for j in range(n - 1):
