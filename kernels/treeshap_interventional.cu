@@ -174,8 +174,8 @@ extern "C" __global__ void __launch_bounds__(128) interventional_rows(
     const long long w0 = word_offsets[p];
     const int nw = (int)(word_offsets[p + 1] - w0);
     const double v = path_v[p] * inv_ref;
-    add_path(x, s, k, w0, nw, feature, lower, upper, missing, cat_offset, cat_pool, rbitsT, 0, n_ref, n_ref, full, v, wtab, W, acc,
-             stride);
+    add_path(x, s, k, w0, nw, feature, lower, upper, missing, cat_offset, cat_pool, rbitsT, 0, n_ref, n_ref, full, v,
+             wtab, W, acc, stride);
   }
   if (acc_shared)
     for (int f = 0; f < F; ++f) orow[f] = acc[(long long)f * stride];
@@ -252,8 +252,8 @@ extern "C" __global__ void __launch_bounds__(128) interventional_logistic_rows(
       if (k == 0) continue;
       const long long w0 = word_offsets[p];
       const int nw = (int)(word_offsets[p + 1] - w0);
-      add_path(x, s, k, w0, nw, feature, lower, upper, missing, cat_offset, cat_pool, rbitsT, q, q + 1, n_ref, full, path_v[p], wtab,
-               W, tmp, stride);
+      add_path(x, s, k, w0, nw, feature, lower, upper, missing, cat_offset, cat_pool, rbitsT, q, q + 1, n_ref, full,
+               path_v[p], wtab, W, tmp, stride);
     }
     const double b = mr[q * n_groups + g];
     const double scale = a == b ? 1.0 : (sa - sr[q * n_groups + g]) / (a - b);

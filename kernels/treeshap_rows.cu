@@ -48,7 +48,8 @@
 using dgboost::int64_t;
 
 
-// The row's on-bits of the path's k elements (bit j: element s + j is on).
+// The row's on-bits of the path's k elements (bit j: element s + j is on; an element on a
+// categorical split also needs x in its category set, path_element.cuh).
 __device__ __forceinline__ long long path_on_bits(const float* __restrict__ x, long long s, int k,
                                                   const int* __restrict__ feature, const float* __restrict__ lower,
                                                   const float* __restrict__ upper,
