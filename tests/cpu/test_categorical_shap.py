@@ -332,3 +332,42 @@ def test_covers_recounted_from_category_frames_keep_the_categorical_splits():
     ens = explainer.ensemble
     want = brute_force_shap(ens, _codes(rows))[:, 0, :-1]
     np.testing.assert_allclose(values, want, rtol=0, atol=1e-9)
+
+
+def test_category_sets_are_stored_per_tree_node_so_a_4000_category_feature_stays_small():
+    rng = np.random.default_rng(11)
+    ens = random_categorical_ensemble(rng, [4000, 0, 3], n_trees=4, max_depth=8)
+    table = extract_paths(ens)
+    split_type, _, words, _ = ens.categorical_kernel_arrays()
+    parents = np.flatnonzero(split_type == 1)
+    # at most one set per child of a categorical split, each of at most the widest set's words
+    bound = 2 * parents.size * (2 + int(words.max()))
+    assert 0 < table.cat_pool.size <= bound
+    assert table.cat_pool.size < (table.cat_offset >= 0).sum() * (2 + int(words.max()))  # shared by paths
+    X = random_categorical_rows(rng, 30, [4000, 0, 3])
+    np.testing.assert_allclose(shap_values(table, X), brute_force_shap(ens, X), rtol=0, atol=1e-9)
+
+
+def test_numeric_and_categorical_splits_on_one_feature_of_a_path_both_hold():
+    # a hand-made tree (XGBoost never makes one): feature 0 split as a number (x < 2.5), then
+    # as categories {1, 2} (right) below the left child, then as a number again (x < 1.5)
+    tree = Tree(
+        left=[1, 3, -1, 5, -1, -1, -1],
+        right=[2, 4, -1, 6, -1, -1, -1],
+        parent=[-1, 0, 0, 1, 1, 3, 3],
+        feature=[0, 0, -1, 0, -1, -1, -1],
+        split_value=[2.5, 0, 0, 1.5, 0, 0, 0],
+        default_left=[0, 1, 0, 0, 0, 0, 0],
+        gain=np.zeros(7),
+        cover=[10.0, 7.0, 3.0, 4.0, 3.0, 1.0, 3.0],
+        value=[0, 0, 1.0, 0, -2.0, 0.5, 3.0],
+        split_type=[0, 1, 0, 0, 0, 0, 0],
+        cat_segments=[0, 0, 2, 2, 2, 2, 2],
+        cat_sizes=[0, 2, 0, 0, 0, 0, 0],
+        cat_values=[1, 2],
+    )
+    ens = Ensemble(base_margin=0.5)
+    ens.append(tree)
+    X = np.array([[v] for v in (0, 1, 1.5, 2, 2.4, 2.5, 3, -1, np.nan, 7)], np.float32)
+    np.testing.assert_allclose(shap_values(ens, X), brute_force_shap(ens, X), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(shap_values(ens, X).sum(-1), predict_margin(ens, X), rtol=0, atol=1e-12)
