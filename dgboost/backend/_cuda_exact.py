@@ -32,10 +32,10 @@ _FILE = "exact_split.cu"
 
 def gpu_memory_estimate(n_rows: int, n_present: int, n_features: int) -> int:
     """Bytes the GPU engine holds: the CPU engine's (presorted entries, node map, pairs),
-    4 bytes an entry of run ends, and a level's scratch: the interleaved mode's three int64
-    scans or the sorted mode's keys, their sorted copy and two int64 scans (40 bytes an
+    4 bytes an entry of run ends, and a level's scratch: the interleaved mode's three int64 arrays and
+    scans or the sorted mode's keys, their sorted copy and two int64 scans (48 bytes an
     entry), plus the rows' leaf keys at the end of a tree."""
-    return exact_memory_estimate(n_rows, n_present) + (4 + 40) * int(n_present) + 16 * int(n_rows)
+    return exact_memory_estimate(n_rows, n_present) + (4 + 48) * int(n_present) + 16 * int(n_rows)
 
 
 def device_available_bytes(xp) -> tuple[int, int]:
