@@ -185,7 +185,12 @@ class CollectiveComm:
         from xgboost import collective
 
         try:
-            collective.finalize()
+            with warnings.catch_warnings():
+                if exc_info[0] is not None:
+                    # a failed job (a peer lost): XGBoost warns of every retry to reach the freed
+                    # tracker while finalising, lines per rank for what the client reports once
+                    warnings.simplefilter("ignore")
+                collective.finalize()
         except Exception:  # noqa: BLE001 - a broken group cannot be finalised cleanly; the job already failed
             pass
         finally:

@@ -1,5 +1,6 @@
 """Faults on purpose, for the distributed tests: a training callback that kills its worker,
-and one that records the rounds each rank runs (to see where a resumed job started).
+one that records the rounds each rank runs (to see where a resumed job started), and a block
+function that kills the worker computing one row block (once).
 
 Defined in the package (not in a test module) so that Dask worker processes can unpickle it.
 """
@@ -11,7 +12,7 @@ import signal
 
 from ..training import TrainingCallback
 
-__all__ = ["KillProcessAtRound", "RecordRounds"]
+__all__ = ["KillProcessAtRound", "RecordRounds", "kill_once_in_block"]
 
 
 class KillProcessAtRound(TrainingCallback):
@@ -58,3 +59,28 @@ class RecordRounds(TrainingCallback):
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(f"{epoch}\n")
         return False
+
+
+def kill_once_in_block(block, flag_path: str, row_block: int, block_info=None):
+    """``block`` itself, except that the first computation of row block ``row_block`` kills
+    its process (SIGKILL) instead: for ``dask.array.map_blocks`` upstream of the computation
+    under test, so that a worker is lost in the middle of it (Dask computes the block again
+    elsewhere; ``flag_path`` is created then, so the second computation returns the block).
+
+    Parameters
+    ----------
+    block : array (rows, ...)
+    flag_path : str
+        A file on a file system every worker can write; it must not exist beforehand.
+    row_block : int
+        The index of the row block whose computation kills its worker.
+    """
+    if block_info is not None and block_info[None]["chunk-location"][0] == row_block:
+        try:
+            fd = os.open(flag_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return block
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        os.kill(os.getpid(), signal.SIGKILL)
+    return block
