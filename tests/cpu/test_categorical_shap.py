@@ -5,6 +5,8 @@ and against XGBoost 3.4.1's pred_contribs / pred_interactions on its categorical
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dgboost.explain import extract_paths, shap_interactions, shap_values, shap_values_interventional
 from dgboost.explain.paths import PathTable
@@ -243,8 +245,8 @@ def test_the_explainer_of_an_xgboost_categorical_model_matches_xgboost_on_frames
     expected = booster.predict(xgb.DMatrix(rows, enable_categorical=True), pred_contribs=True)
     explainer = dg.TreeExplainer(booster)
     assert explainer.table.has_categorical
-    for given in (rows, _reversed_categories(rows)):
-        np.testing.assert_allclose(explainer.shap_values(given), expected[:, :-1], rtol=0, atol=1e-5)
+    for frame_in in (rows, _reversed_categories(rows)):
+        np.testing.assert_allclose(explainer.shap_values(frame_in), expected[:, :-1], rtol=0, atol=1e-5)
     np.testing.assert_allclose(explainer.expected_value, expected[0, -1], rtol=0, atol=1e-5)
 
 
@@ -371,3 +373,23 @@ def test_numeric_and_categorical_splits_on_one_feature_of_a_path_both_hold():
     X = np.array([[v] for v in (0, 1, 1.5, 2, 2.4, 2.5, 3, -1, np.nan, 7)], np.float32)
     np.testing.assert_allclose(shap_values(ens, X), brute_force_shap(ens, X), rtol=0, atol=1e-12)
     np.testing.assert_allclose(shap_values(ens, X).sum(-1), predict_margin(ens, X), rtol=0, atol=1e-12)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    n_categories=st.lists(st.sampled_from([0, 1, 2, 5, 33, 200]), min_size=1, max_size=6),
+    depth=st.integers(0, 6),
+    n_groups=st.integers(1, 2),
+    n_rows=st.integers(0, 20),
+    nan_prob=st.sampled_from([0.0, 0.3, 1.0]),
+)
+def test_categorical_values_equal_brute_force_for_any_shape(seed, n_categories, depth, n_groups, n_rows, nan_prob):
+    rng = np.random.default_rng(seed)
+    ens = random_categorical_ensemble(rng, n_categories, n_trees=2, max_depth=depth, n_groups=n_groups)
+    X = random_categorical_rows(rng, n_rows, n_categories, nan_prob=nan_prob)
+    got = shap_values(ens, X)
+    assert got.shape == (n_rows, n_groups, len(n_categories) + 1)
+    np.testing.assert_allclose(got, brute_force_shap(ens, X), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(shap_values(ens, X, method="path"), got, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(shap_interactions(ens, X).sum(-1), got, rtol=0, atol=1e-9)
