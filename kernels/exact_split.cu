@@ -4,7 +4,7 @@
 // Input, presorted once per training: every feature's present values ascending with their
 // rows (``col_rows`` int32, ``col_values`` float32, feature f's entries in
 // [col_ptr[f], col_ptr[f + 1])) and, per entry, the end of its run of equal values
-// (``run_end``, absolute, exclusive). A level's nodes are ``first .. first + m - 1``;
+// (``run_end``, exclusive, relative to the column's first entry: int32 for any entry count). A level's nodes are ``first .. first + m - 1``;
 // ``node_of_row`` (int32 per row) says where each row is. Rows whose pair is (0, 0) (left out
 // by subsampling) take no part.
 //
@@ -176,7 +176,7 @@ extern "C" __global__ void exact_interleaved_candidates(
     if (L.use_mask && !L.feature_mask[static_cast<long long>(k) * L.n_features + f]) continue;
     const long long lo = col_ptr[f], hi = col_ptr[f + 1];
     const long long base_g = lo > 0 ? sg[lo - 1] : 0, base_h = lo > 0 ? sh[lo - 1] : 0, base_c = lo > 0 ? sc[lo - 1] : 0;
-    const long long run = run_end[e];
+    const long long run = lo + run_end[e];
     const long long count = sc[e];
     const bool last_of_run = sc[run - 1] == count;
     const bool more = sc[hi - 1] > sc[run - 1];

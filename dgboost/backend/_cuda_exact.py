@@ -44,10 +44,10 @@ def device_available_bytes(xp) -> tuple[int, int]:
     return free + xp.get_default_memory_pool().free_bytes(), total
 
 
-def run_ends(ptr: np.ndarray, sorted_values: np.ndarray) -> np.ndarray:
-    """int32 (nnz,): for each entry, the end (absolute, exclusive) of its run of equal values
-    within its column."""
-    out = np.empty(sorted_values.shape[0], np.int64)
+def run_ends(ptr: np.ndarray, sorted_values: np.ndarray, relative: bool = False) -> np.ndarray:
+    """For each entry, the end (exclusive) of its run of equal values within its column:
+    int64 (nnz,) absolute indices, or int32 (nnz,) relative to the column's first entry."""
+    out = np.empty(sorted_values.shape[0], np.int32 if relative else np.int64)
     for f in range(ptr.shape[0] - 1):
         lo, hi = int(ptr[f]), int(ptr[f + 1])
         if hi == lo:
@@ -55,7 +55,7 @@ def run_ends(ptr: np.ndarray, sorted_values: np.ndarray) -> np.ndarray:
         v = sorted_values[lo:hi]
         starts = np.flatnonzero(np.concatenate([[True], v[1:] != v[:-1]]))
         ends = np.append(starts[1:], hi - lo)
-        out[lo:hi] = lo + np.repeat(ends, np.diff(np.append(starts, hi - lo)))
+        out[lo:hi] = (0 if relative else lo) + np.repeat(ends, np.diff(np.append(starts, hi - lo)))
     return out
 
 
@@ -83,7 +83,8 @@ class CUDAExactEngine:
             raise DeviceMemoryError(f"tree_method='exact' numbers entries in 40 bits: {n_present} present values")
         ptr, rows, sorted_values = presort_columns(host)
         self.forward = xp.asarray(forward_columns(ptr, sorted_values, self.n_rows).astype(np.uint8))
-        self.run_end = xp.asarray(run_ends(ptr, sorted_values).astype(np.int32))
+        # relative to each column's first entry: int32 whatever the number of entries
+        self.run_end = xp.asarray(run_ends(ptr, sorted_values, relative=True))
         self.ptr = xp.asarray(ptr)
         self.rows = xp.asarray(rows)
         self.sorted_values = xp.asarray(sorted_values)

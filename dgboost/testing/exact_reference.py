@@ -97,7 +97,7 @@ class TwinExactEngine(CPUExactEngine):
     def __init__(self, values, mode: str):
         super().__init__(values)
         self.mode = mode
-        self.run_end = run_ends(self.ptr, self.sorted_values)
+        self.run_end = run_ends(self.ptr, self.sorted_values, relative=True)  # as the GPU engine holds them
         self.feature_of_entry = np.repeat(np.arange(self.ptr.size - 1), np.diff(self.ptr))
 
     def best_splits(self, first, totals, masks, bounds, monotone, scales, params):
@@ -141,7 +141,7 @@ class TwinExactEngine(CPUExactEngine):
                         continue
                     lo, hi = int(self.ptr[f]), int(self.ptr[f + 1])
                     base = (sg[lo - 1], sh[lo - 1], sc[lo - 1]) if lo > 0 else (0, 0, 0)
-                    run, count = int(self.run_end[e]), sc[e]
+                    run, count = lo + int(self.run_end[e]), sc[e]
                     boundary = sc[run - 1] == count and sc[hi - 1] > sc[run - 1]
                     nxt = np.float32(0.0)
                     if boundary:
