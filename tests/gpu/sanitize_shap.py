@@ -2,7 +2,8 @@
 quadrature and path methods, a mixed budget, outputs too wide for shared accumulators, interaction values by
 quadrature and by the path method (paths longer than 16), paths summed by slice (few rows: in
 parallel), and interventional SHAP on the GPU
-(kernels/treeshap_interventional.cu: margins and probabilities, shared and global accumulators).
+(kernels/treeshap_interventional.cu: margins and probabilities, shared and global accumulators),
+and the SHAP, interaction and interventional kernels on trees with categorical splits.
 ``tests/gpu/run_sanitizer.sh`` runs it under memcheck and racecheck."""
 
 import numpy as np
@@ -56,4 +57,19 @@ treeshap.INTERACTION_SLICE_PATHS = 1 << 12
 gpu_interventional._ACC_SMEM_BYTES = 8  # interventional accumulators in global memory too
 for output in ("raw", "probability"):
     dgboost.TreeExplainer(binary, binary_background, device="cuda", model_output=output).contributions(binary_rows[:41])
+# categorical splits: category sets read from the pool by every kernel (kernels/path_element.cuh),
+# on rows with unseen, negative, non-integer and infinite codes and NaN
+from dgboost.explain import extract_paths  # noqa: E402
+from dgboost.testing.shap_oracle import random_categorical_ensemble, random_categorical_rows  # noqa: E402
+
+rng = np.random.default_rng(4)
+cats = [4000, 0, 5, 70]
+table = extract_paths(random_categorical_ensemble(rng, cats, n_trees=6, max_depth=7))
+cat_rows = random_categorical_rows(rng, 97, cats)
+cat_background = random_categorical_rows(rng, 23, cats)
+for budget, quad in ((1 << 28, None), (0, None), (0, 0)):
+    gpu.shap_values_device(table, cat_rows, budget, quad_max_k=quad)
+gpu.shap_interactions_device(table, cat_rows[:33])
+for transform in (None, "logistic"):
+    gpu_interventional.shap_values_interventional_device(table, cat_rows[:41], cat_background, transform)
 print("sanitized SHAP finished", np.__version__)
