@@ -12,10 +12,11 @@
 //   ``exact_node_entries`` writes each entry's (g, h, 1) if its row is in node k (else 0);
 //   inclusive scans of those (CuPy) are node k's running sums in every column at once;
 //   ``exact_interleaved_candidates`` evaluates node k's candidates from them.
-// * Sorted (deep levels): ``exact_sort_keys`` keys every entry by (node, entry index), so a
-//   sort (CuPy's radix sort) groups the entries by node, then feature, ascending values within;
-//   ``exact_sorted_pairs`` gathers the pairs in that order, their inclusive scans are running
-//   sums within each (node, feature) segment, and ``exact_sorted_candidates`` evaluates them.
+// * Sorted (deep levels): ``exact_sort_keys`` keys every entry by its node's slot; a stable
+//   sort of the keys (CuPy's argsort: a radix sort of 16- or 32-bit keys) orders the entries by
+//   node, then by entry index, i.e. by node, feature, value; ``exact_sorted_pairs`` gathers the
+//   pairs in that order, their inclusive scans are running sums within each (node, feature)
+//   segment, and ``exact_sorted_candidates`` evaluates them.
 //
 // Both modes evaluate the same candidates with the same int64 sums (exact in any order) and
 // the CPU engine's float64 gains (gain.cuh, --fmad=false). A candidate's ordinal is the order
@@ -198,32 +199,32 @@ extern "C" __global__ void exact_interleaved_candidates(
 }
 
 // -- sorted ---------------------------------------------------------------------------------
-// keys[e] = slot << 40 | e (slot m for entries not in the level), and the entries of each
-// (slot, feature) counted into seg_count (m * F).
+// slot[e] = the slot of entry e's node (m for entries not in the level), and the entries of
+// each (slot, feature) counted into seg_count (m * F).
 extern "C" __global__ void exact_sort_keys(long long n_entries, const long long* __restrict__ col_ptr, int n_features,
                                            const int* __restrict__ col_rows, const int* __restrict__ node_of_row,
                                            int first, int m, const int* __restrict__ gpair,
-                                           unsigned long long* __restrict__ keys, int* __restrict__ seg_count) {
+                                           unsigned int* __restrict__ slot, int* __restrict__ seg_count) {
   for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < n_entries;
        e += static_cast<long long>(gridDim.x) * blockDim.x) {
     const int r = col_rows[e];
     int k = node_of_row[r] - first;
     if (k < 0 || k >= m || !active(gpair, r)) k = m;
-    keys[e] = (static_cast<unsigned long long>(k) << 40) | static_cast<unsigned long long>(e);
+    slot[e] = static_cast<unsigned int>(k);
     if (k < m) atomicAdd(seg_count + static_cast<long long>(k) * n_features + feature_of(col_ptr, n_features, e), 1);
   }
 }
 
-// out_g/out_h[q] = the pair of the entry at sorted position q (0 past the level's entries).
-extern "C" __global__ void exact_sorted_pairs(long long n_entries, const unsigned long long* __restrict__ keys, int m,
+// out_g/out_h[q] = the pair of the entry at sorted position q, order[q] (0 past the level's entries).
+extern "C" __global__ void exact_sorted_pairs(long long n_entries, const long long* __restrict__ order,
+                                              const unsigned int* __restrict__ slot, int m,
                                               const int* __restrict__ col_rows, const int* __restrict__ gpair,
                                               long long* __restrict__ out_g, long long* __restrict__ out_h) {
-  const unsigned long long mask = (1ull << 40) - 1;
   for (long long q = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; q < n_entries;
        q += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const unsigned long long key = keys[q];
-    const bool in = static_cast<int>(key >> 40) < m;
-    const int r = col_rows[key & mask];
+    const long long e = order[q];
+    const bool in = static_cast<int>(slot[e]) < m;
+    const int r = col_rows[e];
     out_g[q] = in ? gpair[2 * r] : 0;
     out_h[q] = in ? gpair[2 * r + 1] : 0;
   }
@@ -232,19 +233,17 @@ extern "C" __global__ void exact_sorted_pairs(long long n_entries, const unsigne
 // Candidates of every (node, feature) segment from the inclusive scans sg, sh in sorted order;
 // seg_begin (m * F) is each segment's first sorted position, seg_count its length.
 extern "C" __global__ void exact_sorted_candidates(
-    int phase, long long n_entries, const unsigned long long* __restrict__ keys, int m,
+    int phase, long long n_entries, const long long* __restrict__ order, const unsigned int* __restrict__ slot, int m,
     const long long* __restrict__ col_ptr, const float* __restrict__ col_values,
     const unsigned char* __restrict__ forward_ok, const long long* __restrict__ seg_begin,
     const int* __restrict__ seg_count, const long long* __restrict__ sg, const long long* __restrict__ sh,
     EXACT_LEVEL_ARGS) {
   EXACT_LEVEL_MAKE
-  const unsigned long long mask = (1ull << 40) - 1;
   for (long long q = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; q < n_entries;
        q += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const unsigned long long key = keys[q];
-    const int k = static_cast<int>(key >> 40);
+    const long long e = order[q];
+    const int k = static_cast<int>(slot[e]);
     if (k >= m) continue;
-    const long long e = static_cast<long long>(key & mask);
     const int f = feature_of(col_ptr, L.n_features, e);
     const long long seg = static_cast<long long>(k) * L.n_features + f;
     if (L.use_mask && !L.feature_mask[seg]) continue;
@@ -254,7 +253,7 @@ extern "C" __global__ void exact_sorted_candidates(
     bool boundary = false;
     float next = 0.0f;
     if (q + 1 < end) {
-      next = col_values[keys[q + 1] & mask];
+      next = col_values[order[q + 1]];
       boundary = next != v;
     }
     const long long lo = col_ptr[f], hi = col_ptr[f + 1];

@@ -3,7 +3,7 @@
 The paper's two modes (Mitchell and Frank, 2017): levels shallower than
 :data:`SORTED_FROM_DEPTH` are scanned *interleaved* (entries stay in column order; one
 masked inclusive scan per node gives that node's running sums in every column), deeper
-levels *sorted* (one radix sort of the entries by (node, entry) per level, then one
+levels *sorted* (one stable radix sort of the entries by node per level, then one
 segmented scan for all nodes). Both evaluate the CPU engine's candidates with the same int64
 sums and float64 gains and choose by the same rule, so every mode gives the CPU engine's
 tree. ``dgboost.testing.exact_modes`` forces either mode for the tests.
@@ -22,7 +22,7 @@ from ._cpu_exact import exact_memory_estimate, forward_columns, parent_gains, pr
 __all__ = ["CUDAExactEngine", "SORTED_FROM_DEPTH", "device_available_bytes", "gpu_memory_estimate", "run_ends"]
 
 #: The first depth scanned in sorted mode: a level of 2**d nodes costs the interleaved mode
-#: 2**d scans of every entry, the sorted mode one sort; set from measurements
+#: 2**d scans of every entry, the sorted mode one stable sort of 16-bit keys; set from measurements
 #: (benchmarks/exact_greedy.py --modes).
 SORTED_FROM_DEPTH = 3
 
@@ -32,10 +32,11 @@ _FILE = "exact_split.cu"
 
 def gpu_memory_estimate(n_rows: int, n_present: int, n_features: int) -> int:
     """Bytes the GPU engine holds: the CPU engine's (presorted entries, node map, pairs),
-    4 bytes an entry of run ends, and a level's scratch: the interleaved mode's three int64 arrays and
-    scans or the sorted mode's keys, their sorted copy and two int64 scans (48 bytes an
-    entry), plus the rows' leaf keys at the end of a tree."""
-    return exact_memory_estimate(n_rows, n_present) + (4 + 48) * int(n_present) + 16 * int(n_rows)
+    4 bytes an entry of run ends, and a level's scratch, 64 bytes an entry at most: the
+    interleaved mode's three int64 arrays and their scans (48), or the sorted mode's keys,
+    the sort's order and its temporaries, and two int64 arrays and their scans; plus 16
+    bytes a row for the rows' leaf order at the end of a tree."""
+    return exact_memory_estimate(n_rows, n_present) + (4 + 64) * int(n_present) + 16 * int(n_rows)
 
 
 def device_available_bytes(xp) -> tuple[int, int]:
@@ -79,8 +80,6 @@ class CUDAExactEngine:
         host = backend.to_host(self.values)
         n_present = int(host.size - np.count_nonzero(np.isnan(host)))
         self._check_memory(n_present)
-        if n_present >= 1 << 40:
-            raise DeviceMemoryError(f"tree_method='exact' numbers entries in 40 bits: {n_present} present values")
         ptr, rows, sorted_values = presort_columns(host)
         self.forward = xp.asarray(forward_columns(ptr, sorted_values, self.n_rows).astype(np.uint8))
         # relative to each column's first entry: int32 whatever the number of entries
@@ -207,9 +206,9 @@ class CUDAExactEngine:
                 )
 
     def _sorted(self, first: int, m: int, level: tuple) -> None:
-        """All nodes at once: entries sorted by (node, entry), segmented scans, candidates."""
+        """All nodes at once: entries stably sorted by node, segmented scans, candidates."""
         xp, n, n_features = self.xp, self.n_entries, self.n_features
-        keys = xp.empty(n, xp.uint64)
+        slot = xp.empty(n, xp.uint32)
         seg_count = xp.zeros(m * n_features, xp.int32)
         self._launch(
             "exact_sort_keys",
@@ -223,14 +222,16 @@ class CUDAExactEngine:
                 np.int32(first),
                 np.int32(m),
                 self.gpair,
-                keys,
+                slot,
                 seg_count,
             ),
         )
-        keys = xp.sort(keys)
+        # a stable sort by slot keeps each node's entries in column order (feature, then value);
+        # 16-bit keys where they fit halve the radix sort's passes
+        order = xp.argsort(slot.astype(xp.uint16) if m < 0xFFFF else slot)
         seg_begin = xp.cumsum(seg_count, dtype=xp.int64) - seg_count
         g, h = xp.empty(n, xp.int64), xp.empty(n, xp.int64)
-        self._launch("exact_sorted_pairs", n, (np.int64(n), keys, np.int32(m), self.rows, self.gpair, g, h))
+        self._launch("exact_sorted_pairs", n, (np.int64(n), order, slot, np.int32(m), self.rows, self.gpair, g, h))
         sg, sh = xp.cumsum(g), xp.cumsum(h)
         del g, h
         for phase in range(3):
@@ -240,7 +241,8 @@ class CUDAExactEngine:
                 (
                     np.int32(phase),
                     np.int64(n),
-                    keys,
+                    order,
+                    slot,
                     np.int32(m),
                     self.ptr,
                     self.sorted_values,
@@ -277,7 +279,6 @@ class CUDAExactEngine:
         """(rows int32 (n,) on the device in leaf order, counts int64 (n_leaves,) on the host)."""
         xp = self.xp
         leaf = xp.asarray(np.ascontiguousarray(leaf_of_node, np.int32))[self.node_of_row]
-        keys = (leaf.astype(xp.uint64) << xp.uint64(32)) | xp.arange(self.n_rows, dtype=xp.uint64)
-        rows = (xp.sort(keys) & xp.uint64(0xFFFFFFFF)).astype(xp.int32)
+        rows = xp.argsort(leaf).astype(xp.int32)  # stable: a leaf's rows ascending
         counts = self.backend.to_host(xp.bincount(leaf, minlength=n_leaves)).astype(np.int64)
         return rows, counts

@@ -3,7 +3,7 @@
 :class:`TwinExactEngine` is the CPU exact engine with its split search replaced by a line by
 line transcription of the GPU kernels' algorithm (entry by entry, Python loops: tiny data
 only): the interleaved mode's per-node masked scans with value-run ends, the sorted mode's
-(node, entry) keys and segmented scans, and the three-pass choice (largest gain bits, then
+stable sort by node and segmented scans, and the three-pass choice (largest gain bits, then
 smallest (feature, ordinal), then the write). Tests train with it in place of the CPU engine
 and compare the trees: a mistake in the kernels' indexing or candidate rules shows here
 first; the GPU tests then compare the kernels themselves with the CPU engine.
@@ -19,7 +19,6 @@ from dgboost.backend._cuda_exact import run_ends
 __all__ = ["TwinExactEngine"]
 
 _EPS = 1e-6
-_MASK40 = (1 << 40) - 1
 
 
 def _value_between(a, b):
@@ -155,22 +154,22 @@ class TwinExactEngine(CPUExactEngine):
 
     def _sorted(self, first, m, level):
         n, n_features = self.rows.size, self.ptr.size - 1
-        keys = np.empty(n, np.uint64)
+        slot = np.empty(n, np.int64)
         seg_count = np.zeros(m * n_features, np.int64)
         for e in range(n):
-            k = self._active_slot(e, first, m)
-            keys[e] = (k << 40) | e
+            slot[e] = k = self._active_slot(e, first, m)
             if k < m:
                 seg_count[k * n_features + self.feature_of_entry[e]] += 1
-        keys = np.sort(keys)
+        order = np.argsort(slot, kind="stable")
         seg_begin = np.cumsum(seg_count) - seg_count
-        in_level = (keys >> np.uint64(40)).astype(np.int64) < m
-        rows = self.rows[(keys & np.uint64(_MASK40)).astype(np.int64)]
+        in_level = slot[order] < m
+        rows = self.rows[order]
         sg = np.cumsum(np.where(in_level, self.gpair[rows, 0].astype(np.int64), 0))
         sh = np.cumsum(np.where(in_level, self.gpair[rows, 1].astype(np.int64), 0))
         for phase in range(3):
             for q in range(n):
-                k, e = int(keys[q]) >> 40, int(keys[q]) & _MASK40
+                e = int(order[q])
+                k = int(slot[e])
                 if k >= m:
                     continue
                 f = int(self.feature_of_entry[e])
@@ -183,7 +182,7 @@ class TwinExactEngine(CPUExactEngine):
                 v = self.sorted_values[e]
                 boundary, nxt = False, np.float32(0.0)
                 if q + 1 < end:
-                    nxt = self.sorted_values[int(keys[q + 1]) & _MASK40]
+                    nxt = self.sorted_values[order[q + 1]]
                     boundary = bool(nxt != v)
                 lo, hi = int(self.ptr[f]), int(self.ptr[f + 1])
                 level.consider_entry(
