@@ -353,10 +353,9 @@ def categorical_cuts(cuts: Cuts, values, mask: np.ndarray | None, comm: Communic
     xp = array_module(values)
     local = np.full(features.size, -1.0, np.float64)
     if values.shape[0]:
-        block = values[:, xp.asarray(features)]
-        has = ~xp.isnan(block)
-        top = xp.where(has, block, -1.0).max(axis=0)
-        local = np.asarray(to_host(top), np.float64)
+        # a column at a time: no copy of all categorical columns at once on the device
+        tops = [xp.where(xp.isnan(values[:, f]), -1.0, values[:, f]).max() for f in features.tolist()]
+        local = np.asarray(to_host(xp.stack(tops)), np.float64)
     top = np.asarray(comm.allreduce_max(local), np.float64)
     per_feature = [cuts.feature_cuts(f) for f in range(cuts.n_features)]
     for f, t in zip(features.tolist(), top.tolist()):
