@@ -87,14 +87,14 @@ __device__ __forceinline__ int feature_of(const long long* __restrict__ col_ptr,
 // float32 split value between present values a < b: their float32 midpoint (a/2 + b/2, as
 // (a + b) * 0.5f rounds), or b where it rounds down to a.
 __device__ __forceinline__ float value_between(float a, float b) {
-  const float mid = __fadd_rn(__fmul_rn(a, 0.5f), __fmul_rn(b, 0.5f));
+  const float mid = a * 0.5f + b * 0.5f;  // --fmad=false: two roundings, as on the CPU
   return mid <= a ? b : mid;
 }
 
 // Past every present value: above the largest (forward) or below the smallest (backward).
 __device__ __forceinline__ float end_value(float last, bool forward) {
-  const float gap = __fadd_rn(fabsf(last), 1e-6f);
-  return forward ? __fadd_rn(last, gap) : __fsub_rn(last, gap);
+  const float gap = fabsf(last) + 1e-6f;
+  return forward ? last + gap : last - gap;
 }
 
 __device__ __forceinline__ void consider(int phase, int k, int f, long long ordinal, long long lg, long long lh,

@@ -107,8 +107,7 @@ class CUDAExactEngine:
             )
 
     def _launch(self, name: str, n: int, args) -> None:
-        grid = int(max(1, min((n + _THREADS - 1) // _THREADS, self.backend.sm_count * 32)))
-        self.backend._kernel(_FILE, name)((grid,), (_THREADS,), args)
+        self.backend._launch(_FILE, name, n, args, threads=_THREADS)  # the backend's launcher: grid-stride loops
 
     # -- a tree ------------------------------------------------------------------------------
     def begin_tree(self, gpair) -> None:
@@ -228,7 +227,7 @@ class CUDAExactEngine:
         )
         # a stable sort by slot keeps each node's entries in column order (feature, then value);
         # 16-bit keys where they fit halve the radix sort's passes
-        order = xp.argsort(slot.astype(xp.uint16) if m < 0xFFFF else slot)
+        order = xp.argsort(slot.astype(xp.uint16) if m < 0xFFFF else slot, kind="stable")
         seg_begin = xp.cumsum(seg_count, dtype=xp.int64) - seg_count
         g, h = xp.empty(n, xp.int64), xp.empty(n, xp.int64)
         self._launch("exact_sorted_pairs", n, (np.int64(n), order, slot, np.int32(m), self.rows, self.gpair, g, h))
@@ -279,6 +278,6 @@ class CUDAExactEngine:
         """(rows int32 (n,) on the device in leaf order, counts int64 (n_leaves,) on the host)."""
         xp = self.xp
         leaf = xp.asarray(np.ascontiguousarray(leaf_of_node, np.int32))[self.node_of_row]
-        rows = xp.argsort(leaf).astype(xp.int32)  # stable: a leaf's rows ascending
+        rows = xp.argsort(leaf, kind="stable").astype(xp.int32)  # a leaf's rows ascending
         counts = self.backend.to_host(xp.bincount(leaf, minlength=n_leaves)).astype(np.int64)
         return rows, counts

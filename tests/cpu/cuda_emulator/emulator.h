@@ -105,6 +105,21 @@ inline std::common_type_t<A, B> min(A a, B b) { return a < b ? a : b; }
 template <typename A, typename B>
 inline std::common_type_t<A, B> max(A a, B b) { return a < b ? b : a; }
 
+// 64-bit unsigned max/min (kernels/exact_split.cu's choice of a node's best split)
+inline unsigned long long atomicMax(unsigned long long* p, unsigned long long v) {
+  unsigned long long old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+  while (old < v && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  }
+  return old;
+}
+inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {
+  unsigned long long old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+  while (old > v && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  }
+  return old;
+}
+inline float fabsf(float x) { return std::fabs(x); }
+
 #define __global__
 #define __device__
 #define __host__
