@@ -5,6 +5,8 @@ cannot disagree (every feature categorical or integer-valued, so both have the s
 no near-ties), model files both ways, identity across ranks, XGBoost's decision rule.
 """
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -134,6 +136,11 @@ def test_an_xgboost_categorical_model_predicts_the_same_in_dgboost(tmp_path, ext
     assert ours.get_dump(with_stats=True) == theirs.get_dump(with_stats=True)
     assert ours.get_dump(dump_format="json") == theirs.get_dump(dump_format="json")
     assert ours.trees_to_dataframe()["Category"].tolist() == theirs.trees_to_dataframe()["Category"].tolist()
+    # the stored categories re-code a frame whose category order differs, and are written back as read
+    shuffled = df.assign(origin=df["origin"].cat.reorder_categories(sorted(df["origin"].cat.categories)))
+    np.testing.assert_array_equal(ours.predict(dg.DMatrix(shuffled, enable_categorical=True)), want)
+    cats = json.loads(theirs.save_raw("json"))["learner"]["gradient_booster"]["model"]["cats"]
+    assert json.loads(ours.save_raw("json"))["learner"]["gradient_booster"]["model"]["cats"] == cats
 
 
 @pytest.mark.parametrize("ext", ["json", "ubj"])
