@@ -40,6 +40,7 @@ from ..errors import DGBoostValueError
 from ._format import rate, seconds
 from .cluster_io import (
     ParquetInput,
+    check_inputs_readable,
     check_parquet_input,
     require_column,
     select_features,
@@ -320,6 +321,26 @@ def predict_on_cluster(
 
 
 # ----------------------------------------------------------------------------- explain
+def _explain_record(model_path, data: ParquetInput, interactions: bool, algorithm: str, device: str, features, carried):
+    """What an explain run's output files depend on (``--resume`` keeps an earlier run's files
+    only when this is the same): the model's bytes, the partitions of the inputs, the options."""
+    import hashlib
+
+    from .. import __version__
+
+    return {
+        "command": "explain",
+        "dgboost": __version__,
+        "model_sha256": hashlib.sha256(Path(model_path).read_bytes()).hexdigest(),
+        "partitions": [[p.path, list(p.row_groups), p.num_rows, p.first_row] for p in data.parts],
+        "interactions": bool(interactions),
+        "algorithm": algorithm,
+        "device": "cuda" if device.startswith("cuda") else "cpu",
+        "features": [str(c) for c in features],
+        "carried": [str(c) for c in carried or []],
+    }
+
+
 def _interaction_columns(features: list[str], output_names) -> list[str]:
     """The columns of ``dgboost explain --interactions`` (as :func:`dgboost.cli.files.shap_column_names`)."""
     cols = [str(f) for f in features] + ["bias"]
@@ -383,6 +404,8 @@ def explain_on_cluster(
     with_file_name: bool = False,
     partition_rows: int | None = None,
     progress_interval: float = DEFAULT_INTERVAL,
+    resume: bool = False,
+    strict: bool = False,
 ) -> tuple[int, int]:
     """Exact SHAP values of every row of Parquet files, written by the workers.
 
@@ -398,6 +421,15 @@ def explain_on_cluster(
     (:func:`~dgboost.cli.cluster_session.cluster_device`), and the partitions read from Parquet are uploaded there.
     ``data_glob``, ``partition_rows``, ``progress_interval``: as for :func:`predict_on_cluster`.
 
+    Each output file is written atomically, in the folder ``.<output>.partial`` next to the
+    output, renamed to the output when all are written
+    (:func:`~dgboost.cli.cluster_io.write_partitions`). An input file that cannot be read is
+    named in the error; the others are still written there. ``resume``: keep the files of such
+    an earlier run (killed, or stopped by a bad file) when its model, partitions and options
+    are this run's, and explain only the missing ones. ``strict``: read every input row on the
+    workers first (:func:`~dgboost.cli.cluster_io.check_inputs_readable`) and start nothing if
+    a file cannot be read.
+
     Returns
     -------
     (rows, partitions) written.
@@ -410,6 +442,8 @@ def explain_on_cluster(
 
     explainer = TreeExplainer(str(model_path), algorithm=algorithm, progress=False)
     data = check_parquet_input(data_glob, "data", partition_rows, with_file=with_file_name)
+    if strict:
+        check_inputs_readable(client, data)
     frame, features, carried = _input_columns(data, label_column, keep, explainer.meta.get("feature_names"))
     split = split_frame(frame, {"X": features, **({"carried": carried} if carried else {})})
     X = split["X"]
@@ -422,7 +456,13 @@ def explain_on_cluster(
         f"{explainer.ensemble.n_trees} trees ({what}, on the workers' "
         f"{'GPUs' if device.startswith('cuda') else 'CPUs'}) into {output_dir}",
     )
-    progress = {"partition_rows": data.partition_rows, "progress_interval": progress_interval}
+    progress = {
+        "partition_rows": data.partition_rows,
+        "progress_interval": progress_interval,
+        "sources": [p.path for p in data.parts] or [data.footers[0].path],
+        "run_record": _explain_record(model_path, data, interactions, algorithm, device, features, carried),
+        "resume": resume,
+    }
     if interactions:
         outputs = None
         if explainer.n_outputs > 1:

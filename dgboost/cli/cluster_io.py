@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import json
 import operator
 import os
 import re
 import shutil
 import tempfile
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..errors import DGBoostValueError
+from ..errors import DGBoostError, DGBoostValueError
 from .cluster_progress import RowProgress
 from .parquet_files import (
     DEFAULT_PARTITION_ROWS,
@@ -44,9 +46,17 @@ __all__ = [
     "split_frame",
     "select_features",
     "write_partitions",
+    "check_inputs_readable",
+    "STALL_TIMEOUT",
 ]
 
 _PART_NAME = re.compile(r"^part\.\d+\.parquet$")
+# a resumable run's record of what its output depends on, in its ``.<target>.partial`` folder
+_RUN_RECORD = ".dgboost-run.json"
+_MAX_NAMED = 5
+# seconds a write may go without any partition finishing before it fails (a stuck worker: one
+# partition is at most ~1 Mi rows, explained in minutes even as interaction values on a CPU)
+STALL_TIMEOUT = 3600.0
 
 
 @dataclass(frozen=True)
@@ -192,8 +202,18 @@ def write_partitions(
     writer_args: tuple = (),
     partition_rows: Sequence[int] | None = None,
     progress_interval: float = 5.0,
+    *,
+    sources: Sequence[str] | None = None,
+    run_record: dict | None = None,
+    resume: bool = False,
+    stall_timeout: float = STALL_TIMEOUT,
 ) -> tuple[int, int]:
     """Write every partition of ``pieces`` (delayed DataFrames) on the workers, atomically.
+
+    Each file is written by its worker under a temporary name and renamed into place
+    (``os.replace``) once complete, in a folder next to the target that is renamed to the
+    target when every file is written: no half-written file, and no incomplete folder, is
+    ever seen under its final name.
 
     Parameters
     ----------
@@ -201,42 +221,220 @@ def write_partitions(
         Rows of each piece, for the progress lines' total and time left.
     progress_interval : float
         Seconds between progress lines (rows done, rows/s, time left) on stderr.
+    sources : sequence of str, optional
+        The input file of each piece: a piece that fails is named by it.
+    run_record : dict, optional
+        What the output depends on (model, inputs' partitions, options; JSON). Given, the run is
+        resumable: the folder next to the target is ``.<target>.partial`` and holds the record,
+        a piece that fails does not stop the others, and the files written stay there when the
+        run fails or is killed.
+    resume : bool
+        With ``run_record``: keep the files of an earlier run's ``.<target>.partial`` folder
+        whose record is the same (a different record is refused), and write only the others.
+    stall_timeout : float
+        Seconds without any piece finishing after which the write fails (a stuck worker), with
+        a CommunicationError naming the pieces still running.
 
     Returns
     -------
-    (rows, partitions) written.
+    (rows, partitions) of the output (resumed files included).
     """
     import dask
-    from distributed import as_completed
 
     target = Path(output_dir).expanduser().absolute()
     _check_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)  # the permissions of a folder made with mkdir, not mkdtemp's 0700
     n = len(pieces)
     width = max(5, len(str(n - 1)))
-    total = None if partition_rows is None else int(sum(partition_rows))
-    progress = RowProgress(what, total, n, quiet, interval=progress_interval)
-    futures = []
+    names = [f"part.{i:0{width}d}.parquet" for i in range(n)]
+    if run_record is not None:
+        tmp, done = _partial_folder(target, run_record, names, resume)
+    else:
+        tmp, done = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)), set()
+        _folder_permissions(tmp)
+    todo = [i for i in range(n) if names[i] not in done]
+    rows_of = list(partition_rows) if partition_rows is not None else None
+    total = None if rows_of is None else int(sum(rows_of[i] for i in todo))
+    progress = RowProgress(what, total, len(todo), quiet, interval=progress_interval)
+    futures: list = []
     try:
         tasks = [
-            dask.delayed(writer, pure=False)(piece, str(tmp / f"part.{i:0{width}d}.parquet"), *writer_args)
-            for i, piece in enumerate(pieces)
+            dask.delayed(_write_atomically, pure=False)(writer, pieces[i], str(tmp / names[i]), *writer_args)
+            for i in todo
         ]
         futures = client.compute(tasks)
         with progress:
-            for fut in as_completed(futures):
-                progress.add(int(fut.result()))  # raises the partition's own error
+            add = lambda i, rows: progress.add(rows)  # noqa: E731
+            failed = _collect(client, futures, todo, add, stall_timeout, stop_at_first=run_record is None)
+        if failed:
+            raise _pieces_failed(failed, sources, n, tmp, run_record is not None)
+        skipped = 0 if rows_of is None else sum(rows_of[i] for i in range(n) if i not in set(todo))
+        with contextlib.suppress(FileNotFoundError):
+            (tmp / _RUN_RECORD).unlink()
         _replace_folder(tmp, target)
-        return progress.rows, n
+        return progress.rows + skipped, n
     except BaseException:
         with contextlib.suppress(Exception):
             client.cancel(futures, force=True)
-        shutil.rmtree(tmp, ignore_errors=True)
+        written = any(_PART_NAME.match(p.name) for p in tmp.iterdir()) if tmp.is_dir() else False
+        if run_record is None or not written:
+            shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _read_every_row(path: str, row_groups: tuple[int, ...]) -> int:
+    """Read and decode the row groups of one partition (on a worker); its rows."""
+    import pyarrow.parquet as pq
+
+    if "://" in path:
+        import fsspec
+
+        with fsspec.open(path, "rb") as f:
+            return pq.ParquetFile(f).read_row_groups(list(row_groups)).num_rows
+    return pq.ParquetFile(path).read_row_groups(list(row_groups)).num_rows if row_groups else 0
+
+
+def check_inputs_readable(client: Client, data: ParquetInput, stall_timeout: float = STALL_TIMEOUT) -> None:
+    """Read every row of ``data`` on the workers (each partition where Dask places it) and
+    raise one :class:`DGBoostValueError` naming every file that cannot be read or whose rows
+    are not what its footer says (``--strict``: nothing is written before all are good)."""
+    import dask
+
+    tasks = [dask.delayed(_read_every_row, pure=False)(p.path, p.row_groups) for p in data.parts]
+    futures = client.compute(tasks)
+    bad: dict[str, str] = {}
+    counted: dict[int, int] = {}
+    try:
+        failed = _collect(client, futures, list(range(len(futures))), counted.__setitem__, stall_timeout, False)
+    finally:
+        with contextlib.suppress(Exception):
+            client.cancel(futures, force=True)
+    for i, exc in sorted(failed.items()):
+        text = str(exc).splitlines()[0] if str(exc) else ""
+        bad.setdefault(data.parts[i].path, f"{type(exc).__name__}: {text}".rstrip(": "))
+    for i, rows in counted.items():
+        part = data.parts[i]
+        if rows != part.num_rows and part.path not in bad:
+            bad[part.path] = f"{rows} rows read, its footer says {part.num_rows}"
+    if bad:
+        shown = "; ".join(f"{path}: {why}" for path, why in list(bad.items())[:_MAX_NAMED])
+        more = f" (and {len(bad) - _MAX_NAMED} more)" if len(bad) > _MAX_NAMED else ""
+        raise DGBoostValueError(
+            f"--strict: {len(bad)} input file(s) cannot be read, nothing was written: {shown}{more}"
+        )
+
+
+def _folder_permissions(folder: Path) -> None:
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(folder, 0o777 & ~umask)  # the permissions of a folder made with mkdir, not mkdtemp's 0700
+
+
+def _write_atomically(writer: Callable, piece, path: str, *args) -> int:
+    """``writer(piece, <temporary name>, *args)``, then the file renamed to ``path`` (on the
+    worker): a file under its final name is always complete."""
+    final = Path(path)
+    tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        rows = writer(piece, str(tmp), *args)
+        os.replace(tmp, final)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return rows
+
+
+def _partial_folder(target: Path, run_record: dict, names: list[str], resume: bool) -> tuple[Path, set[str]]:
+    """The resumable run's folder ``.<target>.partial`` (with its record) and the files in it
+    that are kept: none unless ``resume`` (an earlier run's folder is removed first)."""
+    tmp = target.parent / f".{target.name}.partial"
+    record = json.dumps(run_record, sort_keys=True)
+    done: set[str] = set()
+    if resume and tmp.is_dir():
+        try:
+            earlier = (tmp / _RUN_RECORD).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            earlier = None
+        if earlier != record:
+            raise DGBoostValueError(
+                f"--resume: {tmp} was written by a run with another model, inputs or options "
+                f"({_record_difference(earlier, run_record)}); run without --resume to start again"
+            )
+        for p in tmp.iterdir():
+            if p.name.startswith(".part.") and p.name.endswith(".tmp"):
+                p.unlink()  # a file a killed run was writing
+        done = {p.name for p in tmp.iterdir() if p.name in set(names)}
+        return tmp, done
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    (tmp / _RUN_RECORD).write_text(record, encoding="utf-8")
+    return tmp, done
+
+
+def _record_difference(earlier: str | None, record: dict) -> str:
+    if earlier is None:
+        return "it has no run record"
+    try:
+        old = json.loads(earlier)
+    except ValueError:
+        return "its run record is unreadable"
+    keys = sorted(k for k in set(old) | set(record) if old.get(k) != record.get(k))
+    return "differs in " + ", ".join(keys) if keys else "differs"
+
+
+def _collect(
+    client, futures: list, indices: list[int], add: Callable, stall_timeout: float, stop_at_first: bool
+) -> dict:
+    """Wait for the tasks, calling ``add(piece index, rows)`` for each that finishes (``futures[k]``
+    is piece ``indices[k]``); {piece index: exception} of
+    the ones that failed (the first is raised at once with ``stop_at_first``). No piece
+    finishing for ``stall_timeout`` seconds raises a CommunicationError."""
+    from distributed import wait
+
+    from ..errors import CommunicationError
+
+    index_of = {f.key: i for f, i in zip(futures, indices)}
+    pending, failed = list(futures), {}
+    while pending:
+        try:
+            wait(pending, timeout=stall_timeout, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            late = sorted(index_of[f.key] for f in pending)
+            shown = ", ".join(map(str, late[:5])) + (" ..." if len(late) > 5 else "")
+            raise CommunicationError(
+                f"no partition was written for {stall_timeout:g} s (partitions {shown} still running: "
+                "a worker that is stuck or gone)"
+            ) from None
+        for fut in [f for f in pending if f.done()]:
+            pending.remove(fut)
+            if fut.status == "finished":
+                add(index_of[fut.key], int(fut.result(timeout=stall_timeout)))
+                continue
+            exc = fut.exception(timeout=stall_timeout)
+            if stop_at_first:
+                raise exc
+            failed[index_of[fut.key]] = exc
+    return failed
+
+
+def _pieces_failed(failed: dict, sources: Sequence[str] | None, n: int, tmp: Path, kept: bool) -> DGBoostError:
+    """One error naming the input files of the pieces that failed (the first few)."""
+    items = sorted(failed.items())
+    named = []
+    for i, exc in items[:_MAX_NAMED]:
+        where = f"{sources[i]} (partition {i})" if sources is not None else f"partition {i}"
+        text = str(exc).splitlines()[0] if str(exc) else ""
+        named.append(f"{where}: {type(exc).__name__}: {text}" if text else f"{where}: {type(exc).__name__}")
+    more = f" (and {len(items) - _MAX_NAMED} more)" if len(items) > _MAX_NAMED else ""
+    files = sorted({sources[i] for i in failed}) if sources is not None else []
+    lead = f"{len(files)} input file(s) could not be written: " if files else ""
+    tail = (
+        f"; the other {n - len(failed)} partition(s) are written in {tmp}: fix or remove the file(s) "
+        "and run again with --resume to write only the missing ones"
+        if kept and n > len(failed)
+        else ""
+    )
+    return DGBoostValueError(f"{lead}{'; '.join(named)}{more}{tail}")
 
 
 def _replace_folder(tmp: Path, target: Path) -> None:

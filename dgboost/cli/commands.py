@@ -651,6 +651,18 @@ def predict(
     "GPUs when every worker has one); or cpu, cuda, cuda:N, gpu, gpu:N (docs/devices.md).",
 )
 @click.option("--quiet", is_flag=True, help="No progress output (errors only).")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="With --cluster: keep the files an earlier run of the same model, data and options wrote "
+    "before it was killed or stopped (in .<output>.partial) and explain only the missing ones.",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="With --cluster: read every input row on the workers first; if a file cannot be read, "
+    "name it and start nothing (without it, the other files are written).",
+)
 @_data_lake_options
 @_errors_to_exit_code
 def explain(
@@ -663,6 +675,8 @@ def explain(
     cluster: str | None,
     device: str,
     quiet: bool,
+    resume: bool,
+    strict: bool,
     more_data: tuple[str, ...],
     keep_items: tuple[str, ...],
     with_file_name: bool,
@@ -682,7 +696,10 @@ def explain(
     --output is a folder that gets one Parquet file per partition (part.00000.parquet, ...:
     in name order, the input's rows in order), with the same columns; interaction values are
     written flattened the same way, (F+1)^2 columns per output. The folder appears only when
-    every partition is written. Progress: rows done, rows/s and time left on stderr.
+    every partition is written. Progress: rows done, rows/s and time left on stderr. Each file is
+    written atomically into .<output>.partial first; an input file that cannot be read is named
+    in the error and the others are written there: --resume then explains only the missing
+    ones (--strict: read every input first and start nothing if one is bad).
     """
     from ..explain.explainer import TreeExplainer
 
@@ -710,10 +727,20 @@ def explain(
                 device=device,
                 keep=keep,
                 progress_interval=DEFAULT_INTERVAL if progress_interval is None else progress_interval,
+                resume=resume,
+                strict=strict,
             ),
         )
         return
-    _cluster_only(cluster, **{"--partition-rows": partition_rows, "--progress-interval": progress_interval})
+    _cluster_only(
+        cluster,
+        **{
+            "--partition-rows": partition_rows,
+            "--progress-interval": progress_interval,
+            "--resume": resume or None,
+            "--strict": strict or None,
+        },
+    )
     output_path = _check_path_option("output_path", output_path, dir_okay=False, path_type=Path)
 
     explainer = TreeExplainer(model_path, algorithm=algorithm, progress=not quiet, device=resolve_device(device))
