@@ -48,7 +48,7 @@ def _frames(ours, theirs):
     return a, b
 
 
-def _assert_same_trees(ours, theirs, x, rel_gain=1e-3, atol_leaf=1e-5):
+def _assert_same_trees(ours, theirs, x, rel_gain=1e-3, atol_leaf=1e-5, types=TYPES):
     """Same structure, features, category sets and routing; gains and leaves to tolerance."""
     a, b = _frames(ours, theirs)
     for col in ("Node", "Feature", "Yes", "No", "Missing"):
@@ -58,8 +58,8 @@ def _assert_same_trees(ours, theirs, x, rel_gain=1e-3, atol_leaf=1e-5):
     np.testing.assert_allclose(a["Gain"][~leaf].astype(float), b["Gain"][~leaf].astype(float), rtol=rel_gain)
     np.testing.assert_allclose(a["Gain"][leaf].astype(float), b["Gain"][leaf].astype(float), atol=atol_leaf)
     np.testing.assert_allclose(
-        ours.predict(dg.DMatrix(x, feature_types=TYPES)),
-        theirs.predict(xgb.DMatrix(x, feature_types=TYPES, enable_categorical=True)),
+        ours.predict(dg.DMatrix(x, feature_types=types)),
+        theirs.predict(xgb.DMatrix(x, feature_types=types, enable_categorical=True)),
         atol=1e-5,
     )
 
@@ -107,6 +107,45 @@ def test_interaction_constraints_apply_to_categorical_features():
     params = {"max_depth": 3, "interaction_constraints": "[[0, 3], [1, 2]]", "base_score": 0.5}
     ours, theirs = _both(params, x, y, 3)
     _assert_same_trees(ours, theirs, x)
+
+
+def _awkward_data(n=2000, seed=3):
+    """A column with no value, sparse codes (0, 50, 51), exactly 4 categories, 3 categories
+    and an integer column; weights."""
+    rng = np.random.default_rng(seed)
+    cols = [
+        np.full(n, np.nan),
+        rng.choice([0, 50, 51], n).astype(float),
+        rng.integers(0, 4, n).astype(float),
+        rng.integers(0, 3, n).astype(float),
+        rng.integers(0, 8, n).astype(float),
+    ]
+    x = np.stack(cols, 1).astype(np.float32)
+    x[rng.random(x.shape) < 0.05] = np.nan
+    b, c, d = (np.nan_to_num(x[:, j]) for j in (1, 2, 3))
+    y = (b == 50) * 2.0 + c % 2 + d * 0.5 + rng.normal(size=n) * 0.1
+    return x, y.astype(np.float32), rng.uniform(0.5, 2.0, n).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"max_depth": 3},
+        {"max_depth": 3, "max_cat_to_onehot": 1},
+        {"max_depth": 3, "max_cat_to_onehot": 100},
+        {"max_depth": 3, "alpha": 1.0, "max_delta_step": 0.5, "gamma": 0.5},
+    ],
+    ids=["defaults", "always-partition", "always-one-hot", "regularised"],
+)
+def test_trees_match_xgboost_on_empty_sparse_and_boundary_categorical_columns(params):
+    x, y, w = _awkward_data()
+    types = ["c", "c", "c", "c", "q"]
+    params = {**params, "base_score": 0.5}
+    ours = dg.train(params, dg.DMatrix(x, y, weight=w, feature_types=types), 3)
+    theirs = xgb.train(
+        {**params, "tree_method": "hist"}, xgb.DMatrix(x, y, weight=w, feature_types=types, enable_categorical=True), 3
+    )
+    _assert_same_trees(ours, theirs, x, types=types)
 
 
 def _frame(n=2000, seed=0):
