@@ -304,9 +304,9 @@ extern "C" __global__ void record_leaf_values(const long long* __restrict__ reco
 // ``best_per_node`` compares numeric and categorical candidates in feature order as before.
 //  - One-hot (K < max_cat_to_onehot): thread per category c, candidates 2c (the category
 //    right, missing left) and 2c + 1 (the category and the missing rows right).
-//  - Partition: every category's key (float64 weight of its own sums, then its code) is
-//    written to shared memory (or, past what a block's shared memory holds, to the block's
-//    slice of a global scratch) and bitonic-sorted; keys are distinct, so the order is the
+//  - Partition: every category's key (the float64 weight of its own sums without
+//    min_child_weight's floor, then its code) is written to shared memory (or, past what a
+//    block's shared memory holds, to the block's slice of a global scratch) and bitonic-sorted; keys are distinct, so the order is the
 //    CPU's stable sort. The first n - 1 sorted categories are scanned forward (missing left)
 //    and the last n - 1 backward (missing right), n = min(max_cat_threshold, K), with int64
 //    block scans; candidate t of the forward scan has order t, of the backward scan n - 1 + t.
@@ -327,11 +327,13 @@ __device__ __forceinline__ unsigned long long weight_key(double w) {
   return (bits >> 63) ? ~bits : (bits | 0x8000000000000000ull);
 }
 
-// The sort key of category c: the leaf weight of its own sums (no bounds), as the CPU's.
+// The sort key of category c: the Newton weight of its own sums without min_child_weight's
+// floor (0 only at H <= 0) and without bounds, XGBoost 3.4.1's CalcWeightCat, as the CPU's.
 __device__ __forceinline__ unsigned long long category_key(const long long* __restrict__ h, int c,
                                                            const SplitParamsDev& p) {
+  const SplitParamsDev unfloored{p.inv_scale_g, p.inv_scale_h, p.lam, p.alpha, 0.0, p.mds};
   const double G = h[2 * c] * p.inv_scale_g, H = h[2 * c + 1] * p.inv_scale_h;
-  return weight_key(leaf_weight(G, H, p));
+  return weight_key(leaf_weight(G, H, unfloored));
 }
 
 // (key a, code ca) sorts after (key b, code cb).

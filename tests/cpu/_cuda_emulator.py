@@ -75,7 +75,7 @@ class _Module:
             cpp.unlink()
         self.lib = ctypes.CDLL(str(lib))
         self.lib.dg_kernel_name.restype = ctypes.c_char_p
-        self.lib.dg_launch.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p]
+        self.lib.dg_launch.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p]
         self.kernels = {}
         for i in range(self.lib.dg_n_kernels()):
             sizes, kinds = (ctypes.c_int * 64)(), (ctypes.c_int * 64)()
@@ -83,7 +83,8 @@ class _Module:
             self.kernels[self.lib.dg_kernel_name(i).decode()] = (i, list(zip(sizes[:n], kinds[:n])))
         assert sorted(self.kernels) == sorted(names)
 
-    def launch(self, name: str, grid: int, block: int, args, shared: int = 0) -> None:
+    def launch(self, name: str, grid, block: int, args, shared: int = 0) -> None:
+        """Run kernel ``name`` over ``grid`` (an int, or (x, y)) blocks of ``block`` threads."""
         index, params = self.kernels[name]
         if len(args) != len(params):
             raise TypeError(f"{name}: {len(args)} arguments for {len(params)} parameters")
@@ -94,7 +95,8 @@ class _Module:
             holder = _argument(name, k, arg, size, kind)
             holders.append(holder)
             pointers[k] = ctypes.cast(ctypes.pointer(holder), ctypes.c_void_p)
-        self.lib.dg_launch(index, int(grid), int(block), pointers)
+        gx, gy = (grid[0], grid[1] if len(grid) > 1 else 1) if isinstance(grid, tuple) else (grid, 1)
+        self.lib.dg_launch(index, int(gx), int(gy), int(block), pointers)
 
 
 def _argument(kernel: str, k: int, arg, size: int, kind: int):
@@ -163,7 +165,7 @@ class EmulatedCUDABackend(CUDABackend):
 
         if grid is None:
             grid = _grid(n, self.sm_count, threads)
-        grid = grid[0] if isinstance(grid, tuple) else int(grid)
+        grid = tuple(int(g) for g in grid) if isinstance(grid, tuple) else int(grid)
         if shared > self.shared_bytes:
             raise ValueError(f"{name}: {shared} bytes of shared memory, more than the {self.shared_bytes} of a block")
         self.launches.append((name, grid, threads, shared))
@@ -185,3 +187,22 @@ class EmulatedCUDABackend(CUDABackend):
 
     def synchronize(self):
         pass
+
+    # -- what training needs besides kernels: host stand-ins for CuPy's streams and copies ----
+    def check_training_memory(self, *args, **kwargs) -> int:
+        return 0
+
+    def read_later(self, arrays):
+        copies = [np.array(a, copy=True) for a in arrays]
+        return type("_Read", (), {"result": lambda self: copies})()
+
+    def concatenate(self, arrays):
+        return np.concatenate([np.asarray(a) for a in arrays])
+
+    def logistic_gradient(self, margin, label, weight, scale_pos_weight: float):
+        from dgboost.backend.cpu import CPUBackend
+
+        return CPUBackend().logistic_gradient(margin, label, weight, scale_pos_weight)
+
+    def sketch_cuts(self, values, rows, features, max_bin, block_values):
+        return None  # the host sketch (the device sketch gives its cuts bit for bit)

@@ -167,7 +167,15 @@ def _numeric_feature(h, nd, p, sg, sh):
 
 
 def _category_key(h, c, p, sg, sh):
-    return _weight_key(_leaf_weight(int(h[c, 0]) * sg, int(h[c, 1]) * sh, p))
+    """split.cu's ``category_key``: the weight without min_child_weight's floor (CalcWeightCat)."""
+    unfloored = _unfloored(p)
+    return _weight_key(_leaf_weight(int(h[c, 0]) * sg, int(h[c, 1]) * sh, unfloored))
+
+
+def _unfloored(p):
+    from dataclasses import replace
+
+    return replace(p, min_child_weight=0.0)
 
 
 def _categorical_feature(h, nd, p, sg, sh):

@@ -177,9 +177,8 @@ def test_emulated_cuda_prediction_takes_xgboosts_categorical_decision():
 
 
 def test_emulated_cuda_weights_of_minus_zero_and_zero_tie_and_keep_code_order():
-    # empty categories and h below min_child_weight weigh +0.0, g = 0 with enough h weighs
-    # -0.0: the CPU's stable sort keeps them in code order, so must the kernel's keys (keying
-    # -0.0 below +0.0 would send category 4 right as well: set 31 instead of 15)
+    # empty categories weigh +0.0, g = 0 with some h -0.0: the CPU's stable sort keeps them in
+    # code order, so must the kernel's keys (keying -0.0 below +0.0 would change the set)
     hist = np.array([[[5, 0], [0, 0], [0, 0], [0, 4], [0, 3], [-3, 4]]], np.int64) * 2**20
     totals = hist.sum(axis=1)
     hist, totals = np.repeat(hist, 2, axis=0), np.repeat(totals, 2, axis=0)  # row 1 becomes the empty slot

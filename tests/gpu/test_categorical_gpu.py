@@ -149,8 +149,8 @@ def test_categorical_split_search_equals_the_cpu_kernel_bit_for_bit(gpu, case):
 
 @pytest.mark.gpu
 def test_weights_of_minus_zero_and_zero_keep_code_order_on_the_gpu(gpu):
-    # +0.0 (empty, or h below min_child_weight) and -0.0 (g = 0) weights tie in the CPU's
-    # stable sort; keyed apart, category 4 would go right too (set 31 instead of 15)
+    # +0.0 (empty categories) and -0.0 (g = 0) weights tie in the CPU's stable sort; keyed
+    # apart, the set would differ
     hist = np.array([[[5, 0], [0, 0], [0, 0], [0, 4], [0, 3], [-3, 4]]], np.int64) * 2**20
     totals = hist.sum(axis=1)
     records = node_records([0], [0], sums=totals)

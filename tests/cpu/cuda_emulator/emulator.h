@@ -97,6 +97,23 @@ inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
   return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
 }
 inline unsigned atomicOr(unsigned* p, unsigned v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }
+inline unsigned atomicMax(unsigned* p, unsigned v) {
+  unsigned old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+  while (old < v && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  }
+  return old;
+}
+inline unsigned __float_as_uint(float f) {
+  unsigned out;
+  std::memcpy(&out, &f, 4);
+  return out;
+}
+inline float __uint_as_float(unsigned u) {
+  float out;
+  std::memcpy(&out, &u, 4);
+  return out;
+}
+using std::isinf;
 inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 using std::fabs;
 using std::isnan;
