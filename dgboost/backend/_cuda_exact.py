@@ -21,10 +21,12 @@ from ._cpu_exact import exact_memory_estimate, forward_columns, parent_gains, pr
 
 __all__ = ["CUDAExactEngine", "SORTED_FROM_DEPTH", "device_available_bytes", "gpu_memory_estimate", "run_ends"]
 
-#: The first depth scanned in sorted mode: a level of 2**d nodes costs the interleaved mode
-#: 2**d scans of every entry, the sorted mode one stable sort of 16-bit keys; set from measurements
-#: (benchmarks/exact_greedy.py --modes).
-SORTED_FROM_DEPTH = 3
+#: The first depth scanned in sorted mode. A level of 2**d nodes costs the interleaved mode
+#: 2**d rounds of seven passes over the entries (pairs, three scans, three candidate passes),
+#: the sorted mode about eleven (keys, a 16-bit stable radix sort, pairs, two scans, three
+#: candidate passes) whatever d: interleaved pays at the root only. An estimate until
+#: ``benchmarks/exact_greedy.py --modes`` measures each level in both modes on the GPU.
+SORTED_FROM_DEPTH = 1
 
 _THREADS = 256
 _FILE = "exact_split.cu"
