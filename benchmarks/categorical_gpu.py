@@ -1,13 +1,14 @@
 """dgboost vs XGBoost 3.4.1 on one GPU with categorical features: training and SHAP.
 
-Training: an airline-like table (issue 29) of ``--rows`` rows (20M by default) drawn on the
-device: categorical ``carrier`` (20 carriers), ``origin`` and ``dest`` (``--airports``
-airports, 300 by default, Zipf-like long-tailed frequencies, so hundreds of rare airports),
-numeric ``month``, ``day_of_week``, ``dep_hour``, ``distance`` (a function of the airport
-pair) and ``sched_minutes``; the label ``delayed`` comes from per-carrier and per-airport
-effects, hour-of-day and an origin x carrier interaction plus noise (:func:`make_airline`).
-Both libraries get the same CuPy arrays with the same feature types (``c`` for the three
-categorical columns; XGBoost with ``enable_categorical=True``) and the same parameters
+Training: the airline-like table of :func:`dgboost.datasets.make_airline_like` (issue 29),
+``--rows`` rows (20M by default): categorical ``carrier`` (20 carriers), ``origin`` and
+``dest`` (``--airports`` airports, 300 by default, Zipf-like long-tailed, so hundreds of rare
+airports), numeric ``month``, ``day_of_week``, ``dep_hour``, ``distance`` and
+``crs_dep_time``; the label is a delay from per-airport and per-carrier effects, a carrier x
+origin interaction, hour, month, distance and noise. It is drawn on the host and copied to the
+device once (:func:`make_airline`). Both libraries get the same CuPy arrays with the same
+feature types (``c`` for the three categorical columns; XGBoost with
+``enable_categorical=True``) and the same parameters
 (binary:logistic, eta 0.1, max_depth 8, max_bin 256, ``max_cat_to_onehot`` 4 and
 ``max_cat_threshold`` 64, XGBoost's defaults), ``--rounds`` rounds; 10% more rows are held
 out for the AUC.
@@ -55,56 +56,25 @@ from _common import write_result  # noqa: E402
 from train_gpu import Device, MiB, _round_clock, _spread, held_out_metric  # noqa: E402
 
 LIBRARIES = ("dgboost", "xgboost")
-FEATURES = ["carrier", "origin", "dest", "month", "day_of_week", "dep_hour", "distance", "sched_minutes"]
-TYPES = ["c", "c", "c", "q", "q", "q", "q", "q"]
+FEATURES = ["month", "day_of_week", "dep_hour", "distance", "crs_dep_time", "carrier", "origin", "dest"]
+TYPES = ["q", "q", "q", "q", "q", "c", "c", "c"]
 N_CARRIERS = 20
 
 
 def make_airline(xp, n_rows: int, n_airports: int = 300, seed: int = 0):
-    """An airline-like table on ``xp`` (numpy or cupy): float32 (n, 8) in :data:`FEATURES`
-    order (categorical codes as floats, ~1% of dep_hour and distance missing) and float32
-    (n,) labels (1 = delayed).
+    """The airline-like table of :func:`dgboost.datasets.make_airline_like` on ``xp`` (numpy
+    or cupy): float32 (n, 8) in :data:`FEATURES` order (the categorical columns as their codes)
+    and float32 (n,) labels (1 = delayed). Drawn on the host, then copied to the device once."""
+    from dgboost.datasets import make_airline_like
 
-    Airports and carriers are drawn with Zipf-like frequencies (p_k ~ 1 / k^1.1), so a few
-    hubs carry most flights and hundreds of airports are rare; each has a random effect on
-    the delay (drawn on the host from ``seed``, the same for either array module).
-    """
-    f32 = xp.float32
-    host = np.random.default_rng(seed)
-    rng = xp.random.default_rng(seed + 1)
-
-    def long_tailed(k: int):
-        p = 1.0 / np.arange(1, k + 1) ** 1.1
-        cdf = xp.asarray(np.cumsum(p / p.sum()).astype(np.float64))
-        codes = xp.searchsorted(cdf, rng.random(n_rows, dtype=xp.float64))
-        return xp.minimum(codes, k - 1).astype(f32)
-
-    carrier, origin, dest = long_tailed(N_CARRIERS), long_tailed(n_airports), long_tailed(n_airports)
-    month = xp.floor(rng.random(n_rows, dtype=f32) * 12).astype(f32) + 1
-    dow = xp.floor(rng.random(n_rows, dtype=f32) * 7).astype(f32)
-    dep_hour = xp.floor(5 + rng.random(n_rows, dtype=f32) * 19).astype(f32)
-    position = xp.asarray(host.uniform(0, 3000, n_airports).astype(np.float32))
-    distance = xp.abs(position[origin.astype(xp.int32)] - position[dest.astype(xp.int32)]) + f32(80)
-    sched = distance / f32(8) + f32(30) + rng.random(n_rows, dtype=f32) * f32(20)
-    carrier_eff = xp.asarray(host.normal(0, 0.6, N_CARRIERS).astype(np.float32))
-    airport_eff = xp.asarray(host.normal(0, 0.5, n_airports).astype(np.float32))
-    hub_carrier = xp.asarray(host.normal(0, 0.4, (n_airports, N_CARRIERS)).astype(np.float32))
-    oi, ci = origin.astype(xp.int32), carrier.astype(xp.int32)
-    score = (
-        carrier_eff[ci]
-        + airport_eff[oi]
-        + f32(0.7) * airport_eff[dest.astype(xp.int32)]
-        + hub_carrier[oi, ci]
-        + f32(0.08) * (dep_hour - f32(12))
-        + f32(0.3) * xp.sin(month / f32(2))
-        - f32(0.0001) * distance
-        + f32(0.2) * (dow >= 5)
-    )
-    y = (score + rng.standard_normal(n_rows, dtype=f32) > f32(0.4)).astype(f32)
-    X = xp.stack([carrier, origin, dest, month, dow, dep_hour, distance, sched], axis=1).astype(f32)
-    for col in (5, 6):  # a few missing values in numeric columns
-        X[:, col] = xp.where(rng.random(n_rows, dtype=f32) < f32(0.01), f32(np.nan), X[:, col])
-    return X, y
+    frame, y = make_airline_like(n_rows, n_airports=n_airports, n_carriers=N_CARRIERS, seed=seed)
+    X = np.empty((n_rows, len(FEATURES)), np.float32)
+    for j, name in enumerate(FEATURES):
+        col = frame[name]
+        X[:, j] = col.cat.codes.to_numpy(np.float32) if TYPES[j] == "c" else col.to_numpy(np.float32)
+    X[X == -1] = np.nan  # a missing category's code (none are drawn)
+    del frame
+    return xp.asarray(X), xp.asarray(y.astype(np.float32))
 
 
 def _params(lib: str, device: Device, args) -> dict:
