@@ -22,16 +22,17 @@ __device__ __forceinline__ bool in_category_set(float x, const unsigned* __restr
   return cat_pool[off + 1] != 0u;
 }
 
-// element_is_on for element e of a table that may have category sets: ``cat_offset`` is
-// null for a table without categorical splits, else the element's set offset (-1: none);
-// an element with a set is on when x is in its interval and its set (or missing on the
-// missing branch). The CPU's element_is_on_cat.
+// element_is_on for element e of a table that may have category sets. ``cat_pool[0]`` is a
+// header (dgboost/explain/paths.py flagged_category_arrays): 0 for a table without categorical
+// splits (``cat_offset`` is then never read), 1 when ``cat_offset[e]`` holds element e's set
+// offset in ``cat_pool`` (-1: none). An element with a set is on when x is in its interval
+// and its set (or missing on the missing branch). The CPU's element_is_on_cat.
 __device__ __forceinline__ bool element_is_on(float x, long long e, const float* __restrict__ lower,
                                               const float* __restrict__ upper,
                                               const unsigned char* __restrict__ missing,
                                               const long long* __restrict__ cat_offset,
                                               const unsigned* __restrict__ cat_pool) {
-  const long long off = cat_offset != nullptr ? cat_offset[e] : -1;
+  const long long off = cat_pool[0] != 0u ? cat_offset[e] : -1;
   if (off < 0) return element_is_on(x, lower[e], upper[e], missing[e] != 0);
   if (x != x) return missing[e] != 0;
   const float fmax = 3.4028234663852886e38f;

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import DGBoostValueError
 from ..explain import interventional as iv
-from ..explain.paths import PathTable
+from ..explain.paths import PathTable, flagged_category_arrays
 from ._device_cache import DeviceCache, device_bytes
 
 __all__ = ["DeviceInterventionalPaths", "DeviceBackground", "path_arrays", "shap_values_interventional_device"]
@@ -43,8 +43,8 @@ class DeviceInterventionalPaths:
         ``path_offsets`` and ``word_offsets`` int64 (n_paths + 1,); ``group_paths`` int32
         (n_paths,): every path, by group then path order, ``group_ptr`` int64 (n_groups + 1,);
         element arrays ``feature`` int32, ``lower`` / ``upper`` float32, ``missing`` uint8,
-        ``cat_offset`` int64 (n_elements,; empty without categorical splits) and ``cat_pool``
-        uint32 (the category sets, :mod:`dgboost.explain.paths`); ``path_v`` float64
+        ``cat_offset`` int64 and ``cat_pool`` uint32 (the category sets behind a header word,
+        :func:`~dgboost.explain.paths.flagged_category_arrays`); ``path_v`` float64
         (n_paths,); ``wtab`` float64 (W, W): the Shapley weights; ``base_margin`` float64 (n_groups,).
     wtab_stride : int
         W, the row stride of ``wtab``.
@@ -69,6 +69,7 @@ def path_arrays(table: PathTable) -> dict:
     order = np.argsort(table.path_group, kind="stable")  # by group, path order within
     group_ptr = np.zeros(table.n_groups + 1, np.int64)
     np.cumsum(np.bincount(table.path_group, minlength=table.n_groups), out=group_ptr[1:])
+    cat_offset, cat_pool = flagged_category_arrays(table)  # behind a header word (path_element.cuh)
     return {
         "path_offsets": table.path_offsets.astype(np.int64),
         "word_offsets": iv.path_word_offsets(table),
@@ -78,9 +79,8 @@ def path_arrays(table: PathTable) -> dict:
         "lower": table.lower.astype(np.float32),
         "upper": table.upper.astype(np.float32),
         "missing": table.is_missing_branch.astype(np.uint8),
-        # category sets (paths.py); an empty cat_offset is a null pointer: no categorical splits
-        "cat_offset": table.cat_offset if table.has_categorical else np.empty(0, np.int64),
-        "cat_pool": table.cat_pool if table.has_categorical else np.empty(0, np.uint32),
+        "cat_offset": cat_offset,
+        "cat_pool": cat_pool,
         "path_v": table.path_v.astype(np.float64),
         "wtab": np.ascontiguousarray(iv.table_weights(table)),
         "base_margin": table.base_margin.astype(np.float64),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..explain.paths import PathTable
+from ..explain.paths import PathTable, flagged_category_arrays
 from ..explain.tables import DEFAULT_MAX_K, table_layout
 from ._device_cache import DeviceCache, device_bytes
 
@@ -46,8 +46,8 @@ class DevicePathTable:
     ----------
     arrays : dict of str -> cupy.ndarray
         Element arrays (``feature`` int32, ``lower`` / ``upper`` float32, ``missing`` uint8,
-        ``cat_offset`` int64 (empty without categorical splits: a null pointer in the kernels)
-        and ``cat_pool`` uint32 (the category sets, :mod:`dgboost.explain.paths`),
+        ``cat_offset`` int64 and ``cat_pool`` uint32 (the category sets behind a header word,
+        :func:`~dgboost.explain.paths.flagged_category_arrays`),
         ``zero_fraction`` float64; (n_elements,)), ``path_offsets`` int64 (n_paths + 1,),
         ``path_v`` float64 and ``table_offsets`` int64 (n_paths,), ``group_paths`` int32:
         the paths the kernel computes, by group then path order, ``group_ptr`` int64
@@ -70,14 +70,15 @@ class DevicePathTable:
         group_ptr = np.zeros(table.n_groups + 1, np.int64)
         np.cumsum(np.bincount(table.path_group[computed], minlength=table.n_groups), out=group_ptr[1:])
         table_offsets, selected, selected_offsets, total = table_layout(table, max_table_bytes, max_k)
+        # category sets behind a header word (path_element.cuh)
+        cat_offset, cat_pool = flagged_category_arrays(table)
         host = {
             "feature": table.feature.astype(np.int32),
             "lower": table.lower,
             "upper": table.upper,
             "missing": table.is_missing_branch.astype(np.uint8),
-            # category sets (paths.py); an empty cat_offset is a null pointer: no categorical splits
-            "cat_offset": table.cat_offset if table.has_categorical else np.empty(0, np.int64),
-            "cat_pool": table.cat_pool if table.has_categorical else np.empty(0, np.uint32),
+            "cat_offset": cat_offset,
+            "cat_pool": cat_pool,
             "zero_fraction": table.zero_fraction,
             "path_offsets": table.path_offsets.astype(np.int64),
             "path_v": table.path_v,

@@ -69,6 +69,7 @@ __all__ = [
     "element_is_on",
     "element_is_on_cat",
     "category_arrays",
+    "flagged_category_arrays",
 ]
 
 # One path element as a C struct (40 bytes; dgboost._layout.PATH_ELEMENT, mirrored by
@@ -264,6 +265,17 @@ def category_arrays(table: PathTable) -> tuple[np.ndarray, np.ndarray]:
     if table.cat_offset is None:
         return _NO_CAT_OFFSET, _NO_CAT_POOL
     return table.cat_offset, table.cat_pool
+
+
+def flagged_category_arrays(table: PathTable) -> tuple[np.ndarray, np.ndarray]:
+    """``(cat_offset, cat_pool)`` as the CUDA kernels read them (kernels/path_element.cuh):
+    the pool behind one header word, 1 when the table has category sets (the offsets then
+    point one word further), 0 for a table without (its offsets, one -1, are never read).
+    The header, not a null pointer, says which: any array type and launcher pass it alike."""
+    if table.cat_offset is None:
+        return np.full(1, -1, dtype=np.int64), np.zeros(1, dtype=np.uint32)
+    offsets = np.where(table.cat_offset >= 0, table.cat_offset + 1, -1)
+    return offsets, np.concatenate([np.ones(1, dtype=np.uint32), table.cat_pool])
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,0 +1,144 @@
+"""The CUDA TreeSHAP kernels, run on the host by the emulator, give the CPU engine's bits.
+
+``_cuda_emulator`` compiles kernels/treeshap_rows.cu and treeshap_interventional.cu with a
+host C++ compiler (a host thread per CUDA thread); the GPU engines' own host code
+(``dgboost.backend._cuda_treeshap`` / ``_cuda_interventional``: uploads, argument lists,
+launch shapes) runs with NumPy standing in for CuPy, every launch argument checked against
+the kernel's parameter type. So without a GPU the category sets of categorical splits (and
+the numeric models' path, unchanged) are held to the CPU engine bit for bit: SHAP values by
+table, quadrature and path method, interaction values in each kernel layout, interventional
+values. Small inputs; ``tests/gpu/test_categorical_shap_gpu.py`` checks the same on a GPU.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from dgboost.explain import extract_paths, shap_interactions, shap_values_interventional, shap_values_path
+from dgboost.explain.treeshap import shap_values_table
+from dgboost.testing.shap_checks import assert_bitwise
+from dgboost.testing.shap_oracle import (
+    random_categorical_ensemble,
+    random_categorical_rows,
+    random_ensemble,
+    random_rows,
+)
+
+_cuda_emulator = pytest.importorskip("_cuda_emulator")
+pytestmark = pytest.mark.skipif(not _cuda_emulator.available(), reason="needs a host C++20 compiler")
+
+# what the SHAP kernels use beyond the emulator's intrinsics (a width for __shfl_sync: lanes
+# of a width-sized segment of the warp, as CUDA's)
+_PRELUDE = """
+inline int __popcll(unsigned long long v) { return __builtin_popcountll(v); }
+inline void __syncwarp(unsigned = 0xffffffffu) { dg_block.warps[threadIdx.x >> 5].bar.arrive_and_wait(); }
+template <typename T>
+inline T __shfl_sync(unsigned, T v, int src, int width) {
+  const int lane = threadIdx.x & 31;
+  return dg_exchange(v, (lane & ~(width - 1)) + (src & (width - 1)));
+}
+"""
+
+
+class _Function:
+    def __init__(self, module, name):
+        self.module, self.name = module, name
+        self.max_dynamic_shared_size_bytes = 0
+
+    def __call__(self, grid, block, args, shared_mem=0):
+        grid = tuple(int(g) for g in grid)
+        assert all(g == 1 for g in grid[2:]), "the emulator runs 2-d grids (slices of paths are not emulated)"
+        self.module.launch(self.name, grid[:2], int(block[0]), args, int(shared_mem))
+
+
+class _Module:
+    def __init__(self, file):
+        self.module = _cuda_emulator.emulated_module(file)
+
+    def get_function(self, name):
+        return _Function(self.module, name)
+
+
+def _fake_cupy() -> types.ModuleType:
+    """NumPy as CuPy, for the engines' host code."""
+    cp = types.ModuleType("cupy")
+    for name in ("asarray", "empty", "zeros", "ascontiguousarray", "moveaxis", "ndarray", "float32", "float64"):
+        setattr(cp, name, getattr(np, name))
+    cp.int32, cp.int64, cp.uint32 = np.int32, np.int64, np.uint32
+    cp.asnumpy = np.asarray
+    device = types.SimpleNamespace(id=0, attributes={"MaxSharedMemoryPerBlockOptin": 232_448}, synchronize=lambda: None)
+    cp.cuda = types.SimpleNamespace(Device=lambda *args: device)
+    return cp
+
+
+@pytest.fixture
+def emulated(monkeypatch):
+    """The GPU SHAP engines with their launches on the emulator (2-d grids: no path slices)."""
+    from dgboost.backend import _cuda_interventional, _cuda_treeshap, _nvrtc
+
+    source = _cuda_emulator._source
+
+    def with_prelude(file):
+        text, names = source(file)
+        return text.replace('#include "emulator.h"\n', '#include "emulator.h"\n' + _PRELUDE, 1), names
+
+    monkeypatch.setattr(_cuda_emulator, "_source", with_prelude)
+    monkeypatch.setattr(_nvrtc, "get_module", _Module)
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
+    monkeypatch.setattr(_cuda_treeshap, "_SLICES_BELOW", 0)  # rows in threads, never slices in blocks.z
+    _cuda_treeshap._clear_cache()
+    _cuda_interventional._PATHS.clear()
+    _cuda_interventional._BACKGROUNDS.clear()
+    yield _cuda_treeshap, _cuda_interventional
+    _cuda_treeshap._clear_cache()
+    _cuda_interventional._PATHS.clear()
+    _cuda_interventional._BACKGROUNDS.clear()
+
+
+def _categorical(seed=0, n_categories=(70, 0, 3, 2), n_trees=3, depth=5, groups=2, n_rows=45):
+    rng = np.random.default_rng(seed)
+    ens = random_categorical_ensemble(rng, list(n_categories), n_trees=n_trees, max_depth=depth, n_groups=groups)
+    X = random_categorical_rows(rng, n_rows, list(n_categories))
+    background = random_categorical_rows(rng, 6, list(n_categories))
+    return extract_paths(ens), X, background
+
+
+def _numeric(seed=1, F=5, n_rows=45):
+    rng = np.random.default_rng(seed)
+    ens = random_ensemble(rng, F, n_trees=3, max_depth=5, n_groups=2)
+    return extract_paths(ens), random_rows(rng, n_rows, F).astype(np.float32), random_rows(rng, 6, F)
+
+
+@pytest.mark.parametrize("make", [_categorical, _numeric])
+@pytest.mark.parametrize("budget,quad_max_k", [(1 << 20, None), (0, None), (0, 0)])
+def test_emulated_gpu_shap_values_are_the_cpus_bits(emulated, make, budget, quad_max_k):
+    gpu, _ = emulated
+    table, X, _ = make()
+    want = shap_values_path(table, X) if quad_max_k == 0 else shap_values_table(table, X, max_table_bytes=budget)
+    assert_bitwise(gpu.shap_values_device(table, X, budget, quad_max_k=quad_max_k), want)
+
+
+@pytest.mark.parametrize("make", [_categorical, _numeric])
+@pytest.mark.parametrize("layout", [None, ("warp-out", 8, 0), ("rows", 0, 0)])
+def test_emulated_gpu_interaction_values_are_the_cpus_bits(emulated, monkeypatch, make, layout):
+    gpu, _ = emulated
+    if layout is not None:
+        monkeypatch.setattr(gpu, "_interaction_layout", lambda F, n, G: layout)
+    table, X, _ = make(n_rows=10)
+    assert_bitwise(gpu.shap_interactions_device(table, X), shap_interactions(table, X))
+
+
+@pytest.mark.parametrize("make", [_categorical, _numeric])
+@pytest.mark.parametrize("transform", [None, "logistic"])
+def test_emulated_gpu_interventional_values_are_the_cpus_bits(emulated, make, transform):
+    _, gpu = emulated
+    table, X, background = make(n_rows=20)
+    if transform is not None:  # one output: the first group's paths
+        table = table.select_paths(np.flatnonzero(table.path_group == 0))
+        table.n_groups, table.base_margin = 1, table.base_margin[:1]
+    want = shap_values_interventional(table, X, background, transform=transform)
+    assert_bitwise(gpu.shap_values_interventional_device(table, X, background, transform), want)
