@@ -393,3 +393,12 @@ def test_categorical_values_equal_brute_force_for_any_shape(seed, n_categories, 
     np.testing.assert_allclose(got, brute_force_shap(ens, X), rtol=0, atol=1e-9)
     np.testing.assert_allclose(shap_values(ens, X, method="path"), got, rtol=0, atol=1e-9)
     np.testing.assert_allclose(shap_interactions(ens, X).sum(-1), got, rtol=0, atol=1e-9)
+
+
+def test_contributions_of_a_tree_range_of_a_categorical_model_add_up_to_its_margin():
+    booster, frame = _dgboost_categorical_model(rounds=6)
+    rows = frame.iloc[:100]
+    for iteration_range in ((0, 2), (2, 6)):
+        contribs = booster.predict(rows, pred_contribs=True, iteration_range=iteration_range)
+        margin = booster.predict(rows, output_margin=True, iteration_range=iteration_range)
+        np.testing.assert_allclose(contribs.sum(-1), margin, rtol=0, atol=1e-5)
