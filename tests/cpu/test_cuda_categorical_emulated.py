@@ -185,3 +185,47 @@ def test_emulated_cuda_weights_of_minus_zero_and_zero_tie_and_keep_code_order():
     p = _Params(min_child_weight=2.0, max_cat_threshold=3)
     want = _evaluate_both(_cuda_emulator.EmulatedCUDABackend(), hist, totals, [6], [1], p)
     assert want[0, FEATURE] == 0
+
+
+@pytest.fixture
+def emulated_cuda_training(monkeypatch):
+    """``device="cuda"`` training runs on an emulated CUDA backend (this test's only)."""
+    import dgboost._training_job as job
+
+    backend = _cuda_emulator.EmulatedCUDABackend()
+    cpu_backend = job.get_backend
+    monkeypatch.setattr(
+        job,
+        "get_backend",
+        lambda device, nthread=0: backend if str(device).startswith("cuda") else cpu_backend(device, nthread),
+    )
+    return backend
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "params",
+    [{"max_depth": 3}, {"grow_policy": "lossguide", "max_leaves": 6, "max_depth": 0}],
+    ids=["whole-levels", "lossguide"],
+)
+def test_emulated_cuda_training_saves_the_cpu_categorical_model_byte_for_byte(emulated_cuda_training, params):
+    import dgboost as dg
+    from dgboost.testing import assert_same_trees
+    from dgboost.testing.checks import normalised_model_json
+
+    rng = np.random.default_rng(0)
+    n = 800
+    X = np.column_stack([rng.integers(0, 3, n), rng.integers(0, 40, n), rng.normal(size=n)]).astype(np.float32)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = (np.sin(np.nan_to_num(X[:, 1])) + (X[:, 0] == 1) + 0.3 * np.nan_to_num(X[:, 2]) > 0.5).astype(np.float32)
+    p = {"objective": "binary:logistic", "max_bin": 16, **params}
+    models = {
+        device: dg.train(
+            {**p, "device": device}, dg.DMatrix(X, y, feature_types=["c", "c", "q"]), 2, verbose_eval=False
+        )
+        for device in ("cuda", "cpu")
+    }
+    assert any(name == "best_per_category_feature" for name, *_ in emulated_cuda_training.launches)
+    assert models["cuda"].ensemble.has_categorical
+    assert_same_trees(models["cuda"], models["cpu"], names=("emulated cuda", "cpu"))
+    assert normalised_model_json(models["cuda"], keys=()) == normalised_model_json(models["cpu"], keys=())
