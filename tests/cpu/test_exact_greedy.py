@@ -200,10 +200,10 @@ def test_test_metrics_are_within_half_a_percent_of_xgboost_exacts(objective):
     y = (z + rng.normal(size=z.size) * 0.5).astype(np.float32)
     if objective == "binary:logistic":
         y = (y > 0).astype(np.float32)
-    train, test = slice(0, 2000), slice(2000, None)
+    train, test = slice(0, 1500), slice(1500, None)
     params = {"objective": objective, "tree_method": "exact", "max_depth": 6, "eta": 0.2, "subsample": 1.0}
-    ours = dg.train(params, dg.DMatrix(X[train], label=y[train]), 20)
-    theirs = xgb.train({**params, "nthread": 2}, xgb.DMatrix(X[train], label=y[train]), 20)
+    ours = dg.train(params, dg.DMatrix(X[train], label=y[train]), 15)
+    theirs = xgb.train({**params, "nthread": 1}, xgb.DMatrix(X[train], label=y[train]), 15)
     p_ours = ours.predict(dg.DMatrix(X[test]))
     p_theirs = theirs.predict(xgb.DMatrix(X[test]))
     if objective == "binary:logistic":
