@@ -4,7 +4,8 @@
 // Input, presorted once per training: every feature's present values ascending with their
 // rows (``col_rows`` int32, ``col_values`` float32, feature f's entries in
 // [col_ptr[f], col_ptr[f + 1])) and, per entry, the end of its run of equal values
-// (``run_end``, exclusive, relative to the column's first entry: int32 for any entry count). A level's nodes are ``first .. first + m - 1``;
+// (``run_end``, exclusive, relative to the column's first entry: int32 for any entry count).
+// A level's nodes are ``first .. first + m - 1``;
 // ``node_of_row`` (int32 per row) says where each row is. Rows whose pair is (0, 0) (left out
 // by subsampling) take no part.
 //
@@ -26,7 +27,9 @@
 // candidates (``phase``): 0, the largest gain above kRtEps (atomicMax of the float64 bits,
 // which order as the values for positive gains); 1, among those, the smallest (feature,
 // ordinal) (atomicMin); 2, that candidate writes the decision. The CPU engine's rule exactly:
-// first maximum in (feature, ordinal) order.
+// first maximum in (feature, ordinal) order. Pass 0 also stores each entry's largest gain
+// (``entry_bits``): passes 1 and 2 evaluate again only the entries whose largest gain is their
+// node's best, a handful.
 #include "common.cuh"
 #include "gain.cuh"
 
@@ -97,50 +100,74 @@ __device__ __forceinline__ float end_value(float last, bool forward) {
   return forward ? last + gap : last - gap;
 }
 
-__device__ __forceinline__ void consider(int phase, int k, int f, long long ordinal, long long lg, long long lh,
-                                         float value, bool default_left, const ExactLevel& L, ExactOut& out) {
+// One candidate in pass ``phase``; its gain's bits (0 where it is not a valid split above kRtEps).
+__device__ __forceinline__ unsigned long long consider(int phase, int k, int f, long long ordinal, long long lg,
+                                                       long long lh, float value, bool default_left,
+                                                       const ExactLevel& L, ExactOut& out) {
   const double lo = L.constrained ? L.bounds[2 * k] : 0.0, hi = L.constrained ? L.bounds[2 * k + 1] : 0.0;
   const int sign = L.constrained ? L.monotone[f] : 0;
   double gain;
   if (!candidate_gain(lg, lh, L.totals[2 * k], L.totals[2 * k + 1], L.p, lo, hi, sign, L.constrained,
                       L.parent_gain[k], &gain))
-    return;
-  if (!(gain > KERNEL_EPS)) return;  // NaN never wins
+    return 0;
+  if (!(gain > KERNEL_EPS)) return 0;  // NaN never wins
   const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(gain));
   if (phase == 0) {
     atomicMax(out.best_bits + k, bits);
-    return;
+    return bits;
   }
-  if (bits != out.best_bits[k]) return;
+  if (bits != out.best_bits[k]) return bits;
   const unsigned long long key = (static_cast<unsigned long long>(f) << 34) | static_cast<unsigned long long>(ordinal);
   if (phase == 1) {
     atomicMin(out.best_key + k, key);
-    return;
+    return bits;
   }
-  if (key != out.best_key[k]) return;
+  if (key != out.best_key[k]) return bits;
   out.feature[k] = f;
   out.gain[k] = gain;
   out.value[k] = value;
   out.default_left[k] = default_left ? 1 : 0;
   out.left[2 * k] = lg;
   out.left[2 * k + 1] = lh;
+  return bits;
+}
+
+__device__ __forceinline__ unsigned long long max_bits(unsigned long long a, unsigned long long b) {
+  return a > b ? a : b;
 }
 
 // Both directions of one boundary (forward only where the column is scanned forward) and the
 // end candidates an entry owns: ``lg, lh`` the present sums up to and including the entry
-// (within its node and feature), ``cg, ch`` the node's present sums in the column.
-__device__ __forceinline__ void consider_entry(int phase, int k, int f, long long j, long long c, bool forward_ok,
-                                               bool boundary, float v, float next, bool last_in_column,
-                                               bool first_in_column, long long lg, long long lh, long long cg,
-                                               long long ch, const ExactLevel& L, ExactOut& out) {
+// (within its node and feature), ``cg, ch`` the node's present sums in the column. Returns the
+// largest of their gains' bits: pass 0 stores it per entry (``entry_bits``), and passes 1 and 2
+// look again only at entries whose largest gain is their node's best.
+__device__ __forceinline__ unsigned long long consider_entry(int phase, int k, int f, long long j, long long c,
+                                                             bool forward_ok, bool boundary, float v, float next,
+                                                             bool last_in_column, bool first_in_column, long long lg,
+                                                             long long lh, long long cg, long long ch,
+                                                             const ExactLevel& L, ExactOut& out) {
   const long long tg = L.totals[2 * k], th = L.totals[2 * k + 1];
+  unsigned long long bits = 0;
   if (boundary) {
     const float value = value_between(v, next);
-    if (forward_ok) consider(phase, k, f, j, lg, lh, value, false, L, out);
-    consider(phase, k, f, 2 * c - j, tg - (cg - lg), th - (ch - lh), value, true, L, out);
+    if (forward_ok) bits = max_bits(bits, consider(phase, k, f, j, lg, lh, value, false, L, out));
+    bits = max_bits(bits, consider(phase, k, f, 2 * c - j, tg - (cg - lg), th - (ch - lh), value, true, L, out));
   }
-  if (last_in_column && forward_ok) consider(phase, k, f, c, cg, ch, end_value(v, true), false, L, out);
-  if (first_in_column) consider(phase, k, f, 2 * c + 1, tg - cg, th - ch, end_value(v, false), true, L, out);
+  if (last_in_column && forward_ok) {
+    bits = max_bits(bits, consider(phase, k, f, c, cg, ch, end_value(v, true), false, L, out));
+  }
+  if (first_in_column) {
+    bits = max_bits(bits, consider(phase, k, f, 2 * c + 1, tg - cg, th - ch, end_value(v, false), true, L, out));
+  }
+  return bits;
+}
+
+// Passes 1 and 2 skip an entry unless its largest gain (pass 0's) is its node's best.
+__device__ __forceinline__ bool skip_entry(int phase, const unsigned long long* __restrict__ entry_bits, long long i,
+                                           int k, const ExactOut& out) {
+  if (phase == 0) return false;
+  const unsigned long long mine = entry_bits[i];
+  return mine == 0 || mine != out.best_bits[k];
 }
 
 __device__ __forceinline__ bool active(const int* __restrict__ gpair, int r) {
@@ -163,38 +190,50 @@ extern "C" __global__ void exact_node_entries(long long n_entries, const int* __
   }
 }
 
+// Entry e's candidates for node k (interleaved), their largest gain's bits (0: none).
+__device__ __forceinline__ unsigned long long interleaved_entry(
+    int phase, int k, long long e, const long long* __restrict__ col_ptr, const float* __restrict__ col_values,
+    const int* __restrict__ run_end, const unsigned char* __restrict__ forward_ok, const long long* __restrict__ sg,
+    const long long* __restrict__ sh, const long long* __restrict__ sc, const ExactLevel& L, ExactOut& out) {
+  const long long prev = e > 0 ? sc[e - 1] : 0;
+  if (sc[e] == prev) return 0;  // not node k's
+  const int f = feature_of(col_ptr, L.n_features, e);
+  if (L.use_mask && !L.feature_mask[static_cast<long long>(k) * L.n_features + f]) return 0;
+  const long long lo = col_ptr[f], hi = col_ptr[f + 1];
+  const long long base_g = lo > 0 ? sg[lo - 1] : 0, base_h = lo > 0 ? sh[lo - 1] : 0, base_c = lo > 0 ? sc[lo - 1] : 0;
+  const long long run = lo + run_end[e];
+  const long long count = sc[e];
+  const bool last_of_run = sc[run - 1] == count;
+  const bool more = sc[hi - 1] > sc[run - 1];
+  const bool boundary = last_of_run && more;
+  float next = 0.0f;
+  if (boundary) {  // node k's next value: its first entry after the run (sc reaches count + 1 there)
+    long long a = run, b = hi - 1;
+    while (a < b) {
+      const long long mid = (a + b) >> 1;
+      if (sc[mid] > count) b = mid;
+      else a = mid + 1;
+    }
+    next = col_values[a];
+  }
+  return consider_entry(phase, k, f, e - lo, hi - lo, forward_ok[f] != 0, boundary, col_values[e], next,
+                        count == sc[hi - 1], count == base_c + 1, sg[e] - base_g, sh[e] - base_h,
+                        sg[hi - 1] - base_g, sh[hi - 1] - base_h, L, out);
+}
+
 // Node k's candidates from its inclusive scans S (g, h, count) in column order.
 extern "C" __global__ void exact_interleaved_candidates(
     int phase, int k, long long n_entries, const long long* __restrict__ col_ptr, const float* __restrict__ col_values,
     const int* __restrict__ run_end, const unsigned char* __restrict__ forward_ok, const long long* __restrict__ sg,
-    const long long* __restrict__ sh, const long long* __restrict__ sc, EXACT_LEVEL_ARGS) {
+    const long long* __restrict__ sh, const long long* __restrict__ sc, unsigned long long* __restrict__ entry_bits,
+    EXACT_LEVEL_ARGS) {
   EXACT_LEVEL_MAKE
   for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < n_entries;
        e += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const long long prev = e > 0 ? sc[e - 1] : 0;
-    if (sc[e] == prev) continue;  // not node k's
-    const int f = feature_of(col_ptr, L.n_features, e);
-    if (L.use_mask && !L.feature_mask[static_cast<long long>(k) * L.n_features + f]) continue;
-    const long long lo = col_ptr[f], hi = col_ptr[f + 1];
-    const long long base_g = lo > 0 ? sg[lo - 1] : 0, base_h = lo > 0 ? sh[lo - 1] : 0, base_c = lo > 0 ? sc[lo - 1] : 0;
-    const long long run = lo + run_end[e];
-    const long long count = sc[e];
-    const bool last_of_run = sc[run - 1] == count;
-    const bool more = sc[hi - 1] > sc[run - 1];
-    const bool boundary = last_of_run && more;
-    float next = 0.0f;
-    if (boundary) {  // node k's next value: its first entry after the run (sc reaches count + 1 there)
-      long long a = run, b = hi - 1;
-      while (a < b) {
-        const long long mid = (a + b) >> 1;
-        if (sc[mid] > count) b = mid;
-        else a = mid + 1;
-      }
-      next = col_values[a];
-    }
-    consider_entry(phase, k, f, e - lo, hi - lo, forward_ok[f] != 0, boundary, col_values[e], next,
-                   count == sc[hi - 1], count == base_c + 1, sg[e] - base_g, sh[e] - base_h, sg[hi - 1] - base_g,
-                   sh[hi - 1] - base_h, L, out);
+    if (skip_entry(phase, entry_bits, e, k, out)) continue;
+    const unsigned long long bits =
+        interleaved_entry(phase, k, e, col_ptr, col_values, run_end, forward_ok, sg, sh, sc, L, out);
+    if (phase == 0) entry_bits[e] = bits;
   }
 }
 
@@ -230,6 +269,31 @@ extern "C" __global__ void exact_sorted_pairs(long long n_entries, const long lo
   }
 }
 
+// Sorted position q (entry e of node k)'s candidates, their largest gain's bits (0: none).
+__device__ __forceinline__ unsigned long long sorted_entry(
+    int phase, long long q, long long e, int k, const long long* __restrict__ order,
+    const long long* __restrict__ col_ptr, const float* __restrict__ col_values,
+    const unsigned char* __restrict__ forward_ok, const long long* __restrict__ seg_begin,
+    const int* __restrict__ seg_count, const long long* __restrict__ sg, const long long* __restrict__ sh,
+    const ExactLevel& L, ExactOut& out) {
+  const int f = feature_of(col_ptr, L.n_features, e);
+  const long long seg = static_cast<long long>(k) * L.n_features + f;
+  if (L.use_mask && !L.feature_mask[seg]) return 0;
+  const long long begin = seg_begin[seg], end = begin + seg_count[seg];
+  const long long base_g = begin > 0 ? sg[begin - 1] : 0, base_h = begin > 0 ? sh[begin - 1] : 0;
+  const float v = col_values[e];
+  bool boundary = false;
+  float next = 0.0f;
+  if (q + 1 < end) {
+    next = col_values[order[q + 1]];
+    boundary = next != v;
+  }
+  const long long lo = col_ptr[f], hi = col_ptr[f + 1];
+  return consider_entry(phase, k, f, e - lo, hi - lo, forward_ok[f] != 0, boundary, v, next, q == end - 1,
+                        q == begin, sg[q] - base_g, sh[q] - base_h, sg[end - 1] - base_g, sh[end - 1] - base_h, L,
+                        out);
+}
+
 // Candidates of every (node, feature) segment from the inclusive scans sg, sh in sorted order;
 // seg_begin (m * F) is each segment's first sorted position, seg_count its length.
 extern "C" __global__ void exact_sorted_candidates(
@@ -237,28 +301,21 @@ extern "C" __global__ void exact_sorted_candidates(
     const long long* __restrict__ col_ptr, const float* __restrict__ col_values,
     const unsigned char* __restrict__ forward_ok, const long long* __restrict__ seg_begin,
     const int* __restrict__ seg_count, const long long* __restrict__ sg, const long long* __restrict__ sh,
-    EXACT_LEVEL_ARGS) {
+    unsigned long long* __restrict__ entry_bits, EXACT_LEVEL_ARGS) {
   EXACT_LEVEL_MAKE
   for (long long q = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; q < n_entries;
        q += static_cast<long long>(gridDim.x) * blockDim.x) {
+    if (phase > 0 && entry_bits[q] == 0) continue;
     const long long e = order[q];
     const int k = static_cast<int>(slot[e]);
-    if (k >= m) continue;
-    const int f = feature_of(col_ptr, L.n_features, e);
-    const long long seg = static_cast<long long>(k) * L.n_features + f;
-    if (L.use_mask && !L.feature_mask[seg]) continue;
-    const long long begin = seg_begin[seg], end = begin + seg_count[seg];
-    const long long base_g = begin > 0 ? sg[begin - 1] : 0, base_h = begin > 0 ? sh[begin - 1] : 0;
-    const float v = col_values[e];
-    bool boundary = false;
-    float next = 0.0f;
-    if (q + 1 < end) {
-      next = col_values[order[q + 1]];
-      boundary = next != v;
+    if (k >= m) {  // not in the level
+      if (phase == 0) entry_bits[q] = 0;
+      continue;
     }
-    const long long lo = col_ptr[f], hi = col_ptr[f + 1];
-    consider_entry(phase, k, f, e - lo, hi - lo, forward_ok[f] != 0, boundary, v, next, q == end - 1, q == begin,
-                   sg[q] - base_g, sh[q] - base_h, sg[end - 1] - base_g, sh[end - 1] - base_h, L, out);
+    if (skip_entry(phase, entry_bits, q, k, out)) continue;
+    const unsigned long long bits = sorted_entry(phase, q, e, k, order, col_ptr, col_values, forward_ok, seg_begin,
+                                                 seg_count, sg, sh, L, out);
+    if (phase == 0) entry_bits[q] = bits;
   }
 }
 

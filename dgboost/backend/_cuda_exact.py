@@ -36,9 +36,10 @@ def gpu_memory_estimate(n_rows: int, n_present: int, n_features: int) -> int:
     """Bytes the GPU engine holds: the CPU engine's (presorted entries, node map, pairs),
     4 bytes an entry of run ends, and a level's scratch, 64 bytes an entry at most: the
     interleaved mode's three int64 arrays and their scans (48), or the sorted mode's keys,
-    the sort's order and its temporaries, and two int64 arrays and their scans; plus 16
+    the sort's order and its temporaries, and two int64 arrays and their scans; 8 bytes an
+    entry of the candidate passes' per-entry gains (``entry_bits``); plus 16
     bytes a row for the rows' leaf order at the end of a tree."""
-    return exact_memory_estimate(n_rows, n_present) + (4 + 64) * int(n_present) + 16 * int(n_rows)
+    return exact_memory_estimate(n_rows, n_present) + (4 + 64 + 8) * int(n_present) + 16 * int(n_rows)
 
 
 def device_available_bytes(xp) -> tuple[int, int]:
@@ -180,6 +181,7 @@ class CUDAExactEngine:
         """Node by node: its entries' pairs in column order, their inclusive scans, its candidates."""
         xp, n = self.xp, self.n_entries
         g, h, c = (xp.empty(n, xp.int64) for _ in range(3))
+        entry_bits = xp.empty(n, xp.uint64)  # pass 0's largest gain of each entry (kernels/exact_split.cu)
         for k in range(m):
             self._launch(
                 "exact_node_entries",
@@ -202,6 +204,7 @@ class CUDAExactEngine:
                         sg,
                         sh,
                         sc,
+                        entry_bits,
                         *level,
                     ),
                 )
@@ -235,6 +238,7 @@ class CUDAExactEngine:
         self._launch("exact_sorted_pairs", n, (np.int64(n), order, slot, np.int32(m), self.rows, self.gpair, g, h))
         sg, sh = xp.cumsum(g), xp.cumsum(h)
         del g, h
+        entry_bits = xp.empty(n, xp.uint64)  # pass 0's largest gain of each sorted position
         for phase in range(3):
             self._launch(
                 "exact_sorted_candidates",
@@ -252,6 +256,7 @@ class CUDAExactEngine:
                     seg_count,
                     sg,
                     sh,
+                    entry_bits,
                     *level,
                 ),
             )
