@@ -49,6 +49,7 @@ from .cluster_io import (
 )
 from .cluster_progress import DEFAULT_INTERVAL, RoundPrinter, say
 from .cluster_session import workers_device
+from .files import categorical_columns
 from .parquet_files import FILE_COLUMN
 
 if TYPE_CHECKING:  # annotations only: distributed is imported where a cluster is used
@@ -76,6 +77,7 @@ def train_on_cluster(
     verbose_eval: int | None = None,
     partition_rows: int | None = None,
     progress_interval: float = DEFAULT_INTERVAL,
+    enable_categorical: bool = False,
 ) -> Booster:
     """Train on Parquet files with :func:`dgboost.dask.train`; write the model.
 
@@ -105,6 +107,10 @@ def train_on_cluster(
         Most rows of a partition (whole row groups); the model does not depend on it.
     progress_interval : float
         Seconds between ``round k/N`` progress lines.
+    enable_categorical : bool
+        Dictionary and string columns as categorical features (``--enable-categorical``; the
+        partitions' categories are agreed before training, see docs/categorical.md); without
+        it such a column is an error.
 
     Returns
     -------
@@ -121,11 +127,11 @@ def train_on_cluster(
         raise DGBoostValueError(f"the label and weight columns are both {label!r}")
     data = check_parquet_input(data_glob, "training data", partition_rows)
     valid = None if validation_glob is None else check_parquet_input(validation_glob, "validation data", partition_rows)
-    dtrain, n_parts = _dmatrix(client, data, label, weight)
+    dtrain, n_parts = _dmatrix(client, data, label, weight, enable_categorical)
     n_rows = data.num_rows
     evals = []
     if valid is not None:
-        dvalid, _ = _dmatrix(client, valid, label, weight)
+        dvalid, _ = _dmatrix(client, valid, label, weight, enable_categorical)
         evals.append((dvalid, "validation"))
     # evaluation lines every verbose_eval rounds (default ~10%); without an evaluation set,
     # "round k/N" lines every ~10% (none for verbose_eval=0)
@@ -182,7 +188,7 @@ def _files_words(data: ParquetInput) -> str:
     return data.footers[0].path if n == 1 else f"{n} files"
 
 
-def _dmatrix(client, data: ParquetInput, label: str, weight: str | None):
+def _dmatrix(client, data: ParquetInput, label: str, weight: str | None, enable_categorical: bool = False):
     """(DaskDMatrix, partitions) of Parquet files with a label (and weight) column."""
     from .. import dask as dxgb
 
@@ -199,7 +205,8 @@ def _dmatrix(client, data: ParquetInput, label: str, weight: str | None):
     if weight is not None:
         wanted["w"] = by_name[weight]
     parts = split_frame(frame, wanted)
-    dm = dxgb.DaskDMatrix(client, parts["X"], parts["y"], weight=parts.get("w"))
+    X = categorical_columns(parts["X"], enable_categorical, data.source)
+    dm = dxgb.DaskDMatrix(client, X, parts["y"], weight=parts.get("w"), enable_categorical=enable_categorical)
     return dm, dm.n_partitions
 
 

@@ -22,7 +22,16 @@ from .cluster_progress import DEFAULT_INTERVAL
 from .config import load_config
 from .demo import DEMO_STEPS, DemoRun
 from .device import DEVICE, resolve_device
-from .files import read_table, read_tables, select_rows, split_columns, write_explanations, write_predictions
+from .files import (
+    categorical_columns,
+    model_categorical_columns,
+    read_table,
+    read_tables,
+    select_rows,
+    split_columns,
+    write_explanations,
+    write_predictions,
+)
 from .parquet_files import DEFAULT_PARTITION_ROWS, FILE_COLUMN
 
 __all__ = ["main", "CLIError"]
@@ -235,6 +244,13 @@ def _parse_params(items: tuple[str, ...]) -> dict:
     metavar="SECONDS",
     help=f"With --cluster: seconds between 'round k/N' progress lines on stderr [default: {DEFAULT_INTERVAL:g}].",
 )
+@click.option(
+    "--enable-categorical",
+    is_flag=True,
+    help="Train on category (Parquet dictionary) and string columns as categorical features "
+    "(string columns' sorted values are the categories); without it such a column is an error. "
+    "Config key: enable_categorical.",
+)
 @click.argument("more_data", nargs=-1, metavar="[MORE_DATA]...")
 @click.option("--quiet", is_flag=True, help="No progress output (errors only).")
 @_errors_to_exit_code
@@ -251,6 +267,7 @@ def train_command(
     param_items: tuple[str, ...],
     partition_rows: int | None,
     progress_interval: float | None,
+    enable_categorical: bool,
     more_data: tuple[str, ...],
     quiet: bool,
 ) -> None:
@@ -273,6 +290,7 @@ def train_command(
       num_boost_round        int >= 0 [100]  boosting rounds
       early_stopping_rounds  int >= 1 [none] needs validation
       verbose_eval           int >= 0 [1]    rounds between evaluation lines (0: none)
+      enable_categorical     bool [false]    category / string columns as categorical features
     The --cluster config's keys (kind, args, env, scale, address, scheduler_file): docs/cli.md.
 
     On a cluster, the model is the one single-process training on the files' rows
@@ -354,6 +372,7 @@ def train_command(
                 quiet=quiet,
                 verbose_eval=verbose,
                 progress_interval=DEFAULT_INTERVAL if progress_interval is None else progress_interval,
+                enable_categorical=enable_categorical or (config_path is not None and cfg.enable_categorical),
             )
         finally:
             client.close()
@@ -363,12 +382,16 @@ def train_command(
     p = parse_params(cfg.params)  # once: bad parameters fail before any data is read
     if cfg.early_stopping_rounds is not None and cfg.validation is None:
         raise DGBoostValueError("early_stopping_rounds needs a 'validation' data path in the config")
+    categorical = enable_categorical or cfg.enable_categorical
     X, y, w = split_columns(read_table(cfg.data), cfg.label, cfg.weight, cfg.data)
-    dtrain = DMatrix(X, label=y, weight=w)
+    X = categorical_columns(X, categorical, str(cfg.data))
+    dtrain = DMatrix(X, label=y, weight=w, enable_categorical=categorical)
     evals = []
     if cfg.validation is not None:
         Xv, yv, wv = split_columns(read_table(cfg.validation), cfg.label, cfg.weight, cfg.validation)
-        evals.append((DMatrix(Xv, label=yv, weight=wv, ref=dtrain), "validation"))
+        Xv = categorical_columns(Xv, categorical, str(cfg.validation))
+        # ref: codes re-coded to the training data's categories (an unseen one is refused)
+        evals.append((DMatrix(Xv, label=yv, weight=wv, ref=dtrain, enable_categorical=categorical), "validation"))
     say(
         quiet,
         f"training {cfg.num_boost_round} rounds on {dtrain.num_row():,} rows x "
@@ -598,6 +621,7 @@ def predict(
     output_path = _check_path_option("output_path", output_path, dir_okay=False, path_type=Path)
     booster = Booster(model_file=model_path)
     _, features, carried = _local_rows(paths, with_file_name, label_column, keep, booster.feature_names)
+    features = model_categorical_columns(features, booster.feature_types, booster.feature_names)
     preds = booster.predict(features, output_margin=margin)
     write_predictions(output_path, preds, carried=carried)
     say(quiet, f"wrote {len(preds):,} predictions to {output_path}")
@@ -745,6 +769,8 @@ def explain(
 
     explainer = TreeExplainer(model_path, algorithm=algorithm, progress=not quiet, device=resolve_device(device))
     source, data, carried = _local_rows(paths, with_file_name, label_column, keep, explainer.meta.get("feature_names"))
+    model_meta = explainer.meta.get("booster_meta") or {}
+    data = model_categorical_columns(data, model_meta.get("feature_types"), model_meta.get("feature_names"))
     n_rows = len(data)
     if n_rows == 0:
         raise DGBoostValueError(f"{source} has no rows to explain")

@@ -28,6 +28,7 @@ CONFIG_KEYS = (
     "early_stopping_rounds",
     "output",
     "verbose_eval",
+    "enable_categorical",
 )
 
 
@@ -44,6 +45,7 @@ class TrainConfig:
     num_boost_round: int = 100
     early_stopping_rounds: int | None = None
     verbose_eval: int = 1
+    enable_categorical: bool = False
 
 
 def _read_config_file(path: Path) -> Any:
@@ -93,6 +95,9 @@ def load_config(path: str | os.PathLike) -> TrainConfig:
     for key in ("data", "output", "validation", "label", "weight"):
         if cfg.get(key) is not None and not isinstance(cfg[key], str):
             raise DGBoostValueError(f"config key {key!r} must be a string, got {cfg[key]!r}")
+    if not isinstance(cfg.get("enable_categorical", False), bool):
+        value = cfg["enable_categorical"]
+        raise DGBoostValueError(f"config key 'enable_categorical' must be true or false, got {value!r}")
     params = cfg.get("params") or {}
     if not isinstance(params, dict):
         raise DGBoostValueError(f"config key 'params' must be a mapping of parameter names to values, got {params!r}")
@@ -111,6 +116,7 @@ def load_config(path: str | os.PathLike) -> TrainConfig:
         num_boost_round=_int_key(cfg, "num_boost_round", 100, 0),
         early_stopping_rounds=_int_key(cfg, "early_stopping_rounds", None, 1),
         verbose_eval=_int_key(cfg, "verbose_eval", 1, 0),
+        enable_categorical=cfg.get("enable_categorical", False),
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._category_codes import CATEGORICAL_TYPE, is_category_column, is_string_dtype
 from ..errors import DGBoostValueError
 
 __all__ = [
@@ -24,6 +25,8 @@ __all__ = [
     "write_predictions",
     "shap_column_names",
     "write_explanations",
+    "categorical_columns",
+    "model_categorical_columns",
 ]
 
 
@@ -249,3 +252,53 @@ def write_explanations(
             raise DGBoostValueError(f"writing {path} needs an optional package: {exc}") from None
     else:
         write_atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
+
+
+def categorical_columns(frame: Any, enable: bool, source: str) -> Any:
+    """A training table's category and string columns made categorical features, or refused.
+
+    Parameters
+    ----------
+    frame : pandas or Dask DataFrame, or a NumPy array (returned as it is)
+    enable : bool
+        ``--enable-categorical`` (config key ``enable_categorical``): string columns become
+        ``category`` columns (their sorted values are the categories; on Dask the partitions'
+        sorted union, agreed before training), dictionary / category columns stay categorical.
+    source : str
+        The data's name, for the error message.
+
+    Raises
+    ------
+    DGBoostValueError
+        Without ``enable``, for a category or string column (naming the columns and the flag).
+    """
+    if not hasattr(frame, "dtypes"):
+        return frame
+    found = [(c, dt) for c, dt in frame.dtypes.items() if is_category_column(dt) or is_string_dtype(dt)]
+    if not found:
+        return frame
+    if not enable:
+        names = ", ".join(repr(str(c)) for c, _ in found[:5]) + (" ..." if len(found) > 5 else "")
+        raise DGBoostValueError(
+            f"{source}: column(s) {names} hold categories or strings: pass --enable-categorical (config key "
+            "enable_categorical: true) to train on them as categorical features, or drop them"
+        )
+    strings = [c for c, dt in found if is_string_dtype(dt)]
+    return frame.astype({c: "category" for c in strings}) if strings else frame
+
+
+def model_categorical_columns(frame: Any, feature_types: list | None, feature_names: list | None) -> Any:
+    """String columns that the model has as categorical features, as ``category`` columns.
+
+    Their codes are then re-coded to the model's categories by ``Booster.predict`` (a value the
+    model has not seen is refused there, naming it); other columns are left as they are.
+    """
+    if not hasattr(frame, "dtypes") or not feature_types or not feature_names or CATEGORICAL_TYPE not in feature_types:
+        return frame
+    present = {str(c): c for c in frame.columns}
+    strings = [
+        present[name]
+        for name, kind in zip(feature_names, feature_types)
+        if kind == CATEGORICAL_TYPE and name in present and is_string_dtype(frame[present[name]].dtype)
+    ]
+    return frame.astype({c: "category" for c in strings}) if strings else frame
