@@ -41,6 +41,7 @@ _HIST_THREADS = 512
 _HIST_BLOCKS_PER_SM = 4
 _CANDIDATE_BYTES = 48  # split.cu's Candidate record
 _CAT_THREADS = 256  # split.cu's kCatThreads
+_CAT_STATIC_SHARED = 1024  # at least best_per_category_feature's static shared memory (352 bytes)
 _PARTITION_TILE = 256 * 8  # partition.cu's kThreads * kItems
 _HIST_MIN_ROWS = 2048  # the shortest slice of rows a histogram block takes
 # host arrays up to this size are uploaded through pinned buffers, this many in a ring
@@ -627,13 +628,18 @@ class CUDABackend:
         if pairs == 0:
             return
         # sort entries (a power of two at least the categories) per block: 8 B key + 4 B code
-        fits = max(1, (self.shared_bytes - 1024) // 12)
+        fits = max(1, (self.shared_bytes - _CAT_STATIC_SHARED) // 12)
         cap = 1 << (fits.bit_length() - 1)
         if partition_sort <= cap:
             shared_entries, slots, grid = max(partition_sort, 1), 0, pairs
         else:  # the widest features sort in global memory, one slice per resident block
             shared_entries, slots = min(cap, 4096), 2 * self.sm_count
             grid = min(pairs, slots)
+        if 12 * shared_entries + _CAT_STATIC_SHARED > 48 * 1024:
+            # past 48 KiB a block's shared memory (static included) needs the opt-in, which
+            # _launch only asks for where the dynamic part alone is past it (4,096 keys are
+            # 48 KiB exactly)
+            self._kernel("split.cu", "best_per_category_feature").max_dynamic_shared_size_bytes = 12 * shared_entries
         keys = self._scratch("category_keys", max(1, slots * partition_sort), np.uint64)
         codes = self._scratch("category_codes", max(1, slots * partition_sort), np.int32)
         self._launch(

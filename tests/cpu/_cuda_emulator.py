@@ -24,6 +24,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import types
 from pathlib import Path
 
 import numpy as np
@@ -159,6 +160,7 @@ class EmulatedCUDABackend(CUDABackend):
         self._scanned = {}
         self._partition_done = np.zeros(1, np.uint32)
         self.launches: list[tuple[str, int, int, int]] = []  # (kernel, grid, block, shared bytes)
+        self.kernel_attributes: dict[str, types.SimpleNamespace] = {}
 
     def _launch(self, file, name, n, args, threads=256, shared=0, grid=None):
         from dgboost.backend.cuda import _grid
@@ -168,8 +170,21 @@ class EmulatedCUDABackend(CUDABackend):
         grid = tuple(int(g) for g in grid) if isinstance(grid, tuple) else int(grid)
         if shared > self.shared_bytes:
             raise ValueError(f"{name}: {shared} bytes of shared memory, more than the {self.shared_bytes} of a block")
+        # past 48 KiB of shared memory (dynamic plus up to 1 KiB static) a launch needs the
+        # kernel's opt-in: set by the caller, or by CUDABackend._launch when the dynamic part
+        # alone is past 48 KiB
+        opted = getattr(self.kernel_attributes.get(name), "max_dynamic_shared_size_bytes", 0)
+        if shared > 48 * 1024:
+            opted = max(opted, shared)
+        if shared + 1024 > 48 * 1024 and opted < shared:
+            raise ValueError(f"{name}: {shared} bytes of dynamic shared memory without the opt-in past 48 KiB")
         self.launches.append((name, grid, threads, shared))
         emulated_module(file).launch(name, grid, threads, args, shared)
+
+    def _kernel(self, file: str, name: str):
+        """A stand-in for a loaded kernel: its attributes (the shared memory opt-in) are
+        recorded in ``kernel_attributes[name]``."""
+        return self.kernel_attributes.setdefault(name, types.SimpleNamespace())
 
     def asarray(self, array):
         return np.asarray(array)

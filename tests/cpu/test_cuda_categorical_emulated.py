@@ -84,11 +84,16 @@ CASES = {
         [1, 1, 1],
     ),
     "every category scanned": (_Params(max_cat_threshold=1000, gamma=1.0), [300, 6], [1, 0]),
+    "4,000 categories (48 KiB of keys)": (_Params(), [4000], [1]),
 }
 
 
-@pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("shared_bytes", [232_448, 2048], ids=["sorted-in-shared-memory", "sorted-in-global-scratch"])
+# (case, a block's shared memory): an H200's, or 2 KiB, so that features past 64 categories sort
+# in the global scratch
+RUNS = [(case, 232_448) for case in CASES] + [(case, 2048) for case in CASES if "4,000" not in case]
+
+
+@pytest.mark.parametrize("case,shared_bytes", RUNS, ids=[f"{c}-{'shared' if b > 4096 else 'global'}" for c, b in RUNS])
 def test_emulated_cuda_split_search_writes_the_cpu_records_and_sets(case, shared_bytes):
     p, n_bins, is_cat = CASES[case]
     rng = np.random.default_rng(sum(map(ord, case)))
