@@ -78,8 +78,13 @@ def test_gpu_interaction_values_of_categorical_trees_are_bitwise_the_cpus(case):
     _bitwise(shap_interactions_device(table, X), shap_interactions(table, X))
 
 
-@pytest.mark.parametrize("F", [6, 45])  # shared accumulators, then the global layouts
-def test_interactions_in_every_kernel_layout_are_the_cpus(F):
+@pytest.mark.parametrize("layout", [None, ("warp-out", 8, 0), ("rows", 0, 0)])
+@pytest.mark.parametrize("F", [6, 45])
+def test_interactions_in_every_kernel_layout_are_the_cpus(monkeypatch, F, layout):
+    from dgboost.backend import _cuda_treeshap
+
+    if layout is not None:
+        monkeypatch.setattr(_cuda_treeshap, "_interaction_layout", lambda F, n, G: layout)
     n_categories = [0] * F
     n_categories[0], n_categories[3], n_categories[F - 1] = 300, 5, 2
     ens, X, _ = _case(4, n_categories, 10, 7, 2, n_rows=260, finite=True)
