@@ -1,7 +1,7 @@
 // Split gains and leaf weights in float64, operation by operation the CPU engine's
 // expressions (dgboost/backend/_cpu_kernels.py: _threshold_l1, _leaf_weight, _bounded_weight,
 // _gain_given_weight, _gain). Modules are compiled with --fmad=false, so both devices round
-// every gain the same way. Used by exact_split.cu (split.cu keeps its own copy for now).
+// every gain the same way. Used by split.cu (hist) and exact_split.cu (exact).
 #pragma once
 
 namespace dgboost_gain {

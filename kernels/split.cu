@@ -21,53 +21,16 @@
 // module is compiled with --fmad=false, so both devices compute bit-identical gains.
 // Memory traffic: each histogram cell (16 B) is read twice (total, then scan).
 #include "common.cuh"
+#include "gain.cuh"
 
 using namespace dgboost;
 
 #define KERNEL_EPS 1e-6
 
-struct SplitParamsDev {
-  double inv_scale_g, inv_scale_h, lam, alpha, mcw, mds;
-};
-
-__device__ __forceinline__ double threshold_l1(double G, double alpha) {
-  if (G > alpha) return G - alpha;
-  if (G < -alpha) return G + alpha;
-  return 0.0;
-}
-
-__device__ __forceinline__ double leaf_weight(double G, double H, const SplitParamsDev& p) {
-  if (H < p.mcw || H <= 0.0) return 0.0;
-  double w = -threshold_l1(G, p.alpha) / (H + p.lam);
-  if (p.mds != 0.0 && fabs(w) > p.mds) w = w > 0 ? p.mds : -p.mds;
-  return w;
-}
-
-// The weight clipped into a node's bounds [lo, hi] (monotone constraints).
-__device__ __forceinline__ double bounded_weight(double G, double H, double lo, double hi,
-                                                 const SplitParamsDev& p) {
-  const double w = leaf_weight(G, H, p);
-  if (w < lo) return lo;
-  if (w > hi) return hi;
-  return w;
-}
-
-// The gain of weight w: -(2 G w + (H + lambda) w^2) - 2 alpha |w| (XGBoost 3.4 with monotone
-// constraints), in the CPU engine's order of operations.
-__device__ __forceinline__ double gain_given_weight(double G, double H, double w, const SplitParamsDev& p) {
-  if (H <= 0.0) return 0.0;
-  return -(2.0 * G * w + (H + p.lam) * w * w) - 2.0 * p.alpha * fabs(w);
-}
-
-__device__ __forceinline__ double split_gain(double G, double H, const SplitParamsDev& p) {
-  if (H < p.mcw || H <= 0.0) return 0.0;
-  if (p.mds == 0.0) {
-    const double t = threshold_l1(G, p.alpha);
-    return t * t / (H + p.lam);
-  }
-  const double w = leaf_weight(G, H, p);
-  return -(2.0 * G * w + (H + p.lam) * w * w) - 2.0 * p.alpha * fabs(w);
-}
+// The float64 gain and weight expressions (threshold_l1, leaf_weight, bounded_weight,
+// gain_given_weight, split_gain), shared with exact_split.cu.
+using SplitParamsDev = dgboost_gain::GainParams;
+using namespace dgboost_gain;
 
 // A candidate beats another when its gain is larger, or equal with a lower key
 // (key = 2 * bin + direction). Invalid candidates carry key -1 and lose to everything.
