@@ -342,6 +342,7 @@ def _random_set(seed, n=70):
     X = rng.integers(0, 5, size=(n, 5)).astype(np.float32)
     X[:, 1] = rng.normal(size=n).astype(np.float32)
     X[rng.random(X.shape) < 0.2] = np.nan
+    X[:, 2] = rng.integers(0, 4, size=n)  # dense: scanned backward only (missing values left)
     X[:, 3] = 2.0  # constant
     X[:, 4] = np.nan  # empty
     y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) * 0.5 + rng.normal(size=n)).astype(np.float32)

@@ -24,6 +24,7 @@ def _random_set(seed: int, n: int = 3000):
     X[:, :3] = rng.integers(0, 6, size=(n, 3))  # ties: few distinct values
     X[:, 3] = np.round(X[:, 3] * 20) / 20
     X[rng.random(X.shape) < 0.15] = np.nan
+    X[:, 5] = rng.normal(size=n)  # dense: scanned backward only
     X[:, 6] = 1.5  # constant
     X[:, 7] = np.nan  # empty
     z = np.nan_to_num(X[:, 0]) - np.nan_to_num(X[:, 3]) * 2 + np.sin(np.nan_to_num(X[:, 4]) * 3)
