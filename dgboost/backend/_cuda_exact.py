@@ -140,7 +140,7 @@ class CUDAExactEngine:
         parent_gains(totals, host_bounds, constrained, inv_g, inv_h, *reg, parent)
         out = {
             "best_bits": xp.zeros(m, xp.uint64),
-            "best_key": xp.full(m, np.iinfo(np.uint64).max, xp.uint64),
+            "best_key": xp.full(m, np.uint64(0xFFFF_FFFF_FFFF_FFFF), dtype=xp.uint64),
             "feature": xp.full(m, -1, xp.int32),
             "gain": xp.zeros(m, xp.float64),
             "value": xp.zeros(m, xp.float32),
