@@ -49,7 +49,7 @@ from .cluster_io import (
 )
 from .cluster_progress import DEFAULT_INTERVAL, RoundPrinter, say
 from .cluster_session import workers_device
-from .files import categorical_columns
+from .files import categorical_columns, model_categorical_columns
 from .parquet_files import FILE_COLUMN
 
 if TYPE_CHECKING:  # annotations only: distributed is imported where a cluster is used
@@ -305,7 +305,8 @@ def predict_on_cluster(
     data = check_parquet_input(data_glob, "data", partition_rows, with_file=with_file_name)
     frame, features, carried = _input_columns(data, label_column, keep, booster.feature_names)
     split = split_frame(frame, {"X": features, **({"carried": carried} if carried else {})})
-    X = split["X"]
+    # string columns the model has as categorical: category columns, re-coded to the model's
+    X = model_categorical_columns(split["X"], booster.feature_types, booster.feature_names)
     say(
         quiet,
         f"predicting {data.num_rows:,} rows ({X.npartitions} partitions of {_files_words(data)}) with "
@@ -453,7 +454,8 @@ def explain_on_cluster(
         check_inputs_readable(client, data)
     frame, features, carried = _input_columns(data, label_column, keep, explainer.meta.get("feature_names"))
     split = split_frame(frame, {"X": features, **({"carried": carried} if carried else {})})
-    X = split["X"]
+    model_meta = explainer.meta.get("booster_meta") or {}
+    X = model_categorical_columns(split["X"], model_meta.get("feature_types"), model_meta.get("feature_names"))
     kept = split["carried"].to_delayed() if carried else [None] * X.npartitions
     what = "interaction values" if interactions else "SHAP values"
     device = workers_device(client, device)

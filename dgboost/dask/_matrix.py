@@ -450,7 +450,7 @@ def as_rank_dmatrix(
 
     agreed = categories is not None and any(c is not None for c in categories)
     if agreed:
-        what = "the categories agreed over all partitions"
+        what = "the data (agreed over all partitions)"
         parts = [
             dict(p, data=conformed_codes(p["data"], categories, feature_types, feature_names, missing, what))
             if p.get("data") is not None

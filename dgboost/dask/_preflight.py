@@ -86,7 +86,7 @@ def _check_partition(
             raise DGBoostValueError(f"it has {dm.num_col()} features, the data has {n_features}")
         if categories is not None:
             aligned_codes(
-                dm, *model_categories(feature_types, categories), what="the categories agreed over all partitions"
+                dm, *model_categories(feature_types, categories), what="the data (agreed over all partitions)"
             )
         if params is not None and not callable(params.objective) and dm.label is not None and dm.num_row():
             objective = get_objective(params)
