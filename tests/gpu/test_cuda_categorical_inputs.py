@@ -1,0 +1,80 @@
+"""Categorical input on the GPU (issue 29, docs/categorical.md): CuPy codes typed "c" and cuDF
+category columns stay on the device as codes equal to the host paths', and prediction re-codes
+a cuDF frame whose categories are ordered differently. cuDF is an optional extra: its tests
+skip without it (the only skip besides the GPU count)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dgboost as dg
+from dgboost.errors import DGBoostValueError
+
+pytestmark = pytest.mark.gpu
+
+LETTERS = list("abcdefghij")
+
+
+def _frame(n=800, seed=3):
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, len(LETTERS), n)
+    c = pd.Categorical.from_codes(codes, categories=LETTERS)
+    c[rng.random(n) < 0.1] = np.nan
+    x = rng.normal(size=n).astype(np.float32)
+    y = ((codes % 3 == 0) ^ (x > 0)).astype(np.float32)
+    return pd.DataFrame({"c": c, "x": x}), y
+
+
+@pytest.fixture(scope="module")
+def cp():
+    import cupy  # a declared test dependency: a broken install fails
+
+    return cupy
+
+
+@pytest.fixture(scope="module")
+def cudf():
+    return pytest.importorskip("cudf")
+
+
+@pytest.fixture(scope="module")
+def model():
+    df, y = _frame()
+    params = {"objective": "binary:logistic", "max_depth": 3, "max_cat_to_onehot": 1}
+    return dg.train(params, dg.DMatrix(df, y), 4, verbose_eval=False)
+
+
+def test_cupy_codes_typed_c_stay_on_the_device_with_the_numpy_paths_codes(cp):
+    df, y = _frame()
+    host = dg.DMatrix(df, y).data
+    dm = dg.DMatrix(cp.asarray(host), y, feature_types=["c", "q"])
+    assert isinstance(dm.data, cp.ndarray)
+    np.testing.assert_array_equal(dm.data.get(), host)
+    assert dm.categories[0].tolist() == list(range(len(LETTERS)))
+    with pytest.raises(DGBoostValueError, match="integers from 0 to 16777215"):
+        dg.DMatrix(cp.asarray([[0.5, 1.0]], dtype=cp.float32), feature_types=["c", "q"])
+
+
+def test_a_cudf_category_column_gives_the_pandas_codes_on_the_device(cp, cudf):
+    df, y = _frame()
+    dm = dg.DMatrix(cudf.from_pandas(df), y)
+    assert isinstance(dm.data, cp.ndarray)
+    np.testing.assert_array_equal(dm.data.get(), dg.DMatrix(df, y).data)  # nulls as NaN
+    assert dm.feature_types[0] == "c" and dm.categories[0].tolist() == LETTERS
+
+
+def test_a_cudf_category_column_without_enable_categorical_names_the_flag(cudf):
+    df, y = _frame()
+    with pytest.raises(TypeError, match=r"column 'c' is categorical.*enable_categorical=True"):
+        dg.DMatrix(cudf.from_pandas(df), y, enable_categorical=False)
+
+
+def test_a_reordered_cudf_frame_predicts_as_the_pandas_frame_on_the_device(cp, cudf, model):
+    df, _ = _frame()
+    reordered = df.assign(c=df["c"].cat.reorder_categories(LETTERS[::-1]))
+    out = model.predict(cudf.from_pandas(reordered))
+    assert isinstance(out, cp.ndarray)
+    np.testing.assert_allclose(out.get(), model.predict(df), rtol=2e-6, atol=2e-6)
+    unseen = df.iloc[:3].assign(c=pd.Categorical(["a", "zz", "b"], categories=["a", "b", "zz"]))
+    with pytest.raises(DGBoostValueError, match="category 'zz' is not among the categories of the model"):
+        model.predict(cudf.from_pandas(unseen))
