@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 29 on a GPU: the categorical GPU tests and the categorical benchmark. Each step writes
 # its log (and results) under $OUT as it finishes, so a run stopped at its time limit still
-# returns what ran. Wheels carried as .whl (the wheelhouse of benchmarks/run_gpu.sh, with
-# XGBoost for "bench") are installed into .site first, as run_gpu.sh does.
+# returns what ran. Wheels carried as .whl (made here by
+# `bash ../shared/gpu-node/wheelhouse.sh .whl --with-xgboost`: Dask, dask-cuda and XGBoost 3.4.1 for
+# "bench") are installed into .site first, as benchmarks/run_gpu.sh does.
 #   usage (on the device): bash benchmarks/gpu_runs/categorical.sh [STEP...]   (default: tests bench)
 #     tests   tests/gpu/test_categorical_gpu.py (GPU kernels vs the CPU engine, CPU-vs-GPU model
 #             JSON identity, predictions; the 2/4-GPU case skips on one GPU) plus the existing
