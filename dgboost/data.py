@@ -49,6 +49,7 @@ __all__ = [
     "FeatureTable",
     "aligned_codes",
     "aligned_matrix",
+    "matrix_for_model",
     "checked_feature_types",
     "model_categories",
     "rows_for_model",
@@ -417,6 +418,29 @@ def aligned_matrix(dmat: "DMatrix", ref: "DMatrix", what: str = "the training da
         return dmat
     out = copy.copy(dmat)
     out.data, out.categories, out._coded = values, ref.categories, ref._coded
+    out._binned_cache = {}
+    return out
+
+
+def matrix_for_model(dmat: "DMatrix", feature_types, categories, what: str = "the model") -> "DMatrix":
+    """``dmat`` with codes that mean a model's categories (:func:`model_categories`): itself when they do.
+
+    Used when training continues a model: its trees' category sets are codes of its own
+    categories, so the new rows are re-coded to them (a category the model lacks is refused).
+    """
+    target = model_categories(feature_types, categories)
+    if target is None or dmat.categories is None:
+        return dmat
+    values = aligned_codes(dmat, *target, what=what)
+    names = dmat.feature_names or [f"f{j}" for j in range(dmat.num_col())]
+    merged = [
+        own if model is None or coded else categories_from_list(names[j], model)
+        for j, (own, model, coded) in enumerate(zip(dmat.categories, target[0], dmat._coded))
+    ]
+    if values is dmat.data and all(a is b for a, b in zip(merged, dmat.categories)):
+        return dmat
+    out = copy.copy(dmat)
+    out.data, out.categories = values, merged
     out._binned_cache = {}
     return out
 

@@ -47,7 +47,7 @@ from .callback import (
 )
 from .checkpoint import check_resumable, checkpointer_for, load_on_rank0, training_config
 from .comm.base import Communicator, LocalComm
-from .data import DMatrix, aligned_matrix
+from .data import DMatrix, aligned_matrix, matrix_for_model
 from .errors import DGBoostTypeError, DGBoostValueError
 from .params import TrainParams, parse_params
 
@@ -126,11 +126,14 @@ def train(
     p = parse_params(params)
     comm = comm or LocalComm()
     _check_arguments(dtrain, num_boost_round, early_stopping_rounds, evals)
-    # an evaluation set's category codes must mean the training data's categories
-    evals = [(aligned_matrix(dm, dtrain, f"the training data (evaluation set {name!r})"), name) for dm, name in evals]
     checkpointer = checkpointer_for(checkpoint_dir, checkpoint_every, resume)
     config = training_config(p, early_stopping_rounds, maximize)
     resumed, xgb_model = _starting_model(checkpointer if resume else None, comm, config, evals, xgb_model)
+    if xgb_model is not None:  # a continued model's category codes are its own categories'
+        what = "the model being continued"
+        dtrain = matrix_for_model(dtrain, xgb_model.feature_types, xgb_model.meta.get("categories"), what)
+    # an evaluation set's category codes must mean the training data's categories
+    evals = [(aligned_matrix(dm, dtrain, f"the training data (evaluation set {name!r})"), name) for dm, name in evals]
     callbacks = list(callbacks) + (
         []
         if checkpointer is None

@@ -259,3 +259,17 @@ def test_the_sklearn_feature_types_make_numpy_columns_categorical():
     X = dg.DMatrix(df).data
     model = dg.DGBRegressor(n_estimators=2, max_depth=2, feature_types=["c", "q", "q"]).fit(X, y)
     assert model.get_booster().feature_types == ["c", "q", "q"]
+
+
+def test_continuing_a_model_on_reordered_categories_recodes_the_rows_to_the_models():
+    df, y = _frame()
+    params = {"objective": "binary:logistic", "max_depth": 3, "max_cat_to_onehot": 1}
+    first = _booster(df, y, rounds=2)
+    same = dg.train(params, dg.DMatrix(df, y), 2, xgb_model=first, verbose_eval=False)
+    reordered = dg.train(params, dg.DMatrix(_reordered(df), y), 2, xgb_model=first, verbose_eval=False)
+    assert reordered.save_raw("json") == same.save_raw("json")
+    unseen = df.assign(c=df["c"].cat.add_categories(["zz"]))
+    with pytest.raises(
+        DGBoostValueError, match="category 'zz' is not among the categories of the model being continued"
+    ):
+        dg.train(params, dg.DMatrix(unseen, y), 1, xgb_model=first, verbose_eval=False)
