@@ -270,9 +270,9 @@ extern "C" __global__ void record_leaf_values(const long long* __restrict__ reco
 //  - Partition: every category's key (the float64 weight of its own sums without
 //    min_child_weight's floor, then its code) is written to shared memory (or, past what a
 //    block's shared memory holds, to the block's slice of a global scratch) and
-//    bitonic-sorted; keys are distinct, so the order is the CPU's stable sort. The first n - 1 sorted categories are scanned forward (missing left)
-//    and the last n - 1 backward (missing right), n = min(max_cat_threshold, K), with int64
-//    block scans; candidate t of the forward scan has order t, of the backward scan n - 1 + t.
+//    bitonic-sorted; keys are distinct, so the order is the CPU's stable sort. The first
+//    n - 1 sorted categories are scanned forward (missing left) and the last n - 1 backward
+//    (missing right), n = min(max_cat_threshold, K), with int64 block scans; candidate t of the forward scan has order t, of the backward scan n - 1 + t.
 // A block arg-max (larger gain, then lower order: the CPU's first strict maximum) picks the
 // feature's candidate. A partition candidate keeps its set as a pivot: the set is every
 // category whose key is at most the pivot's (the sorted prefix), so ``categorical_split_bits``
