@@ -272,7 +272,8 @@ extern "C" __global__ void record_leaf_values(const long long* __restrict__ reco
 //    block's shared memory holds, to the block's slice of a global scratch) and
 //    bitonic-sorted; keys are distinct, so the order is the CPU's stable sort. The first
 //    n - 1 sorted categories are scanned forward (missing left) and the last n - 1 backward
-//    (missing right), n = min(max_cat_threshold, K), with int64 block scans; candidate t of the forward scan has order t, of the backward scan n - 1 + t.
+//    (missing right), n = min(max_cat_threshold, K), with int64 block scans; candidate t
+//    of the forward scan has order t, of the backward scan n - 1 + t.
 // A block arg-max (larger gain, then lower order: the CPU's first strict maximum) picks the
 // feature's candidate. A partition candidate keeps its set as a pivot: the set is every
 // category whose key is at most the pivot's (the sorted prefix), so ``categorical_split_bits``
