@@ -184,6 +184,37 @@ def test_trees_are_xgboost_exacts_on_small_integer_valued_data(case):
         _assert_same_trees(a, b)
 
 
+LABELS = {
+    "count:poisson": lambda y: np.round(np.abs(y)),
+    "reg:gamma": lambda y: np.abs(y) + 0.5,
+    "reg:tweedie": lambda y: np.abs(y) + 0.5,
+    "reg:pseudohubererror": lambda y: y,
+    "multi:softprob": lambda y: np.digitize(y, [-2, 2]).astype(np.float32),
+    "rank:pairwise": lambda y: np.digitize(y, [-2, 2]).astype(np.float32),
+}
+
+
+@pytest.mark.parametrize("objective", list(LABELS))
+def test_trees_are_xgboost_exacts_for_other_objective_families(objective):
+    rng = np.random.default_rng(7)
+    n = 300
+    X = rng.integers(0, 9, size=(n, 5)).astype(np.float32)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    signal = np.nan_to_num(X[:, 0]) * 1.3 - np.nan_to_num(X[:, 1]) ** 2 * 0.4 + np.nan_to_num(X[:, 2])
+    y = LABELS[objective]((signal + rng.normal(size=n)).astype(np.float32))
+    params = {"tree_method": "exact", "max_depth": 4, "eta": 0.3, "base_score": 0.5, "objective": objective}
+    if objective.startswith("multi"):
+        params["num_class"] = 3
+    group = [30] * 10 if objective.startswith("rank") else None
+    theirs_data = xgb.DMatrix(X, label=y)
+    if group is not None:
+        theirs_data.set_group(group)
+    ours = dg.train(params, dg.DMatrix(X, label=y, group=group), 4)
+    theirs = xgb.train({**params, "nthread": 1}, theirs_data, 4)
+    for a, b in zip(_xgb_trees(ours.to_xgboost()), _xgb_trees(theirs), strict=True):
+        _assert_same_trees(a, b)
+
+
 def _sets():
     rng = np.random.default_rng(11)
     n, f = 4000, 8
