@@ -231,8 +231,8 @@ def _read_tree_categories(t: dict, n: int, where: str) -> dict | None:
     """A tree's categorical splits as per-node ``split_type``, ``cat_start`` (into the tree's
     ``categories``), ``cat_sizes``, and the tree's ``categories``; None without any."""
     st = t.get("split_type")
-    st = np.zeros(n, np.uint8) if st is None else as_array(st, np.uint8, f"{where}.split_type")
-    if st.shape[0] != n:
+    st = None if st is None else as_array(st, np.uint8, f"{where}.split_type")
+    if st is not None and st.shape[0] != n:
         raise ModelFormatError(f"{where}.split_type has length {st.shape[0]}, expected num_nodes = {n}")
     arrays = {}
     for k, dt in (
@@ -245,8 +245,10 @@ def _read_tree_categories(t: dict, n: int, where: str) -> dict | None:
         if v is not None and not isinstance(v, (list, np.ndarray)):
             raise ModelFormatError(f"{where}.{k} must be a list, got {type(v).__name__}")
         arrays[k] = as_array([] if v is None else v, dt, f"{where}.{k}")
-    if not np.any(st != 0) and not arrays["categories_nodes"].size:
+    if (st is None or not np.any(st != 0)) and not arrays["categories_nodes"].size:
         return None
+    if st is None:  # (checked before anything of num_nodes' size is made: the count may be corrupt)
+        raise ModelFormatError(f"{where}: categories_nodes is given without split_type")
     nodes, segments, sizes = arrays["categories_nodes"], arrays["categories_segments"], arrays["categories_sizes"]
     if not (nodes.shape[0] == segments.shape[0] == sizes.shape[0]):
         raise ModelFormatError(f"{where}: categories_nodes, categories_segments and categories_sizes differ in length")
@@ -317,7 +319,7 @@ def _read_trees_at_once(trees: list, where: str):
             or _parse_param(tp.get("num_deleted", "0")) != 0
         ):
             return None
-        for k in ("categories", "categories_nodes"):
+        for k in ("categories", "categories_nodes", "categories_segments", "categories_sizes"):
             v = t.get(k)
             if v is not None and (not isinstance(v, (list, np.ndarray)) or len(v)):
                 return None
