@@ -294,3 +294,56 @@ def test_categorical_split_parameters_are_validated():
     for bad in ({"max_cat_to_onehot": 0}, {"max_cat_threshold": 0}):
         with pytest.raises(dg.DGBoostError, match=next(iter(bad))):
             dg.train(bad, dg.DMatrix(x, y, feature_types=TYPES), 1)
+
+
+def _tree0(doc):
+    return doc["learner"]["gradient_booster"]["model"]["trees"][0]
+
+
+def _cats(doc):
+    return doc["learner"]["gradient_booster"]["model"]["cats"]
+
+
+def _set_at(key, i, value):
+    def mutate(doc):
+        _tree0(doc)[key][i] = value
+
+    return mutate
+
+
+_CATEGORICAL_CORRUPTIONS = {
+    "segment past the end": (_set_at("categories_segments", 0, 10**6), "outside the .* stored categories"),
+    "empty set": (_set_at("categories_sizes", 0, 0), "outside the .* stored categories \\(or none\\)"),
+    "negative code": (_set_at("categories", 0, -3), "category code is out of range"),
+    "unsorted codes": (lambda d: _tree0(d)["categories"].reverse(), "not sorted and distinct"),
+    "node out of range": (_set_at("categories_nodes", 0, 10**6), "categories_nodes has a node out of range"),
+    "split type 2": (_set_at("split_type", 0, 2), "split_type disagrees|split_type must be 0 or 1"),
+    "type without node": (_set_at("split_type", -1, 1), "split_type disagrees with categories_nodes"),
+    "lengths differ": (lambda d: _tree0(d)["categories_sizes"].append(1), "differ in length"),
+    "numeric feature": (
+        lambda d: d["learner"]["feature_types"].__setitem__(0, "q"),
+        "splits categorically on feature 0, whose type is not 'c'",
+    ),
+    "float categories": (
+        lambda d: _cats(d)["enc"].__setitem__(2, {"type": 8, "values": [1.5]}),
+        "floating-point categories are not supported",
+    ),
+    "enc of another width": (lambda d: _cats(d)["enc"].pop(), "enc has 2 features, num_feature is 3"),
+    "names past their bytes": (
+        lambda d: _cats(d)["enc"][0]["offsets"].__setitem__(-1, 10**4),
+        "offsets do not delimit",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CATEGORICAL_CORRUPTIONS))
+def test_corrupt_categorical_arrays_in_an_xgboost_model_are_model_format_errors(name):
+    df, y = _frame(n=600)
+    booster = xgb.train({"max_depth": 3}, xgb.DMatrix(df, y, enable_categorical=True), 2)
+    doc = json.loads(booster.save_raw("json"))
+    assert _tree0(doc)["split_type"][0] == 1 and len(_tree0(doc)["categories"]) > 1
+    dg.model_io.import_xgboost_dict(json.loads(json.dumps(doc)))  # the intact model loads
+    mutate, message = _CATEGORICAL_CORRUPTIONS[name]
+    mutate(doc)
+    with pytest.raises(dg.ModelFormatError, match=message):
+        dg.model_io.import_xgboost_dict(doc)
