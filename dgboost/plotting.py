@@ -71,10 +71,21 @@ def _node_label(tree, i: int, names, with_stats: bool) -> str:
         return label
     f = int(tree.feature[i])
     name = names[f] if names and f < len(names) else f"f{f}"
-    label = f"{name}<{_fmt(tree.split_value[i])}"
+    if tree.split_type is not None and tree.split_type[i] == 1:  # XGBoost's "name:{c1,c2}"
+        label = f"{name}:{{{','.join(str(c) for c in tree.node_categories(i).tolist())}}}"
+    else:
+        label = f"{name}<{_fmt(tree.split_value[i])}"
     if with_stats:
         label += f"\ngain={_fmt(tree.gain[i])}\ncover={_fmt(tree.cover[i])}"
     return label
+
+
+def _edge_texts(tree, i: int) -> tuple[str, str]:
+    """Labels of node i's left and right edges, as XGBoost's graphviz: "yes" is the left child
+    of a numeric split and the right (the set's) child of a categorical one."""
+    dleft = bool(tree.default_left[i])
+    left, right = ("no", "yes") if tree.split_type is not None and tree.split_type[i] == 1 else ("yes", "no")
+    return left + (", missing" if dleft else ""), right + ("" if dleft else ", missing")
 
 
 def plot_importance(
@@ -193,9 +204,9 @@ def _dot_source(
             continue
         lines.append(f'    {i} [ label="{label}"{attrs(cond)} ]')
         left, right = int(tree.left[i]), int(tree.right[i])
-        dleft = bool(tree.default_left[i])
-        lines.append(f'    {i} -> {left} [label="{"yes, missing" if dleft else "yes"}" color="{yes_color}"]')
-        lines.append(f'    {i} -> {right} [label="{"no" if dleft else "no, missing"}" color="{no_color}"]')
+        left_text, right_text = _edge_texts(tree, i)
+        lines.append(f'    {i} -> {left} [label="{left_text}" color="{yes_color}"]')
+        lines.append(f'    {i} -> {right} [label="{right_text}" color="{no_color}"]')
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -321,10 +332,10 @@ def plot_tree(
         if tree.left[i] < 0:
             continue
         x0, y0 = xy(i)
-        dleft = bool(tree.default_left[i])
+        left_text, right_text = _edge_texts(tree, i)
         for child, text, color in (
-            (int(tree.left[i]), "yes, missing" if dleft else "yes", yes_color),
-            (int(tree.right[i]), "no" if dleft else "no, missing", no_color),
+            (int(tree.left[i]), left_text, yes_color),
+            (int(tree.right[i]), right_text, no_color),
         ):
             x1, y1 = xy(child)
             ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops={"arrowstyle": "->", "color": color})

@@ -347,3 +347,19 @@ def test_corrupt_categorical_arrays_in_an_xgboost_model_are_model_format_errors(
     mutate(doc)
     with pytest.raises(dg.ModelFormatError, match=message):
         dg.model_io.import_xgboost_dict(doc)
+
+
+def test_graphviz_shows_category_sets_and_edges_as_xgboost(tmp_path):
+    import re
+
+    pytest.importorskip("graphviz")
+    df, y = _frame(n=800)
+    theirs = xgb.train({"max_depth": 3}, xgb.DMatrix(df, y, enable_categorical=True), 1)
+    theirs.save_model(tmp_path / "m.json")
+    ours = dg.Booster(model_file=str(tmp_path / "m.json"))
+    want, got = xgb.to_graphviz(theirs, num_trees=0).source, dg.to_graphviz(ours, num_trees=0).source
+    node = re.compile(r'^\s*(\d+) \[ label="([^"]*)"', re.M)
+    edge = re.compile(r'^\s*(\d+) -> (\d+) \[label="([^"]*)"', re.M)
+    assert dict(node.findall(got)) == dict(node.findall(want))
+    assert any(":{" in label for _, label in node.findall(got))
+    assert sorted(edge.findall(got)) == sorted(edge.findall(want))
