@@ -425,6 +425,8 @@ _TREE_PARAMS = (
     "grow_policy",
     "lambda",
     "max_bin",
+    "max_cat_threshold",
+    "max_cat_to_onehot",
     "max_delta_step",
     "max_depth",
     "max_leaves",
