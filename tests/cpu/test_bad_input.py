@@ -153,9 +153,9 @@ def test_bad_quantile_dmatrix_arguments(kw, err, match):
 
 
 def test_an_infinite_value_past_the_first_checked_chunk_is_found_at_its_row(monkeypatch):
-    from dgboost import data
+    from dgboost import features
 
-    monkeypatch.setattr(data, "_INF_CHECK_ENTRIES", 30)  # 10 rows of 3 features a chunk
+    monkeypatch.setattr(features, "_INF_CHECK_ENTRIES", 30)  # 10 rows of 3 features a chunk
     x = np.zeros((100, 3), np.float32)
     x[57, 2] = -np.inf
     with pytest.raises(dg.DGBoostError, match="infinite values .*row 57, column 2"):
