@@ -78,3 +78,38 @@ def test_a_reordered_cudf_frame_predicts_as_the_pandas_frame_on_the_device(cp, c
     unseen = df.iloc[:3].assign(c=pd.Categorical(["a", "zz", "b"], categories=["a", "b", "zz"]))
     with pytest.raises(DGBoostValueError, match="category 'zz' is not among the categories of the model"):
         model.predict(cudf.from_pandas(unseen))
+
+
+# -- dask_cudf (an optional extra) ----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cudf_client():
+    pytest.importorskip("dask_cudf")
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+
+    with (
+        LocalCUDACluster(n_workers=1, threads_per_worker=2, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
+def test_dask_cudf_partitions_with_unknown_categories_train_the_pandas_model(cudf_client):
+    import cudf
+    import dask_cudf
+
+    import dgboost.dask as dxgb
+
+    df, y = _frame(1200)
+    # strings made categorical per partition: unknown categories, each partition its own set
+    strings = cudf.from_pandas(df.assign(c=df["c"].astype(object)))
+    dX = dask_cudf.from_cudf(strings, npartitions=3)
+    dX = dX.assign(c=dX["c"].astype("category"))
+    dy = dask_cudf.from_cudf(cudf.Series(y), npartitions=3)
+    dtrain = dxgb.DaskDMatrix(cudf_client, dX, dy)
+    assert dtrain.categories[0].tolist() == sorted(df["c"].dropna().unique())
+    params = {"objective": "binary:logistic", "max_depth": 3, "max_cat_to_onehot": 1, "device": "cuda"}
+    model = dxgb.train(cudf_client, params, dtrain, 4)["booster"]
+    reference = dg.train({**params, "device": "cpu"}, dg.DMatrix(df, y), 4, verbose_eval=False)
+    np.testing.assert_allclose(model.predict(df), reference.predict(df), rtol=0, atol=1e-6)
+    assert model.meta["categories"][0] == LETTERS
