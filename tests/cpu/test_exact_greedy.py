@@ -409,3 +409,10 @@ def test_the_gpu_kernels_algorithm_keeps_monotone_and_interaction_constraints(mo
     expected = dg.train(params, dg.DMatrix(X, label=y), 2).save_raw("json")
     monkeypatch.setattr(exact_greedy, "exact_engine", lambda backend, values: TwinExactEngine(values, mode))
     assert dg.train(params, dg.DMatrix(X, label=y), 2).save_raw("json") == expected
+
+
+def test_exact_with_categorical_features_is_refused_clearly():
+    X = np.array([[0, 1.0], [1, 2.0], [2, 3.0], [1, 0.0]] * 10, np.float32)
+    dtrain = dg.DMatrix(X, label=np.arange(40.0), feature_types=["c", "q"])
+    with pytest.raises(DGBoostValueError, match="tree_method='exact' has no categorical splits"):
+        dg.train({"tree_method": "exact"}, dtrain, 1)
