@@ -47,7 +47,7 @@ def _use_emulated_gpu_engine(monkeypatch):
 
 
 @pytest.mark.parametrize("mode", ["interleaved", "sorted"])
-@pytest.mark.parametrize("seed, depth", [(0, 1), (1, 2), (2, 4)])
+@pytest.mark.parametrize("seed, depth", [(0, 1), (1, 2), (2, 4), (3, 8)])
 def test_the_emulated_gpu_kernels_give_the_cpu_engines_trees(monkeypatch, mode, seed, depth):
     X, y, w = _random_set(seed)
     params = {"tree_method": "exact", "max_depth": depth, "subsample": 0.9, "min_child_weight": 0.5, "seed": seed}
