@@ -240,7 +240,7 @@ def main(argv=None) -> int:
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of each case's rows")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=8, help="dgboost rounds per repeat (first untimed)")
-    ap.add_argument("--xgb-rounds", type=int, default=3, help="XGBoost exact rounds per repeat (first untimed)")
+    ap.add_argument("--xgb-rounds", type=int, default=2, help="XGBoost exact rounds per repeat (first untimed)")
     ap.add_argument("--xgb-repeats", type=int, default=None, help="XGBoost repeats (default --repeats)")
     ap.add_argument("--device", default="cuda", help="dgboost's device (cpu: check the harness anywhere)")
     ap.add_argument("--nthread", type=int, default=os.cpu_count())
