@@ -151,3 +151,19 @@ def test_the_dask_estimator_trains_on_category_columns_as_the_local_one(dask_cli
     for booster in (mine, theirs):
         booster.set_attr(scikit_learn=None)  # the estimator's class name differs, the model not
     assert mine.save_raw("json") == theirs.save_raw("json")
+
+
+def test_codes_typed_c_in_a_dask_array_train_the_single_process_model(dask_client):
+    import dask.array as da
+
+    frame, y = _table()
+    codes = dg.DMatrix(_local(frame)).data  # origin and carrier codes, x
+    client = dask_client(2)
+    X = da.from_array(codes, chunks=(250, 3))
+    Y = da.from_array(y, chunks=250)
+    types = ["c", "c", "q"]
+    dtrain = dxgb.DaskDMatrix(client, X, Y, feature_types=types)
+    out = dxgb.train(client, PARAMS, dtrain, 3, verbose_eval=False)
+    single = dg.train(PARAMS, dg.DMatrix(codes, y, feature_types=types), 3, verbose_eval=False)
+    assert out["booster"].save_raw("json") == single.save_raw("json")
+    assert out["booster"].feature_types == types
