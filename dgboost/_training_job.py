@@ -297,7 +297,7 @@ class TrainingJob:
             )
             # a categorical feature's bins are its categories (docs/design.md §11.1)
             cat_mask = categorical_mask(dtrain.feature_types, dtrain.num_col())
-            cuts = categorical_cuts(cuts, dtrain.data, cat_mask, comm)
+            cuts = categorical_cuts(cuts, dtrain.data, cat_mask, comm, dtrain.feature_names)
         self.categorical = categorical_layout(cuts.ptrs, cat_mask)
         self.fingerprint = None
         if fingerprint or resumed is not None:

@@ -327,7 +327,7 @@ def _sampled_rows_on_host(array, mask: np.ndarray) -> np.ndarray:
     return np.asarray(host)
 
 
-def categorical_cuts(cuts: Cuts, values, mask: np.ndarray | None, comm: Communicator | None = None) -> Cuts:
+def categorical_cuts(cuts: Cuts, values, mask: np.ndarray | None, comm: Communicator | None = None, names=None) -> Cuts:
     """``cuts`` with each categorical feature's cuts replaced by one bin per category.
 
     A categorical feature (``mask`` bool (F,)) of codes 0..K-1 gets the cut values
@@ -343,6 +343,8 @@ def categorical_cuts(cuts: Cuts, values, mask: np.ndarray | None, comm: Communic
         This rank's rows (codes in the categorical columns, NaN missing).
     mask : ndarray of bool, shape (F,), or None (no categorical feature: ``cuts`` as given)
     comm : Communicator, optional
+    names : sequence of str, optional
+        The features' names, for messages.
     """
     if mask is None or not np.any(mask):
         return cuts
@@ -360,7 +362,7 @@ def categorical_cuts(cuts: Cuts, values, mask: np.ndarray | None, comm: Communic
     per_feature = [cuts.feature_cuts(f) for f in range(cuts.n_features)]
     for f, t in zip(features.tolist(), top.tolist()):
         k = max(1, int(t) + 1)
-        check_category_count(f"{f}", k)
+        check_category_count(repr(names[f]) if names else f"{f}", k)
         per_feature[f] = np.arange(1, k + 1, dtype=np.float32)
     sizes = np.array([c.size for c in per_feature], np.int64)
     return Cuts(
