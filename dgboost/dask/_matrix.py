@@ -19,7 +19,14 @@ from .._compat import library_of
 from ..errors import DGBoostError, DGBoostTypeError, DGBoostValueError
 from ..params import check_max_bin
 
-__all__ = ["DaskDMatrix", "DaskQuantileDMatrix", "as_rank_dmatrix", "conformed_codes", "check_eval_categories"]
+__all__ = [
+    "DaskDMatrix",
+    "DaskQuantileDMatrix",
+    "agreed_code_counts",
+    "as_rank_dmatrix",
+    "conformed_codes",
+    "check_eval_categories",
+]
 
 _FIELDS = ("data", "label", "weight", "base_margin", "qid")
 
@@ -421,6 +428,7 @@ def as_rank_dmatrix(
     row_runs: list[tuple[int, int]] | None = None,
     max_bin: int | None = None,
     categories: list | None = None,
+    code_counts: dict | None = None,
 ):
     """A :class:`~dgboost.data.RankDMatrix` of the partitions one rank holds, concatenated in order.
 
@@ -440,6 +448,9 @@ def as_rank_dmatrix(
     categories : list of (numpy.ndarray or None), optional
         The categories agreed over all partitions (:attr:`DaskDMatrix.categories`): each
         partition's codes are made to mean them before the partitions are concatenated.
+    code_counts : dict of int -> int, optional
+        K of each categorical feature given as codes, over all partitions
+        (:func:`agreed_code_counts`): the rank's ``categories`` are then ``arange(K)`` of the job.
 
     Returns
     -------
@@ -483,7 +494,19 @@ def as_rank_dmatrix(
         for j, values in enumerate(categories):
             if values is not None:  # the values, not the rank's own arange of codes
                 dm.categories[j], dm._coded[j] = values, False
+    for j, k in (code_counts or {}).items():
+        dm.categories[j] = np.arange(k, dtype=np.int64)  # the job's K, not this rank's
     return dm
+
+
+def agreed_code_counts(infos: list[dict]) -> dict[int, int] | None:
+    """{feature: K} over all partitions for categorical features given as codes (the largest
+    code + 1 anywhere), from the partitions' checks; None when there are none."""
+    counts: dict[int, int] = {}
+    for info in infos:
+        for j, k in (info.get("codes_k") or {}).items():
+            counts[int(j)] = max(counts.get(int(j), 0), int(k))
+    return counts or None
 
 
 def _concat_rows(values: list):

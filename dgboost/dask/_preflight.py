@@ -53,7 +53,8 @@ def _check_partition(
     Returns
     -------
     dict
-        ``rows``; ``first_qid`` / ``last_qid`` when there are query ids. Raises a
+        ``rows``; ``first_qid`` / ``last_qid`` when there are query ids; ``codes_k`` ({feature:
+        largest code + 1}) for categorical features given as codes. Raises a
         DGBoostError whose message starts with ``partition <index>:``.
     """
     from ..data import RankDMatrix, aligned_codes, model_categories
@@ -92,6 +93,9 @@ def _check_partition(
             objective = get_objective(params)
             objective.validate_labels(dm.label, dm.weight, dm.group_ptr)
         info = {"rows": dm.num_row()}
+        if dm._coded is not None and any(dm._coded):
+            # codes given as numbers: each feature's K here (the job's K is the largest)
+            info["codes_k"] = {j: dm.n_categories(j) for j, coded in enumerate(dm._coded) if coded}
         if part.get("qid") is not None and dm.num_row():
             q = np.asarray(_to_numpy(part["qid"])).reshape(-1)
             info["first_qid"], info["last_qid"] = q[0].item(), q[-1].item()

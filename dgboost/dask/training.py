@@ -37,7 +37,7 @@ from ..device import parse_device, resolve_device
 from ..errors import CommunicationError, DGBoostTypeError, DGBoostValueError
 from ..params import TrainParams, parse_params
 from ._communicator import make_spec, open_comm, release_spec
-from ._matrix import DaskDMatrix, as_rank_dmatrix
+from ._matrix import DaskDMatrix, agreed_code_counts, as_rank_dmatrix, check_eval_categories
 from ._placement import imbalance_note, place, place_where_held, row_runs
 from ._preflight import check_partitions
 from ._profile import RankClock, job_profile, numba_compiler_use
@@ -274,6 +274,8 @@ def _rank_meta(dm: DaskDMatrix, runs: list[tuple[int, int]] | None = None) -> di
         "n_features": dm.n_features,
         "row_runs": runs,
         "max_bin": dm.max_bin,
+        "categories": dm.categories,
+        "code_counts": getattr(dm, "code_counts", None),
     }
 
 
@@ -507,11 +509,14 @@ def _preflight(
     (:func:`._preflight.check_partitions`) of the training data and of each evaluation set."""
     for dm, name in evals:
         check_features(dm, dtrain.n_features, dtrain.feature_names, f"evaluation set {name!r}")
+        check_eval_categories(dtrain, dm, name)
     label_params = p if obj is None else None
     infos = check_partitions(client, dtrain, label_params, "training data", timeout)
     eval_infos = [check_partitions(client, dm, label_params, f"evaluation set {name!r}", timeout) for dm, name in evals]
     if sum(i["rows"] for i in infos) == 0:
         raise DGBoostValueError("the training data has no rows (every partition is empty)")
+    for dm, dm_infos in [(dtrain, infos)] + [(dm, e) for (dm, _), e in zip(evals, eval_infos)]:
+        dm.code_counts = agreed_code_counts(dm_infos)
     for dm, name in evals:
         check_features(dm, dtrain.n_features, dtrain.feature_names, f"evaluation set {name!r}")
     return infos, eval_infos
@@ -586,6 +591,8 @@ def _rank_args(
     eval_sets = []
     for (dm, name), (runs, e_rows) in zip(evals, eval_runs):
         meta = _rank_meta(dm, None if rows is None else row_runs(runs[rank], e_rows))
+        if dm.has_categories:  # checked a subset of the training data's (_preflight): its codes
+            meta["categories"] = dtrain.categories
         eval_sets.append(([dm.partition(i) for i in runs[rank]], meta, name))
     return train_parts, train_meta, eval_sets
 

@@ -164,6 +164,26 @@ def test_codes_typed_c_in_a_dask_array_train_the_single_process_model(dask_clien
     types = ["c", "c", "q"]
     dtrain = dxgb.DaskDMatrix(client, X, Y, feature_types=types)
     out = dxgb.train(client, PARAMS, dtrain, 3, verbose_eval=False)
+    # K of codes given as numbers is agreed over the partitions (the largest code anywhere + 1)
+    assert dtrain.code_counts == {0: int(np.nanmax(codes[:, 0])) + 1, 1: int(np.nanmax(codes[:, 1])) + 1}
     single = dg.train(PARAMS, dg.DMatrix(codes, y, feature_types=types), 3, verbose_eval=False)
     assert out["booster"].save_raw("json") == single.save_raw("json")
     assert out["booster"].feature_types == types
+
+
+def test_a_ranks_matrix_gets_the_jobs_categories_not_its_own():
+    from dgboost.dask._matrix import agreed_code_counts, as_rank_dmatrix
+
+    counts = agreed_code_counts([{"rows": 2, "codes_k": {0: 3}}, {"rows": 0}, {"rows": 1, "codes_k": {0: 9}}])
+    assert counts == {0: 9}
+    part = {"data": np.array([[0.0, 1.5], [2.0, np.nan]], np.float32), "label": np.array([0.0, 1.0])}
+    keywords = {"has": {"data": True, "label": True}, "missing": np.nan, "feature_names": None, "n_features": 2}
+    dm = as_rank_dmatrix([part], **keywords, feature_types=["c", "q"], code_counts=counts)
+    assert dm.categories[0].tolist() == list(range(9)) and dm.category_values() == [None, None]
+    frame = pd.DataFrame({"c": pd.Categorical(["b", "a"]), "x": [1.0, 2.0]})
+    agreed = [np.array(["a", "b", "z"], dtype=object), None]
+    dm = as_rank_dmatrix(
+        [{"data": frame, "label": np.zeros(2)}], **keywords, feature_types=["c", "float"], categories=agreed
+    )
+    np.testing.assert_array_equal(dm.data[:, 0], [1.0, 0.0])
+    assert dm.category_values()[0] == ["a", "b", "z"]
