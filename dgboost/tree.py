@@ -166,6 +166,28 @@ class Tree:
         )
 
 
+def _node_bitsets(cat: dict, lo: int, hi: int, at: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(cat_begin int64, cat_words int32, cat_bits uint32) of flat nodes ``lo:hi`` from the flat
+    ``CAT_ARRAYS`` ``cat``, their words placed from word ``at`` on (vectorised over the nodes)."""
+    split_type = cat["split_type"][lo:hi]
+    begin = np.zeros(hi - lo, np.int64)
+    words = np.zeros(hi - lo, np.int32)
+    nodes = np.flatnonzero(split_type == 1)
+    if not nodes.size:
+        return begin, words, np.zeros(0, np.uint32)
+    seg = cat["cat_segments"][lo:hi][nodes].astype(np.int64)
+    size = cat["cat_sizes"][lo:hi][nodes].astype(np.int64)
+    values = cat["cat_values"].astype(np.int64)
+    node_words = (values[seg + size - 1] >> 5) + 1  # each set is sorted: its last code is its largest
+    first = np.concatenate([[0], np.cumsum(node_words)[:-1]])
+    begin[nodes], words[nodes] = at + first, node_words
+    owner = np.repeat(np.arange(nodes.size), size)
+    codes = values[np.repeat(seg, size) + np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)]
+    bits = np.zeros(int(node_words.sum()), np.uint32)
+    np.bitwise_or.at(bits, first[owner] + (codes >> 5), np.left_shift(np.uint32(1), (codes & 31).astype(np.uint32)))
+    return begin, words, bits
+
+
 class Ensemble:
     """All trees of a model as flat node arrays plus per-tree offsets and output groups.
 
@@ -234,7 +256,6 @@ class Ensemble:
             parts["cat_values"].append(t.cat_values)
             at += int(t.cat_values.shape[0])
         self.cat_arrays = {name: np.concatenate(parts[name]).astype(dt) for name, dt in CAT_ARRAYS.items()}
-        self._cat_kernel = None
 
     @property
     def has_categorical(self) -> bool:
@@ -251,23 +272,22 @@ class Ensemble:
         its largest code (0 for numeric nodes)."""
         if not self.has_categorical:
             return None
-        if self._cat_kernel is None:
-            from ._categorical import codes_to_words
-
-            cat = self.cat_arrays
-            n = cat["split_type"].shape[0]
-            begin = np.zeros(n, np.int64)
-            words = np.zeros(n, np.int32)
-            chunks = []
-            at = 0
-            for i in np.flatnonzero(cat["split_type"] == 1).tolist():
-                s0 = int(cat["cat_segments"][i])
-                w = codes_to_words(cat["cat_values"][s0 : s0 + int(cat["cat_sizes"][i])])
-                begin[i], words[i] = at, w.shape[0]
-                chunks.append(w)
-                at += w.shape[0]
-            bits = np.concatenate(chunks) if chunks else np.zeros(1, np.uint32)
-            self._cat_kernel = (cat["split_type"].copy(), begin, words, bits)
+        cat = self.cat_arrays
+        n = int(cat["split_type"].shape[0])
+        done = 0 if self._cat_kernel is None else int(self._cat_kernel[0].shape[0])
+        if done < n:  # trees only get appended: the new nodes' sets after the old ones'
+            if done:
+                _, begin, words, bits = self._cat_kernel
+                at = int(bits.shape[0])
+            else:
+                begin, words, bits, at = np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint32), 0
+            new_begin, new_words, new_bits = _node_bitsets(cat, done, n, at)
+            self._cat_kernel = (
+                cat["split_type"][:n].copy(),
+                np.concatenate([begin, new_begin]),
+                np.concatenate([words, new_words]),
+                np.concatenate([bits, new_bits]) if bits.size + new_bits.size else np.zeros(1, np.uint32),
+            )
         return self._cat_kernel
 
     def categories_of(self, node: int) -> np.ndarray | None:
