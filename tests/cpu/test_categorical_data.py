@@ -273,3 +273,13 @@ def test_continuing_a_model_on_reordered_categories_recodes_the_rows_to_the_mode
         DGBoostValueError, match="category 'zz' is not among the categories of the model being continued"
     ):
         dg.train(params, dg.DMatrix(unseen, y), 1, xgb_model=first, verbose_eval=False)
+
+
+def test_a_quantile_dmatrix_takes_category_columns_and_recodes_to_its_ref():
+    df, y = _frame()
+    train = dg.QuantileDMatrix(df, y, max_bin=64)
+    assert train.feature_types == ["c", "float", "int"] and train.categories[0].tolist() == LETTERS
+    valid = dg.QuantileDMatrix(_reordered(df), y, ref=train)
+    np.testing.assert_array_equal(valid.data, train.data)
+    with pytest.raises(DGBoostTypeError, match="enable_categorical=True"):
+        dg.QuantileDMatrix(df, y, enable_categorical=False)
