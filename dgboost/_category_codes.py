@@ -42,6 +42,7 @@ __all__ = [
     "categories_to_list",
     "categories_from_list",
     "require_flag",
+    "object_words",
 ]
 
 #: Most categories a feature may have: bins are uint16 and 65535 marks a missing value.
@@ -329,6 +330,11 @@ def categories_from_list(column: str, values: Sequence | None) -> np.ndarray | N
     return checked_categories(column, np.array(list(values), dtype=object) if len(values) else np.empty(0, object))
 
 
+def object_words(dtype: Any) -> str:
+    """ " or other objects" for an object column (it may hold numbers as Python objects too)."""
+    return " or other objects" if str(dtype) == "object" else ""
+
+
 def require_flag(column: str, dtype: Any) -> DGBoostTypeError:
     """The error for a category or string column seen without ``enable_categorical``."""
     if is_categorical_dtype(dtype):
@@ -337,6 +343,6 @@ def require_flag(column: str, dtype: Any) -> DGBoostTypeError:
             "it as a categorical feature (or encode it as numbers first)"
         )
     return DGBoostTypeError(
-        f"column {column!r} holds strings ({dtype}); convert it to a category column "
+        f"column {column!r} holds strings{object_words(dtype)} ({dtype}); convert it to a category column "
         f"(df[{column!r}].astype('category')) and pass enable_categorical=True, or encode it as numbers"
     )

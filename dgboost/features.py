@@ -34,6 +34,7 @@ from ._category_codes import (
     is_categorical_dtype,
     is_category_column,
     is_string_dtype,
+    object_words,
     recode_map,
     require_flag,
 )
@@ -104,8 +105,8 @@ def _check_columns(frame, enable_categorical: bool = False) -> tuple[list[str], 
         elif is_string_dtype(dtype):
             if enable_categorical:
                 raise DGBoostTypeError(
-                    f"column {str(name)!r} holds strings ({dtype}); convert it to a category column "
-                    f"(df[{str(name)!r}].astype('category')) to use it as a categorical feature"
+                    f"column {str(name)!r} holds strings{object_words(dtype)} ({dtype}); convert it to a "
+                    f"category column (df[{str(name)!r}].astype('category')) to use it as a categorical feature"
                 )
             raise require_flag(str(name), dtype)
         elif not _numeric_dtype(dtype):
