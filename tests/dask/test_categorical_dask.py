@@ -35,9 +35,10 @@ def _table(seed=0):
     return frame, y.astype(np.float64)
 
 
-def _partitions(frame: pd.DataFrame, y: np.ndarray):
+def _partitions(frame: pd.DataFrame, y: np.ndarray, known: bool = False):
     """Partitions of CHUNKS rows whose category columns each have the categories they hold,
-    in a different order in every partition (the worst case for codes)."""
+    in a different order in every partition (the worst case for codes); the collection's
+    dtype knows the whole column's (sorted) categories when ``known``, else none."""
     bounds = np.concatenate([[0], np.cumsum(CHUNKS)])
     parts, labels = [], []
     for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
@@ -48,11 +49,10 @@ def _partitions(frame: pd.DataFrame, y: np.ndarray):
             part[column] = pd.Categorical(part[column], categories=order)
         parts.append(part)
         labels.append(pd.Series(y[a:b], index=part.index))
-    meta = frame.iloc[:0].astype({"origin": "category", "carrier": "category"})
-    meta["origin"] = meta["origin"].cat.as_unordered()
+    meta = _local(frame).iloc[:0]  # the dtypes of the whole columns: sorted categories
     X = dd.from_delayed([dask.delayed(p) for p in parts], meta=meta, verify_meta=False)
-    # unknown categories: what astype("category") of a dask column gives
-    X = X.assign(origin=X["origin"].cat.as_unknown(), carrier=X["carrier"].cat.as_unknown())
+    if not known:  # unknown categories: what astype("category") of a dask column gives
+        X = X.assign(origin=X["origin"].cat.as_unknown(), carrier=X["carrier"].cat.as_unknown())
     Y = dd.from_delayed([dask.delayed(s) for s in labels], meta=pd.Series([], dtype=np.float64))
     return X, Y
 
@@ -64,11 +64,12 @@ def _local(frame: pd.DataFrame):
 PARAMS = {"objective": "binary:logistic", "max_depth": 4, "max_cat_to_onehot": 8, "eval_metric": "logloss"}
 
 
-@pytest.mark.parametrize("n_workers", [1, 2, 3])
-def test_partitions_with_differently_ordered_categories_train_the_single_process_model(dask_client, n_workers):
+@pytest.mark.parametrize("n_workers, known", [(1, False), (2, False), (3, False), (2, True)])
+def test_partitions_with_differently_ordered_categories_train_the_single_process_model(dask_client, n_workers, known):
     frame, y = _table()
     client = dask_client(n_workers)
-    X, Y = _partitions(frame, y)
+    X, Y = _partitions(frame, y, known)
+    assert X["origin"].cat.known == known
     dtrain = dxgb.DaskDMatrix(client, X, Y)
     # the agreed set: the sorted union, as astype("category") of the whole column
     assert dtrain.categories[0].tolist() == sorted(frame["origin"].dropna().unique())
