@@ -13,11 +13,15 @@
 //   ``exact_node_entries`` writes each entry's (g, h, 1) if its row is in node k (else 0);
 //   inclusive scans of those (CuPy) are node k's running sums in every column at once;
 //   ``exact_interleaved_candidates`` evaluates node k's candidates from them.
-// * Sorted (deep levels): ``exact_sort_keys`` keys every entry by its node's slot; a stable
-//   sort of the keys (CuPy's argsort: a radix sort of 16- or 32-bit keys) orders the entries by
-//   node, then by entry index, i.e. by node, feature, value; ``exact_sorted_pairs`` gathers the
-//   pairs in that order, their inclusive scans are running sums within each (node, feature)
-//   segment, and ``exact_sorted_candidates`` evaluates them.
+// * Sorted (every level in production): the entries of the level's nodes are kept grouped
+//   by (node, feature), each group in column order (the "layout", below). The root's layout
+//   is the columns less inactive rows; each next level's comes from the last by a stable
+//   partition of every split node's groups into its children's (flags, one scan, counts,
+//   scatter): no sort. ``exact_layout_pairs`` gathers the pairs in layout order, their
+//   inclusive scans are running sums within each group, and ``exact_layout_candidates``
+//   evaluates them. Where a sorted level follows interleaved ones (tests only), the layout is
+//   made by a stable sort of the entries by node slot (``exact_sort_keys``, CuPy's argsort,
+//   ``exact_layout_gather``).
 //
 // Both modes evaluate the same candidates with the same int64 sums (exact in any order) and
 // the CPU engine's float64 gains (gain.cuh, --fmad=false). A candidate's ordinal is the order
@@ -113,13 +117,16 @@ __device__ __forceinline__ unsigned long long consider(int phase, int k, int f, 
   if (!(gain > KERNEL_EPS)) return 0;  // NaN never wins
   const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(gain));
   if (phase == 0) {
-    atomicMax(out.best_bits + k, bits);
+    // the node's best only grows: a candidate at or below it now cannot win, so most skip the
+    // atomic (at the root every entry shares one address: unfiltered, 2 atomics an entry
+    // serialise in the L2)
+    if (bits > *reinterpret_cast<volatile unsigned long long*>(out.best_bits + k)) atomicMax(out.best_bits + k, bits);
     return bits;
   }
   if (bits != out.best_bits[k]) return bits;
   const unsigned long long key = (static_cast<unsigned long long>(f) << 34) | static_cast<unsigned long long>(ordinal);
   if (phase == 1) {
-    atomicMin(out.best_key + k, key);
+    if (key < *reinterpret_cast<volatile unsigned long long*>(out.best_key + k)) atomicMin(out.best_key + k, key);
     return bits;
   }
   if (key != out.best_key[k]) return bits;
@@ -254,67 +261,143 @@ extern "C" __global__ void exact_sort_keys(long long n_entries, const long long*
   }
 }
 
-// out_g/out_h[q] = the pair of the entry at sorted position q, order[q] (0 past the level's entries).
-extern "C" __global__ void exact_sorted_pairs(long long n_entries, const long long* __restrict__ order,
-                                              const unsigned int* __restrict__ slot, int m,
-                                              const int* __restrict__ col_rows, const int* __restrict__ gpair,
-                                              long long* __restrict__ out_g, long long* __restrict__ out_h) {
+// -- the node layout (sorted mode) ----------------------------------------------------------
+// The entries of a level's nodes grouped by (node slot, feature), each group in column order
+// (ascending value): position q holds entry ``order[q]`` (its index in the presorted columns),
+// its row ``lrow[q]`` and value ``lval[q]``; group s = slot * F + f occupies
+// [seg_begin[s], seg_begin[s + 1]), seg_begin (m * F + 1,) int64, its last element the number
+// of live positions (past it, the buffers hold nothing). Made once per tree from the columns
+// and then, level after level, by a stable partition of every split node's groups into its
+// two children's groups: no sort, and each group stays in column order.
+
+// Live positions of a layout of ``n_segments`` groups.
+__device__ __forceinline__ long long layout_live(const long long* __restrict__ seg_begin, long long n_segments) {
+  return seg_begin[n_segments];
+}
+
+// flag[q] = 1 where the source position q's row goes to a left child (``child_side``) of the
+// level first .. first + m - 1 and is active, else 0 (right child, or dropped: a leaf's row,
+// or an inactive row at the root).
+extern "C" __global__ void exact_partition_flags(long long n_entries, const long long* __restrict__ src_begin,
+                                                 long long src_segments, const int* __restrict__ src_row,
+                                                 const int* __restrict__ node_of_row, int first, int m,
+                                                 const unsigned char* __restrict__ child_side,
+                                                 const int* __restrict__ gpair, int* __restrict__ flag) {
+  const long long live = layout_live(src_begin, src_segments);
+  for (long long q = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; q < n_entries;
+       q += static_cast<long long>(gridDim.x) * blockDim.x) {
+    int left = 0;
+    if (q < live) {
+      const int r = src_row[q];
+      const int c = node_of_row[r] - first;
+      left = (c >= 0 && c < m && child_side[c] != 0 && active(gpair, r)) ? 1 : 0;
+    }
+    flag[q] = left;
+  }
+}
+
+// count[c * F + f] = the entries of child slot c's group f: the lefts (``lefts``: exclusive
+// scan of the flags, n + 1) of its parent's group f, or the rest of that group for a right child.
+extern "C" __global__ void exact_partition_counts(int m, int n_features, const int* __restrict__ parent_slot,
+                                                  const unsigned char* __restrict__ child_side,
+                                                  const long long* __restrict__ src_begin,
+                                                  const long long* __restrict__ lefts, long long* __restrict__ count) {
+  const long long n = static_cast<long long>(m) * n_features;
+  for (long long s = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; s < n;
+       s += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int c = static_cast<int>(s / n_features), f = static_cast<int>(s % n_features);
+    const long long ps = static_cast<long long>(parent_slot[c]) * n_features + f;
+    const long long b = src_begin[ps], e = src_begin[ps + 1];
+    const long long l = lefts[e] - lefts[b];
+    count[s] = child_side[c] != 0 ? l : (e - b) - l;
+  }
+}
+
+// Every kept source position to its child's group, in its rank among the group's entries
+// going the same way: a stable partition. ``src_identity``: the source is the presorted
+// columns themselves (position = entry index; src_order unused).
+extern "C" __global__ void exact_partition_scatter(
+    long long n_entries, const long long* __restrict__ src_begin, long long src_segments, int src_identity,
+    const long long* __restrict__ src_order, const int* __restrict__ src_row, const float* __restrict__ src_val,
+    const int* __restrict__ node_of_row, int first, int m, const int* __restrict__ parent_slot,
+    const unsigned char* __restrict__ child_side, const int* __restrict__ gpair, const long long* __restrict__ col_ptr,
+    int n_features, const long long* __restrict__ lefts, const long long* __restrict__ dst_begin,
+    long long* __restrict__ dst_order, int* __restrict__ dst_row, float* __restrict__ dst_val) {
+  const long long live = layout_live(src_begin, src_segments);
+  for (long long q = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; q < live;
+       q += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int r = src_row[q];
+    const int c = node_of_row[r] - first;
+    if (c < 0 || c >= m || !active(gpair, r)) continue;
+    const long long e = src_identity ? q : src_order[q];
+    const int f = feature_of(col_ptr, n_features, e);
+    const long long b = src_begin[static_cast<long long>(parent_slot[c]) * n_features + f];
+    const long long lefts_before = lefts[q] - lefts[b];
+    const long long rank = child_side[c] != 0 ? lefts_before : (q - b) - lefts_before;
+    const long long d = dst_begin[static_cast<long long>(c) * n_features + f] + rank;
+    dst_order[d] = e;
+    dst_row[d] = r;
+    dst_val[d] = src_val[q];
+  }
+}
+
+// A layout from a stable sort by slot (``exact_sort_keys``): the rows and values of the
+// entries in ``order``, for a sorted level after interleaved ones.
+extern "C" __global__ void exact_layout_gather(long long n_entries, const long long* __restrict__ order,
+                                               const int* __restrict__ col_rows, const float* __restrict__ col_values,
+                                               int* __restrict__ lrow, float* __restrict__ lval) {
   for (long long q = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; q < n_entries;
        q += static_cast<long long>(gridDim.x) * blockDim.x) {
     const long long e = order[q];
-    const bool in = static_cast<int>(slot[e]) < m;
-    const int r = col_rows[e];
-    out_g[q] = in ? gpair[2 * r] : 0;
-    out_h[q] = in ? gpair[2 * r + 1] : 0;
+    lrow[q] = col_rows[e];
+    lval[q] = col_values[e];
   }
 }
 
-// Sorted position q (entry e of node k)'s candidates, their largest gain's bits (0: none).
-__device__ __forceinline__ unsigned long long sorted_entry(
-    int phase, long long q, long long e, int k, const long long* __restrict__ order,
-    const long long* __restrict__ col_ptr, const float* __restrict__ col_values,
-    const unsigned char* __restrict__ forward_ok, const long long* __restrict__ seg_begin,
-    const int* __restrict__ seg_count, const long long* __restrict__ sg, const long long* __restrict__ sh,
-    const ExactLevel& L, ExactOut& out) {
-  const int f = feature_of(col_ptr, L.n_features, e);
-  const long long seg = static_cast<long long>(k) * L.n_features + f;
-  if (L.use_mask && !L.feature_mask[seg]) return 0;
-  const long long begin = seg_begin[seg], end = begin + seg_count[seg];
-  const long long base_g = begin > 0 ? sg[begin - 1] : 0, base_h = begin > 0 ? sh[begin - 1] : 0;
-  const float v = col_values[e];
-  bool boundary = false;
-  float next = 0.0f;
-  if (q + 1 < end) {
-    next = col_values[order[q + 1]];
-    boundary = next != v;
+// out_g/out_h[q] = the pair of the row at live position q (every live row is active).
+extern "C" __global__ void exact_layout_pairs(long long n_entries, const long long* __restrict__ seg_begin,
+                                              long long n_segments, const int* __restrict__ lrow,
+                                              const int* __restrict__ gpair, long long* __restrict__ out_g,
+                                              long long* __restrict__ out_h) {
+  const long long live = layout_live(seg_begin, n_segments);
+  for (long long q = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; q < live;
+       q += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int r = lrow[q];
+    out_g[q] = gpair[2 * r];
+    out_h[q] = gpair[2 * r + 1];
   }
-  const long long lo = col_ptr[f], hi = col_ptr[f + 1];
-  return consider_entry(phase, k, f, e - lo, hi - lo, forward_ok[f] != 0, boundary, v, next, q == end - 1,
-                        q == begin, sg[q] - base_g, sh[q] - base_h, sg[end - 1] - base_g, sh[end - 1] - base_h, L,
-                        out);
 }
 
-// Candidates of every (node, feature) segment from the inclusive scans sg, sh in sorted order;
-// seg_begin (m * F) is each segment's first sorted position, seg_count its length.
-extern "C" __global__ void exact_sorted_candidates(
-    int phase, long long n_entries, const long long* __restrict__ order, const unsigned int* __restrict__ slot, int m,
-    const long long* __restrict__ col_ptr, const float* __restrict__ col_values,
-    const unsigned char* __restrict__ forward_ok, const long long* __restrict__ seg_begin,
-    const int* __restrict__ seg_count, const long long* __restrict__ sg, const long long* __restrict__ sh,
-    unsigned long long* __restrict__ entry_bits, EXACT_LEVEL_ARGS) {
+// Candidates of every (node, feature) group of the layout from the inclusive scans sg, sh of
+// its pairs (a group's running sums: the scan minus its value before the group's start).
+extern "C" __global__ void exact_layout_candidates(
+    int phase, long long n_entries, const long long* __restrict__ seg_begin, const long long* __restrict__ order,
+    const int* __restrict__ lrow, const float* __restrict__ lval, const int* __restrict__ node_of_row, int first,
+    const long long* __restrict__ col_ptr, const unsigned char* __restrict__ forward_ok,
+    const long long* __restrict__ sg, const long long* __restrict__ sh, unsigned long long* __restrict__ entry_bits,
+    long long n_segments, EXACT_LEVEL_ARGS) {
   EXACT_LEVEL_MAKE
-  for (long long q = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; q < n_entries;
+  const long long live = layout_live(seg_begin, n_segments);
+  for (long long q = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; q < live;
        q += static_cast<long long>(gridDim.x) * blockDim.x) {
     if (phase > 0 && entry_bits[q] == 0) continue;
-    const long long e = order[q];
-    const int k = static_cast<int>(slot[e]);
-    if (k >= m) {  // not in the level
-      if (phase == 0) entry_bits[q] = 0;
-      continue;
-    }
+    const int k = node_of_row[lrow[q]] - first;
     if (skip_entry(phase, entry_bits, q, k, out)) continue;
-    const unsigned long long bits = sorted_entry(phase, q, e, k, order, col_ptr, col_values, forward_ok, seg_begin,
-                                                 seg_count, sg, sh, L, out);
+    const long long e = order[q];
+    const int f = feature_of(col_ptr, n_features, e);
+    const long long seg = static_cast<long long>(k) * n_features + f;
+    unsigned long long bits = 0;
+    if (!use_mask || feature_mask[seg]) {
+      const long long begin = seg_begin[seg], end = seg_begin[seg + 1];
+      const long long base_g = begin > 0 ? sg[begin - 1] : 0, base_h = begin > 0 ? sh[begin - 1] : 0;
+      const float v = lval[q];
+      const bool has_next = q + 1 < end;
+      const float next = has_next ? lval[q + 1] : 0.0f;
+      const long long lo = col_ptr[f], hi = col_ptr[f + 1];
+      bits = consider_entry(phase, k, f, e - lo, hi - lo, forward_ok[f] != 0, has_next && next != v, v, next,
+                            q == end - 1, q == begin, sg[q] - base_g, sh[q] - base_h, sg[end - 1] - base_g,
+                            sh[end - 1] - base_h, L, out);
+    }
     if (phase == 0) entry_bits[q] = bits;
   }
 }

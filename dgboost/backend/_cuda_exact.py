@@ -2,17 +2,21 @@
 
 The paper's two modes (Mitchell and Frank, 2017): levels shallower than
 :data:`SORTED_FROM_DEPTH` are scanned *interleaved* (entries stay in column order; one
-masked inclusive scan per node gives that node's running sums in every column), deeper
-levels *sorted* (one stable radix sort of the entries by node per level, then one
-segmented scan for all nodes). Both evaluate the CPU engine's candidates with the same int64
-sums and float64 gains and choose by the same rule, so every mode gives the CPU engine's
-tree. ``dgboost.testing.exact_modes`` forces either mode for the tests.
+masked inclusive scan per node gives that node's running sums in every column), the others
+*sorted* (the level's entries grouped by node and feature in column order, one scan for
+all nodes). The sorted mode's grouping is kept from level to level by a stable partition of
+each split node's entries into its children's, not by a sort per level. Both modes evaluate
+the CPU engine's candidates with the same int64 sums and float64 gains and choose by the
+same rule, so every mode gives the CPU engine's tree. ``dgboost.testing.exact_modes`` forces
+either mode for the tests. docs/design.md §12.
 
 The presorted columns are made on the host by the CPU engine's own code
 (:func:`dgboost.backend._cpu_exact.presort_columns`) and uploaded once per training.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -21,12 +25,16 @@ from ._cpu_exact import exact_memory_estimate, forward_columns, parent_gains, pr
 
 __all__ = ["CUDAExactEngine", "SORTED_FROM_DEPTH", "device_available_bytes", "gpu_memory_estimate", "run_ends"]
 
-#: The first depth scanned in sorted mode. A level of 2**d nodes costs the interleaved mode
-#: 2**d rounds of seven passes over the entries (pairs, three scans, three candidate passes),
-#: the sorted mode about eleven (keys, a 16-bit stable radix sort, pairs, two scans, three
-#: candidate passes) whatever d: interleaved pays at the root only. An estimate until
-#: ``benchmarks/exact_greedy.py --modes`` measures each level in both modes on the GPU.
-SORTED_FROM_DEPTH = 1
+#: The first depth scanned in sorted mode: every level. The sorted mode no longer sorts: its
+#: layout (entries grouped by node and feature, in column order) is the columns at the root
+#: and the last level's, stably partitioned, below; a level costs it about ten passes over
+#: the level's entries whatever its node count, where the interleaved mode pays seven passes
+#: over all entries per node (2**d at depth d). On an H200 the sort-per-level sorted mode was
+#: already faster from depth 3 (benchmarks/results/exact_greedy_h200.json, ``scan_modes``);
+#: without the sort it is as cheap as the interleaved mode at the root (one partition against
+#: a third scan) and the interleaved root would cost a sort to start the layout at depth 1.
+#: ``dgboost.testing.exact_modes`` still forces either mode at every depth for the tests.
+SORTED_FROM_DEPTH = 0
 
 _THREADS = 256
 _FILE = "exact_split.cu"
@@ -34,12 +42,14 @@ _FILE = "exact_split.cu"
 
 def gpu_memory_estimate(n_rows: int, n_present: int, n_features: int) -> int:
     """Bytes the GPU engine holds: the CPU engine's (presorted entries, node map, pairs),
-    4 bytes an entry of run ends, and a level's scratch, 64 bytes an entry at most: the
-    interleaved mode's three int64 arrays and their scans (48), or the sorted mode's keys,
-    the sort's order and its temporaries, and two int64 arrays and their scans; 8 bytes an
-    entry of the candidate passes' per-entry gains (``entry_bits``); plus 16
-    bytes a row for the rows' leaf order at the end of a tree."""
-    return exact_memory_estimate(n_rows, n_present) + (4 + 64 + 8) * int(n_present) + 16 * int(n_rows)
+    4 bytes an entry of run ends, 32 of the sorted mode's two layout buffers (entry index,
+    row, value), and a level's scratch, 48 bytes an entry at most: the interleaved mode's
+    three int64 arrays and their scans, or the sorted mode's two int64 arrays and their scans
+    (the partition's flags and their scan come and go before them; a layout made by a sort
+    after interleaved levels, its keys and order, fits in the same); 8 bytes an entry of the
+    candidate passes' per-entry gains (``entry_bits``); plus 16 bytes a row for the rows'
+    leaf order at the end of a tree."""
+    return exact_memory_estimate(n_rows, n_present) + (4 + 32 + 48 + 8) * int(n_present) + 16 * int(n_rows)
 
 
 def device_available_bytes(xp) -> tuple[int, int]:
@@ -61,6 +71,35 @@ def run_ends(ptr: np.ndarray, sorted_values: np.ndarray, relative: bool = False)
         ends = np.append(starts[1:], hi - lo)
         out[lo:hi] = (0 if relative else lo) + np.repeat(ends, np.diff(np.append(starts, hi - lo)))
     return out
+
+
+class _Layout(NamedTuple):
+    """A level's entries grouped by (node slot, feature), each group in column order (device
+    arrays): ``begin`` int64 (groups + 1,) the groups' first positions and the live count;
+    ``order`` int64 the positions' entry indices (None: the columns themselves), ``row``
+    int32, ``val`` float32; ``which`` the buffer pair it lives in (-1: the columns); ``depth``."""
+
+    begin: object
+    order: object
+    row: object
+    val: object
+    which: int
+    depth: int
+
+
+def _children_of(left_child: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The next level's (parent slot int32, 1 for a left child uint8) per child slot, from a
+    level's ``left_child`` node ids (-1: a leaf); the children are numbered from the smallest."""
+    split = np.flatnonzero(left_child >= 0)
+    if not split.size:
+        return np.zeros(0, np.int32), np.zeros(0, np.uint8)
+    slots = left_child[split] - left_child[split].min()
+    m = int(slots.max()) + 2
+    parent = np.zeros(m, np.int32)
+    side = np.zeros(m, np.uint8)
+    parent[slots], parent[slots + 1] = split, split
+    side[slots] = 1
+    return parent, side
 
 
 class CUDAExactEngine:
@@ -97,6 +136,9 @@ class CUDAExactEngine:
         self.node_of_row = None
         self.gpair = None
         self.depth = 0
+        self._layout_buffers = None
+        self._layout = None
+        self._children = None
 
     def _check_memory(self, n_present: int) -> None:
         need = gpu_memory_estimate(self.n_rows, n_present, self.n_features)
@@ -117,10 +159,14 @@ class CUDAExactEngine:
         self.gpair = self.xp.ascontiguousarray(gpair, dtype=self.xp.int32)
         self.node_of_row = self.xp.zeros(self.n_rows, self.xp.int32)
         self.depth = 0
+        self._layout = None
+        self._children = None
 
     def end_tree(self) -> None:
         self.gpair = None
         self.node_of_row = None
+        self._layout = None
+        self._children = None
 
     def best_splits(self, first: int, totals, masks, bounds, monotone, scales, params) -> dict:
         """As :meth:`dgboost.backend._cpu_exact.CPUExactEngine.best_splits` (host arrays in and out)."""
@@ -169,6 +215,7 @@ class CUDAExactEngine:
         )
         if self.n_entries:
             if self.depth < SORTED_FROM_DEPTH:
+                self._layout = None
                 self._interleaved(first, m, level)
             else:
                 self._sorted(first, m, level)
@@ -210,7 +257,129 @@ class CUDAExactEngine:
                 )
 
     def _sorted(self, first: int, m: int, level: tuple) -> None:
-        """All nodes at once: entries stably sorted by node, segmented scans, candidates."""
+        """All nodes at once: the layout's pairs, their inclusive scans, the candidates."""
+        xp, n = self.xp, self.n_entries
+        lay = self._layout_for(first, m)
+        n_segments = np.int64(m * self.n_features)
+        g, h = xp.empty(n, xp.int64), xp.empty(n, xp.int64)
+        self._launch("exact_layout_pairs", n, (np.int64(n), lay.begin, n_segments, lay.row, self.gpair, g, h))
+        # past the live positions g and h hold garbage: no live position reads a sum there
+        sg, sh = xp.cumsum(g), xp.cumsum(h)
+        del g, h
+        entry_bits = xp.empty(n, xp.uint64)  # pass 0's largest gain of each position
+        for phase in range(3):
+            self._launch(
+                "exact_layout_candidates",
+                n,
+                (
+                    np.int32(phase),
+                    np.int64(n),
+                    lay.begin,
+                    lay.order,
+                    lay.row,
+                    lay.val,
+                    self.node_of_row,
+                    np.int32(first),
+                    self.ptr,
+                    self.forward,
+                    sg,
+                    sh,
+                    entry_bits,
+                    n_segments,
+                    *level,
+                ),
+            )
+
+    # -- the layout: the level's entries grouped by (node, feature), in column order --------
+    def _buffers(self, which: int):
+        """Layout buffers ``which`` (0 or 1): order int64, row int32, value float32 (n,)."""
+        if self._layout_buffers is None:
+            xp, n = self.xp, max(self.n_entries, 1)
+            self._layout_buffers = [
+                (xp.empty(n, xp.int64), xp.empty(n, xp.int32), xp.empty(n, xp.float32)) for _ in range(2)
+            ]
+        return self._layout_buffers[which]
+
+    def _layout_for(self, first: int, m: int) -> "_Layout":
+        """The layout of the level ``first .. first + m - 1``: the columns' at the root, the
+        last level's partitioned into its children where the last level was sorted, else made
+        by a stable sort."""
+        xp = self.xp
+        last = self._layout
+        if self.depth == 0:
+            src = _Layout(self.ptr, None, self.rows, self.sorted_values, 1, -1)
+            parent_slot, side = np.zeros(1, np.int32), np.ones(1, np.uint8)
+        elif last is not None and last.depth == self.depth - 1 and self._children is not None:
+            src = last
+            parent_slot, side = self._children
+        else:
+            self._layout = self._sorted_layout(first, m)
+            return self._layout
+        which = 0 if src.which != 0 else 1
+        order, row, val = self._buffers(which)
+        n, n_features = self.n_entries, self.n_features
+        src_segments = np.int64(src.begin.shape[0] - 1)
+        side_d = xp.asarray(side)
+        parent_d = xp.asarray(parent_slot)
+        flag = xp.empty(n, xp.int32)
+        self._launch(
+            "exact_partition_flags",
+            n,
+            (
+                np.int64(n),
+                src.begin,
+                src_segments,
+                src.row,
+                self.node_of_row,
+                np.int32(first),
+                np.int32(m),
+                side_d,
+                self.gpair,
+                flag,
+            ),
+        )
+        lefts = xp.zeros(n + 1, xp.int64)
+        lefts[1:] = xp.cumsum(flag, dtype=xp.int64)
+        del flag
+        count = xp.empty(m * n_features, xp.int64)
+        self._launch(
+            "exact_partition_counts",
+            m * n_features,
+            (np.int32(m), np.int32(n_features), parent_d, side_d, src.begin, lefts, count),
+        )
+        begin = xp.zeros(m * n_features + 1, xp.int64)
+        begin[1:] = xp.cumsum(count)
+        self._launch(
+            "exact_partition_scatter",
+            n,
+            (
+                np.int64(n),
+                src.begin,
+                src_segments,
+                np.int32(src.order is None),
+                src.order if src.order is not None else self.ptr,  # unused for the columns
+                src.row,
+                src.val,
+                self.node_of_row,
+                np.int32(first),
+                np.int32(m),
+                parent_d,
+                side_d,
+                self.gpair,
+                self.ptr,
+                np.int32(n_features),
+                lefts,
+                begin,
+                order,
+                row,
+                val,
+            ),
+        )
+        self._layout = _Layout(begin, order, row, val, which, self.depth)
+        return self._layout
+
+    def _sorted_layout(self, first: int, m: int) -> "_Layout":
+        """A layout made by a stable sort of the entries by node slot (after interleaved levels)."""
         xp, n, n_features = self.xp, self.n_entries, self.n_features
         slot = xp.empty(n, xp.uint32)
         seg_count = xp.zeros(m * n_features, xp.int32)
@@ -230,40 +399,19 @@ class CUDAExactEngine:
                 seg_count,
             ),
         )
-        # a stable sort by slot keeps each node's entries in column order (feature, then value);
-        # 16-bit keys where they fit halve the radix sort's passes
-        order = xp.argsort(slot.astype(xp.uint16) if m < 0xFFFF else slot, kind="stable")
-        seg_begin = xp.cumsum(seg_count, dtype=xp.int64) - seg_count
-        g, h = xp.empty(n, xp.int64), xp.empty(n, xp.int64)
-        self._launch("exact_sorted_pairs", n, (np.int64(n), order, slot, np.int32(m), self.rows, self.gpair, g, h))
-        sg, sh = xp.cumsum(g), xp.cumsum(h)
-        del g, h
-        entry_bits = xp.empty(n, xp.uint64)  # pass 0's largest gain of each sorted position
-        for phase in range(3):
-            self._launch(
-                "exact_sorted_candidates",
-                n,
-                (
-                    np.int32(phase),
-                    np.int64(n),
-                    order,
-                    slot,
-                    np.int32(m),
-                    self.ptr,
-                    self.sorted_values,
-                    self.forward,
-                    seg_begin,
-                    seg_count,
-                    sg,
-                    sh,
-                    entry_bits,
-                    *level,
-                ),
-            )
+        # a stable sort by slot keeps each node's entries in column order (feature, then
+        # value); 16-bit keys where they fit halve the radix sort's passes
+        order = xp.argsort(slot.astype(xp.uint16) if m < 0xFFFF else slot, kind="stable").astype(xp.int64)
+        _, row, val = self._buffers(0)
+        self._launch("exact_layout_gather", n, (np.int64(n), order, self.rows, self.sorted_values, row, val))
+        begin = xp.zeros(m * n_features + 1, xp.int64)
+        begin[1:] = xp.cumsum(seg_count, dtype=xp.int64)
+        return _Layout(begin, order, row, val, 0, self.depth)
 
     def apply_splits(self, first: int, feature, value, default_left, left_child) -> None:
         xp = self.xp
         m = int(len(feature))
+        self._children = _children_of(np.asarray(left_child))
         self._launch(
             "exact_apply_splits",
             self.n_rows,

@@ -59,7 +59,7 @@ def test_the_emulated_gpu_kernels_give_the_cpu_engines_trees(monkeypatch, mode, 
     assert {name for name, *_ in backend.launches} >= (
         {"exact_node_entries", "exact_interleaved_candidates"}
         if mode == "interleaved"
-        else {"exact_sort_keys", "exact_sorted_pairs", "exact_sorted_candidates"}
+        else {"exact_partition_scatter", "exact_layout_pairs", "exact_layout_candidates"}
     )
 
 
@@ -86,3 +86,17 @@ def test_the_gpu_engine_refuses_data_that_does_not_fit_with_the_estimate(monkeyp
     X, _, _ = _random_set(0)
     with pytest.raises(DeviceMemoryError, match=r"tree_method='exact' needs about .* GiB of GPU memory .* 60 rows"):
         _cuda_exact.CUDAExactEngine(_cuda_emulator.EmulatedCUDABackend(), X)
+
+
+@pytest.mark.parametrize("switch", [1, 2])
+def test_a_sorted_level_after_interleaved_ones_gives_the_cpu_engines_trees(monkeypatch, switch):
+    # the layout is then made by a sort of the entries by node, not partitioned from the last level's
+    X, y, w = _random_set(7)
+    params = {"tree_method": "exact", "max_depth": 4, "subsample": 0.8, "colsample_bynode": 0.8, "seed": 7}
+    expected = dg.train(params, dg.DMatrix(X, label=y, weight=w), 2).save_raw("json")
+    backend = _use_emulated_gpu_engine(monkeypatch)
+    monkeypatch.setattr(_cuda_exact, "SORTED_FROM_DEPTH", switch)
+    assert dg.train(params, dg.DMatrix(X, label=y, weight=w), 2).save_raw("json") == expected
+    assert {"exact_node_entries", "exact_sort_keys", "exact_layout_gather", "exact_partition_scatter"} <= {
+        name for name, *_ in backend.launches
+    }
