@@ -102,6 +102,41 @@ def _children_of(left_child: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return parent, side
 
 
+class _Packed(list):
+    """Device views of one upload; ``base_bytes`` the whole uint8 buffer, ``offsets`` each
+    part's first byte in it."""
+
+    base_bytes: object
+    offsets: list
+
+
+def _upload_packed(xp, parts: list[np.ndarray]) -> _Packed:
+    """Upload host arrays in one transfer: their device views. Each part starts 8-byte aligned."""
+    offsets, end = [], 0
+    for a in parts:
+        offsets.append(end)
+        end += -(-a.nbytes // 8) * 8
+    host = np.zeros(max(end, 8), np.uint8)
+    for a, off in zip(parts, offsets):
+        host[off : off + a.nbytes] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+    device = xp.asarray(host)
+    views = _Packed(device[off : off + a.nbytes].view(a.dtype).reshape(a.shape) for a, off in zip(parts, offsets))
+    views.base_bytes, views.offsets = device, offsets
+    return views
+
+
+def _read_packed(backend, packed: _Packed, first: int, like: list[np.ndarray]) -> list[np.ndarray]:
+    """Parts ``first ..`` of an upload, back on the host in one read (``like``: their host
+    originals, for dtypes and shapes)."""
+    begin = packed.offsets[first]
+    host = backend.to_host(packed.base_bytes[begin:])
+    out = []
+    for a, off in zip(like, packed.offsets[first:]):
+        off -= begin
+        out.append(host[off : off + a.nbytes].view(a.dtype).reshape(a.shape).copy())
+    return out
+
+
 class CUDAExactEngine:
     """Exact greedy split search on a CUDA backend's device.
 
@@ -133,6 +168,7 @@ class CUDAExactEngine:
         self._dummy_bounds = xp.zeros(2, xp.float64)
         self._dummy_signs = xp.zeros(1, xp.int8)
         self._dummy_mask = xp.ones(1, xp.bool_)
+        self._root_children = (xp.zeros(1, xp.int32), xp.ones(1, xp.uint8))  # the root: one left child
         self.node_of_row = None
         self.gpair = None
         self.depth = 0
@@ -184,34 +220,38 @@ class CUDAExactEngine:
         host_bounds = np.ascontiguousarray(bounds, np.float64) if constrained else np.zeros((1, 2))
         parent = np.empty(m, np.float64)  # the CPU engine's own function: the same parent gains
         parent_gains(totals, host_bounds, constrained, inv_g, inv_h, *reg, parent)
-        out = {
-            "best_bits": xp.zeros(m, xp.uint64),
-            "best_key": xp.full(m, np.uint64(0xFFFF_FFFF_FFFF_FFFF), dtype=xp.uint64),
-            "feature": xp.full(m, -1, xp.int32),
-            "gain": xp.zeros(m, xp.float64),
-            "value": xp.zeros(m, xp.float32),
-            "default_left": xp.zeros(m, xp.uint8),
-            "left": xp.zeros((m, 2), xp.int64),
-        }
+        # one upload of the level's inputs and its outputs' starting values, one read of the
+        # outputs: two transfers a level, whatever the node count
+        outputs = [
+            np.zeros(m, np.uint64),  # best_bits
+            np.full(m, 0xFFFF_FFFF_FFFF_FFFF, np.uint64),  # best_key
+            np.full(m, -1, np.int32),  # feature
+            np.zeros(m, np.float64),  # gain
+            np.zeros(m, np.float32),  # value
+            np.zeros(m, np.uint8),  # default_left
+            np.zeros((m, 2), np.int64),  # left
+        ]
+        inputs = [totals, parent]
+        if constrained:
+            inputs += [host_bounds, np.ascontiguousarray(monotone, np.int8)]
+        if masks is not None:
+            inputs.append(np.ascontiguousarray(masks, np.bool_))
+        device = _upload_packed(xp, inputs + outputs)
+        views = device[: len(inputs)]
+        out = device[len(inputs) :]
         level = (
-            xp.asarray(totals),
-            xp.asarray(parent),
-            xp.asarray(host_bounds) if constrained else self._dummy_bounds,
-            xp.asarray(np.ascontiguousarray(monotone, np.int8)) if constrained else self._dummy_signs,
-            xp.asarray(np.ascontiguousarray(masks, np.bool_)) if masks is not None else self._dummy_mask,
+            views[0],
+            views[1],
+            views[2] if constrained else self._dummy_bounds,
+            views[3] if constrained else self._dummy_signs,
+            views[-1] if masks is not None else self._dummy_mask,
             np.int32(masks is not None),
             np.int32(constrained),
             np.int32(self.n_features),
             np.float64(inv_g),
             np.float64(inv_h),
             *(np.float64(v) for v in reg),
-            out["best_bits"],
-            out["best_key"],
-            out["feature"],
-            out["gain"],
-            out["value"],
-            out["default_left"],
-            out["left"],
+            *out,
         )
         if self.n_entries:
             if self.depth < SORTED_FROM_DEPTH:
@@ -220,7 +260,9 @@ class CUDAExactEngine:
             else:
                 self._sorted(first, m, level)
         self.depth += 1
-        host = {k: self.backend.to_host(out[k]) for k in ("feature", "gain", "value", "default_left", "left")}
+        read = _read_packed(self.backend, device, len(inputs), outputs)
+        names = ("best_bits", "best_key", "feature", "gain", "value", "default_left", "left")
+        host = {k: v for k, v in zip(names, read) if k not in ("best_bits", "best_key")}
         host["default_left"] = host["default_left"].astype(bool)
         return host
 
@@ -307,11 +349,11 @@ class CUDAExactEngine:
         xp = self.xp
         last = self._layout
         if self.depth == 0:
-            src = _Layout(self.ptr, None, self.rows, self.sorted_values, 1, -1)
-            parent_slot, side = np.zeros(1, np.int32), np.ones(1, np.uint8)
+            src = _Layout(self.ptr, None, self.rows, self.sorted_values, -1, -1)
+            parent_d, side_d = self._root_children
         elif last is not None and last.depth == self.depth - 1 and self._children is not None:
             src = last
-            parent_slot, side = self._children
+            parent_d, side_d = self._children
         else:
             self._layout = self._sorted_layout(first, m)
             return self._layout
@@ -319,8 +361,6 @@ class CUDAExactEngine:
         order, row, val = self._buffers(which)
         n, n_features = self.n_entries, self.n_features
         src_segments = np.int64(src.begin.shape[0] - 1)
-        side_d = xp.asarray(side)
-        parent_d = xp.asarray(parent_slot)
         flag = xp.empty(n, xp.int32)
         self._launch(
             "exact_partition_flags",
@@ -338,8 +378,9 @@ class CUDAExactEngine:
                 flag,
             ),
         )
-        lefts = xp.zeros(n + 1, xp.int64)
-        lefts[1:] = xp.cumsum(flag, dtype=xp.int64)
+        lefts = xp.empty(n + 1, xp.int64)  # exclusive scan of the flags
+        lefts[:1] = 0
+        xp.cumsum(flag, dtype=xp.int64, out=lefts[1:])
         del flag
         count = xp.empty(m * n_features, xp.int64)
         self._launch(
@@ -347,8 +388,9 @@ class CUDAExactEngine:
             m * n_features,
             (np.int32(m), np.int32(n_features), parent_d, side_d, src.begin, lefts, count),
         )
-        begin = xp.zeros(m * n_features + 1, xp.int64)
-        begin[1:] = xp.cumsum(count)
+        begin = xp.empty(m * n_features + 1, xp.int64)
+        begin[:1] = 0
+        xp.cumsum(count, out=begin[1:])
         self._launch(
             "exact_partition_scatter",
             n,
@@ -409,9 +451,21 @@ class CUDAExactEngine:
         return _Layout(begin, order, row, val, 0, self.depth)
 
     def apply_splits(self, first: int, feature, value, default_left, left_child) -> None:
-        xp = self.xp
         m = int(len(feature))
-        self._children = _children_of(np.asarray(left_child))
+        parent, side = _children_of(np.asarray(left_child))
+        # one upload: the level's decisions and the next level's children (for its partition)
+        device = _upload_packed(
+            self.xp,
+            [
+                np.ascontiguousarray(feature, np.int32),
+                np.ascontiguousarray(value, np.float32),
+                np.ascontiguousarray(default_left, np.uint8),
+                np.ascontiguousarray(left_child, np.int32),
+                parent,
+                side,
+            ],
+        )
+        self._children = (device[4], device[5])
         self._launch(
             "exact_apply_splits",
             self.n_rows,
@@ -422,10 +476,7 @@ class CUDAExactEngine:
                 self.node_of_row,
                 np.int32(first),
                 np.int32(m),
-                xp.asarray(np.ascontiguousarray(feature, np.int32)),
-                xp.asarray(np.ascontiguousarray(value, np.float32)),
-                xp.asarray(np.ascontiguousarray(default_left, np.uint8)),
-                xp.asarray(np.ascontiguousarray(left_child, np.int32)),
+                *device[:4],
             ),
         )
 
