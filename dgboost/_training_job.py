@@ -283,22 +283,17 @@ class TrainingJob:
         # a row's identity (sketch sample, subsampling) is its index in the global order
         row_runs, self.n_global = _row_runs(comm, dtrain)
         global_rows = global_row_index(row_runs, array_module(dtrain.data))
-        max_bin = dtrain.max_bin or p.max_bin
-        with stage("cuts", backend.synchronize):
-            cuts = compute_cuts(
-                dtrain.data,
-                dtrain.weight,
-                max_bin,
-                seed=p.seed,
-                n_global=self.n_global,
-                comm=comm,
-                sample_rows=p.sketch_sample_rows,
-                global_rows=global_rows,
+        exact = p.tree_method == "exact"
+        if exact and any(t == "c" for t in (getattr(dtrain, "feature_types", None) or ())):
+            raise DGBoostValueError(
+                "tree_method='exact' has no categorical splits (as XGBoost's exact): use tree_method='hist'"
             )
-            # a categorical feature's bins are its categories (docs/design.md §11.1)
-            cat_mask = categorical_mask(dtrain.feature_types, dtrain.num_col())
-            cuts = categorical_cuts(cuts, dtrain.data, cat_mask, comm, dtrain.feature_names)
-        self.categorical = categorical_layout(cuts.ptrs, cat_mask)
+        # exact growth bins nothing: its cuts are only a checkpoint's fingerprint
+        need_cuts = not exact or fingerprint or resumed is not None
+        cuts = self._compute_cuts(global_rows) if need_cuts else None
+        self.categorical = None
+        if cuts is not None:
+            self.categorical = categorical_layout(cuts.ptrs, categorical_mask(dtrain.feature_types, dtrain.num_col()))
         self.fingerprint = None
         if fingerprint or resumed is not None:
             self.fingerprint = {
@@ -308,11 +303,7 @@ class TrainingJob:
             if resumed is not None:
                 check_same_data(resumed, self.fingerprint["data"], self.fingerprint["cuts"])
         del global_rows
-        if p.tree_method == "exact":
-            if any(t == "c" for t in (getattr(dtrain, "feature_types", None) or ())):
-                raise DGBoostValueError(
-                    "tree_method='exact' has no categorical splits (as XGBoost's exact): use tree_method='hist'"
-                )
+        if exact:
             # no bins: the exact grower presorts the values (and checks its memory) itself
             self.binned = None
             self._prepare_margins()
@@ -338,6 +329,24 @@ class TrainingJob:
         # on the backend's device: the subsample mask of every round is hashed there (only made
         # when rows are sampled: 8 bytes a row)
         self.global_index = global_row_index(row_runs, backend.xp) if p.subsample < 1.0 else None
+
+    def _compute_cuts(self, global_rows):
+        """The quantile cuts agreed by all ranks (a categorical feature's bins its categories)."""
+        p, dtrain, backend, comm = self.params, self.dtrain, self.backend, self.comm
+        with stage("cuts", backend.synchronize):
+            cuts = compute_cuts(
+                dtrain.data,
+                dtrain.weight,
+                dtrain.max_bin or p.max_bin,
+                seed=p.seed,
+                n_global=self.n_global,
+                comm=comm,
+                sample_rows=p.sketch_sample_rows,
+                global_rows=global_rows,
+            )
+            # a categorical feature's bins are its categories (docs/design.md §11.1)
+            cat_mask = categorical_mask(dtrain.feature_types, dtrain.num_col())
+            return categorical_cuts(cuts, dtrain.data, cat_mask, comm, dtrain.feature_names)
 
     def _prepare_margins(self) -> None:
         """The training and evaluation sets on the backend's device, with their margins."""

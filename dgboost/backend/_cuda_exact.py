@@ -380,7 +380,7 @@ class CUDAExactEngine:
         )
         lefts = xp.empty(n + 1, xp.int64)  # exclusive scan of the flags
         lefts[:1] = 0
-        xp.cumsum(flag, dtype=xp.int64, out=lefts[1:])
+        lefts[1:] = xp.cumsum(flag, dtype=xp.int64)
         del flag
         count = xp.empty(m * n_features, xp.int64)
         self._launch(
@@ -390,7 +390,7 @@ class CUDAExactEngine:
         )
         begin = xp.empty(m * n_features + 1, xp.int64)
         begin[:1] = 0
-        xp.cumsum(count, out=begin[1:])
+        begin[1:] = xp.cumsum(count)
         self._launch(
             "exact_partition_scatter",
             n,

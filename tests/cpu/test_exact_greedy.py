@@ -366,6 +366,25 @@ def test_the_memory_estimate_is_eight_bytes_a_present_value_plus_the_row_arrays(
     assert exact_memory_estimate(1000, 5000) == 8 * 5000 + 12 * 1000
 
 
+def test_exact_training_computes_quantile_cuts_only_for_a_checkpoints_fingerprint(monkeypatch, tmp_path):
+    from dgboost import _training_job
+
+    X, y, _ = _random_set(11)
+    params = {"tree_method": "exact", "max_depth": 3}
+    expected = dg.train(params, dg.DMatrix(X, label=y), 3).save_raw("json")
+    calls = []
+    real = _training_job.compute_cuts
+    monkeypatch.setattr(_training_job, "compute_cuts", lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert dg.train(params, dg.DMatrix(X, label=y), 3).save_raw("json") == expected
+    assert calls == []  # exact growth bins nothing
+    dg.train(params, dg.DMatrix(X, label=y), 2, checkpoint_dir=tmp_path, checkpoint_every=1)
+    assert calls == [1]  # the fingerprint a checkpoint holds
+    # resuming checks the data's cuts against the checkpoint's and ends with the same model
+    resumed = dg.train(params, dg.DMatrix(X, label=y), 3, checkpoint_dir=tmp_path, checkpoint_every=1, resume=True)
+    assert resumed.save_raw("json") == expected
+    assert calls == [1, 1]
+
+
 # -- the GPU kernels' algorithm, in NumPy ----------------------------------------------------
 def _random_set(seed, n=70):
     """Integer-valued columns (many ties), a constant and an empty column, missing values, weights."""
