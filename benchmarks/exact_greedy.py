@@ -25,7 +25,10 @@ the measure; the test metric of every method is also reported at the same round 
 
 ``--modes`` also times each level of dgboost's GPU exact in either scan mode (interleaved,
 sorted), forced at every depth (``dgboost.testing.exact_modes``), to choose
-``SORTED_FROM_DEPTH`` in dgboost/backend/_cuda_exact.py.
+``SORTED_FROM_DEPTH`` in dgboost/backend/_cuda_exact.py. ``--profile`` times every kernel
+launch, CuPy scan/sort and engine step of every level on Higgs-like 1M (CUDA events, wrapped
+from here: see :func:`profile_levels`), to show where a level's time goes. ``higgs10m`` runs
+one repeat of 4 rounds (``max_repeats``, ``max_rounds``) so that the whole run fits one call.
 
     python benchmarks/exact_greedy.py --out results.json                # the full run (H200: ~8 min)
     python benchmarks/exact_greedy.py --scale 0.01 --repeats 1 --device cpu --out /tmp/x.json   # anywhere
@@ -49,7 +52,8 @@ from _common import versions, write_result  # noqa: E402
 
 CASES = {
     "higgs1m": dict(rows=1_000_000, features=28, task="binary", missing=0.0),
-    "higgs10m": dict(rows=10_000_000, features=28, task="binary", missing=0.0),
+    # one repeat of 4 rounds (XGBoost exact: ~6 s a round on 16 cores): inside a 10-minute call
+    "higgs10m": dict(rows=10_000_000, features=28, task="binary", missing=0.0, max_repeats=1, max_rounds=4),
     "year": dict(rows=515_000, features=90, task="regression", missing=0.0),
     "bosch": dict(rows=1_000_000, features=968, task="binary", missing=0.8),
     "ltr": dict(rows=473_000, features=700, task="ranking", missing=0.5),
@@ -233,6 +237,115 @@ def level_times(train, device, depth, rounds):
     return out
 
 
+def profile_levels(train, device, depth, rounds):
+    """GPU milliseconds of dgboost's GPU exact per level: each kernel launch and each CuPy
+    scan/sort (CUDA events around them), each engine step (events around it: its span on the
+    GPU's clock, idle gaps included) and the host's wall time of a level's split search; the
+    median over the trees after the first. Wraps the engine's methods from here: no hooks in
+    dgboost. Per tree: ``leaf_rows`` and ``begin_tree``; ``launches`` counts kernels and CuPy
+    calls a level."""
+    import cupy
+
+    import dgboost as dg
+    from dgboost.backend import _cuda_exact
+
+    engine = _cuda_exact.CUDAExactEngine
+    marks = []  # (tree, depth, name, start event, end event or seconds)
+    tree = [-1]
+    saved = {}
+
+    def events_around(call, name, depth_of):
+        def wrapped(self, *args, **kwargs):
+            depth = depth_of(self)
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            try:
+                return call(self, *args, **kwargs)
+            finally:
+                end.record()
+                marks.append((tree[0], depth, name(args) if callable(name) else name, start, end))
+
+        return wrapped
+
+    def patch(attr, name, depth_of=lambda self: self.depth):
+        saved[attr] = getattr(engine, attr)
+        setattr(engine, attr, events_around(saved[attr], name, depth_of))
+
+    level = [-1]  # the level (or -1: the tree's end) a launch or CuPy call counts to
+
+    def at(depth):
+        level[0] = depth
+        return depth
+
+    patch("_launch", lambda args: f"kernel {args[0]}", lambda self: level[0])
+    patch("_layout_for", "step: layout (partition or sort)")
+    patch("_sorted", "step: sorted level (layout, pairs, scans, candidates)")
+    patch("_interleaved", "step: interleaved level")
+    patch("apply_splits", "step: apply_splits", lambda self: at(self.depth - 1))
+    patch("leaf_rows", "tree: leaf_rows", lambda self: at(-1))
+    best = engine.best_splits
+
+    def best_splits(self, *args, **kwargs):
+        depth, start = at(self.depth), time.perf_counter()
+        result = best(self, *args, **kwargs)  # its read of the decisions synchronises
+        marks.append((tree[0], depth, "host: best_splits wall (ms)", None, (time.perf_counter() - start) * 1e3))
+        return result
+
+    begin = engine.begin_tree
+
+    def begin_tree(self, *args, **kwargs):
+        tree[0] += 1
+        return begin(self, *args, **kwargs)
+
+    library = {name: getattr(cupy, name) for name in ("cumsum", "argsort")}
+
+    def timed_library(name):
+        call = library[name]
+
+        def wrapped(*args, **kwargs):
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            out = call(*args, **kwargs)
+            end.record()
+            marks.append((tree[0], level[0], f"cupy {name}", start, end))
+            return out
+
+        return wrapped
+
+    engine.best_splits, engine.begin_tree = best_splits, begin_tree
+    for name in library:
+        setattr(cupy, name, timed_library(name))
+    try:
+        X, y, _ = train
+        params = {**PARAMS, "max_depth": depth, "tree_method": "exact", "device": device}
+        dg.train(params, dg.DMatrix(X, y), rounds)
+        cupy.cuda.runtime.deviceSynchronize()
+    finally:
+        for attr, call in saved.items():
+            setattr(engine, attr, call)
+        engine.best_splits, engine.begin_tree = best, begin
+        for name, call in library.items():
+            setattr(cupy, name, call)
+    per: dict = {}
+    counts: dict = {}
+    for t, d, name, start, end in marks:
+        if t < 1:
+            continue  # the first tree: compilation and the pool's first allocations
+        ms = end if start is None else cupy.cuda.get_elapsed_time(start, end)
+        key = (t, d, name)
+        per[key] = per.get(key, 0.0) + ms
+        if name.startswith(("kernel", "cupy")):
+            counts[(t, d)] = counts.get((t, d), 0) + 1
+    out: dict = {"per_level_ms": {}, "launches_per_level": {}}
+    for d in sorted({d for _, d, _ in per}):
+        names = sorted({n for _, dd, n in per if dd == d})
+        level = {n: float(np.median([v for (t, dd, nn), v in per.items() if dd == d and nn == n])) for n in names}
+        out["per_level_ms"]["tree" if d < 0 else str(d)] = level
+        if d >= 0:
+            out["launches_per_level"][str(d)] = float(np.median([c for (t, dd), c in counts.items() if dd == d]))
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="JSON results path")
@@ -247,6 +360,9 @@ def main(argv=None) -> int:
     ap.add_argument("--methods", default="dgboost-exact,xgboost-exact,dgboost-hist")
     ap.add_argument("--modes", action="store_true", help="also time every level in each GPU scan mode")
     ap.add_argument("--modes-depth", type=int, default=8)
+    ap.add_argument(
+        "--profile", action="store_true", help="also time every kernel and step of each level (CUDA events)"
+    )
     args = ap.parse_args(argv)
     methods = args.methods.split(",")
     results = {}
@@ -255,15 +371,27 @@ def main(argv=None) -> int:
         results["scan_modes_higgs1m"] = level_times(train, args.device, args.modes_depth, 2)
         print(f"scan modes: {json.dumps(results['scan_modes_higgs1m'])}", flush=True)
         _write(args, results)
+    if args.profile and args.device == "cuda":
+        train, _ = split(*make_data(CASES["higgs1m"], args.scale))
+        try:  # a diagnostic: its failure must not cost the run its measurements
+            results["profile_higgs1m"] = profile_levels(train, args.device, args.modes_depth, 3)
+            _print_profile(results["profile_higgs1m"])
+        except Exception as error:  # noqa: BLE001
+            results["profile_higgs1m"] = {"error": repr(error)}
+            print(f"profile failed: {error!r}", flush=True)
+        _write(args, results)
     for name in args.cases.split(","):
         case = CASES[name]
         data_start = time.perf_counter()
         train, test = split(*make_data(case, args.scale))
         print(f"{name}: {train[0].shape} ({time.perf_counter() - data_start:.1f}s data)", flush=True)
         results[name] = {"shape": list(train[0].shape), "missing": case["missing"], "task": case["task"]}
+        # a big case's caps (rounds, repeats) keep the whole run inside one call's time limit
+        rounds = min(args.rounds, case.get("max_rounds", args.rounds))
         for method in methods:
             runs = []
             repeats = args.xgb_repeats or args.repeats if method == "xgboost-exact" else args.repeats
+            repeats = min(repeats, case.get("max_repeats", repeats))
             dtrain = dmatrix(method.split("-")[0], train, args.nthread)
             for _ in range(repeats):
                 if method == "xgboost-exact":
@@ -271,7 +399,7 @@ def main(argv=None) -> int:
                 else:
                     tree_method = method.split("-")[1]
                     runs.append(
-                        run_dgboost(dtrain, test, case["task"], tree_method, args.device, args.rounds, args.xgb_rounds)
+                        run_dgboost(dtrain, test, case["task"], tree_method, args.device, rounds, args.xgb_rounds)
                     )
             del dtrain
             results[name][method] = summarise(runs)
@@ -297,10 +425,21 @@ def _write(args, results: dict) -> Path:
     return write_result("exact_greedy", {**payload, "cases": results}, args.out)
 
 
+def _print_profile(profile: dict) -> None:
+    print("profile (GPU ms per level, median over trees 2..; steps include their kernels):", flush=True)
+    for level, items in profile["per_level_ms"].items():
+        launches = profile["launches_per_level"].get(level)
+        print(f"  level {level}" + (f" ({launches:.0f} launches)" if launches is not None else ""))
+        for name, ms in sorted(items.items(), key=lambda kv: -kv[1]):
+            print(f"    {ms:9.3f}  {name}")
+
+
 def print_table(results: dict) -> None:
     head = f"{'case':10s} {'method':14s} {'s/round (min-max)':>26s} {'metric':>18s} {'same rounds':>11s}"
     print(f"\n{head} {'speed-up':>9s}")
     for name, r in results.items():
+        if name.startswith("profile"):
+            continue  # printed when measured
         if name.startswith("scan_modes"):
             print(f"\nscan modes (s per level): {json.dumps(r)}")
             continue
