@@ -67,6 +67,25 @@ def test_each_scan_mode_alone_gives_the_cpu_engines_trees(mode, depth):
     _assert_bitwise(gpu, cpu)
 
 
+@pytest.mark.parametrize("switch", [1, 3])
+def test_a_sorted_level_after_interleaved_ones_gives_the_cpu_engines_trees(monkeypatch, switch):
+    # the sorted mode's layout is then made by a sort by node, not partitioned from the last level's
+    from dgboost.backend import _cuda_exact
+
+    X, y, w = _random_set(300 + switch, n=2000)
+    params = {"tree_method": "exact", "max_depth": 6, "subsample": 0.8, "colsample_bynode": 0.8}
+    cpu = _train("cpu", params, X, y, w, rounds=2)
+    monkeypatch.setattr(_cuda_exact, "SORTED_FROM_DEPTH", switch)
+    _assert_bitwise(_train("cuda", params, X, y, w, rounds=2), cpu)
+
+
+def test_gpu_exact_on_many_rows_is_the_cpu_engines_bit_for_bit():
+    # thousands of blocks at once: the partition's scatter and the best-split atomics race for real
+    X, y, w = _random_set(400, n=200_000)
+    params = {"tree_method": "exact", "max_depth": 8, "subsample": 0.9, "min_child_weight": 2.0}
+    _assert_bitwise(_train("cuda", params, X, y, w, rounds=2), _train("cpu", params, X, y, w, rounds=2))
+
+
 @pytest.mark.parametrize(
     "extra",
     [
