@@ -6,7 +6,9 @@ only): the interleaved mode's per-node masked scans with value-run ends, the sor
 stable sort by node and segmented scans, and the three-pass choice (largest gain bits, then
 smallest (feature, ordinal), then the write). Tests train with it in place of the CPU engine
 and compare the trees: a mistake in the kernels' indexing or candidate rules shows here
-first; the GPU tests then compare the kernels themselves with the CPU engine.
+first; the GPU tests then compare the kernels themselves with the CPU engine. The kernels keep
+the sorted mode's order from level to level by a stable partition (docs/design.md §12); a
+stable sort by node, as here, gives the same order.
 """
 
 from __future__ import annotations
