@@ -203,14 +203,16 @@ def _ranks_still_running(dask_worker=None) -> int:
 
 
 def _wait_for_earlier_ranks(client, timeout: float) -> list[str]:
-    """Wait (at most ``timeout`` s) until no worker still runs a rank of an earlier job: after a
+    """Wait (about ``timeout`` s; at most twice that, as each question to the workers is bounded
+    by ``timeout``) until no worker still runs a rank of an earlier job: after a
     lost worker, the other ranks hold their threads until their collectives give up, and a new
     job's partition checks would wait behind them. Returns the workers still running one."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            left = max(deadline - time.monotonic(), 1.0)
-            running = bounded_call(client.run, _ranks_still_running, what="ranks still running", timeout=left)
+            # each question bounded by the whole wait, not by what is left of it: on a loaded
+            # machine a late answer still names the workers to restart
+            running = bounded_call(client.run, _ranks_still_running, what="ranks still running", timeout=timeout)
             busy = sorted(w for w, n in running.items() if n)
         except Exception:  # noqa: BLE001 - a worker starting, leaving or not answering: ask again (the others may be busy)
             busy = ["(a worker that did not answer)"]

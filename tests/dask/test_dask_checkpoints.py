@@ -151,7 +151,7 @@ def test_retries_need_a_checkpoint_dir(three_workers):
 def test_a_worker_still_running_a_rank_of_an_earlier_job_is_restarted_and_the_next_job_trains(tmp_path):
     from distributed import Client, LocalCluster
 
-    from dgboost.dask.training import _RANK_KEY
+    from dgboost.dask.training import _RANK_KEY, _ranks_still_running
 
     x, y = _data()
     with (
@@ -162,8 +162,10 @@ def test_a_worker_still_running_a_rank_of_an_earlier_job_is_restarted_and_the_ne
         stuck = sorted(client.scheduler_info(n_workers=-1)["workers"])[0]
         # a rank whose collective outlived its own timeout: cancelled, its thread still busy
         zombie = client.submit(time.sleep, 600, key=f"{_RANK_KEY}0-earlier-job", workers=[stuck], pure=False)
+        # running on the worker, not only sent there: a check of the next job would otherwise
+        # find no rank running yet and then queue behind it (seen once on a loaded machine)
         deadline = time.monotonic() + 30
-        while not client.processing().get(stuck) and time.monotonic() < deadline:
+        while not client.run(_ranks_still_running, workers=[stuck]).get(stuck) and time.monotonic() < deadline:
             time.sleep(0.05)
         client.cancel(zombie, force=True)
         dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 5)), da.from_array(y, chunks=(CHUNKS,)))
