@@ -110,8 +110,9 @@ class _Packed(list):
     offsets: list
 
 
-def _upload_packed(xp, parts: list[np.ndarray]) -> _Packed:
-    """Upload host arrays in one transfer: their device views. Each part starts 8-byte aligned."""
+def _upload_packed(backend, parts: list[np.ndarray]) -> _Packed:
+    """Upload host arrays in one transfer (the backend's: small ones staged through pinned
+    memory, the host not waiting): their device views. Each part starts 8-byte aligned."""
     offsets, end = [], 0
     for a in parts:
         offsets.append(end)
@@ -119,7 +120,7 @@ def _upload_packed(xp, parts: list[np.ndarray]) -> _Packed:
     host = np.zeros(max(end, 8), np.uint8)
     for a, off in zip(parts, offsets):
         host[off : off + a.nbytes] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
-    device = xp.asarray(host)
+    device = backend.asarray(host)
     views = _Packed(device[off : off + a.nbytes].view(a.dtype).reshape(a.shape) for a, off in zip(parts, offsets))
     views.base_bytes, views.offsets = device, offsets
     return views
@@ -206,7 +207,6 @@ class CUDAExactEngine:
 
     def best_splits(self, first: int, totals, masks, bounds, monotone, scales, params) -> dict:
         """As :meth:`dgboost.backend._cpu_exact.CPUExactEngine.best_splits` (host arrays in and out)."""
-        xp = self.xp
         m = int(totals.shape[0])
         totals = np.ascontiguousarray(totals, np.int64)
         constrained = bounds is not None
@@ -236,7 +236,7 @@ class CUDAExactEngine:
             inputs += [host_bounds, np.ascontiguousarray(monotone, np.int8)]
         if masks is not None:
             inputs.append(np.ascontiguousarray(masks, np.bool_))
-        device = _upload_packed(xp, inputs + outputs)
+        device = _upload_packed(self.backend, inputs + outputs)
         views = device[: len(inputs)]
         out = device[len(inputs) :]
         level = (
@@ -455,7 +455,7 @@ class CUDAExactEngine:
         parent, side = _children_of(np.asarray(left_child))
         # one upload: the level's decisions and the next level's children (for its partition)
         device = _upload_packed(
-            self.xp,
+            self.backend,
             [
                 np.ascontiguousarray(feature, np.int32),
                 np.ascontiguousarray(value, np.float32),
