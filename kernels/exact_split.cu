@@ -28,8 +28,9 @@
 // in which the CPU engine's scans meet it (with j the column position of the last entry below
 // the boundary and c the column's length: forward boundary j, forward end c, backward boundary
 // 2c - j, backward end 2c + 1). A node's best split is chosen in three passes over the same
-// candidates (``phase``): 0, the largest gain above kRtEps (atomicMax of the float64 bits,
-// which order as the values for positive gains); 1, among those, the smallest (feature,
+// candidates (``phase``): 0, the largest gain above kRtEps (a warp's maximum per node, then
+// one atomicMax of the float64 bits, which order as the values for positive gains: see
+// node_best_bits); 1, among those, the smallest (feature,
 // ordinal) (atomicMin); 2, that candidate writes the decision. The CPU engine's rule exactly:
 // first maximum in (feature, ordinal) order. Pass 0 also stores each entry's largest gain
 // (``entry_bits``): passes 1 and 2 evaluate again only the entries whose largest gain is their
@@ -116,13 +117,7 @@ __device__ __forceinline__ unsigned long long consider(int phase, int k, int f, 
     return 0;
   if (!(gain > KERNEL_EPS)) return 0;  // NaN never wins
   const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(gain));
-  if (phase == 0) {
-    // the node's best only grows: a candidate at or below it now cannot win, so most skip the
-    // atomic (at the root every entry shares one address: unfiltered, 2 atomics an entry
-    // serialise in the L2)
-    if (bits > *reinterpret_cast<volatile unsigned long long*>(out.best_bits + k)) atomicMax(out.best_bits + k, bits);
-    return bits;
-  }
+  if (phase == 0) return bits;  // the caller takes the maxima to the node (node_best_bits)
   if (bits != out.best_bits[k]) return bits;
   const unsigned long long key = (static_cast<unsigned long long>(f) << 34) | static_cast<unsigned long long>(ordinal);
   if (phase == 1) {
@@ -141,6 +136,26 @@ __device__ __forceinline__ unsigned long long consider(int phase, int k, int f, 
 
 __device__ __forceinline__ unsigned long long max_bits(unsigned long long a, unsigned long long b) {
   return a > b ? a : b;
+}
+
+// Pass 0: every lane's largest gain bits (0: none) to its node k's best (k < 0: none), with
+// every lane of the warp calling. Lanes of one node (adjacent lanes, in either mode) first take
+// their maximum by a segmented scan over the warp, and the last lane of each run makes one
+// atomicMax, and only when it beats the node's best so far (which only grows): at the root
+// every entry of the level shares one address, where a million concurrent atomics serialise.
+// Combining only lanes of the same node keeps this right whatever the lanes' order.
+__device__ __forceinline__ void node_best_bits(int k, unsigned long long bits, unsigned long long* best_bits) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const unsigned long long other = __shfl_up_sync(0xffffffffu, bits, d);
+    const int other_k = __shfl_up_sync(0xffffffffu, k, d);
+    if (lane >= d && other_k == k) bits = max_bits(bits, other);
+  }
+  const int next_k = __shfl_down_sync(0xffffffffu, k, 1);
+  if ((lane == 31 || next_k != k) && k >= 0 && bits != 0 &&
+      bits > *reinterpret_cast<volatile unsigned long long*>(best_bits + k))
+    atomicMax(best_bits + k, bits);
 }
 
 // Both directions of one boundary (forward only where the column is scanned forward) and the
@@ -235,12 +250,19 @@ extern "C" __global__ void exact_interleaved_candidates(
     const long long* __restrict__ sh, const long long* __restrict__ sc, unsigned long long* __restrict__ entry_bits,
     EXACT_LEVEL_ARGS) {
   EXACT_LEVEL_MAKE
-  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < n_entries;
-       e += static_cast<long long>(gridDim.x) * blockDim.x) {
-    if (skip_entry(phase, entry_bits, e, k, out)) continue;
-    const unsigned long long bits =
-        interleaved_entry(phase, k, e, col_ptr, col_values, run_end, forward_ok, sg, sh, sc, L, out);
-    if (phase == 0) entry_bits[e] = bits;
+  // the warp's lanes loop together (``warp_first`` is the same for all 32): pass 0 reduces
+  // across them (blockDim.x is a multiple of 32)
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long warp_first = blockIdx.x * static_cast<long long>(blockDim.x) + (threadIdx.x & ~31);
+       warp_first < n_entries; warp_first += stride) {
+    const long long e = warp_first + (threadIdx.x & 31);
+    unsigned long long bits = 0;
+    if (e < n_entries && !skip_entry(phase, entry_bits, e, k, out))
+      bits = interleaved_entry(phase, k, e, col_ptr, col_values, run_end, forward_ok, sg, sh, sc, L, out);
+    if (phase == 0) {
+      if (e < n_entries) entry_bits[e] = bits;
+      node_best_bits(k, bits, out.best_bits);
+    }
   }
 }
 
@@ -368,6 +390,35 @@ extern "C" __global__ void exact_layout_pairs(long long n_entries, const long lo
   }
 }
 
+// Position q (node slot k)'s candidates, their largest gain's bits (0: none).
+__device__ __forceinline__ unsigned long long layout_entry(int phase, long long q, int k,
+                                                          const long long* __restrict__ seg_begin,
+                                                          const long long* __restrict__ order,
+                                                          const float* __restrict__ lval,
+                                                          const long long* __restrict__ col_ptr,
+                                                          const unsigned char* __restrict__ forward_ok,
+                                                          const long long* __restrict__ sg,
+                                                          const long long* __restrict__ sh, const ExactLevel& L,
+                                                          ExactOut& out) {
+  const int n_features = L.n_features;
+  const long long e = order[q];
+  const int f = feature_of(col_ptr, n_features, e);
+  const long long seg = static_cast<long long>(k) * n_features + f;
+  unsigned long long bits = 0;
+  if (!L.use_mask || L.feature_mask[seg]) {
+    const long long begin = seg_begin[seg], end = seg_begin[seg + 1];
+    const long long base_g = begin > 0 ? sg[begin - 1] : 0, base_h = begin > 0 ? sh[begin - 1] : 0;
+    const float v = lval[q];
+    const bool has_next = q + 1 < end;
+    const float next = has_next ? lval[q + 1] : 0.0f;
+    const long long lo = col_ptr[f], hi = col_ptr[f + 1];
+    bits = consider_entry(phase, k, f, e - lo, hi - lo, forward_ok[f] != 0, has_next && next != v, v, next,
+                          q == end - 1, q == begin, sg[q] - base_g, sh[q] - base_h, sg[end - 1] - base_g,
+                          sh[end - 1] - base_h, L, out);
+  }
+  return bits;
+}
+
 // Candidates of every (node, feature) group of the layout from the inclusive scans sg, sh of
 // its pairs (a group's running sums: the scan minus its value before the group's start).
 extern "C" __global__ void exact_layout_candidates(
@@ -378,27 +429,20 @@ extern "C" __global__ void exact_layout_candidates(
     long long n_segments, EXACT_LEVEL_ARGS) {
   EXACT_LEVEL_MAKE
   const long long live = layout_live(seg_begin, n_segments);
-  for (long long q = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; q < live;
-       q += static_cast<long long>(gridDim.x) * blockDim.x) {
-    if (phase > 0 && entry_bits[q] == 0) continue;
-    const int k = node_of_row[lrow[q]] - first;
-    if (skip_entry(phase, entry_bits, q, k, out)) continue;
-    const long long e = order[q];
-    const int f = feature_of(col_ptr, n_features, e);
-    const long long seg = static_cast<long long>(k) * n_features + f;
+  // the warp's lanes loop together: pass 0 reduces across them (nodes are contiguous here)
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long warp_first = blockIdx.x * static_cast<long long>(blockDim.x) + (threadIdx.x & ~31); warp_first < live;
+       warp_first += stride) {
+    const long long q = warp_first + (threadIdx.x & 31);
+    const bool mine = q < live && (phase == 0 || entry_bits[q] != 0);
+    const int k = mine ? node_of_row[lrow[q]] - first : -1;
     unsigned long long bits = 0;
-    if (!use_mask || feature_mask[seg]) {
-      const long long begin = seg_begin[seg], end = seg_begin[seg + 1];
-      const long long base_g = begin > 0 ? sg[begin - 1] : 0, base_h = begin > 0 ? sh[begin - 1] : 0;
-      const float v = lval[q];
-      const bool has_next = q + 1 < end;
-      const float next = has_next ? lval[q + 1] : 0.0f;
-      const long long lo = col_ptr[f], hi = col_ptr[f + 1];
-      bits = consider_entry(phase, k, f, e - lo, hi - lo, forward_ok[f] != 0, has_next && next != v, v, next,
-                            q == end - 1, q == begin, sg[q] - base_g, sh[q] - base_h, sg[end - 1] - base_g,
-                            sh[end - 1] - base_h, L, out);
+    if (mine && !skip_entry(phase, entry_bits, q, k, out)) bits = layout_entry(phase, q, k, seg_begin, order, lval,
+                                                                              col_ptr, forward_ok, sg, sh, L, out);
+    if (phase == 0) {
+      if (q < live) entry_bits[q] = bits;
+      node_best_bits(k, bits, out.best_bits);
     }
-    if (phase == 0) entry_bits[q] = bits;
   }
 }
 
