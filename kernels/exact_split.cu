@@ -304,11 +304,11 @@ extern "C" __global__ void exact_partition_flags(long long n_entries, const long
                                                  long long src_segments, const int* __restrict__ src_row,
                                                  const int* __restrict__ node_of_row, int first, int m,
                                                  const unsigned char* __restrict__ child_side,
-                                                 const int* __restrict__ gpair, int* __restrict__ flag) {
+                                                 const int* __restrict__ gpair, long long* __restrict__ flag) {
   const long long live = layout_live(src_begin, src_segments);
   for (long long q = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; q < n_entries;
        q += static_cast<long long>(gridDim.x) * blockDim.x) {
-    int left = 0;
+    long long left = 0;  // int64: its scan needs no cast
     if (q < live) {
       const int r = src_row[q];
       const int c = node_of_row[r] - first;

@@ -361,7 +361,7 @@ class CUDAExactEngine:
         order, row, val = self._buffers(which)
         n, n_features = self.n_entries, self.n_features
         src_segments = np.int64(src.begin.shape[0] - 1)
-        flag = xp.empty(n, xp.int32)
+        flag = xp.empty(n, xp.int64)
         self._launch(
             "exact_partition_flags",
             n,
@@ -380,7 +380,7 @@ class CUDAExactEngine:
         )
         lefts = xp.empty(n + 1, xp.int64)  # exclusive scan of the flags
         lefts[:1] = 0
-        lefts[1:] = xp.cumsum(flag, dtype=xp.int64)
+        lefts[1:] = xp.cumsum(flag)
         del flag
         count = xp.empty(m * n_features, xp.int64)
         self._launch(
