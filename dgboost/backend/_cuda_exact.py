@@ -260,9 +260,9 @@ class CUDAExactEngine:
             else:
                 self._sorted(first, m, level)
         self.depth += 1
-        read = _read_packed(self.backend, device, len(inputs), outputs)
-        names = ("best_bits", "best_key", "feature", "gain", "value", "default_left", "left")
-        host = {k: v for k, v in zip(names, read) if k not in ("best_bits", "best_key")}
+        # the decisions, one read (the level's one synchronisation); not the choice's scratch
+        read = _read_packed(self.backend, device, len(inputs) + 2, outputs[2:])
+        host = dict(zip(("feature", "gain", "value", "default_left", "left"), read))
         host["default_left"] = host["default_left"].astype(bool)
         return host
 
