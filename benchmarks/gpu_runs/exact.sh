@@ -11,11 +11,11 @@
 #              hist on the five sets, and the per-level times of both scan modes (~8 min; a call
 #              is limited to 10 min, so run it in its own call). $CASES (default all) and
 #              $BENCH_ARGS pass through.
-#     quick    one call of at most ~6 min: the GPU exact tests ($QUICK_TEST_S, default 120 s), then
+#     quick    one call of at most ~6 min: the GPU exact tests ($QUICK_TEST_S, default 110 s), then
 #              the benchmark once (--repeats 1: a case's time per round is the median of its rounds)
 #              with --profile (every kernel and step of each level, CUDA events) and --modes, all
-#              five sets (higgs10m capped at one repeat of 4 rounds), at most $QUICK_BENCH_S (230 s).
-#              usage: bash benchmarks/gpu_runs/exact.sh compile quick
+#              five sets (higgs10m capped at one repeat of 4 rounds), at most $QUICK_BENCH_S (220 s).
+#              usage: bash benchmarks/gpu_runs/exact.sh quick   (the tests compile the kernels they use)
 set -u
 export PYTHONUNBUFFERED=1
 export DGBOOST_REQUIRE_GPU=1  # a missing or broken GPU fails the GPU tests, never skips them
@@ -42,10 +42,10 @@ for step in "${steps[@]}"; do
         ${BENCH_ARGS:-} --out "$OUT/exact_greedy.json" > "$OUT/exact_bench.log" 2>&1
       echo "bench: exit $?"; tail -n 24 "$OUT/exact_bench.log" ;;
     quick)
-      timeout "${QUICK_TEST_S:-120}" python3 -m pytest -q tests/gpu/test_exact_greedy_gpu.py -p no:cacheprovider \
+      timeout "${QUICK_TEST_S:-110}" python3 -m pytest -q tests/gpu/test_exact_greedy_gpu.py -p no:cacheprovider \
         --durations=5 --junitxml="$OUT/exact_tests.xml" > "$OUT/exact_tests.log" 2>&1
       echo "tests: exit $?"; grep -E "^(FAILED|ERROR)" "$OUT/exact_tests.log" | head -20; tail -n 3 "$OUT/exact_tests.log"
-      timeout "${QUICK_BENCH_S:-230}" python3 benchmarks/exact_greedy.py --modes --profile --repeats 1 \
+      timeout "${QUICK_BENCH_S:-220}" python3 benchmarks/exact_greedy.py --modes --profile --repeats 1 \
         --cases "${CASES:-higgs1m,year,ltr,bosch,higgs10m}" ${BENCH_ARGS:-} --out "$OUT/exact_greedy.json" \
         > "$OUT/exact_bench.log" 2>&1
       echo "bench: exit $?"; tail -n 80 "$OUT/exact_bench.log" ;;
