@@ -1,6 +1,8 @@
 """Force the GPU exact engine's scan mode, for the tests: every level interleaved or every
 level sorted (``dgboost.backend._cuda_exact.SORTED_FROM_DEPTH``), so that both modes are
-checked at every depth. Not for production code: the switch depth is a measured constant.
+checked at every depth. Not for production code: production scans every level sorted
+(``SORTED_FROM_DEPTH = 0``, docs/design.md §12); the interleaved mode stays as the paper's
+shallow-level mode and as a second implementation the tests hold against the first.
 """
 
 from __future__ import annotations
