@@ -56,6 +56,9 @@ from _common import write_result  # noqa: E402
 from train_gpu import Device, MiB, _round_clock, _spread, held_out_metric  # noqa: E402
 
 LIBRARIES = ("dgboost", "xgboost")
+# with --libraries ...,dgboost-numeric: dgboost on the same codes typed as numbers ("q"), so that
+# device memory per row of categorical features can be compared with numeric ones
+NUMERIC = "dgboost-numeric"
 FEATURES = ["month", "day_of_week", "dep_hour", "distance", "crs_dep_time", "carrier", "origin", "dest"]
 TYPES = ["q", "q", "q", "q", "q", "c", "c", "c"]
 N_CARRIERS = 20
@@ -100,12 +103,13 @@ def train_once(lib: str, data, rounds: int, device: Device, args) -> dict:
     Xtr, ytr, Xte, yte = data
     params = _params(lib, device, args)
     device.reset()
-    if lib == "dgboost":
+    types = ["q"] * len(TYPES) if lib == NUMERIC else TYPES
+    if lib.startswith("dgboost"):
         import dgboost as dg
 
         clock = _round_clock(dg.TrainingCallback, device)
         start = time.perf_counter()
-        dtrain = dg.DMatrix(Xtr, ytr, feature_names=FEATURES, feature_types=TYPES)
+        dtrain = dg.DMatrix(Xtr, ytr, feature_names=FEATURES, feature_types=types)
         booster = dg.train(params, dtrain, rounds, verbose_eval=False, callbacks=[clock])
     else:
         import xgboost as xgb
@@ -122,10 +126,10 @@ def train_once(lib: str, data, rounds: int, device: Device, args) -> dict:
     peak, _ = device.peaks()
     out = {"total_s": total, "per_round_s": clock.per_round(args.warm_rounds), "peak_memory_bytes": peak}
     del dtrain
-    if lib == "dgboost":
+    if lib.startswith("dgboost"):
         import dgboost as dg
 
-        pred = booster.predict(dg.DMatrix(Xte, feature_names=FEATURES, feature_types=TYPES))
+        pred = booster.predict(dg.DMatrix(Xte, feature_names=FEATURES, feature_types=types))
     else:
         import xgboost as xgb
 
@@ -139,7 +143,7 @@ def train_once(lib: str, data, rounds: int, device: Device, args) -> dict:
 
 def _categorical_splits(lib: str, booster) -> int:
     """How many splits of the model are categorical (a check that the case is categorical)."""
-    if lib == "dgboost":
+    if lib.startswith("dgboost"):
         arrays = booster.ensemble.categorical_kernel_arrays()
         return 0 if arrays is None else int((arrays[0] == 1).sum())
     frame = booster.trees_to_dataframe()
@@ -170,7 +174,7 @@ def bench_training(data, args, device: Device) -> dict:
             runs[lib].append(r)
             mem = "" if r["peak_memory_bytes"] is None else f", peak {r['peak_memory_bytes'] / MiB:.0f} MiB"
             print(
-                f"  [{rep}] {lib:8s} {r['per_round_s'] * 1e3:9.2f} ms/round {r['total_s']:8.2f} s total, "
+                f"  [{rep}] {lib:15s} {r['per_round_s'] * 1e3:9.2f} ms/round {r['total_s']:8.2f} s total, "
                 f"AUC {r['auc']:.4f}, {r['categorical_splits']} categorical splits{mem}",
                 flush=True,
             )
@@ -194,6 +198,9 @@ def bench_training(data, args, device: Device) -> dict:
         if a["peak_memory_bytes"] and b["peak_memory_bytes"] and b["peak_memory_bytes"]["max"]:
             ratio["peak_memory"] = a["peak_memory_bytes"]["max"] / b["peak_memory_bytes"]["max"]
         out["ratios_dgboost_over_xgboost"] = ratio
+    n = out.get(NUMERIC)
+    if a and n and a["peak_memory_bytes"] and n["peak_memory_bytes"]:
+        out["peak_memory_categorical_over_numeric"] = a["peak_memory_bytes"]["max"] / n["peak_memory_bytes"]["max"]
     return out
 
 
@@ -242,18 +249,21 @@ def bench_shap(data, args, device: Device) -> dict:
 def table(result: dict) -> list[str]:
     t = result.get("training", {})
     lines = [f"{'':10s} {'ms/round':>10s} {'whole s':>9s} {'peak MiB':>9s} {'AUC':>7s} {'cat splits':>10s}"]
-    for lib in LIBRARIES:
+    for lib in (*LIBRARIES, NUMERIC):
         r = t.get(lib)
         if not r or not r["per_round_s"]:
             continue
         mem = r["peak_memory_bytes"]["max"] / MiB if r["peak_memory_bytes"] else float("nan")
         lines.append(
-            f"{lib:10s} {r['per_round_s']['median'] * 1e3:10.2f} {r['total_s']['median']:9.2f} {mem:9.0f} "
+            f"{lib:15s} {r['per_round_s']['median'] * 1e3:10.2f} {r['total_s']['median']:9.2f} {mem:9.0f} "
             f"{r['auc']['median']:7.4f} {r['categorical_splits']!s:>10s}"
         )
     ratios = t.get("ratios_dgboost_over_xgboost")
     if ratios:
         lines.append("ratio dgboost/xgboost: " + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
+    if "peak_memory_categorical_over_numeric" in t:
+        ratio = t["peak_memory_categorical_over_numeric"]
+        lines.append(f"dgboost peak memory, categorical / numeric typing: {ratio:.3f}")
     s = result.get("shap")
     if s and "dgboost" in s:
         lines.append(
