@@ -5,8 +5,8 @@ value matrix (docs/design.md §11); its *categories* are the values in code orde
 ``Categorical.categories``). This module holds every rule about them, for every entry point
 (DMatrix, Booster.predict, Dask partitions, the CLI):
 
-- which category values are accepted (:func:`checked_categories`): strings, or integers, or
-  booleans, one kind per column, no missing value among them, at most
+- which category values are accepted (:func:`checked_categories`): strings, or integers,
+  one kind per column, no missing value among them, at most
   :data:`MAX_CATEGORIES` (XGBoost 3.4.1 refuses floating-point and mixed categories too);
 - codes given as numbers (``feature_types`` ``"c"`` on numeric data, :func:`check_numeric_codes`):
   non-negative integers below :data:`MAX_CODE`, the categories then ``arange(K)``;
@@ -115,13 +115,13 @@ def checked_categories(column: str, categories: Any) -> np.ndarray:
     Returns
     -------
     numpy.ndarray, shape (K,)
-        int64 for integer values, bool for booleans, object (Python ``str``) for strings.
+        int64 for integer values, object (Python ``str``) for strings.
 
     Raises
     ------
     DGBoostValueError
         Missing values (NaN / None / null) among the categories, values of more than one kind
-        (strings and numbers), floating-point values, repeated values, or more than
+        (strings and numbers), floating-point or boolean values, repeated values, or more than
         :data:`MAX_CATEGORIES` values.
     """
     if hasattr(categories, "to_pandas") and not hasattr(categories, "to_numpy"):
@@ -153,7 +153,12 @@ def checked_categories(column: str, categories: Any) -> np.ndarray:
             f"column {column!r}: its categories are floating-point numbers ({values[:3].tolist()}...); "
             "use strings or integers as category values (as XGBoost requires)"
         )
-    if kind not in ("string", "integer", "boolean", "empty"):
+    if kind == "boolean":  # XGBoost's model format has no boolean categories: refused, as XGBoost does
+        raise DGBoostValueError(
+            f"column {column!r}: its categories are booleans ({values[:2].tolist()}); use strings or integers "
+            f"as category values (as XGBoost requires), e.g. df[{column!r}].cat.rename_categories(str)"
+        )
+    if kind not in ("string", "integer", "empty"):
         sample = [f"{v!r} ({type(v).__name__})" for v in values[:4]]
         raise DGBoostValueError(
             f"column {column!r}: its categories mix types ({', '.join(sample)}...); every category "
