@@ -211,7 +211,7 @@ def _constrained_split_gain(GL, HL, GR, HR, lo, hi, sign, lam, alpha, mcw, mds):
     return _gain_given_weight(GL, HL, wl, lam, alpha) + _gain_given_weight(GR, HR, wr, lam, alpha)
 
 
-@njit(**_KW)
+@njit(inline="always", **_KW)
 def _candidate_gain(lg, lh, tg, th, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, lo, hi, sign, constrained, parent):
     """The gain of the split with left sums (lg, lh) of a node of totals (tg, th): the
     numeric candidates' validity rule and arithmetic; -inf when the split is not valid."""
@@ -228,6 +228,17 @@ def _candidate_gain(lg, lh, tg, th, inv_scale_g, inv_scale_h, lam, alpha, mcw, m
     if constrained:
         return _constrained_split_gain(GL, HL, GR, HR, lo, hi, sign, lam, alpha, mcw, mds) - parent
     return _gain(GL, HL, lam, alpha, mcw, mds) + _gain(GR, HR, lam, alpha, mcw, mds) - parent
+
+
+@njit(inline="always", **_KW)
+def _feature_sums(hist, i, lo_b, hi_b):
+    """(g, h): node i's sums over the bins ``lo_b:hi_b`` of one feature (its present rows)."""
+    fg = 0
+    fh = 0
+    for b in range(lo_b, hi_b):
+        fg += hist[i, b, 0]
+        fh += hist[i, b, 1]
+    return fg, fh
 
 
 @njit(**_KW)
@@ -271,11 +282,7 @@ def _categorical_best(
     b_lh = 0
     order = np.empty(0, np.int64)
     if k < max_onehot:
-        fg = 0
-        fh = 0
-        for c in range(k):
-            fg += hist[i, lo_b + c, 0]
-            fh += hist[i, lo_b + c, 1]
+        fg, fh = _feature_sums(hist, i, lo_b, hi_b)
         mg = tg - fg
         mh = th - fh
         for c in range(k):
@@ -424,11 +431,7 @@ def evaluate_splits(
                 if found:
                     best, best_f, best_b, best_dl, best_lg, best_lh, best_cat = gain, f, b, dl, lg, lh, True
                 continue
-            fg = 0
-            fh = 0
-            for b in range(lo_b, hi_b):
-                fg += hist[i, b, 0]
-                fh += hist[i, b, 1]
+            fg, fh = _feature_sums(hist, i, lo_b, hi_b)
             mg = tg - fg
             mh = th - fh
             has_missing = mg != 0 or mh != 0
@@ -446,21 +449,11 @@ def evaluate_splits(
                             break
                         lg = cg + mg
                         lh = ch + mh
-                    rg = tg - lg
-                    rh = th - lh
-                    if lh <= 0 or rh <= 0:
-                        continue
-                    GL = lg * inv_scale_g
-                    HL = lh * inv_scale_h
-                    GR = rg * inv_scale_g
-                    HR = rh * inv_scale_h
-                    if HL < mcw or HR < mcw:
-                        continue
-                    if constrained:
-                        gain = _constrained_split_gain(GL, HL, GR, HR, lo, hi, sign, lam, alpha, mcw, mds) - parent
-                    else:
-                        gain = _gain(GL, HL, lam, alpha, mcw, mds) + _gain(GR, HR, lam, alpha, mcw, mds) - parent
-                    if gain > best:
+                    gain = _candidate_gain(
+                        lg, lh, tg, th, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, lo, hi, sign, constrained,
+                        parent,
+                    )  # fmt: skip
+                    if gain > best:  # an invalid split's -inf never is
                         best = gain
                         best_f = f
                         best_b = b - lo_b
