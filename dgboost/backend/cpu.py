@@ -56,6 +56,12 @@ def _host_scales(scales) -> tuple[float, float]:
     return scale_g, scale_h
 
 
+def _split_arrays(ensemble) -> tuple:
+    """The ensemble's (left, right, feature, split_value, default_left) as the prediction
+    kernels take them (``default_left`` as bool)."""
+    return (ensemble.left, ensemble.right, ensemble.feature, ensemble.split_value, ensemble.default_left.view(np.bool_))
+
+
 class _Ready:
     """A read that has already happened (``Backend.read_later`` on the host)."""
 
@@ -391,70 +397,24 @@ class CPUBackend:
         """Add trees ``[tree_begin, tree_end)`` of ``ensemble`` to ``out`` (float32 (n, n_groups))."""
         if tree_end <= tree_begin:
             return out
-        cat = ensemble.categorical_kernel_arrays()
+        splits, cat = _split_arrays(ensemble), ensemble.categorical_kernel_arrays()
+        rest = (ensemble.offsets(), ensemble.groups(), np.ascontiguousarray(values, np.float32))
         if cat is not None:
-            K.predict_margin_cat(
-                ensemble.left,
-                ensemble.right,
-                ensemble.feature,
-                ensemble.split_value,
-                ensemble.default_left.view(np.bool_),
-                ensemble.value,
-                *cat,
-                ensemble.offsets(),
-                ensemble.groups(),
-                np.ascontiguousarray(values, np.float32),
-                int(tree_begin),
-                int(tree_end),
-                out,
-            )
-            return out
-        K.predict_margin(
-            ensemble.left,
-            ensemble.right,
-            ensemble.feature,
-            ensemble.split_value,
-            ensemble.default_left.view(np.bool_),
-            ensemble.value,
-            ensemble.offsets(),
-            ensemble.groups(),
-            np.ascontiguousarray(values, np.float32),
-            int(tree_begin),
-            int(tree_end),
-            out,
-        )
+            K.predict_margin_cat(*splits, ensemble.value, *cat, *rest, int(tree_begin), int(tree_end), out)
+        else:
+            K.predict_margin(*splits, ensemble.value, *rest, int(tree_begin), int(tree_end), out)
         return out
 
     def predict_leaf(self, ensemble, values, tree_begin, tree_end):
         out = np.empty((values.shape[0], max(tree_end - tree_begin, 0)), np.int32)
-        cat = ensemble.categorical_kernel_arrays() if tree_end > tree_begin else None
+        if tree_end <= tree_begin:
+            return out
+        splits, cat = _split_arrays(ensemble), ensemble.categorical_kernel_arrays()
+        rest = (ensemble.offsets(), np.ascontiguousarray(values, np.float32), int(tree_begin), int(tree_end), out)
         if cat is not None:
-            K.predict_leaf_cat(
-                ensemble.left,
-                ensemble.right,
-                ensemble.feature,
-                ensemble.split_value,
-                ensemble.default_left.view(np.bool_),
-                *cat,
-                ensemble.offsets(),
-                np.ascontiguousarray(values, np.float32),
-                int(tree_begin),
-                int(tree_end),
-                out,
-            )
-        elif tree_end > tree_begin:
-            K.predict_leaf(
-                ensemble.left,
-                ensemble.right,
-                ensemble.feature,
-                ensemble.split_value,
-                ensemble.default_left.view(np.bool_),
-                ensemble.offsets(),
-                np.ascontiguousarray(values, np.float32),
-                int(tree_begin),
-                int(tree_end),
-                out,
-            )
+            K.predict_leaf_cat(*splits, *cat, *rest)
+        else:
+            K.predict_leaf(*splits, *rest)
         return out
 
     # -- stages of other modules: objective gradients, the sketch, SHAP -----------------------
