@@ -375,13 +375,13 @@ def random_categorical_ensemble(
     **tree_kwargs,
 ) -> Ensemble:
     """:func:`random_ensemble` of :func:`random_categorical_tree` trees."""
-    if base_margin is None:
-        base_margin = rng.normal(size=n_groups)
-    ens = Ensemble(n_groups=n_groups, base_margin=base_margin)
-    for _ in range(n_trees):
-        for g in range(n_groups):
-            ens.append(random_categorical_tree(rng, n_categories, max_depth, **tree_kwargs), g)
-    return ens
+    return _ensemble_of(
+        rng,
+        lambda: random_categorical_tree(rng, n_categories, max_depth, **tree_kwargs),
+        n_trees,
+        n_groups,
+        base_margin,
+    )
 
 
 def random_categorical_rows(
@@ -446,12 +446,20 @@ def random_ensemble(
     **tree_kwargs,
 ) -> Ensemble:
     """``n_trees`` random trees per group (interleaved by group, like XGBoost)."""
+    return _ensemble_of(
+        rng, lambda: random_tree(rng, n_features, max_depth, **tree_kwargs), n_trees, n_groups, base_margin
+    )
+
+
+def _ensemble_of(rng: np.random.Generator, make_tree, n_trees: int, n_groups: int, base_margin) -> Ensemble:
+    """``n_trees`` trees ``make_tree()`` per group, interleaved by group (as XGBoost), after
+    a random base margin where ``base_margin`` is None."""
     if base_margin is None:
         base_margin = rng.normal(size=n_groups)
     ens = Ensemble(n_groups=n_groups, base_margin=base_margin)
     for _ in range(n_trees):
         for g in range(n_groups):
-            ens.append(random_tree(rng, n_features, max_depth, **tree_kwargs), g)
+            ens.append(make_tree(), g)
     return ens
 
 
