@@ -389,6 +389,8 @@ def train_command(
     evals = []
     if cfg.validation is not None:
         Xv, yv, wv = split_columns(read_table(cfg.validation), cfg.label, cfg.weight, cfg.validation)
+        # a column of number-like strings may be read as numbers: made the training data's categories
+        Xv = model_categorical_columns(Xv, dtrain.feature_types, dtrain.feature_names, dtrain.category_values())
         Xv = categorical_columns(Xv, categorical, str(cfg.validation))
         # ref: codes re-coded to the training data's categories (an unseen one is refused)
         evals.append((DMatrix(Xv, label=yv, weight=wv, ref=dtrain, enable_categorical=categorical), "validation"))
@@ -621,7 +623,9 @@ def predict(
     output_path = _check_path_option("output_path", output_path, dir_okay=False, path_type=Path)
     booster = Booster(model_file=model_path)
     _, features, carried = _local_rows(paths, with_file_name, label_column, keep, booster.feature_names)
-    features = model_categorical_columns(features, booster.feature_types, booster.feature_names)
+    features = model_categorical_columns(
+        features, booster.feature_types, booster.feature_names, booster.meta.get("categories")
+    )
     preds = booster.predict(features, output_margin=margin)
     write_predictions(output_path, preds, carried=carried)
     say(quiet, f"wrote {len(preds):,} predictions to {output_path}")
@@ -770,7 +774,9 @@ def explain(
     explainer = TreeExplainer(model_path, algorithm=algorithm, progress=not quiet, device=resolve_device(device))
     source, data, carried = _local_rows(paths, with_file_name, label_column, keep, explainer.meta.get("feature_names"))
     model_meta = explainer.meta.get("booster_meta") or {}
-    data = model_categorical_columns(data, model_meta.get("feature_types"), model_meta.get("feature_names"))
+    data = model_categorical_columns(
+        data, model_meta.get("feature_types"), model_meta.get("feature_names"), model_meta.get("categories")
+    )
     n_rows = len(data)
     if n_rows == 0:
         raise DGBoostValueError(f"{source} has no rows to explain")

@@ -287,11 +287,25 @@ def categorical_columns(frame: Any, enable: bool, source: str) -> Any:
     return frame.astype({c: "category" for c in strings}) if strings else frame
 
 
-def model_categorical_columns(frame: Any, feature_types: list | None, feature_names: list | None) -> Any:
+def model_categorical_columns(
+    frame: Any, feature_types: list | None, feature_names: list | None, categories: list | None = None
+) -> Any:
     """String columns that the model has as categorical features, as ``category`` columns.
 
     Their codes are then re-coded to the model's categories by ``Booster.predict`` (a value the
     model has not seen is refused there, naming it); other columns are left as they are.
+
+    Parameters
+    ----------
+    frame : pandas or Dask DataFrame, or a NumPy array (returned as it is)
+    feature_types, feature_names : list or None
+        The model's.
+    categories : list of (list or None), optional
+        The model's category values per feature (``meta["categories"]``). With them, a numeric
+        or bool column of a pandas frame that the model has as categorical with known values
+        becomes a ``category`` column of those values too: a CSV column whose values all look
+        like numbers (``"1"``, ``"2"``) is read as numbers, which would otherwise be taken as
+        codes (code 1 is the model's second category, not ``"1"``).
     """
     if not hasattr(frame, "dtypes") or not feature_types or not feature_names or CATEGORICAL_TYPE not in feature_types:
         return frame
@@ -301,4 +315,31 @@ def model_categorical_columns(frame: Any, feature_types: list | None, feature_na
         for name, kind in zip(feature_names, feature_types)
         if kind == CATEGORICAL_TYPE and name in present and is_string_dtype(frame[present[name]].dtype)
     ]
-    return frame.astype({c: "category" for c in strings}) if strings else frame
+    frame = frame.astype({c: "category" for c in strings}) if strings else frame
+    if categories is None or not hasattr(frame, "assign") or not hasattr(frame, "iloc"):
+        return frame
+    numbers = {}
+    for name, kind, values in zip(feature_names, feature_types, categories):
+        column = frame[present[name]] if name in present else None
+        if kind != CATEGORICAL_TYPE or not values or column is None or is_category_column(column.dtype):
+            continue
+        if column.dtype.kind in "biuf" and type(frame).__module__.startswith("pandas"):
+            numbers[present[name]] = _numbers_as_categories(column, values)
+    return frame.assign(**{str(c): v for c, v in numbers.items()}) if numbers else frame
+
+
+def _numbers_as_categories(column: Any, values: list) -> Any:
+    """A pandas numeric / bool column as a ``category`` column of the values a CSV held: the
+    text of each value when the model's categories are strings (a whole float as an integer:
+    pandas reads ``"1"`` as 1.0 in a column with a missing value), else the integer itself.
+    Missing values stay missing."""
+    import pandas as pd
+
+    as_text = isinstance(values[0], str)
+
+    def value(v):
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        return str(v) if as_text else v
+
+    return pd.Categorical(column.map(value, na_action="ignore"))

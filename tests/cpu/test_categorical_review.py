@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -26,3 +28,61 @@ def test_a_category_column_of_booleans_is_refused_naming_the_column_as_xgboost_r
     # boolean categories): the refusal belongs before training, naming the column
     with pytest.raises(DGBoostValueError, match="'flag'.*boolean"):
         dg.DMatrix(df, y)
+
+
+@pytest.fixture
+def number_like_strings(tmp_path):
+    """A CSV string column whose categories look like numbers ("1", "2", "x"): a file that holds
+    only the number-like ones is read by pandas as integers, not strings."""
+    rng = np.random.default_rng(0)
+    k = np.array(["1", "2", "x"])[rng.integers(0, 3, 300)]
+    y = np.select([k == "1", k == "2"], [0.0, 5.0], 10.0)
+    pd.DataFrame({"y": y, "k": k}).to_csv(tmp_path / "train.csv", index=False)
+    pd.DataFrame({"y": [0.0, 5.0, 0.0, 5.0], "k": ["1", "2", "1", ""]}).to_csv(tmp_path / "valid.csv", index=False)
+    pd.DataFrame({"k": ["1", "2", "1", ""]}).to_csv(tmp_path / "test.csv", index=False)
+    (tmp_path / "train.yaml").write_text(
+        "data: train.csv\noutput: model.json\nvalidation: valid.csv\nlabel: y\nnum_boost_round: 3\n"
+        "enable_categorical: true\nverbose_eval: 1\nparams: {max_depth: 2, eta: 1.0}\n"
+    )
+    return tmp_path
+
+
+def test_the_command_line_predicts_number_like_categories_read_as_numbers_as_their_categories(number_like_strings):
+    from click.testing import CliRunner
+
+    from dgboost.cli import main
+
+    folder = number_like_strings
+    runner = CliRunner()
+    result = runner.invoke(main, ["train", "--config", str(folder / "train.yaml"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    model = dg.Booster(model_file=folder / "model.json")
+    # the oracle: the same rows as strings (the values the training file's categories are)
+    expected = model.predict(pd.DataFrame({"k": pd.Categorical(["1", "2", "1", None])}))
+    np.testing.assert_allclose(expected[:2], [0.0, 5.0], atol=1e-3)
+    out = folder / "preds.csv"
+    model_path, test_path = str(folder / "model.json"), str(folder / "test.csv")
+    result = runner.invoke(main, ["predict", "--model", model_path, "--data", test_path, "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    # "1" was once taken as code 1 (category "2") and "2" as code 2 (category "x")
+    np.testing.assert_allclose(pd.read_csv(out)["prediction"].to_numpy(), expected, rtol=1e-6)
+
+
+def test_the_command_line_evaluates_a_validation_file_of_number_like_categories_as_their_categories(
+    number_like_strings,
+):
+    from click.testing import CliRunner
+
+    from dgboost.cli import main
+
+    folder = number_like_strings
+    config = folder / "train.yaml"
+    config.write_text(config.read_text().replace("verbose_eval: 1", "verbose_eval: 3"))
+    result = CliRunner().invoke(main, ["train", "--config", str(folder / "train.yaml")])
+    assert result.exit_code == 0, result.output
+    model = dg.Booster(model_file=folder / "model.json")
+    valid = pd.DataFrame({"k": pd.Categorical(["1", "2", "1", None])})
+    rmse = float(np.sqrt(np.mean((model.predict(valid) - np.array([0.0, 5.0, 0.0, 5.0])) ** 2)))
+    printed = re.findall(r"\[2\]\tvalidation-rmse:([0-9.e+-]+)", result.output)
+    assert printed, result.output
+    assert float(printed[0]) == pytest.approx(rmse, abs=5e-6)  # printed with 5 decimals; once 4.33018
