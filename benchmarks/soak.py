@@ -122,7 +122,9 @@ def measure(client) -> dict:
     return {"client": process_stats(), "workers": [workers[w] for w in sorted(workers)]}
 
 
-def run(jobs: int, device: str, n_workers: int, short_histories: bool = True, log=print) -> dict:
+def run(
+    jobs: int, device: str, n_workers: int, short_histories: bool = True, max_seconds: float | None = None, log=print
+) -> dict:
     import dask
 
     import dgboost as dg  # noqa: F401 - imported before the first timed job
@@ -135,8 +137,12 @@ def run(jobs: int, device: str, n_workers: int, short_histories: bool = True, lo
     y = (x[:, 0] + np.sin(3 * x[:, 1]) + rng.normal(scale=0.3, size=ROWS) > 0).astype(np.float32)
     cluster, client = start_cluster(device, n_workers)
     records = []
+    began = time.perf_counter()
     try:
         for job in range(jobs + 1):  # job 0: the warm-up
+            if max_seconds is not None and time.perf_counter() - began > max_seconds:
+                log(f"stopped after job {job - 1}: the {max_seconds:.0f} s of --max-seconds are spent")
+                break
             gc.collect()
             times = one_job(client, x, y, job, device)
             records.append({"job": job, **{k: round(v, 4) for k, v in times.items()}, **measure(client)})
@@ -155,6 +161,7 @@ def run(jobs: int, device: str, n_workers: int, short_histories: bool = True, lo
         "features": FEATURES,
         "rounds": ROUNDS,
         "shap_rows": SHAP_ROWS,
+        "timed_jobs_asked": jobs,
         "distributed_histories": SHORT_HISTORIES if short_histories else "distributed's defaults",
         "summary": summarize(records),
         "jobs": records,
@@ -185,7 +192,7 @@ def summarize(records: list[dict]) -> dict:
             "growth_fraction": (values[-1] - values[0]) / values[0] if values[0] else None,
         }
     times = [r["job_s"] for r in records]
-    timed = times[1:]  # job 0 is the warm-up (first contact of the workers with each kernel)
+    timed = times[1:] or times  # job 0 is the warm-up (first contact of the workers with each kernel)
     first_window, last_window = float(np.median(timed[:WINDOW])), float(np.median(timed[-WINDOW:]))
     return {
         "measured_from_job": after[0]["job"] if after else None,
@@ -269,8 +276,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--distributed-defaults", action="store_true", help="keep distributed's history lengths (see the docstring)"
     )
+    parser.add_argument(
+        "--max-seconds", type=float, default=None, help="start no job after so many seconds (the JSON says how many)"
+    )
     args = parser.parse_args(argv)
-    result = run(args.jobs, args.device, args.workers, short_histories=not args.distributed_defaults)
+    short = not args.distributed_defaults
+    result = run(args.jobs, args.device, args.workers, short_histories=short, max_seconds=args.max_seconds)
     result["versions"] = versions("dgboost", "dask", "distributed", "numpy", "cupy")
     name = "soak_" + ("gpu" if args.device.startswith("cuda") else "cpu")
     path = write_result(name, result, args.out)
@@ -278,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     plot(result, picture)
     s = result["summary"]
     print(
-        f"wrote {path} and {picture}; job 1 {s['first_timed_job_s']:.3f} s, job {args.jobs} "
+        f"wrote {path} and {picture}; job 1 {s['first_timed_job_s']:.3f} s, job {s['timed_jobs']} "
         f"{s['last_job_s']:.3f} s: within 10%: {s['within_10_percent']}; medians {s['median_first_10_s']:.3f} s "
         f"(jobs 1-10) and {s['median_last_10_s']:.3f} s (last 10): within 10%: {s['medians_within_10_percent']}"
     )

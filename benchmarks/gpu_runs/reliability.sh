@@ -48,7 +48,7 @@ for step in "${steps[@]}"; do
         -m "mgpu and slow" > "$OUT/chaos_gpu_test.log" 2>&1
       echo "chaos test: exit $?"; tail -n 3 "$OUT/chaos_gpu_test.log" ;;
     soak)
-      timeout "${SOAK_S:-560}" python3 benchmarks/soak.py --device cuda --workers "${SOAK_WORKERS:-2}" --jobs 200 \
+      timeout "${SOAK_S:-560}" python3 benchmarks/soak.py --device cuda --workers "${SOAK_WORKERS:-2}" --jobs 200 --max-seconds 420 \
         --out "$OUT/soak_gpu.json" --plot "$OUT/soak_gpu.png" > "$OUT/soak_gpu.log" 2>&1
       echo "soak: exit $?"; tail -n 4 "$OUT/soak_gpu.log" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
