@@ -1,8 +1,7 @@
 """Soak: many consecutive train + SHAP jobs on one Dask cluster; what each process holds, per job.
 
     python benchmarks/soak.py          # a warm-up and 200 timed jobs, a 2-worker CPU LocalCluster
-    python benchmarks/soak.py --device cuda --workers 2 --max-seconds 420 \
-        --out $OUT/soak_gpu.json --plot $OUT/soak_gpu.png
+    python benchmarks/soak.py --device cuda --workers 2 --max-seconds 420 --out $OUT/soak_gpu.json
 
 Each job is ``dgboost.dask.train`` (a new ``DaskDMatrix`` of the same rows, its own seed) and
 then ``dgboost.dask.shap_values`` of some of the rows, computed. After every job the client
