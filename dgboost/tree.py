@@ -394,4 +394,5 @@ class Ensemble:
         return self.__dict__.copy()
 
     def __setstate__(self, state):
-        self.__dict__.update(state)
+        # a pickle made before categorical splits has neither attribute: a numeric model
+        self.__dict__.update({"cat_arrays": None, "_cat_kernel": None, **state})

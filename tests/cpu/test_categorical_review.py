@@ -86,3 +86,25 @@ def test_the_command_line_evaluates_a_validation_file_of_number_like_categories_
     printed = re.findall(r"\[2\]\tvalidation-rmse:([0-9.e+-]+)", result.output)
     assert printed, result.output
     assert float(printed[0]) == pytest.approx(rmse, abs=5e-6)  # printed with 5 decimals; once 4.33018
+
+
+def test_a_booster_pickled_before_categorical_features_still_predicts():
+    import pickle
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(80, 3)).astype(np.float32)
+    y = X[:, 0] + X[:, 1]
+    booster = dg.train({"max_depth": 2}, dg.DMatrix(X, y), 3)
+    expected = booster.predict(dg.DMatrix(X))
+    # a pickle of a model made before issue 29 holds no categorical attributes at all
+    state = booster.__getstate__()
+    ens_state = state["ensemble"].__getstate__()
+    for name in ("cat_arrays", "_cat_kernel"):
+        ens_state.pop(name)
+    old = dg.tree.Ensemble.__new__(dg.tree.Ensemble)
+    old.__setstate__(ens_state)
+    state["ensemble"] = old
+    restored = pickle.loads(pickle.dumps(state))
+    loaded = dg.Booster.__new__(dg.Booster)
+    loaded.__setstate__(restored)
+    np.testing.assert_array_equal(loaded.predict(dg.DMatrix(X)), expected)
