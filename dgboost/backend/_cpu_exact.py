@@ -305,6 +305,45 @@ _NO_SIGNS = np.zeros(1, np.int8)
 _NO_MASK = np.ones((1, 1), np.bool_)
 
 
+def level_inputs(totals, bounds, scales, params) -> tuple:
+    """What both engines' ``best_splits`` derive on the host from a level's inputs.
+
+    Parameters
+    ----------
+    totals : int64 (m, 2)
+        The nodes' gradient sums.
+    bounds : float64 (m, 2) or None
+        The nodes' weight bounds; None when nothing is constrained.
+    scales : (2,)
+        The gradient and hessian fixed-point scales.
+    params : SplitParams
+
+    Returns
+    -------
+    totals : int64 (m, 2), contiguous
+    bounds : float64 (m, 2), or a (1, 2) placeholder when unconstrained
+    inv_g, inv_h : float
+        The inverse scales.
+    reg : tuple of float
+        (lambda, alpha, min_child_weight, max_delta_step).
+    parent : float64 (m,)
+        The nodes' own gains (:func:`parent_gains`).
+    """
+    totals = np.ascontiguousarray(totals, np.int64)
+    constrained = bounds is not None
+    inv_g, inv_h = 1.0 / float(scales[0]), 1.0 / float(scales[1])
+    reg = (
+        float(params.reg_lambda),
+        float(params.alpha),
+        float(params.min_child_weight),
+        float(params.max_delta_step),
+    )
+    b = np.ascontiguousarray(bounds, np.float64) if constrained else _NO_BOUNDS
+    parent = np.empty(totals.shape[0], np.float64)
+    parent_gains(totals, b, constrained, inv_g, inv_h, *reg, parent)
+    return totals, b, inv_g, inv_h, reg, parent
+
+
 class CPUExactEngine:
     """Exact greedy split search on the host (the reference engine).
 
@@ -339,19 +378,9 @@ class CPUExactEngine:
         value float32, default_left bool, and left int64 (m, 2)
         """
         m = int(totals.shape[0])
-        totals = np.ascontiguousarray(totals, np.int64)
         constrained = bounds is not None
-        inv_g, inv_h = 1.0 / float(scales[0]), 1.0 / float(scales[1])
-        reg = (
-            float(params.reg_lambda),
-            float(params.alpha),
-            float(params.min_child_weight),
-            float(params.max_delta_step),
-        )
-        b = np.ascontiguousarray(bounds, np.float64) if constrained else _NO_BOUNDS
+        totals, b, inv_g, inv_h, reg, parent = level_inputs(totals, bounds, scales, params)
         signs = np.ascontiguousarray(monotone, np.int8) if constrained else _NO_SIGNS
-        parent = np.empty(m, np.float64)
-        parent_gains(totals, b, constrained, inv_g, inv_h, *reg, parent)
         out = {
             "feature": np.empty(m, np.int32),
             "gain": np.empty(m, np.float64),

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import DeviceMemoryError
-from ._cpu_exact import exact_memory_estimate, forward_columns, parent_gains, presort_columns
+from ._cpu_exact import exact_memory_estimate, forward_columns, level_inputs, presort_columns
 
 __all__ = ["CUDAExactEngine", "SORTED_FROM_DEPTH", "device_available_bytes", "gpu_memory_estimate", "run_ends"]
 
@@ -208,18 +208,9 @@ class CUDAExactEngine:
     def best_splits(self, first: int, totals, masks, bounds, monotone, scales, params) -> dict:
         """As :meth:`dgboost.backend._cpu_exact.CPUExactEngine.best_splits` (host arrays in and out)."""
         m = int(totals.shape[0])
-        totals = np.ascontiguousarray(totals, np.int64)
         constrained = bounds is not None
-        inv_g, inv_h = 1.0 / float(scales[0]), 1.0 / float(scales[1])
-        reg = (
-            float(params.reg_lambda),
-            float(params.alpha),
-            float(params.min_child_weight),
-            float(params.max_delta_step),
-        )
-        host_bounds = np.ascontiguousarray(bounds, np.float64) if constrained else np.zeros((1, 2))
-        parent = np.empty(m, np.float64)  # the CPU engine's own function: the same parent gains
-        parent_gains(totals, host_bounds, constrained, inv_g, inv_h, *reg, parent)
+        # the CPU engine's own function: the same parent gains
+        totals, host_bounds, inv_g, inv_h, reg, parent = level_inputs(totals, bounds, scales, params)
         # one upload of the level's inputs and its outputs' starting values, one read of the
         # outputs: two transfers a level, whatever the node count
         outputs = [
