@@ -162,7 +162,7 @@ class CPUBackend:
         return np.array([np.abs(grad).max(initial=0.0), np.abs(hess).max(initial=0.0)], np.float32).view(np.uint32)
 
     def gpair_totals(self, gpair) -> np.ndarray:
-        """int64 (2,): column sums of ``gpair`` (int32 (n, 2))."""
+        """See ``Backend.gpair_totals``."""
         # column by column: numpy's axis-0 reduction over an (n, 2) array is several times slower
         return np.array([gpair[:, 0].sum(dtype=np.int64), gpair[:, 1].sum(dtype=np.int64)], np.int64)
 

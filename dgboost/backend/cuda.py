@@ -398,7 +398,7 @@ class CUDABackend:
         return out
 
     def gpair_totals(self, gpair):
-        """int64 (2,) on the device: the column sums of ``gpair`` (int32 (n, 2))."""
+        """See ``Backend.gpair_totals``."""
         out = self.zeros(2, np.int64)
         n = gpair.shape[0]
         if n:
