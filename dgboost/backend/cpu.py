@@ -338,34 +338,16 @@ class CPUBackend:
         counts = np.stack([ends - begins, np.zeros_like(begins)], axis=1)  # unsplit: rows stay left
         split = np.flatnonzero(records[:, FEATURE] >= 0)
         left_counts = np.empty(split.size, np.int64)
+        nodes = (bins_by_feature, rows, begins[split], ends[split], records[split, FEATURE].astype(np.int32))
+        split_bin = records[split, SPLIT_BIN].astype(np.int32)
+        default_left = records[split, DEFAULT_LEFT].astype(np.bool_)
+        missing = int(np.iinfo(bins_by_feature.dtype).max)
         if categorical is not None:
-            K.partition_categorical(
-                bins_by_feature,
-                rows,
-                begins[split],
-                ends[split],
-                records[split, FEATURE].astype(np.int32),
-                records[split, DEFAULT_LEFT].astype(np.bool_),
-                int(np.iinfo(bins_by_feature.dtype).max),
-                np.ascontiguousarray(categorical.is_cat, np.uint8),
-                records[split, SPLIT_BIN].astype(np.int32),
-                np.ascontiguousarray(cat_bits[split], np.uint32),
-                left_counts,
-            )
-            counts[split, 0] = left_counts
-            counts[split, 1] = ends[split] - begins[split] - left_counts
-            return counts
-        K.partition(
-            bins_by_feature,
-            rows,
-            begins[split],
-            ends[split],
-            records[split, FEATURE].astype(np.int32),
-            records[split, SPLIT_BIN].astype(np.int32),
-            records[split, DEFAULT_LEFT].astype(np.bool_),
-            int(np.iinfo(bins_by_feature.dtype).max),
-            left_counts,
-        )
+            is_cat = np.ascontiguousarray(categorical.is_cat, np.uint8)
+            bits = np.ascontiguousarray(cat_bits[split], np.uint32)
+            K.partition_categorical(*nodes, default_left, missing, is_cat, split_bin, bits, left_counts)
+        else:
+            K.partition(*nodes, split_bin, default_left, missing, left_counts)
         counts[split, 0] = left_counts
         counts[split, 1] = ends[split] - begins[split] - left_counts
         return counts
