@@ -16,7 +16,7 @@ import numpy as np
 
 from .._category_codes import checked_categories, is_categorical_dtype, is_category_column, recode_map, union_categories
 from .._compat import library_of
-from ..errors import DGBoostError, DGBoostTypeError, DGBoostValueError
+from ..errors import CommunicationError, DGBoostError, DGBoostTypeError, DGBoostValueError
 from ..params import check_max_bin
 
 __all__ = [
@@ -112,7 +112,16 @@ def _agreed_categories(client, futures: list, known: dict, n_features: int, name
         found = [
             client.submit(_partition_categories, future, unknown, i, pure=False) for i, future in enumerate(futures)
         ]
-        wait(found, timeout=_CATEGORIES_TIMEOUT)
+        try:
+            wait(found, timeout=_CATEGORIES_TIMEOUT)
+        except TimeoutError:
+            client.cancel(found, force=True)
+            columns = ", ".join(repr(names[j] if names is not None else f"f{j}") for j in unknown)
+            raise CommunicationError(
+                f"the categories of column(s) {columns} (unknown in the collection's dtype) were not found "
+                f"in every partition within {_CATEGORIES_TIMEOUT:g} s (a worker busy with a task that does "
+                "not end, or gone); give the columns known categories (df[col].cat.set_categories(...)) or retry"
+            ) from None
         results = client.gather(found)
         for j in unknown:
             column = names[j] if names is not None else f"f{j}"
