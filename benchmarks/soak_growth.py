@@ -99,11 +99,11 @@ def histories(dask_worker=None) -> dict:
     return out
 
 
-def start_tracing(dask_worker=None) -> dict:
+def start_tracing(frames: int = 12, dask_worker=None) -> dict:
     import tracemalloc
 
     gc.collect()
-    tracemalloc.start(12)
+    tracemalloc.start(frames)
     counts = collections.Counter(type(o).__qualname__ for o in gc.get_objects())
     if dask_worker is not None:
         dask_worker._soak_counts = counts
@@ -145,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--from", dest="start", type=int, default=20)
     parser.add_argument("--to", dest="stop", type=int, default=120)
+    parser.add_argument("--frames", type=int, default=12, help="tracemalloc's frames a trace (fewer: faster)")
     parser.add_argument("--short-histories", action="store_true", help=f"dask.config: {SHORT}")
     args = parser.parse_args(argv)
     if args.short_histories:
@@ -166,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
                 gc.collect()
                 rss["from"] = {"client": me.memory_info().rss, **client.run(lambda: psutil.Process().memory_info().rss)}
                 print(f"job {job}: histories (client process) {histories()}", flush=True)
-                client.run(start_tracing)
-                start_tracing()
+                client.run(start_tracing, args.frames)
+                start_tracing(args.frames)
             if job % 20 == 0:
                 print(f"job {job} at {time.strftime('%H:%M:%S')}", flush=True)
         mine = report()
