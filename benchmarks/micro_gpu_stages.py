@@ -80,7 +80,7 @@ def main():
     buf = cupy.empty(n * 4, cupy.uint8)
     copy_ms = timed(lambda: buf.copy())
     print(
-        f"{n} x {f}; ELLPACK {ell.bits} bits, {ell.n_groups} groups, {ell.nbytes / 2**20:.0f} MiB; "
+        f"{n} x {f}; ELLPACK {ell.row_bits} bits a row, {ell.n_groups} groups, {ell.nbytes / 2**20:.0f} MiB; "
         f"d2d copy of {buf.nbytes / 2**20:.0f} MiB: {copy_ms:.3f} ms ({2 * buf.nbytes / copy_ms / 1e6:.0f} GB/s)"
     )
 

@@ -317,7 +317,7 @@ class TrainingJob:
         backend.check_training_memory(
             dtrain.num_row(),
             dtrain.num_col(),
-            int(cuts.n_bins().max()),
+            cuts.ptrs,
             int(cuts.ptrs[-1]),
             self.n_groups,
             level_nodes,

@@ -63,11 +63,11 @@ enum NodeField : int {
 // ``feature`` of a slot that holds no node (a child of a leaf in a level grown whole).
 constexpr long long kNoNode = -2;
 
-// ELLPACK symbol ``index`` of a bit stream packed at ``bits`` bits per symbol, low bits
-// first. The buffer carries one padding word, so reading the word after the last is safe.
-__device__ __forceinline__ uint32_t read_symbol(const uint32_t* __restrict__ packed, int bits,
-                                                uint64_t index) {
-  const uint64_t bit = index * static_cast<uint64_t>(bits);
+// The ``bits``-bit ELLPACK symbol starting at bit ``bit`` of the stream, low bits first
+// (dgboost/backend/_ellpack.py: entry (r, f) starts at bit r * row_bits + offset_f). Widths
+// are at most 17 bits, so with the shift (< 32) the symbol lies in one 64-bit pair of words;
+// the buffer carries one padding word, so reading the word after the last is safe.
+__device__ __forceinline__ uint32_t read_symbol(const uint32_t* __restrict__ packed, uint64_t bit, int bits) {
   const uint64_t word = bit >> 5;
   const uint32_t shift = static_cast<uint32_t>(bit & 31u);
   const uint64_t pair = static_cast<uint64_t>(__ldg(packed + word)) |

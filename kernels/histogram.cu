@@ -14,9 +14,12 @@
 // number of workers. When a single feature has more bins than shared memory holds,
 // ``use_shared == 0`` adds straight into global memory (same result).
 //
-// Memory traffic per (row, feature): one ELLPACK symbol (bits/8 bytes, 8-byte load), plus per
-// row the row index (4 B) and the gradient pair (8 B), shared by the group's threads through
-// L1. Rows with a zero pair (left out by subsampling) and missing entries add nothing.
+// ELLPACK entries (dgboost/backend/_ellpack.py): entry (r, f) is ``layout[f].y`` bits at bit
+// r * row_bits + layout[f].x, and the feature's missing symbol is its number of bins. A
+// thread of a group narrower than the block keeps one feature, so it looks these up once.
+// Memory traffic per (row, feature): one ELLPACK symbol (width/8 bytes, 8-byte load), plus
+// per row the row index (4 B) and the gradient pair (8 B), shared by the group's threads
+// through L1. Rows with a zero pair (left out by subsampling) and missing entries add nothing.
 #include "common.cuh"
 
 using namespace dgboost;
@@ -31,8 +34,8 @@ __device__ __forceinline__ void add_pair(long long* cell, int2 gp) {
 // Adds rows[begin:end] of one node into ``target`` (the shared or the global histogram of
 // the block's feature group). Positions are int32 like the row indices themselves: 64-bit
 // counters cost the registers that keep four blocks on an SM.
-__device__ __forceinline__ void accumulate(const unsigned int* __restrict__ packed, int bits, int n_features,
-                                           unsigned missing, const int* __restrict__ rows,
+__device__ __forceinline__ void accumulate(const unsigned int* __restrict__ packed, int row_bits,
+                                           const int2* __restrict__ layout, const int* __restrict__ rows,
                                            const int2* __restrict__ gpair, const int* __restrict__ cut_ptrs,
                                            int fb, int nf, int bin0, int begin, int end,
                                            long long* target) {
@@ -44,26 +47,30 @@ __device__ __forceinline__ void accumulate(const unsigned int* __restrict__ pack
     if (lane < lanes) {
       const int f = fb + static_cast<int>(threadIdx.x) % nf;
       const int offset = cut_ptrs[f] - bin0;
+      const unsigned missing = static_cast<unsigned>(cut_ptrs[f + 1] - cut_ptrs[f]);
+      const int2 lay = layout[f];
       for (int p = begin + lane; p < end; p += lanes) {
         const int r = rows[p];
         const int2 gp = gpair[r];
         if ((gp.x | gp.y) == 0) continue;
-        const unsigned s = read_symbol(packed, bits, static_cast<uint64_t>(r) * n_features + f);
+        const unsigned s = read_symbol(packed, static_cast<uint64_t>(r) * row_bits + lay.x, lay.y);
         if (s == missing) continue;
         add_pair(target + 2 * (offset + static_cast<int>(s)), gp);
       }
     }
   } else {  // a group wider than the block: entries in a flat loop
-    const long long count = (end - begin) * nf;
+    const long long count = static_cast<long long>(end - begin) * nf;
     for (long long e = threadIdx.x; e < count; e += blockDim.x) {
       const long long p = begin + e / nf;
       const int f = fb + static_cast<int>(e % nf);
       const int r = rows[p];
       const int2 gp = gpair[r];
       if ((gp.x | gp.y) == 0) continue;
-      const unsigned s = read_symbol(packed, bits, static_cast<uint64_t>(r) * n_features + f);
-      if (s == missing) continue;
-      add_pair(target + 2 * (cut_ptrs[f] - bin0 + static_cast<int>(s)), gp);
+      const int2 lay = layout[f];
+      const unsigned s = read_symbol(packed, static_cast<uint64_t>(r) * row_bits + lay.x, lay.y);
+      const int lo = cut_ptrs[f];
+      if (s == static_cast<unsigned>(cut_ptrs[f + 1] - lo)) continue;
+      add_pair(target + 2 * (lo - bin0 + static_cast<int>(s)), gp);
     }
   }
 }
@@ -71,7 +78,7 @@ __device__ __forceinline__ void accumulate(const unsigned int* __restrict__ pack
 // 512 threads, 4 blocks per SM (dgboost/backend/cuda.py sizes the grid for that): at most 32
 // registers, else only 3 blocks fit and the grid runs in 1.33 waves (measured slower).
 extern "C" __global__ void __launch_bounds__(512, 4) build_histograms(
-    const unsigned int* __restrict__ packed, int bits, int n_features, unsigned missing,
+    const unsigned int* __restrict__ packed, int row_bits, const int2* __restrict__ layout,
     const int* __restrict__ rows, const int2* __restrict__ gpair,
     const long long* __restrict__ segments, const long long* __restrict__ offsets, int m, long long min_rows,
     const int* __restrict__ cut_ptrs, const int* __restrict__ group_begin, const int* __restrict__ group_end,
@@ -105,7 +112,7 @@ extern "C" __global__ void __launch_bounds__(512, 4) build_histograms(
       for (int c = threadIdx.x; c < 2 * n_bins; c += blockDim.x) shared_hist[c] = 0;
       __syncthreads();
     }
-    accumulate(packed, bits, n_features, missing, rows, gpair, cut_ptrs, fb, nf, bin0, static_cast<int>(begin),
+    accumulate(packed, row_bits, layout, rows, gpair, cut_ptrs, fb, nf, bin0, static_cast<int>(begin),
                static_cast<int>(end),
                use_shared ? shared_hist : node_hist);
     if (use_shared) {

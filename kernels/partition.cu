@@ -6,10 +6,12 @@
 // first tile is <= t). Thread mapping: one block per tile in every pass, position
 // ``tile start + item * kThreads + thread`` (coalesced), blocks past the last tile exit.
 //  1. ``partition_flags``: per position, the row's split-feature symbol (one 8-byte load,
-//     scattered since rows are permuted) -> a 0/1 byte flag; the tile's left count. A parent
-//     that is not split (feature < 0, in a level grown whole) sends every row left: its
-//     rows stay where they are. The last block to finish (a counter, then a fence) scans the
-//     tile counts and writes each parent's (left, right) counts: one launch less a level.
+//     scattered since rows are permuted; the feature's ELLPACK offset and width and its
+//     missing symbol, its number of bins, are looked up once per thread) -> a 0/1 byte
+//     flag; the tile's left count. A parent that is not split (feature < 0, in a level grown
+//     whole) sends every row left: its rows stay where they are. The last block to finish
+//     (a counter, then a fence) scans the tile counts and writes each parent's (left,
+//     right) counts: one launch less a level.
 //  2. ``partition_scatter``: ranks inside the tile by warp ballots, plus the tile's base,
 //     give each row its place; rows go to a buffer at their final absolute positions.
 //  3. ``partition_copy_back``: buffer -> rows over the split segments.
@@ -75,8 +77,8 @@ __device__ void scan_tiles(const long long* __restrict__ parents, int k, const l
 
 // ``done``: a zeroed counter; the last block leaves it zero again for the next launch.
 extern "C" __global__ void __launch_bounds__(kThreads) partition_flags(
-    const unsigned int* __restrict__ packed, int bits, int n_features, unsigned missing,
-    const int* __restrict__ rows, const long long* __restrict__ parents, int k,
+    const unsigned int* __restrict__ packed, int row_bits, const int2* __restrict__ layout,
+    const int* __restrict__ cut_ptrs, const int* __restrict__ rows, const long long* __restrict__ parents, int k,
     const long long* __restrict__ tile_offsets, const unsigned char* __restrict__ is_cat,
     const unsigned int* __restrict__ cat_bits, int cat_words, int has_cat, unsigned char* __restrict__ flags,
     long long* __restrict__ tile_lefts, long long* __restrict__ tile_scan, long long* __restrict__ counts,
@@ -92,6 +94,15 @@ extern "C" __global__ void __launch_bounds__(kThreads) partition_flags(
     // a categorical parent's bitset (categories that go right); null for a numeric one
     const unsigned int* node_bits =
         has_cat && feature >= 0 && is_cat[feature] ? cat_bits + static_cast<long long>(s.node) * cat_words : nullptr;
+    // the split feature's entry: (offset, width) in a row and its missing symbol
+    int entry_offset = 0, width = 1;
+    unsigned missing = 0u;
+    if (feature >= 0) {
+      const int2 lay = layout[feature];
+      entry_offset = lay.x;
+      width = lay.y;
+      missing = static_cast<unsigned>(cut_ptrs[feature + 1] - cut_ptrs[feature]);
+    }
     int lefts = 0;
 #pragma unroll
     for (int it = 0; it < kItems; ++it) {
@@ -100,7 +111,7 @@ extern "C" __global__ void __launch_bounds__(kThreads) partition_flags(
         unsigned char f = 1;
         if (feature >= 0) {
           const int r = rows[p];
-          const unsigned sym = read_symbol(packed, bits, static_cast<uint64_t>(r) * n_features + feature);
+          const unsigned sym = read_symbol(packed, static_cast<uint64_t>(r) * row_bits + entry_offset, width);
           if (sym == missing) f = dl;
           else if (node_bits != nullptr) f = category_in_set(node_bits, cat_words, sym) ? 0 : 1;
           else f = static_cast<long long>(sym) <= split_bin ? 1 : 0;

@@ -29,7 +29,7 @@ from .._fixed_point import check_row_count
 from .._layout import BEGIN, NODE_FIELDS
 from ..errors import DeviceMemoryError, DGBoostValueError
 from ._allocator import apply_allocator
-from ._ellpack import EllpackMatrix, feature_groups, symbol_bits
+from ._ellpack import EllpackMatrix, entry_layout, feature_groups, packed_words
 from ._nvrtc import get_module
 from .base import LookaheadBudget
 from .cpu import leaf_weights_on_host, node_bounds_on_host
@@ -255,7 +255,7 @@ class CUDABackend:
         self,
         n_rows: int,
         n_features: int,
-        max_bins: int,
+        cut_ptrs,
         total_bins: int,
         n_groups: int,
         level_nodes: int,
@@ -267,9 +267,11 @@ class CUDABackend:
         (row order, quantised pairs, partition flags/scan/buffer, margins, float32 and
         float64 gradient temporaries of the objective), the float32 input if it must be
         uploaded, and the histograms of the widest level (built, siblings and parents).
+        ``cut_ptrs`` (int, shape (F + 1,)) give each feature's number of bins, which sets the
+        width of its entries in the bin matrix.
         """
-        bits = symbol_bits(max_bins)
-        estimate = (n_rows * n_features * bits) // 8
+        row_bits = entry_layout(cut_ptrs)[1]
+        estimate = packed_words(n_rows, row_bits) * 4
         estimate += n_rows * (4 + 8 + 12 + n_groups * (4 + 8 + 16) + 8)
         if not values_on_device:
             estimate += n_rows * n_features * 4
@@ -280,7 +282,7 @@ class CUDABackend:
         if estimate > available:
             raise DeviceMemoryError(
                 f"training needs about {estimate / 2**30:.2f} GiB of GPU memory for {n_rows} rows x "
-                f"{n_features} features ({bits}-bit bins, {total_bins} bins, up to {level_nodes} nodes per "
+                f"{n_features} features ({row_bits} bits a row, {total_bins} bins, up to {level_nodes} nodes per "
                 f"level) but cuda:{self.device_id} has {available / 2**30:.2f} GiB free of {total / 2**30:.2f} GiB; "
                 "use fewer rows per GPU (more Dask workers), a smaller max_bin or max_depth"
             )
@@ -294,15 +296,15 @@ class CUDABackend:
         n, n_features = values.shape
         cut_ptrs = np.asarray(cut_ptrs, np.int64)
         max_bins = int(np.diff(cut_ptrs).max()) if n_features else 1
-        bits = symbol_bits(max_bins)
+        layout, row_bits = entry_layout(cut_ptrs)
         n_entries = n * n_features
-        words = (n_entries * bits + 31) // 32 + 1
         try:
-            packed = self.zeros(words, np.uint32)
+            packed = self.zeros(packed_words(n, row_bits), np.uint32)
         except DeviceMemoryError as exc:
-            raise DeviceMemoryError(f"{exc} (bin matrix of {n} x {n_features} at {bits} bits per entry)") from None
+            raise DeviceMemoryError(f"{exc} (bin matrix of {n} x {n_features} at {row_bits} bits a row)") from None
         dev_cuts = xp.asarray(np.asarray(cut_values, np.float32))
         dev_ptrs = xp.asarray(cut_ptrs.astype(np.int32))
+        dev_layout = xp.asarray(layout)
         if n_entries:
             self._launch(
                 "binning.cu",
@@ -314,8 +316,8 @@ class CUDABackend:
                     np.int32(n_features),
                     dev_cuts,
                     dev_ptrs,
-                    np.int32(bits),
-                    np.uint32(max_bins),
+                    dev_layout,
+                    np.int32(row_bits),
                     packed,
                 ),
             )
@@ -323,7 +325,8 @@ class CUDABackend:
         widest = int(max(cut_ptrs[e] - cut_ptrs[b] for b, e in zip(begin, end))) if begin.size else 0
         return EllpackMatrix(
             packed=packed,
-            bits=bits,
+            row_bits=row_bits,
+            layout=dev_layout,
             missing=max_bins,
             shape=(n, n_features),
             cut_ptrs=dev_ptrs,
@@ -341,7 +344,10 @@ class CUDABackend:
         """Dense host copy of the bins, uint16 (n, F), missing = ``bins.missing`` (tests)."""
         n_entries = bins.n_rows * bins.n_features
         out = self.empty(bins.shape, np.uint16)
-        self._launch("binning.cu", "unpack", n_entries, (bins.packed, np.int32(bins.bits), np.int64(n_entries), out))
+        if n_entries:
+            args = (bins.packed, bins.cut_ptrs, bins.layout, np.int32(bins.row_bits), np.int32(bins.n_features))
+            args += (np.uint32(bins.missing), np.int64(n_entries), out)
+            self._launch("binning.cu", "unpack", n_entries, args)
         return self.to_host(out)
 
     # -- gradients -------------------------------------------------------------------------
@@ -525,9 +531,8 @@ class CUDABackend:
             0,
             (
                 bins.packed,
-                np.int32(bins.bits),
-                np.int32(bins.n_features),
-                np.uint32(bins.missing),
+                np.int32(bins.row_bits),
+                bins.layout,
                 rows,
                 gpair,
                 segments,
@@ -747,7 +752,7 @@ class CUDABackend:
             "partition.cu",
             "partition_flags",
             0,
-            (bins.packed, np.int32(bins.bits), np.int32(bins.n_features), np.uint32(bins.missing), rows)
+            (bins.packed, np.int32(bins.row_bits), bins.layout, bins.cut_ptrs, rows)
             + tiled
             + self._partition_categories(categorical, cat_bits, k)
             + (flags, tile_lefts, tile_scan, counts, self._partition_done),
