@@ -10,7 +10,7 @@ from ..backend._records import new_records
 from ..quantile import Cuts, compute_cuts
 from ..tree import Ensemble, Tree
 
-__all__ = ["binning_data", "random_ensemble", "node_records", "random_segments"]
+__all__ = ["binning_data", "mixed_width_data", "random_ensemble", "node_records", "random_segments"]
 
 
 def node_records(begins, ends, feature=None, split_bin=None, default_left=None, sums=None) -> np.ndarray:
@@ -53,6 +53,33 @@ def binning_data(
     x[rng.random(x.shape) < missing] = np.nan
     x[:, -1] = np.nan if f > 2 else x[:, -1]  # an all-missing column
     return rng, x, compute_cuts(x, None, max_bin)
+
+
+def mixed_width_data(
+    seed: int, n_bins, n: int = 500, missing: float = 0.2
+) -> tuple[np.random.Generator, np.ndarray, Cuts]:
+    """Integer-valued features of the given numbers of bins (so of different ELLPACK widths),
+    with missing values.
+
+    Feature f takes the values ``0 .. n_bins[f] - 1`` (the first rows run through all of them
+    before missing values are put in) and ``n_bins[f]``, past the last cut (clipped to the
+    last bin); its cuts are ``1 .. n_bins[f]``, so a value's bin is the value itself.
+
+    Returns
+    -------
+    rng : numpy.random.Generator
+        The generator after drawing ``x``.
+    x : ndarray of float32, shape (n, len(n_bins))
+    cuts : Cuts
+    """
+    rng = np.random.default_rng(seed)
+    n_bins = [int(k) for k in n_bins]
+    x = np.stack([rng.integers(0, k + 1, n) for k in n_bins], axis=1).astype(np.float32)
+    for f, k in enumerate(n_bins):
+        x[: min(n, k), f] = np.arange(min(n, k))
+    x[rng.random(x.shape) < missing] = np.nan
+    values = np.concatenate([np.arange(1, k + 1) for k in n_bins]).astype(np.float32)
+    return rng, x, Cuts(values, np.concatenate([[0], np.cumsum(n_bins)]).astype(np.int64))
 
 
 def random_ensemble(rng: np.random.Generator, n_trees: int = 5, n_features: int = 4, n_groups: int = 2) -> Ensemble:

@@ -21,9 +21,16 @@ from dgboost._layout import (
     SUM_G,
     SUM_H,
 )
+from dgboost.backend._ellpack import entry_layout, packed_words, symbol_bits
 from dgboost.backend.cpu import CPUBackend
 from dgboost.quantile import compute_cuts
-from dgboost.testing.kernel_inputs import binning_data, node_records, random_ensemble, random_segments
+from dgboost.testing.kernel_inputs import (
+    binning_data,
+    mixed_width_data,
+    node_records,
+    random_ensemble,
+    random_segments,
+)
 from dgboost.training import fixed_point_scale
 
 pytestmark = pytest.mark.gpu
@@ -75,8 +82,27 @@ def test_bin_matrix_with_256_bins_uses_at_most_9_bits_per_entry(gpu):
     x = rng.normal(size=(100_000, 28)).astype(np.float32)
     cuts = compute_cuts(x, None, 256)
     ell = gpu.bin_values(x, cuts.values, cuts.ptrs)
-    assert ell.bits == 9
+    assert max(symbol_bits(k) for k in cuts.n_bins()) == 9
+    assert ell.row_bits == sum(symbol_bits(k) for k in cuts.n_bins()) <= 9 * 28
     assert ell.bits_per_entry <= 9.001
+
+
+# 256-bin features around a 4,000-bin one (a categorical column's width, 12 bits) and a few
+# narrow ones: 9 x 9 + 12 + 2 + 1 + 5 + 2 = 103 bits a row, where one width for all takes 14 x 12
+_MIXED = [256] * 5 + [4000] + [256] * 4 + [3, 1, 17, 2]
+
+
+def test_a_wide_feature_widens_only_its_own_entries_and_unpacks_to_the_cpu_bins(gpu):
+    _, x, cuts = mixed_width_data(0, _MIXED, n=50_000)
+    ell = gpu.bin_values(x, cuts.values, cuts.ptrs)
+    layout, row_bits = entry_layout(cuts.ptrs)
+    assert ell.row_bits == row_bits == 103 < 12 * len(_MIXED)
+    np.testing.assert_array_equal(ell.layout.get(), layout)
+    assert ell.nbytes == 4 * packed_words(50_000, 103)
+    assert ell.missing == 4000
+    cpu = _cpu_bins(x, cuts).astype(np.int64)
+    cpu[cpu == np.iinfo(np.uint16).max] = ell.missing
+    np.testing.assert_array_equal(gpu.unpack(ell).astype(np.int64), cpu)
 
 
 def test_quantised_pairs_equal_the_cpu_ones_with_and_without_a_sample_mask(gpu):
@@ -145,6 +171,56 @@ def test_histograms_of_many_segments_some_empty_equal_the_cpu_ones(gpu, n, m):
         # segments, or the begin/end columns of node records (a strided view, as the grower passes)
         got = gpu.build_histograms(ell, cuts.ptrs, cupy.asarray(gpair), cupy.asarray(rows), given, max_rows=max_rows)
         np.testing.assert_array_equal(got.get(), want)
+
+
+@pytest.mark.parametrize(
+    "n_bins,n",
+    [
+        (_MIXED, 200_000),  # the 4,000-bin feature is past shared memory: global adds
+        ([256] * 5 + [2000] + [256] * 4 + [3, 1, 17, 2], 200_000),  # shared memory where it fits
+        ([1, 2, 3, 5, 9] * 150, 30_000),  # one group of 750 narrow features, wider than the block
+    ],
+)
+def test_histograms_of_a_mixed_width_matrix_with_missing_values_equal_the_cpu_ones(gpu, n_bins, n):
+    import cupy
+
+    rng, x, cuts = mixed_width_data(7, n_bins, n=n)
+    ell = gpu.bin_values(x, cuts.values, cuts.ptrs)
+    if max(n_bins) == 4000:
+        assert not ell.use_shared
+    if len(n_bins) == 750:
+        assert ell.n_groups == 1
+    gpair = rng.integers(-(2**30), 2**30, size=(n, 2)).astype(np.int32)
+    gpair[rng.random(n) < 0.1] = 0
+    rows = rng.permutation(n).astype(np.int32)
+    segments = random_segments(rng, n, 9)
+    want = CPU.build_histograms(_cpu_bins(x, cuts), cuts.ptrs, gpair, rows, segments)
+    got = gpu.build_histograms(ell, cuts.ptrs, cupy.asarray(gpair), cupy.asarray(rows), cupy.asarray(segments))
+    np.testing.assert_array_equal(got.get(), want)
+
+
+def test_partition_of_a_mixed_width_matrix_with_missing_values_equals_the_cpu_partition(gpu):
+    import cupy
+
+    n, m = 300_000, 60
+    rng, x, cuts = mixed_width_data(8, _MIXED, n=n)
+    ell = gpu.bin_values(x, cuts.values, cuts.ptrs)
+    rows = rng.permutation(n).astype(np.int32)
+    segments = random_segments(rng, n, m)
+    # every feature split somewhere (the wide one often), some parents not split
+    feature = rng.choice(np.concatenate([np.arange(len(_MIXED)), [5, 5, 5, -1, NO_NODE]]), m)
+    feature[: len(_MIXED)] = np.arange(len(_MIXED))
+    n_bins = np.diff(cuts.ptrs)
+    split_bin = np.where(feature >= 0, (rng.random(m) * n_bins[np.maximum(feature, 0)]).astype(np.int64), -1)
+    records = node_records(
+        segments[:, 0], segments[:, 1], feature=feature, split_bin=split_bin, default_left=rng.integers(0, 2, m)
+    )
+    want_rows = rows.copy()
+    want = CPU.partition(CPU.column_layout(_cpu_bins(x, cuts)), want_rows, records)
+    dev_rows = cupy.asarray(rows)
+    got = gpu.partition(ell, dev_rows, cupy.asarray(records))
+    np.testing.assert_array_equal(got.get(), want)
+    np.testing.assert_array_equal(dev_rows.get(), want_rows)
 
 
 def _decisions(records):

@@ -1,0 +1,115 @@
+"""The ELLPACK kernels, run on the host by the CUDA emulator, with features of different widths.
+
+``_cuda_emulator`` compiles kernels/binning.cu, histogram.cu and partition.cu with a host C++
+compiler and runs each CUDA thread as a host thread, while the CUDA backend's own host code
+makes the launches. Each feature's entries take the bits of its own bins
+(dgboost/backend/_ellpack.py): here a 4,000-bin feature sits among 256-bin, few-bin and
+one-bin features, with missing values, and the packed stream, its unpacked bins, the
+histograms (shared-memory, global and flat-loop kernel paths) and the partition of rows must
+be the CPU engine's. Inputs are small; tests/gpu/test_cuda_kernels.py checks the same on a GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dgboost.backend._ellpack import entry_layout, packed_words
+from dgboost.backend.cpu import CPUBackend
+from dgboost.testing.kernel_inputs import mixed_width_data, node_records
+
+_cuda_emulator = pytest.importorskip("_cuda_emulator")
+pytestmark = pytest.mark.skipif(not _cuda_emulator.available(), reason="needs a host C++20 compiler")
+
+CPU = CPUBackend()
+# widths 9, 2, 12, 1, 9, 2, 8, 5: 48 bits a row, where one width for all would take 8 x 12
+MIXED = [256, 3, 4000, 1, 256, 2, 255, 17]
+_MISSING = np.iinfo(np.uint16).max  # the CPU bins' missing marker
+
+
+def _cpu_bins(x, cuts):
+    return CPU.bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint16))
+
+
+def _decode(packed, cut_ptrs, n_rows):
+    """The stream's symbols, read bit by bit in NumPy: int64 (n, F)."""
+    layout, row_bits = entry_layout(cut_ptrs)
+    stream = np.unpackbits(np.asarray(packed, np.uint32).view(np.uint8), bitorder="little")
+    out = np.zeros((n_rows, layout.shape[0]), np.int64)
+    for f, (offset, width) in enumerate(layout.tolist()):
+        for b in range(width):
+            out[:, f] |= stream[np.arange(n_rows) * row_bits + offset + b].astype(np.int64) << b
+    return out
+
+
+def test_emulated_entries_of_a_mixed_width_matrix_are_at_their_own_offsets_and_widths():
+    _, x, cuts = mixed_width_data(0, MIXED, n=300)
+    backend = _cuda_emulator.EmulatedCUDABackend()
+    ell = backend.bin_values(x, cuts.values, cuts.ptrs)
+    layout, row_bits = entry_layout(cuts.ptrs)
+    assert ell.row_bits == row_bits == 48
+    np.testing.assert_array_equal(ell.layout, layout)
+    assert ell.nbytes == 4 * packed_words(300, 48)
+    assert ell.bits_per_entry < 48 / 8 + 0.02  # 6 bits an entry and the padding, not 12
+    # each feature's missing symbol is its own number of bins
+    want = _cpu_bins(x, cuts).astype(np.int64)
+    own_missing = np.broadcast_to(np.diff(cuts.ptrs), want.shape)
+    want[want == _MISSING] = own_missing[want == _MISSING]
+    np.testing.assert_array_equal(_decode(ell.packed, cuts.ptrs, 300), want)
+    assert not ell.packed[-1]  # the padding word stays empty
+
+
+def test_emulated_mixed_width_matrix_unpacks_to_the_cpu_bins():
+    _, x, cuts = mixed_width_data(1, MIXED, n=300)
+    backend = _cuda_emulator.EmulatedCUDABackend()
+    ell = backend.bin_values(x, cuts.values, cuts.ptrs)
+    assert ell.missing == 4000
+    want = _cpu_bins(x, cuts).astype(np.int64)
+    want[want == _MISSING] = ell.missing
+    np.testing.assert_array_equal(backend.unpack(ell).astype(np.int64), want)
+
+
+@pytest.mark.parametrize(
+    "n_bins,use_shared,flat",
+    [
+        (MIXED, False, False),  # the 4,000-bin feature is past shared memory: global adds
+        ([256, 3, 3000, 1, 256, 2, 255, 17], True, False),
+        ([1, 2, 3, 5] * 150, True, True),  # one group of 600 features, wider than the block
+    ],
+)
+def test_emulated_histograms_of_a_mixed_width_matrix_equal_the_cpu_ones(n_bins, use_shared, flat):
+    rng, x, cuts = mixed_width_data(2, n_bins, n=120 if flat else 600)
+    backend = _cuda_emulator.EmulatedCUDABackend()
+    ell = backend.bin_values(x, cuts.values, cuts.ptrs)
+    assert ell.use_shared == use_shared
+    if flat:
+        assert ell.n_groups == 1
+    n = x.shape[0]
+    gpair = rng.integers(-(2**30), 2**30, size=(n, 2)).astype(np.int32)
+    gpair[rng.random(n) < 0.1] = 0
+    rows = rng.permutation(n).astype(np.int32)
+    edges = np.sort(rng.integers(0, n, size=6)).reshape(3, 2)
+    got = backend.build_histograms(ell, cuts.ptrs, gpair, rows, edges)
+    want = CPU.build_histograms(_cpu_bins(x, cuts), cuts.ptrs, gpair, rows, edges)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_emulated_partition_of_a_mixed_width_matrix_moves_the_cpu_rows():
+    rng, x, cuts = mixed_width_data(3, MIXED, n=3000)
+    backend = _cuda_emulator.EmulatedCUDABackend()
+    ell = backend.bin_values(x, cuts.values, cuts.ptrs)
+    # a parent on every feature (the wide one twice, the one-bin one: all rows left or missing)
+    segments = np.array([[0, 300], [300, 700], [700, 1500], [1500, 1700], [1700, 2000], [2000, 2300]])
+    segments = np.concatenate([segments, [[2300, 2500], [2500, 2700], [2700, 2990], [2990, 2990]]])
+    feature = np.array([0, 1, 2, 3, 4, 5, 6, 7, 2, -1])
+    n_bins = np.diff(cuts.ptrs)
+    split_bin = [int(rng.integers(0, n_bins[f])) if f >= 0 else -1 for f in feature]
+    records = node_records(
+        segments[:, 0], segments[:, 1], feature=feature, split_bin=split_bin, default_left=rng.integers(0, 2, 10)
+    )
+    rows = rng.permutation(3000).astype(np.int32)
+    want_rows, got_rows = rows.copy(), rows.copy()
+    want = CPU.partition(CPU.column_layout(_cpu_bins(x, cuts)), want_rows, records)
+    got = backend.partition(ell, got_rows, records)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_rows, want_rows)
