@@ -113,3 +113,34 @@ def test_emulated_partition_of_a_mixed_width_matrix_moves_the_cpu_rows():
     got = backend.partition(ell, got_rows, records)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(got_rows, want_rows)
+
+
+def test_emulated_gpu_training_with_a_4000_category_feature_saves_the_cpu_model(monkeypatch):
+    import json
+
+    import dgboost as dg
+    from dgboost import _training_job
+
+    rng = np.random.default_rng(3)
+    n = 400
+    X = np.column_stack(
+        [rng.integers(0, 4000, n), rng.integers(0, 3, n), rng.normal(size=n), rng.integers(0, 20, n)]
+    ).astype(np.float32)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = ((np.nan_to_num(X[:, 0]) % 2 > 0) + 0.3 * np.nan_to_num(X[:, 2]) + (X[:, 1] == 1) > 0.6).astype(np.float32)
+    params = {"objective": "binary:logistic", "max_depth": 3, "max_bin": 64, "device": "cpu"}
+
+    def model():
+        dtrain = dg.DMatrix(X, label=y, feature_types=["c", "c", "q", "c"], enable_categorical=True)
+        return dg.train(params, dtrain, 2).save_raw("json")
+
+    want = model()
+    backend = _cuda_emulator.EmulatedCUDABackend()
+    monkeypatch.setattr(_training_job, "get_backend", lambda *args, **kwargs: backend)
+    got = model()
+    assert got == want
+    # the wide feature (12 bits among 2-, 7- and 5-bit ones) was split on, its histograms added
+    # in global memory (more bins than a block's shared memory holds)
+    trees = json.loads(got)["learner"]["gradient_booster"]["model"]["trees"]
+    assert any(i == 0 and t == 1 for tree in trees for i, t in zip(tree["split_indices"], tree["split_type"]))
+    assert {shared for name, _, _, shared in backend.launches if name == "build_histograms"} == {0}
