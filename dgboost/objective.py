@@ -906,6 +906,7 @@ class _LambdaRank(Objective):
             seed=int(self.params.seed),
             iteration=int(iteration),
             group_offset=int(self.group_offset),
+            nthread=int(self.params.nthread),
         )
         return xp.asarray(g[:, None]), xp.asarray(h[:, None])
 
