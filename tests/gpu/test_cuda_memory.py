@@ -16,10 +16,18 @@ def test_training_that_cannot_fit_fails_before_it_starts_with_the_estimate(monke
     X, y, _ = make_synthetic(5000, 10, task="binary", seed=0)
     pool = cupy.get_default_memory_pool()
     pool.free_all_blocks()
-    # a device with 1 KiB free: the check also counts the pool's free blocks, which building
-    # the matrix (cuts, binning) returns to the pool before training starts
+
+    class PoolWithNoFreeBlocks:  # CuPy's pool attributes are read-only
+        def free_bytes(self) -> int:
+            return 0
+
+        def __getattr__(self, name):
+            return getattr(pool, name)
+
+    # a device with 1 KiB free: the check also counts the pool's free blocks, which the cuts
+    # computed before it return to the pool
     monkeypatch.setattr(cupy.cuda.runtime, "memGetInfo", lambda: (1 << 10, 80 << 30))
-    monkeypatch.setattr(pool, "free_bytes", lambda: 0)
+    monkeypatch.setattr(cupy, "get_default_memory_pool", PoolWithNoFreeBlocks)
     with pytest.raises(DeviceMemoryError, match=r"needs about .* GiB .* 5000 rows x 10 features"):
         dgboost.train({"objective": "binary:logistic", "device": "cuda"}, dgboost.DMatrix(X, y), 2, verbose_eval=False)
 
