@@ -6,10 +6,11 @@ uses it instead of a socket protocol of its own. CUDA workers that share one GPU
 because NCCL refuses two ranks on one device.
 
 Exactness: integer sums are exact whatever the reduction order. ``allgather`` and ``alltoall``
-move bytes (XGBoost's ring allgather, ``XGCommunicatorAllgather`` of its C library: each rank
-sends its own segment once and receives the others'), so floating-point rows arrive bit for
-bit. ``alltoall`` is built on that allgather: the transport has no point-to-point send, so
-every rank receives every rank's parts and keeps those addressed to it.
+move bytes, so floating-point rows arrive bit for bit: ``allgather`` is XGBoost's ring
+allgather (``XGCommunicatorAllgather`` of its C library: each rank sends its own segment once
+and receives the others'). XGBoost's collective has no send to one rank, so ``alltoall``, in
+which a rank must receive only the parts addressed to it, sends them over TCP connections of
+its own (:mod:`._p2p`), the ranks' addresses exchanged through the collective.
 
 ``xgboost.collective`` is one communicator per process, so a process runs one job's
 collectives at a time (a lock, held from ``__enter__`` to ``__exit__``).
@@ -298,7 +299,7 @@ class CollectiveComm:
 
         Notes
         -----
-        Every rank receives all parts (see the module docstring) and keeps its own.
+        Each part goes straight to its rank (see the module docstring and :mod:`._p2p`).
         """
         parts = [np.ascontiguousarray(to_host(p)) for p in parts]
         dtype = _check_parts(parts, self._world_size)
@@ -309,14 +310,23 @@ class CollectiveComm:
             meta[self._rank, k, 2] = p.ndim
         meta = self.allreduce_sum(meta)
         nbytes = np.where(meta[..., 2] == 2, meta[..., 0] * meta[..., 1], meta[..., 0]) * dtype.itemsize
-        mine = np.concatenate([p.reshape(-1).view(np.uint8) for p in parts])
-        gathered = self._allgather_bytes(mine, nbytes.sum(axis=1))
+        from . import _p2p
+
+        received = self._call(
+            "alltoall",
+            _p2p.exchange,
+            self._rank,
+            self._world_size,
+            [p.reshape(-1).view(np.uint8) for p in parts],
+            [int(b) for b in nbytes[:, self._rank]],
+            self.allgather,
+            str(self._args.get("dmlc_tracker_uri", "127.0.0.1")),
+            self._timeout,
+        )
         out = []
-        for k in range(self._world_size):
-            start = int(nbytes[k, : self._rank].sum())
-            piece = gathered[k][start : start + int(nbytes[k, self._rank])]
+        for k, block in enumerate(received):
             shape = tuple(int(d) for d in meta[k, self._rank, : int(meta[k, self._rank, 2])])
-            out.append(piece.view(dtype).reshape(shape).copy())
+            out.append(block.view(dtype).reshape(shape))
         return out
 
     def broadcast(self, obj, root: int = 0):

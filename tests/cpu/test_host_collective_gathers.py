@@ -102,3 +102,51 @@ def test_alltoall_moves_one_dimensional_parts_and_keeps_their_bits():
     for receiver, parts in enumerate(_in_collective(2, exchange)):
         for sender, part in enumerate(parts):
             assert part.tobytes() == _rows(sender, 4 + receiver, 1).reshape(-1).tobytes()
+
+
+def _blocks(sender: int, world: int) -> list:
+    return [np.full(3 * receiver + sender, 16 * sender + receiver, np.uint8) for receiver in range(world)]
+
+
+def test_the_point_to_point_exchange_ignores_connections_without_its_key():
+    import socket
+
+    from dgboost.comm import _p2p
+
+    world = 3
+
+    def exchange(comm, rank):
+        def allgather(row):
+            table = comm.allgather(row)
+            if rank == 0:  # strangers knock at every peer before the ranks send
+                for k in range(1, world):
+                    host, port, _ = _p2p._ADDRESS.unpack(table[k].tobytes())
+                    with socket.create_connection((host.rstrip(b"\0").decode(), port)) as s:
+                        s.sendall(_p2p._HEADER.pack(b"x" * 16, 0, 3 * k))
+                    socket.create_connection((host.rstrip(b"\0").decode(), port)).close()
+            return table
+
+        expected = [3 * rank + k for k in range(world)]
+        return _p2p.exchange(rank, world, _blocks(rank, world), expected, allgather, "127.0.0.1", 30)
+
+    for receiver, got in enumerate(run_in_threads(world, exchange)):
+        for sender, block in enumerate(got):
+            np.testing.assert_array_equal(block, _blocks(sender, world)[receiver])
+
+
+def test_a_peer_that_never_sends_ends_the_exchange_with_a_communication_error_in_time():
+    import time
+
+    from dgboost.comm import _p2p
+    from dgboost.errors import CommunicationError
+
+    def exchange(comm, rank):
+        if rank == 1:  # joins the address exchange, then is gone
+            comm.allgather(np.zeros((1, _p2p._ADDRESS.size), np.uint8))
+            return None
+        t0 = time.monotonic()
+        with pytest.raises(CommunicationError):
+            _p2p.exchange(0, 2, _blocks(0, 2), [0, 1], comm.allgather, "127.0.0.1", 1.0)
+        return time.monotonic() - t0
+
+    assert run_in_threads(2, exchange)[0] < 10
