@@ -16,6 +16,7 @@ a value ``x`` falls in bin ``b`` when ``c_{b-1} <= x < c_b``; a split at bin ``b
 from __future__ import annotations
 
 import os
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -378,9 +379,13 @@ def categorical_cuts(cuts: Cuts, values, mask: np.ndarray | None, comm: Communic
     xp = array_module(values)
     local = np.full(features.size, -1.0, np.float64)
     if values.shape[0]:
-        # a column at a time: no copy of all categorical columns at once on the device
-        tops = [xp.where(xp.isnan(values[:, f]), -1.0, values[:, f]).max() for f in features.tolist()]
-        local = np.asarray(to_host(xp.stack(tops)), np.float64)
+        # one reduction a column: nanmax makes no per-row temporary (a mask and a filled copy
+        # would stay in the device pool and cost categorical columns memory per row that numeric
+        # ones do not pay); a column with only missing values has no top (NaN), as -1 before
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # "All-NaN slice encountered"
+            tops = xp.stack([xp.nanmax(values[:, f]) for f in features.tolist()])
+        local = np.nan_to_num(np.asarray(to_host(tops), np.float64), nan=-1.0)
     top = np.asarray(comm.allreduce_max(local), np.float64)
     per_feature = [cuts.feature_cuts(f) for f in range(cuts.n_features)]
     for f, t in zip(features.tolist(), top.tolist()):
