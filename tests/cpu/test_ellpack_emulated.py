@@ -132,7 +132,7 @@ def test_emulated_gpu_training_with_a_4000_category_feature_saves_the_cpu_model(
 
     def model():
         dtrain = dg.DMatrix(X, label=y, feature_types=["c", "c", "q", "c"], enable_categorical=True)
-        return dg.train(params, dtrain, 2).save_raw("json")
+        return dg.train(params, dtrain, 1).save_raw("json")
 
     want = model()
     backend = _cuda_emulator.EmulatedCUDABackend()
