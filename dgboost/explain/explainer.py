@@ -33,7 +33,8 @@ path, O(depth) per row and path, where they fit a memory budget), ``"path"`` (pe
 EXTEND/UNWIND, O(depth^2)) or ``"auto"`` (``"table"`` for SHAP values, the engine's
 default method for interaction values; an explicit choice is passed on to the interaction
 kernel). All give the same numbers. The path table and the weight tables are built once
-per explainer.
+per model: a second explainer of the same booster (unchanged trees) or of the same model
+bytes / file reuses them (:mod:`dgboost.explain.prepared`).
 
 Rows are processed in blocks; a progress line on stderr shows for ``progress=True`` (or
 by default when stderr is a terminal and there are at least :data:`PROGRESS_MIN_ROWS` rows).
@@ -55,8 +56,8 @@ from ..backend import get_backend
 from ..device import Device, resolve_device
 from ..errors import DGBoostTypeError, DGBoostValueError
 from .engines import call_row_bytes
-from .importers import to_ensemble
 from .paths import extract_paths
+from .prepared import import_model, model_path_table
 from .results import AdditivityError, Explanation
 from .tables import WeightTables
 
@@ -287,7 +288,7 @@ class TreeExplainer:
             )
         self.progress = progress
 
-        ensemble, meta = to_ensemble(model)
+        ensemble, meta, model_key = import_model(model)
         self.meta = meta
         if self.model_output == "probability" and (
             ensemble.n_groups != 1 or str(meta.get("objective")) not in _LOGISTIC_OBJECTIVES
@@ -320,7 +321,7 @@ class TreeExplainer:
 
             self.table = booster_path_table(booster, *meta["tree_range"])
         else:
-            self.table = extract_paths(ensemble)
+            self.table = model_path_table(ensemble, model_key)
         self.ensemble = ensemble
         if self.n_features and self.table.n_features > self.n_features:
             raise DGBoostValueError(

@@ -63,7 +63,7 @@ from ..errors import DGBoostTypeError, DGBoostValueError, ModelFormatError
 from ..model_io import trees_per_round
 from ..tree import Ensemble, Tree
 
-__all__ = ["to_ensemble", "UnsupportedModelError", "ThresholdEncoder", "sklearn_split_values"]
+__all__ = ["to_ensemble", "from_model_bytes", "UnsupportedModelError", "ThresholdEncoder", "sklearn_split_values"]
 
 
 class UnsupportedModelError(DGBoostTypeError):
@@ -297,6 +297,20 @@ def _from_json_text(text: str | bytes, model) -> tuple[Ensemble, dict]:
     if not isinstance(d, dict):
         raise ModelFormatError("the model JSON is not an object")
     return _from_dict(d, model)
+
+
+def from_model_bytes(raw: bytes, model: Any = None) -> tuple[Ensemble, dict]:
+    """:func:`to_ensemble` of a dgboost / XGBoost model file's bytes (JSON or UBJSON).
+
+    Parameters
+    ----------
+    raw : bytes
+        The file's bytes.
+    model : optional
+        What the user passed (the bytes, or the file's path): ``meta["model_type"]`` names
+        its type. Default: ``raw``.
+    """
+    return _from_json_text(raw, raw if model is None else model)
 
 
 def _from_path(path) -> tuple[Ensemble, dict]:

@@ -1,0 +1,136 @@
+"""A second explainer of an unchanged model reuses its preparation; a changed model does not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dgboost
+from dgboost import TreeExplainer
+from dgboost.explain import prepared
+
+
+def _data(n=800, F=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, F)).astype(np.float32)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) * np.nan_to_num(X[:, 2]) > 0).astype(np.float32)
+    return X, y
+
+
+def _train(rounds=4, seed=0, depth=4):
+    X, y = _data(seed=seed)
+    params = {"objective": "binary:logistic", "max_depth": depth, "eta": 0.3, "seed": seed}
+    return dgboost.train(params, dgboost.DMatrix(X, y), rounds), X, y
+
+
+def _fresh_values(model_bytes, X):
+    """SHAP values of an explainer that finds nothing in any cache."""
+    prepared._PREPARED.clear()
+    from dgboost.explain import treeshap
+
+    treeshap._PROCESS_TABLES.clear()
+    return TreeExplainer(model_bytes).shap_values(X)
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache():
+    prepared._PREPARED.clear()
+    yield
+    prepared._PREPARED.clear()
+
+
+@pytest.mark.parametrize("fmt", ["ubj", "json"])
+def test_a_second_explainer_of_the_same_model_bytes_reuses_the_path_and_weight_tables(fmt):
+    booster, X, _ = _train()
+    raw = bytes(booster.save_raw(fmt))
+    first = TreeExplainer(raw)
+    phi = first.shap_values(X[:50])
+    second = TreeExplainer(bytearray(raw) if fmt == "json" else raw)
+    assert second.table is not None
+    if fmt == "ubj":
+        assert second.table is first.table
+        assert second.weight_tables() is first.weight_tables()
+    np.testing.assert_array_equal(second.shap_values(X[:50]), phi)
+    assert second.meta is not first.meta  # each explainer owns its meta
+
+
+def test_a_second_explainer_of_the_same_model_file_reuses_the_path_table(tmp_path):
+    booster, X, _ = _train()
+    path = tmp_path / "model.ubj"
+    booster.save_model(str(path))
+    first = TreeExplainer(str(path))
+    second = TreeExplainer(str(path))
+    assert second.table is first.table
+    np.testing.assert_array_equal(second.shap_values(X[:20]), first.shap_values(X[:20]))
+
+
+def test_a_rewritten_model_file_is_prepared_again(tmp_path):
+    path = tmp_path / "model.json"
+    short, X, _ = _train(rounds=3)
+    short.save_model(str(path))
+    first = TreeExplainer(str(path))
+    longer, _, _ = _train(rounds=5)
+    longer.save_model(str(path))
+    second = TreeExplainer(str(path))
+    assert second.table is not first.table
+    assert second.ensemble.n_trees == 5
+    np.testing.assert_array_equal(second.shap_values(X[:30]), _fresh_values(bytes(longer.save_raw("json")), X[:30]))
+
+
+def test_model_bytes_differing_in_one_leaf_value_do_not_share_a_path_table():
+    booster, X, _ = _train()
+    raw = bytes(booster.save_raw("json"))
+    first = TreeExplainer(raw)
+    other = dgboost.Booster(model_file=raw)
+    ens = other.ensemble.copy()
+    leaf = int(np.flatnonzero(ens.left < 0)[0])
+    ens.arrays["value"][leaf] += 0.25  # same shape, sizes and tree count: only the content differs
+    other._set_ensemble(ens)
+    raw2 = bytes(other.save_raw("json"))
+    assert raw2 != raw and len(other.ensemble.left) == len(booster.ensemble.left)
+    second = TreeExplainer(raw2)
+    assert second.table is not first.table
+    assert not np.array_equal(second.table.path_v, first.table.path_v)
+    np.testing.assert_array_equal(second.shap_values(X[:30]), _fresh_values(raw2, X[:30]))
+
+
+def test_a_second_explainer_of_an_unchanged_booster_reuses_the_prepared_tables():
+    booster, X, _ = _train()
+    first = TreeExplainer(booster)
+    phi = first.shap_values(X[:40])
+    second = TreeExplainer(booster)
+    assert second.table is first.table
+    assert second.weight_tables() is first.weight_tables()
+    np.testing.assert_array_equal(second.shap_values(X[:40]), phi)
+
+
+def test_a_booster_trained_further_with_update_is_prepared_again():
+    booster, X, y = _train(rounds=3)
+    first = TreeExplainer(booster)
+    first.shap_values(X[:10])
+    booster.update(dgboost.DMatrix(X, y), 3)
+    second = TreeExplainer(booster)
+    assert second.table is not first.table
+    assert second.table.path_tree.max() == 3  # the fourth tree is explained
+    np.testing.assert_array_equal(second.shap_values(X[:30]), _fresh_values(bytes(booster.save_raw("ubj")), X[:30]))
+
+
+def test_a_booster_that_loads_other_model_bytes_is_prepared_again():
+    a, X, _ = _train(seed=0)
+    b, _, _ = _train(seed=1)
+    booster = dgboost.Booster(model_file=bytes(a.save_raw("ubj")))
+    first = TreeExplainer(booster)
+    first.shap_values(X[:10])
+    raw_b = bytes(b.save_raw("ubj"))
+    booster.load_model(raw_b)
+    second = TreeExplainer(booster)
+    assert second.table is not first.table
+    np.testing.assert_array_equal(second.shap_values(X[:30]), _fresh_values(raw_b, X[:30]))
+
+
+def test_the_model_cache_keeps_only_a_few_models():
+    for seed in range(prepared._PREPARED_MAX + 2):
+        booster, _, _ = _train(rounds=1, seed=seed)
+        TreeExplainer(bytes(booster.save_raw("ubj")))
+    assert len(prepared._PREPARED) == prepared._PREPARED_MAX
