@@ -215,11 +215,16 @@ class PathTable:
         """Cover-weighted mean of the trees' outputs per group (base margin not included).
 
         ``sum over paths of v * prod(zero_fraction)``; float64, shape (n_groups,).
+        Computed once per table (an O(elements) pass, most of what a second explainer of
+        the same model costs) and kept like :attr:`fingerprint`; each call gets a copy.
         """
-        prod = np.multiply.reduceat(self.zero_fraction, self.path_offsets[:-1]) if self.n_paths else np.empty(0)
-        out = np.zeros(self.n_groups, dtype=np.float64)
-        np.add.at(out, self.path_group, self.path_v * prod)
-        return out
+        cached = self.__dict__.get("_expected_value")
+        if cached is None:
+            prod = np.multiply.reduceat(self.zero_fraction, self.path_offsets[:-1]) if self.n_paths else np.empty(0)
+            cached = np.zeros(self.n_groups, dtype=np.float64)
+            np.add.at(cached, self.path_group, self.path_v * prod)
+            self.__dict__["_expected_value"] = cached
+        return cached.copy()
 
     def to_records(self) -> np.ndarray:
         """Elements as one array of :data:`PATH_ELEMENT_DTYPE` records (padding zeroed;

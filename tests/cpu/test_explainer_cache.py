@@ -134,3 +134,15 @@ def test_the_model_cache_keeps_only_a_few_models():
         booster, _, _ = _train(rounds=1, seed=seed)
         TreeExplainer(bytes(booster.save_raw("ubj")))
     assert len(prepared._PREPARED) == prepared._PREPARED_MAX
+
+
+def test_a_path_tables_expected_value_is_kept_and_handed_out_as_a_copy():
+    booster, _, _ = _train()
+    table = TreeExplainer(booster).table
+    first = table.expected_value()
+    first[:] = 123.0  # a caller's copy: the table's value is not touched
+    again = table.expected_value()
+    from dgboost.explain.paths import extract_paths
+
+    np.testing.assert_array_equal(again, extract_paths(booster.ensemble).expected_value())
+    assert again is not table.expected_value()
