@@ -87,7 +87,17 @@ def build_histograms(bins, cut_ptrs, gpair, rows, begins, ends, missing_bin, n_t
     for t in prange(n_threads):
         lo = total * t // n_threads
         hi = total * (t + 1) // n_threads
-        node = np.searchsorted(cum, lo, side="right") - 1
+        # the last node starting at or before lo (np.searchsorted(cum, lo, "right") - 1, by
+        # hand: NumPy's searchsorted costs a second of compilation on a cold start)
+        a = 0
+        b = n_nodes + 1
+        while a < b:
+            mid = (a + b) >> 1
+            if cum[mid] <= lo:
+                a = mid + 1
+            else:
+                b = mid
+        node = a - 1
         pos = lo
         while pos < hi:
             while cum[node + 1] <= pos:
@@ -362,7 +372,6 @@ def evaluate_splits(
     out_default_left,
     out_gain,
     out_left,
-    has_cat,
     is_cat,
     max_onehot,
     max_threshold,
@@ -373,10 +382,12 @@ def evaluate_splits(
     With ``constrained`` (monotone constraints), node i's weights are bounded by
     ``bounds[i]`` (float64 (n, 2)) and feature f's sign is ``monotone[f]`` (int8 (F,));
     otherwise both are placeholders and the gains are the plain closed-form ones.
-    With ``has_cat``, features with ``is_cat[f]`` (uint8 (F,)) are searched as categorical
-    (:func:`_categorical_best`, docs/design.md §11.2) and node i's right-going category set
-    is written to ``out_cat_bits[i]`` (uint32 (n, words); zeros unless its best split is
-    categorical).
+    Unless ``is_cat`` is None, features with ``is_cat[f]`` (uint8 (F,)) are searched as
+    categorical (:func:`_categorical_best`, docs/design.md §11.2) and node i's right-going
+    category set is written to ``out_cat_bits[i]`` (uint32 (n, words); zeros unless its best
+    split is categorical). With ``is_cat`` and ``out_cat_bits`` None (no categorical
+    feature), Numba prunes the ``is not None`` branches before typing: the numeric
+    specialisation never compiles the categorical search (seconds of a cold start).
     """
     n_nodes = hist.shape[0]
     n_features = cut_ptrs.shape[0] - 1
@@ -396,7 +407,7 @@ def evaluate_splits(
         best_lg = 0
         best_lh = 0
         best_cat = False
-        if has_cat:
+        if is_cat is not None:
             out_cat_bits[i, :] = 0
         for f in range(n_features):
             if not feature_mask[i, f]:
@@ -404,10 +415,11 @@ def evaluate_splits(
             sign = monotone[f] if constrained else 0
             lo_b = cut_ptrs[f]
             hi_b = cut_ptrs[f + 1]
-            if has_cat and is_cat[f] != 0:
+            # a plain condition on the argument itself, else Numba cannot prune it
+            if is_cat is not None and is_cat[f] != 0:
                 found, gain, b, dl, lg, lh = _categorical_best(
                     hist,
-                    i,
+                    np.int64(i),  # a prange index may be unsigned: one specialisation, not two
                     lo_b,
                     hi_b,
                     tg,
@@ -463,7 +475,7 @@ def evaluate_splits(
                         best_cat = False
         if best_f >= 0 and best < gamma:
             best_f = -1
-        if has_cat and (best_f < 0 or not best_cat):
+        if is_cat is not None and (best_f < 0 or not best_cat):
             out_cat_bits[i, :] = 0
         out_feature[i] = best_f
         out_bin[i] = best_b

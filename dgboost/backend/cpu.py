@@ -40,9 +40,6 @@ def _balance(sizes: np.ndarray, n_threads: int) -> tuple[np.ndarray, np.ndarray]
 # evaluate_splits' bounds and signs when nothing is constrained (the kernel does not read them)
 _NO_BOUNDS = np.zeros((1, 2), np.float64)
 _NO_SIGNS = np.zeros(1, np.int8)
-# evaluate_splits' and partition's categorical arrays when no feature is categorical
-_NO_CATS = np.zeros(1, np.uint8)
-_NO_CAT_BITS = np.zeros((1, 1), np.uint32)
 
 
 def _regularisers(params) -> tuple:
@@ -275,9 +272,10 @@ class CPUBackend:
         else:  # placeholders of the kernel's types: never read
             bounds, monotone = _NO_BOUNDS, _NO_SIGNS
         lam, alpha, mcw, mds = _regularisers(params)
-        has_cat = categorical is not None
-        is_cat = np.ascontiguousarray(categorical.is_cat, np.uint8) if has_cat else _NO_CATS
-        bits = cat_bits if has_cat else _NO_CAT_BITS
+        # None, not placeholder arrays, when nothing is categorical: the kernel's numeric
+        # specialisation then leaves the categorical search out (compiled only when used)
+        is_cat = None if categorical is None else np.ascontiguousarray(categorical.is_cat, np.uint8)
+        bits = None if categorical is None else cat_bits
         K.evaluate_splits(
             hist,
             np.ascontiguousarray(records[:, SUM_G : SUM_H + 1]),
@@ -298,7 +296,6 @@ class CPUBackend:
             default_left,
             gain,
             left,
-            has_cat,
             is_cat,
             int(getattr(params, "max_cat_to_onehot", 4)),
             int(getattr(params, "max_cat_threshold", 64)),
