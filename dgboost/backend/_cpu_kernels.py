@@ -202,9 +202,12 @@ def _gain_given_weight(G, H, w, lam, alpha):
     return -(2.0 * G * w + (H + lam) * w * w) - 2.0 * alpha * abs(w)
 
 
-@njit(**_KW)
+@njit(inline="always", **_KW)
 def _node_gain(G, H, lo, hi, constrained, lam, alpha, mcw, mds):
-    """A node's own gain: with constraints, from its weight clipped into its bounds."""
+    """A node's own gain: with constraints, from its weight clipped into its bounds.
+
+    Inlined, so that a caller's constant ``constrained`` prunes the other branch.
+    """
     if constrained:
         return _gain_given_weight(G, H, _bounded_weight(G, H, lo, hi, lam, alpha, mcw, mds), lam, alpha)
     return _gain(G, H, lam, alpha, mcw, mds)
@@ -366,7 +369,6 @@ def evaluate_splits(
     mds,
     bounds,
     monotone,
-    constrained,
     out_feature,
     out_bin,
     out_default_left,
@@ -379,9 +381,10 @@ def evaluate_splits(
 ):
     """Best split per node: first maximum in (feature, bin, missing-right before missing-left) order.
 
-    With ``constrained`` (monotone constraints), node i's weights are bounded by
-    ``bounds[i]`` (float64 (n, 2)) and feature f's sign is ``monotone[f]`` (int8 (F,));
-    otherwise both are placeholders and the gains are the plain closed-form ones.
+    With monotone constraints, node i's weights are bounded by ``bounds[i]`` (float64
+    (n, 2)) and feature f's sign is ``monotone[f]`` (int8 (F,)); otherwise both are None and
+    the gains are the plain closed-form ones (Numba prunes the constrained arithmetic from
+    that specialisation: it is not compiled until a model is constrained).
     Unless ``is_cat`` is None, features with ``is_cat[f]`` (uint8 (F,)) are searched as
     categorical (:func:`_categorical_best`, docs/design.md §11.2) and node i's right-going
     category set is written to ``out_cat_bits[i]`` (uint32 (n, words); zeros unless its best
@@ -391,6 +394,7 @@ def evaluate_splits(
     """
     n_nodes = hist.shape[0]
     n_features = cut_ptrs.shape[0] - 1
+    constrained = bounds is not None  # a constant of each specialisation
     for i in prange(n_nodes):
         tg = totals[i, 0]
         th = totals[i, 1]

@@ -37,11 +37,6 @@ def _balance(sizes: np.ndarray, n_threads: int) -> tuple[np.ndarray, np.ndarray]
     return task_ptr.astype(np.int64), task_nodes.astype(np.int64)
 
 
-# evaluate_splits' bounds and signs when nothing is constrained (the kernel does not read them)
-_NO_BOUNDS = np.zeros((1, 2), np.float64)
-_NO_SIGNS = np.zeros(1, np.int8)
-
-
 def _regularisers(params) -> tuple:
     """(lambda, alpha, min_child_weight, max_delta_step) as the kernels take them."""
     return (float(params.reg_lambda), float(params.alpha), float(params.min_child_weight), float(params.max_delta_step))
@@ -265,12 +260,13 @@ class CPUBackend:
         )
         no_node = records[:, FEATURE] == NO_NODE
         mask[no_node] = False
-        constrained = monotone is not None
-        if constrained:
+        # both None when nothing is constrained: the kernel's unconstrained specialisation
+        # then leaves the constrained arithmetic out (compiled only when used)
+        if monotone is not None:
             bounds = np.ascontiguousarray(bounds, np.float64)
             monotone = np.ascontiguousarray(monotone, np.int8)
-        else:  # placeholders of the kernel's types: never read
-            bounds, monotone = _NO_BOUNDS, _NO_SIGNS
+        else:
+            bounds = None
         lam, alpha, mcw, mds = _regularisers(params)
         # None, not placeholder arrays, when nothing is categorical: the kernel's numeric
         # specialisation then leaves the categorical search out (compiled only when used)
@@ -290,7 +286,6 @@ class CPUBackend:
             mds,
             bounds,
             monotone,
-            constrained,
             feature,
             split_bin,
             default_left,
