@@ -87,17 +87,7 @@ def build_histograms(bins, cut_ptrs, gpair, rows, begins, ends, missing_bin, n_t
     for t in prange(n_threads):
         lo = total * t // n_threads
         hi = total * (t + 1) // n_threads
-        # the last node starting at or before lo (np.searchsorted(cum, lo, "right") - 1, by
-        # hand: NumPy's searchsorted costs a second of compilation on a cold start)
-        a = 0
-        b = n_nodes + 1
-        while a < b:
-            mid = (a + b) >> 1
-            if cum[mid] <= lo:
-                a = mid + 1
-            else:
-                b = mid
-        node = a - 1
+        node = np.searchsorted(cum, lo, side="right") - 1
         pos = lo
         while pos < hi:
             while cum[node + 1] <= pos:
@@ -202,12 +192,9 @@ def _gain_given_weight(G, H, w, lam, alpha):
     return -(2.0 * G * w + (H + lam) * w * w) - 2.0 * alpha * abs(w)
 
 
-@njit(inline="always", **_KW)
+@njit(**_KW)
 def _node_gain(G, H, lo, hi, constrained, lam, alpha, mcw, mds):
-    """A node's own gain: with constraints, from its weight clipped into its bounds.
-
-    Inlined, so that a caller's constant ``constrained`` prunes the other branch.
-    """
+    """A node's own gain: with constraints, from its weight clipped into its bounds."""
     if constrained:
         return _gain_given_weight(G, H, _bounded_weight(G, H, lo, hi, lam, alpha, mcw, mds), lam, alpha)
     return _gain(G, H, lam, alpha, mcw, mds)
@@ -369,11 +356,13 @@ def evaluate_splits(
     mds,
     bounds,
     monotone,
+    constrained,
     out_feature,
     out_bin,
     out_default_left,
     out_gain,
     out_left,
+    has_cat,
     is_cat,
     max_onehot,
     max_threshold,
@@ -381,20 +370,16 @@ def evaluate_splits(
 ):
     """Best split per node: first maximum in (feature, bin, missing-right before missing-left) order.
 
-    With monotone constraints, node i's weights are bounded by ``bounds[i]`` (float64
-    (n, 2)) and feature f's sign is ``monotone[f]`` (int8 (F,)); otherwise both are None and
-    the gains are the plain closed-form ones (Numba prunes the constrained arithmetic from
-    that specialisation: it is not compiled until a model is constrained).
-    Unless ``is_cat`` is None, features with ``is_cat[f]`` (uint8 (F,)) are searched as
-    categorical (:func:`_categorical_best`, docs/design.md §11.2) and node i's right-going
-    category set is written to ``out_cat_bits[i]`` (uint32 (n, words); zeros unless its best
-    split is categorical). With ``is_cat`` and ``out_cat_bits`` None (no categorical
-    feature), Numba prunes the ``is not None`` branches before typing: the numeric
-    specialisation never compiles the categorical search (seconds of a cold start).
+    With ``constrained`` (monotone constraints), node i's weights are bounded by
+    ``bounds[i]`` (float64 (n, 2)) and feature f's sign is ``monotone[f]`` (int8 (F,));
+    otherwise both are placeholders and the gains are the plain closed-form ones.
+    With ``has_cat``, features with ``is_cat[f]`` (uint8 (F,)) are searched as categorical
+    (:func:`_categorical_best`, docs/design.md §11.2) and node i's right-going category set
+    is written to ``out_cat_bits[i]`` (uint32 (n, words); zeros unless its best split is
+    categorical).
     """
     n_nodes = hist.shape[0]
     n_features = cut_ptrs.shape[0] - 1
-    constrained = bounds is not None  # a constant of each specialisation
     for i in prange(n_nodes):
         tg = totals[i, 0]
         th = totals[i, 1]
@@ -411,7 +396,7 @@ def evaluate_splits(
         best_lg = 0
         best_lh = 0
         best_cat = False
-        if is_cat is not None:
+        if has_cat:
             out_cat_bits[i, :] = 0
         for f in range(n_features):
             if not feature_mask[i, f]:
@@ -419,11 +404,10 @@ def evaluate_splits(
             sign = monotone[f] if constrained else 0
             lo_b = cut_ptrs[f]
             hi_b = cut_ptrs[f + 1]
-            # a plain condition on the argument itself, else Numba cannot prune it
-            if is_cat is not None and is_cat[f] != 0:
+            if has_cat and is_cat[f] != 0:
                 found, gain, b, dl, lg, lh = _categorical_best(
                     hist,
-                    np.int64(i),  # a prange index may be unsigned: one specialisation, not two
+                    i,
                     lo_b,
                     hi_b,
                     tg,
@@ -479,7 +463,7 @@ def evaluate_splits(
                         best_cat = False
         if best_f >= 0 and best < gamma:
             best_f = -1
-        if is_cat is not None and (best_f < 0 or not best_cat):
+        if has_cat and (best_f < 0 or not best_cat):
             out_cat_bits[i, :] = 0
         out_feature[i] = best_f
         out_bin[i] = best_b

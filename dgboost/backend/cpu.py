@@ -37,6 +37,14 @@ def _balance(sizes: np.ndarray, n_threads: int) -> tuple[np.ndarray, np.ndarray]
     return task_ptr.astype(np.int64), task_nodes.astype(np.int64)
 
 
+# evaluate_splits' bounds and signs when nothing is constrained (the kernel does not read them)
+_NO_BOUNDS = np.zeros((1, 2), np.float64)
+_NO_SIGNS = np.zeros(1, np.int8)
+# evaluate_splits' and partition's categorical arrays when no feature is categorical
+_NO_CATS = np.zeros(1, np.uint8)
+_NO_CAT_BITS = np.zeros((1, 1), np.uint32)
+
+
 def _regularisers(params) -> tuple:
     """(lambda, alpha, min_child_weight, max_delta_step) as the kernels take them."""
     return (float(params.reg_lambda), float(params.alpha), float(params.min_child_weight), float(params.max_delta_step))
@@ -260,18 +268,16 @@ class CPUBackend:
         )
         no_node = records[:, FEATURE] == NO_NODE
         mask[no_node] = False
-        # both None when nothing is constrained: the kernel's unconstrained specialisation
-        # then leaves the constrained arithmetic out (compiled only when used)
-        if monotone is not None:
+        constrained = monotone is not None
+        if constrained:
             bounds = np.ascontiguousarray(bounds, np.float64)
             monotone = np.ascontiguousarray(monotone, np.int8)
-        else:
-            bounds = None
+        else:  # placeholders of the kernel's types: never read
+            bounds, monotone = _NO_BOUNDS, _NO_SIGNS
         lam, alpha, mcw, mds = _regularisers(params)
-        # None, not placeholder arrays, when nothing is categorical: the kernel's numeric
-        # specialisation then leaves the categorical search out (compiled only when used)
-        is_cat = None if categorical is None else np.ascontiguousarray(categorical.is_cat, np.uint8)
-        bits = None if categorical is None else cat_bits
+        has_cat = categorical is not None
+        is_cat = np.ascontiguousarray(categorical.is_cat, np.uint8) if has_cat else _NO_CATS
+        bits = cat_bits if has_cat else _NO_CAT_BITS
         K.evaluate_splits(
             hist,
             np.ascontiguousarray(records[:, SUM_G : SUM_H + 1]),
@@ -286,11 +292,13 @@ class CPUBackend:
             mds,
             bounds,
             monotone,
+            constrained,
             feature,
             split_bin,
             default_left,
             gain,
             left,
+            has_cat,
             is_cat,
             int(getattr(params, "max_cat_to_onehot", 4)),
             int(getattr(params, "max_cat_threshold", 64)),
