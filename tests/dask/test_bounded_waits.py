@@ -4,14 +4,13 @@ check once waited forever on ``fut.result()`` while a cancelled rank still held 
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import time
-import uuid
 
 import dask.array as da
 import numpy as np
 import pytest
+from _blocking import raised_within, worker_that_never_answers
 
 import dgboost as dg
 import dgboost.dask as dxgb
@@ -22,53 +21,6 @@ pytestmark = pytest.mark.dask
 
 CHUNKS = (100, 50, 150)
 PARAMS = parse_params({"objective": "binary:logistic", "max_depth": 2})
-
-
-def _wait_for_event(name: str) -> None:
-    from distributed import Event
-
-    Event(name).wait()  # stands for a task that does not end, e.g. a cancelled rank in a collective
-
-
-@contextlib.contextmanager
-def _worker_that_never_answers(client):
-    """The only worker thread taken by a task blocked on a ``distributed.Event`` until the
-    block ends (then the event is set and the worker is free for the next test)."""
-    from distributed import Event
-
-    name = f"never-{uuid.uuid4().hex}"
-    blocker = client.submit(_wait_for_event, name, pure=False)
-    while not any(client.processing().values()):
-        time.sleep(0.05)
-    try:
-        yield
-    finally:
-        Event(name, client=client).set()
-        blocker.result(timeout=30)
-
-
-def _raised_within(seconds: float, call) -> BaseException:
-    """What ``call()`` raised, run in a thread: a call still waiting after ``seconds`` fails the
-    test instead of hanging it."""
-    import threading
-
-    out: list = []
-
-    def run():
-        try:
-            call()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            out.append(exc)
-        else:
-            out.append(None)
-
-    thread = threading.Thread(target=run, daemon=True)
-    start = time.monotonic()
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"still waiting after {time.monotonic() - start:.1f} s"
-    assert out[0] is not None, "returned instead of raising"
-    return out[0]
 
 
 def _dtrain(client):
@@ -86,8 +38,8 @@ def _dtrain(client):
 def test_a_partition_check_on_a_worker_that_never_answers_fails_within_its_timeout_naming_the_partitions(dask_client):
     client = dask_client(1)
     dtrain = _dtrain(client)
-    with _worker_that_never_answers(client):
-        exc = _raised_within(1.5 + 2.0, lambda: check_partitions(client, dtrain, PARAMS, "retry data", timeout=1.5))
+    with worker_that_never_answers(client):
+        exc = raised_within(1.5 + 2.0, lambda: check_partitions(client, dtrain, PARAMS, "retry data", timeout=1.5))
     assert isinstance(exc, dg.CommunicationError)
     assert "retry data: partition(s) 0, 1, 2 could not be checked within 1.5 s" in str(exc)
 
@@ -100,8 +52,8 @@ def test_the_results_of_the_checks_are_fetched_within_the_same_bound(dask_client
     client = dask_client(1)
     dtrain = _dtrain(client)
     monkeypatch.setattr(distributed, "wait", lambda futures, timeout=None, **kw: None)  # "all done"
-    with _worker_that_never_answers(client):
-        exc = _raised_within(1.5 + 2.0, lambda: check_partitions(client, dtrain, PARAMS, "training data", timeout=1.5))
+    with worker_that_never_answers(client):
+        exc = raised_within(1.5 + 2.0, lambda: check_partitions(client, dtrain, PARAMS, "training data", timeout=1.5))
     assert isinstance(exc, dg.CommunicationError)
     assert "training data: partition(s) 0, 1, 2 could not be checked within 1.5 s" in str(exc)
 
@@ -109,7 +61,7 @@ def test_the_results_of_the_checks_are_fetched_within_the_same_bound(dask_client
 def test_train_on_a_worker_that_never_answers_ends_with_the_error_within_its_timeout(dask_client):
     client = dask_client(1)
     dtrain = _dtrain(client)
-    with _worker_that_never_answers(client):
+    with worker_that_never_answers(client):
         start = time.monotonic()
         with pytest.raises(dg.CommunicationError, match=r"training data: partition\(s\) 0, 1, 2 could not be checked"):
             dxgb.train(client, {"max_depth": 2}, dtrain, 2, timeout=1, verbose_eval=False)
@@ -138,7 +90,7 @@ def test_client_run_on_a_worker_that_does_not_answer_fails_within_its_bound_nami
     client = dask_client(1)
     _block_event_loop(client, 8)
     call = lambda: bounded_call(client.run, time.time, what="the workers' clocks", timeout=1.5)  # noqa: E731
-    exc = _raised_within(1.5 + 2.0, call)
+    exc = raised_within(1.5 + 2.0, call)
     assert isinstance(exc, dg.CommunicationError)
     assert str(exc).startswith("the workers' clocks: no answer within 1.5 s")
     client.run(time.time)  # the worker answers again once its loop is free
@@ -151,7 +103,7 @@ def test_train_waiting_for_earlier_ranks_on_a_worker_that_does_not_answer_ends_w
     client = dask_client(1)
     dtrain = _dtrain(client)
     _block_event_loop(client, 12)
-    exc = _raised_within(
+    exc = raised_within(
         3 * 1.0 + 4.0, lambda: dxgb.train(client, {"max_depth": 2}, dtrain, 2, timeout=1, verbose_eval=False)
     )
     assert isinstance(exc, dg.CommunicationError)
@@ -171,7 +123,7 @@ def test_the_tracker_on_a_scheduler_that_does_not_answer_fails_within_the_jobs_t
 
     client = dask_client(1)
     monkeypatch.setattr(_communicator, "_tracker_on_scheduler", never_answers)
-    exc = _raised_within(1.5 + 2.0, lambda: _communicator.make_spec(client, 2, "host", 1.5))
+    exc = raised_within(1.5 + 2.0, lambda: _communicator.make_spec(client, 2, "host", 1.5))
     assert isinstance(exc, dg.CommunicationError)
     assert "the collective's tracker on the scheduler (client.run_on_scheduler): no answer within 1.5 s" in str(exc)
 
@@ -188,7 +140,7 @@ def test_the_classifiers_label_pass_on_a_worker_that_never_answers_fails_within_
     monkeypatch.setattr(_waits, "DEFAULT_WAIT", 1.5)
     model = dxgb.DaskDGBClassifier(n_estimators=2)
     model.client = client
-    with _worker_that_never_answers(client):
-        exc = _raised_within(1.5 + 2.0, lambda: model.fit(x, y))
+    with worker_that_never_answers(client):
+        exc = raised_within(1.5 + 2.0, lambda: model.fit(x, y))
     assert isinstance(exc, dg.CommunicationError)
     assert str(exc).startswith("the classes of y (unique labels): no answer within 1.5 s")
