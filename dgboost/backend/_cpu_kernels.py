@@ -628,34 +628,80 @@ def bounded_leaf_weights(sums, bounds, inv_scale_g, inv_scale_h, lam, alpha, mcw
 
 
 @njit(parallel=True, **_KW)
-def partition(bins_by_feature, rows, begins, ends, feature, split_bin, default_left, missing_bin, left_counts):
+def partition(bins_by_feature, rows, begins, ends, feature, split_bin, default_left, missing_bin, chunk, left_counts):
     """Stable partition of each node's segment of ``rows``: left rows first, order kept.
 
     ``bins_by_feature`` is the (F, n) column-major copy of the bins: a node reads one
-    feature of its rows, so a column keeps those reads close together. The loop is
-    branch-free (each row is written to both sides, one counter advances) because the
-    left/right outcome is unpredictable.
+    feature of its rows, so a column keeps those reads close together. Each node's segment
+    is cut into pieces of at most ``chunk`` rows, partitioned on the threads into two
+    buffers (the first levels have fewer nodes than threads), then copied into place at
+    their offsets within the node's left and right parts. The loop is branch-free (each
+    row is written to both sides, one counter advances) because the left/right outcome is
+    unpredictable; the column entries of rows a few places ahead are prefetched.
     """
-    for i in prange(begins.shape[0]):
-        b0 = begins[i]
-        e0 = ends[i]
-        f = feature[i]
+    n_nodes = begins.shape[0]
+    first = np.empty(n_nodes + 1, np.int64)  # node i's pieces: first[i]:first[i + 1]
+    first[0] = 0
+    for i in range(n_nodes):
+        first[i + 1] = first[i] + max(1, (ends[i] - begins[i] + chunk - 1) // chunk)
+    n_pieces = first[n_nodes]
+    piece_node = np.empty(n_pieces, np.int64)
+    for i in range(n_nodes):
+        piece_node[first[i] : first[i + 1]] = i
+    piece_left = np.empty(n_pieces, np.int64)
+    size = 0
+    for i in range(n_nodes):
+        size += ends[i] - begins[i]
+    left_buf = np.empty(size, rows.dtype)
+    right_buf = np.empty(size, rows.dtype)
+    base = np.empty(n_nodes, np.int64)  # node i's rows start at base[i] in the buffers
+    acc = 0
+    for i in range(n_nodes):
+        base[i] = acc
+        acc += ends[i] - begins[i]
+    for c in prange(n_pieces):
+        i = piece_node[c]
+        lo = begins[i] + (c - first[i]) * chunk
+        hi = min(lo + chunk, ends[i])
+        column = bins_by_feature[feature[i]]
         sb = split_bin[i]
         dl = default_left[i]
-        right = np.empty(e0 - b0, dtype=rows.dtype)
+        out = base[i] + (lo - begins[i])
+        ahead = hi - _PREFETCH_ROWS
         nl = 0
         nr = 0
-        for p in range(b0, e0):
+        for p in range(lo, hi):
+            if p < ahead:
+                _prefetch(column, rows[p + _PREFETCH_ROWS])
             r = rows[p]
-            b = bins_by_feature[f, r]
+            b = column[r]
             go = (b <= sb) if b != missing_bin else dl
-            rows[b0 + nl] = r
-            right[nr] = r
+            left_buf[out + nl] = r
+            right_buf[out + nr] = r
             nl += go
             nr += 1 - go
-        for q in range(nr):
-            rows[b0 + nl + q] = right[q]
-        left_counts[i] = nl
+        piece_left[c] = nl
+    for i in range(n_nodes):
+        n_left = 0
+        for c in range(first[i], first[i + 1]):
+            n_left += piece_left[c]
+        left_counts[i] = n_left
+    for c in prange(n_pieces):
+        i = piece_node[c]
+        lo = begins[i] + (c - first[i]) * chunk
+        hi = min(lo + chunk, ends[i])
+        out = base[i] + (lo - begins[i])
+        before_left = 0  # left rows of the node's earlier pieces
+        for d in range(first[i], c):
+            before_left += piece_left[d]
+        before_right = (lo - begins[i]) - before_left
+        nl = piece_left[c]
+        dst = begins[i] + before_left
+        for q in range(nl):
+            rows[dst + q] = left_buf[out + q]
+        dst = begins[i] + left_counts[i] + before_right
+        for q in range(hi - lo - nl):
+            rows[dst + q] = right_buf[out + q]
 
 
 @njit(parallel=True, **_KW)
@@ -855,3 +901,30 @@ def logistic_gradient(margin, label, weight, scale_pos_weight, out_g, out_h):
             w *= scale_pos_weight
         out_g[i] = (p - y) * w
         out_h[i] = max(p * (1.0 - p), _HESS_EPS) * w
+
+
+@njit(parallel=True, **_KW)
+def quantise(grad, hess, scale_g, scale_h, keep, out):
+    """out[i] (int32 (n, 2)) = rint(grad[i] * scale_g), rint(hess[i] * scale_h) in float64;
+    (0, 0) where ``keep[i]`` is False (``keep`` bool (n,), or empty: every row kept)."""
+    use_keep = keep.shape[0] != 0
+    for i in prange(grad.shape[0]):
+        if use_keep and not keep[i]:
+            out[i, 0] = 0
+            out[i, 1] = 0
+        else:
+            out[i, 0] = np.int32(np.rint(np.float64(grad[i]) * scale_g))
+            out[i, 1] = np.int32(np.rint(np.float64(hess[i]) * scale_h))
+
+
+@njit(parallel=True, **_KW)
+def gpair_totals(gpair, out):
+    """out (int64 (2,)) = the column sums of ``gpair`` (int32 (n, 2)), in int64 (exact in
+    any order)."""
+    g = np.int64(0)
+    h = np.int64(0)
+    for i in prange(gpair.shape[0]):
+        g += gpair[i, 0]
+        h += gpair[i, 1]
+    out[0] = g
+    out[1] = h

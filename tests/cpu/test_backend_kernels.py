@@ -149,6 +149,24 @@ def test_multithreaded_histogram_paths_match_numpy_add_at(n_nodes):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("sampled", [False, True])
+def test_quantised_pairs_and_their_totals_equal_numpy_rint_and_sums(dtype, sampled):
+    rng = np.random.default_rng(8)
+    n = 50_001
+    wide = rng.normal(size=(n, 2)).astype(dtype)
+    grad, hess = wide[:, 1], rng.uniform(0.0, 1.0, size=n).astype(dtype)  # a strided column too
+    grad[:5] = [0.5, -0.5, 1.5, -2.5, 2.0**-27]  # halves round to even
+    scales = np.array([2.0**28, 2.0**29])
+    keep = rng.uniform(size=n) < 0.7 if sampled else None
+    got = BACKEND.quantise(grad, hess, scales, keep)
+    want = np.stack([np.rint(grad.astype(np.float64) * scales[0]), np.rint(hess.astype(np.float64) * scales[1])], 1)
+    if sampled:
+        want[~keep] = 0
+    np.testing.assert_array_equal(got, want.astype(np.int32))
+    np.testing.assert_array_equal(BACKEND.gpair_totals(got), got.astype(np.int64).sum(axis=0))
+
+
 def test_leaf_values_are_added_to_exactly_the_rows_of_each_leaf():
     rng = np.random.default_rng(5)
     margin = rng.normal(size=(1000, 3)).astype(np.float32)
