@@ -69,8 +69,9 @@ def _prefetch(typingctx, array, row):
         )
         byte_ptr = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]), "llvm.prefetch.p0"
+        # the name is mangled by the pointer type (p0i8, or p0 where LLVM's pointers are opaque)
+        fn = builder.module.declare_intrinsic(
+            "llvm.prefetch", [byte_ptr], ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32])
         )
         read, keep, data = ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)
         builder.call(fn, [builder.bitcast(ptr, byte_ptr), read, keep, data])
@@ -123,8 +124,10 @@ def build_histograms(bins, cut_ptrs, gpair, rows, begins, ends, missing_bin, n_t
     """out[i] (zeroed, int64 (total_bins, 2)) += gpair sums of node i's rows by bin.
 
     The rows of all nodes are laid end to end and cut into ``n_threads`` equal slices, one
-    per thread, each with its own partial histograms; integer sums make the reduction
-    order irrelevant.
+    per thread. A node within one slice is summed straight into ``out``; only the nodes a
+    slice shares with its neighbours (its first and last, at most) get partial histograms,
+    two slots per thread, added into ``out`` afterwards by bin ranges on the threads.
+    Integer sums make the order irrelevant.
     """
     n_nodes = begins.shape[0]
     cum = np.zeros(n_nodes + 1, dtype=np.int64)
@@ -132,13 +135,13 @@ def build_histograms(bins, cut_ptrs, gpair, rows, begins, ends, missing_bin, n_t
         cum[i + 1] = cum[i] + (ends[i] - begins[i])
     total = cum[n_nodes]
     stride = 2 * out.shape[1]
+    flat_out = out.reshape(-1)
     if n_threads <= 1:
-        flat_out = out.reshape(-1)
         for i in range(n_nodes):
             _accumulate(bins, cut_ptrs, gpair, rows, begins[i], ends[i], missing_bin, flat_out, i * stride)
         return
-    partial = np.zeros((n_threads * n_nodes, out.shape[1], 2), dtype=np.int64)
-    flat = partial.reshape(-1)
+    partial = np.zeros(2 * n_threads * stride, dtype=np.int64)
+    slot_node = np.full(2 * n_threads, -1, np.int64)  # the node of each partial slot, -1 unused
     for t in prange(n_threads):
         lo = total * t // n_threads
         hi = total * (t + 1) // n_threads
@@ -149,17 +152,25 @@ def build_histograms(bins, cut_ptrs, gpair, rows, begins, ends, missing_bin, n_t
                 node += 1
             stop = min(hi, cum[node + 1])
             shift = begins[node] - cum[node]
-            _accumulate(
-                bins, cut_ptrs, gpair, rows, pos + shift, stop + shift, missing_bin, flat, (t * n_nodes + node) * stride
-            )
+            a, b = pos + shift, stop + shift
+            if cum[node] >= lo and cum[node + 1] <= hi:  # the whole node is this slice's
+                _accumulate(bins, cut_ptrs, gpair, rows, a, b, missing_bin, flat_out, node * stride)
+            else:  # shared: only a slice's first and last nodes can be
+                slot = 2 * t if pos == lo else 2 * t + 1
+                slot_node[slot] = node
+                _accumulate(bins, cut_ptrs, gpair, rows, a, b, missing_bin, partial, slot * stride)
             pos = stop
-    total_bins = out.shape[1]
-    for i in prange(n_nodes):
-        for t in range(n_threads):
-            src = t * n_nodes + i
-            for b in range(total_bins):
-                out[i, b, 0] += partial[src, b, 0]
-                out[i, b, 1] += partial[src, b, 1]
+    n_blocks = 4 * n_threads
+    for k in prange(n_blocks):
+        b0 = stride * k // n_blocks
+        b1 = stride * (k + 1) // n_blocks
+        for slot in range(2 * n_threads):
+            node = slot_node[slot]
+            if node >= 0:
+                dst = node * stride
+                src = slot * stride
+                for b in range(b0, b1):
+                    flat_out[dst + b] += partial[src + b]
 
 
 @njit(parallel=True, **_KW)
@@ -627,38 +638,71 @@ def bounded_leaf_weights(sums, bounds, inv_scale_g, inv_scale_h, lam, alpha, mcw
         )
 
 
+@njit(**_KW)
+def _partition_rows(column, rows, lo, hi, split_bin, default_left, missing_bin, left, left_at, right, right_at, sparse):
+    """Rows ``rows[lo:hi]`` going left (``column[r] <= split_bin``, missing ones by
+    ``default_left``) to ``left[left_at:]``, the others to ``right[right_at:]``, order kept;
+    the number gone left. ``left`` may be ``rows`` with ``left_at <= lo`` (the writes never
+    pass the reads). Branch-free: each row is written to both sides and one counter
+    advances, because the outcome is unpredictable. With ``sparse`` (a node's rows far
+    apart in the column) the column entries of rows a few places ahead are prefetched;
+    rows close together are read in order, and the prefetches would only cost."""
+    nl = 0
+    nr = 0
+    if sparse:
+        ahead = hi - _PREFETCH_ROWS
+        for p in range(lo, hi):
+            if p < ahead:
+                _prefetch(column, rows[p + _PREFETCH_ROWS])
+            r = rows[p]
+            b = column[r]
+            go = (b <= split_bin) if b != missing_bin else default_left
+            left[left_at + nl] = r
+            right[right_at + nr] = r
+            nl += go
+            nr += 1 - go
+        return nl
+    for p in range(lo, hi):  # the same loop without the prefetches, which cost here
+        r = rows[p]
+        b = column[r]
+        go = (b <= split_bin) if b != missing_bin else default_left
+        left[left_at + nl] = r
+        right[right_at + nr] = r
+        nl += go
+        nr += 1 - go
+    return nl
+
+
 @njit(parallel=True, **_KW)
-def partition(bins_by_feature, rows, begins, ends, feature, split_bin, default_left, missing_bin, chunk, left_counts):
+def partition(
+    bins_by_feature, rows, begins, ends, feature, split_bin, default_left, missing_bin, chunk, scratch, left_counts
+):
     """Stable partition of each node's segment of ``rows``: left rows first, order kept.
 
     ``bins_by_feature`` is the (F, n) column-major copy of the bins: a node reads one
-    feature of its rows, so a column keeps those reads close together. Each node's segment
-    is cut into pieces of at most ``chunk`` rows, partitioned on the threads into two
-    buffers (the first levels have fewer nodes than threads), then copied into place at
-    their offsets within the node's left and right parts. The loop is branch-free (each
-    row is written to both sides, one counter advances) because the left/right outcome is
-    unpredictable; the column entries of rows a few places ahead are prefetched.
+    feature of its rows, so a column keeps those reads close together. A node of more than
+    ``chunk`` rows is cut into pieces of ``chunk`` rows, partitioned on the threads into the
+    two halves of ``scratch`` (same dtype as ``rows``, at least twice the nodes' rows: kept
+    by the caller, since writing fresh pages costs a fault each) and then copied into place
+    at their offsets within the node's left and right parts (the first levels have fewer
+    nodes than threads); a smaller node is partitioned in place, its right rows through an
+    array of its own (:func:`_partition_rows`; a fresh array, which the compiler knows
+    aliases nothing, made the loop 20% faster than ``scratch`` did).
     """
     n_nodes = begins.shape[0]
     first = np.empty(n_nodes + 1, np.int64)  # node i's pieces: first[i]:first[i + 1]
+    base = np.empty(n_nodes, np.int64)  # node i's rows start at base[i] in each half of scratch
     first[0] = 0
+    size = 0
     for i in range(n_nodes):
         first[i + 1] = first[i] + max(1, (ends[i] - begins[i] + chunk - 1) // chunk)
+        base[i] = size
+        size += ends[i] - begins[i]
     n_pieces = first[n_nodes]
     piece_node = np.empty(n_pieces, np.int64)
     for i in range(n_nodes):
         piece_node[first[i] : first[i + 1]] = i
     piece_left = np.empty(n_pieces, np.int64)
-    size = 0
-    for i in range(n_nodes):
-        size += ends[i] - begins[i]
-    left_buf = np.empty(size, rows.dtype)
-    right_buf = np.empty(size, rows.dtype)
-    base = np.empty(n_nodes, np.int64)  # node i's rows start at base[i] in the buffers
-    acc = 0
-    for i in range(n_nodes):
-        base[i] = acc
-        acc += ends[i] - begins[i]
     for c in prange(n_pieces):
         i = piece_node[c]
         lo = begins[i] + (c - first[i]) * chunk
@@ -666,20 +710,16 @@ def partition(bins_by_feature, rows, begins, ends, feature, split_bin, default_l
         column = bins_by_feature[feature[i]]
         sb = split_bin[i]
         dl = default_left[i]
-        out = base[i] + (lo - begins[i])
-        ahead = hi - _PREFETCH_ROWS
-        nl = 0
-        nr = 0
-        for p in range(lo, hi):
-            if p < ahead:
-                _prefetch(column, rows[p + _PREFETCH_ROWS])
-            r = rows[p]
-            b = column[r]
-            go = (b <= sb) if b != missing_bin else dl
-            left_buf[out + nl] = r
-            right_buf[out + nr] = r
-            nl += go
-            nr += 1 - go
+        out = base[i] + (lo - begins[i])  # the piece's place in each half of scratch
+        # a node of under 1/32 of the rows: its next row is a cache line or more away on average
+        sparse = (ends[i] - begins[i]) * 32 < column.shape[0]
+        if first[i + 1] - first[i] == 1:  # the whole node: left rows back in place
+            right = np.empty(hi - lo, rows.dtype)
+            nl = _partition_rows(column, rows, lo, hi, sb, dl, missing_bin, rows, lo, right, 0, sparse)
+            for q in range(hi - lo - nl):
+                rows[lo + nl + q] = right[q]
+        else:  # a piece: both sides into scratch
+            nl = _partition_rows(column, rows, lo, hi, sb, dl, missing_bin, scratch, out, scratch, size + out, sparse)
         piece_left[c] = nl
     for i in range(n_nodes):
         n_left = 0
@@ -688,6 +728,8 @@ def partition(bins_by_feature, rows, begins, ends, feature, split_bin, default_l
         left_counts[i] = n_left
     for c in prange(n_pieces):
         i = piece_node[c]
+        if first[i + 1] - first[i] == 1:
+            continue  # partitioned in place
         lo = begins[i] + (c - first[i]) * chunk
         hi = min(lo + chunk, ends[i])
         out = base[i] + (lo - begins[i])
@@ -698,10 +740,10 @@ def partition(bins_by_feature, rows, begins, ends, feature, split_bin, default_l
         nl = piece_left[c]
         dst = begins[i] + before_left
         for q in range(nl):
-            rows[dst + q] = left_buf[out + q]
+            rows[dst + q] = scratch[out + q]
         dst = begins[i] + left_counts[i] + before_right
         for q in range(hi - lo - nl):
-            rows[dst + q] = right_buf[out + q]
+            rows[dst + q] = scratch[size + out + q]
 
 
 @njit(parallel=True, **_KW)

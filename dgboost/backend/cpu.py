@@ -15,10 +15,6 @@ from .base import LookaheadBudget
 
 __all__ = ["CPUBackend"]
 
-# Upper bound on the per-thread partial histograms of one build call; larger levels are
-# built in batches of nodes.
-_PARTIAL_HIST_BYTES = 256 << 20
-
 
 def _balance(sizes: np.ndarray, n_threads: int) -> tuple[np.ndarray, np.ndarray]:
     """Greedy largest-first assignment of nodes to threads by row count.
@@ -133,6 +129,15 @@ class CPUBackend:
         self.threads = resolve_threads(nthread, numba.config.NUMBA_NUM_THREADS)
         numba.set_num_threads(self.threads)
 
+    def _scratch(self, size: int, dtype) -> np.ndarray:
+        """A buffer of at least ``size`` elements of ``dtype``, kept from call to call (the
+        partition's: writing fresh pages costs a page fault each)."""
+        held = getattr(self, "_scratch_buffer", None)
+        if held is None or held.dtype != dtype or held.shape[0] < size:
+            held = np.empty(size, dtype)
+            self._scratch_buffer = held
+        return held
+
     def asarray(self, array):
         return to_host(array)
 
@@ -224,20 +229,8 @@ class CPUBackend:
             task_ptr, task_nodes = _balance(ends - begins, threads)
             K.build_histograms_by_node(bins, cut_ptrs, gpair, rows, begins, ends, missing, task_ptr, task_nodes, out)
             return out
-        per_node = threads * total_bins * 16
-        batch = max(1, _PARTIAL_HIST_BYTES // max(per_node, 1))
-        for s in range(0, begins.shape[0], batch):
-            K.build_histograms(
-                bins,
-                cut_ptrs,
-                gpair,
-                rows,
-                begins[s : s + batch],
-                ends[s : s + batch],
-                missing,
-                threads,
-                out[s : s + batch],
-            )
+        # rows cut in equal slices, partial histograms only for the nodes two slices share
+        K.build_histograms(bins, cut_ptrs, gpair, rows, begins, ends, missing, threads, out)
         return out
 
     def evaluate_splits(
@@ -349,9 +342,13 @@ class CPUBackend:
         else:
             # pieces of a quarter of a thread's share, at least 16k rows (a piece costs two
             # passes and a few allocations' worth of bookkeeping)
-            size = int((ends[split] - begins[split]).sum())
-            chunk = max(1 << 14, -(-size // (4 * self.threads)))
-            K.partition(*nodes, split_bin, default_left, missing, chunk, left_counts)
+            sizes = ends[split] - begins[split]
+            size = int(sizes.sum())
+            # with fewer nodes than threads, pieces of half a thread's share (at least 16k rows:
+            # a piece costs a second pass); otherwise whole nodes, partitioned in place
+            chunk = max(1 << 14, -(-size // (2 * self.threads))) if split.size < self.threads else size + 1
+            scratch = self._scratch(2 * size, rows.dtype)
+            K.partition(*nodes, split_bin, default_left, missing, chunk, scratch, left_counts)
         counts[split, 0] = left_counts
         counts[split, 1] = ends[split] - begins[split] - left_counts
         return counts
