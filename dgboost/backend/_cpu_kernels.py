@@ -49,24 +49,21 @@ def bin_values(values, cut_values, cut_ptrs, missing_bin, out):
 
 @intrinsic
 def _prefetch(typingctx, array, row):
-    """Ask the cache for the first element of ``array[row]`` (1-D or 2-D C array) ahead of
-    its read: LLVM's ``llvm.prefetch`` (read, keep in all levels), which never faults."""
+    """Ask the cache for ``array[row]`` (1-D: the element; 2-D C array: the first and last
+    elements of the row, whose cache lines differ where a row straddles two) ahead of its
+    read: LLVM's ``llvm.prefetch`` (read, keep in all levels), which never faults."""
     sig = types.void(array, row)
 
     def codegen(context, builder, signature, args):
         array_type, row_type = signature.args
         arr = context.make_array(array_type)(context, builder, args[0])
+        shape = cgutils.unpack_tuple(builder, arr.shape)
+        strides = cgutils.unpack_tuple(builder, arr.strides)
+        i = context.cast(builder, args[1], row_type, types.intp)
         zero = context.get_constant(types.intp, 0)
-        index = [context.cast(builder, args[1], row_type, types.intp)] + [zero] * (array_type.ndim - 1)
-        ptr = cgutils.get_item_pointer2(
-            context,
-            builder,
-            data=arr.data,
-            shape=cgutils.unpack_tuple(builder, arr.shape),
-            strides=cgutils.unpack_tuple(builder, arr.strides),
-            layout=array_type.layout,
-            inds=index,
-        )
+        ends = [[zero] * (array_type.ndim - 1)]
+        if array_type.ndim == 2:
+            ends.append([builder.sub(shape[1], context.get_constant(types.intp, 1))])
         byte_ptr = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
         # the name is mangled by the pointer type (p0i8, or p0 where LLVM's pointers are opaque)
@@ -74,7 +71,11 @@ def _prefetch(typingctx, array, row):
             "llvm.prefetch", [byte_ptr], ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32])
         )
         read, keep, data = ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)
-        builder.call(fn, [builder.bitcast(ptr, byte_ptr), read, keep, data])
+        for rest in ends:
+            ptr = cgutils.get_item_pointer2(
+                context, builder, data=arr.data, shape=shape, strides=strides, layout=array_type.layout, inds=[i, *rest]
+            )
+            builder.call(fn, [builder.bitcast(ptr, byte_ptr), read, keep, data])
         return context.get_dummy_value()
 
     return sig, codegen
