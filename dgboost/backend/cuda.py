@@ -615,9 +615,9 @@ class CUDABackend:
         self._launch(
             "split.cu",
             "best_per_node",
-            n,
+            32 * n,  # one warp per node
             (cand, np.int32(n), np.int32(n_features), np.float64(params.gamma), records),
-            threads=64,
+            threads=256,
         )
         if categorical is not None:
             self._categorical_split_bits(hist, records, cut_ptrs, split_args[:5], categorical, cand, cat_bits)

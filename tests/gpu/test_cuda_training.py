@@ -50,6 +50,9 @@ def _dataset(name: str):
         X, y, group = make_synthetic(6_000, 16, task="ranking", missing_rate=0.1, seed=3, group_size=20)
     elif name == "wide":  # 1,500 x 256 bins: more than one shared-memory feature group
         X, y, _ = make_synthetic(2_000, 1_500, task="binary", missing_rate=0.05, seed=4)
+    elif name == "tied":  # 4 copies of 50 columns (f, f + 50, ...): every best gain is tied
+        X, y, _ = make_synthetic(3_000, 50, task="binary", missing_rate=0.1, seed=5)
+        X = np.tile(X, (1, 4))  # the copies of a column fall on different lanes of a warp
     else:
         raise KeyError(name)
     return X, y, weight, group
@@ -139,6 +142,9 @@ CASES = {
         },
         4,
     ),
+    # equal gains on several features: the lowest feature wins, as in the CPU's scan
+    "tied-depthwise": ("tied", BINARY, 8),
+    "tied-lossguide": ("tied", {**BINARY, **LOSSGUIDE}, 8),
     # few rounds: the CPU oracle is slow on 384,000 bins
     "wide-depthwise": ("wide", {**BINARY, "max_depth": 5}, 8),
     "wide-lossguide-bynode": ("wide", {**BINARY, **LOSSGUIDE, "max_leaves": 24, "colsample_bynode": 0.5}, 8),
