@@ -195,29 +195,79 @@ def _holders(client, futures: list) -> list[str]:
     return [sorted(who[f.key])[0] if who.get(f.key) else "" for f in futures]
 
 
-def _ranks_still_running(dask_worker=None) -> int:
-    """Rank tasks of earlier jobs still running on this worker (cancelled ones included: a
-    cancelled task's thread runs on until its collective fails or times out)."""
+# a rank task's key ends with its job's timeout: a later job reads how long a rank left
+# running by this one may still hold its worker (a cancelled rank runs on until its
+# collective gives up)
+_TIMEOUT_TAG = "-timeout"
+# a wait for earlier ranks longer than this is logged (one line), so that a pause is explained
+_WAIT_NOTICE_SECONDS = 10.0
+
+
+def _rank_key(rank: int, job: str, timeout: float) -> str:
+    """The task key of ``rank`` of ``job``: one of its own per job (Dask would hand back a
+    finished job's result for a reused key), naming the job's ``timeout``."""
+    return f"{_RANK_KEY}{rank}-{job}{_TIMEOUT_TAG}{float(timeout)!r}"
+
+
+def _key_timeout(key) -> float | None:
+    """The job timeout a rank task's key names (:func:`_rank_key`); None when it names none."""
+    _, tag, tail = str(key).rpartition(_TIMEOUT_TAG)
+    try:
+        return float(tail) if tag else None
+    except ValueError:
+        return None
+
+
+def _earlier_rank_timeouts(dask_worker=None) -> list:
+    """The job timeout of every rank task still running on this worker (None where its key
+    names none); cancelled ones included: a cancelled task's thread runs on until its
+    collective fails or times out."""
     running = dask_worker.state.executing | dask_worker.state.long_running
-    return sum(str(ts.key).startswith(_RANK_KEY) for ts in running)
+    return [_key_timeout(ts.key) for ts in running if str(ts.key).startswith(_RANK_KEY)]
+
+
+def _ranks_still_running(dask_worker=None) -> int:
+    """How many rank tasks of earlier jobs still run on this worker."""
+    return len(_earlier_rank_timeouts(dask_worker))
 
 
 def _wait_for_earlier_ranks(client, timeout: float) -> list[str]:
-    """Wait (about ``timeout`` s; at most twice that, as each question to the workers is bounded
-    by ``timeout``) until no worker still runs a rank of an earlier job: after a
-    lost worker, the other ranks hold their threads until their collectives give up, and a new
-    job's partition checks would wait behind them. Returns the workers still running one."""
-    deadline = time.monotonic() + timeout
+    """Wait until no worker still runs a rank of an earlier job: after a lost worker, the other
+    ranks hold their threads until their collectives give up, and a new job's partition checks
+    would wait behind them. Returns the workers still running one when the wait ends.
+
+    A rank whose key names its job's timeout ``T`` (:func:`_rank_key`) is waited for at most
+    ``min(timeout, 2 T)`` seconds (its late collective gives up within ``T`` of being queued,
+    then is aborted); one that names none, ``timeout``. Each question to the workers is bounded
+    by ``timeout`` too, so the wait lasts at most about twice that; the last answer that came
+    names the workers (a worker that does not answer may still be busy: asked again)."""
+    start = time.monotonic()
+    deadline = start + timeout
+    busy: list[str] = []
+    told = False
     while True:
         try:
             # each question bounded by the whole wait, not by what is left of it: on a loaded
             # machine a late answer still names the workers to restart
-            running = bounded_call(client.run, _ranks_still_running, what="ranks still running", timeout=timeout)
-            busy = sorted(w for w, n in running.items() if n)
-        except Exception:  # noqa: BLE001 - a worker starting, leaving or not answering: ask again (the others may be busy)
-            busy = ["(a worker that did not answer)"]
-        if not busy or time.monotonic() > deadline:
-            return [w for w in busy if not w.startswith("(")]
+            running = bounded_call(client.run, _earlier_rank_timeouts, what="ranks still running", timeout=timeout)
+        except Exception:  # noqa: BLE001 - a worker starting, leaving or not answering: ask again
+            running = None
+        if running is not None:
+            busy = sorted(w for w, timeouts in running.items() if timeouts)
+            if not busy:
+                return []
+            bound = max(timeout if t is None else min(timeout, 2 * t) for w in busy for t in running[w])
+            deadline = start + bound
+        now = time.monotonic()
+        if now > deadline:
+            return busy
+        if not told and now - start > _WAIT_NOTICE_SECONDS:
+            told = True
+            _log.warning(
+                "dgboost.dask.train: waiting up to %.0f s more for rank(s) of an earlier job to end on %s",
+                deadline - now,
+                ", ".join(busy) or "workers that do not answer",
+            )
         time.sleep(0.2)
 
 
@@ -231,13 +281,14 @@ def _free_stuck_workers(client, timeout: float) -> None:
     the worker would run nothing else. Their partitions are recomputed where they are needed
     (or the partition checks name them)."""
     # a rank left running by a lost peer frees its thread once its late collective is aborted:
-    # up to ``timeout`` after that collective was queued, and then the abort itself
+    # up to its job's timeout after that collective was queued, and then the abort itself
+    waited = time.monotonic()
     stuck = _wait_for_earlier_ranks(client, 2 * timeout)
     if not stuck:
         return
     warnings.warn(
         f"dgboost.dask.train: {len(stuck)} worker(s) still run a rank of an earlier job after "
-        f"{2 * timeout:g} s ({', '.join(stuck)}); restarting them",
+        f"{time.monotonic() - waited:.0f} s ({', '.join(stuck)}); restarting them",
         RuntimeWarning,
         stacklevel=4,
     )
@@ -472,7 +523,7 @@ def _train_once(
                     workers=[worker],
                     allow_other_workers=False,
                     pure=False,
-                    key=f"{_RANK_KEY}{rank}-{job}",
+                    key=_rank_key(rank, job, timeout),
                 )
             )
         stages["submit_s"] = lap()

@@ -463,6 +463,46 @@ def test_a_new_job_waits_for_the_ranks_of_a_cancelled_one_to_free_their_threads(
     assert time.monotonic() - start < 5.5
 
 
+def test_a_rank_whose_key_names_its_jobs_timeout_is_waited_for_at_most_twice_that(dask_client):
+    from dgboost.dask.training import _key_timeout, _rank_key, _ranks_still_running, _wait_for_earlier_ranks
+
+    assert _key_timeout(_rank_key(3, "job", 30)) == 30.0
+    assert _key_timeout(_rank_key(0, "job", 0.25)) == 0.25
+    assert _key_timeout("dgboost-train-rank-0-earlier-job") is None
+    client = dask_client(1)
+    # a rank of a job whose collectives time out after 1 s, cancelled, its thread still busy
+    zombie = client.submit(time.sleep, 4.0, key=_rank_key(0, "earlier-job", 1.0), pure=False)
+    deadline = time.monotonic() + 10
+    while not sum(client.run(_ranks_still_running).values()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    client.cancel(zombie, force=True)
+    start = time.monotonic()
+    busy = _wait_for_earlier_ranks(client, timeout=30)  # 2 s, not 30: the rank's own job said 1 s
+    assert 1.5 < time.monotonic() - start < 4.5
+    assert busy == list(client.scheduler_info(n_workers=-1)["workers"])
+    while sum(client.run(_ranks_still_running).values()) and time.monotonic() < start + 15:
+        time.sleep(0.1)  # the worker is free again for the next test
+    assert sum(client.run(_ranks_still_running).values()) == 0
+
+
+def test_a_wait_for_earlier_ranks_names_the_workers_of_the_last_answer_when_later_questions_fail():
+    from dgboost.dask.training import _rank_key, _wait_for_earlier_ranks
+
+    answers = iter([{"w": [0.1]}] + [RuntimeError("worker closing")] * 1000)
+
+    class Flaky:
+        def run(self, fn, **kwargs):
+            answer = next(answers)
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+
+    assert _rank_key(0, "j", 0.1).endswith("-timeout0.1")
+    start = time.monotonic()
+    assert _wait_for_earlier_ranks(Flaky(), timeout=30) == ["w"]  # 2 x 0.1 s, then the last answer
+    assert time.monotonic() - start < 1.0
+
+
 def test_a_new_job_asks_again_when_a_worker_cannot_answer_whether_it_still_runs_a_rank():
     from dgboost.dask.training import _wait_for_earlier_ranks
 
