@@ -19,6 +19,11 @@ __all__ = ["exact_sum", "weighted_quantile"]
 
 
 # ----------------------------------------------------------------------------- exact sums
+# host blocks of more values than this go to the Numba kernels; NumPy's few passes over
+# fewer cost milliseconds, the kernels' first compilation seconds
+_KERNEL_MIN_VALUES = 1 << 20
+
+
 def exact_sum(columns: np.ndarray, comm) -> np.ndarray:
     """Sum each column over all rows of all ranks, identically for any row partitioning.
 
@@ -49,13 +54,17 @@ def exact_sum(columns: np.ndarray, comm) -> np.ndarray:
         v = v.astype(xp.float64, copy=False)
     v = as_rows(v, len(v))
     m = v.shape[1]
-    if host:
-        # one fused pass per step over the rows (threads, no temporaries), same numbers
+    # large host blocks: one fused pass per step over the rows (threads, no temporaries),
+    # same numbers; small ones (labels of a first run, a Dask rank's slice) in NumPy rather
+    # than waiting seconds for the two parallel kernels to compile in a fresh environment
+    kernels = host and v.size > _KERNEL_MIN_VALUES
+    if kernels:
         local_max, finite = _host_abs_max(np.ascontiguousarray(v))
     else:
         finite = bool(xp.isfinite(v).all())
-        # CuPy's max has no ``initial``: an empty block contributes 0, as initial=0.0 would
-        local_max = to_host(xp.abs(v).max(axis=0)) if v.shape[0] else np.zeros(m)
+        # CuPy's max has no ``initial``: an empty block contributes 0, as initial=0.0 would;
+        # float64 like the kernel's, so every rank reduces the same dtype
+        local_max = np.asarray(to_host(xp.abs(v).max(axis=0)), np.float64) if v.shape[0] else np.zeros(m)
     if not finite:
         raise DGBoostValueError("cannot sum non-finite values (NaN or inf in labels, weights or predictions)")
     n_total = int(comm.allreduce_sum(np.array([v.shape[0]], np.int64))[0])
@@ -63,10 +72,11 @@ def exact_sum(columns: np.ndarray, comm) -> np.ndarray:
     # amax * n_total < 2**e, so |sum of quantised terms| <= 2**62 fits int64 with room to spare
     _, e = np.frexp(amax * max(n_total, 1))
     shift = np.where(amax > 0, 62 - e, 0).astype(np.int64)
-    if host:
+    if kernels:
         local_total = _host_fixed_point_sum(np.ascontiguousarray(v), shift)
     else:
-        q = xp.rint(xp.ldexp(v, xp.asarray(shift)[None, :])).astype(np.int64)
+        # float32 widened first: ldexp of a float32 would round to float32
+        q = xp.rint(xp.ldexp(v.astype(xp.float64, copy=False), xp.asarray(shift)[None, :])).astype(np.int64)
         local_total = to_host(q.sum(axis=0, dtype=np.int64))
     total = np.asarray(comm.allreduce_sum(local_total), np.int64).reshape(m)
     return np.ldexp(total.astype(np.float64), -shift)

@@ -4,7 +4,9 @@ A row belongs to the sketch sample when ``hash(seed, global_row_index)`` falls b
 threshold, so the sample is the same set of rows however the data is partitioned across
 workers. Ranks allgather their sampled values and weights and every rank computes the
 same weighted quantiles, in an order-independent way (values are sorted together with
-their weights before any summation).
+their weights before any summation). Each rank cuts a contiguous block of the features; where
+the communicator has an ``alltoall``, a rank receives only its block's columns of every rank's
+sample (the weights are gathered whole), else the whole sample.
 
 Cut semantics follow XGBoost: feature ``f`` has cut values ``c_0 < c_1 < ... < c_{m-1}``;
 a value ``x`` falls in bin ``b`` when ``c_{b-1} <= x < c_b``; a split at bin ``b`` sends
@@ -243,8 +245,9 @@ def compute_cuts(
         n_global = int(comm.allreduce_sum(np.array([n_local], dtype=np.int64))[0])
     # hashed where the rows are: a device matrix is sampled on the device
     mask = sketch_sample_mask(n_local, row_offset, n_global, seed, sample_rows, array_module(values), global_rows)
-    # every rank holds the whole sample, and a feature's cuts depend on its column alone: each
-    # rank cuts a contiguous block of the features and the blocks are gathered in rank order,
+    # a feature's cuts depend on its column of the sample alone: each rank cuts a contiguous
+    # block of the features (from its columns of every rank's sample, or from the whole sample
+    # gathered where the communicator has no alltoall) and the blocks are gathered in rank order,
     # which is feature order (on 4 GPUs the rank's share of a 2**20-row sample of 28 features
     # is 7 sorts, not 28)
     world, rank = comm.world_size, comm.rank
@@ -262,12 +265,24 @@ def compute_cuts(
         else:
             per_feature = backend.sketch_cuts(comm.allgather(values[rows]), None, mine, max_bin, _DEVICE_SORT_VALUES)
     if per_feature is None:
-        per_feature = _cuts_sorted_on_host(
-            comm.allgather(_sampled_rows_on_host(values, mask)),
-            None if weight is None else comm.allgather(np.asarray(_sampled_rows_on_host(weight, mask), np.float64)),
-            mine,
-            max_bin,
+        sample = _sampled_rows_on_host(values, mask)
+        sample_w = (
+            None if weight is None else comm.allgather(np.asarray(_sampled_rows_on_host(weight, mask), np.float64))
         )
+        alltoall = getattr(comm, "alltoall", None)
+        if split and callable(alltoall):
+            # rank k needs only block k of the sample: each rank sends it the block's columns
+            # (transposed: a feature's values contiguous), and the columns of the ranks, put
+            # end to end, are those of the gathered sample, rows in the same order
+            parts = [
+                np.ascontiguousarray(sample[:, k * n_features // world : (k + 1) * n_features // world].T)
+                for k in range(world)
+            ]
+            del sample
+            columns = np.concatenate(alltoall(parts), axis=1)
+            per_feature = _cuts_of_columns(columns, sample_w, max_bin)
+        else:
+            per_feature = _cuts_sorted_on_host(comm.allgather(sample), sample_w, mine, max_bin)
     sizes = np.array([c.size for c in per_feature], dtype=np.int64)
     values_mine = np.concatenate(per_feature).astype(np.float32) if per_feature else np.empty(0, np.float32)
     if split:
@@ -285,16 +300,24 @@ def _threads(n_values: int, n_features: int) -> int:
 def _cuts_sorted_on_host(sample: np.ndarray, sample_w: np.ndarray | None, features: range, max_bin: int) -> list:
     """Cut values of ``features`` from the gathered host sample (float32 (m, F)) and its
     weights (float64 (m,), None for unit weights); a list of float32 arrays."""
+    # one transpose, then each feature reads contiguously
+    return _cuts_of_columns(np.ascontiguousarray(sample[:, features.start : features.stop].T), sample_w, max_bin)
+
+
+def _cuts_of_columns(columns: np.ndarray, sample_w: np.ndarray | None, max_bin: int) -> list:
+    """Cut values of each row of ``columns`` (float32 (F_block, m): a feature's sampled values,
+    NaN missing) with the sample's weights (float64 (m,), None for unit weights); a list of
+    F_block float32 arrays."""
     if sample_w is None:
-        sample_w = np.ones(sample.shape[0], dtype=np.float64)
-    columns = np.ascontiguousarray(sample.T)  # one transpose, then each feature reads contiguously
+        sample_w = np.ones(columns.shape[1], dtype=np.float64)
 
     def feature_cuts(f: int) -> np.ndarray:
         column = columns[f]
         keep = ~np.isnan(column) & (sample_w > 0)  # a zero-weight row must not place a cut
         return weighted_cut_values(column[keep], sample_w[keep], max_bin)
 
-    workers = _threads(sample.shape[0], len(features))
+    features = range(columns.shape[0])
+    workers = _threads(columns.shape[1], len(features))
     if workers == 1:
         return [feature_cuts(f) for f in features]
     with ThreadPoolExecutor(workers) as pool:  # map keeps the feature order

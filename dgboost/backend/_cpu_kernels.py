@@ -146,7 +146,17 @@ def build_histograms(bins, cut_ptrs, gpair, rows, begins, ends, missing_bin, n_t
     for t in prange(n_threads):
         lo = total * t // n_threads
         hi = total * (t + 1) // n_threads
-        node = np.searchsorted(cum, lo, side="right") - 1
+        # the last node starting at or before lo (np.searchsorted(cum, lo, "right") - 1, by
+        # hand: NumPy's searchsorted costs a second of compilation on a cold start)
+        a = 0
+        b = n_nodes + 1
+        while a < b:
+            mid = (a + b) >> 1
+            if cum[mid] <= lo:
+                a = mid + 1
+            else:
+                b = mid
+        node = a - 1
         pos = lo
         while pos < hi:
             while cum[node + 1] <= pos:
@@ -261,9 +271,12 @@ def _gain_given_weight(G, H, w, lam, alpha):
     return -(2.0 * G * w + (H + lam) * w * w) - 2.0 * alpha * abs(w)
 
 
-@njit(**_KW)
+@njit(inline="always", **_KW)
 def _node_gain(G, H, lo, hi, constrained, lam, alpha, mcw, mds):
-    """A node's own gain: with constraints, from its weight clipped into its bounds."""
+    """A node's own gain: with constraints, from its weight clipped into its bounds.
+
+    Inlined, so that a caller's constant ``constrained`` prunes the other branch.
+    """
     if constrained:
         return _gain_given_weight(G, H, _bounded_weight(G, H, lo, hi, lam, alpha, mcw, mds), lam, alpha)
     return _gain(G, H, lam, alpha, mcw, mds)
@@ -425,13 +438,11 @@ def evaluate_splits(
     mds,
     bounds,
     monotone,
-    constrained,
     out_feature,
     out_bin,
     out_default_left,
     out_gain,
     out_left,
-    has_cat,
     is_cat,
     max_onehot,
     max_threshold,
@@ -439,16 +450,20 @@ def evaluate_splits(
 ):
     """Best split per node: first maximum in (feature, bin, missing-right before missing-left) order.
 
-    With ``constrained`` (monotone constraints), node i's weights are bounded by
-    ``bounds[i]`` (float64 (n, 2)) and feature f's sign is ``monotone[f]`` (int8 (F,));
-    otherwise both are placeholders and the gains are the plain closed-form ones.
-    With ``has_cat``, features with ``is_cat[f]`` (uint8 (F,)) are searched as categorical
-    (:func:`_categorical_best`, docs/design.md §11.2) and node i's right-going category set
-    is written to ``out_cat_bits[i]`` (uint32 (n, words); zeros unless its best split is
-    categorical).
+    With monotone constraints, node i's weights are bounded by ``bounds[i]`` (float64
+    (n, 2)) and feature f's sign is ``monotone[f]`` (int8 (F,)); otherwise both are None and
+    the gains are the plain closed-form ones (Numba prunes the constrained arithmetic from
+    that specialisation: it is not compiled until a model is constrained).
+    Unless ``is_cat`` is None, features with ``is_cat[f]`` (uint8 (F,)) are searched as
+    categorical (:func:`_categorical_best`, docs/design.md §11.2) and node i's right-going
+    category set is written to ``out_cat_bits[i]`` (uint32 (n, words); zeros unless its best
+    split is categorical). With ``is_cat`` and ``out_cat_bits`` None (no categorical
+    feature), Numba prunes the ``is not None`` branches before typing: the numeric
+    specialisation never compiles the categorical search (seconds of a cold start).
     """
     n_nodes = hist.shape[0]
     n_features = cut_ptrs.shape[0] - 1
+    constrained = bounds is not None  # a constant of each specialisation
     for i in prange(n_nodes):
         tg = totals[i, 0]
         th = totals[i, 1]
@@ -465,7 +480,7 @@ def evaluate_splits(
         best_lg = 0
         best_lh = 0
         best_cat = False
-        if has_cat:
+        if is_cat is not None:
             out_cat_bits[i, :] = 0
         for f in range(n_features):
             if not feature_mask[i, f]:
@@ -473,10 +488,11 @@ def evaluate_splits(
             sign = monotone[f] if constrained else 0
             lo_b = cut_ptrs[f]
             hi_b = cut_ptrs[f + 1]
-            if has_cat and is_cat[f] != 0:
+            # a plain condition on the argument itself, else Numba cannot prune it
+            if is_cat is not None and is_cat[f] != 0:
                 found, gain, b, dl, lg, lh = _categorical_best(
                     hist,
-                    i,
+                    np.int64(i),  # a prange index may be unsigned: one specialisation, not two
                     lo_b,
                     hi_b,
                     tg,
@@ -532,7 +548,7 @@ def evaluate_splits(
                         best_cat = False
         if best_f >= 0 and best < gamma:
             best_f = -1
-        if has_cat and (best_f < 0 or not best_cat):
+        if is_cat is not None and (best_f < 0 or not best_cat):
             out_cat_bits[i, :] = 0
         out_feature[i] = best_f
         out_bin[i] = best_b
@@ -676,75 +692,83 @@ def _partition_rows(column, rows, lo, hi, split_bin, default_left, missing_bin, 
 
 @njit(parallel=True, **_KW)
 def partition(
-    bins_by_feature, rows, begins, ends, feature, split_bin, default_left, missing_bin, chunk, scratch, left_counts
+    bins_by_feature, rows, begins, ends, feature, split_bin, default_left, missing_bin, n_slices, scratch, left_counts
 ):
     """Stable partition of each node's segment of ``rows``: left rows first, order kept.
 
     ``bins_by_feature`` is the (F, n) column-major copy of the bins: a node reads one
-    feature of its rows, so a column keeps those reads close together. A node of more than
-    ``chunk`` rows is cut into pieces of ``chunk`` rows, partitioned on the threads into the
-    two halves of ``scratch`` (same dtype as ``rows``, at least twice the nodes' rows: kept
-    by the caller, since writing fresh pages costs a fault each) and then copied into place
-    at their offsets within the node's left and right parts (the first levels have fewer
-    nodes than threads); a smaller node is partitioned in place, its right rows through an
-    array of its own (:func:`_partition_rows`; a fresh array, which the compiler knows
-    aliases nothing, made the loop 20% faster than ``scratch`` did).
+    feature of its rows, so a column keeps those reads close together. The rows of all
+    nodes are laid end to end and cut into ``n_slices`` equal slices, one per thread (a
+    level's nodes differ widely in size: whole nodes per thread left most threads idle). A
+    node within one slice is partitioned in place, its right rows through an array of its
+    own (:func:`_partition_rows`; a fresh array, which the compiler knows aliases nothing,
+    made the loop 20% faster than a shared buffer). A node cut by a slice boundary is
+    partitioned piece by piece into ``scratch`` (same dtype as ``rows``, at least twice the
+    nodes' rows, kept by the caller: writing fresh pages costs a fault each), left rows in
+    the first half and right rows in the second, then copied into place at each piece's
+    offsets within the node's left and right parts.
     """
     n_nodes = begins.shape[0]
-    first = np.empty(n_nodes + 1, np.int64)  # node i's pieces: first[i]:first[i + 1]
-    base = np.empty(n_nodes, np.int64)  # node i's rows start at base[i] in each half of scratch
-    first[0] = 0
-    size = 0
+    cum = np.zeros(n_nodes + 1, np.int64)
     for i in range(n_nodes):
-        first[i + 1] = first[i] + max(1, (ends[i] - begins[i] + chunk - 1) // chunk)
-        base[i] = size
-        size += ends[i] - begins[i]
-    n_pieces = first[n_nodes]
-    piece_node = np.empty(n_pieces, np.int64)
-    for i in range(n_nodes):
-        piece_node[first[i] : first[i + 1]] = i
-    piece_left = np.empty(n_pieces, np.int64)
-    for c in prange(n_pieces):
-        i = piece_node[c]
-        lo = begins[i] + (c - first[i]) * chunk
-        hi = min(lo + chunk, ends[i])
-        column = bins_by_feature[feature[i]]
-        sb = split_bin[i]
-        dl = default_left[i]
-        out = base[i] + (lo - begins[i])  # the piece's place in each half of scratch
-        # a node of under 1/32 of the rows: its next row is a cache line or more away on average
-        sparse = (ends[i] - begins[i]) * 32 < column.shape[0]
-        if first[i + 1] - first[i] == 1:  # the whole node: left rows back in place
-            right = np.empty(hi - lo, rows.dtype)
-            nl = _partition_rows(column, rows, lo, hi, sb, dl, missing_bin, rows, lo, right, 0, sparse)
-            for q in range(hi - lo - nl):
-                rows[lo + nl + q] = right[q]
-        else:  # a piece: both sides into scratch
-            nl = _partition_rows(column, rows, lo, hi, sb, dl, missing_bin, scratch, out, scratch, size + out, sparse)
-        piece_left[c] = nl
-    for i in range(n_nodes):
-        n_left = 0
-        for c in range(first[i], first[i + 1]):
-            n_left += piece_left[c]
-        left_counts[i] = n_left
-    for c in prange(n_pieces):
-        i = piece_node[c]
-        if first[i + 1] - first[i] == 1:
-            continue  # partitioned in place
-        lo = begins[i] + (c - first[i]) * chunk
-        hi = min(lo + chunk, ends[i])
-        out = base[i] + (lo - begins[i])
-        before_left = 0  # left rows of the node's earlier pieces
-        for d in range(first[i], c):
-            before_left += piece_left[d]
-        before_right = (lo - begins[i]) - before_left
-        nl = piece_left[c]
-        dst = begins[i] + before_left
-        for q in range(nl):
-            rows[dst + q] = scratch[out + q]
-        dst = begins[i] + left_counts[i] + before_right
-        for q in range(hi - lo - nl):
-            rows[dst + q] = scratch[size + out + q]
+        cum[i + 1] = cum[i] + (ends[i] - begins[i])
+        left_counts[i] = 0  # nodes without rows are in no slice
+    total = cum[n_nodes]
+    # a slice's first and last nodes may be cut: two piece slots per slice
+    piece_node = np.full(2 * n_slices, -1, np.int64)
+    piece_lo = np.zeros(2 * n_slices, np.int64)  # the piece's place in the concatenation
+    piece_hi = np.zeros(2 * n_slices, np.int64)
+    piece_left = np.zeros(2 * n_slices, np.int64)
+    for t in prange(n_slices):
+        lo = total * t // n_slices
+        hi = total * (t + 1) // n_slices
+        node = np.searchsorted(cum, lo, side="right") - 1
+        pos = lo
+        while pos < hi:
+            while cum[node + 1] <= pos:
+                node += 1
+            stop = min(hi, cum[node + 1])
+            a = begins[node] + (pos - cum[node])
+            b = a + (stop - pos)
+            column = bins_by_feature[feature[node]]
+            sb = split_bin[node]
+            dl = default_left[node]
+            # a node of under 1/32 of the rows: its next row is a cache line or more away on average
+            sparse = (ends[node] - begins[node]) * 32 < column.shape[0]
+            if cum[node] >= lo and cum[node + 1] <= hi:  # the whole node is this slice's
+                right = np.empty(b - a, rows.dtype)
+                nl = _partition_rows(column, rows, a, b, sb, dl, missing_bin, rows, a, right, 0, sparse)
+                for q in range(b - a - nl):
+                    rows[a + nl + q] = right[q]
+                left_counts[node] = nl
+            else:  # cut: this slice's piece into scratch
+                slot = 2 * t if pos == lo else 2 * t + 1
+                at = total + pos
+                nl = _partition_rows(column, rows, a, b, sb, dl, missing_bin, scratch, pos, scratch, at, sparse)
+                piece_node[slot] = node
+                piece_lo[slot] = pos
+                piece_hi[slot] = stop
+                piece_left[slot] = nl
+            pos = stop
+    for s in range(2 * n_slices):
+        if piece_node[s] >= 0:
+            left_counts[piece_node[s]] += piece_left[s]
+    for s in prange(2 * n_slices):
+        i = piece_node[s]
+        if i >= 0:
+            before_left = 0  # left rows of the node's earlier pieces
+            for u in range(2 * n_slices):
+                if piece_node[u] == i and piece_lo[u] < piece_lo[s]:
+                    before_left += piece_left[u]
+            pos = piece_lo[s]
+            count = piece_hi[s] - pos
+            nl = piece_left[s]
+            dst = begins[i] + before_left
+            for q in range(nl):
+                rows[dst + q] = scratch[pos + q]
+            dst = begins[i] + left_counts[i] + (pos - cum[i]) - before_left
+            for q in range(count - nl):
+                rows[dst + q] = scratch[total + pos + q]
 
 
 @njit(parallel=True, **_KW)
@@ -784,12 +808,39 @@ def partition_categorical(
         left_counts[i] = nl
 
 
+@njit(**_KW)
+def _add_value(margin, rows, lo, hi, v, group):
+    """margin[rows[lo:hi], group] += v, the margins of rows a few places ahead prefetched
+    (a leaf's rows are scattered)."""
+    ahead = hi - _PREFETCH_ROWS
+    for p in range(lo, hi):
+        if p < ahead:
+            _prefetch(margin, rows[p + _PREFETCH_ROWS])
+        margin[rows[p], group] += v
+
+
 @njit(parallel=True, **_KW)
-def add_leaf_values(margin, rows, begins, ends, values, group):
-    for i in prange(begins.shape[0]):
-        v = values[i]
-        for p in range(begins[i], ends[i]):
-            margin[rows[p], group] += v
+def add_leaf_values(margin, rows, begins, ends, values, group, n_slices):
+    """margin[rows[begins[i]:ends[i]], group] += values[i] for each leaf i (their rows
+    distinct: one addition per row, in any order). The leaves' rows are laid end to end and
+    cut into ``n_slices`` equal slices, one per thread (leaves differ widely in size)."""
+    n_leaves = begins.shape[0]
+    cum = np.zeros(n_leaves + 1, dtype=np.int64)
+    for i in range(n_leaves):
+        cum[i + 1] = cum[i] + (ends[i] - begins[i])
+    total = cum[n_leaves]
+    for t in prange(n_slices):
+        lo = total * t // n_slices
+        hi = total * (t + 1) // n_slices
+        leaf = np.searchsorted(cum, lo, side="right") - 1
+        pos = lo
+        while pos < hi:
+            while cum[leaf + 1] <= pos:
+                leaf += 1
+            stop = min(hi, cum[leaf + 1])
+            shift = begins[leaf] - cum[leaf]
+            _add_value(margin, rows, pos + shift, stop + shift, values[leaf], group)
+            pos = stop
 
 
 @njit(**_KW)

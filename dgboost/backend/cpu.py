@@ -33,12 +33,6 @@ def _balance(sizes: np.ndarray, n_threads: int) -> tuple[np.ndarray, np.ndarray]
     return task_ptr.astype(np.int64), task_nodes.astype(np.int64)
 
 
-# evaluate_splits' bounds and signs when nothing is constrained (the kernel does not read them)
-_NO_BOUNDS = np.zeros((1, 2), np.float64)
-_NO_SIGNS = np.zeros(1, np.int8)
-# evaluate_splits' and partition's categorical arrays when no feature is categorical
-_NO_CATS = np.zeros(1, np.uint8)
-_NO_CAT_BITS = np.zeros((1, 1), np.uint32)
 # quantise's row mask when every row is kept
 _NO_KEEP = np.zeros(0, np.bool_)
 
@@ -261,16 +255,18 @@ class CPUBackend:
         )
         no_node = records[:, FEATURE] == NO_NODE
         mask[no_node] = False
-        constrained = monotone is not None
-        if constrained:
+        # both None when nothing is constrained: the kernel's unconstrained specialisation
+        # then leaves the constrained arithmetic out (compiled only when used)
+        if monotone is not None:
             bounds = np.ascontiguousarray(bounds, np.float64)
             monotone = np.ascontiguousarray(monotone, np.int8)
-        else:  # placeholders of the kernel's types: never read
-            bounds, monotone = _NO_BOUNDS, _NO_SIGNS
+        else:
+            bounds = None
         lam, alpha, mcw, mds = _regularisers(params)
-        has_cat = categorical is not None
-        is_cat = np.ascontiguousarray(categorical.is_cat, np.uint8) if has_cat else _NO_CATS
-        bits = cat_bits if has_cat else _NO_CAT_BITS
+        # None, not placeholder arrays, when nothing is categorical: the kernel's numeric
+        # specialisation then leaves the categorical search out (compiled only when used)
+        is_cat = None if categorical is None else np.ascontiguousarray(categorical.is_cat, np.uint8)
+        bits = None if categorical is None else cat_bits
         K.evaluate_splits(
             hist,
             np.ascontiguousarray(records[:, SUM_G : SUM_H + 1]),
@@ -285,13 +281,11 @@ class CPUBackend:
             mds,
             bounds,
             monotone,
-            constrained,
             feature,
             split_bin,
             default_left,
             gain,
             left,
-            has_cat,
             is_cat,
             int(getattr(params, "max_cat_to_onehot", 4)),
             int(getattr(params, "max_cat_threshold", 64)),
@@ -342,13 +336,9 @@ class CPUBackend:
         else:
             # pieces of a quarter of a thread's share, at least 16k rows (a piece costs two
             # passes and a few allocations' worth of bookkeeping)
-            sizes = ends[split] - begins[split]
-            size = int(sizes.sum())
-            # with fewer nodes than threads, pieces of half a thread's share (at least 16k rows:
-            # a piece costs a second pass); otherwise whole nodes, partitioned in place
-            chunk = max(1 << 14, -(-size // (2 * self.threads))) if split.size < self.threads else size + 1
+            size = int((ends[split] - begins[split]).sum())
             scratch = self._scratch(2 * size, rows.dtype)
-            K.partition(*nodes, split_bin, default_left, missing, chunk, scratch, left_counts)
+            K.partition(*nodes, split_bin, default_left, missing, self.threads, scratch, left_counts)
         counts[split, 0] = left_counts
         counts[split, 1] = ends[split] - begins[split] - left_counts
         return counts
@@ -361,6 +351,7 @@ class CPUBackend:
             np.asarray(ends, np.int64),
             np.asarray(values, np.float32),
             int(group),
+            self.threads,
         )
 
     def add_record_leaf_values(self, margin, rows, records, scales, params, group):

@@ -38,6 +38,11 @@ class Communicator(Protocol):
     def broadcast(self, obj: Any, root: int = 0) -> Any:
         """Return ``obj`` as held by ``root`` on every rank (any picklable object)."""
 
+    # Optional, not part of the protocol (NCCL's communicator has none): ``alltoall(parts)``,
+    # ``parts`` a list of ``world_size`` host arrays of one dtype (1-D or 2-D, any shapes),
+    # ``parts[k]`` sent to rank k; returns the list of the parts every rank sent to this one,
+    # in rank order. Callers check for it with ``getattr(comm, "alltoall", None)``.
+
 
 def _as_array(array):
     """``array`` itself when it is already an array (NumPy or a device array), else NumPy's."""
@@ -64,6 +69,12 @@ class LocalComm:
 
     def allgather(self, array):
         return _as_array(array)
+
+    def alltoall(self, parts):
+        """``[parts[0]]``: the one rank's part to itself (see :class:`Communicator`)."""
+        if len(parts) != 1:
+            raise ValueError(f"alltoall takes one part per rank (1), got {len(parts)}")
+        return [_as_array(parts[0])]
 
     def broadcast(self, obj, root: int = 0):
         return obj

@@ -5,9 +5,12 @@ workers) is a maintained collective library that CPU Dask workers can all reach;
 uses it instead of a socket protocol of its own. CUDA workers that share one GPU use it too,
 because NCCL refuses two ranks on one device.
 
-Exactness: integer sums are exact whatever the reduction order. ``allgather`` is built on an
-integer sum of bytes (each rank writes its rows into its own slice of a zeroed buffer), so
-floating-point rows arrive bit for bit (a float sum would turn ``-0.0`` into ``0.0``).
+Exactness: integer sums are exact whatever the reduction order. ``allgather`` and ``alltoall``
+move bytes, so floating-point rows arrive bit for bit: ``allgather`` is XGBoost's ring
+allgather (``XGCommunicatorAllgather`` of its C library: each rank sends its own segment once
+and receives the others'). XGBoost's collective has no send to one rank, so ``alltoall``, in
+which a rank must receive only the parts addressed to it, sends them over TCP connections of
+its own (:mod:`._p2p`), the ranks' addresses exchanged through the collective.
 
 ``xgboost.collective`` is one communicator per process, so a process runs one job's
 collectives at a time (a lock, held from ``__enter__`` to ``__exit__``).
@@ -245,6 +248,28 @@ class CollectiveComm:
     def allreduce_max(self, array):
         return self._reduce(array, "max")
 
+    def _allgather_bytes(self, mine: np.ndarray, sizes: np.ndarray) -> list[np.ndarray]:
+        """Every rank's bytes, in rank order: ``mine`` (uint8 (sizes[rank],)) is this rank's.
+
+        XGBoost's allgather takes segments of one size, ``segment`` bytes at ``rank * segment``
+        of the buffer: a rank's bytes are padded to the largest rank's (the padding, left
+        uninitialised, is sent but never read)."""
+        from xgboost.core import _LIB, _check_call
+
+        segment = int(sizes.max()) if sizes.size else 0
+        if segment == 0:
+            return [np.empty(0, np.uint8) for _ in range(self._world_size)]
+        buffer = np.empty(self._world_size * segment, np.uint8)
+        buffer[self._rank * segment : self._rank * segment + mine.size] = mine
+
+        def gather() -> None:
+            _check_call(
+                _LIB.XGCommunicatorAllgather(buffer.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(buffer.size))
+            )
+
+        self._call("allgather", gather)
+        return [buffer[k * segment : k * segment + int(sizes[k])] for k in range(self._world_size)]
+
     def allgather(self, array):
         xp = array_module(array)
         host = np.ascontiguousarray(to_host(array))
@@ -257,16 +282,64 @@ class CollectiveComm:
         widths = set(meta[1][meta[0] > 0].tolist())
         if len(widths) > 1:
             raise CommunicationError(f"allgather: ranks sent rows of different sizes ({sorted(widths)} bytes)")
-        offsets = np.concatenate([[0], np.cumsum(meta[0])])
-        buffer = np.zeros(int(offsets[-1]) * row_bytes, np.uint8)
-        start = int(offsets[self._rank]) * row_bytes
-        buffer[start : start + host.nbytes] = host.reshape(-1).view(np.uint8)
-        # uint8 sum: exactly one rank writes each byte, the others add zero
-        buffer = self._reduce(buffer, "sum")
-        out = buffer.view(host.dtype).reshape((int(offsets[-1]),) + host.shape[1:])
+        parts = self._allgather_bytes(host.reshape(-1).view(np.uint8), meta[0] * row_bytes)
+        out = np.concatenate(parts).view(host.dtype).reshape((int(meta[0].sum()),) + host.shape[1:])
         return xp.asarray(out) if xp is not np else out
+
+    def alltoall(self, parts):
+        """``parts[k]`` to rank ``k``; what every rank addressed to this one, in rank order.
+
+        Parameters
+        ----------
+        parts : sequence of ``world_size`` NumPy arrays of one dtype, 1-D or 2-D, any shapes
+
+        Returns
+        -------
+        list of ``world_size`` NumPy arrays: rank ``k``'s ``parts[rank]``, its shape and dtype
+
+        Notes
+        -----
+        Each part goes straight to its rank (see the module docstring and :mod:`._p2p`).
+        """
+        parts = [np.ascontiguousarray(to_host(p)) for p in parts]
+        dtype = _check_parts(parts, self._world_size)
+        # the shape of every (sender, receiver) part, zero-padded to 2 axes, and its axes
+        meta = np.zeros((self._world_size, self._world_size, 3), np.int64)
+        for k, p in enumerate(parts):
+            meta[self._rank, k, : p.ndim] = p.shape
+            meta[self._rank, k, 2] = p.ndim
+        meta = self.allreduce_sum(meta)
+        nbytes = np.where(meta[..., 2] == 2, meta[..., 0] * meta[..., 1], meta[..., 0]) * dtype.itemsize
+        from . import _p2p
+
+        received = self._call(
+            "alltoall",
+            _p2p.exchange,
+            self._rank,
+            self._world_size,
+            [p.reshape(-1).view(np.uint8) for p in parts],
+            [int(b) for b in nbytes[:, self._rank]],
+            self.allgather,
+            str(self._args.get("dmlc_tracker_uri", "127.0.0.1")),
+            self._timeout,
+        )
+        out = []
+        for k, block in enumerate(received):
+            shape = tuple(int(d) for d in meta[k, self._rank, : int(meta[k, self._rank, 2])])
+            out.append(block.view(dtype).reshape(shape))
+        return out
 
     def broadcast(self, obj, root: int = 0):
         from xgboost import collective
 
         return self._call("broadcast", collective.broadcast, obj, int(root))
+
+
+def _check_parts(parts: list, world_size: int) -> np.dtype:
+    """The one dtype of an alltoall's ``parts`` (``world_size`` arrays of 1 or 2 axes)."""
+    if len(parts) != world_size:
+        raise ValueError(f"alltoall takes one part per rank ({world_size}), got {len(parts)}")
+    dtypes = {p.dtype for p in parts}
+    if len(dtypes) != 1 or any(p.ndim not in (1, 2) for p in parts):
+        raise ValueError("alltoall's parts must share one dtype and have 1 or 2 axes")
+    return dtypes.pop()

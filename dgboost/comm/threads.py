@@ -69,6 +69,13 @@ class ThreadComm:
         parts = self._group.exchange(self._rank, np.asarray(array))
         return np.concatenate(parts, axis=0)
 
+    def alltoall(self, parts):
+        """``parts[k]`` to rank ``k``; the parts every rank sent to this one, in rank order."""
+        if len(parts) != self.world_size:
+            raise ValueError(f"alltoall takes one part per rank ({self.world_size}), got {len(parts)}")
+        sent = self._group.exchange(self._rank, [np.asarray(p) for p in parts])
+        return [np.array(sent[k][self._rank], copy=True) for k in range(self.world_size)]
+
     def broadcast(self, obj, root: int = 0):
         return self._group.exchange(self._rank, obj)[root]
 

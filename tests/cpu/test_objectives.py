@@ -431,6 +431,24 @@ def test_host_fixed_point_terms_equal_numpys_ldexp_and_rint_for_every_shift(shif
     np.testing.assert_array_equal(_host_fixed_point_sum(v, np.array([shift], np.int64)), [want])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_small_host_blocks_sum_in_numpy_bit_for_bit_as_the_kernels_do(dtype, monkeypatch):
+    import dgboost.exact as exact
+
+    rng = np.random.default_rng(3)
+    v = (rng.normal(size=(20_001, 3)) * np.array([1.0, 1e-30, 3e30])).astype(dtype)
+    v[::7, 1] = 0.0
+    monkeypatch.setattr(exact, "_KERNEL_MIN_VALUES", v.size)  # this block: NumPy
+    numpy_sums = exact_sum(v, LocalComm())
+    monkeypatch.setattr(exact, "_KERNEL_MIN_VALUES", v.size - 1)  # this block: the kernels
+    np.testing.assert_array_equal(exact_sum(v, LocalComm()), numpy_sums)
+    v[5, 2] = np.nan
+    for limit in (v.size, v.size - 1):
+        monkeypatch.setattr(exact, "_KERNEL_MIN_VALUES", limit)
+        with pytest.raises(DGBoostValueError, match="non-finite"):
+            exact_sum(v, LocalComm())
+
+
 def test_unweighted_intercepts_equal_those_with_unit_weights_on_any_partitioning():
     rng = np.random.default_rng(2)
     y = (rng.random(30_001) < 0.3).astype(np.float32)

@@ -1,0 +1,172 @@
+"""Cold start of CPU training: the first ``train`` in a process with an empty Numba cache.
+
+Each measurement is a fresh Python process with ``NUMBA_CACHE_DIR`` set to a new empty
+folder, so every Numba kernel the run needs is compiled (and written to that cache). Two
+workloads (issue 31's row "first train in a fresh environment"):
+
+* ``demo``: the training of ``dgboost demo --local`` (100,000 x 28 synthetic rows, 10%
+  missing, 20% held out as the evaluation set with logloss and auc, depth 6, 50 rounds);
+* ``plain``: ``dg.train({"objective": "binary:logistic"}, dg.DMatrix(X, y), 10)`` on
+  10,000 x 10 float32.
+
+For each: seconds to import dgboost, from the start of the ``train`` call (DMatrix
+construction included) to the end of the first round (a callback's stamp), and the whole
+call; and every Numba compilation (``numba:compile`` events: function, signature, seconds
+inclusive of the kernels it compiles inline and exclusive of them). The median of
+``--repeats`` processes is reported; the compile list is the one of the median process.
+
+    python benchmarks/cold_start_cpu.py --repeats 3 --label after
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import RESULTS, machine, versions  # noqa: E402
+
+WORKLOADS = ("demo", "plain")
+
+
+def _recorder():
+    """A ``numba:compile`` listener that keeps (function, signature, inclusive, exclusive) seconds."""
+    from numba.core import event
+
+    class _Compiles(event.Listener):
+        def __init__(self):
+            self.stack = []  # [start, seconds spent in nested compiles]
+            self.rows = []
+
+        def on_start(self, ev):
+            self.stack.append([time.perf_counter(), 0.0])
+
+        def on_end(self, ev):
+            start, nested = self.stack.pop()
+            took = time.perf_counter() - start
+            if self.stack:
+                self.stack[-1][1] += took
+            data = ev.data or {}
+            fn = getattr(data.get("dispatcher"), "py_func", None)
+            name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
+            sig = ", ".join(str(a) for a in data.get("args", ()))
+            self.rows.append({"function": name, "signature": f"({sig})", "inclusive_s": took, "self_s": took - nested})
+
+    rec = _Compiles()
+    event.register("numba:compile", rec)
+    return rec
+
+
+def _child(workload: str) -> None:
+    """One cold run, in this process; prints a JSON line."""
+    started = time.perf_counter()
+    rec = _recorder()
+    import numpy as np
+
+    import dgboost as dg
+    from dgboost.callback import TrainingCallback
+    from dgboost.datasets import make_synthetic
+
+    imported = time.perf_counter()
+    stamps = {}
+
+    class _FirstRound(TrainingCallback):
+        def after_iteration(self, model, epoch, evals_log):
+            stamps.setdefault("first_round", time.perf_counter())
+            return False
+
+    if workload == "demo":
+        X, y, _ = make_synthetic(100_000, task="binary", missing_rate=0.1, seed=0)
+        n_test = 20_000
+        params = {"objective": "binary:logistic", "eval_metric": ["logloss", "auc"], "max_depth": 6, "eta": 0.1}
+        params.update(device="cpu", seed=0)
+        t0 = time.perf_counter()
+        dtrain = dg.DMatrix(X[:-n_test], label=y[:-n_test])
+        dtest = dg.DMatrix(X[-n_test:], label=y[-n_test:], ref=dtrain)
+        dg.train(params, dtrain, 50, evals=[(dtest, "test")], verbose_eval=False, callbacks=[_FirstRound()])
+    else:
+        rng = np.random.default_rng(0)
+        X = rng.standard_normal((10_000, 10)).astype(np.float32)
+        y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(np.float32)
+        t0 = time.perf_counter()
+        dg.train({"objective": "binary:logistic"}, dg.DMatrix(X, y), 10, callbacks=[_FirstRound()])
+    done = time.perf_counter()
+    out = {
+        "import_s": imported - started,
+        "to_first_round_s": stamps["first_round"] - t0,
+        "train_call_s": done - t0,
+        "compile_events": len(rec.rows),
+        "compile_s_top_level": sum(r["self_s"] for r in rec.rows),
+        "compiles": sorted(rec.rows, key=lambda r: -r["self_s"]),
+    }
+    print("RESULT " + json.dumps(out))
+
+
+def _uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def _cold_run(workload: str) -> dict:
+    with tempfile.TemporaryDirectory(prefix="numba-cold-") as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        load = _uptime()
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, __file__, "--child", workload], env=env, capture_output=True, text=True, check=True
+        )
+        wall = time.perf_counter() - start
+    line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT "))
+    out = json.loads(line[len("RESULT ") :])
+    out.update(process_s=wall, uptime=load, stderr=proc.stderr.strip().splitlines()[-3:])
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--child", choices=WORKLOADS)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--label", default="run")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--output", default=str(RESULTS / "cold_start_cpu.json"))
+    ap.add_argument("--note", default="", help="What this run measured (the code's commit, the machine's load).")
+    args = ap.parse_args()
+    if args.child:
+        _child(args.child)
+        return
+    path = Path(args.output)
+    payload = json.loads(path.read_text()) if path.exists() else {"benchmark": "cold_start_cpu", "runs": {}}
+    entry = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine(), "versions": versions("numba", "numpy")}
+    entry["note"] = args.note
+    for workload in args.workloads.split(","):
+        runs = [_cold_run(workload) for _ in range(args.repeats)]
+        keys = ("import_s", "to_first_round_s", "train_call_s", "process_s")
+        median = {k: statistics.median(r[k] for r in runs) for k in keys}
+        mid = sorted(runs, key=lambda r: r["to_first_round_s"])[len(runs) // 2]
+        entry[workload] = {
+            "median": median,
+            "per_process": [{k: r[k] for k in (*keys, "compile_events", "uptime")} for r in runs],
+            "compile_events": mid["compile_events"],
+            "compiles_of_median_process": mid["compiles"],
+            "stderr_tail": mid["stderr"],
+        }
+        print(workload, json.dumps(median), "compiles:", mid["compile_events"], flush=True)
+    payload["runs"][args.label] = entry
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2) + "\n")
+    print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()
