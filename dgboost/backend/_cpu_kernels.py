@@ -122,7 +122,7 @@ def _accumulate(bins, cut_ptrs, gpair, rows, start, stop, missing_bin, hist, bas
 
 @njit(parallel=True, **_KW)
 def build_histograms(bins, cut_ptrs, gpair, rows, begins, ends, missing_bin, n_threads, out):
-    """out[i] (zeroed, int64 (total_bins, 2)) += gpair sums of node i's rows by bin.
+    """out[i] (int64 (total_bins, 2), C-contiguous, zeroed here) = gpair sums of node i's rows by bin.
 
     The rows of all nodes are laid end to end and cut into ``n_threads`` equal slices, one
     per thread. A node within one slice is summed straight into ``out``; only the nodes a
@@ -137,11 +137,14 @@ def build_histograms(bins, cut_ptrs, gpair, rows, begins, ends, missing_bin, n_t
     total = cum[n_nodes]
     stride = 2 * out.shape[1]
     flat_out = out.reshape(-1)
+    n_blocks = 4 * n_threads
+    for k in prange(n_blocks):  # zeroed here on the threads, not by one memset in the caller
+        flat_out[flat_out.shape[0] * k // n_blocks : flat_out.shape[0] * (k + 1) // n_blocks] = 0
     if n_threads <= 1:
         for i in range(n_nodes):
             _accumulate(bins, cut_ptrs, gpair, rows, begins[i], ends[i], missing_bin, flat_out, i * stride)
         return
-    partial = np.zeros(2 * n_threads * stride, dtype=np.int64)
+    partial = np.empty(2 * n_threads * stride, dtype=np.int64)  # a slot is zeroed by its thread
     slot_node = np.full(2 * n_threads, -1, np.int64)  # the node of each partial slot, -1 unused
     for t in prange(n_threads):
         lo = total * t // n_threads
@@ -169,6 +172,7 @@ def build_histograms(bins, cut_ptrs, gpair, rows, begins, ends, missing_bin, n_t
             else:  # shared: only a slice's first and last nodes can be
                 slot = 2 * t if pos == lo else 2 * t + 1
                 slot_node[slot] = node
+                partial[slot * stride : (slot + 1) * stride] = 0
                 _accumulate(bins, cut_ptrs, gpair, rows, a, b, missing_bin, partial, slot * stride)
             pos = stop
     n_blocks = 4 * n_threads
@@ -213,7 +217,7 @@ def _threshold_l1(G, alpha):
 
 @njit(parallel=True, **_KW)
 def build_histograms_by_node(bins, cut_ptrs, gpair, rows, begins, ends, missing_bin, task_ptr, task_nodes, out):
-    """out[i] += sums of node i, whole nodes per thread (no partial histograms to zero and add).
+    """out[i] = sums of node i (zeroed here), whole nodes per thread (no partial histograms).
 
     Used when there are many more nodes than threads: thread t builds the nodes
     ``task_nodes[task_ptr[t]:task_ptr[t + 1]]`` (a balanced assignment made by the caller).
@@ -223,6 +227,7 @@ def build_histograms_by_node(bins, cut_ptrs, gpair, rows, begins, ends, missing_
     for t in prange(task_ptr.shape[0] - 1):
         for k in range(task_ptr[t], task_ptr[t + 1]):
             i = task_nodes[k]
+            flat[i * stride : (i + 1) * stride] = 0  # zeroed by the thread that fills it
             _accumulate(bins, cut_ptrs, gpair, rows, begins[i], ends[i], missing_bin, flat, i * stride)
 
 
@@ -523,8 +528,15 @@ def evaluate_splits(
             cg = 0
             ch = 0
             for b in range(lo_b, hi_b):
-                cg += hist[i, b, 0]
-                ch += hist[i, b, 1]
+                bg = hist[i, b, 0]
+                bh = hist[i, b, 1]
+                if bg == 0 and bh == 0 and b > lo_b:
+                    # an empty bin's candidates have the sums of the bin before's, whose gains
+                    # were compared already: an equal gain never beats them (deep nodes have
+                    # many empty bins)
+                    continue
+                cg += bg
+                ch += bh
                 for d in range(2):
                     if d == 0:
                         lg = cg

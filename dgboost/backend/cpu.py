@@ -33,6 +33,26 @@ def _balance(sizes: np.ndarray, n_threads: int) -> tuple[np.ndarray, np.ndarray]
     return task_ptr.astype(np.int64), task_nodes.astype(np.int64)
 
 
+class _DenseBins(np.ndarray):
+    """uint8 bins of a matrix with no missing value whose features have at most 256 bins (as
+    the default ``max_bin=256`` gives): the uint16 layout that 256 bins and a missing marker
+    need takes twice the bytes, which the histograms and the partition read row by row.
+
+    Here the uint8 maximum, 255, is a bin; ``missing`` (what ``BinnedMatrix.missing_bin``
+    reads) is 256, which no bin equals. The kernels take the plain array (:func:`_plain`).
+    """
+
+    missing = 256
+
+
+def _plain(bins) -> tuple[np.ndarray, int]:
+    """(``bins`` as a plain ndarray, its missing marker): the dtype's maximum, or 256 for
+    :class:`_DenseBins`."""
+    if isinstance(bins, _DenseBins):
+        return bins.view(np.ndarray), _DenseBins.missing
+    return bins, int(np.iinfo(bins.dtype).max)
+
+
 # quantise's row mask when every row is kept
 _NO_KEEP = np.zeros(0, np.bool_)
 
@@ -144,6 +164,9 @@ class CPUBackend:
     def bin_values(self, values, cut_values, cut_ptrs, dtype):
         out = np.empty(values.shape, dtype=dtype)
         K.bin_values(np.ascontiguousarray(values, np.float32), cut_values, cut_ptrs, int(np.iinfo(dtype).max), out)
+        if out.dtype == np.uint16 and out.size and int(np.diff(cut_ptrs).max()) <= 256:
+            if not (out == np.iinfo(np.uint16).max).any():  # no value missing: 256 bins fit a byte
+                return out.astype(np.uint8).view(_DenseBins)
         return out
 
     def check_training_memory(self, *args, **kwargs) -> None:
@@ -156,7 +179,7 @@ class CPUBackend:
         # column by column: each pass reads the rows once, sequentially
         for f in range(bins.shape[1]):
             columns[f] = bins[:, f]
-        return columns
+        return columns.view(_DenseBins) if isinstance(bins, _DenseBins) else columns
 
     def abs_max_bits(self, grad, hess) -> np.ndarray:
         """uint32 (2,): the float32 bits of max |grad| and max |hess|."""
@@ -215,8 +238,8 @@ class CPUBackend:
         segments = np.asarray(segments, np.int64)
         begins, ends = np.ascontiguousarray(segments[:, 0]), np.ascontiguousarray(segments[:, 1])
         total_bins = int(cut_ptrs[-1])
-        out = np.zeros((begins.shape[0], total_bins, 2), dtype=np.int64)
-        missing = int(np.iinfo(bins.dtype).max)
+        out = np.empty((begins.shape[0], total_bins, 2), dtype=np.int64)  # zeroed by the kernels' threads
+        bins, missing = _plain(bins)
         n_rows = int((ends - begins).sum())
         threads = max(1, min(K.n_threads(), n_rows // 8192))
         if threads > 1 and begins.shape[0] >= 4 * threads:
@@ -325,17 +348,16 @@ class CPUBackend:
         counts = np.stack([ends - begins, np.zeros_like(begins)], axis=1)  # unsplit: rows stay left
         split = np.flatnonzero(records[:, FEATURE] >= 0)
         left_counts = np.empty(split.size, np.int64)
+        bins_by_feature, missing = _plain(bins_by_feature)
         nodes = (bins_by_feature, rows, begins[split], ends[split], records[split, FEATURE].astype(np.int32))
         split_bin = records[split, SPLIT_BIN].astype(np.int32)
         default_left = records[split, DEFAULT_LEFT].astype(np.bool_)
-        missing = int(np.iinfo(bins_by_feature.dtype).max)
         if categorical is not None:
             is_cat = np.ascontiguousarray(categorical.is_cat, np.uint8)
             bits = np.ascontiguousarray(cat_bits[split], np.uint32)
             K.partition_categorical(*nodes, default_left, missing, is_cat, split_bin, bits, left_counts)
         else:
-            # pieces of a quarter of a thread's share, at least 16k rows (a piece costs two
-            # passes and a few allocations' worth of bookkeeping)
+            # the kernel's buffer for the nodes that its slice boundaries cut
             size = int((ends[split] - begins[split]).sum())
             scratch = self._scratch(2 * size, rows.dtype)
             K.partition(*nodes, split_bin, default_left, missing, self.threads, scratch, left_counts)

@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from dgboost._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, LEFT_G, LEFT_H, NO_NODE, SPLIT_BIN, SUM_G, SUM_H
 from dgboost.backend.cpu import CPUBackend
+from dgboost.binned import BinnedMatrix
+from dgboost.quantile import compute_cuts
 from dgboost.testing import kernel_reference as ref
 from dgboost.testing.kernel_inputs import binning_data, node_records, random_ensemble, random_segments
 
@@ -165,6 +167,31 @@ def test_quantised_pairs_and_their_totals_equal_numpy_rint_and_sums(dtype, sampl
         want[~keep] = 0
     np.testing.assert_array_equal(got, want.astype(np.int32))
     np.testing.assert_array_equal(BACKEND.gpair_totals(got), got.astype(np.int64).sum(axis=0))
+
+
+def test_bins_of_256_bins_without_missing_values_take_one_byte_and_change_no_histogram_or_partition():
+    rng = np.random.default_rng(12)
+    x = rng.normal(size=(40_000, 3)).astype(np.float32)
+    cuts = compute_cuts(x, None, 256)
+    assert int(cuts.n_bins().max()) == 256  # one bin more than a byte holds beside a missing marker
+    dense = BinnedMatrix.from_values(x, cuts, BACKEND)
+    wide = ref.bin_values(x, cuts.values, cuts.ptrs, np.uint16)
+    assert dense.bins.dtype == np.uint8 and dense.missing_bin == 256
+    np.testing.assert_array_equal(dense.bins, wide)
+    assert (wide == 255).any()  # the byte's maximum is a bin here, not "missing"
+    gpair = rng.integers(-(2**30), 2**30, size=(x.shape[0], 2)).astype(np.int32)
+    rows = rng.permutation(x.shape[0]).astype(np.int32)
+    segments = np.array([[0, 15_000], [15_000, 40_000]])
+    np.testing.assert_array_equal(
+        BACKEND.build_histograms(dense.bins, cuts.ptrs, gpair, rows, segments),
+        BACKEND.build_histograms(wide, cuts.ptrs, gpair, rows, segments),
+    )
+    records = node_records(segments[:, 0], segments[:, 1], feature=[0, 2], split_bin=[254, 100], default_left=[1, 1])
+    dense_rows, wide_rows = rows.copy(), rows.copy()
+    dense_counts = BACKEND.partition(dense.bins_by_feature, dense_rows, records)
+    wide_counts = BACKEND.partition(BACKEND.column_layout(wide), wide_rows, records)
+    np.testing.assert_array_equal(dense_counts, wide_counts)
+    np.testing.assert_array_equal(dense_rows, wide_rows)
 
 
 def test_leaf_values_are_added_to_exactly_the_rows_of_each_leaf():
