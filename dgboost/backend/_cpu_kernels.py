@@ -528,15 +528,8 @@ def evaluate_splits(
             cg = 0
             ch = 0
             for b in range(lo_b, hi_b):
-                bg = hist[i, b, 0]
-                bh = hist[i, b, 1]
-                if bg == 0 and bh == 0 and b > lo_b:
-                    # an empty bin's candidates have the sums of the bin before's, whose gains
-                    # were compared already: an equal gain never beats them (deep nodes have
-                    # many empty bins)
-                    continue
-                cg += bg
-                ch += bh
+                cg += hist[i, b, 0]
+                ch += hist[i, b, 1]
                 for d in range(2):
                     if d == 0:
                         lg = cg
@@ -822,12 +815,8 @@ def partition_categorical(
 
 @njit(**_KW)
 def _add_value(margin, rows, lo, hi, v, group):
-    """margin[rows[lo:hi], group] += v, the margins of rows a few places ahead prefetched
-    (a leaf's rows are scattered)."""
-    ahead = hi - _PREFETCH_ROWS
+    """margin[rows[lo:hi], group] += v."""
     for p in range(lo, hi):
-        if p < ahead:
-            _prefetch(margin, rows[p + _PREFETCH_ROWS])
         margin[rows[p], group] += v
 
 
