@@ -222,8 +222,13 @@ def _earlier_rank_timeouts(dask_worker=None) -> list:
     """The job timeout of every rank task still running on this worker (None where its key
     names none); cancelled ones included: a cancelled task's thread runs on until its
     collective fails or times out."""
-    running = dask_worker.state.executing | dask_worker.state.long_running
-    return [_key_timeout(ts.key) for ts in running if str(ts.key).startswith(_RANK_KEY)]
+    # the threads that run a task, as each thread records itself (a task cancelled while it
+    # runs can leave the state machine's ``executing`` before its thread ends), and the tasks
+    # the state machine counts as running
+    with dask_worker.active_threads_lock:
+        keys = set(dask_worker.active_threads.values())
+    keys |= {ts.key for ts in dask_worker.state.executing | dask_worker.state.long_running}
+    return [_key_timeout(key) for key in keys if str(key).startswith(_RANK_KEY)]
 
 
 def _ranks_still_running(dask_worker=None) -> int:
