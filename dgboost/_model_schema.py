@@ -17,6 +17,7 @@ import warnings
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from ._links import margin_from_score, score_from_margin
 from .errors import ModelFormatError
@@ -269,6 +270,67 @@ def normalize_meta(meta, where: str = "learner") -> dict:
 
 
 # -- structure checks (vectorised, no recursion) -----------------------------------------
+@njit(cache=True, nogil=True)
+def _trees_are_sound(
+    left, right, tree_offsets, require_order, parent, check_parent, feature, default_left, num_feature
+):
+    """Whether the node arrays pass :func:`validate_arrays`' checks from the children on: in
+    every tree children in range, both or neither -1, each node the child of at most one node
+    and the root of none, every node reached from the root (so no cycle), with
+    ``require_order`` children numbered after their parent; ``parent`` (when
+    ``check_parent``) each node's parent (-1 at the root); split features in
+    ``0..num_feature - 1``; ``default_left`` at most 1. One pass, for the valid models nearly
+    all are: True means those checks pass, False that they run to name the first problem."""
+    n_total = left.shape[0]
+    for i in range(n_total):
+        if default_left[i] > 1:
+            return False
+    local_parent = np.full(n_total, -1, dtype=np.int64)
+    stack = np.empty(n_total + 1, dtype=np.int64)
+    for t in range(tree_offsets.shape[0] - 1):
+        base = tree_offsets[t]
+        size = tree_offsets[t + 1] - base
+        for i in range(size):
+            lc = np.int64(left[base + i])
+            rc = np.int64(right[base + i])
+            if lc < -1 or lc >= size or rc < -1 or rc >= size or (lc < 0) != (rc < 0):
+                return False
+            if lc < 0:
+                continue
+            if lc == i or rc == i or lc == rc or lc == 0 or rc == 0:
+                return False
+            if require_order and (lc < i or rc < i):
+                return False
+            if local_parent[base + lc] >= 0 or local_parent[base + rc] >= 0:
+                return False
+            local_parent[base + lc] = i
+            local_parent[base + rc] = i
+            f = np.int64(feature[base + i])
+            if f < 0 or f >= num_feature:
+                return False
+        if check_parent:
+            for i in range(size):
+                if np.int64(parent[base + i]) != local_parent[base + i]:
+                    return False
+        stack[0] = 0  # every node reached from the root: no cycle, no orphan
+        top = 1
+        reached = 0
+        while top > 0:
+            top -= 1
+            node = stack[top]
+            reached += 1
+            if reached > size:
+                return False
+            lc = np.int64(left[base + node])
+            if lc >= 0:
+                stack[top] = lc
+                stack[top + 1] = np.int64(right[base + node])
+                top += 2
+        if reached != size:
+            return False
+    return True
+
+
 def validate_arrays(
     n_groups: int,
     base_margin,
@@ -328,6 +390,19 @@ def validate_arrays(
             raise ModelFormatError(f"{where}.{name} has a non-finite value at node {i}")
     if n == 0:
         return
+    parent = arrays.get("parent")
+    if _trees_are_sound(
+        arrays["left"],
+        arrays["right"],
+        off,
+        require_order,
+        np.empty(0, np.int64) if parent is None else parent,
+        parent is not None,
+        arrays["feature"],
+        arrays["default_left"],
+        num_feature,
+    ):
+        return  # the checks below would all pass: they run to name the first problem
     tree_of = np.repeat(np.arange(n_trees, dtype=np.int64), sizes)
     start = off[:-1][tree_of]
     size = sizes[tree_of]

@@ -43,6 +43,7 @@ from ._model_schema import (
     validate_categorical,
     validate_ensemble,
 )
+from ._ubjson import ObjectColumns
 from ._xgboost_cats import categories_from_cats, cats_from_categories
 from .errors import ModelFormatError
 from .tree import CAT_ARRAYS, NODE_ARRAYS, Ensemble
@@ -344,6 +345,55 @@ def _read_trees_at_once(trees: list, where: str):
             return None
     except (ModelFormatError, ValueError, TypeError, OverflowError):
         return None
+    return _checked_node_arrays(raw, sizes)
+
+
+def _read_tree_columns(trees: ObjectColumns, where: str):
+    """:func:`_read_trees_at_once` of trees decoded as columns (``_ubjson.loads(...,
+    columns=("trees",))``): the same checks and the same arrays, from each key's values of
+    all trees joined, without a dict a tree. None where :func:`_read_trees_at_once` gives
+    None, and where the columns do not show a value plainly (the lists of dicts then
+    decide)."""
+    if trees.kinds("tree_param") != {"{"}:
+        return None
+    defaults = {"num_nodes": None, "size_leaf_vector": "1", "num_deleted": "0"}
+    params = {}
+    for key, default in defaults.items():
+        name = f"tree_param.{key}"
+        values = [default] * len(trees) if name not in trees.names else trees.scalars(name)
+        if values is None or (default is None and name not in trees.names):
+            return None
+        params[key] = [_parse_param(v) for v in values]
+    sizes = params["num_nodes"]
+    if any(type(n) is not int or n < 1 for n in sizes):
+        return None
+    if any(v not in (0, 1) for v in params["size_leaf_vector"]) or any(v != 0 for v in params["num_deleted"]):
+        return None
+    for k in ("categories", "categories_nodes", "categories_segments", "categories_sizes"):
+        if k in trees.names:
+            got = trees.typed(k)
+            if got is None or got[1].any():
+                return None
+    sizes = np.asarray(sizes, dtype=np.int64)
+    raw = {}
+    try:
+        for name, (dt, finite) in _TREE_FIELDS.items():
+            got = trees.typed(name)
+            if got is None or not np.array_equal(got[1], sizes):
+                return None
+            raw[name] = as_array(got[0], dt, name, finite=finite)
+        if "split_type" in trees.names:
+            got = trees.typed("split_type")
+            if got is None or np.any(as_array(got[0], np.int64, "split_type") != 0):
+                return None
+    except (ModelFormatError, ValueError, TypeError, OverflowError):
+        return None
+    return _checked_node_arrays(raw, sizes)
+
+
+def _checked_node_arrays(raw: dict, sizes) -> tuple[dict, np.ndarray] | None:
+    """The end of :func:`_read_trees_at_once`: ``NODE_ARRAYS`` of XGBoost's fields of all trees
+    (``raw``) and the node counts, or None when a value needs :func:`_read_tree`'s check."""
     left, right, conditions = raw["left_children"], raw["right_children"], raw["split_conditions"]
     if np.any(_out_of_int32(left, right, raw["parents"])) or np.any(
         np.isnan(conditions) | ((left < 0) & ~np.isfinite(conditions))
@@ -355,8 +405,13 @@ def _read_trees_at_once(trees: list, where: str):
     return _concat([arrs]), np.asarray(sizes, dtype=np.int64)
 
 
-def _read_trees(trees: list, where: str) -> tuple[dict, np.ndarray]:
+def _read_trees(trees: list | ObjectColumns, where: str) -> tuple[dict, np.ndarray]:
     """All trees' ``NODE_ARRAYS`` (local indices) and node counts; errors name tree and node."""
+    if isinstance(trees, ObjectColumns):
+        at_once = _read_tree_columns(trees, where)
+        if at_once is not None:
+            return at_once
+        trees = trees.to_list()  # what the columns do not settle, the dicts do
     at_once = _read_trees_at_once(trees, where)
     if at_once is not None:
         return at_once
@@ -365,7 +420,11 @@ def _read_trees(trees: list, where: str) -> tuple[dict, np.ndarray]:
 
 
 def _concat(per_tree: list[dict]) -> dict:
-    out = {k: np.concatenate([np.empty(0, dt)] + [a[k] for a in per_tree]).astype(dt) for k, dt in NODE_ARRAYS.items()}
+    # the joined arrays are new: cast without a second copy where the dtype is right already
+    out = {
+        k: np.concatenate([np.empty(0, dt)] + [a[k] for a in per_tree]).astype(dt, copy=False)
+        for k, dt in NODE_ARRAYS.items()
+    }
     if any("split_type" in a for a in per_tree):
         out["categorical"] = _concat_categorical(per_tree)
     return out
@@ -432,7 +491,7 @@ def import_xgboost_dict(d: dict) -> tuple[Ensemble, dict]:
 
     trees = require_key(model, "trees", where)
     tree_info = as_array(require_key(model, "tree_info", where), np.int64, f"{where}.tree_info")
-    if not isinstance(trees, list):
+    if not isinstance(trees, (list, ObjectColumns)):
         raise ModelFormatError(f"{where}.trees must be a list")
     if tree_info.shape[0] != len(trees):
         raise ModelFormatError(f"{where}.tree_info has length {tree_info.shape[0]} but there are {len(trees)} trees")
@@ -538,7 +597,8 @@ def import_xgboost_booster(booster) -> tuple[Ensemble, dict]:
     writes float32 either way (tested)."""
     from dgboost._ubjson import loads
 
-    return import_xgboost_dict(loads(booster.save_raw(raw_format="ubj")))
+    # the trees as columns: each node array of all trees joined in one compiled pass
+    return import_xgboost_dict(loads(booster.save_raw(raw_format="ubj"), columns=("trees",)))
 
 
 # -- export -------------------------------------------------------------------------------

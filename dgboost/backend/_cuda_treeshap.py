@@ -39,6 +39,75 @@ _SLICES_BELOW = 1 << 18
 _CACHE = DeviceCache()  # uploaded path tables by (fingerprint, budget, max_k, device)
 
 
+class _HostArrays:
+    """What :class:`DevicePathTable` uploads, made on the host (:func:`_host_arrays`)."""
+
+    __slots__ = ("arrays", "group_paths", "group_ptr", "too_long", "selected", "selected_offsets", "total")
+
+
+def _host_arrays(table: PathTable, max_table_bytes: int, max_k: int = DEFAULT_MAX_K) -> _HostArrays:
+    """The host side of :class:`DevicePathTable`: every array it uploads, and the weight-table
+    layout the device fills.
+
+    Parameters
+    ----------
+    table : PathTable
+    max_table_bytes, max_k : int
+        The weight-table budget (:func:`~dgboost.explain.tables.table_layout`).
+
+    Returns
+    -------
+    _HostArrays
+        ``arrays`` (the uploaded arrays by name, see :class:`DevicePathTable`),
+        ``group_paths`` int64 (n_computed,) and ``group_ptr`` int64 (n_groups + 1,): the
+        paths the kernel computes by group; ``too_long`` bool (n_paths,): paths the kernel
+        does not hold; ``selected`` / ``selected_offsets`` int64 (n_sel,) and ``total``: the
+        tabled paths, where their tables start, and the entries of all tables.
+    """
+    lengths = table.path_lengths  # int64
+    too_long = lengths > _MAX_LEN
+    computed = np.flatnonzero(~too_long & (lengths > 1))
+    groups = table.path_group[computed]
+    if table.n_groups <= 1 << 16:  # the same stable order; NumPy sorts 16-bit keys by radix, in O(paths)
+        groups = groups.astype(np.uint16)
+    by_group = computed[np.argsort(groups, kind="stable")]
+    group_ptr = np.zeros(table.n_groups + 1, np.int64)
+    np.cumsum(np.bincount(table.path_group[computed], minlength=table.n_groups), out=group_ptr[1:])
+    table_offsets, selected, selected_offsets, total = table_layout(table, max_table_bytes, max_k)
+    # category sets behind a header word (path_element.cuh)
+    cat_offset, cat_pool = flagged_category_arrays(table)
+    host = {
+        # the table's own arrays where they have the dtype already (the upload copies them)
+        "feature": np.ascontiguousarray(table.feature, dtype=np.int32),
+        "lower": table.lower,
+        "upper": table.upper,
+        "missing": np.ascontiguousarray(table.is_missing_branch, dtype=np.uint8),
+        "cat_offset": cat_offset,
+        "cat_pool": cat_pool,
+        "zero_fraction": table.zero_fraction,
+        "path_offsets": np.ascontiguousarray(table.path_offsets, dtype=np.int64),
+        "path_v": table.path_v,
+        "table_offsets": table_offsets,
+        "group_paths": by_group.astype(np.int32),
+        "group_ptr": group_ptr,
+        # the path method's divisions, done once: 1 / z per element and 1 / n for n <= _MAX_LEN + 1
+        "zero_fraction_inv": np.divide(
+            1.0, table.zero_fraction, out=np.zeros_like(table.zero_fraction), where=table.zero_fraction != 0.0
+        ),
+        "recip": np.divide(
+            1.0,
+            np.arange(_MAX_LEN + 2, dtype=np.float64),
+            out=np.zeros(_MAX_LEN + 2),
+            where=np.arange(_MAX_LEN + 2) > 0,
+        ),
+        **_node_constants(),
+    }
+    out = _HostArrays()
+    out.arrays, out.group_paths, out.group_ptr, out.too_long = host, by_group, group_ptr, too_long
+    out.selected, out.selected_offsets, out.total = selected, selected_offsets, total
+    return out
+
+
 class DevicePathTable:
     """A path table, its group index and its weight tables on the current CUDA device.
 
@@ -63,40 +132,10 @@ class DevicePathTable:
 
         from ._nvrtc import get_module
 
-        lengths = table.path_lengths.astype(np.int64)
-        too_long = lengths > _MAX_LEN
-        computed = np.flatnonzero(~too_long & (lengths > 1))
-        by_group = computed[np.argsort(table.path_group[computed], kind="stable")]
-        group_ptr = np.zeros(table.n_groups + 1, np.int64)
-        np.cumsum(np.bincount(table.path_group[computed], minlength=table.n_groups), out=group_ptr[1:])
-        table_offsets, selected, selected_offsets, total = table_layout(table, max_table_bytes, max_k)
-        # category sets behind a header word (path_element.cuh)
-        cat_offset, cat_pool = flagged_category_arrays(table)
-        host = {
-            "feature": table.feature.astype(np.int32),
-            "lower": table.lower,
-            "upper": table.upper,
-            "missing": table.is_missing_branch.astype(np.uint8),
-            "cat_offset": cat_offset,
-            "cat_pool": cat_pool,
-            "zero_fraction": table.zero_fraction,
-            "path_offsets": table.path_offsets.astype(np.int64),
-            "path_v": table.path_v,
-            "table_offsets": table_offsets,
-            "group_paths": by_group.astype(np.int32),
-            "group_ptr": group_ptr,
-            # the path method's divisions, done once: 1 / z per element and 1 / n for n <= _MAX_LEN + 1
-            "zero_fraction_inv": np.divide(
-                1.0, table.zero_fraction, out=np.zeros_like(table.zero_fraction), where=table.zero_fraction != 0.0
-            ),
-            "recip": np.divide(
-                1.0,
-                np.arange(_MAX_LEN + 2, dtype=np.float64),
-                out=np.zeros(_MAX_LEN + 2),
-                where=np.arange(_MAX_LEN + 2) > 0,
-            ),
-            **_node_constants(),
-        }
+        prep = _host_arrays(table, max_table_bytes, max_k)
+        host = prep.arrays
+        by_group, group_ptr, too_long = prep.group_paths, prep.group_ptr, prep.too_long
+        selected, selected_offsets, total = prep.selected, prep.selected_offsets, prep.total
         self.host_nodes = host["gl_nodes"]
         self.arrays = {k: cupy.asarray(v) for k, v in host.items()}
         self._group_paths, self._group_ptr, self._n_paths = by_group, group_ptr, int(table.n_paths)

@@ -274,15 +274,34 @@ def gauss_legendre_01(max_nodes: int):
 
 def _select_paths(k, max_k, max_table_bytes, entries_fn):
     """Offsets (-1: no table; 0 for k = 0) and the selected paths in path order: paths with
-    1 <= k <= max_k, smallest k first until the budget is spent."""
+    1 <= k <= max_k, smallest k first (paths of equal k in path order) until the budget is
+    spent."""
     offsets = np.full(k.shape[0], -1, dtype=np.int64)
     offsets[k == 0] = 0
-    cand = np.flatnonzero((k >= 1) & (k <= max_k))
-    cand = cand[np.argsort(k[cand], kind="stable")]
-    cum_bytes = np.cumsum(entries_fn(k[cand])) * 8
-    sel = cand[cum_bytes <= max_table_bytes]
-    # tables are stored in path order (rows walk the paths in order)
-    order = np.sort(sel)
+    is_cand = (k >= 1) & (k <= max_k)
+    if isinstance(max_table_bytes, (int, np.integer)):
+        # the candidates sorted by k, cut where their bytes pass the budget, are every path of
+        # the k values that fit whole and the first paths of the next k value: counted per k
+        # value, without sorting the paths (O(paths); the budget's integer arithmetic as below)
+        counts = np.bincount(k[is_cand], minlength=max_k + 1).astype(np.int64)
+        per_path = entries_fn(np.arange(max_k + 1, dtype=np.int64))
+        cum = np.cumsum(counts * per_path)  # entries of all paths of k values <= each k
+        limit = int(max_table_bytes) // 8  # sum(entries) * 8 <= budget  <=>  sum(entries) <= budget // 8
+        over = np.flatnonzero((cum > limit) & (counts > 0))
+        if over.size:
+            cut = int(over[0])
+            below = int(cum[cut - 1]) if cut else 0
+            fit = min(int(counts[cut]), max(0, (limit - below) // int(per_path[cut])))
+            is_cand &= k < cut
+            is_cand[np.flatnonzero(k == cut)[:fit]] = True
+        order = np.flatnonzero(is_cand)
+    else:
+        cand = np.flatnonzero(is_cand)
+        cand = cand[np.argsort(k[cand], kind="stable")]
+        cum_bytes = np.cumsum(entries_fn(k[cand])) * 8
+        sel = cand[cum_bytes <= max_table_bytes]
+        # tables are stored in path order (rows walk the paths in order)
+        order = np.sort(sel)
     ent = entries_fn(k[order])
     off = np.zeros(order.shape[0], dtype=np.int64)
     if order.shape[0]:
