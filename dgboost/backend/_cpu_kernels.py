@@ -89,6 +89,22 @@ _U1 = np.uint64(1)
 _U2 = np.uint64(2)
 
 
+@njit(inline="always", **_KW)
+def _last_at_most(cum, pos):
+    """The last index i with ``cum[i] <= pos`` (``cum`` int64, ascending): the segment that a
+    position of segments laid end to end falls in. ``np.searchsorted(cum, pos, "right") - 1``
+    by hand: NumPy's searchsorted costs a second of compilation on a cold start."""
+    a = 0
+    b = cum.shape[0]
+    while a < b:
+        mid = (a + b) >> 1
+        if cum[mid] <= pos:
+            a = mid + 1
+        else:
+            b = mid
+    return a - 1
+
+
 @njit(**_KW)
 def _accumulate(bins, cut_ptrs, gpair, rows, start, stop, missing_bin, hist, base):
     """hist[base:base + 2 * total_bins] (a flat int64 view: bin b's (g, h) at 2b, 2b + 1)
@@ -149,17 +165,7 @@ def build_histograms(bins, cut_ptrs, gpair, rows, begins, ends, missing_bin, n_t
     for t in prange(n_threads):
         lo = total * t // n_threads
         hi = total * (t + 1) // n_threads
-        # the last node starting at or before lo (np.searchsorted(cum, lo, "right") - 1, by
-        # hand: NumPy's searchsorted costs a second of compilation on a cold start)
-        a = 0
-        b = n_nodes + 1
-        while a < b:
-            mid = (a + b) >> 1
-            if cum[mid] <= lo:
-                a = mid + 1
-            else:
-                b = mid
-        node = a - 1
+        node = _last_at_most(cum, lo)
         pos = lo
         while pos < hi:
             while cum[node + 1] <= pos:
@@ -727,7 +733,7 @@ def partition(
     for t in prange(n_slices):
         lo = total * t // n_slices
         hi = total * (t + 1) // n_slices
-        node = np.searchsorted(cum, lo, side="right") - 1
+        node = _last_at_most(cum, lo)
         pos = lo
         while pos < hi:
             while cum[node + 1] <= pos:
@@ -833,7 +839,7 @@ def add_leaf_values(margin, rows, begins, ends, values, group, n_slices):
     for t in prange(n_slices):
         lo = total * t // n_slices
         hi = total * (t + 1) // n_slices
-        leaf = np.searchsorted(cum, lo, side="right") - 1
+        leaf = _last_at_most(cum, lo)
         pos = lo
         while pos < hi:
             while cum[leaf + 1] <= pos:
