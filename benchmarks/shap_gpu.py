@@ -56,7 +56,27 @@ CASES = {
 _TRAIN_ROWS_CAP = {"fashion-interactions": 60_000}  # fashion_mnist's training set
 
 
-def run_case(name: str, repeats: int, train_rows: int, max_table_bytes: int | None = None) -> dict:
+def _profile_preparation(prepare, top: int) -> None:
+    """Print the host functions of one cold preparation (``prepare()``) by cumulative and by own
+    time (cProfile; the device work shows up where the host waits for it)."""
+    import cProfile
+    import pstats
+
+    import cupy
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    prepare()
+    cupy.cuda.Device().synchronize()
+    profiler.disable()
+    for key in ("cumulative", "tottime"):
+        print(f"\npreparation, host functions by {key} time (cProfile: slows the run)")
+        pstats.Stats(profiler).sort_stats(key).print_stats(top)
+
+
+def run_case(
+    name: str, repeats: int, train_rows: int, max_table_bytes: int | None = None, profile_top: int = 0
+) -> dict:
     import cupy
     import xgboost as xgb
 
@@ -89,6 +109,9 @@ def run_case(name: str, repeats: int, train_rows: int, max_table_bytes: int | No
         treeshap._PROCESS_TABLES.clear()
         return dg.TreeExplainer(model, device="cuda", **budget)
 
+    if profile_top:
+        fresh().contributions(Xd[:1], interactions=interactions)  # compile and load first
+        _profile_preparation(lambda: fresh().contributions(Xd[:1], interactions=interactions), profile_top)
     xgb_t = _timed(lambda: model.predict(xgb.DMatrix(Xd), **kw), repeats)
     dgb_t = _timed(lambda: fresh().contributions(Xd, interactions=interactions), repeats)
     prep_t = _timed(lambda: fresh().contributions(Xd[:1], interactions=interactions), repeats)
@@ -247,6 +270,13 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--max-table-bytes", type=int, default=None, help="weight-table budget (default: the explainer's)"
     )
+    parser.add_argument(
+        "--profile-preparation",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also print the N host functions with the most time in one cold preparation (cProfile)",
+    )
     parser.add_argument("--output", default=None)
     args = parser.parse_args(argv)
     results = []
@@ -254,7 +284,7 @@ def main(argv=None) -> None:
         results.append(
             run_interventional(args.repeats, args.train_rows)
             if name == "interventional"
-            else run_case(name, args.repeats, args.train_rows, args.max_table_bytes)
+            else run_case(name, args.repeats, args.train_rows, args.max_table_bytes, args.profile_preparation)
         )
         # written after every case, so a run cut short keeps what it measured
         payload = {
