@@ -82,6 +82,7 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--missing", type=float, default=0.0)
+    ap.add_argument("--classes", type=int, default=1, help="above 1: multi:softprob with labels in [0, classes)")
     ap.add_argument("--policy", default="depthwise")
     ap.add_argument("--json", default="")
     ap.add_argument(
@@ -106,6 +107,9 @@ def main() -> None:
     x = rs.standard_normal((args.rows, args.features), dtype=cupy.float32)
     logit = x[:, 0] + 0.5 * x[:, 1] * x[:, 2] - 0.3 * cupy.abs(x[:, 3 % args.features])
     y = (rs.random_sample(args.rows) < 1 / (1 + cupy.exp(-logit))).astype(cupy.float32)
+    if args.classes > 1:  # classes from the logit's quantiles, so each is learnable
+        y = cupy.searchsorted(cupy.quantile(logit, cupy.linspace(0, 1, args.classes + 1)[1:-1]), logit)
+        y = y.astype(cupy.float32)
     if args.missing:
         x[rs.random_sample(x.shape) < args.missing] = cupy.nan
     params = {
@@ -116,6 +120,8 @@ def main() -> None:
         "device": "cuda",
         "grow_policy": args.policy,
     }
+    if args.classes > 1:
+        params.update(objective="multi:softprob", num_class=args.classes)
     if args.policy == "lossguide":
         params.update(max_depth=0, max_leaves=255)
     if args.lookahead:

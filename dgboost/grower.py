@@ -50,6 +50,10 @@ __all__ = ["TreeGrower", "GrownTree", "GrowingTree", "StartedTree", "FeatureSamp
 # that stays within these bounds, else the levels are read and compacted.
 _WHOLE_LEVEL_MAX_DEPTH = 10
 _WHOLE_LEVEL_HIST_BYTES = 4 << 30
+# The last level that is evaluated keeps no histograms (the level under it is all leaves), so
+# its parents are taken in chunks whose built and children histograms stay within this: on
+# Bosch-like data (968 features) at depth 8 the whole level's took 726 MB at once.
+_LAST_LEVEL_CHUNK_BYTES = 128 << 20
 
 
 class FeatureSampler:
@@ -853,7 +857,7 @@ class TreeGrower:
         (2**(max_depth + 1) - 1, NODE_FIELDS) on the device, level by level from the root),
         and their category sets the same way (uint32 (., words); None without categorical
         features)."""
-        backend, comm, p = self.backend, self.comm, self.params
+        backend, p = self.backend, self.params
         masks = self._level_masks(tree_index, tree_mask)  # (the root was evaluated with its own)
         levels, hist, bounds = [root], root_hist, root_bounds
         bit_levels = [root_bits]
@@ -865,27 +869,54 @@ class TreeGrower:
             children, build_segments, build_left = backend.split_nodes(parents, counts, self._child_sizes(counts))
             if depth < p.max_depth:
                 bounds = self._child_bounds(parents, bounds)  # slots under a leaf get its bounds: never read
-                built = comm.allreduce_sum(
-                    backend.build_histograms(self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments)
-                )
-                hist = backend.children_histograms(hist, None, built, build_left)
                 bits = self._new_cat_bits(children.shape[0])
-                backend.evaluate_splits(
-                    hist,
-                    children,
-                    self.cut_ptrs,
-                    masks[depth],
-                    self.scales,
-                    p,
-                    **self._monotone_args(bounds),
-                    **self._cat_args(bits),
-                )
+                last = depth == p.max_depth - 1
+                chunk = self._last_level_chunk(int(parents.shape[0])) if last else int(parents.shape[0])
+                for a in range(0, int(parents.shape[0]), max(chunk, 1)):
+                    b = a + chunk
+                    hist_ab = self._evaluate_children(
+                        hist[a:b],
+                        children[2 * a : 2 * b],
+                        build_segments[a:b],
+                        build_left[a:b],
+                        masks[depth],
+                        None if bounds is None else bounds[2 * a : 2 * b],
+                        None if bits is None else bits[2 * a : 2 * b],
+                    )
+                hist = None if last else hist_ab
                 bit_levels.append(bits)
             levels.append(children)
         if self.categorical is None:
             return backend.concatenate(levels), None
         # the last level is never split: its slots' sets are not read
         return backend.concatenate(levels), backend.concatenate(bit_levels)
+
+    def _last_level_chunk(self, parents: int) -> int:
+        """Parents of the last evaluated level taken at a time: all of them unless their built
+        and children histograms (3 per parent, 16 B a bin) pass ``_LAST_LEVEL_CHUNK_BYTES``."""
+        per_parent = 3 * 16 * int(self.cut_ptrs[-1])
+        return max(1, min(parents, _LAST_LEVEL_CHUNK_BYTES // max(per_parent, 1)))
+
+    def _evaluate_children(self, parent_hist, children, build_segments, build_left, mask, bounds, bits):
+        """Build the histograms of ``children`` (the 2k slots under k parents, in place) from
+        their parents' and evaluate their splits; int64 (2k, total_bins, 2) histograms."""
+        backend = self.backend
+        built = self.comm.allreduce_sum(
+            backend.build_histograms(self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments)
+        )
+        hist = backend.children_histograms(parent_hist, None, built, build_left)
+        del built  # before the evaluation's scratch is taken
+        backend.evaluate_splits(
+            hist,
+            children,
+            self.cut_ptrs,
+            mask,
+            self.scales,
+            self.params,
+            **self._monotone_args(bounds),
+            **self._cat_args(bits),
+        )
+        return hist
 
     def _whole_level_nodes(self, read, t: _Nodes):
         """``t`` filled from the read of a tree grown in whole levels; the scales as read."""

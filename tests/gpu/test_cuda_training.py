@@ -166,6 +166,17 @@ def test_cuda_grows_the_same_trees_as_the_cpu(case):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("case", ["missing-depthwise", "digits-softprob", "wide-depthwise"])
+def test_a_last_level_taken_one_parent_at_a_time_on_the_gpu_grows_the_cpus_trees(case, monkeypatch):
+    import dgboost.grower as grower
+
+    name, params, rounds = CASES[case]
+    X, y, weight, group = _dataset(name)
+    monkeypatch.setattr(grower, "_LAST_LEVEL_CHUNK_BYTES", 1)  # on both devices: the CPU's is unchanged by it
+    check_same_trees_as_cpu(DEVICE, X, y, params, rounds, weight=weight, group=group)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("case", ["missing-depthwise", "weighted-reg_alpha", "digits-softprob", "ranking-ndcg"])
 def test_data_already_on_the_gpu_gives_the_same_trees_as_the_cpu(case):
     name, params, rounds = CASES[case]
