@@ -301,22 +301,30 @@ def _round_clock(base, device: Device):
         def __init__(self):
             super().__init__()
             self.stamps = []
+            self.cpu_stamps = []  # the calling thread's CPU time: a host-bound round spends it all
 
         def before_training(self, model):
             device.sync()
             self.stamps.append(time.perf_counter())
+            self.cpu_stamps.append(time.thread_time())
             return model
 
         def after_iteration(self, model, epoch, evals_log):
             device.sync()
             self.stamps.append(time.perf_counter())
+            self.cpu_stamps.append(time.thread_time())
             device.sample()
             return False
 
-        def per_round(self, skip: int) -> float:
+        def per_round(self, skip: int, stamps: list | None = None) -> float:
             """Median seconds per round, leaving out the first ``skip`` rounds (warm-up)."""
-            rounds = np.diff(self.stamps)
+            rounds = np.diff(self.stamps if stamps is None else stamps)
             return float(np.median(rounds[skip:] if rounds.size > skip else rounds))
+
+        def cpu_per_round(self, skip: int) -> float:
+            """Median CPU seconds of the training thread per round (a synchronise that spins
+            counts as CPU time, so this is an upper bound of the host's own work)."""
+            return self.per_round(skip, self.cpu_stamps)
 
     return RoundClock()
 
@@ -379,6 +387,7 @@ def run_once(lib: str, case: Case, data, rounds: int, device: Device, args, trac
     out = {
         "total_s": total,
         "per_round_s": clock.per_round(args.warm_rounds),
+        "host_cpu_per_round_s": clock.cpu_per_round(args.warm_rounds),
         "peak_memory_bytes": mem_used,
         "cupy_pool_peak_bytes": mem_pool if track_pool else None,
     }
@@ -440,7 +449,8 @@ def run_case(name: str, case: Case, data, args, device: Device) -> dict:
             mem = "" if r["peak_memory_bytes"] is None else f", peak {r['peak_memory_bytes'] / MiB:.0f} MiB"
             syncs = "" if r.get("syncs_per_tree") is None else f", {r['syncs_per_tree']:.1f} syncs/tree"
             print(
-                f"  [{rep}] {lib:8s} {r['per_round_s'] * 1e3:9.2f} ms/round {r['total_s']:8.2f} s total, "
+                f"  [{rep}] {lib:8s} {r['per_round_s'] * 1e3:9.2f} ms/round "
+                f"(thread CPU {r['host_cpu_per_round_s'] * 1e3:.2f}) {r['total_s']:8.2f} s total, "
                 f"{METRIC[case.task]} {r['metric']:.4f}{mem}{syncs}",
                 flush=True,
             )
@@ -467,6 +477,7 @@ def run_case(name: str, case: Case, data, args, device: Device) -> dict:
         pool = [pool_peak] if lib == "dgboost" and pool_peak is not None else []
         result[lib] = {
             "per_round_s": _spread([r["per_round_s"] for r in rs]),
+            "host_cpu_per_round_s": _spread([r["host_cpu_per_round_s"] for r in rs]),
             "total_s": _spread([r["total_s"] for r in rs]),
             "metric": _spread([r["metric"] for r in rs]),
             "peak_memory_bytes": _spread(mem),
