@@ -748,22 +748,31 @@ class SoftprobMultiClass(Objective):
 
     @staticmethod
     def _softmax(margin):
-        """Row-wise softmax in float64, (n, k) -> (n, k), in the array module of ``margin``."""
+        """Row-wise softmax in float64, (n, k) -> (n, k), a new array in the array module of
+        ``margin``. In place on one float64 copy: each (n, k) temporary is 37 MB on
+        covtype's 581K rows x 8 classes, and on a GPU they set the round's peak memory."""
         xp = array_module(margin)
-        z = xp.asarray(margin, xp.float64)
-        z = xp.exp(z - z.max(axis=1, keepdims=True))
-        return z / z.sum(axis=1, keepdims=True)
+        z = xp.asarray(margin).astype(xp.float64)  # a copy, whatever the dtype
+        z -= z.max(axis=1, keepdims=True)
+        xp.exp(z, out=z)
+        z /= z.sum(axis=1, keepdims=True)
+        return z
 
     def gradient(self, margin, label, weight, group_ptr, iteration: int):
         xp = array_module(margin)
         n, k = len(label), self.n_outputs()
         p = self._softmax(xp.asarray(margin).reshape(n, k))
-        onehot = xp.zeros_like(p)
-        onehot[xp.arange(n), xp.asarray(label).astype(np.int64)] = 1.0
-        g, h = p - onehot, xp.maximum(2.0 * p * (1.0 - p), _EPS)
+        # h = max(2 p (1 - p), eps) and g = p - onehot(label), each operation as before (a
+        # product's operands swapped, p - 0 left out: the same bits), in place on p
+        h = 1.0 - p
+        h *= 2.0 * p
+        xp.maximum(h, _EPS, out=h)
+        g = p
+        g[xp.arange(n), xp.asarray(label).astype(np.int64)] -= 1.0
         if weight is not None:
             w = xp.asarray(weight, xp.float64)[:, None]
-            g, h = g * w, h * w
+            g *= w
+            h *= w
         return g.astype(np.float32), h.astype(np.float32)
 
     def transform(self, margin):
