@@ -50,10 +50,12 @@ __all__ = ["TreeGrower", "GrownTree", "GrowingTree", "StartedTree", "FeatureSamp
 # that stays within these bounds, else the levels are read and compacted.
 _WHOLE_LEVEL_MAX_DEPTH = 10
 _WHOLE_LEVEL_HIST_BYTES = 4 << 30
-# The last level that is evaluated keeps no histograms (the level under it is all leaves), so
-# its parents are taken in chunks whose built and children histograms stay within this: on
-# Bosch-like data (968 features) at depth 8 the whole level's took 726 MB at once.
-_LAST_LEVEL_CHUNK_BYTES = 128 << 20
+# A level's built histograms (one per parent, 16 B a bin) are made this many bytes at a time,
+# each chunk's siblings written straight into the level's histograms; the last level that is
+# evaluated keeps none (the level under it is all leaves), so its children's are made and
+# evaluated a chunk at a time too. On Bosch-like data (968 features) at depth 8 the last
+# level's took 726 MB at once, and the one above it 484 MB.
+_BUILD_CHUNK_BYTES = 64 << 20
 
 
 class FeatureSampler:
@@ -870,20 +872,9 @@ class TreeGrower:
             if depth < p.max_depth:
                 bounds = self._child_bounds(parents, bounds)  # slots under a leaf get its bounds: never read
                 bits = self._new_cat_bits(children.shape[0])
-                last = depth == p.max_depth - 1
-                chunk = self._last_level_chunk(int(parents.shape[0])) if last else int(parents.shape[0])
-                for a in range(0, int(parents.shape[0]), max(chunk, 1)):
-                    b = a + chunk
-                    hist_ab = self._evaluate_children(
-                        hist[a:b],
-                        children[2 * a : 2 * b],
-                        build_segments[a:b],
-                        build_left[a:b],
-                        masks[depth],
-                        None if bounds is None else bounds[2 * a : 2 * b],
-                        None if bits is None else bits[2 * a : 2 * b],
-                    )
-                hist = None if last else hist_ab
+                hist = self._evaluate_level(
+                    hist, children, build_segments, build_left, masks[depth], bounds, bits, depth == p.max_depth - 1
+                )
                 bit_levels.append(bits)
             levels.append(children)
         if self.categorical is None:
@@ -891,32 +882,45 @@ class TreeGrower:
         # the last level is never split: its slots' sets are not read
         return backend.concatenate(levels), backend.concatenate(bit_levels)
 
-    def _last_level_chunk(self, parents: int) -> int:
-        """Parents of the last evaluated level taken at a time: all of them unless their built
-        and children histograms (3 per parent, 16 B a bin) pass ``_LAST_LEVEL_CHUNK_BYTES``."""
-        per_parent = 3 * 16 * int(self.cut_ptrs[-1])
-        return max(1, min(parents, _LAST_LEVEL_CHUNK_BYTES // max(per_parent, 1)))
+    def _evaluate_level(self, parent_hist, children, build_segments, build_left, mask, bounds, bits, last: bool):
+        """Build the histograms of a whole level's ``children`` (2k slots under k parents) and
+        evaluate their splits (records, ``bounds`` and ``bits`` written in place); the
+        level's int64 (2k, total_bins, 2) histograms, or None for the ``last`` level evaluated.
+        The built histograms are made ``_BUILD_CHUNK_BYTES`` at a time: integer sums, so the
+        histograms and splits are the same whatever the chunks."""
+        backend, k = self.backend, int(build_segments.shape[0])
+        chunk = max(1, min(k, _BUILD_CHUNK_BYTES // (16 * max(int(self.cut_ptrs[-1]), 1))))
+        hist = None if last or chunk >= k else backend.empty((2 * k, int(self.cut_ptrs[-1]), 2), np.int64)
+        for a in range(0, k, chunk):
+            b = min(a + chunk, k)
+            built = self.comm.allreduce_sum(
+                backend.build_histograms(self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments[a:b])
+            )
+            out = None if hist is None else hist[2 * a : 2 * b]
+            piece = backend.children_histograms(parent_hist[a:b], None, built, build_left[a:b], out=out)
+            del built  # before the next chunk's (or the evaluation's scratch) is taken
+            if last:
+                self._evaluate(piece, children[2 * a : 2 * b], mask, bounds, bits, slice(2 * a, 2 * b))
+            elif hist is None:
+                hist = piece  # one chunk: the whole level
+        if not last:
+            self._evaluate(hist, children, mask, bounds, bits, slice(None))
+            return hist
+        return None
 
-    def _evaluate_children(self, parent_hist, children, build_segments, build_left, mask, bounds, bits):
-        """Build the histograms of ``children`` (the 2k slots under k parents, in place) from
-        their parents' and evaluate their splits; int64 (2k, total_bins, 2) histograms."""
-        backend = self.backend
-        built = self.comm.allreduce_sum(
-            backend.build_histograms(self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments)
-        )
-        hist = backend.children_histograms(parent_hist, None, built, build_left)
-        del built  # before the evaluation's scratch is taken
-        backend.evaluate_splits(
+    def _evaluate(self, hist, records, mask, bounds, bits, rows: slice) -> None:
+        """``evaluate_splits`` of the nodes ``records`` (rows ``rows`` of their level's bounds
+        and category sets)."""
+        self.backend.evaluate_splits(
             hist,
-            children,
+            records,
             self.cut_ptrs,
             mask,
             self.scales,
             self.params,
-            **self._monotone_args(bounds),
-            **self._cat_args(bits),
+            **self._monotone_args(None if bounds is None else bounds[rows]),
+            **self._cat_args(None if bits is None else bits[rows]),
         )
-        return hist
 
     def _whole_level_nodes(self, read, t: _Nodes):
         """``t`` filled from the read of a tree grown in whole levels; the scales as read."""

@@ -22,8 +22,30 @@ KERNEL_EPS = 1e-6  # XGBoost's kRtEps: a split must gain more than this
 
 
 @njit(parallel=True, **_KW)
-def bin_values(values, cut_values, cut_ptrs, missing_bin, out):
+def bin_values(values, cut_values, cut_ptrs, origin, scale, bucket_cuts, missing_bin, out):
+    """Each value's bin: the first cut above it (``searchsorted(side='right')``), clipped to
+    the feature's last bin; ``missing_bin`` for NaN.
+
+    A binary search over a feature's 256 cuts mispredicts half of its eight branches (four
+    times this kernel's time); here the value's bucket (``(x - origin[f]) * scale[f]``,
+    float64, clamped to ``[0, nb]``) gives the number of cuts below it, and the search steps
+    over the bucket's own cuts (most often one or none) from there. The cut before the answer
+    is checked, and a value the bucket misplaces (none should: the buckets of the cuts are
+    computed the same way) gets the whole binary search, so the bins never depend on it.
+
+    Parameters
+    ----------
+    values : float32 (n, F)
+    cut_values : float32 (total_bins,); cut_ptrs : int64 (F + 1,)
+    origin, scale : float64 (F,)
+    bucket_cuts : int32 (F, nb + 1)
+        ``bucket_cuts[f, k]``: the number of feature ``f``'s cuts whose bucket is below ``k``
+        (:func:`dgboost.backend.cpu._bin_buckets`).
+    missing_bin : int
+    out : uint8 or uint16 (n, F)
+    """
     n, n_features = values.shape
+    nb = bucket_cuts.shape[1] - 1
     for r in prange(n):
         for f in range(n_features):
             x = values[r, f]
@@ -31,20 +53,24 @@ def bin_values(values, cut_values, cut_ptrs, missing_bin, out):
                 out[r, f] = missing_bin
                 continue
             lo = cut_ptrs[f]
-            hi = cut_ptrs[f + 1]
-            # first cut > x (searchsorted side='right'), clipped to the last bin
-            a = lo
-            b = hi
-            while a < b:
-                mid = (a + b) >> 1
-                if cut_values[mid] <= x:
-                    a = mid + 1
-                else:
-                    b = mid
-            local = a - lo
-            if local > hi - lo - 1:
-                local = hi - lo - 1
-            out[r, f] = local
+            m = cut_ptrs[f + 1] - lo
+            t = (np.float64(x) - origin[f]) * scale[f]
+            k = 0
+            if t > 0.0:  # not NaN (an infinite x times a zero scale)
+                k = nb if t >= nb else np.int64(t)
+            a = np.int64(bucket_cuts[f, k])
+            while a < m and cut_values[lo + a] <= x:
+                a += 1
+            if a > 0 and not cut_values[lo + a - 1] <= x:
+                a = 0
+                b = m
+                while a < b:
+                    mid = (a + b) >> 1
+                    if cut_values[lo + mid] <= x:
+                        a = mid + 1
+                    else:
+                        b = mid
+            out[r, f] = min(a, m - 1)
 
 
 @intrinsic

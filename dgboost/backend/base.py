@@ -192,12 +192,13 @@ class Backend(Protocol):
     def empty(self, shape, dtype):
         """An uninitialised array on the device."""
 
-    def children_histograms(self, parent_hist, parent_index, built, build_left):
+    def children_histograms(self, parent_hist, parent_index, built, build_left, out=None):
         """int64 (2k, total_bins, 2) histograms of the children, laid out as their records.
 
         The built child of parent ``j`` is ``built[j]``; its sibling is
         ``parent_hist[parent_index[j]] - built[j]`` (``parent_hist[j]`` when
-        ``parent_index`` is None).
+        ``parent_index`` is None). Written into ``out`` (C-contiguous int64 (2k,
+        total_bins, 2) of this backend, e.g. rows of a level's histograms) when given.
         """
 
     def leaf_weights(self, sums, scale_g: float, scale_h: float, params, bounds=None) -> np.ndarray:

@@ -472,9 +472,14 @@ class CUDABackend:
         hit = self._scanned.get(id(array))
         return hit[1] if hit is not None and hit[0] is array else None
 
-    def children_histograms(self, parent_hist, parent_index, built, build_left):
+    def children_histograms(self, parent_hist, parent_index, built, build_left, out=None):
         k, total_bins = int(built.shape[0]), int(built.shape[1])
-        out = self.empty((2 * k, total_bins, 2), np.int64)
+        if out is None:
+            out = self.empty((2 * k, total_bins, 2), np.int64)
+        elif out.shape != (2 * k, total_bins, 2) or out.dtype != np.int64 or not out.flags.c_contiguous:
+            raise DGBoostValueError(
+                f"children histograms go to C-contiguous int64 {(2 * k, total_bins, 2)}, got {out.dtype} {out.shape}"
+            )
         use_index = parent_index is not None
         if k and total_bins:
             self._launch(

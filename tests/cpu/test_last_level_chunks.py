@@ -1,5 +1,6 @@
-"""The last evaluated level of a whole-level tree is built and evaluated in chunks of parents
-(``grower._LAST_LEVEL_CHUNK_BYTES``): only memory changes, never the model."""
+"""A whole level's histograms are built in chunks of parents (``grower._BUILD_CHUNK_BYTES``),
+and the last evaluated level is evaluated a chunk at a time: only memory changes, never the
+model."""
 
 from __future__ import annotations
 
@@ -22,15 +23,17 @@ def _data(n: int = 1500, seed: int = 0):
 
 
 def _chunks_seen(monkeypatch) -> list[int]:
-    """Record the parents of every call of ``TreeGrower._evaluate_children``."""
+    """Record the nodes of every ``evaluate_splits`` call on the CPU backend."""
+    from dgboost.backend.cpu import CPUBackend
+
     seen: list[int] = []
-    original = grower.TreeGrower._evaluate_children
+    original = CPUBackend.evaluate_splits
 
-    def counted(self, parent_hist, *args):
-        seen.append(int(parent_hist.shape[0]))
-        return original(self, parent_hist, *args)
+    def counted(self, hist, *args, **kwargs):
+        seen.append(int(hist.shape[0]))
+        return original(self, hist, *args, **kwargs)
 
-    monkeypatch.setattr(grower.TreeGrower, "_evaluate_children", counted)
+    monkeypatch.setattr(CPUBackend, "evaluate_splits", counted)
     return seen
 
 
@@ -49,10 +52,10 @@ def test_a_last_level_taken_one_parent_at_a_time_gives_the_same_model_file(monke
     p = {**params, "max_bin": 32, "eta": 0.3}
     whole = dg.train(p, dg.DMatrix(x, y), 4, verbose_eval=False).save_raw("json")
     seen = _chunks_seen(monkeypatch)
-    monkeypatch.setattr(grower, "_LAST_LEVEL_CHUNK_BYTES", 1)
+    monkeypatch.setattr(grower, "_BUILD_CHUNK_BYTES", 1)
     chunked = dg.train(p, dg.DMatrix(x, y), 4, verbose_eval=False).save_raw("json")
-    parents_of_last_level = 1 << (p["max_depth"] - 2)
-    assert seen.count(1) >= parents_of_last_level  # the last level went one parent at a time
+    # the last level evaluated went one parent (two children) at a time
+    assert seen.count(2) >= 4 * (1 << (p["max_depth"] - 2))
     assert chunked == whole
 
 
@@ -61,7 +64,7 @@ def test_a_categorical_last_level_in_chunks_gives_the_same_model_file(monkeypatc
     p = {"objective": "binary:logistic", "max_depth": 4, "max_bin": 32, "max_cat_to_onehot": 4}
     types = ["q"] * 5 + ["c"]
     whole = dg.train(p, dg.DMatrix(x, y, feature_types=types), 3, verbose_eval=False).save_raw("json")
-    monkeypatch.setattr(grower, "_LAST_LEVEL_CHUNK_BYTES", 1)
+    monkeypatch.setattr(grower, "_BUILD_CHUNK_BYTES", 1)
     chunked = dg.train(p, dg.DMatrix(x, y, feature_types=types), 3, verbose_eval=False).save_raw("json")
     assert chunked == whole
 
@@ -70,7 +73,7 @@ def test_ranks_that_take_the_last_level_in_chunks_train_the_single_process_model
     x, y = _data(n=2000)
     p = {"objective": "binary:logistic", "max_depth": 4, "max_bin": 32}
     single = dg.train(p, dg.DMatrix(x, y), 3, verbose_eval=False).save_raw("json")
-    monkeypatch.setattr(grower, "_LAST_LEVEL_CHUNK_BYTES", 1)
+    monkeypatch.setattr(grower, "_BUILD_CHUNK_BYTES", 1)
     edges = [0, 700, 2000]
 
     def rank_fn(comm, rank):
@@ -95,8 +98,8 @@ def test_emulated_cuda_training_with_a_chunked_last_level_saves_the_cpu_model(mo
     x, y = _data(n=400)
     p = {"objective": "binary:logistic", "max_depth": 3, "max_bin": 8}
     cpu = dg.train({**p, "device": "cpu"}, dg.DMatrix(x, y), 2, verbose_eval=False)
-    monkeypatch.setattr(grower, "_LAST_LEVEL_CHUNK_BYTES", 1)
+    monkeypatch.setattr(grower, "_BUILD_CHUNK_BYTES", 1)
     cuda = dg.train({**p, "device": "cuda"}, dg.DMatrix(x, y), 2, verbose_eval=False)
-    # a tree's last evaluated level (depth 2) has 2 parents, each a chunk of its own
+    # a tree's levels 1 and 2 have 1 and 2 parents, each a chunk of its own
     assert sum(name == "children_histograms" for name, *_ in backend.launches) >= 2 * (1 + 2)
     assert normalised_model_json(cuda, keys=()) == normalised_model_json(cpu, keys=())

@@ -172,7 +172,7 @@ def test_a_last_level_taken_one_parent_at_a_time_on_the_gpu_grows_the_cpus_trees
 
     name, params, rounds = CASES[case]
     X, y, weight, group = _dataset(name)
-    monkeypatch.setattr(grower, "_LAST_LEVEL_CHUNK_BYTES", 1)  # on both devices: the CPU's is unchanged by it
+    monkeypatch.setattr(grower, "_BUILD_CHUNK_BYTES", 1)  # on both devices: the CPU's is unchanged by it
     check_same_trees_as_cpu(DEVICE, X, y, params, rounds, weight=weight, group=group)
 
 
