@@ -52,6 +52,7 @@ import contextlib
 import gc
 import importlib
 import json
+import resource
 import sys
 import tempfile
 import time
@@ -301,30 +302,22 @@ def _round_clock(base, device: Device):
         def __init__(self):
             super().__init__()
             self.stamps = []
-            self.cpu_stamps = []  # the calling thread's CPU time: a host-bound round spends it all
 
         def before_training(self, model):
             device.sync()
             self.stamps.append(time.perf_counter())
-            self.cpu_stamps.append(time.thread_time())
             return model
 
         def after_iteration(self, model, epoch, evals_log):
             device.sync()
             self.stamps.append(time.perf_counter())
-            self.cpu_stamps.append(time.thread_time())
             device.sample()
             return False
 
-        def per_round(self, skip: int, stamps: list | None = None) -> float:
+        def per_round(self, skip: int) -> float:
             """Median seconds per round, leaving out the first ``skip`` rounds (warm-up)."""
-            rounds = np.diff(self.stamps if stamps is None else stamps)
+            rounds = np.diff(self.stamps)
             return float(np.median(rounds[skip:] if rounds.size > skip else rounds))
-
-        def cpu_per_round(self, skip: int) -> float:
-            """Median CPU seconds of the training thread per round (a synchronise that spins
-            counts as CPU time, so this is an upper bound of the host's own work)."""
-            return self.per_round(skip, self.cpu_stamps)
 
     return RoundClock()
 
@@ -364,6 +357,7 @@ def run_once(lib: str, case: Case, data, rounds: int, device: Device, args, trac
     device.track_pool(track_pool)
     probe = _host_read_probe() if lib == "dgboost" else None
     counted = None
+    usage0 = resource.getrusage(resource.RUSAGE_SELF)
     if lib == "dgboost":
         import dgboost as dg
 
@@ -381,13 +375,17 @@ def run_once(lib: str, case: Case, data, rounds: int, device: Device, args, trac
         booster = xgb.train(params, dtrain, rounds, callbacks=[clock])
     device.sync()
     total = time.perf_counter() - start
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     device.sample()
     device.track_pool(False)
     mem_used, mem_pool = device.peaks()
     out = {
         "total_s": total,
         "per_round_s": clock.per_round(args.warm_rounds),
-        "host_cpu_per_round_s": clock.cpu_per_round(args.warm_rounds),
+        # the process's minor page faults and involuntary context switches during the run:
+        # a first run that touches fresh host memory, or a host core taken away, shows here
+        "minor_page_faults": usage.ru_minflt - usage0.ru_minflt,
+        "involuntary_switches": usage.ru_nivcsw - usage0.ru_nivcsw,
         "peak_memory_bytes": mem_used,
         "cupy_pool_peak_bytes": mem_pool if track_pool else None,
     }
@@ -449,8 +447,8 @@ def run_case(name: str, case: Case, data, args, device: Device) -> dict:
             mem = "" if r["peak_memory_bytes"] is None else f", peak {r['peak_memory_bytes'] / MiB:.0f} MiB"
             syncs = "" if r.get("syncs_per_tree") is None else f", {r['syncs_per_tree']:.1f} syncs/tree"
             print(
-                f"  [{rep}] {lib:8s} {r['per_round_s'] * 1e3:9.2f} ms/round "
-                f"(thread CPU {r['host_cpu_per_round_s'] * 1e3:.2f}) {r['total_s']:8.2f} s total, "
+                f"  [{rep}] {lib:8s} {r['per_round_s'] * 1e3:9.2f} ms/round {r['total_s']:8.2f} s total "
+                f"({r['minor_page_faults']} page faults, {r['involuntary_switches']} preemptions), "
                 f"{METRIC[case.task]} {r['metric']:.4f}{mem}{syncs}",
                 flush=True,
             )
@@ -477,7 +475,8 @@ def run_case(name: str, case: Case, data, args, device: Device) -> dict:
         pool = [pool_peak] if lib == "dgboost" and pool_peak is not None else []
         result[lib] = {
             "per_round_s": _spread([r["per_round_s"] for r in rs]),
-            "host_cpu_per_round_s": _spread([r["host_cpu_per_round_s"] for r in rs]),
+            "minor_page_faults": _spread([r["minor_page_faults"] for r in rs]),
+            "involuntary_switches": _spread([r["involuntary_switches"] for r in rs]),
             "total_s": _spread([r["total_s"] for r in rs]),
             "metric": _spread([r["metric"] for r in rs]),
             "peak_memory_bytes": _spread(mem),
