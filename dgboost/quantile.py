@@ -381,14 +381,15 @@ def _transposed(block: np.ndarray) -> np.ndarray:
 def _cuts_of_columns(columns: np.ndarray, sample_w: np.ndarray | None, max_bin: int) -> list:
     """Cut values of each row of ``columns`` (float32 (F_block, m): a feature's sampled values,
     NaN missing) with the sample's weights (float64 (m,), None for unit weights); a list of
-    F_block float32 arrays."""
+    F_block float32 arrays. Without weights the rows of ``columns`` (the caller's own copy of
+    the sample) are sorted in place."""
 
     def feature_cuts(f: int) -> np.ndarray:
         column = columns[f]
         if sample_w is None:
-            # unit weights: the sort puts NaN last, the values before it are the sample's
-            ordered = np.sort(column)
-            return _cuts_of_sorted(ordered[: ordered.size - int(np.count_nonzero(np.isnan(column)))], max_bin)
+            # unit weights: sorted in place (no copy of 4 MB a feature per 10**6 rows), NaN last
+            column.sort()
+            return _cuts_of_sorted(column[: column.size - int(np.count_nonzero(np.isnan(column)))], max_bin)
         keep = ~np.isnan(column) & (sample_w > 0)  # a zero-weight row must not place a cut
         return weighted_cut_values(column[keep], sample_w[keep], max_bin)
 
