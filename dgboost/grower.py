@@ -901,6 +901,7 @@ class TreeGrower:
             del built  # before the next chunk's (or the evaluation's scratch) is taken
             if last:
                 self._evaluate(piece, children[2 * a : 2 * b], mask, bounds, bits, slice(2 * a, 2 * b))
+                del piece  # before the next chunk's are made
             elif hist is None:
                 hist = piece  # one chunk: the whole level
         if not last:

@@ -762,10 +762,12 @@ class SoftprobMultiClass(Objective):
         xp = array_module(margin)
         n, k = len(label), self.n_outputs()
         p = self._softmax(xp.asarray(margin).reshape(n, k))
-        # h = max(2 p (1 - p), eps) and g = p - onehot(label), each operation as before (a
-        # product's operands swapped, p - 0 left out: the same bits), in place on p
+        # h = max(2 p (1 - p), eps) and g = p - onehot(label) in place, with the bits of
+        # those formulas: (1 - p) p 2 rounds as 2 p (1 - p) wherever it is at least eps
+        # (doubling is exact for normal numbers), and p - 0 is p
         h = 1.0 - p
-        h *= 2.0 * p
+        h *= p
+        h *= 2.0
         xp.maximum(h, _EPS, out=h)
         g = p
         g[xp.arange(n), xp.asarray(label).astype(np.int64)] -= 1.0
@@ -773,7 +775,9 @@ class SoftprobMultiClass(Objective):
             w = xp.asarray(weight, xp.float64)[:, None]
             g *= w
             h *= w
-        return g.astype(np.float32), h.astype(np.float32)
+        g32 = g.astype(np.float32)
+        del g, p  # before h's copy: the round's peak on a GPU
+        return g32, h.astype(np.float32)
 
     def transform(self, margin):
         m = array_module(margin).asarray(margin)

@@ -1014,3 +1014,37 @@ def test_a_few_rounds_grow_xgboost_hists_trees_and_predictions(name, extra, weig
     if extra.get("quantile_alpha") == [0.45, 0.5, 0.55]:
         margin = ours.predict(dg.DMatrix(x), output_margin=True)
         assert (np.diff(margin, axis=1) < 0).any()  # the sorted predictions were exercised
+
+
+def _softprob_gradient_by_the_formula(margin, label, weight, k):
+    """multi:softprob's gradient as the textbook formulas, one temporary per operation."""
+    from dgboost.objective import _EPS
+
+    n = len(label)
+    z = np.asarray(margin, np.float64).reshape(n, k)
+    z = np.exp(z - z.max(axis=1, keepdims=True))
+    p = z / z.sum(axis=1, keepdims=True)
+    onehot = np.zeros_like(p)
+    onehot[np.arange(n), label.astype(np.int64)] = 1.0
+    g, h = p - onehot, np.maximum(2.0 * p * (1.0 - p), _EPS)
+    if weight is not None:
+        w = np.asarray(weight, np.float64)[:, None]
+        g, h = g * w, h * w
+    return g.astype(np.float32), h.astype(np.float32)
+
+
+@pytest.mark.parametrize("scale", [0.1, 1.0, 30.0, 800.0])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_in_place_softprob_gradient_has_the_bits_of_the_textbook_formulas(scale, weighted):
+    rng = np.random.default_rng(int(scale) + weighted)
+    n, k = 4000, 7
+    margin = (rng.normal(size=n * k) * scale).astype(np.float32)
+    margin[rng.random(margin.size) < 0.002] = np.float32(1e30)  # probabilities of 0 and 1, subnormal products
+    label = rng.integers(0, k, n).astype(np.float32)
+    weight = rng.uniform(0.0, 3.0, n).astype(np.float32) if weighted else None
+    objective = get_objective(parse_params({"objective": "multi:softprob", "num_class": k}))
+    before = margin.copy()
+    g, h = objective.gradient(margin, label, weight, None, 0)
+    want_g, want_h = _softprob_gradient_by_the_formula(margin, label, weight, k)
+    assert g.tobytes() == want_g.tobytes() and h.tobytes() == want_h.tobytes()
+    assert margin.tobytes() == before.tobytes()  # the margins are not written
