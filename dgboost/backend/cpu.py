@@ -107,6 +107,9 @@ def _bin_buckets(cut_values: np.ndarray, cut_ptrs: np.ndarray) -> tuple[np.ndarr
     return origin, scale, below.astype(np.int32)
 
 
+# rows of the bin matrix transposed at a time by CPUBackend.column_layout
+_LAYOUT_ROWS = 16384
+
 # quantise's row mask when every row is kept
 _NO_KEEP = np.zeros(0, np.bool_)
 
@@ -237,9 +240,10 @@ class CPUBackend:
     def column_layout(self, bins: np.ndarray) -> np.ndarray:
         """Column-major (F, n) copy of ``bins`` for the partition kernel (one feature, many rows)."""
         columns = np.empty(bins.shape[::-1], dtype=bins.dtype)
-        # column by column: each pass reads the rows once, sequentially
-        for f in range(bins.shape[1]):
-            columns[f] = bins[:, f]
+        # a block of rows at a time (16384 rows of 28 one-byte bins: 448 KiB, in the cache while
+        # its columns are written): a column at a time read every row once per feature (3x slower)
+        for start in range(0, bins.shape[0], _LAYOUT_ROWS):
+            columns[:, start : start + _LAYOUT_ROWS] = bins[start : start + _LAYOUT_ROWS].T
         return columns.view(_DenseBins) if isinstance(bins, _DenseBins) else columns
 
     def abs_max_bits(self, grad, hess) -> np.ndarray:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from dgboost import quantile as Q
 from dgboost.backend import _cpu_kernels as K
-from dgboost.backend.cpu import CPUBackend, _bin_buckets
+from dgboost.backend.cpu import CPUBackend, _bin_buckets, _DenseBins
 from dgboost.testing import kernel_reference as ref
 
 
@@ -114,3 +114,15 @@ def test_dense_bins_are_made_in_one_byte_directly_and_equal_the_wide_ones():
     wide = CPUBackend().bin_values(x, cuts.values, cuts.ptrs, np.dtype(np.uint16))
     assert wide.dtype == np.uint16
     np.testing.assert_array_equal(wide, ref.bin_values(x, cuts.values, cuts.ptrs, np.uint16))
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (16_385, 5), (40_000, 28)])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_the_column_layout_made_a_block_of_rows_at_a_time_is_the_transpose(shape, dtype):
+    bins = np.random.default_rng(1).integers(0, 255, shape).astype(dtype)
+    columns = CPUBackend().column_layout(bins)
+    assert columns.flags.c_contiguous and type(columns) is np.ndarray
+    np.testing.assert_array_equal(columns, bins.T)
+    dense = CPUBackend().column_layout(bins.astype(np.uint8).view(_DenseBins))
+    assert type(dense) is _DenseBins
+    np.testing.assert_array_equal(dense, bins.T)
