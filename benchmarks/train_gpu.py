@@ -322,6 +322,28 @@ def _round_clock(base, device: Device):
     return RoundClock()
 
 
+def _host_speed(device: Device) -> dict:
+    """How fast the host is just before a run: a fixed pure-Python loop, and (on a GPU) the
+    time of 2,000 tiny kernel launches. A round that is bound by the host's launches slows
+    with both, so these tell a slow spell of the machine from a slow library."""
+    t0 = time.perf_counter()
+    total = 0
+    for i in range(300_000):
+        total += i
+    out = {"python_loop_s": time.perf_counter() - t0}
+    if device.cuda:
+        import cupy
+
+        x = cupy.zeros(1, dtype=cupy.float32)
+        device.sync()
+        t0 = time.perf_counter()
+        for _ in range(2000):
+            x += 1
+        device.sync()
+        out["launch_us"] = (time.perf_counter() - t0) / 2000 * 1e6
+    return out
+
+
 def _host_read_probe():
     """dgboost's ``count_host_reads`` context manager, if this dgboost has it."""
     try:
@@ -357,6 +379,7 @@ def run_once(lib: str, case: Case, data, rounds: int, device: Device, args, trac
     device.track_pool(track_pool)
     probe = _host_read_probe() if lib == "dgboost" else None
     counted = None
+    speed = _host_speed(device)
     usage0 = resource.getrusage(resource.RUSAGE_SELF)
     if lib == "dgboost":
         import dgboost as dg
@@ -386,6 +409,7 @@ def run_once(lib: str, case: Case, data, rounds: int, device: Device, args, trac
         # a first run that touches fresh host memory, or a host core taken away, shows here
         "minor_page_faults": usage.ru_minflt - usage0.ru_minflt,
         "involuntary_switches": usage.ru_nivcsw - usage0.ru_nivcsw,
+        "host_speed_before": speed,
         "peak_memory_bytes": mem_used,
         "cupy_pool_peak_bytes": mem_pool if track_pool else None,
     }
@@ -448,7 +472,14 @@ def run_case(name: str, case: Case, data, args, device: Device) -> dict:
             syncs = "" if r.get("syncs_per_tree") is None else f", {r['syncs_per_tree']:.1f} syncs/tree"
             print(
                 f"  [{rep}] {lib:8s} {r['per_round_s'] * 1e3:9.2f} ms/round {r['total_s']:8.2f} s total "
-                f"({r['minor_page_faults']} page faults, {r['involuntary_switches']} preemptions), "
+                f"({r['minor_page_faults']} page faults, {r['involuntary_switches']} preemptions, host loop "
+                f"{r['host_speed_before']['python_loop_s'] * 1e3:.1f} ms"
+                + (
+                    f", launch {r['host_speed_before']['launch_us']:.1f} us"
+                    if "launch_us" in r["host_speed_before"]
+                    else ""
+                )
+                + "), "
                 f"{METRIC[case.task]} {r['metric']:.4f}{mem}{syncs}",
                 flush=True,
             )
