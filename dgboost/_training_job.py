@@ -53,7 +53,7 @@ from .metric import get_metric
 from .model_io import trees_per_round
 from .objective import CustomObjective, get_objective, score_from_margin
 from .params import TrainParams
-from .quantile import categorical_cuts, compute_cuts, global_row_index, hashed_uniform
+from .quantile import categorical_cuts, compute_cuts, global_row_index, hashed_below
 from .tree import Ensemble
 
 __all__ = ["TrainingJob", "check_features", "metrics_for", "tree_params"]
@@ -568,7 +568,7 @@ class _RoundPairs:
     def _sample(self, j: int):
         if self._subsample >= 1.0:
             return None
-        return hashed_uniform(self._seed, _subsample_stream(self.round, j), self._global_index) < self._subsample
+        return hashed_below(self._seed, _subsample_stream(self.round, j), self._global_index, self._subsample)
 
     def keep(self, j: int):
         """bool (n,) on the device: the rows tree ``j`` of each group is grown on; None

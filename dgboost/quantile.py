@@ -29,6 +29,7 @@ from .comm.base import Communicator, LocalComm
 __all__ = [
     "Cuts",
     "splitmix64",
+    "hashed_below",
     "hashed_uniform",
     "global_row_index",
     "sketch_sample_mask",
@@ -59,12 +60,28 @@ def hashed_uniform(seed: int, stream: int, global_index):
     """
     xp = array_module(global_index)
     with np.errstate(over="ignore"):
-        key = splitmix64(
+        h = splitmix64(xp.asarray(global_index, dtype=xp.uint64) ^ _hash_key(seed, stream), xp)
+    return (h >> np.uint64(11)).astype(xp.float64) * (1.0 / (1 << 53))
+
+
+def _hash_key(seed: int, stream: int) -> np.uint64:
+    """The key that :func:`hashed_uniform` mixes into every row index for (seed, stream)."""
+    with np.errstate(over="ignore"):
+        return splitmix64(
             np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * np.uint64(0x100000001B3)
             ^ splitmix64(np.uint64(stream & 0xFFFFFFFFFFFFFFFF))
         )
-        h = splitmix64(xp.asarray(global_index, dtype=xp.uint64) ^ key, xp)
-    return (h >> np.uint64(11)).astype(xp.float64) * (1.0 / (1 << 53))
+
+
+def hashed_below(seed: int, stream: int, global_index, threshold: float):
+    """bool, the shape and array module of ``global_index``: ``hashed_uniform(seed, stream,
+    global_index) < threshold``, bit for bit. A device array is hashed by one kernel of its
+    backend, which makes none of the formula's (n,) temporaries."""
+    if array_module(global_index) is np:
+        return hashed_uniform(seed, stream, global_index) < threshold
+    return array_backend(global_index).hashed_below(
+        global_index, 0, int(global_index.shape[0]), int(_hash_key(seed, stream)), float(threshold)
+    )
 
 
 _SKETCH_STREAM = 0x5EED
@@ -88,10 +105,13 @@ def sketch_sample_mask(
     the run ``row_offset, row_offset + 1, ...``."""
     if n_global <= sample_rows:
         return xp.ones(n_local, dtype=bool)
+    threshold = sample_rows / n_global
+    if xp is not np:  # hashed by one kernel on the device, from the rows' run or their indices
+        key = int(_hash_key(seed, _SKETCH_STREAM))
+        return array_backend(xp.empty(0)).hashed_below(global_rows, row_offset, n_local, key, threshold)
     if global_rows is None:
         global_rows = xp.arange(row_offset, row_offset + n_local, dtype=np.int64)
-    u = hashed_uniform(seed, _SKETCH_STREAM, global_rows)
-    return u < sample_rows / n_global
+    return hashed_uniform(seed, _SKETCH_STREAM, global_rows) < threshold
 
 
 @dataclass

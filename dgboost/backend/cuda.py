@@ -1001,6 +1001,36 @@ class CUDABackend:
 
         return logistic_gradient(margin, label, weight, scale_pos_weight)
 
+    def hashed_below(self, global_index, offset: int, n: int, key: int, threshold: float):
+        """bool (n,) on the device: whether each row's hashed uniform is below ``threshold``.
+
+        Parameters
+        ----------
+        global_index : device array of int64, shape (n,), or None
+            The rows' global indices; None: ``offset, offset + 1, ...``.
+        offset, n : int
+        key : int
+            The hash key of (seed, stream), an unsigned 64-bit value.
+        threshold : float
+
+        Returns
+        -------
+        device array of bool, shape (n,)
+            ``quantile.hashed_uniform(...) < threshold`` bit for bit, with no temporaries
+            (``kernels/hash.cu``).
+        """
+        out = self.empty(n, np.bool_)
+        use_index = global_index is not None
+        index = self.xp.ascontiguousarray(global_index, dtype=np.int64) if use_index else self.empty(1, np.int64)
+        if n:
+            self._launch(
+                "hash.cu",
+                "hashed_below",
+                n,
+                (index, np.int32(use_index), np.int64(offset), np.int64(n), np.uint64(key), np.float64(threshold), out),
+            )
+        return out
+
     def sketch_cuts(self, values, rows, features: range, max_bin: int, block_values: int) -> list:
         """Cut values of ``features`` of device ``values`` (``rows``: the sampled rows, None:
         every row), the host sketch's bit for bit: sorted and cut on the device,
