@@ -83,7 +83,7 @@ def run_case(
     import dgboost as dg
     from dgboost.backend import _cuda_treeshap as gpu
     from dgboost.datasets import make_synthetic
-    from dgboost.explain import treeshap
+    from dgboost.explain import prepared, treeshap
 
     F, rounds, classes, depth, n, interactions = CASES[name]
     task = "binary" if classes == 1 else "multiclass"
@@ -104,9 +104,10 @@ def run_case(
     kw = {"pred_interactions": True} if interactions else {"pred_contribs": True}
     budget = {} if max_table_bytes is None else {"max_table_bytes": max_table_bytes}
 
-    def fresh():  # nothing kept from an earlier call: the path table, weight tables and uploads are rebuilt
+    def fresh():  # nothing kept from an earlier call: the import, path table, weight tables and uploads are rebuilt
         gpu._clear_cache()
         treeshap._PROCESS_TABLES.clear()
+        prepared._PREPARED.clear()  # the booster's imported trees and path table (issue 32)
         return dg.TreeExplainer(model, device="cuda", **budget)
 
     if profile_top:

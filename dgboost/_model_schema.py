@@ -190,7 +190,12 @@ def as_array(value, dtype, name: str, *, finite: bool = True) -> np.ndarray:
         if a.dtype.kind not in "iub":
             raise ModelFormatError(f"{name} must contain only integers (found {a.dtype.kind!r} values)")
         info = np.iinfo(dtype)
-        if a.dtype.kind != "b" and (a.min() < info.min or a.max() > info.max):
+        # a safe cast (int32 -> int64, uint8 -> int64, ...) keeps every value: no scan needed
+        if (
+            a.dtype.kind != "b"
+            and not np.can_cast(a.dtype, dtype, "safe")
+            and (a.min() < info.min or a.max() > info.max)
+        ):
             raise ModelFormatError(f"{name} has values outside the range of {dtype}")
         return np.ascontiguousarray(a, dtype=dtype)
     if a.dtype.kind not in "iubf":

@@ -394,13 +394,16 @@ def _scan_object_array(buf, pos, itemsize):
     )
 
 
-@njit(cache=True, nogil=True)
-def _gather(buf, offsets, nbytes, out):
-    """``out`` = the byte runs ``buf[offsets[i]:][:nbytes[i]]`` one after the other."""
+def _gather(buf: bytes, offsets: np.ndarray, nbytes: np.ndarray, out: np.ndarray) -> None:
+    """``out`` (uint8) = the byte runs ``buf[offsets[i]:][:nbytes[i]]`` one after the other.
+
+    One ``memcpy`` a run through memoryviews: an object has one run a key (an 800-tree model:
+    800 runs of ~1 to 5 KB), and a compiled loop copying them byte by byte was slower
+    (1.7 GB/s here)."""
+    src, dst = memoryview(buf), memoryview(out)
     at = 0
-    for i in range(offsets.shape[0]):
-        n = nbytes[i]
-        out[at : at + n] = buf[offsets[i] : offsets[i] + n]
+    for off, n in zip(offsets.tolist(), nbytes.tolist()):
+        dst[at : at + n] = src[off : off + n]
         at += n
 
 
@@ -442,8 +445,14 @@ class ObjectColumns:
         counts = self._vcount[:, j].copy()
         nbytes = counts * dtype.itemsize
         raw = np.empty(int(nbytes.sum()), dtype=np.uint8)
-        _gather(np.frombuffer(self._buf, dtype=np.uint8), self._voff[:, j], nbytes, raw)
-        return raw.view(dtype).astype(dtype.newbyteorder("=")), counts
+        _gather(self._buf, self._voff[:, j], nbytes, raw)
+        values = raw.view(dtype)
+        if dtype.isnative:  # one-byte values, or a big-endian machine
+            return values, counts
+        # the joined bytes are ours: swap them where they lie rather than into a new array
+        # (a depth-16 model: 14 columns of ~1M values, 0.25 s of copies on an H200 host)
+        values.byteswap(inplace=True)
+        return values.view(dtype.newbyteorder("=")), counts
 
     def scalars(self, name: str) -> list | None:
         """Key ``name``'s values as :func:`loads` gives them, when every object holds a string

@@ -91,8 +91,9 @@ def _host_arrays(table: PathTable, max_table_bytes: int, max_k: int = DEFAULT_MA
         "group_paths": by_group.astype(np.int32),
         "group_ptr": group_ptr,
         # the path method's divisions, done once: 1 / z per element and 1 / n for n <= _MAX_LEN + 1
+        # (np.zeros: zero pages from the OS, not a pass writing zeros over 8 bytes an element)
         "zero_fraction_inv": np.divide(
-            1.0, table.zero_fraction, out=np.zeros_like(table.zero_fraction), where=table.zero_fraction != 0.0
+            1.0, table.zero_fraction, out=np.zeros(table.zero_fraction.shape), where=table.zero_fraction != 0.0
         ),
         "recip": np.divide(
             1.0,

@@ -60,6 +60,7 @@ from numba import njit
 
 from .._layout import PATH_ELEMENT
 from ..errors import ModelFormatError
+from ._digest import host_threads
 
 __all__ = [
     "PathTable",
@@ -149,23 +150,22 @@ class PathTable:
 
     @property
     def fingerprint(self) -> str:
-        """SHA-256 of every array and size of the table (hex): equal tables, equal prints.
+        """SHA-256 content key of every array and size of the table (hex): equal tables,
+        equal prints (:func:`~dgboost.explain._digest.content_digest`: a hash tree of 4 MiB
+        chunks, hashed by threads side by side; a deep model's table is over 100 MB).
 
         Computed once and pickled with the table, so a worker that receives the table can find
         what it built for an equal one before (the weight tables) without hashing it again.
         """
         cached = self.__dict__.get("_fingerprint")
         if cached is None:
-            import hashlib
+            from ._digest import content_digest
 
-            digest = hashlib.sha256()
-            for name, value in sorted(vars(self).items()):
-                if name.startswith("_") or value is None:  # None: no categorical splits
-                    continue
-                digest.update(name.encode())
-                # arrays as buffers: the bytes tobytes() would give, without copying them
-                digest.update(np.ascontiguousarray(value) if isinstance(value, np.ndarray) else repr(value).encode())
-            cached = self.__dict__["_fingerprint"] = digest.hexdigest()
+            cached = self.__dict__["_fingerprint"] = content_digest(
+                (name, value)
+                for name, value in sorted(vars(self).items())
+                if not name.startswith("_") and value is not None  # None: no categorical splits
+            )
         return cached
 
     # -- sizes --------------------------------------------------------------------------
@@ -579,10 +579,56 @@ def extract_paths(ensemble) -> PathTable:
         raise ModelFormatError("invalid ensemble: an inner node has a negative split feature")
     n_features = int(feature[internal].max()) + 1 if np.any(internal) else 0
 
+    node_arrays = (left, right, feature, split_value, default_left, cover, value)
+    cats = _ensemble_categories(ensemble)
+    threads = host_threads()
+    if cats is None and threads > 1 and left.shape[0] >= _PARALLEL_NODES and offsets.shape[0] > 2:
+        out, pool = _walk_in_chunks(node_arrays, offsets, groups, n_features, threads), None
+    else:
+        out, pool = _walk(node_arrays, offsets, groups, n_features, cats)
+    o_feature, o_lower, o_upper, o_miss, o_zf, o_cat, o_offsets, o_pv, o_pg, o_pt = out
+    return PathTable(
+        feature=o_feature,
+        lower=o_lower,
+        upper=o_upper,
+        is_missing_branch=o_miss,
+        zero_fraction=o_zf,
+        path_offsets=o_offsets,
+        path_v=o_pv,
+        path_group=o_pg,
+        path_tree=o_pt,
+        n_groups=ensemble.n_groups,
+        base_margin=ensemble.base_margin,
+        n_features=n_features,
+        cat_offset=None if pool is None else o_cat,
+        cat_pool=pool,
+    )
+
+
+# trees of at least this many nodes in all are walked by several threads (the walks release
+# the GIL); below it a thread pool costs more than it saves
+_PARALLEL_NODES = 1 << 16
+
+
+def _walk(node_arrays, offsets, groups, n_features, cats=None):
+    """The paths of trees ``offsets`` (the ensemble's tree offsets or a run of them: node
+    indices stay global) by :func:`_walk_counts` and :func:`_walk_fill`.
+
+    Returns ``(arrays, cat_pool)``: ``arrays`` is ``(feature, lower, upper, missing,
+    zero_fraction, cat_offset, path_offsets, path_v, path_group, path_tree)``, the element
+    arrays cut to the elements written, ``path_offsets`` from 0, ``path_tree`` counted from
+    the first tree given; ``cat_offset`` (empty) and ``cat_pool`` (None) without ``cats``
+    (:func:`_ensemble_categories`), whose sets are made once the trees are known sound."""
+    left, right, feature = node_arrays[0], node_arrays[1], node_arrays[2]
     try:
         n_paths, n_bound = _walk_counts(left, right, offsets)
     except ValueError as err:  # raised inside Numba with a fixed message
         raise ModelFormatError(f"invalid ensemble: {err}") from None
+    if cats is None:
+        split_type, node_cat, pool = np.empty(0, np.uint8), np.empty(0, np.int64), None
+    else:
+        split_type = cats[0]
+        node_cat, pool = _node_category_sets(left, right, feature, *cats, offsets)
     o_feature = np.empty(n_bound, np.int32)
     o_lower = np.empty(n_bound, np.float32)
     o_upper = np.empty(n_bound, np.float32)
@@ -592,22 +638,9 @@ def extract_paths(ensemble) -> PathTable:
     o_pv = np.empty(n_paths, np.float64)
     o_pg = np.empty(n_paths, np.int32)
     o_pt = np.empty(n_paths, np.int32)
-    cats = _ensemble_categories(ensemble)
-    if cats is None:
-        split_type, node_cat, pool = np.empty(0, np.uint8), np.empty(0, np.int64), None
-        o_cat = np.empty(0, np.int64)
-    else:
-        split_type = cats[0]
-        node_cat, pool = _node_category_sets(left, right, feature, *cats, offsets)
-        o_cat = np.empty(n_bound, np.int64)
+    o_cat = np.empty(0 if pool is None else n_bound, np.int64)
     n_elem = _walk_fill(
-        left,
-        right,
-        feature,
-        split_value,
-        default_left,
-        cover,
-        value,
+        *node_arrays,
         offsets,
         groups,
         n_features,
@@ -625,22 +658,55 @@ def extract_paths(ensemble) -> PathTable:
         o_pg,
         o_pt,
     )
-    return PathTable(
-        feature=o_feature[:n_elem],
-        lower=o_lower[:n_elem],
-        upper=o_upper[:n_elem],
-        is_missing_branch=o_miss[:n_elem],
-        zero_fraction=o_zf[:n_elem],
-        path_offsets=o_offsets,
-        path_v=o_pv,
-        path_group=o_pg,
-        path_tree=o_pt,
-        n_groups=ensemble.n_groups,
-        base_margin=ensemble.base_margin,
-        n_features=n_features,
-        cat_offset=None if pool is None else o_cat[:n_elem],
-        cat_pool=pool,
+    cut = slice(0, n_elem)
+    arrays = (
+        o_feature[cut],
+        o_lower[cut],
+        o_upper[cut],
+        o_miss[cut],
+        o_zf[cut],
+        o_cat[:n_elem] if pool is not None else o_cat,
     )
+    return arrays + (o_offsets, o_pv, o_pg, o_pt), pool
+
+
+def _walk_in_chunks(node_arrays, offsets, groups, n_features, threads):
+    """:func:`_walk` of all trees (none with categorical splits) by ``threads`` threads,
+    each walking runs of whole trees of about equal node counts into its own arrays, which
+    are then joined in tree order: the same arrays as one walk (a tree's paths depend on that
+    tree alone), and the error of the first bad tree."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    n_trees = offsets.shape[0] - 1
+    targets = np.linspace(0, offsets[-1], 2 * threads + 1)[1:-1]
+    cuts = np.unique(np.concatenate([[0], np.searchsorted(offsets, targets), [n_trees]]).astype(np.int64))
+    runs = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
+
+    def walk(run):
+        t0, t1 = run
+        return _walk(node_arrays, offsets[t0 : t1 + 1], groups[t0:t1], n_features)[0]
+
+    with ThreadPoolExecutor(max_workers=min(threads, len(runs))) as pool:
+        parts = list(pool.map(walk, runs))  # raises the error of the first run that has one
+        n_elem = np.cumsum([0] + [p[0].shape[0] for p in parts])
+        n_path = np.cumsum([0] + [p[7].shape[0] for p in parts])
+        out = [np.empty(int(n_elem[-1]), a.dtype) for a in parts[0][:5]]
+        out.append(np.empty(0, np.int64))  # no category sets
+        out.append(np.empty(int(n_path[-1]) + 1, np.int64))
+        out.extend(np.empty(int(n_path[-1]), a.dtype) for a in parts[0][7:])
+
+        def join(i):  # the copies release the GIL too
+            part, t0 = parts[i], runs[i][0]
+            e, q = slice(n_elem[i], n_elem[i + 1]), slice(n_path[i], n_path[i + 1])
+            for j in range(5):
+                out[j][e] = part[j]
+            np.add(part[6][:-1], n_elem[i], out=out[6][q])  # the run's path offsets counted from 0
+            out[7][q], out[8][q] = part[7], part[8]
+            np.add(part[9], np.int32(t0), out=out[9][q])  # and its trees
+
+        list(pool.map(join, range(len(parts))))
+    out[6][-1] = n_elem[-1]
+    return tuple(out)
 
 
 def as_path_table(model) -> PathTable:

@@ -1,28 +1,35 @@
-"""Per-model cache of the explainer's preparation for models given as file bytes or files.
+"""Per-model cache of the explainer's preparation for models given as bytes, files or XGBoost boosters.
 
 ``TreeExplainer(model_bytes)`` (a dgboost / XGBoost JSON or UBJSON model, its bytes or its
 file) decodes the model and extracts its path table; for deep models that is most of what
 an explainer costs before its first row (a 100-tree depth-16 model: 0.3 s of decoding and
 0.2 s of path extraction). A second explainer of the same model prepares nothing: the
 imported ensemble, its meta and its path table are kept in a small process-wide LRU cache
-keyed by the SHA-256 of the model's bytes, so any other bytes (another model, more rounds,
-one leaf changed) miss it. The path table being the same object, its weight tables
-(:func:`~dgboost.explain.treeshap.cached_tables`, kept on the table) are reused as well.
+keyed by a SHA-256 content key of the model's bytes
+(:func:`~dgboost.explain._digest.content_digest`), so any other bytes (another model, more
+rounds, one leaf changed) miss it. The path table being the same object, its fingerprint
+and weight tables (:func:`~dgboost.explain.treeshap.cached_tables`, kept on the table) are
+reused as well.
 
-Boosters are cached on the booster itself (:func:`~dgboost.explain.api.booster_path_table`);
-other model objects (XGBoost, LightGBM, scikit-learn) are imported afresh, their weight
-tables still found by the table's fingerprint.
+An ``xgboost.Booster`` object is keyed the same way by the bytes of ``save_raw("ubj")``
+(which the importer reads anyway): the same trees give the same key, and a booster trained
+further, or changed in any other way its saved model shows, gives another (issue 32).
+
+dgboost boosters are cached on the booster itself (:func:`~dgboost.explain.api.booster_path_table`);
+other model objects (XGBoost scikit-learn wrappers, LightGBM, scikit-learn) are imported
+afresh, their weight tables still found by the table's fingerprint.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from collections import OrderedDict
 from typing import Any
 
-from .importers import from_model_bytes, to_ensemble
+from .._compat import library_of
+from ._digest import content_digest
+from .importers import from_model_bytes, from_xgboost_ubjson, to_ensemble
 from .paths import PathTable, extract_paths
 
 __all__ = ["import_model", "model_path_table"]
@@ -48,6 +55,12 @@ def _model_bytes(model: Any) -> bytes | None:
     return None
 
 
+def _is_xgboost_booster(model: Any) -> bool:
+    """Whether ``model`` is an ``xgboost.Booster`` (not a scikit-learn wrapper, whose
+    iteration range and classes the importer reads from the wrapper)."""
+    return type(model).__name__ == "Booster" and library_of(model) == "xgboost" and hasattr(model, "save_raw")
+
+
 def import_model(model: Any) -> tuple[Any, dict, tuple | None]:
     """:func:`~dgboost.explain.importers.to_ensemble` of ``model``, cached for model bytes.
 
@@ -63,21 +76,29 @@ def import_model(model: Any) -> tuple[Any, dict, tuple | None]:
     meta : dict
         A fresh (shallow) copy per call.
     key : tuple or None
-        The cache key (SHA-256 of the bytes, and the kind of ``model``, which ``meta``
-        names), for :func:`model_path_table`; None when ``model`` is not cached.
+        The cache key (the content key of the bytes, and the kind of ``model``, which
+        ``meta`` names), for :func:`model_path_table`; None when ``model`` is not cached.
     """
     raw = _model_bytes(model)
-    if raw is None:
+    if raw is not None:
+        kind = type(model).__name__
+    elif _is_xgboost_booster(model):
+        raw, kind = model.save_raw(raw_format="ubj"), "xgboost.Booster"
+    else:
         ensemble, meta = to_ensemble(model)
         return ensemble, meta, None
-    key = (hashlib.sha256(raw).hexdigest(), type(model).__name__)
+    key = (content_digest([("model", raw)]), kind)
     with _LOCK:
         entry = _PREPARED.get(key)
         if entry is not None:
             _PREPARED.move_to_end(key)
     if entry is None:
-        # what to_ensemble does with these bytes, from the bytes hashed (a file is read once)
-        ensemble, meta = from_model_bytes(raw, model)
+        # what to_ensemble does with this model, from the bytes hashed (a file is read once,
+        # a booster saved once)
+        if kind == "xgboost.Booster":
+            ensemble, meta = from_xgboost_ubjson(raw, model)
+        else:
+            ensemble, meta = from_model_bytes(raw, model)
         entry = [ensemble, meta, None]
         with _LOCK:
             _PREPARED[key] = entry

@@ -295,6 +295,7 @@ def _select_paths(k, max_k, max_table_bytes, entries_fn):
             is_cand &= k < cut
             is_cand[np.flatnonzero(k == cut)[:fit]] = True
         order = np.flatnonzero(is_cand)
+        ent = per_path[k[order]]  # entries_fn(k[order]) by lookup: every k here is in 0..max_k
     else:
         cand = np.flatnonzero(is_cand)
         cand = cand[np.argsort(k[cand], kind="stable")]
@@ -302,7 +303,7 @@ def _select_paths(k, max_k, max_table_bytes, entries_fn):
         sel = cand[cum_bytes <= max_table_bytes]
         # tables are stored in path order (rows walk the paths in order)
         order = np.sort(sel)
-    ent = entries_fn(k[order])
+        ent = entries_fn(k[order])
     off = np.zeros(order.shape[0], dtype=np.int64)
     if order.shape[0]:
         np.cumsum(ent[:-1], out=off[1:])

@@ -146,3 +146,88 @@ def test_a_path_tables_expected_value_is_kept_and_handed_out_as_a_copy():
 
     np.testing.assert_array_equal(again, extract_paths(booster.ensemble).expected_value())
     assert again is not table.expected_value()
+
+
+# -- xgboost.Booster objects (issue 32): keyed by their save_raw("ubj") bytes ----------------
+def _xgb_train(rounds=3, seed=0):
+    xgb = pytest.importorskip("xgboost")
+    X, y = _data(seed=seed)
+    params = {"objective": "binary:logistic", "max_depth": 4, "eta": 0.3, "seed": seed, "nthread": 1}
+    dtrain = xgb.DMatrix(X, y)
+    return xgb.train(params, dtrain, rounds), dtrain, X
+
+
+def _xgb_fresh_values(booster, X):
+    """SHAP values of an explainer of ``booster`` that finds nothing in any cache."""
+    prepared._PREPARED.clear()
+    from dgboost.explain import treeshap
+
+    treeshap._PROCESS_TABLES.clear()
+    return TreeExplainer(booster).shap_values(X)
+
+
+def test_a_second_explainer_of_the_same_xgboost_booster_prepares_nothing(monkeypatch):
+    booster, _, X = _xgb_train()
+    first = TreeExplainer(booster)
+    phi = first.shap_values(X[:40])
+    from dgboost.explain import importers
+
+    def no_import(*args, **kwargs):
+        raise AssertionError("the booster was imported again")
+
+    monkeypatch.setattr(prepared, "from_xgboost_ubjson", no_import)
+    monkeypatch.setattr(importers, "_from_xgboost", no_import)
+    second = TreeExplainer(booster)
+    assert second.ensemble is first.ensemble and second.table is first.table
+    assert second.weight_tables() is first.weight_tables()
+    assert second.meta == first.meta and second.meta is not first.meta
+    np.testing.assert_array_equal(second.shap_values(X[:40]), phi)
+
+
+def test_an_xgboost_booster_explainer_is_the_uncached_importers_bit_for_bit():
+    from dgboost.explain.importers import to_ensemble
+    from dgboost.explain.paths import extract_paths
+
+    booster, _, X = _xgb_train(rounds=4)
+    explainer = TreeExplainer(booster)
+    ens, meta = to_ensemble(booster)  # the importer without the cache
+    assert set(explainer.ensemble.arrays) == set(ens.arrays)
+    for name, a in ens.arrays.items():
+        b = explainer.ensemble.arrays[name]
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+    assert {k: v for k, v in meta.items() if k != "input_encoder"} == {
+        k: v for k, v in explainer.meta.items() if k != "input_encoder"
+    }
+    assert explainer.table.fingerprint == extract_paths(ens).fingerprint
+
+
+def test_an_xgboost_booster_trained_further_is_not_served_its_earlier_trees():
+    booster, dtrain, X = _xgb_train(rounds=3)
+    first = TreeExplainer(booster)
+    first.shap_values(X[:10])
+    for i in range(3, 5):
+        booster.update(dtrain, i)  # the same object, two more trees
+    second = TreeExplainer(booster)
+    assert second.table is not first.table and second.ensemble.n_trees == 5
+    np.testing.assert_array_equal(second.shap_values(X[:30]), _xgb_fresh_values(booster, X[:30]))
+    xgb = pytest.importorskip("xgboost")
+    ref = booster.predict(xgb.DMatrix(X[:30]), pred_contribs=True)
+    np.testing.assert_allclose(second.shap_values(X[:30]), ref[:, :-1], rtol=1e-4, atol=1e-5)  # XGBoost's own
+
+
+def test_two_xgboost_boosters_with_the_same_trees_share_one_preparation():
+    booster, _, X = _xgb_train()
+    xgb = pytest.importorskip("xgboost")
+    twin = xgb.Booster(model_file=booster.save_raw("ubj"))
+    first = TreeExplainer(booster)
+    assert TreeExplainer(twin).table is first.table
+
+
+def test_an_xgboost_scikit_learn_wrapper_is_not_keyed_as_its_booster():
+    xgb = pytest.importorskip("xgboost")
+    X, y = _data()
+    model = xgb.XGBClassifier(n_estimators=3, max_depth=3, n_jobs=1).fit(X, y)
+    TreeExplainer(model.get_booster())
+    assert len(prepared._PREPARED) == 1
+    TreeExplainer(model)  # its iteration range and classes are the wrapper's: imported afresh
+    assert len(prepared._PREPARED) == 1

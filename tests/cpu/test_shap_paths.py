@@ -166,6 +166,56 @@ def test_malformed_trees_are_rejected_with_an_error():
         extract_paths(ens)
 
 
+def _serial_and_chunked(monkeypatch, ens, threads=3):
+    """extract_paths of ``ens`` by one walk and by ``threads`` threads (runs of trees)."""
+    from dgboost.explain import paths
+
+    monkeypatch.setattr(paths, "host_threads", lambda: 1)
+    serial = extract_paths(ens)
+    monkeypatch.setattr(paths, "host_threads", lambda: threads)
+    monkeypatch.setattr(paths, "_PARALLEL_NODES", 0)
+    return serial, extract_paths(ens)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 16])
+def test_paths_walked_by_several_threads_are_the_single_walks_bit_for_bit(monkeypatch, threads):
+    ens = random_ensemble(np.random.default_rng(5), n_features=7, n_trees=11, max_depth=6, n_groups=3)
+    serial, chunked = _serial_and_chunked(monkeypatch, ens, threads)
+    assert set(vars(serial)) == set(vars(chunked))
+    for name, a in vars(serial).items():
+        b = getattr(chunked, name)
+        if isinstance(a, np.ndarray):
+            assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), name
+            assert b.flags.c_contiguous
+        else:
+            assert a == b, name
+    assert chunked.fingerprint == serial.fingerprint
+
+
+def test_a_malformed_tree_gives_the_same_error_walked_by_one_or_several_threads(monkeypatch):
+    rng = np.random.default_rng(1)
+    good = random_ensemble(rng, n_features=4, n_trees=6, max_depth=4)
+    ens = Ensemble()
+    for t in range(good.n_trees):
+        tree = good.tree(t)
+        if t == 4:  # a child out of range in the fifth tree
+            inner = int(np.flatnonzero(tree.left >= 0)[0])
+            tree.right[inner] = tree.left.shape[0] + 3
+        ens.append(tree)
+    from dgboost.errors import ModelFormatError
+
+    errors = []
+    for threads in (1, 3):
+        from dgboost.explain import paths
+
+        monkeypatch.setattr(paths, "host_threads", lambda threads=threads: threads)
+        monkeypatch.setattr(paths, "_PARALLEL_NODES", 0)
+        with pytest.raises(ModelFormatError) as err:
+            extract_paths(ens)
+        errors.append(str(err.value))
+    assert errors[0] == errors[1] and "out of range" in errors[0]
+
+
 # ---------------------------------------------------------------------------------------
 # bin packing
 # ---------------------------------------------------------------------------------------
