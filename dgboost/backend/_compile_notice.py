@@ -20,7 +20,10 @@ from ..config import get_config
 
 __all__ = ["NOTICE", "watch_compilation", "notice_to"]
 
-NOTICE = "dgboost: compiling the CPU kernels with Numba (first run only; later runs use the on-disk cache)..."
+NOTICE = (
+    "dgboost: compiling the CPU kernels with Numba (first run only; later runs use the on-disk cache; "
+    "`dgboost warmup` compiles them ahead, e.g. in a Dockerfile)..."
+)
 _KERNELS_MODULE = "dgboost.backend._cpu_kernels"
 
 _lock = threading.Lock()

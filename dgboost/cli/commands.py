@@ -1,4 +1,4 @@
-"""The ``dgboost`` click commands: ``demo``, ``train``, ``predict`` and ``explain``.
+"""The ``dgboost`` click commands: ``demo``, ``train``, ``predict``, ``explain`` and ``warmup``.
 
 Each command checks its options, then hands the work to the modules of :mod:`dgboost.cli`
 (in this process) or, with ``--cluster``, to :mod:`dgboost.cli.cluster_commands`.
@@ -126,6 +126,21 @@ def demo(rows: int, rounds: int, device: str, cluster: str | None, local: bool, 
     summary.insert(4, ("cluster start", seconds(start_time)))
     summary.append(("total time", f"{seconds(time.perf_counter() - started)} (with cluster start and stop)"))
     click.echo(table("dgboost demo on a Dask cluster", summary))
+
+
+@main.command()
+@click.option("--quiet", is_flag=True, help="Print only the summary line.")
+@_errors_to_exit_code
+def warmup(quiet: bool) -> None:
+    """Compile the CPU engine's kernels into Numba's on-disk cache (run once after install).
+
+    Without it the first CPU training of a fresh environment spends most of its first
+    seconds compiling; run this in a Dockerfile or CI image after pip install, with the same
+    NUMBA_CACHE_DIR (if any) that training will use. A warm cache makes it a no-op (~1 s).
+    """
+    from ..warmup import main as warm
+
+    warm(quiet=quiet)
 
 
 def _cluster_client(cluster: str, quiet: bool):
