@@ -206,8 +206,18 @@ def _child(model_path: str, repeats: int, dump: str | None) -> dict:
         "model_bytes": len(raw),
         "fingerprint": table.fingerprint,
         "fingerprint_scheme": "hash tree" if _has_module("dgboost.explain._digest") else "flat sha256",
+        "host_threads": _host_threads(),
         "dgboost_file": dgboost.__file__,
     }
+
+
+def _host_threads() -> int | None:
+    """The threads this side's preparation hashes and walks paths with (None: one, before issue 32)."""
+    if not _has_module("dgboost.explain._digest"):
+        return None
+    from dgboost.explain._digest import host_threads
+
+    return host_threads()
 
 
 def _has_module(name: str) -> bool:
@@ -295,7 +305,7 @@ def run_case(name: str, args, tmp: str) -> dict:
         "classes": classes,
         "max_depth": depth,
         "train_rows": args.train_rows,
-        **{k: info["after"][k] for k in ("n_trees", "n_nodes", "n_paths", "n_elements", "model_bytes")},
+        **{k: info["after"][k] for k in ("n_trees", "n_nodes", "n_paths", "n_elements", "model_bytes", "host_threads")},
         "path_table_fingerprint": info["after"]["fingerprint"],
         "path_table_fingerprint_before": info["before"]["fingerprint"],
         "fingerprint_schemes": {side: info[side]["fingerprint_scheme"] for side in sides},

@@ -582,7 +582,7 @@ def extract_paths(ensemble) -> PathTable:
     node_arrays = (left, right, feature, split_value, default_left, cover, value)
     cats = _ensemble_categories(ensemble)
     threads = host_threads()
-    if cats is None and threads > 1 and left.shape[0] >= _PARALLEL_NODES and offsets.shape[0] > 2:
+    if cats is None and threads >= _PARALLEL_THREADS and left.shape[0] >= _PARALLEL_NODES and offsets.shape[0] > 2:
         out, pool = _walk_in_chunks(node_arrays, offsets, groups, n_features, threads), None
     else:
         out, pool = _walk(node_arrays, offsets, groups, n_features, cats)
@@ -606,8 +606,10 @@ def extract_paths(ensemble) -> PathTable:
 
 
 # trees of at least this many nodes in all are walked by several threads (the walks release
-# the GIL); below it a thread pool costs more than it saves
+# the GIL); below it a thread pool costs more than it saves. The runs' arrays are joined by
+# one more copy of the elements, which two threads barely repay: from four on.
 _PARALLEL_NODES = 1 << 16
+_PARALLEL_THREADS = 4
 
 
 def _walk(node_arrays, offsets, groups, n_features, cats=None):

@@ -174,6 +174,7 @@ def _serial_and_chunked(monkeypatch, ens, threads=3):
     serial = extract_paths(ens)
     monkeypatch.setattr(paths, "host_threads", lambda: threads)
     monkeypatch.setattr(paths, "_PARALLEL_NODES", 0)
+    monkeypatch.setattr(paths, "_PARALLEL_THREADS", 2)
     return serial, extract_paths(ens)
 
 
@@ -210,6 +211,7 @@ def test_a_malformed_tree_gives_the_same_error_walked_by_one_or_several_threads(
 
         monkeypatch.setattr(paths, "host_threads", lambda threads=threads: threads)
         monkeypatch.setattr(paths, "_PARALLEL_NODES", 0)
+        monkeypatch.setattr(paths, "_PARALLEL_THREADS", 2)
         with pytest.raises(ModelFormatError) as err:
             extract_paths(ens)
         errors.append(str(err.value))
