@@ -16,6 +16,7 @@ a value ``x`` falls in bin ``b`` when ``c_{b-1} <= x < c_b``; a split at bin ``b
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -376,8 +377,38 @@ def _threads(n_values: int, n_features: int) -> int:
 def _cuts_sorted_on_host(sample: np.ndarray, sample_w: np.ndarray | None, features: range, max_bin: int) -> list:
     """Cut values of ``features`` from the gathered host sample (float32 (m, F)) and its
     weights (float64 (m,), None for unit weights); a list of float32 arrays."""
-    # one transpose, then each feature reads contiguously
-    return _cuts_of_columns(_transposed(sample[:, features.start : features.stop]), sample_w, max_bin)
+    if sample_w is not None:
+        # one transpose, then each feature reads contiguously
+        return _cuts_of_columns(_transposed(sample[:, features.start : features.stop]), sample_w, max_bin)
+    # unit weights: each thread copies a few features' columns at a time into a buffer of its
+    # own and sorts them there. A transposed copy of the whole sample (112 MB for 10**6 rows of
+    # 28 features) is fresh memory whose page faults cost more than the sorts (0.25-0.3 s in a
+    # training process, against 0.1 s for the sorts on 2 threads)
+    blocks = [
+        range(f, min(f + _BLOCK_FEATURES, features.stop)) for f in range(features.start, features.stop, _BLOCK_FEATURES)
+    ]
+    local = threading.local()
+
+    def block_cuts(block: range) -> list:
+        buffer = getattr(local, "buffer", None)
+        if buffer is None:
+            buffer = local.buffer = np.empty((_BLOCK_FEATURES, sample.shape[0]), np.float32)
+        columns = buffer[: len(block)]
+        _transpose_into(sample[:, block.start : block.stop], columns)
+        return _cuts_of_columns(columns, None, max_bin, threads=1)
+
+    workers = min(_threads(sample.shape[0], len(features)), len(blocks))
+    if workers <= 1:
+        per_block = [block_cuts(b) for b in blocks]
+    else:
+        with ThreadPoolExecutor(workers) as pool:  # map keeps the feature order
+            per_block = list(pool.map(block_cuts, blocks))
+    return [cuts for block in per_block for cuts in block]
+
+
+# features whose columns a thread copies and sorts at a time (unit weights): 4 features of 10**6
+# rows take a 16 MB buffer per thread, and the sample is read 7 times for 28 features
+_BLOCK_FEATURES = 4
 
 
 # rows transposed at a time by _transposed: 4096 rows of 28 float32 features (448 KiB) and
@@ -393,16 +424,23 @@ def _transposed(block: np.ndarray) -> np.ndarray:
     on 28 features).
     """
     out = np.empty(block.shape[::-1], dtype=block.dtype)
-    for start in range(0, block.shape[0], _TRANSPOSE_ROWS):
-        out[:, start : start + _TRANSPOSE_ROWS] = block[start : start + _TRANSPOSE_ROWS].T
+    _transpose_into(block, out)
     return out
 
 
-def _cuts_of_columns(columns: np.ndarray, sample_w: np.ndarray | None, max_bin: int) -> list:
+def _transpose_into(block: np.ndarray, out: np.ndarray) -> None:
+    """``out[...] = block.T`` (``block`` (m, F), ``out`` (F, m)), a few thousand rows at a time."""
+    for start in range(0, block.shape[0], _TRANSPOSE_ROWS):
+        out[:, start : start + _TRANSPOSE_ROWS] = block[start : start + _TRANSPOSE_ROWS].T
+
+
+def _cuts_of_columns(
+    columns: np.ndarray, sample_w: np.ndarray | None, max_bin: int, threads: int | None = None
+) -> list:
     """Cut values of each row of ``columns`` (float32 (F_block, m): a feature's sampled values,
     NaN missing) with the sample's weights (float64 (m,), None for unit weights); a list of
     F_block float32 arrays. Without weights the rows of ``columns`` (the caller's own copy of
-    the sample) are sorted in place."""
+    the sample) are sorted in place. ``threads``: at most this many (default: by the size)."""
 
     def feature_cuts(f: int) -> np.ndarray:
         column = columns[f]
@@ -414,7 +452,7 @@ def _cuts_of_columns(columns: np.ndarray, sample_w: np.ndarray | None, max_bin: 
         return weighted_cut_values(column[keep], sample_w[keep], max_bin)
 
     features = range(columns.shape[0])
-    workers = _threads(columns.shape[1], len(features))
+    workers = _threads(columns.shape[1], len(features)) if threads is None else threads
     if workers == 1:
         return [feature_cuts(f) for f in features]
     with ThreadPoolExecutor(workers) as pool:  # map keeps the feature order

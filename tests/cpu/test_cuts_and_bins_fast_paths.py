@@ -126,3 +126,15 @@ def test_the_column_layout_made_a_block_of_rows_at_a_time_is_the_transpose(shape
     dense = CPUBackend().column_layout(bins.astype(np.uint8).view(_DenseBins))
     assert type(dense) is _DenseBins
     np.testing.assert_array_equal(dense, bins.T)
+
+
+@pytest.mark.parametrize("features", [range(0, 7), range(2, 7), range(5, 6)])
+def test_unit_weight_cuts_a_few_features_a_thread_equal_those_of_the_whole_transposed_sample(features):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((300_000, 7)).astype(np.float32)  # enough for the threads
+    x[rng.random(x.shape) < 0.05] = np.nan
+    x[:, 3] = np.round(x[:, 3] * 10)
+    got = Q._cuts_sorted_on_host(x, None, features, 256)
+    want = Q._cuts_of_columns(Q._transposed(x[:, features.start : features.stop]), None, 256)
+    assert len(got) == len(features)
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(got, want))
