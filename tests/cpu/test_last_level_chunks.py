@@ -84,7 +84,8 @@ def test_ranks_that_take_the_last_level_in_chunks_train_the_single_process_model
 
 
 @pytest.mark.skipif(not _cuda_emulator.available(), reason="no host C++ compiler for the CUDA emulator")
-def test_emulated_cuda_training_with_a_chunked_last_level_saves_the_cpu_model(monkeypatch):
+@pytest.mark.parametrize("types", [None, ["q"] * 5 + ["c"]], ids=["numeric", "categorical"])
+def test_emulated_cuda_training_with_a_chunked_last_level_saves_the_cpu_model(monkeypatch, types):
     import dgboost._training_job as job
     from dgboost.testing.checks import normalised_model_json
 
@@ -97,9 +98,10 @@ def test_emulated_cuda_training_with_a_chunked_last_level_saves_the_cpu_model(mo
     )
     x, y = _data(n=400)
     p = {"objective": "binary:logistic", "max_depth": 3, "max_bin": 8}
-    cpu = dg.train({**p, "device": "cpu"}, dg.DMatrix(x, y), 2, verbose_eval=False)
+    cpu = dg.train({**p, "device": "cpu"}, dg.DMatrix(x, y, feature_types=types), 2, verbose_eval=False)
     monkeypatch.setattr(grower, "_BUILD_CHUNK_BYTES", 1)
-    cuda = dg.train({**p, "device": "cuda"}, dg.DMatrix(x, y), 2, verbose_eval=False)
+    cuda = dg.train({**p, "device": "cuda"}, dg.DMatrix(x, y, feature_types=types), 2, verbose_eval=False)
     # a tree's levels 1 and 2 have 1 and 2 parents, each a chunk of its own
     assert sum(name == "children_histograms" for name, *_ in backend.launches) >= 2 * (1 + 2)
+    assert cuda.ensemble.has_categorical == (types is not None)
     assert normalised_model_json(cuda, keys=()) == normalised_model_json(cpu, keys=())
