@@ -32,7 +32,7 @@ import numpy as np
 from dgboost.backend._nvrtc import assemble
 from dgboost.backend.cuda import CUDABackend
 
-__all__ = ["available", "EmulatedCUDABackend", "emulated_module"]
+__all__ = ["available", "EmulatedCUDABackend", "emulated_module", "route_cuda_training"]
 
 _HERE = Path(__file__).resolve().parent / "cuda_emulator"
 _KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(')
@@ -221,3 +221,18 @@ class EmulatedCUDABackend(CUDABackend):
 
     def sketch_cuts(self, values, rows, features, max_bin, block_values):
         return None  # the host sketch (the device sketch gives its cuts bit for bit)
+
+
+def route_cuda_training(monkeypatch) -> EmulatedCUDABackend:
+    """Make ``device="cuda"`` training (``monkeypatch``'s test only) run on a new emulated
+    CUDA backend, which is returned; other devices keep their backends."""
+    import dgboost._training_job as job
+
+    backend = EmulatedCUDABackend()
+    cpu_backend = job.get_backend
+    monkeypatch.setattr(
+        job,
+        "get_backend",
+        lambda device, nthread=0: backend if str(device).startswith("cuda") else cpu_backend(device, nthread),
+    )
+    return backend

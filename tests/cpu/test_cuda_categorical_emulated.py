@@ -201,16 +201,7 @@ def test_emulated_cuda_weights_of_minus_zero_and_zero_tie_and_keep_code_order():
 @pytest.fixture
 def emulated_cuda_training(monkeypatch):
     """``device="cuda"`` training runs on an emulated CUDA backend (this test's only)."""
-    import dgboost._training_job as job
-
-    backend = _cuda_emulator.EmulatedCUDABackend()
-    cpu_backend = job.get_backend
-    monkeypatch.setattr(
-        job,
-        "get_backend",
-        lambda device, nthread=0: backend if str(device).startswith("cuda") else cpu_backend(device, nthread),
-    )
-    return backend
+    return _cuda_emulator.route_cuda_training(monkeypatch)
 
 
 @pytest.mark.slow

@@ -86,16 +86,9 @@ def test_ranks_that_take_the_last_level_in_chunks_train_the_single_process_model
 @pytest.mark.skipif(not _cuda_emulator.available(), reason="no host C++ compiler for the CUDA emulator")
 @pytest.mark.parametrize("types", [None, ["q"] * 5 + ["c"]], ids=["numeric", "categorical"])
 def test_emulated_cuda_training_with_a_chunked_last_level_saves_the_cpu_model(monkeypatch, types):
-    import dgboost._training_job as job
     from dgboost.testing.checks import normalised_model_json
 
-    backend = _cuda_emulator.EmulatedCUDABackend()
-    cpu_backend = job.get_backend
-    monkeypatch.setattr(
-        job,
-        "get_backend",
-        lambda device, nthread=0: backend if str(device).startswith("cuda") else cpu_backend(device, nthread),
-    )
+    backend = _cuda_emulator.route_cuda_training(monkeypatch)
     x, y = _data(n=400)
     p = {"objective": "binary:logistic", "max_depth": 3, "max_bin": 8}
     cpu = dg.train({**p, "device": "cpu"}, dg.DMatrix(x, y, feature_types=types), 2, verbose_eval=False)
