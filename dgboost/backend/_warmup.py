@@ -126,32 +126,9 @@ def _case_data(case: WarmupCase, rng: np.random.Generator) -> tuple[np.ndarray, 
     return x, y.astype(np.float32), types
 
 
-class _Counter:
-    """Counts ``numba:compile`` events (every compilation, nested ones too)."""
-
-    def __init__(self) -> None:
-        from numba.core import event
-
-        class _Listener(event.Listener):
-            def on_start(inner, ev) -> None:  # noqa: N805 - the listener's own self
-                self.count += 1
-
-            def on_end(inner, ev) -> None:  # noqa: N805
-                pass
-
-        self.count = 0
-        self._listener = _Listener()
-
-    def __enter__(self) -> "_Counter":
-        from numba.core import event
-
-        event.register("numba:compile", self._listener)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        from numba.core import event
-
-        event.unregister("numba:compile", self._listener)
+def _compilations(recorder) -> int:
+    """Compilations (kernels and what they inline) a ``numba:compile`` recorder has seen."""
+    return sum(1 for _, ev in recorder.buffer if ev.is_start)
 
 
 def _cache_dirs() -> list[str]:
@@ -202,20 +179,22 @@ def warm_up(
     -------
     WarmupReport
     """
+    from numba.core import event
+
     from .. import config
 
     report = WarmupReport()
     started = time.perf_counter()
     # the kernels' compilation notice is for trainings that compile unannounced
-    with config.config_context(verbosity=0), _Counter() as total:
+    with config.config_context(verbosity=0), event.install_recorder("numba:compile") as compiles:
         for i, case in enumerate(cases):
-            begin, before = time.perf_counter(), total.count
+            begin, before = time.perf_counter(), _compilations(compiles)
             _run_case(case, seed=i)
-            row = (case.name, time.perf_counter() - begin, total.count - before)
+            row = (case.name, time.perf_counter() - begin, _compilations(compiles) - before)
             report.cases.append(row)
             if progress is not None:
                 progress(f"{row[0]}: {row[1]:.1f} s, {row[2]} compilations")
     report.seconds = time.perf_counter() - started
-    report.compiled = total.count
+    report.compiled = _compilations(compiles)
     report.cache_dirs = _cache_dirs()
     return report
