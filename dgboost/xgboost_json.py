@@ -24,6 +24,8 @@ the ensemble's base_margin is its margin under the objective's link.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ._model_schema import (
@@ -364,8 +366,9 @@ def _read_tree_columns(trees: ObjectColumns, where: str):
         values = [default] * len(trees) if name not in trees.names else trees.scalars(name)
         if values is None or (default is None and name not in trees.names):
             return None
-        parsed: dict = {}  # the trees repeat a few strings ("0", "1"): each parsed once
-        params[key] = [parsed[v] if v in parsed else parsed.setdefault(v, _parse_param(v)) for v in values]
+        # the trees repeat a few strings ("0", "1"): each parsed once (typed: 1 and True apart)
+        parse = functools.lru_cache(maxsize=None, typed=True)(_parse_param)
+        params[key] = [parse(v) for v in values]
     sizes = params["num_nodes"]
     if any(type(n) is not int or n < 1 for n in sizes):
         return None
