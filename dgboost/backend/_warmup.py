@@ -182,11 +182,17 @@ def warm_up(
     from numba.core import event
 
     from .. import config
+    from ._kernel_switch import compile_in_process
 
     report = WarmupReport()
     started = time.perf_counter()
-    # the kernels' compilation notice is for trainings that compile unannounced
-    with config.config_context(verbosity=0), event.install_recorder("numba:compile") as compiles:
+    # the kernels' compilation notice is for trainings that compile unannounced; the parallel
+    # kernels themselves, not their serial twins, are what the cache must hold when this returns
+    with (
+        config.config_context(verbosity=0),
+        compile_in_process(),
+        event.install_recorder("numba:compile") as compiles,
+    ):
         for i, case in enumerate(cases):
             begin, before = time.perf_counter(), _compilations(compiles)
             _run_case(case, seed=i)
