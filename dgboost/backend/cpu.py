@@ -8,13 +8,16 @@ from .._array import to_host
 from .._fixed_point import scales_from_bits
 from .._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, LEFT_G, LEFT_H, NO_NODE, SPLIT_BIN, SUM_G, SUM_H
 from ..errors import DGBoostValueError
-from . import _cpu_kernels as K
-from . import _records
+from . import _cpu_kernels, _records
 from ._compile_notice import watch_compilation
+from ._kernel_switch import KernelTable
 from ._threads import resolve_threads, start_pool
 from .base import LookaheadBudget
 
 __all__ = ["CPUBackend"]
+
+# the kernels, their parallel ones run as serial twins while a cold Numba cache fills in the background
+K = KernelTable(_cpu_kernels)
 
 
 def _balance(sizes: np.ndarray, n_threads: int) -> tuple[np.ndarray, np.ndarray]:
