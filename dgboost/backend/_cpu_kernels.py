@@ -131,18 +131,45 @@ def _last_at_most(cum, pos):
     return a - 1
 
 
+@intrinsic
+def _add_pair(typingctx, hist, idx, g, h):
+    """``hist[idx] += g; hist[idx + 1] += h`` (int64) as one 16-byte load, add and store: two
+    scalar read-modify-writes cost twice the memory operations of the histogram's inner loop,
+    and LLVM does not pair them by itself."""
+    sig = types.void(hist, idx, g, h)
+
+    def codegen(context, builder, signature, args):
+        arr = context.make_array(signature.args[0])(context, builder, args[0])
+        i64 = ir.IntType(64)
+        pair = ir.VectorType(i64, 2)
+        i = context.cast(builder, args[1], signature.args[1], types.intp)
+        ptr = builder.bitcast(builder.gep(arr.data, [i]), pair.as_pointer())
+        add = ir.Constant(pair, ir.Undefined)
+        for k in range(2):
+            value = context.cast(builder, args[2 + k], signature.args[2 + k], types.int64)
+            add = builder.insert_element(add, value, ir.Constant(ir.IntType(32), k))
+        old = builder.load(ptr, align=8)
+        builder.store(builder.add(old, add), ptr, align=8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 @njit(**_KW)
 def _accumulate(bins, cut_ptrs, gpair, rows, start, stop, missing_bin, hist, base):
     """hist[base:base + 2 * total_bins] (a flat int64 view: bin b's (g, h) at 2b, 2b + 1)
     += the rows ``rows[start:stop]``.
 
     Unsigned offsets into a flat histogram: a signed index into a 3-D array costs a
-    negative-index fix-up and a multiply by a stride kept in memory for every update.
+    negative-index fix-up and a multiply by a stride kept in memory for every update. Bins
+    of one byte with a missing marker above 255 (a matrix with no missing value) have no
+    bin to compare with the marker: their loop leaves the compare out.
     """
     n_features = bins.shape[1]
     offsets = np.empty(n_features, np.uint64)
     for f in range(n_features):
         offsets[f] = np.uint64(base) + _U2 * np.uint64(cut_ptrs[f])
+    dense = bins.itemsize == 1 and missing_bin > 255
     ahead = stop - _PREFETCH_ROWS
     for p in range(start, stop):
         if p < ahead:
@@ -154,12 +181,14 @@ def _accumulate(bins, cut_ptrs, gpair, rows, start, stop, missing_bin, hist, bas
         h = np.int64(gpair[r, 1])
         if g == 0 and h == 0:
             continue  # sampled-out rows add nothing
-        for f in range(n_features):
-            b = bins[r, f]
-            if b != missing_bin:
-                idx = offsets[f] + _U2 * np.uint64(b)
-                hist[idx] += g
-                hist[idx + _U1] += h
+        if dense:
+            for f in range(n_features):
+                _add_pair(hist, offsets[f] + _U2 * np.uint64(bins[r, f]), g, h)
+        else:
+            for f in range(n_features):
+                b = bins[r, f]
+                if b != missing_bin:
+                    _add_pair(hist, offsets[f] + _U2 * np.uint64(b), g, h)
 
 
 @njit(parallel=True, **_KW)
@@ -1028,6 +1057,27 @@ def logistic_gradient(margin, label, weight, scale_pos_weight, out_g, out_h):
             w *= scale_pos_weight
         out_g[i] = (p - y) * w
         out_h[i] = max(p * (1.0 - p), _HESS_EPS) * w
+
+
+_ABS_BITS = np.uint32(0x7FFFFFFF)
+
+
+@njit(**_KW)
+def abs_max_bits(grad_bits, hess_bits, out):
+    """out (uint32 (2,)) = the float32 bits of max |grad| and max |hess| (0 for none), from
+    the arrays' bits (uint32 (n,) views of float32): a value's bits without the sign bit
+    order as its magnitude, NaN above inf, so the maxima are integer maxima, which the
+    compiler vectorises (a float maximum must keep NaN, which it does not vectorise), in one
+    pass with no temporaries. On one thread: a parallel loop costs more to compile than the
+    sub-millisecond pass it would save."""
+    g = np.uint32(0)
+    for i in range(grad_bits.shape[0]):
+        g = max(g, grad_bits[i] & _ABS_BITS)
+    h = np.uint32(0)
+    for i in range(hess_bits.shape[0]):
+        h = max(h, hess_bits[i] & _ABS_BITS)
+    out[0] = g
+    out[1] = h
 
 
 @njit(parallel=True, **_KW)

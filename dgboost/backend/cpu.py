@@ -251,7 +251,11 @@ class CPUBackend:
 
     def abs_max_bits(self, grad, hess) -> np.ndarray:
         """uint32 (2,): the float32 bits of max |grad| and max |hess|."""
-        return np.array([np.abs(grad).max(initial=0.0), np.abs(hess).max(initial=0.0)], np.float32).view(np.uint32)
+        out = np.empty(2, np.uint32)
+        # as float32 first: rounding keeps the order, so the maximum rounds to the same float
+        grad, hess = np.asarray(grad, np.float32), np.asarray(hess, np.float32)
+        K.abs_max_bits(grad.view(np.uint32), hess.view(np.uint32), out)
+        return out
 
     def gpair_totals(self, gpair) -> np.ndarray:
         """See ``Backend.gpair_totals``."""

@@ -10,6 +10,7 @@ import numpy as np
 from dgboost.testing.reference import add_tree_outputs
 
 __all__ = [
+    "abs_max_bits",
     "bin_values",
     "build_histograms",
     "evaluate_splits",
@@ -29,6 +30,11 @@ def bin_values(values, cut_values, cut_ptrs, dtype):
         local = np.minimum(np.searchsorted(cuts, col, side="right"), cuts.size - 1)
         out[:, f] = np.where(np.isnan(col), missing, local)
     return out
+
+
+def abs_max_bits(grad, hess):
+    """uint32 (2,): the float32 bits of max |grad| and max |hess| (0 for none)."""
+    return np.array([np.abs(grad).max(initial=0.0), np.abs(hess).max(initial=0.0)], np.float32).view(np.uint32)
 
 
 def build_histograms(bins, cut_ptrs, gpair, rows, begins, ends):

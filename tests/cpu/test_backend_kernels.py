@@ -169,6 +169,19 @@ def test_quantised_pairs_and_their_totals_equal_numpy_rint_and_sums(dtype, sampl
     np.testing.assert_array_equal(BACKEND.gpair_totals(got), got.astype(np.int64).sum(axis=0))
 
 
+@pytest.mark.parametrize(
+    "special", [[], [0.0], [-0.0, -0.0], [np.inf], [-np.inf, 3.0], [np.nan], [-np.nan, np.inf], [1e-45, -1e-45]]
+)
+def test_gradient_maxima_bits_equal_numpy_abs_max_nan_and_inf_included(special):
+    rng = np.random.default_rng(9)
+    wide = rng.normal(size=(10_001, 2)).astype(np.float32)
+    grad, hess = wide[:, 1], rng.uniform(0.0, 2.0, size=10_001).astype(np.float32)  # a strided column too
+    grad[[17, 9000][: len(special)]] = special
+    hess[: len(special)] = np.abs(np.array(special, np.float32))
+    for g, h in [(grad, hess), (np.array(special, np.float32), np.array(special, np.float64))]:
+        np.testing.assert_array_equal(BACKEND.abs_max_bits(g, h), ref.abs_max_bits(g, h))
+
+
 def test_bins_of_256_bins_without_missing_values_take_one_byte_and_change_no_histogram_or_partition():
     rng = np.random.default_rng(12)
     x = rng.normal(size=(40_000, 3)).astype(np.float32)
