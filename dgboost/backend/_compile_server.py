@@ -23,10 +23,14 @@ __all__ = ["main"]
 def main() -> int:
     """Serve compile requests until standard input closes.
 
+    The first command-line argument, if given, is the path of the ``_cpu_kernels.py`` that the
+    training process imported: a process that imports another one answers ``mismatch`` and ends
+    (the training then compiles its kernels itself).
+
     Returns
     -------
     int
-        The exit status, 0.
+        The exit status: 0, or 1 after a mismatch.
     """
     # below the training that waits for it: the training runs on, on serial twins, meanwhile
     if hasattr(os, "nice"):
@@ -34,6 +38,12 @@ def main() -> int:
     from . import _cpu_kernels as kernels
 
     out = sys.stdout.buffer
+    expected = sys.argv[1] if len(sys.argv) > 1 else None
+    if expected is not None and os.path.abspath(kernels.__file__) != os.path.abspath(expected):
+        # another dgboost than the training's: its cache entries would be of no use to it
+        out.write(f"mismatch {os.path.abspath(kernels.__file__)}\n".encode())
+        out.flush()
+        return 1
     for line in sys.stdin.buffer:
         words = line.split()
         if len(words) != 2:

@@ -91,13 +91,21 @@ class _Background:
             return True
         if self.failed or not sys.executable:
             return False
+        from . import _cpu_kernels
+
+        # the process must compile the kernels' file that this process imported (the cache is
+        # keyed on it), wherever that dgboost came from: a source tree on sys.path, an install
+        kernels_file = os.path.abspath(_cpu_kernels.__file__)
+        package_root = os.path.dirname(os.path.dirname(os.path.dirname(kernels_file)))
+        env = os.environ.copy()
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "dgboost.backend._compile_server"],
+                [sys.executable, "-m", "dgboost.backend._compile_server", kernels_file],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                env=os.environ.copy(),
+                env=env,
             )
         except OSError:
             self.failed = True

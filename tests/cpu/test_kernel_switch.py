@@ -121,6 +121,18 @@ def test_the_compile_server_compiles_what_it_is_asked_into_the_cache_and_ends_wi
     assert any(path.name.startswith("_cpu_kernels.gpair_totals-") for path in tmp_path.rglob("*.nbi"))
 
 
+def test_a_compile_server_that_imports_another_dgboost_than_the_training_says_so_and_ends():
+    done = subprocess.run(
+        [sys.executable, "-m", "dgboost.backend._compile_server", "/elsewhere/dgboost/backend/_cpu_kernels.py"],
+        input="0 anything\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert done.stdout.startswith("mismatch ") and "0 ok" not in done.stdout
+
+
 class _Process:
     """What the reader thread reads of a background process: its answers, then its end."""
 
