@@ -17,6 +17,11 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 _KW = dict(cache=True, nogil=True)
+# the gain arithmetic: a float division by zero gives IEEE's inf or NaN instead of raising
+# ZeroDivisionError. None happens (the divisor is a hessian sum, positive where used, plus
+# lambda >= 0), but the check and its raise would keep the split search's candidate loops
+# from being vectorised.
+_KW_GAIN = dict(_KW, error_model="numpy")
 
 KERNEL_EPS = 1e-6  # XGBoost's kRtEps: a split must gain more than this
 
@@ -266,7 +271,7 @@ def children_histograms(parent_hist, parent_index, use_index, built, build_left,
                 out[other_slot, b, c] = parent_hist[p, b, c] - x
 
 
-@njit(**_KW)
+@njit(**_KW_GAIN)
 def _threshold_l1(G, alpha):
     """G shrunk towards zero by alpha (the L1 penalty's soft threshold)."""
     if G > alpha:
@@ -292,7 +297,7 @@ def build_histograms_by_node(bins, cut_ptrs, gpair, rows, begins, ends, missing_
             _accumulate(bins, cut_ptrs, gpair, rows, begins[i], ends[i], missing_bin, flat, i * stride)
 
 
-@njit(**_KW)
+@njit(**_KW_GAIN)
 def _leaf_weight(G, H, lam, alpha, mcw, mds):
     if H < mcw or H <= 0.0:
         return 0.0
@@ -302,7 +307,7 @@ def _leaf_weight(G, H, lam, alpha, mcw, mds):
     return w
 
 
-@njit(**_KW)
+@njit(**_KW_GAIN)
 def _gain(G, H, lam, alpha, mcw, mds):
     if H < mcw or H <= 0.0:
         return 0.0
@@ -313,7 +318,7 @@ def _gain(G, H, lam, alpha, mcw, mds):
     return -(2.0 * G * w + (H + lam) * w * w) - 2.0 * alpha * abs(w)
 
 
-@njit(**_KW)
+@njit(**_KW_GAIN)
 def _bounded_weight(G, H, lo, hi, lam, alpha, mcw, mds):
     """The Newton weight clipped into a node's bounds ``[lo, hi]`` (monotone constraints)."""
     w = _leaf_weight(G, H, lam, alpha, mcw, mds)
@@ -324,7 +329,7 @@ def _bounded_weight(G, H, lo, hi, lam, alpha, mcw, mds):
     return w
 
 
-@njit(**_KW)
+@njit(**_KW_GAIN)
 def _gain_given_weight(G, H, w, lam, alpha):
     """The gain of weight ``w`` (-2 x the regularised loss), XGBoost 3.4's gain with monotone
     constraints: -(2 G w + (H + lambda) w^2) - 2 alpha |w|; 0 without hessian.
@@ -348,7 +353,7 @@ def _node_gain(G, H, lo, hi, constrained, lam, alpha, mcw, mds):
     return _gain(G, H, lam, alpha, mcw, mds)
 
 
-@njit(**_KW)
+@njit(**_KW_GAIN)
 def _constrained_split_gain(GL, HL, GR, HR, lo, hi, sign, lam, alpha, mcw, mds):
     """Children's gain from their weights clipped into the parent's bounds; -inf when the
     weights break the feature's constraint (sign 1: left <= right, -1: left >= right)."""
@@ -362,20 +367,26 @@ def _constrained_split_gain(GL, HL, GR, HR, lo, hi, sign, lam, alpha, mcw, mds):
 @njit(inline="always", **_KW)
 def _candidate_gain(lg, lh, tg, th, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, lo, hi, sign, constrained, parent):
     """The gain of the split with left sums (lg, lh) of a node of totals (tg, th): the
-    numeric candidates' validity rule and arithmetic; -inf when the split is not valid."""
+    numeric candidates' validity rule and arithmetic; -inf when the split is not valid.
+
+    Unconstrained, the gain is computed whether the split is valid or not and -inf chosen
+    after: a select, not an early return, so that a loop of candidates vectorises. An
+    invalid split's arithmetic raises nothing (:func:`_gain` is 0 for a hessian sum that is
+    not positive, and divides by no zero otherwise).
+    """
     rg = tg - lg
     rh = th - lh
-    if lh <= 0 or rh <= 0:
-        return -np.inf
     GL = lg * inv_scale_g
     HL = lh * inv_scale_h
     GR = rg * inv_scale_g
     HR = rh * inv_scale_h
-    if HL < mcw or HR < mcw:
-        return -np.inf
+    valid = lh > 0 and rh > 0 and not (HL < mcw or HR < mcw)
     if constrained:
+        if not valid:
+            return -np.inf
         return _constrained_split_gain(GL, HL, GR, HR, lo, hi, sign, lam, alpha, mcw, mds) - parent
-    return _gain(GL, HL, lam, alpha, mcw, mds) + _gain(GR, HR, lam, alpha, mcw, mds) - parent
+    gain = _gain(GL, HL, lam, alpha, mcw, mds) + _gain(GR, HR, lam, alpha, mcw, mds) - parent
+    return gain if valid else -np.inf
 
 
 @njit(inline="always", **_KW)
@@ -489,7 +500,7 @@ def _categorical_best(
     return True, best, -1, b_dl, b_lg, b_lh
 
 
-@njit(parallel=True, **_KW)
+@njit(parallel=True, **_KW_GAIN)
 def evaluate_splits(
     hist,
     totals,
@@ -530,6 +541,9 @@ def evaluate_splits(
     n_nodes = hist.shape[0]
     n_features = cut_ptrs.shape[0] - 1
     constrained = bounds is not None  # a constant of each specialisation
+    widest = 0
+    for f in range(n_features):
+        widest = max(widest, cut_ptrs[f + 1] - cut_ptrs[f])
     for i in prange(n_nodes):
         tg = totals[i, 0]
         th = totals[i, 1]
@@ -548,6 +562,9 @@ def evaluate_splits(
         best_cat = False
         if is_cat is not None:
             out_cat_bits[i, :] = 0
+        left_g = np.empty(widest, np.int64)  # a feature's left sums and gains, by bin
+        left_h = np.empty(widest, np.int64)
+        gains = np.empty((2, widest), np.float64)
         for f in range(n_features):
             if not feature_mask[i, f]:
                 continue
@@ -582,35 +599,42 @@ def evaluate_splits(
                 if found:
                     best, best_f, best_b, best_dl, best_lg, best_lh, best_cat = gain, f, b, dl, lg, lh, True
                 continue
-            fg, fh = _feature_sums(hist, i, lo_b, hi_b)
-            mg = tg - fg
-            mh = th - fh
-            has_missing = mg != 0 or mh != 0
+            # the bins' left sums first, then every candidate's gain in loops of their own, which
+            # the compiler vectorises (two divisions a gain: the search's cost), then the first
+            # maximum in (bin, missing right before missing left) order, as one loop would pick
+            nb = hi_b - lo_b
             cg = 0
             ch = 0
-            for b in range(lo_b, hi_b):
-                cg += hist[i, b, 0]
-                ch += hist[i, b, 1]
-                for d in range(2):
-                    if d == 0:
-                        lg = cg
-                        lh = ch
-                    else:
-                        if not has_missing:
-                            break
-                        lg = cg + mg
-                        lh = ch + mh
-                    gain = _candidate_gain(
-                        lg, lh, tg, th, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, lo, hi, sign, constrained,
-                        parent,
+            for j in range(nb):
+                cg += hist[i, lo_b + j, 0]
+                ch += hist[i, lo_b + j, 1]
+                left_g[j] = cg
+                left_h[j] = ch
+            mg = tg - cg  # the feature's missing rows: the node's sums less its bins'
+            mh = th - ch
+            has_missing = mg != 0 or mh != 0
+            for j in range(nb):
+                gains[0, j] = _candidate_gain(
+                    left_g[j], left_h[j], tg, th, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, lo, hi, sign,
+                    constrained, parent,
+                )  # fmt: skip
+            if has_missing:
+                for j in range(nb):
+                    gains[1, j] = _candidate_gain(
+                        left_g[j] + mg, left_h[j] + mh, tg, th, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, lo,
+                        hi, sign, constrained, parent,
                     )  # fmt: skip
-                    if gain > best:  # an invalid split's -inf never is
-                        best = gain
+            for j in range(nb):
+                for d in range(2):
+                    if d == 1 and not has_missing:
+                        break
+                    if gains[d, j] > best:  # an invalid split's -inf never is
+                        best = gains[d, j]
                         best_f = f
-                        best_b = b - lo_b
+                        best_b = j
                         best_dl = d == 1
-                        best_lg = lg
-                        best_lh = lh
+                        best_lg = left_g[j] + (mg if d == 1 else 0)
+                        best_lh = left_h[j] + (mh if d == 1 else 0)
                         best_cat = False
         if best_f >= 0 and best < gamma:
             best_f = -1
