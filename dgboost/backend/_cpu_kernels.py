@@ -500,6 +500,58 @@ def _categorical_best(
     return True, best, -1, b_dl, b_lg, b_lh
 
 
+@njit(**_KW_GAIN)
+def _numeric_best(
+    hist, i, lo_b, hi_b, tg, th, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, lo, hi, sign, bounds, parent, best,
+    work_left, work_gain,
+):  # fmt: skip
+    """The best numeric split of one feature (bins ``lo_b:hi_b``) of node i better than
+    ``best``: (found, gain, bin, missing left, left g, left h); ``bounds`` None unless constrained.
+
+    The bins' left sums first, then every candidate's gain in a loop of its own, which the
+    compiler vectorises (two divisions a gain: the search's cost), then the first maximum
+    in (bin, missing right before missing left) order, the order of one loop over the
+    candidates. ``work_left`` (int64 (2, >= bins)) and ``work_gain`` (float64 (2, >= bins))
+    hold the sums and gains. A function of its own, not inlined: the parallel kernel's
+    compilation would grow by a second (its loops go through the parfor passes).
+    """
+    constrained = bounds is not None  # a constant of each specialisation
+    nb = hi_b - lo_b
+    cg = 0
+    ch = 0
+    for j in range(nb):
+        cg += hist[i, lo_b + j, 0]
+        ch += hist[i, lo_b + j, 1]
+        work_left[0, j] = cg
+        work_left[1, j] = ch
+    mg = tg - cg  # the feature's missing rows: the node's sums less its bins'
+    mh = th - ch
+    n_dirs = 2 if mg != 0 or mh != 0 else 1  # missing rows right (d 0), then left
+    for d in range(n_dirs):
+        add_g = mg if d == 1 else 0
+        add_h = mh if d == 1 else 0
+        for j in range(nb):
+            work_gain[d, j] = _candidate_gain(
+                work_left[0, j] + add_g, work_left[1, j] + add_h, tg, th, inv_scale_g, inv_scale_h, lam, alpha,
+                mcw, mds, lo, hi, sign, constrained, parent,
+            )  # fmt: skip
+    found = False
+    at = 0
+    at_d = 0
+    for j in range(nb):
+        for d in range(n_dirs):
+            if work_gain[d, j] > best:  # an invalid split's -inf never is
+                best = work_gain[d, j]
+                found = True
+                at = j
+                at_d = d
+    if not found:
+        return False, best, -1, False, 0, 0
+    lg = work_left[0, at] + (mg if at_d == 1 else 0)
+    lh = work_left[1, at] + (mh if at_d == 1 else 0)
+    return True, best, at, at_d == 1, lg, lh
+
+
 @njit(parallel=True, **_KW_GAIN)
 def evaluate_splits(
     hist,
@@ -544,6 +596,9 @@ def evaluate_splits(
     widest = 0
     for f in range(n_features):
         widest = max(widest, cut_ptrs[f + 1] - cut_ptrs[f])
+    # each node's left sums and gains of a feature, by bin (:func:`_numeric_best`)
+    work_left = np.empty((n_nodes, 2, widest), np.int64)
+    work_gain = np.empty((n_nodes, 2, widest), np.float64)
     for i in prange(n_nodes):
         tg = totals[i, 0]
         th = totals[i, 1]
@@ -562,9 +617,6 @@ def evaluate_splits(
         best_cat = False
         if is_cat is not None:
             out_cat_bits[i, :] = 0
-        left_g = np.empty(widest, np.int64)  # a feature's left sums and gains, by bin
-        left_h = np.empty(widest, np.int64)
-        gains = np.empty((2, widest), np.float64)
         for f in range(n_features):
             if not feature_mask[i, f]:
                 continue
@@ -599,43 +651,12 @@ def evaluate_splits(
                 if found:
                     best, best_f, best_b, best_dl, best_lg, best_lh, best_cat = gain, f, b, dl, lg, lh, True
                 continue
-            # the bins' left sums first, then every candidate's gain in loops of their own, which
-            # the compiler vectorises (two divisions a gain: the search's cost), then the first
-            # maximum in (bin, missing right before missing left) order, as one loop would pick
-            nb = hi_b - lo_b
-            cg = 0
-            ch = 0
-            for j in range(nb):
-                cg += hist[i, lo_b + j, 0]
-                ch += hist[i, lo_b + j, 1]
-                left_g[j] = cg
-                left_h[j] = ch
-            mg = tg - cg  # the feature's missing rows: the node's sums less its bins'
-            mh = th - ch
-            has_missing = mg != 0 or mh != 0
-            for j in range(nb):
-                gains[0, j] = _candidate_gain(
-                    left_g[j], left_h[j], tg, th, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, lo, hi, sign,
-                    constrained, parent,
-                )  # fmt: skip
-            if has_missing:
-                for j in range(nb):
-                    gains[1, j] = _candidate_gain(
-                        left_g[j] + mg, left_h[j] + mh, tg, th, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, lo,
-                        hi, sign, constrained, parent,
-                    )  # fmt: skip
-            for j in range(nb):
-                for d in range(2):
-                    if d == 1 and not has_missing:
-                        break
-                    if gains[d, j] > best:  # an invalid split's -inf never is
-                        best = gains[d, j]
-                        best_f = f
-                        best_b = j
-                        best_dl = d == 1
-                        best_lg = left_g[j] + (mg if d == 1 else 0)
-                        best_lh = left_h[j] + (mh if d == 1 else 0)
-                        best_cat = False
+            found, gain, b, dl, lg, lh = _numeric_best(
+                hist, np.int64(i), lo_b, hi_b, tg, th, inv_scale_g, inv_scale_h, lam, alpha, mcw, mds, lo, hi, sign,
+                bounds, parent, best, work_left[i], work_gain[i],
+            )  # fmt: skip
+            if found:
+                best, best_f, best_b, best_dl, best_lg, best_lh, best_cat = gain, f, b, dl, lg, lh, False
         if best_f >= 0 and best < gamma:
             best_f = -1
         if is_cat is not None and (best_f < 0 or not best_cat):
