@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dgboost._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, LEFT_G, LEFT_H, NO_NODE, SPLIT_BIN, SUM_G, SUM_H
+from dgboost.backend import _cpu_kernels as K
 from dgboost.backend.cpu import CPUBackend
 from dgboost.binned import BinnedMatrix
 from dgboost.quantile import compute_cuts
@@ -217,6 +218,28 @@ def test_leaf_values_are_added_to_exactly_the_rows_of_each_leaf():
     for b, e, v in zip(begins, ends, values):
         want[rows[b:e], 1] += v
     BACKEND.add_leaf_values(margin, rows, begins, ends, values, 1)
+    np.testing.assert_array_equal(margin, want)
+
+
+@pytest.mark.parametrize("ascending", [True, False])
+@pytest.mark.parametrize("n_slices", [1, 2, 3, 7])
+def test_leaf_values_reach_each_row_once_in_any_row_order_on_any_number_of_slices(ascending, n_slices):
+    rng = np.random.default_rng(6)
+    n = 5000
+    margin = rng.normal(size=(n, 2)).astype(np.float32)
+    leaf_of_row = rng.integers(0, 9, size=n)
+    leaf_of_row[n // 3 : n // 2] = 4  # one large leaf whose rows cross several slices' ranges
+    rows = np.argsort(leaf_of_row, kind="stable").astype(np.int32)  # each leaf's rows ascending
+    counts = np.bincount(leaf_of_row, minlength=10)  # leaf 9 has no rows
+    ends = np.cumsum(counts)
+    begins = ends - counts
+    if not ascending:
+        for b, e in zip(begins, ends):
+            rows[b:e] = rng.permutation(rows[b:e])
+    values = rng.normal(size=10).astype(np.float32)
+    want = margin.copy()
+    want[rows, 1] += np.repeat(values, counts)
+    K.add_leaf_values(margin, rows, begins, ends, values, 1, n_slices)
     np.testing.assert_array_equal(margin, want)
 
 
