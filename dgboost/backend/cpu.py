@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+
+import numba
 import numpy as np
 
 from .._array import to_host
@@ -18,6 +21,30 @@ __all__ = ["CPUBackend"]
 
 # the kernels, their parallel ones run as serial twins while a cold Numba cache fills in the background
 K = KernelTable(_cpu_kernels)
+
+
+def _on_own_threads(method):
+    """Run a method that calls parallel kernels on its backend's thread count (``self.threads``).
+
+    Numba keeps one thread count per calling thread, used by every parallel kernel that thread
+    calls. Setting it once, when the backend is made, did not hold: a backend made later on the
+    same thread with another ``nthread`` (the default one that binning or prediction makes)
+    changed it for the training's backend too, whose rounds then ran on every core of a
+    16-core machine under ``nthread=2``. The count is set for the call and put back after it.
+    """
+
+    @functools.wraps(method)
+    def on_own_threads(self, *args, **kwargs):
+        before = numba.get_num_threads()
+        if before == self.threads:  # the usual case: a microsecond, not four
+            return method(self, *args, **kwargs)
+        numba.set_num_threads(self.threads)
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            numba.set_num_threads(before)
+
+    return on_own_threads
 
 
 def _balance(sizes: np.ndarray, n_threads: int) -> tuple[np.ndarray, np.ndarray]:
@@ -194,12 +221,10 @@ class CPUBackend:
     lookahead = LookaheadBudget(nodes=32, levels=1, hist_bytes=64 << 20)
 
     def __init__(self, nthread: int = 0):
-        import numba
-
         watch_compilation()
         start_pool()
-        #: the Numba threads of this backend's calls (:func:`._threads.resolve_threads`): set
-        #: here every time, since Numba keeps a thread's count from one call to the next
+        #: the Numba threads of this backend's calls (:func:`._threads.resolve_threads`), set
+        #: for each call that runs parallel kernels (:func:`_on_own_threads`)
         self.threads = resolve_threads(nthread, numba.config.NUMBA_NUM_THREADS)
         numba.set_num_threads(self.threads)
 
@@ -221,6 +246,7 @@ class CPUBackend:
     def synchronize(self) -> None:
         pass  # every stage has finished when it returns
 
+    @_on_own_threads
     def bin_values(self, values, cut_values, cut_ptrs, dtype):
         values = np.ascontiguousarray(values, np.float32)
         # no value missing (a NaN makes the minimum NaN): 256 bins fit a byte, binned into it
@@ -257,6 +283,7 @@ class CPUBackend:
         K.abs_max_bits(grad.view(np.uint32), hess.view(np.uint32), out)
         return out
 
+    @_on_own_threads
     def gpair_totals(self, gpair) -> np.ndarray:
         """See ``Backend.gpair_totals``."""
         out = np.empty(2, np.int64)
@@ -275,6 +302,7 @@ class CPUBackend:
     def empty(self, shape, dtype):
         return np.empty(shape, dtype)
 
+    @_on_own_threads
     def children_histograms(self, parent_hist, parent_index, built, build_left, out=None):
         built = np.ascontiguousarray(built, np.int64)
         shape = (2 * built.shape[0],) + built.shape[1:]
@@ -302,6 +330,7 @@ class CPUBackend:
         float32 bits ``bits`` (uint32 (2,))."""
         return scales_from_bits(bits, n_global)
 
+    @_on_own_threads
     def quantise(self, grad, hess, scales, keep=None):
         """int32 (n, 2) fixed-point pairs (the scales keep every value within 2**30)."""
         scale_g, scale_h = _host_scales(scales)
@@ -312,6 +341,7 @@ class CPUBackend:
         K.quantise(grad, hess, scale_g, scale_h, _NO_KEEP if keep is None else np.asarray(keep, np.bool_), out)
         return out
 
+    @_on_own_threads
     def build_histograms(self, bins, cut_ptrs, gpair, rows, segments, max_rows=None):
         segments = np.asarray(segments, np.int64)
         begins, ends = np.ascontiguousarray(segments[:, 0]), np.ascontiguousarray(segments[:, 1])
@@ -328,6 +358,7 @@ class CPUBackend:
         K.build_histograms(bins, cut_ptrs, gpair, rows, begins, ends, missing, threads, out)
         return out
 
+    @_on_own_threads
     def evaluate_splits(
         self,
         hist,
@@ -420,6 +451,7 @@ class CPUBackend:
     def node_bounds(self, left, right, feature, sums, monotone, scale_g, scale_h, params):
         return node_bounds_on_host(left, right, feature, sums, monotone, scale_g, scale_h, params)
 
+    @_on_own_threads
     def partition(self, bins_by_feature, rows, records, max_rows=None, categorical=None, cat_bits=None) -> np.ndarray:
         begins = np.ascontiguousarray(records[:, BEGIN])
         ends = np.ascontiguousarray(records[:, END])
@@ -443,6 +475,7 @@ class CPUBackend:
         counts[split, 1] = ends[split] - begins[split] - left_counts
         return counts
 
+    @_on_own_threads
     def add_leaf_values(self, margin, rows, begins, ends, values, group):
         K.add_leaf_values(
             margin,
@@ -467,6 +500,7 @@ class CPUBackend:
         """The arrays, already on the host: a read with nothing to wait for."""
         return _Ready(list(arrays))
 
+    @_on_own_threads
     def predict_margin(self, ensemble, values, tree_begin, tree_end, out):
         """Add trees ``[tree_begin, tree_end)`` of ``ensemble`` to ``out`` (float32 (n, n_groups))."""
         if tree_end <= tree_begin:
@@ -479,6 +513,7 @@ class CPUBackend:
             K.predict_margin(*splits, ensemble.value, *rest, int(tree_begin), int(tree_end), out)
         return out
 
+    @_on_own_threads
     def predict_leaf(self, ensemble, values, tree_begin, tree_end):
         out = np.empty((values.shape[0], max(tree_end - tree_begin, 0)), np.int32)
         if tree_end <= tree_begin:
@@ -492,6 +527,7 @@ class CPUBackend:
         return out
 
     # -- stages of other modules: objective gradients, the sketch, SHAP -----------------------
+    @_on_own_threads
     def logistic_gradient(self, margin, label, weight, scale_pos_weight: float):
         """float32 (n, 1) gradient and hessian of the logistic loss (float64 arithmetic).
 

@@ -174,6 +174,40 @@ def test_the_cpu_backend_sets_numbas_threads_for_every_call(monkeypatch):
     assert backend.threads == pool and numba.get_num_threads() == pool
 
 
+def test_a_backend_runs_its_kernels_on_its_own_threads_though_a_later_backend_set_others(monkeypatch):
+    """A training's backend (``nthread=1``) then a default backend made on the same thread (as
+    binning or prediction make one): the first one's calls still run on one thread, and leave
+    the thread's count as they found it. Before, its rounds ran on every core."""
+    from dgboost.backend import cpu
+
+    pool = numba.config.NUMBA_NUM_THREADS
+    if pool < 2:
+        pytest.skip("Numba's pool has one thread here: one count only")
+    monkeypatch.setattr(_threads, "usable_cores", lambda: pool)
+    training = get_backend("cpu", 1)
+    get_backend("cpu", 0)
+    assert numba.get_num_threads() == pool
+    seen = []
+    kernel = cpu.K.gpair_totals
+
+    def recording(*args):
+        seen.append(numba.get_num_threads())
+        return kernel(*args)
+
+    monkeypatch.setattr(cpu.K, "gpair_totals", recording)
+    totals = training.gpair_totals(np.ones((100, 2), np.int32))
+    assert seen == [1] and numba.get_num_threads() == pool
+    np.testing.assert_array_equal(totals, [100, 100])
+    hist = training.build_histograms(
+        np.zeros((100_000, 1), np.uint8),
+        np.array([0, 4]),
+        np.ones((100_000, 2), np.int32),
+        np.arange(100_000, dtype=np.int32),
+        [[0, 100_000]],
+    )
+    assert hist[0, 0].tolist() == [100_000, 100_000] and numba.get_num_threads() == pool
+
+
 def test_the_model_is_the_same_whatever_the_thread_count():
     x, y = _data(n=40_000)  # enough rows that histograms are split over the threads
     models = {}
