@@ -343,6 +343,7 @@ class TrainingJob:
                 comm=comm,
                 sample_rows=p.sketch_sample_rows,
                 global_rows=global_rows,
+                threads=getattr(backend, "threads", 0),
             )
             # a categorical feature's bins are its categories (docs/design.md §11.1)
             cat_mask = categorical_mask(dtrain.feature_types, dtrain.num_col())

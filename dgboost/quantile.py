@@ -15,7 +15,6 @@ a value ``x`` falls in bin ``b`` when ``c_{b-1} <= x < c_b``; a split at bin ``b
 
 from __future__ import annotations
 
-import os
 import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +24,7 @@ import numpy as np
 
 from ._array import array_module, is_device_array, to_host
 from .backend import array_backend
+from .backend._threads import usable_cores
 from .comm.base import Communicator, LocalComm
 
 __all__ = [
@@ -292,6 +292,7 @@ def compute_cuts(
     comm: Communicator | None = None,
     sample_rows: int = 1 << 20,
     global_rows=None,
+    threads: int = 0,
 ) -> Cuts:
     """Weighted quantile cuts of every feature, identical on every rank.
 
@@ -316,6 +317,9 @@ def compute_cuts(
     global_rows : ndarray of int64, shape (n_local,), optional
         The rows' global indices (in the array module of ``values``) when they are not the
         run starting at ``row_offset``.
+    threads : int
+        At most this many host threads for the per-feature work (the training's ``nthread``);
+        0: the cores this process may use. The cuts are the same for any count.
     """
     comm = comm or LocalComm()
     n_local, n_features = values.shape
@@ -357,9 +361,9 @@ def compute_cuts(
             ]
             del sample
             columns = np.concatenate(alltoall(parts), axis=1)
-            per_feature = _cuts_of_columns(columns, sample_w, max_bin)
+            per_feature = _cuts_of_columns(columns, sample_w, max_bin, limit=threads)
         else:
-            per_feature = _cuts_sorted_on_host(comm.allgather(sample), sample_w, mine, max_bin)
+            per_feature = _cuts_sorted_on_host(comm.allgather(sample), sample_w, mine, max_bin, threads)
     sizes = np.array([c.size for c in per_feature], dtype=np.int64)
     values_mine = np.concatenate(per_feature).astype(np.float32) if per_feature else np.empty(0, np.float32)
     if split:
@@ -369,17 +373,22 @@ def compute_cuts(
     return Cuts(values=values_mine, ptrs=ptrs)
 
 
-def _threads(n_values: int, n_features: int) -> int:
-    """Threads for per-feature host work (NumPy releases the GIL): one when it is small."""
-    return min(n_features, os.cpu_count() or 1, 32) if n_values * n_features > 1 << 20 else 1
+def _threads(n_values: int, n_features: int, limit: int = 0) -> int:
+    """Threads for per-feature host work (NumPy releases the GIL): one when it is small; at
+    most ``limit`` (0: the cores this process may use, its affinity and CPU quota)."""
+    cores = limit if limit > 0 else usable_cores()
+    return min(n_features, cores, 32) if n_values * n_features > 1 << 20 else 1
 
 
-def _cuts_sorted_on_host(sample: np.ndarray, sample_w: np.ndarray | None, features: range, max_bin: int) -> list:
+def _cuts_sorted_on_host(
+    sample: np.ndarray, sample_w: np.ndarray | None, features: range, max_bin: int, limit: int = 0
+) -> list:
     """Cut values of ``features`` from the gathered host sample (float32 (m, F)) and its
-    weights (float64 (m,), None for unit weights); a list of float32 arrays."""
+    weights (float64 (m,), None for unit weights); a list of float32 arrays; at most ``limit``
+    threads (0: the cores this process may use)."""
     if sample_w is not None:
         # one transpose, then each feature reads contiguously
-        return _cuts_of_columns(_transposed(sample[:, features.start : features.stop]), sample_w, max_bin)
+        return _cuts_of_columns(_transposed(sample[:, features.start : features.stop]), sample_w, max_bin, limit=limit)
     # unit weights: each thread copies a few features' columns at a time into a buffer of its
     # own and sorts them there. A transposed copy of the whole sample (112 MB for 10**6 rows of
     # 28 features) is fresh memory whose page faults cost more than the sorts (0.25-0.3 s in a
@@ -397,7 +406,7 @@ def _cuts_sorted_on_host(sample: np.ndarray, sample_w: np.ndarray | None, featur
         _transpose_into(sample[:, block.start : block.stop], columns)
         return _cuts_of_columns(columns, None, max_bin, threads=1)
 
-    workers = min(_threads(sample.shape[0], len(features)), len(blocks))
+    workers = min(_threads(sample.shape[0], len(features), limit), len(blocks))
     if workers <= 1:
         per_block = [block_cuts(b) for b in blocks]
     else:
@@ -435,12 +444,13 @@ def _transpose_into(block: np.ndarray, out: np.ndarray) -> None:
 
 
 def _cuts_of_columns(
-    columns: np.ndarray, sample_w: np.ndarray | None, max_bin: int, threads: int | None = None
+    columns: np.ndarray, sample_w: np.ndarray | None, max_bin: int, threads: int | None = None, limit: int = 0
 ) -> list:
     """Cut values of each row of ``columns`` (float32 (F_block, m): a feature's sampled values,
     NaN missing) with the sample's weights (float64 (m,), None for unit weights); a list of
     F_block float32 arrays. Without weights the rows of ``columns`` (the caller's own copy of
-    the sample) are sorted in place. ``threads``: at most this many (default: by the size)."""
+    the sample) are sorted in place. ``threads``: this many (default: by the size, at most
+    ``limit``, 0 for the cores this process may use)."""
 
     def feature_cuts(f: int) -> np.ndarray:
         column = columns[f]
@@ -452,7 +462,7 @@ def _cuts_of_columns(
         return weighted_cut_values(column[keep], sample_w[keep], max_bin)
 
     features = range(columns.shape[0])
-    workers = _threads(columns.shape[1], len(features)) if threads is None else threads
+    workers = _threads(columns.shape[1], len(features), limit) if threads is None else threads
     if workers == 1:
         return [feature_cuts(f) for f in features]
     with ThreadPoolExecutor(workers) as pool:  # map keeps the feature order

@@ -208,6 +208,31 @@ def test_a_backend_runs_its_kernels_on_its_own_threads_though_a_later_backend_se
     assert hist[0, 0].tolist() == [100_000, 100_000] and numba.get_num_threads() == pool
 
 
+def test_the_cuts_take_at_most_nthread_host_threads(monkeypatch):
+    """The sketch's per-feature sorts ran on every core whatever ``nthread`` said."""
+    from dgboost import quantile
+
+    pools = []
+
+    class CountingPool(quantile.ThreadPoolExecutor):
+        def __init__(self, workers):
+            pools.append(workers)
+            super().__init__(workers)
+
+    monkeypatch.setattr(quantile, "ThreadPoolExecutor", CountingPool)
+    monkeypatch.setattr(quantile, "usable_cores", lambda: 3)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(60_000, 28)).astype(np.float32)  # above the size that takes threads at all
+    y = (x[:, 0] > 0).astype(np.float32)
+    for nthread in (2, 1):
+        pools.clear()
+        dg.train({**PARAMS, "nthread": nthread}, dg.DMatrix(x, y), 1)
+        assert max(pools, default=1) == nthread
+    pools.clear()
+    quantile.compute_cuts(x, None, 256)  # no thread count given: the cores this process may use
+    assert max(pools) == 3
+
+
 def test_the_model_is_the_same_whatever_the_thread_count():
     x, y = _data(n=40_000)  # enough rows that histograms are split over the threads
     models = {}
