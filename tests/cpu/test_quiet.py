@@ -208,6 +208,21 @@ def test_a_backend_runs_its_kernels_on_its_own_threads_though_a_later_backend_se
     assert hist[0, 0].tolist() == [100_000, 100_000] and numba.get_num_threads() == pool
 
 
+def test_every_cpu_backend_method_that_calls_a_parallel_kernel_sets_its_thread_count():
+    import inspect
+    import re
+
+    from dgboost.backend import _kernel_switch, cpu
+
+    parallel = {k for k, v in vars(cpu.K).items() if isinstance(v, _kernel_switch._Switch)}
+    for name, method in vars(cpu.CPUBackend).items():
+        if not callable(method):
+            continue
+        called = set(re.findall(r"\bK\.(\w+)\(", inspect.getsource(inspect.unwrap(method))))
+        if called & parallel:
+            assert getattr(method, "__wrapped__", None) is not None, name
+
+
 def test_the_cuts_take_at_most_nthread_host_threads(monkeypatch):
     """The sketch's per-feature sorts ran on every core whatever ``nthread`` said."""
     from dgboost import quantile
