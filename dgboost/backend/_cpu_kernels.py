@@ -140,7 +140,9 @@ def _last_at_most(cum, pos):
 def _add_pair(typingctx, hist, idx, g, h):
     """``hist[idx] += g; hist[idx + 1] += h`` (int64) as one 16-byte load, add and store: two
     scalar read-modify-writes cost twice the memory operations of the histogram's inner loop,
-    and LLVM does not pair them by itself."""
+    and LLVM does not pair them by itself. ``hist``: a 1-D C-contiguous int64 array."""
+    if not (isinstance(hist, types.Array) and hist.ndim == 1 and hist.layout == "C" and hist.dtype == types.int64):
+        return None  # the address arithmetic below is a contiguous int64 array's
     sig = types.void(hist, idx, g, h)
 
     def codegen(context, builder, signature, args):
