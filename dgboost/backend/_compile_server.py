@@ -1,8 +1,9 @@
 """The background process that compiles the CPU engine's parallel kernels into Numba's cache.
 
 Started by :mod:`._kernel_switch` when a training finds the on-disk cache cold. It reads
-requests from its standard input, one a line: ``<id> <base64 pickle of (kernel name, Numba
-signature)>``; compiles the named kernel of :mod:`._cpu_kernels` for that signature (Numba
+requests from its standard input, one a line: ``<id> <JSON of the kernel's name and its
+argument types>`` (:func:`encode_request`: arrays by dtype, dimensions, layout and
+flags, scalars by name; no pickles); compiles the named kernel of :mod:`._cpu_kernels` for that signature (Numba
 writes it to the cache the training process reads, the environment being the same) and
 answers ``<id> ok`` or ``<id> error <type>`` on its standard output. It runs at a lower
 priority (``nice`` 10) than the training, which goes on meanwhile. It ends when its input
@@ -12,12 +13,63 @@ cache warm for the next process.
 
 from __future__ import annotations
 
-import base64
+import json
 import os
-import pickle
 import sys
 
-__all__ = ["main"]
+__all__ = ["main", "encode_request"]
+
+
+def encode_request(name: str, sig: tuple) -> str | None:
+    """The JSON line that asks for kernel ``name`` compiled for the Numba argument types ``sig``.
+
+    Parameters
+    ----------
+    name : str
+        A parallel kernel of ``_cpu_kernels``.
+    sig : tuple of numba.types.Type
+        Its argument types, as the serial twin's dispatcher recorded them.
+
+    Returns
+    -------
+    str or None
+        None when an argument type is not one this protocol carries (a NumPy array, a number,
+        a boolean or None): the training then compiles that kernel itself.
+    """
+    from numba.core import types
+
+    args = []
+    for t in sig:
+        if isinstance(t, types.Array) and isinstance(t.dtype, (types.Number, types.Boolean)):
+            args.append(["array", str(t.dtype), t.ndim, t.layout, bool(t.mutable), bool(t.aligned)])
+        elif isinstance(t, (types.Number, types.Boolean)):
+            args.append(["scalar", str(t)])
+        elif isinstance(t, types.NoneType):
+            args.append(["none"])
+        else:
+            return None
+    return json.dumps({"kernel": name, "args": args}, separators=(",", ":"))
+
+
+def _decode_request(text: str) -> tuple[str, tuple]:
+    """(kernel name, Numba argument types) of a line made by :func:`encode_request`."""
+    import numpy as np
+    from numba import from_dtype
+    from numba.core import types
+
+    request = json.loads(text)
+
+    def arg_type(arg):
+        if arg[0] == "array":
+            _, dtype, ndim, layout, mutable, aligned = arg
+            return types.Array(from_dtype(np.dtype(dtype)), int(ndim), layout, readonly=not mutable, aligned=aligned)
+        if arg[0] == "scalar":
+            return from_dtype(np.dtype(arg[1]))
+        if arg[0] == "none":
+            return types.none
+        raise ValueError(f"unknown argument kind {arg[0]!r}")
+
+    return str(request["kernel"]), tuple(arg_type(arg) for arg in request["args"])
 
 
 def main() -> int:
@@ -45,12 +97,12 @@ def main() -> int:
         out.flush()
         return 1
     for line in sys.stdin.buffer:
-        words = line.split()
+        words = line.split(maxsplit=1)
         if len(words) != 2:
             continue
         request_id = words[0].decode("ascii")
         try:
-            name, sig = pickle.loads(base64.b64decode(words[1]))
+            name, sig = _decode_request(words[1].decode("utf-8"))
             getattr(kernels, name).compile(sig)
             answer = f"{request_id} ok\n"
         except Exception as exc:  # noqa: BLE001 - told to the training process, which compiles it itself

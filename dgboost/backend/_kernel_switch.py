@@ -25,15 +25,15 @@ in this process as before.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import os
-import pickle
 import subprocess
 import sys
 import threading
 import types
 from collections.abc import Iterator
+
+from ._compile_server import encode_request
 
 __all__ = ["KernelTable", "compile_in_process"]
 
@@ -118,11 +118,13 @@ class _Background:
         with self.lock:
             if not self._start():
                 return False
+            payload = encode_request(switch.name, sig)
+            if payload is None:
+                return False
             request_id = self.next_id
             self.next_id += 1
-            payload = base64.b64encode(pickle.dumps((switch.name, sig))).decode("ascii")
             try:
-                self.process.stdin.write(f"{request_id} {payload}\n".encode("ascii"))
+                self.process.stdin.write(f"{request_id} {payload}\n".encode("utf-8"))
                 self.process.stdin.flush()
             except (OSError, ValueError):
                 self.failed = True

@@ -3,11 +3,9 @@ compiles them into the cache (``dgboost/backend/_kernel_switch.py``, ``_compile_
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
-import pickle
 import subprocess
 import sys
 import time
@@ -17,7 +15,7 @@ import numpy as np
 import pytest
 
 import dgboost as dg
-from dgboost.backend import _cpu_kernels, _kernel_switch
+from dgboost.backend import _compile_server, _cpu_kernels, _kernel_switch
 from dgboost.backend.cpu import K
 
 # a fresh process: trains, then says which kernels ran as twins, the model's digest, the
@@ -100,25 +98,38 @@ def test_a_cold_cache_trains_the_same_model_on_twins_and_leaves_the_parallel_ker
 
 
 def test_the_compile_server_compiles_what_it_is_asked_into_the_cache_and_ends_with_its_input(tmp_path):
-    sig = K.gpair_totals.parallel.signatures[0] if K.gpair_totals.parallel.signatures else None
-    if sig is None:  # not compiled in this process yet: its arguments' types are known
-        from numba import typeof
+    from numba import typeof
 
-        sig = (typeof(np.zeros((2, 2), np.int32)), typeof(np.zeros(2, np.int64)))
-    good = base64.b64encode(pickle.dumps(("gpair_totals", sig))).decode()
-    bad = base64.b64encode(pickle.dumps(("no_such_kernel", sig))).decode()
+    sig = (typeof(np.zeros((2, 2), np.int32)), typeof(np.zeros(2, np.int64)))
+    good = _compile_server.encode_request("gpair_totals", sig)
+    bad = _compile_server.encode_request("no_such_kernel", sig)
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
     done = subprocess.run(
         [sys.executable, "-m", "dgboost.backend._compile_server"],
-        input=f"0 {good}\n1 {bad}\n",
+        input=f"0 {good}\n1 {bad}\n2 not json\n",
         env=env,
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert done.returncode == 0
-    assert done.stdout.splitlines() == ["0 ok", "1 error AttributeError"]
+    assert done.stdout.splitlines() == ["0 ok", "1 error AttributeError", "2 error JSONDecodeError"]
     assert any(path.name.startswith("_cpu_kernels.gpair_totals-") for path in tmp_path.rglob("*.nbi"))
+
+
+def test_a_request_carries_the_argument_types_of_the_kernels_and_nothing_else():
+    from numba.core import types
+
+    sig = (
+        types.Array(types.uint16, 2, "C", readonly=True),
+        types.Array(types.boolean, 1, "A"),
+        types.int64,
+        types.float64,
+        types.boolean,
+        types.none,
+    )
+    assert _compile_server._decode_request(_compile_server.encode_request("partition", sig)) == ("partition", sig)
+    assert _compile_server.encode_request("partition", (types.unicode_type,)) is None  # compiled where it is called
 
 
 def test_a_compile_server_that_imports_another_dgboost_than_the_training_says_so_and_ends():
