@@ -2,12 +2,12 @@
 
 Started by :mod:`._kernel_switch` when a training finds the on-disk cache cold. It reads
 requests from its standard input, one a line: ``<id> <JSON of the kernel's name and its
-argument types>`` (:func:`encode_request`: arrays by dtype, dimensions, layout and
-flags, scalars by name; no pickles); compiles the named kernel of :mod:`._cpu_kernels` for that signature (Numba
-writes it to the cache the training process reads, the environment being the same) and
-answers ``<id> ok`` or ``<id> error <type>`` on its standard output. It runs at a lower
-priority (``nice`` 10) than the training, which goes on meanwhile. It ends when its input
-closes, after compiling what it was asked: a training that ends first still leaves the
+argument types>`` (:func:`encode_request`: arrays by dtype, dimensions, layout and flags,
+scalars by name; no pickles); compiles the named kernel of :mod:`._cpu_kernels` for those
+types (Numba writes it to the cache the training process reads, the environment being the
+same) and answers ``<id> ok`` or ``<id> error <type>`` on its standard output. It runs at a
+lower priority (``nice`` 10) than the training, which goes on meanwhile. It ends when its
+input closes, after compiling what it was asked: a training that ends first still leaves the
 cache warm for the next process.
 """
 

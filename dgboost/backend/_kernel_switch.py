@@ -1,16 +1,16 @@
 """The CPU engine's parallel kernels, run as serial twins while a cold cache is filled in the background.
 
-Numba compiles a kernel with ``prange`` loops (``parallel=True``) three to four times slower
+Numba compiles a kernel with ``prange`` loops (``parallel=True``) about three times slower
 than the same function without them: its parfor passes and a gufunc per loop. With an empty
-on-disk cache the first CPU training of a process spent ~18 s of its ~19 s to the first
-round compiling (``benchmarks/results/cold_start_cpu.json``). So when the cache holds no
+on-disk cache the first CPU training of a process spent nearly all of its 13-14 s to the
+first round compiling on two cores (``benchmarks/results/cold_start_cpu.json``). So when the cache holds no
 parallel version of a kernel for this machine, :class:`KernelTable` calls its *serial twin*
 instead -- the same Python function compiled without ``parallel=True`` (``prange`` runs as
 ``range`` on the calling thread) -- and hands the kernel and its argument types to a
 background process (:mod:`._compile_server`) that compiles the parallel version into the
 same cache. Once that process reports the kernel compiled, calls go to the parallel version,
 which Numba then loads from the cache. The first rounds run on one thread; the time to the
-first round falls to what compiling the serial twins costs (~5 s on two cores).
+first round falls to what compiling the serial twins costs (about 5 s of the 7 s measured).
 
 The twins compute what the parallel kernels compute: every kernel's results are independent
 of its thread count (integer histogram sums, row-wise arithmetic, a stable partition), the
