@@ -3,7 +3,7 @@
 Started by :mod:`._kernel_switch` when a training finds the on-disk cache cold. It reads
 requests from its standard input, one a line: ``<id> <JSON of the kernel's name and its
 argument types>`` (:func:`encode_request`: arrays by dtype, dimensions, layout and flags,
-scalars by name; no pickles); compiles the named kernel of :mod:`._cpu_kernels` for those
+scalars by name; no pickles); compiles the named kernel of one of :data:`MODULES` for those
 types (Numba writes it to the cache the training process reads, the environment being the
 same) and answers ``<id> ok`` or ``<id> error <type>`` on its standard output. It runs at a
 lower priority (``nice`` 10) than the training, which goes on meanwhile. It ends when its
@@ -13,20 +13,33 @@ cache warm for the next process.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
 
-__all__ = ["main", "encode_request"]
+__all__ = ["main", "encode_request", "MODULES"]
 
 
-def encode_request(name: str, sig: tuple) -> str | None:
-    """The JSON line that asks for kernel ``name`` compiled for the Numba argument types ``sig``.
+#: the modules whose parallel kernels this process compiles (nothing else is imported)
+MODULES = (
+    "dgboost.backend._cpu_kernels",
+    "dgboost.explain.tables",
+    "dgboost.explain.treeshap",
+    "dgboost.explain.interventional",
+)
+
+
+def encode_request(module: str, name: str, sig: tuple) -> str | None:
+    """The JSON line that asks for kernel ``name`` of ``module`` compiled for the Numba
+    argument types ``sig``.
 
     Parameters
     ----------
+    module : str
+        One of :data:`MODULES`.
     name : str
-        A parallel kernel of ``_cpu_kernels``.
+        A parallel kernel of that module.
     sig : tuple of numba.types.Type
         Its argument types, as the serial twin's dispatcher recorded them.
 
@@ -48,11 +61,11 @@ def encode_request(name: str, sig: tuple) -> str | None:
             args.append(["none"])
         else:
             return None
-    return json.dumps({"kernel": name, "args": args}, separators=(",", ":"))
+    return json.dumps({"module": module, "kernel": name, "args": args}, separators=(",", ":"))
 
 
-def _decode_request(text: str) -> tuple[str, tuple]:
-    """(kernel name, Numba argument types) of a line made by :func:`encode_request`."""
+def _decode_request(text: str) -> tuple[str, str, tuple]:
+    """(module, kernel name, Numba argument types) of a line made by :func:`encode_request`."""
     import numpy as np
     from numba import from_dtype
     from numba.core import types
@@ -69,7 +82,7 @@ def _decode_request(text: str) -> tuple[str, tuple]:
             return types.none
         raise ValueError(f"unknown argument kind {arg[0]!r}")
 
-    return str(request["kernel"]), tuple(arg_type(arg) for arg in request["args"])
+    return str(request["module"]), str(request["kernel"]), tuple(arg_type(arg) for arg in request["args"])
 
 
 def main() -> int:
@@ -102,8 +115,10 @@ def main() -> int:
             continue
         request_id = words[0].decode("ascii")
         try:
-            name, sig = _decode_request(words[1].decode("utf-8"))
-            getattr(kernels, name).compile(sig)
+            module, name, sig = _decode_request(words[1].decode("utf-8"))
+            if module not in MODULES:
+                raise ValueError(f"not a kernel module: {module}")
+            getattr(importlib.import_module(module), name).compile(sig)
             answer = f"{request_id} ok\n"
         except Exception as exc:  # noqa: BLE001 - told to the training process, which compiles it itself
             answer = f"{request_id} error {type(exc).__name__}\n"

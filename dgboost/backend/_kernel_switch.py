@@ -118,7 +118,7 @@ class _Background:
         with self.lock:
             if not self._start():
                 return False
-            payload = encode_request(switch.name, sig)
+            payload = encode_request(switch.module, switch.name, sig)
             if payload is None:
                 return False
             request_id = self.next_id
@@ -177,9 +177,10 @@ if hasattr(os, "register_at_fork"):
 class _Switch:
     """A parallel kernel's stand-in: its serial twin until the kernel is compiled, then the kernel."""
 
-    __slots__ = ("name", "parallel", "serial", "ready", "decided", "pending", "asked", "lock")
+    __slots__ = ("module", "name", "parallel", "serial", "ready", "decided", "pending", "asked", "lock")
 
     def __init__(self, name: str, kernel) -> None:
+        self.module = kernel.py_func.__module__
         self.name = name
         self.parallel = kernel
         self.serial = None
@@ -233,7 +234,8 @@ class KernelTable(types.SimpleNamespace):
     Parameters
     ----------
     module : module
-        The module of Numba kernels (``dgboost.backend._cpu_kernels``).
+        A module of Numba kernels that the background process may compile
+        (``_compile_server.MODULES``: the CPU backend's, and the CPU SHAP engine's).
     """
 
     def __init__(self, module) -> None:

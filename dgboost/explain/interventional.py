@@ -24,11 +24,13 @@ here, so both devices give the same bits.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
 from numba import njit, prange
 
+from ..backend._kernel_switch import KernelTable
 from ..errors import DGBoostValueError
 from .paths import PathTable, as_path_table, element_is_on_cat
 from .rows import prepare_rows
@@ -298,7 +300,7 @@ def path_on_bits(table: PathTable, Xf: np.ndarray):
     """``(bits, word_offsets)``: per-row on-bits of every path (int64 words of 63 elements)."""
     word_offsets = path_word_offsets(table)
     bits = np.empty((Xf.shape[0], int(word_offsets[-1])), dtype=np.int64)
-    _on_bits(
+    _K._on_bits(
         Xf,
         table.path_offsets,
         table.feature,
@@ -355,7 +357,7 @@ def background_terms(table: PathTable, Bf: np.ndarray, transform: str | None = N
     mr = None
     if transform is not None:
         mr = np.empty((Bf.shape[0], table.n_groups), dtype=np.float64)
-        _margins_from_bits(
+        _K._margins_from_bits(
             rbits, full, table.path_offsets, word_offsets, table.path_v, table.path_group, table.base_margin, mr
         )
         bias = (1.0 / (1.0 + np.exp(-mr))).mean(axis=0)
@@ -392,7 +394,7 @@ def shap_values_interventional(model: Any, X: Any, background: Any, transform: s
         for r0 in range(0, n, chunk):
             xbits, _ = path_on_bits(table, Xf[r0 : r0 + chunk])
             if transform is None:
-                _interventional_kernel(
+                _K._interventional_kernel(
                     xbits,
                     rbitsT,
                     full,
@@ -406,10 +408,10 @@ def shap_values_interventional(model: Any, X: Any, background: Any, transform: s
                 )
                 continue
             mx = np.empty((xbits.shape[0], table.n_groups), dtype=np.float64)
-            _margins_from_bits(
+            _K._margins_from_bits(
                 xbits, full, table.path_offsets, word_offsets, table.path_v, table.path_group, table.base_margin, mx
             )
-            _interventional_logistic_kernel(
+            _K._interventional_logistic_kernel(
                 xbits,
                 rbitsT,
                 full,
@@ -425,3 +427,8 @@ def shap_values_interventional(model: Any, X: Any, background: Any, transform: s
             )
     out[:, :, F] = terms["bias"]
     return out
+
+
+# the parallel kernels above, run as serial twins while a cold Numba cache fills in the background
+# (dgboost/backend/_kernel_switch.py)
+_K = KernelTable(sys.modules[__name__])

@@ -56,11 +56,13 @@ default to ``k <= DEFAULT_MAX_K_INTERACTIONS``.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, prange
 
+from ..backend._kernel_switch import KernelTable
 from ..errors import DGBoostValueError
 from .paths import PathTable
 
@@ -352,7 +354,7 @@ def build_tables(
     offsets, order, off, total = table_layout(table, max_table_bytes, max_k)
     values = np.empty(total, dtype=np.float64)
     if order.shape[0]:
-        _fill_tables(table.path_offsets, table.zero_fraction, order, off, values)
+        _K._fill_tables(table.path_offsets, table.zero_fraction, order, off, values)
     return WeightTables(table_offsets=offsets, values=values, max_k=max_k, max_table_bytes=int(max_table_bytes))
 
 
@@ -371,5 +373,10 @@ def build_interaction_tables(
     values = np.empty(total, dtype=np.float64)
     if order.shape[0]:
         nodes, weights = gauss_legendre_01((int(k[order].max()) + 1) // 2)
-        _fill_interaction_tables(table.path_offsets, table.zero_fraction, order, off, nodes, weights, values)
+        _K._fill_interaction_tables(table.path_offsets, table.zero_fraction, order, off, nodes, weights, values)
     return InteractionTables(table_offsets=offsets, values=values, max_k=max_k, max_table_bytes=int(max_table_bytes))
+
+
+# the parallel kernels above, run as serial twins while a cold Numba cache fills in the background
+# (dgboost/backend/_kernel_switch.py)
+_K = KernelTable(sys.modules[__name__])

@@ -28,12 +28,14 @@ path, so a path's elements and its weight table stay in cache for all rows of th
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 
 import numpy as np
 from numba import njit, prange
 
+from ..backend._kernel_switch import KernelTable
 from ..errors import DGBoostTypeError, DGBoostValueError
 from .paths import PathTable, as_path_table, element_is_on, element_is_on_cat
 from .rows import check_rows, prepare_rows
@@ -434,7 +436,7 @@ def _run_shap(table: PathTable, X, tab_off, tab_vals, block_rows, quad_max_k: in
     if n == 0:
         return out
     gl_nodes, gl_weights = gauss_legendre_01(max(1, (quad_max_k + 1) // 2))
-    _shap_kernel(
+    _K._shap_kernel(
         Xf,
         table.path_offsets,
         table.feature,
@@ -922,7 +924,7 @@ def shap_interactions(
     out = np.zeros((n, G, F + 1, F + 1), dtype=np.float64)
     if method == "path":
         if n:
-            _interaction_kernel(
+            _K._interaction_kernel(
                 Xf,
                 table.path_offsets,
                 table.feature,
@@ -960,7 +962,7 @@ def shap_interactions(
     if n:
         max_len = max(table.max_length, 1)
         gl_nodes, gl_weights = gauss_legendre_01((max_len + 1) // 2)
-        _interaction_table_kernel(
+        _K._interaction_table_kernel(
             Xf,
             table.path_offsets,
             table.feature,
@@ -983,3 +985,8 @@ def shap_interactions(
         )
     out[:, :, F, F] = _bias(table)
     return out
+
+
+# the parallel kernels above, run as serial twins while a cold Numba cache fills in the background
+# (dgboost/backend/_kernel_switch.py)
+_K = KernelTable(sys.modules[__name__])

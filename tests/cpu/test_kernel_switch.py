@@ -43,11 +43,16 @@ x = rng.standard_normal((40_000, 6)).astype(np.float32)
 y = (x[:, 0] + x[:, 1] * x[:, 2] > 0).astype(np.float32)
 x[rng.random(x.shape) < 0.1] = np.nan
 booster = dg.train({"objective": "binary:logistic", "max_depth": 5, "nthread": 2}, dg.DMatrix(x, y), 4)
-twins = sorted(k for k, v in vars(K).items() if getattr(v, "serial", None) is not None)
+contribs = booster.predict(dg.DMatrix(x[:3000]), pred_contribs=True)
+from dgboost.explain import tables, treeshap
+twins = sorted(
+    k for table in (K, tables._K, treeshap._K) for k, v in vars(table).items() if getattr(v, "serial", None) is not None
+)
 server = _kernel_switch._background.process
 print("RESULT " + json.dumps({
     "twins": twins,
     "digest": hashlib.sha256(booster.save_raw("json")).hexdigest(),
+    "shap_digest": hashlib.sha256(contribs.tobytes()).hexdigest(),
     "background_pid": None if server is None else server.pid,
     "parallel_compiles": parallel,
 }))
@@ -74,46 +79,50 @@ def _same_training_here() -> str:
     y = (x[:, 0] + x[:, 1] * x[:, 2] > 0).astype(np.float32)
     x[rng.random(x.shape) < 0.1] = np.nan
     booster = dg.train({"objective": "binary:logistic", "max_depth": 5, "nthread": 2}, dg.DMatrix(x, y), 4)
-    return hashlib.sha256(booster.save_raw("json")).hexdigest()
+    contribs = booster.predict(dg.DMatrix(x[:3000]), pred_contribs=True)
+    return hashlib.sha256(booster.save_raw("json")).hexdigest(), hashlib.sha256(contribs.tobytes()).hexdigest()
 
 
 @pytest.mark.skipif(not Path("/proc/self").exists(), reason="waits for the background process through /proc")
 def test_a_cold_cache_trains_the_same_model_on_twins_and_leaves_the_parallel_kernels_in_the_cache(tmp_path):
-    """The first process finds the cache empty: its kernels run as twins, nothing parallel is
-    compiled in it, and the background process fills the cache; the next process runs the
-    parallel kernels from the cache, compiling none. Both models are the one this process trains."""
+    """The first process finds the cache empty: its kernels run as twins (training's and the CPU
+    SHAP engine's), nothing parallel is compiled in it, and the background process fills the
+    cache; the next process runs the parallel kernels from the cache, compiling none. Both
+    models and their SHAP values are the ones this process computes."""
     cache = tmp_path / "numba-cache"
     cold = _train_in_fresh_process(cache)
-    assert {"build_histograms", "partition", "evaluate_splits"} <= set(cold["twins"])
+    assert {"build_histograms", "partition", "evaluate_splits", "_fill_tables", "_shap_kernel"} <= set(cold["twins"])
     assert cold["parallel_compiles"] == []
     assert cold["background_pid"] is not None
     _wait_until_ended(cold["background_pid"])
-    cached = {path.name.split("-")[0] for path in cache.rglob("*.nbi")}
-    assert {f"_cpu_kernels.{name}" for name in cold["twins"]} <= cached
+    cached = {path.name.split("-")[0].split(".")[-1] for path in cache.rglob("*.nbi")}
+    assert set(cold["twins"]) <= cached  # the parallel kernels, not only their twins (``<name>__serial``)
     warm = _train_in_fresh_process(cache)
     assert warm["twins"] == []
     assert warm["parallel_compiles"] == []
     assert warm["background_pid"] is None
-    assert cold["digest"] == warm["digest"] == _same_training_here()
+    assert (cold["digest"], cold["shap_digest"]) == (warm["digest"], warm["shap_digest"]) == _same_training_here()
 
 
 def test_the_compile_server_compiles_what_it_is_asked_into_the_cache_and_ends_with_its_input(tmp_path):
     from numba import typeof
 
     sig = (typeof(np.zeros((2, 2), np.int32)), typeof(np.zeros(2, np.int64)))
-    good = _compile_server.encode_request("gpair_totals", sig)
-    bad = _compile_server.encode_request("no_such_kernel", sig)
+    good = _compile_server.encode_request("dgboost.backend._cpu_kernels", "gpair_totals", sig)
+    bad = _compile_server.encode_request("dgboost.backend._cpu_kernels", "no_such_kernel", sig)
+    foreign = _compile_server.encode_request("os", "system", sig)
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
     done = subprocess.run(
         [sys.executable, "-m", "dgboost.backend._compile_server"],
-        input=f"0 {good}\n1 {bad}\n2 not json\n",
+        input=f"0 {good}\n1 {bad}\n2 not json\n3 {foreign}\n",
         env=env,
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert done.returncode == 0
-    assert done.stdout.splitlines() == ["0 ok", "1 error AttributeError", "2 error JSONDecodeError"]
+    answers = ["0 ok", "1 error AttributeError", "2 error JSONDecodeError", "3 error ValueError"]
+    assert done.stdout.splitlines() == answers  # 3: no module but the kernels' is ever imported
     assert any(path.name.startswith("_cpu_kernels.gpair_totals-") for path in tmp_path.rglob("*.nbi"))
 
 
@@ -128,8 +137,10 @@ def test_a_request_carries_the_argument_types_of_the_kernels_and_nothing_else():
         types.boolean,
         types.none,
     )
-    assert _compile_server._decode_request(_compile_server.encode_request("partition", sig)) == ("partition", sig)
-    assert _compile_server.encode_request("partition", (types.unicode_type,)) is None  # compiled where it is called
+    module = "dgboost.backend._cpu_kernels"
+    request = _compile_server.encode_request(module, "partition", sig)
+    assert _compile_server._decode_request(request) == (module, "partition", sig)
+    assert _compile_server.encode_request(module, "partition", (types.unicode_type,)) is None  # compiled where called
 
 
 def test_a_compile_server_that_imports_another_dgboost_than_the_training_says_so_and_ends():
