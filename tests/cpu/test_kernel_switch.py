@@ -3,7 +3,6 @@ compiles them into the cache (``dgboost/backend/_kernel_switch.py``, ``_compile_
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -14,15 +13,28 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import dgboost as dg
 from dgboost.backend import _compile_server, _cpu_kernels, _kernel_switch
 from dgboost.backend.cpu import K
 
-# a fresh process: trains, then says which kernels ran as twins, the model's digest, the
-# background process's id and the parallel kernels' Numba compilations in this process
-_TRAIN = """
-import hashlib, json
+# the training and its SHAP values, run in a fresh process and in this one; digests of both
+_WORK = """
+import hashlib
 import numpy as np
+import dgboost as dg
+
+rng = np.random.default_rng(3)
+x = rng.standard_normal((40_000, 6)).astype(np.float32)
+y = (x[:, 0] + x[:, 1] * x[:, 2] > 0).astype(np.float32)
+x[rng.random(x.shape) < 0.1] = np.nan
+booster = dg.train({"objective": "binary:logistic", "max_depth": 5, "nthread": 2}, dg.DMatrix(x, y), 4)
+contribs = booster.predict(dg.DMatrix(x[:3000]), pred_contribs=True)
+digests = hashlib.sha256(booster.save_raw("json")).hexdigest(), hashlib.sha256(contribs.tobytes()).hexdigest()
+"""
+
+# a fresh process (``WORK`` set to the above): says which kernels ran as twins, the digests,
+# the background process's id and the parallel kernels' Numba compilations in this process
+_TRAIN = """
+import json
 from numba.core import event
 import dgboost as dg
 from dgboost.backend import _kernel_switch
@@ -38,12 +50,7 @@ class Count(event.Listener):
         pass
 
 event.register("numba:compile", Count())
-rng = np.random.default_rng(3)
-x = rng.standard_normal((40_000, 6)).astype(np.float32)
-y = (x[:, 0] + x[:, 1] * x[:, 2] > 0).astype(np.float32)
-x[rng.random(x.shape) < 0.1] = np.nan
-booster = dg.train({"objective": "binary:logistic", "max_depth": 5, "nthread": 2}, dg.DMatrix(x, y), 4)
-contribs = booster.predict(dg.DMatrix(x[:3000]), pred_contribs=True)
+exec(WORK)
 from dgboost.explain import tables, treeshap
 twins = sorted(
     k for table in (K, tables._K, treeshap._K) for k, v in vars(table).items() if getattr(v, "serial", None) is not None
@@ -51,8 +58,8 @@ twins = sorted(
 server = _kernel_switch._background.process
 print("RESULT " + json.dumps({
     "twins": twins,
-    "digest": hashlib.sha256(booster.save_raw("json")).hexdigest(),
-    "shap_digest": hashlib.sha256(contribs.tobytes()).hexdigest(),
+    "digest": digests[0],
+    "shap_digest": digests[1],
     "background_pid": None if server is None else server.pid,
     "parallel_compiles": parallel,
 }))
@@ -61,7 +68,8 @@ print("RESULT " + json.dumps({
 
 def _train_in_fresh_process(cache: Path) -> dict:
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
-    done = subprocess.run([sys.executable, "-c", _TRAIN], env=env, capture_output=True, text=True, check=True)
+    script = f"WORK = {_WORK!r}\n{_TRAIN}"
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     line = next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))
     return json.loads(line[len("RESULT ") :])
 
@@ -73,14 +81,10 @@ def _wait_until_ended(pid: int, timeout: float = 300.0) -> None:
         time.sleep(0.1)
 
 
-def _same_training_here() -> str:
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((40_000, 6)).astype(np.float32)
-    y = (x[:, 0] + x[:, 1] * x[:, 2] > 0).astype(np.float32)
-    x[rng.random(x.shape) < 0.1] = np.nan
-    booster = dg.train({"objective": "binary:logistic", "max_depth": 5, "nthread": 2}, dg.DMatrix(x, y), 4)
-    contribs = booster.predict(dg.DMatrix(x[:3000]), pred_contribs=True)
-    return hashlib.sha256(booster.save_raw("json")).hexdigest(), hashlib.sha256(contribs.tobytes()).hexdigest()
+def _same_training_here() -> tuple[str, str]:
+    namespace: dict = {}
+    exec(_WORK, namespace)  # noqa: S102 - the test's own training, as the fresh processes run it
+    return namespace["digests"]
 
 
 @pytest.mark.skipif(not Path("/proc/self").exists(), reason="waits for the background process through /proc")
