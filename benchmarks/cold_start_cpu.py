@@ -14,7 +14,7 @@ construction included) to the end of the first round (a callback's stamp), and t
 call; and every Numba compilation (``numba:compile`` events: function, signature, seconds
 inclusive of the kernels it compiles inline and exclusive of them). A cold cache makes the
 training run serial twins of the parallel kernels while a background process compiles those
-into the cache (``dgboost/backend/_kernel_switch.py``); that process outlives a short
+into the cache (``dgboost/_kernel_switch.py``); that process outlives a short
 training, so each measurement waits for it to end before the next (``cache_warm_after_s``:
 from the start of the process until then, when a next process finds the cache warm). The median of
 ``--repeats`` processes is reported; the compile list is the one of the median process.
@@ -115,7 +115,7 @@ def _child(workload: str) -> None:
         t0, c0 = time.perf_counter(), time.process_time()
         dg.train({"objective": "binary:logistic"}, dg.DMatrix(X, y), 10, callbacks=[_FirstRound()])
     done = time.perf_counter()
-    from dgboost.backend import _kernel_switch
+    from dgboost import _kernel_switch
 
     server = _kernel_switch._background.process  # the background compile process, if this run started one
     out = {

@@ -182,7 +182,7 @@ def warm_up(
     from numba.core import event
 
     from .. import config
-    from ._kernel_switch import compile_in_process
+    from .._kernel_switch import compile_in_process
 
     report = WarmupReport()
     started = time.perf_counter()

@@ -9,11 +9,11 @@ import numpy as np
 
 from .._array import to_host
 from .._fixed_point import scales_from_bits
+from .._kernel_switch import KernelTable
 from .._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, LEFT_G, LEFT_H, NO_NODE, SPLIT_BIN, SUM_G, SUM_H
 from ..errors import DGBoostValueError
 from . import _cpu_kernels, _records
 from ._compile_notice import watch_compilation
-from ._kernel_switch import KernelTable
 from ._threads import resolve_threads, start_pool
 from .base import LookaheadBudget
 

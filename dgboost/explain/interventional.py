@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
-from ..backend._kernel_switch import KernelTable
+from .._kernel_switch import KernelTable
 from ..errors import DGBoostValueError
 from .paths import PathTable, as_path_table, element_is_on_cat
 from .rows import prepare_rows
@@ -430,5 +430,5 @@ def shap_values_interventional(model: Any, X: Any, background: Any, transform: s
 
 
 # the parallel kernels above, run as serial twins while a cold Numba cache fills in the background
-# (dgboost/backend/_kernel_switch.py)
+# (dgboost/_kernel_switch.py)
 _K = KernelTable(sys.modules[__name__])

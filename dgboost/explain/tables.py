@@ -62,7 +62,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from ..backend._kernel_switch import KernelTable
+from .._kernel_switch import KernelTable
 from ..errors import DGBoostValueError
 from .paths import PathTable
 
@@ -378,5 +378,5 @@ def build_interaction_tables(
 
 
 # the parallel kernels above, run as serial twins while a cold Numba cache fills in the background
-# (dgboost/backend/_kernel_switch.py)
+# (dgboost/_kernel_switch.py)
 _K = KernelTable(sys.modules[__name__])

@@ -35,7 +35,7 @@ from collections import OrderedDict
 import numpy as np
 from numba import njit, prange
 
-from ..backend._kernel_switch import KernelTable
+from .._kernel_switch import KernelTable
 from ..errors import DGBoostTypeError, DGBoostValueError
 from .paths import PathTable, as_path_table, element_is_on, element_is_on_cat
 from .rows import check_rows, prepare_rows
@@ -988,5 +988,5 @@ def shap_interactions(
 
 
 # the parallel kernels above, run as serial twins while a cold Numba cache fills in the background
-# (dgboost/backend/_kernel_switch.py)
+# (dgboost/_kernel_switch.py)
 _K = KernelTable(sys.modules[__name__])

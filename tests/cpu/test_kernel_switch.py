@@ -1,5 +1,5 @@
 """A cold Numba cache: the parallel CPU kernels run as serial twins while a background process
-compiles them into the cache (``dgboost/backend/_kernel_switch.py``, ``_compile_server.py``)."""
+compiles them into the cache (``dgboost/_kernel_switch.py``, ``dgboost/_compile_server.py``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dgboost.backend import _compile_server, _cpu_kernels, _kernel_switch
+from dgboost import _compile_server, _kernel_switch
+from dgboost.backend import _cpu_kernels
 from dgboost.backend.cpu import K
 
 # the training and its SHAP values, run in a fresh process and in this one; digests of both
@@ -37,7 +38,7 @@ _TRAIN = """
 import json
 from numba.core import event
 import dgboost as dg
-from dgboost.backend import _kernel_switch
+from dgboost import _kernel_switch
 from dgboost.backend.cpu import K
 
 parallel = []
@@ -117,7 +118,7 @@ def test_the_compile_server_compiles_what_it_is_asked_into_the_cache_and_ends_wi
     foreign = _compile_server.encode_request("os", "system", sig)
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
     done = subprocess.run(
-        [sys.executable, "-m", "dgboost.backend._compile_server"],
+        [sys.executable, "-m", "dgboost._compile_server"],
         input=f"0 {good}\n1 {bad}\n2 not json\n3 {foreign}\n",
         env=env,
         capture_output=True,
@@ -149,7 +150,7 @@ def test_a_request_carries_the_argument_types_of_the_kernels_and_nothing_else():
 
 def test_a_compile_server_that_imports_another_dgboost_than_the_training_says_so_and_ends():
     done = subprocess.run(
-        [sys.executable, "-m", "dgboost.backend._compile_server", "/elsewhere/dgboost/backend/_cpu_kernels.py"],
+        [sys.executable, "-m", "dgboost._compile_server", "/elsewhere/dgboost/backend/_cpu_kernels.py"],
         input="0 anything\n",
         capture_output=True,
         text=True,

@@ -91,17 +91,16 @@ class _Background:
             return True
         if self.failed or not sys.executable:
             return False
-        from . import _cpu_kernels
-
-        # the process must compile the kernels' file that this process imported (the cache is
-        # keyed on it), wherever that dgboost came from: a source tree on sys.path, an install
-        kernels_file = os.path.abspath(_cpu_kernels.__file__)
-        package_root = os.path.dirname(os.path.dirname(os.path.dirname(kernels_file)))
+        # the process must compile the kernels' files that this process imported (the cache is
+        # keyed on them), wherever this dgboost came from: a source tree on sys.path, an install
+        package = os.path.dirname(os.path.abspath(__file__))
+        kernels_file = os.path.join(package, "backend", "_cpu_kernels.py")
+        package_root = os.path.dirname(package)
         env = os.environ.copy()
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "dgboost.backend._compile_server", kernels_file],
+                [sys.executable, "-m", "dgboost._compile_server", kernels_file],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
