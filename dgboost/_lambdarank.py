@@ -319,15 +319,11 @@ def lambdarank_gradient(
         with np.errstate(over="ignore"):  # uint64 hashing wraps on purpose (plain Python)
             _lambdarank_kernel(*args[:3], _chunks(sizes, topk, num_pair, 1), *args[4:])
         return out_g.astype(np.float32), out_h.astype(np.float32)
-    from .backend._threads import resolve_threads, start_pool
+    from .backend._threads import numba_threads, resolve_threads, start_pool
 
     start_pool()
     threads = resolve_threads(nthread, numba.config.NUMBA_NUM_THREADS)
     chunk_ptr = _chunks(sizes, topk, num_pair, threads * _CHUNKS_PER_THREAD if threads > 1 else 1)
-    before = numba.get_num_threads()
-    numba.set_num_threads(threads)  # per calling thread: put back for the caller's other kernels
-    try:
+    with numba_threads(threads):  # per calling thread: put back for the caller's other kernels
         _lambdarank_kernel(*args[:3], chunk_ptr, *args[4:])
-    finally:
-        numba.set_num_threads(before)
     return out_g.astype(np.float32), out_h.astype(np.float32)

@@ -24,7 +24,7 @@ import os
 import threading
 from collections.abc import Iterator
 
-__all__ = ["usable_cores", "default_threads", "resolve_threads", "start_pool", "dask_worker_threads"]
+__all__ = ["usable_cores", "default_threads", "resolve_threads", "start_pool", "numba_threads", "dask_worker_threads"]
 
 _pool_lock = threading.Lock()
 _pool = {"started": False}  # once per process: the environment is touched at most once
@@ -142,6 +142,26 @@ def start_pool() -> None:
 
 
 @contextlib.contextmanager
+def numba_threads(count: int) -> Iterator[None]:
+    """Within the block, Numba's thread count of the calling thread is ``count``; put back after.
+
+    Numba keeps one count per calling thread, read by every parallel kernel that thread runs:
+    a caller that sets it for its own kernels must not leave it set for the next caller's.
+    """
+    import numba
+
+    before = numba.get_num_threads()
+    if before == count:  # the usual case: one call, not three
+        yield
+        return
+    numba.set_num_threads(count)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
+
+
+@contextlib.contextmanager
 def dask_worker_threads() -> Iterator[None]:
     """On a Dask worker: inside the block ``nthread=0`` means the worker's ``nthreads``, and
     Numba kernels called directly (the CPU SHAP engine's) run on that many threads; outside a
@@ -160,10 +180,5 @@ def dask_worker_threads() -> Iterator[None]:
     import numba
 
     start_pool()
-    with default_threads(int(worker.state.nthreads)):
-        before = numba.get_num_threads()
-        numba.set_num_threads(resolve_threads(0, numba.config.NUMBA_NUM_THREADS))
-        try:
-            yield
-        finally:
-            numba.set_num_threads(before)
+    with default_threads(int(worker.state.nthreads)), numba_threads(resolve_threads(0, numba.config.NUMBA_NUM_THREADS)):
+        yield

@@ -14,7 +14,7 @@ from .._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, LEFT_G, LEFT_H, NO_NODE
 from ..errors import DGBoostValueError
 from . import _cpu_kernels, _records
 from ._compile_notice import watch_compilation
-from ._threads import resolve_threads, start_pool
+from ._threads import numba_threads, resolve_threads, start_pool
 from .base import LookaheadBudget
 
 __all__ = ["CPUBackend"]
@@ -35,14 +35,8 @@ def _on_own_threads(method):
 
     @functools.wraps(method)
     def on_own_threads(self, *args, **kwargs):
-        before = numba.get_num_threads()
-        if before == self.threads:  # the usual case: a microsecond, not four
+        with numba_threads(self.threads):
             return method(self, *args, **kwargs)
-        numba.set_num_threads(self.threads)
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            numba.set_num_threads(before)
 
     return on_own_threads
 
