@@ -50,6 +50,7 @@ CASES = {
     "c": (54, 100, 8, 8, 10_000, False),  # covtype-med-like
     "d": (54, 100, 8, 16, 10_000, False),  # covtype-large-like
     "a-interactions": (28, 200, 1, 8, 20_000, True),
+    "imported": (60, 300, 1, 12, 40_000, False),  # the issue's imported model: 300 trees of depth 12
     # fashion_mnist-large-like: 10 rounds x 10 classes = 100 trees of depth 16 on 785 features
     "fashion-interactions": (785, 10, 10, 16, 200, True),
 }
@@ -74,18 +75,15 @@ def _profile_preparation(prepare, top: int) -> None:
         pstats.Stats(profiler).sort_stats(key).print_stats(top)
 
 
-def run_case(
-    name: str, repeats: int, train_rows: int, max_table_bytes: int | None = None, profile_top: int = 0
-) -> dict:
+def make_case(name: str, train_rows: int):
+    """``(model, rows, Xd)`` of case ``name``: the XGBoost model (trained on the GPU), the rows
+    to explain (float32 NumPy, (n, F)) and the same rows on the device (CuPy)."""
     import cupy
     import xgboost as xgb
 
-    import dgboost as dg
-    from dgboost.backend import _cuda_treeshap as gpu
     from dgboost.datasets import make_synthetic
-    from dgboost.explain import prepared, treeshap
 
-    F, rounds, classes, depth, n, interactions = CASES[name]
+    F, rounds, classes, depth, n, _ = CASES[name]
     task = "binary" if classes == 1 else "multiclass"
     train_rows = min(train_rows, _TRAIN_ROWS_CAP.get(name, train_rows))
     X, y, _ = make_synthetic(
@@ -100,7 +98,21 @@ def run_case(
     }
     model = xgb.train(params, xgb.DMatrix(X, y), rounds)
     rows, _, _ = make_synthetic(n, F, task="binary", missing_rate=0.1, seed=1)
-    Xd = cupy.asarray(rows)
+    return model, rows, cupy.asarray(rows)
+
+
+def run_case(
+    name: str, repeats: int, train_rows: int, max_table_bytes: int | None = None, profile_top: int = 0
+) -> dict:
+    import cupy
+    import xgboost as xgb
+
+    import dgboost as dg
+    from dgboost.backend import _cuda_treeshap as gpu
+    from dgboost.explain import prepared, treeshap
+
+    model, rows, Xd = make_case(name, train_rows)
+    F, rounds, classes, depth, n, interactions = CASES[name]
     kw = {"pred_interactions": True} if interactions else {"pred_contribs": True}
     budget = {} if max_table_bytes is None else {"max_table_bytes": max_table_bytes}
 

@@ -14,7 +14,8 @@
 //     A_t = a_t prod_l f_l(u_t) (nq products in registers, one pass over the elements), then
 //     per element v sum_t A_t g_l(u_t), g_l = (o_l - z_l) / f_l: (1 - z) / ((1 - u) z + u)
 //     when on, -1 / (1 - u) when off (so a zero z divides nothing). O(k nq) = O(k^2 / 2)
-//     with no per-row memory; the path method's O(k^2) EXTEND keeps its weights in local
+//     with no per-row memory; g_on does not depend on the row, so a warp's lanes compute
+//     the path's k nq values between them into shared memory, not a division per row; the path method's O(k^2) EXTEND keeps its weights in local
 //     memory (L1 traffic per row) and its UNWOUND-SUMs cost k^2 more;
 //   * the path method (GPUTreeShap's EXTEND / UNWOUND-SUM, O(k^2)) for the other paths
 //     without a table (all of them when ``quad_max_k`` is 0: algorithm="path"), with the
@@ -44,6 +45,7 @@
 #define SHAP_QUAD_MAX_K 16  // longest path (non-bias elements) the quadrature kernels hold
 #endif
 #define SHAP_QUAD_MAX_NQ ((SHAP_QUAD_MAX_K + 1) / 2)
+#define SHAP_QUAD_K_NQ (SHAP_QUAD_MAX_K * SHAP_QUAD_MAX_NQ)  // shap_rows' shared g_on per warp
 
 using dgboost::int64_t;
 
@@ -200,7 +202,12 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
     double* __restrict__ out) {  // (n, n_groups, F + 1); the bias column is left alone
   extern __shared__ double acc_smem[];
   const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (row >= n) return;  // no barriers below: a thread past the end just leaves
+  if (row >= n) return;  // no block barriers below: a thread past the end just leaves
+  // this warp's live lanes (rows < n; lanes 0..live-1), which share the quadrature's g_on
+  const int lane = threadIdx.x & 31;
+  const long long warp_row0 = row - lane;
+  const int live = n - warp_row0 >= 32 ? 32 : (int)(n - warp_row0);
+  const unsigned live_mask = live == 32 ? 0xffffffffu : (1u << live) - 1u;
   const int g = blockIdx.y;
   const float* x = X + row * (long long)F;
   double* orow = out + (row * n_groups + g) * (long long)(F + 1);
@@ -217,6 +224,8 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
   const int T = blockDim.x;
   double* acc = acc_shared ? acc_smem + threadIdx.x : prow;
   const int stride = acc_shared ? T : 1;
+  // the warp's g_on of the current quadrature path, (k, SHAP_QUAD_MAX_NQ), after the accumulators
+  double* gq = acc_smem + (acc_shared ? (long long)T * F : 0) + (threadIdx.x >> 5) * (SHAP_QUAD_K_NQ);
   for (int f = 0; f < F; ++f) acc[f * stride] = 0.0;
   if (!slice_mode)
     for (int f = 0; f < F; ++f) orow[f] = 0.0;
@@ -254,11 +263,24 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
       const long long on = path_on_bits(x, s, k, feature, lower, upper, missing, cat_offset, cat_pool);
       const int nq = (k + 1) / 2;
       const long long base = nq * (long long)SHAP_QUAD_MAX_NQ;
-      double U[SHAP_QUAD_MAX_NQ], A[SHAP_QUAD_MAX_NQ];
+      // g_on(l, t) = (1 - z_l) / ((1 - u_t) z_l + u_t) does not depend on the row: the warp's
+      // lanes divide once per (element, node) between them, not once per row; a warp of at
+      // most two rows divides as it goes (only for elements that are on)
+      const bool shared_g = live > 2;
+      __syncwarp(live_mask);  // every lane has read the last path's values
+      for (int e = lane; shared_g && e < k * nq; e += live) {
+        const int l = e / nq, t = e - l * nq;
+        const double z = zero_fraction[s + l];
+        const double u = gl_nodes[base + t];
+        gq[l * SHAP_QUAD_MAX_NQ + t] = (1.0 - z) / ((1.0 - u) * z + u);
+      }
+      __syncwarp(live_mask);
+      double U[SHAP_QUAD_MAX_NQ], A[SHAP_QUAD_MAX_NQ], Goff[SHAP_QUAD_MAX_NQ];
 #pragma unroll
       for (int t = 0; t < SHAP_QUAD_MAX_NQ; ++t) {
         U[t] = t < nq ? gl_nodes[base + t] : 0.0;
         A[t] = t < nq ? gl_weights[base + t] : 0.0;
+        Goff[t] = t < nq ? gl_off[base + t] : 0.0;
       }
       for (int l = 0; l < k; ++l) {
         const double z = zero_fraction[s + l];
@@ -268,12 +290,14 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
           if (t < nq) A[t] *= (1.0 - U[t]) * z + U[t] * ol;
       }
       for (int l = 0; l < k; ++l) {
-        const double z = zero_fraction[s + l];
         const bool ol = (on >> l) & 1;
+        const double* gl = gq + l * SHAP_QUAD_MAX_NQ;
+        const double z = zero_fraction[s + l];
         double w = 0.0;
 #pragma unroll
         for (int t = 0; t < SHAP_QUAD_MAX_NQ; ++t)
-          if (t < nq) w += A[t] * (ol ? (1.0 - z) / ((1.0 - U[t]) * z + U[t]) : gl_off[base + t]);
+          if (t < nq)
+            w += A[t] * (ol ? (shared_g ? gl[t] : (1.0 - z) / ((1.0 - U[t]) * z + U[t])) : Goff[t]);
         acc[feature[s + l] * stride] += v * w;
       }
     } else {  // path method: EXTEND every element, UNWOUND-SUM each one

@@ -126,6 +126,9 @@ class DevicePathTable:
         Paths longer than the kernel holds (computed on the CPU), if any.
     quadrature : dict or None
         The interaction kernel's per-node constants (``_quadrature_arrays``), once made.
+    shortest_untabled : int
+        The fewest non-bias elements of a path the kernels compute without a weight table
+        (0: every such path has one).
     """
 
     def __init__(self, table: PathTable, max_table_bytes: int, max_k: int = DEFAULT_MAX_K):
@@ -161,6 +164,10 @@ class DevicePathTable:
         self.table_bytes = int(total) * 8
         self.n_groups = int(table.n_groups)
         self.quadrature = None  # the interaction kernel's constants, made on first use
+        # the fewest elements of a computed path without a table (0: none), so shap_rows
+        # reserves the quadrature's shared memory only where some path may take it
+        untabled = by_group[host["table_offsets"][by_group] < 0]
+        self.shortest_untabled = int((table.path_lengths[untabled] - 1).min()) if len(untabled) else 0
         self.oversize = table.select_paths(np.flatnonzero(too_long)) if too_long.any() else None
 
     def slice_ptr(self, slice_paths: int):
@@ -238,9 +245,12 @@ def shap_values_device(
     out = cupy.empty((n, G, F + 1), dtype=cupy.float64)
     if n:
         threads = _THREADS
-        while threads > 32 and threads * F * 8 > _ACC_SMEM_BYTES:
+        quad_warp_bytes = _QUAD_MAX_K * _QUAD_MAX_NQ * 8 if 0 < dev.shortest_untabled <= quad_max_k else 0
+        while threads > 32 and threads * F * 8 + threads // 32 * quad_warp_bytes > _ACC_SMEM_BYTES:
             threads -= 32
-        shared = threads * F * 8 <= _ACC_SMEM_BYTES
+        shared = threads * F * 8 + threads // 32 * quad_warp_bytes <= _ACC_SMEM_BYTES
+        # dynamic shared memory: the accumulators (if they fit), then each warp's g_on
+        shared_bytes = (threads * F * 8 if shared else 0) + threads // 32 * quad_warp_bytes
         if -(-n // threads) > _MAX_GRID_X:
             from ..errors import DGBoostValueError
 
@@ -248,7 +258,9 @@ def shap_values_device(
         slice_paths = treeshap.SLICE_PATHS  # read per call: tests shrink it
         slice_ptr, n_slices = dev.slice_ptr(slice_paths)
         if n * G < _SLICES_BELOW and 1 < n_slices <= _MAX_GRID_Z:
-            _shap_rows_by_slice(dev, X, out, threads, shared, slice_paths, slice_ptr, n_slices, quad_max_k)
+            _shap_rows_by_slice(
+                dev, X, out, threads, shared, shared_bytes, slice_paths, slice_ptr, n_slices, quad_max_k
+            )
         else:
             # wide rows: the accumulator is a scratch row per thread (out takes whole slices)
             unused = cupy.empty(1, dtype=cupy.int64)  # a pointer the kernel does not read in this mode
@@ -259,6 +271,7 @@ def shap_values_device(
                 out,
                 threads,
                 shared,
+                shared_bytes,
                 slice_paths,
                 unused,
                 1,
@@ -285,7 +298,7 @@ def _row_chunks(n: int, bytes_per_row: int, multiple: int):
 
 
 def _launch_shap_rows(
-    dev, X, out, threads, shared, slice_paths, slice_ptr, n_slices, slice_mode, partial, grid, quad_max_k
+    dev, X, out, threads, shared, shared_bytes, slice_paths, slice_ptr, n_slices, slice_mode, partial, grid, quad_max_k
 ) -> None:
     from ._nvrtc import get_module
 
@@ -326,11 +339,13 @@ def _launch_shap_rows(
             partial,
             out,
         ),
-        shared_mem=threads * F * 8 if shared else 0,
+        shared_mem=shared_bytes,
     )
 
 
-def _shap_rows_by_slice(dev, X, out, threads, shared, slice_paths, slice_ptr, n_slices, quad_max_k) -> None:
+def _shap_rows_by_slice(
+    dev, X, out, threads, shared, shared_bytes, slice_paths, slice_ptr, n_slices, quad_max_k
+) -> None:
     """shap_rows' slice mode: (rows, groups, slices) blocks, then the slice sums added in
     order; in row chunks whose slice sums fit in _PARTIAL_BYTES."""
     import cupy
@@ -349,6 +364,7 @@ def _shap_rows_by_slice(dev, X, out, threads, shared, slice_paths, slice_ptr, n_
             rows_out,
             threads,
             shared,
+            shared_bytes,
             slice_paths,
             slice_ptr,
             n_slices,

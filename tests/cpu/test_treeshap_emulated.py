@@ -122,6 +122,16 @@ def test_emulated_gpu_shap_values_are_the_cpus_bits(emulated, make, budget, quad
     assert_bitwise(gpu.shap_values_device(table, X, budget, quad_max_k=quad_max_k), want)
 
 
+@pytest.mark.parametrize("n_rows", [33, 34, 35, 64])
+def test_emulated_gpu_quadrature_gives_the_cpus_bits_whatever_the_rows_of_the_last_warp(emulated, n_rows):
+    # shap_rows' quadrature shares g_on across a warp of at least three rows and divides per
+    # row in a warp of one or two: the last warp here has 1, 2, 3 or 32 rows
+    gpu, _ = emulated
+    table, X, _ = _numeric(seed=3, F=6, n_rows=n_rows)
+    want = shap_values_table(table, X, max_table_bytes=0)
+    assert_bitwise(gpu.shap_values_device(table, X, 0), want)
+
+
 @pytest.mark.parametrize("make", [_categorical, _numeric])
 @pytest.mark.parametrize("layout", [None, ("warp-out", 8, 0), ("rows", 0, 0)])
 def test_emulated_gpu_interaction_values_are_the_cpus_bits(emulated, monkeypatch, make, layout):
