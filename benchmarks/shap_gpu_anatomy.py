@@ -120,7 +120,9 @@ def _fresh_explainer(model):
     return dg.TreeExplainer(model, device="cuda")
 
 
-def run_case(name: str, repeats: int, train_rows: int, top: int, use_ncu: bool, workdir: Path) -> dict:
+def run_case(
+    name: str, repeats: int, train_rows: int, top: int, use_ncu: bool, workdir: Path, detail: bool = False
+) -> dict:
     import dgboost as dg
     from dgboost.backend._cuda_shap import GPU_TABLE_BYTES
 
@@ -150,6 +152,8 @@ def run_case(name: str, repeats: int, train_rows: int, top: int, use_ncu: bool, 
         model.save_model(str(path))
         rows = workdir / f"{name}_rows.npy"
         np.save(rows, Xd.get())
+        if detail:
+            print(_kernel_detail_under_ncu(name, path, rows), flush=True)
         result["kernels"] = _kernels_under_ncu(name, path, rows)
         busy = sum(k["time_ns"] for k in result["kernels"].values()) / 1e9
         result["kernel_s"] = busy
@@ -157,6 +161,24 @@ def run_case(name: str, repeats: int, train_rows: int, top: int, use_ncu: bool, 
         for kernel, k in sorted(result["kernels"].items(), key=lambda kv: -kv[1]["time_ns"]):
             print(f"  {kernel:40s} {k['launches']:5d} launches {k['time_ns'] / 1e6:9.3f} ms")
     return result
+
+
+def _kernel_detail_under_ncu(name: str, model_path: Path, rows_path: Path) -> str:
+    """Nsight Compute's occupancy, warp-state and throughput sections of the first SHAP
+    kernel launch of one warm call (text)."""
+    sections = (
+        "SpeedOfLight",
+        "Occupancy",
+        "LaunchStats",
+        "WarpStateStats",
+        "SchedulerStats",
+        "MemoryWorkloadAnalysis",
+    )
+    cmd = [_ncu(), "--profile-from-start", "off", "-k", "regex:^shap_", "-c", "1"]
+    cmd += [a for section in sections for a in ("--section", section)]
+    cmd += [sys.executable, str(Path(__file__).resolve()), "--child", name, str(model_path), str(rows_path)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ))
+    return f"ncu detail of {name} (exit {done.returncode}):\n{done.stdout[-12000:]}{done.stderr[-2000:]}"
 
 
 def _kernels_under_ncu(name: str, model_path: Path, rows_path: Path) -> dict:
@@ -214,6 +236,9 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--top", type=int, default=20, help="host functions listed per profile")
     parser.add_argument("--ncu", action="store_true", help="kernel times of one warm call (Nsight Compute)")
+    parser.add_argument(
+        "--ncu-detail", action="store_true", help="with --ncu: also the first SHAP kernel's occupancy and stalls"
+    )
     parser.add_argument("--child", nargs=3, metavar=("CASE", "MODEL", "ROWS"), help=argparse.SUPPRESS)
     parser.add_argument("--output", default=None)
     args = parser.parse_args(argv)
@@ -223,7 +248,9 @@ def main(argv=None) -> None:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.cases.split(","):
-            results.append(run_case(name, args.repeats, args.train_rows, args.top, args.ncu, Path(tmp)))
+            results.append(
+                run_case(name, args.repeats, args.train_rows, args.top, args.ncu, Path(tmp), args.ncu_detail)
+            )
             payload = {"benchmark": "shap_gpu_anatomy", "machine": machine(), "results": results}
             payload["versions"] = versions("dgboost", "xgboost", "cupy")
             path = write_result("shap_gpu_anatomy", payload, args.output)

@@ -59,6 +59,7 @@ __device__ __forceinline__ long long path_on_bits(const float* __restrict__ x, l
                                                   const long long* __restrict__ cat_offset,
                                                   const unsigned* __restrict__ cat_pool) {
   long long on = 0;
+#pragma unroll 4
   for (int j = 0; j < k; ++j) {
     const bool o = element_is_on(x[feature[s + j]], s + j, lower, upper, missing, cat_offset, cat_pool);
     on |= (long long)o << j;
@@ -233,8 +234,32 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
   long long slice_end = q0 < q1 ? slice_end_of(group_paths[q0], slice_paths) : 0;
   double pw[SHAP_MAX_LEN + 1];
 
+  // the next path's header is loaded while this one is computed (its loads are a chain:
+  // group_paths, then path_offsets / path_v / table_offsets)
+  int p_next = q0 < q1 ? group_paths[q0] : 0;
+  long long s_next = 0, e_next = 0, toff_next = 0;
+  double v_next = 0.0;
+  if (q0 < q1) {
+    s_next = path_offsets[p_next] + 1;
+    e_next = path_offsets[p_next + 1];
+    v_next = path_v[p_next];
+    toff_next = table_offsets[p_next];
+  }
+  int p_after = q0 + 1 < q1 ? group_paths[q0 + 1] : 0;
   for (long long q = q0; q < q1; ++q) {
-    const int p = group_paths[q];
+    const int p = p_next;
+    const long long s = s_next;
+    const int k = (int)(e_next - s);
+    const double v = v_next;
+    const long long toff = toff_next;
+    if (q + 1 < q1) {
+      p_next = p_after;
+      s_next = path_offsets[p_next] + 1;
+      e_next = path_offsets[p_next + 1];
+      v_next = path_v[p_next];
+      toff_next = table_offsets[p_next];
+      if (q + 2 < q1) p_after = group_paths[q + 2];
+    }
     if (!slice_mode && p >= slice_end) {  // a new slice: the last one's sums to out
       slice_end = slice_end_of(p, slice_paths);
       for (int f = 0; f < F; ++f) {
@@ -242,11 +267,7 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
         acc[f * stride] = 0.0;
       }
     }
-    const long long s = path_offsets[p] + 1;
-    const int k = (int)(path_offsets[p + 1] - s);
     if (k == 0) continue;
-    const double v = path_v[p];
-    const long long toff = table_offsets[p];
     if (toff >= 0) {  // table method
       const long long B = path_on_bits(x, s, k, feature, lower, upper, missing, cat_offset, cat_pool);
       const long long half = 1LL << (k - 1);
@@ -289,16 +310,27 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
         for (int t = 0; t < SHAP_QUAD_MAX_NQ; ++t)
           if (t < nq) A[t] *= (1.0 - U[t]) * z + U[t] * ol;
       }
-      for (int l = 0; l < k; ++l) {
-        const bool ol = (on >> l) & 1;
-        const double* gl = gq + l * SHAP_QUAD_MAX_NQ;
-        const double z = zero_fraction[s + l];
-        double w = 0.0;
+      // two loops, not a select in one: a select would divide in the shared case too
+      if (shared_g) {
+        for (int l = 0; l < k; ++l) {
+          const bool ol = (on >> l) & 1;
+          const double* gl = gq + l * SHAP_QUAD_MAX_NQ;
+          double w = 0.0;
 #pragma unroll
-        for (int t = 0; t < SHAP_QUAD_MAX_NQ; ++t)
-          if (t < nq)
-            w += A[t] * (ol ? (shared_g ? gl[t] : (1.0 - z) / ((1.0 - U[t]) * z + U[t])) : Goff[t]);
-        acc[feature[s + l] * stride] += v * w;
+          for (int t = 0; t < SHAP_QUAD_MAX_NQ; ++t)
+            if (t < nq) w += A[t] * (ol ? gl[t] : Goff[t]);
+          acc[feature[s + l] * stride] += v * w;
+        }
+      } else {
+        for (int l = 0; l < k; ++l) {
+          const bool ol = (on >> l) & 1;
+          const double z = zero_fraction[s + l];
+          double w = 0.0;
+#pragma unroll
+          for (int t = 0; t < SHAP_QUAD_MAX_NQ; ++t)
+            if (t < nq) w += A[t] * (ol ? (1.0 - z) / ((1.0 - U[t]) * z + U[t]) : Goff[t]);
+          acc[feature[s + l] * stride] += v * w;
+        }
       }
     } else {  // path method: EXTEND every element, UNWOUND-SUM each one
       const long long on = path_on_bits(x, s, k, feature, lower, upper, missing, cat_offset, cat_pool);
