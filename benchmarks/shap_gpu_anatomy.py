@@ -41,7 +41,10 @@ from shap_gpu import CASES, make_case  # noqa: E402
 # cProfile's cumulative entries reported as preparation stages (function name -> label)
 _STAGES = {
     "save_raw": "xgboost save_raw",
-    "to_ensemble": "import (to_ensemble)",
+    "from_xgboost_ubjson": "import of a Booster's bytes",
+    "from_model_bytes": "import of a model file",
+    "content_digest": "model content key",
+    "expected_value": "expected value",
     "extract_paths": "path extraction",
     "fingerprint": "path-table fingerprint",
     "_host_arrays": "device host arrays",

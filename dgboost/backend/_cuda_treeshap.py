@@ -90,11 +90,8 @@ def _host_arrays(table: PathTable, max_table_bytes: int, max_k: int = DEFAULT_MA
         "table_offsets": table_offsets,
         "group_paths": by_group.astype(np.int32),
         "group_ptr": group_ptr,
-        # the path method's divisions, done once: 1 / z per element and 1 / n for n <= _MAX_LEN + 1
-        # (np.zeros: zero pages from the OS, not a pass writing zeros over 8 bytes an element)
-        "zero_fraction_inv": np.divide(
-            1.0, table.zero_fraction, out=np.zeros(table.zero_fraction.shape), where=table.zero_fraction != 0.0
-        ),
+        # the path method's divisions, done once: 1 / n for n <= _MAX_LEN + 1 (1 / z per
+        # element is made on the device where needed: DevicePathTable.zero_fraction_inv)
         "recip": np.divide(
             1.0,
             np.arange(_MAX_LEN + 2, dtype=np.float64),
@@ -126,9 +123,11 @@ class DevicePathTable:
         Paths longer than the kernel holds (computed on the CPU), if any.
     quadrature : dict or None
         The interaction kernel's per-node constants (``_quadrature_arrays``), once made.
-    shortest_untabled : int
-        The fewest non-bias elements of a path the kernels compute without a weight table
-        (0: every such path has one).
+    shortest_untabled, longest_untabled : int
+        The fewest and the most non-bias elements of a path the kernels compute without a
+        weight table (0: every such path has one).
+    unused : cupy.ndarray
+        One float64: the argument a kernel gets for an array it will not read.
     """
 
     def __init__(self, table: PathTable, max_table_bytes: int, max_k: int = DEFAULT_MAX_K):
@@ -166,9 +165,27 @@ class DevicePathTable:
         self.quadrature = None  # the interaction kernel's constants, made on first use
         # the fewest elements of a computed path without a table (0: none), so shap_rows
         # reserves the quadrature's shared memory only where some path may take it
-        untabled = by_group[host["table_offsets"][by_group] < 0]
-        self.shortest_untabled = int((table.path_lengths[untabled] - 1).min()) if len(untabled) else 0
+        untabled_k = table.path_lengths[by_group[host["table_offsets"][by_group] < 0]] - 1
+        self.shortest_untabled = int(untabled_k.min()) if len(untabled_k) else 0
+        self.longest_untabled = int(untabled_k.max()) if len(untabled_k) else 0
+        self._zero_fraction_inv = None
+        self.unused = cupy.empty(1, dtype=cupy.float64)  # a pointer argument a kernel does not read
         self.oversize = table.select_paths(np.flatnonzero(too_long)) if too_long.any() else None
+
+    def zero_fraction_inv(self):
+        """``1 / zero_fraction`` per element (0 where it is 0), float64 (n_elements,) on the
+        device, made at first use: only the path method (EXTEND / UNWOUND-SUM) reads it. An
+        IEEE division, as the CPU's, so the same bits; made here rather than uploaded, it costs
+        the host nothing (8 bytes an element: 150 MB for a model of 18.7M path elements)."""
+        if self._zero_fraction_inv is None:
+            import cupy
+
+            z = self.arrays["zero_fraction"]
+            inv = cupy.zeros(z.shape, dtype=cupy.float64)
+            on = z != 0.0
+            inv[on] = 1.0 / z[on]
+            self._zero_fraction_inv = inv
+        return self._zero_fraction_inv
 
     def slice_ptr(self, slice_paths: int):
         """``(slice_ptr, n_slices)``: int64 (n_groups, n_slices + 1) on the device, the first
@@ -324,7 +341,7 @@ def _launch_shap_rows(
             a["path_v"],
             a["table_offsets"],
             a["table_values"],
-            a["zero_fraction_inv"],
+            dev.zero_fraction_inv() if dev.longest_untabled > quad_max_k else dev.unused,
             a["recip"],
             np.int32(dev.n_groups),
             np.int32(1 if shared else 0),
@@ -538,7 +555,7 @@ def shap_interactions_device(table: PathTable, rows):
             module.get_function("shap_interactions_rows")(
                 grid,
                 (_THREADS,),
-                common + (a["zero_fraction_inv"], a["path_v"], a["recip"], np.int32(_QUAD_MAX_K + 1), acc),
+                common + (dev.zero_fraction_inv(), a["path_v"], a["recip"], np.int32(_QUAD_MAX_K + 1), acc),
             )
             out[:, :, :F, :F] += cupy.moveaxis(acc, 3, 0)
             del acc
