@@ -15,8 +15,9 @@
 //     per element v sum_t A_t g_l(u_t), g_l = (o_l - z_l) / f_l: (1 - z) / ((1 - u) z + u)
 //     when on, -1 / (1 - u) when off (so a zero z divides nothing). O(k nq) = O(k^2 / 2)
 //     with no per-row memory; g_on does not depend on the row, so a warp's lanes compute
-//     the path's k nq values between them into shared memory, not a division per row; the path method's O(k^2) EXTEND keeps its weights in local
-//     memory (L1 traffic per row) and its UNWOUND-SUMs cost k^2 more;
+//     the path's k nq values between them into shared memory, not a division per row; the
+//     path method's O(k^2) EXTEND keeps its weights in local memory (L1 traffic per row)
+//     and its UNWOUND-SUMs cost k^2 more;
 //   * the path method (GPUTreeShap's EXTEND / UNWOUND-SUM, O(k^2)) for the other paths
 //     without a table (all of them when ``quad_max_k`` is 0: algorithm="path"), with the
 //     path weights in this thread's local memory; the reciprocals 1/n and 1/z come from
