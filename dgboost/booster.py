@@ -332,7 +332,9 @@ class Booster:
 
         Runs on the data's GPU for CuPy / cuDF data (or a DMatrix made from them), else
         on the booster's ``device`` (see :meth:`set_param`; the CPU, with a warning, when
-        no GPU is usable). SHAP values are computed on the CPU for now.
+        no GPU is usable). ``approx_contribs`` with ``pred_contribs`` (or
+        ``pred_interactions``) gives XGBoost's approximate contributions instead of SHAP
+        values (:mod:`dgboost.explain.saabas`; computed on the host).
 
         Returns
         -------
@@ -348,6 +350,8 @@ class Booster:
         t0, t1 = self._tree_range(iteration_range)
         if isinstance(data, DMatrix) and data.base_margin is not None and base_margin is None:
             base_margin = data.base_margin
+        if approx_contribs and (pred_contribs or pred_interactions):
+            return self._approx_contributions(values, t0, t1, base_margin, pred_interactions)
         if pred_contribs or pred_interactions:
             from .explain.api import booster_contributions
 
@@ -390,6 +394,36 @@ class Booster:
         if out.ndim == 2 and out.shape[1] == 1 and not strict_shape:
             out = out[:, 0]
         return out if on_device else backend.to_host(out)
+
+    def _approx_contributions(self, values, t0: int, t1: int, base_margin, interactions: bool) -> Any:
+        """XGBoost's ``approx_contribs`` (:mod:`dgboost.explain.saabas`), float32, in
+        :meth:`predict`'s layout; with ``interactions``, as XGBoost: the approximate
+        contributions on the diagonal, zeros elsewhere. Computed on the host."""
+        from .explain.saabas import approx_contributions
+
+        on_device = is_device_array(values)
+        backend = self._prediction_backend(values)
+        leaves = np.asarray(backend.to_host(backend.predict_leaf(self.ensemble, backend.asarray(values), t0, t1)))
+        n, F, G = leaves.shape[0], values.shape[1], self.ensemble.n_groups
+        if base_margin is not None:
+            bm = np.asarray(small_to_host(base_margin), np.float32).reshape(n, -1)
+            if bm.shape[1] != G:
+                raise DGBoostValueError(f"base_margin has {bm.shape[1]} columns, the model has {G} outputs")
+        else:
+            bm = np.broadcast_to(self.ensemble.base_margin.astype(np.float32), (n, G))
+        out = approx_contributions(self.ensemble, leaves, t0, F, bm)
+        if interactions:
+            square = np.zeros(out.shape + (F + 1,), dtype=np.float32)
+            diagonal = np.arange(F + 1)
+            square[:, :, diagonal, diagonal] = out
+            out = square
+        if G == 1:
+            out = out[:, 0]
+        if on_device:
+            import cupy
+
+            return cupy.asarray(out)
+        return out
 
     def inplace_predict(
         self,
