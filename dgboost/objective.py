@@ -314,7 +314,9 @@ class AbsoluteError(Objective):
 class RegLogistic(Objective):
     """``reg:logistic``: log loss on ``sigmoid(m)``; labels in [0, 1]; metric rmse.
 
-    ``scale_pos_weight`` multiplies the weight of rows whose label is exactly 1.
+    ``scale_pos_weight`` multiplies the weight of rows whose label is exactly 1. The
+    intercept, as XGBoost 3.4's: the weighted label mean; with ``scale_pos_weight`` other
+    than 1, the sigmoid of one Newton step from margin 0 on the re-weighted gradients.
     """
 
     name, default_metric = "reg:logistic", "rmse"
@@ -345,7 +347,21 @@ class RegLogistic(Objective):
         return xp.where(y == 1.0, w * spw, w)
 
     def base_score(self, label, weight, comm) -> float:
-        return float(np.clip(self._weighted_mean(label, weight, comm, 0.5), _PROB_CLIP, 1 - _PROB_CLIP))
+        if float(self.params.scale_pos_weight) != 1.0:
+            score = 1.0 / (1.0 + math.exp(-self._newton_intercept(label, weight, comm)))
+        else:
+            score = self._weighted_mean(label, weight, comm, 0.5)
+        return float(np.clip(score, _PROB_CLIP, 1 - _PROB_CLIP))
+
+    def _newton_intercept(self, label, weight, comm) -> float:
+        """The margin of one Newton step from margin 0 on the ``scale_pos_weight``-weighted
+        gradients: XGBoost 3.4's intercept when ``scale_pos_weight`` is not 1 (with 1 it
+        takes the weighted label mean)."""
+        y = np.asarray(label, np.float64)
+        g, h = self._grad_hess(np.zeros_like(y), y, np)
+        w = self._row_weight(weight, y, np)
+        sg, sh = exact_sum(np.stack([w * g, w * h], axis=1), comm)
+        return float(-sg / max(sh, 1e-6)) + 0.0  # + 0.0: no -0.0
 
     def transform(self, margin):
         return _sigmoid(super().transform(margin)).astype(np.float32)
@@ -361,13 +377,16 @@ class BinaryLogitRaw(RegLogistic):
     """``binary:logitraw``: logistic loss, predictions are raw margins.
 
     As XGBoost 3.4, the intercept is the weighted label mean used directly as a margin
-    (identity link). Unlike XGBoost, metrics see ``sigmoid(margin)`` (so ``error`` thresholds
-    the margin at 0 and ``logloss`` is meaningful); XGBoost applies them to raw margins.
+    (identity link); with ``scale_pos_weight`` other than 1, one Newton step from margin 0.
+    Unlike XGBoost, metrics see ``sigmoid(margin)`` (so ``error`` thresholds the margin at 0
+    and ``logloss`` is meaningful); XGBoost applies them to raw margins.
     """
 
     name, default_metric = "binary:logitraw", "logloss"
 
     def base_score(self, label, weight, comm) -> float:
+        if float(self.params.scale_pos_weight) != 1.0:
+            return self._newton_intercept(label, weight, comm)
         return self._weighted_mean(label, weight, comm, 0.0)
 
     def transform(self, margin):

@@ -300,6 +300,25 @@ def test_base_score_matches_xgboost_intercept(name, weighted):
     assert objective(name).base_score(y, w, LocalComm()) == pytest.approx(expected, rel=1e-6)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("scale_pos_weight", [3.0, 0.2])
+@pytest.mark.parametrize("name", ["binary:logistic", "reg:logistic", "binary:logitraw"])
+def test_base_score_with_scale_pos_weight_matches_xgboost_intercept(name, scale_pos_weight, weighted):
+    # XGBoost 3.4 takes the weighted label mean only when scale_pos_weight is 1; otherwise
+    # one Newton step from margin 0 on the re-weighted gradients
+    rng = np.random.default_rng(11)
+    n = 301
+    y = (rng.random(n) < 0.3).astype(np.float64)
+    w = (rng.random(n) + 0.5).astype(np.float32) if weighted else None
+    params = {"objective": name, "nthread": 1, "max_depth": 1, "scale_pos_weight": scale_pos_weight}
+    b = xgb.train(params, xgb.DMatrix(rng.normal(size=(n, 2)), y, weight=w, nthread=1), 1)
+    cfg = json.loads(b.save_config())["learner"]["learner_model_param"]["base_score"]
+    expected = float(json.loads(cfg)[0]) if cfg.startswith("[") else float(cfg)
+    ours = objective(name, scale_pos_weight=scale_pos_weight).base_score(y, w, LocalComm())
+    assert ours == pytest.approx(expected, rel=1e-6)
+    assert ours != pytest.approx(objective(name).base_score(y, w, LocalComm()), rel=1e-3)
+
+
 @pytest.mark.parametrize(
     "name,metric",
     [
