@@ -163,6 +163,18 @@ class Objective:
         sw_y, sw = exact_sum(np.stack([w * y, w], axis=1), comm)
         return float(sw_y / sw) if sw > 0 else default
 
+    def _newton_intercept(self, label, weight, comm) -> float:
+        """The margin of one Newton step from margin 0 on the row-weighted gradients
+        (``_grad_hess``, ``_row_weight``): XGBoost's intercept where it fits one, as for
+        ``reg:pseudohubererror`` and, with ``scale_pos_weight`` other than 1, the logistic ones."""
+        y = np.asarray(label, np.float64)
+        g, h = self._grad_hess(np.zeros_like(y), y, np)
+        w = self._row_weight(weight, y, np)
+        if w is None:
+            w = np.ones_like(y)
+        sg, sh = exact_sum(np.stack([w * g, w * h], axis=1), comm)
+        return float(-sg / max(sh, 1e-6)) + 0.0  # + 0.0: no -0.0
+
     def margin_from_score(self, score: float) -> float:
         """Inverse link: output-space ``score`` -> margin."""
         return margin_from_score(self.name, score)
@@ -267,11 +279,7 @@ class PseudoHuberError(Objective):
         return z / scale_sqrt, 1.0 / (scale * scale_sqrt)
 
     def base_score(self, label, weight, comm) -> float:
-        y = np.asarray(label, np.float64)
-        g, h = self._grad_hess(np.zeros_like(y), y, np)
-        w = np.ones_like(y) if weight is None else np.asarray(weight, np.float64)
-        sg, sh = exact_sum(np.stack([w * g, w * h], axis=1), comm)
-        return float(-sg / max(sh, 1e-6)) + 0.0  # + 0.0: no -0.0
+        return self._newton_intercept(label, weight, comm)
 
 
 class AbsoluteError(Objective):
@@ -352,16 +360,6 @@ class RegLogistic(Objective):
         else:
             score = self._weighted_mean(label, weight, comm, 0.5)
         return float(np.clip(score, _PROB_CLIP, 1 - _PROB_CLIP))
-
-    def _newton_intercept(self, label, weight, comm) -> float:
-        """The margin of one Newton step from margin 0 on the ``scale_pos_weight``-weighted
-        gradients: XGBoost 3.4's intercept when ``scale_pos_weight`` is not 1 (with 1 it
-        takes the weighted label mean)."""
-        y = np.asarray(label, np.float64)
-        g, h = self._grad_hess(np.zeros_like(y), y, np)
-        w = self._row_weight(weight, y, np)
-        sg, sh = exact_sum(np.stack([w * g, w * h], axis=1), comm)
-        return float(-sg / max(sh, 1e-6)) + 0.0  # + 0.0: no -0.0
 
     def transform(self, margin):
         return _sigmoid(super().transform(margin)).astype(np.float32)
