@@ -377,10 +377,7 @@ class Booster:
         # caller's (or the DMatrix's) base_margin
         margin = xp.empty((n, n_groups), xp.float32)
         if base_margin is not None:
-            bm = np.asarray(small_to_host(base_margin), np.float32).reshape(n, -1)
-            if bm.shape[1] != n_groups:
-                raise DGBoostValueError(f"base_margin has {bm.shape[1]} columns, the model has {n_groups} outputs")
-            margin[...] = backend.asarray(bm)
+            margin[...] = backend.asarray(self._row_base_margins(base_margin, n))
         else:
             margin[...] = backend.asarray(self.ensemble.base_margin.astype(np.float32))
         backend.predict_margin(self.ensemble, values, t0, t1, margin)
@@ -395,6 +392,15 @@ class Booster:
             out = out[:, 0]
         return out if on_device else backend.to_host(out)
 
+    def _row_base_margins(self, base_margin, n: int) -> np.ndarray:
+        """A caller's ``base_margin`` as float32 (n, n_groups) on the host, its width checked."""
+        bm = np.asarray(small_to_host(base_margin), np.float32).reshape(n, -1)
+        if bm.shape[1] != self.ensemble.n_groups:
+            raise DGBoostValueError(
+                f"base_margin has {bm.shape[1]} columns, the model has {self.ensemble.n_groups} outputs"
+            )
+        return bm
+
     def _approx_contributions(self, values, t0: int, t1: int, base_margin, interactions: bool) -> Any:
         """XGBoost's ``approx_contribs`` (:mod:`dgboost.explain.saabas`), float32, in
         :meth:`predict`'s layout; with ``interactions``, as XGBoost: the approximate
@@ -406,9 +412,7 @@ class Booster:
         leaves = np.asarray(backend.to_host(backend.predict_leaf(self.ensemble, backend.asarray(values), t0, t1)))
         n, F, G = leaves.shape[0], values.shape[1], self.ensemble.n_groups
         if base_margin is not None:
-            bm = np.asarray(small_to_host(base_margin), np.float32).reshape(n, -1)
-            if bm.shape[1] != G:
-                raise DGBoostValueError(f"base_margin has {bm.shape[1]} columns, the model has {G} outputs")
+            bm = self._row_base_margins(base_margin, n)
         else:
             bm = np.broadcast_to(self.ensemble.base_margin.astype(np.float32), (n, G))
         out = approx_contributions(self.ensemble, leaves, t0, F, bm)
