@@ -127,7 +127,7 @@ class DevicePathTable:
         The fewest and the most non-bias elements of a path the kernels compute without a
         weight table (0: every such path has one).
     unused : cupy.ndarray
-        One float64: the argument a kernel gets for an array it will not read.
+        One float64: the pointer a kernel gets for an array it does not read in a launch.
     """
 
     def __init__(self, table: PathTable, max_table_bytes: int, max_k: int = DEFAULT_MAX_K):
@@ -280,8 +280,7 @@ def shap_values_device(
             )
         else:
             # wide rows: the accumulator is a scratch row per thread (out takes whole slices)
-            unused = cupy.empty(1, dtype=cupy.int64)  # a pointer the kernel does not read in this mode
-            scratch = unused if shared else cupy.empty((n, G, F), dtype=cupy.float64)
+            scratch = dev.unused if shared else cupy.empty((n, G, F), dtype=cupy.float64)
             _launch_shap_rows(
                 dev,
                 X,
@@ -290,7 +289,7 @@ def shap_values_device(
                 shared,
                 shared_bytes,
                 slice_paths,
-                unused,
+                dev.unused,  # no slice pointers in this mode
                 1,
                 False,
                 scratch,
@@ -534,7 +533,6 @@ def shap_interactions_device(table: PathTable, rows):
                 module, X, out, common + quad_args, per_block, shared, slice_paths, slice_ptr, n_slices, G
             )
         else:  # half a warp per row, its slices in turn
-            unused = cupy.empty(1, dtype=cupy.int64)
             _launch_interactions_warp(
                 module,
                 common + quad_args,
@@ -543,10 +541,10 @@ def shap_interactions_device(table: PathTable, rows):
                 per_block,
                 shared,
                 slice_paths,
-                unused,
+                dev.unused,  # no slice pointers, no slice sums in this mode
                 1,
                 False,
-                unused,
+                dev.unused,
                 out,
                 (-(-n // per_block), G, 1),
             )
