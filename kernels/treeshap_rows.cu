@@ -306,21 +306,30 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
       }
       for (int l = 0; l < k; ++l) {
         const double z = zero_fraction[s + l];
-        const double ol = ((on >> l) & 1) ? 1.0 : 0.0;
+        const bool ol = (on >> l) & 1;
+        // (1 - u) z + u o: u o is u or +0 exactly, so a select gives the CPU's bits
 #pragma unroll
         for (int t = 0; t < SHAP_QUAD_MAX_NQ; ++t)
-          if (t < nq) A[t] *= (1.0 - U[t]) * z + U[t] * ol;
+          if (t < nq) A[t] *= (1.0 - U[t]) * z + (ol ? U[t] : 0.0);
       }
       // two loops, not a select in one: a select would divide in the shared case too
       if (shared_g) {
-        for (int l = 0; l < k; ++l) {
-          const bool ol = (on >> l) & 1;
-          const double* gl = gq + l * SHAP_QUAD_MAX_NQ;
-          double w = 0.0;
+        // two elements at a time (two independent sums in flight), added in element order
+        for (int l = 0; l < k; l += 2) {
+          const bool two = l + 1 < k;
+          const int lb = two ? l + 1 : l;
+          const bool oa = (on >> l) & 1, ob = (on >> lb) & 1;
+          const double* ga = gq + l * SHAP_QUAD_MAX_NQ;
+          const double* gb = gq + lb * SHAP_QUAD_MAX_NQ;
+          double wa = 0.0, wb = 0.0;
 #pragma unroll
           for (int t = 0; t < SHAP_QUAD_MAX_NQ; ++t)
-            if (t < nq) w += A[t] * (ol ? gl[t] : Goff[t]);
-          acc[feature[s + l] * stride] += v * w;
+            if (t < nq) {
+              wa += A[t] * (oa ? ga[t] : Goff[t]);
+              wb += A[t] * (ob ? gb[t] : Goff[t]);
+            }
+          acc[feature[s + l] * stride] += v * wa;
+          if (two) acc[feature[s + lb] * stride] += v * wb;
         }
       } else {
         for (int l = 0; l < k; ++l) {
