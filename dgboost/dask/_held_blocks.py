@@ -1,23 +1,32 @@
-"""Row blocks of a persisted dask array mapped where they are held (SHAP values, predictions).
+"""Row blocks of a persisted dask array or DataFrame mapped where they are held (SHAP values,
+predictions).
 
 A mapped block task depends on its block and on the model's task, and Dask may place it on
-either's worker; these helpers restrict each block's task, loosely, to its block's holder.
+either's worker; these helpers restrict each block's task, loosely, to its block's holder. An
+array keeps the restriction in its graph's annotations, so its result stays lazy; a DataFrame
+cannot (dask-expr keeps no per-task annotations), so a persisted frame's partitions are
+submitted at once, each to its holder (:func:`map_held_partitions`).
 """
 
 from __future__ import annotations
 
 import dask.array as da
 
-__all__ = ["where_held", "held_blocks_array"]
+__all__ = ["where_held", "held_blocks_array", "where_held_partitions", "map_held_partitions"]
 
 
 def where_held(client, data) -> dict | None:
     """{row block index: the address of a worker holding it} for an array whose every block is
     a computed future (a persisted array); None otherwise."""
+    keys = [(data.name, i) + (0,) * (data.ndim - 1) for i in range(data.numblocks[0])]
+    return _holders(client, data, keys)
+
+
+def _holders(client, collection, keys: list) -> dict | None:
+    """{i: a worker holding keys[i]} when every key is a computed future of ``collection``."""
     from distributed import futures_of
 
-    futures = {f.key: f for f in futures_of(data)}
-    keys = [(data.name, i) + (0,) * (data.ndim - 1) for i in range(data.numblocks[0])]
+    futures = {f.key: f for f in futures_of(collection)}
     if not keys or any(k not in futures for k in keys):
         return None
     try:
@@ -31,6 +40,54 @@ def where_held(client, data) -> dict | None:
             return None
         holders[i] = sorted(held)[0]
     return holders
+
+
+def _persisted_partition_keys(frame) -> list | None:
+    """The keys of a persisted DataFrame's partitions, in order (``persist()`` gives a frame
+    whose expression is the graph of its futures); None for any other frame."""
+    from dask.dataframe.dask_expr.io.io import FromGraph
+
+    expr = getattr(frame, "expr", None)
+    return list(expr.operand("keys")) if isinstance(expr, FromGraph) else None
+
+
+def where_held_partitions(client, frame) -> dict | None:
+    """{partition index: the address of a worker holding it} for a persisted DataFrame (every
+    partition a computed future); None otherwise (a lazy frame)."""
+    keys = _persisted_partition_keys(frame)
+    return None if keys is None else _holders(client, frame, keys)
+
+
+def map_held_partitions(client, frame, holders: dict, func, *args, meta):
+    """``func(partition, *args)`` of every partition of a persisted DataFrame, each submitted
+    now to the worker ``holders[i]`` that holds partition i.
+
+    dask-expr keeps no per-task annotations, so a lazy frame's tasks cannot carry where they
+    should run; submitted tasks can. The restrictions are loose, as
+    :func:`held_blocks_array`'s: a lost worker's partitions run elsewhere. Dask collections
+    among ``args`` (the model's task) are computed once, as one future the tasks share.
+
+    Returns
+    -------
+    dask DataFrame or Series
+        Backed by the submitted futures (as ``persist()`` would give), with ``meta`` and the
+        frame's divisions.
+    """
+    import uuid
+
+    import dask.dataframe as dd
+    from dask import is_dask_collection
+    from distributed import futures_of
+
+    futures = {f.key: f for f in futures_of(frame)}
+    keys = _persisted_partition_keys(frame)
+    shared = [client.compute(a) if is_dask_collection(a) else a for a in args]
+    name = f"{func.__name__.lstrip('_')}-{uuid.uuid4().hex}"
+    parts = [
+        client.submit(func, futures[k], *shared, key=(name, i), workers=[holders[i]], allow_other_workers=True)
+        for i, k in enumerate(keys)
+    ]
+    return dd.from_delayed(parts, meta=meta, divisions=frame.divisions, verify_meta=False)
 
 
 def _optimize_keeping_annotations(dsk, keys, **kwargs):

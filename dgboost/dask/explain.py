@@ -19,7 +19,7 @@ from .._compat import is_cudf_object
 from ..backend._threads import dask_worker_threads
 from ..device import Device, parse_device
 from ..errors import DGBoostTypeError
-from ._held_blocks import held_blocks_array, where_held
+from ._held_blocks import held_blocks_array, map_held_partitions, where_held, where_held_partitions
 from .prediction import as_booster, frame_meta_like, model_reference
 
 if TYPE_CHECKING:
@@ -158,6 +158,14 @@ def shap_values(
         ``(n, F, F)`` / ``(n, F, F, k)`` with ``interactions``), float64, the input's row
         chunks. DataFrames (without ``interactions``): :meth:`TreeExplainer.shap_frame` per
         partition, index preserved, columns = features + ``bias``.
+
+    Notes
+    -----
+    Each block of a persisted input is explained on the worker that holds it (loosely: a lost
+    worker's blocks run elsewhere). An Array stays lazy. A persisted DataFrame's partitions are
+    submitted at once, and the DataFrame returned holds their futures, as ``persist()`` would:
+    dask-expr keeps no placement for a lazy frame's tasks. A lazy DataFrame stays lazy, and
+    Dask places its tasks.
     """
     import dask.dataframe as dd
     from distributed import default_client
@@ -170,6 +178,9 @@ def shap_values(
     ref = model_reference(explainer)
     if isinstance(data, dd.DataFrame) and not interactions:
         meta = frame_meta_like(shap_frame_meta(explainer, [str(c) for c in data.columns]), data)
+        holders = where_held_partitions(client, data)
+        if holders is not None:  # a persisted frame's partitions are explained where they are held
+            return map_held_partitions(client, data, holders, _frame_partition, ref, device, meta=meta)
         return data.map_partitions(_frame_partition, ref, device, meta=meta)
     if isinstance(data, dd.DataFrame):
         if any(str(dt) == "category" for dt in data.dtypes):  # codes of the model's categories

@@ -17,8 +17,8 @@ import numpy as np
 from .._array import array_module
 from .._compat import is_cudf_object, is_dask_cudf_collection, library_of
 from ..backend._threads import dask_worker_threads
-from ..errors import DGBoostTypeError
-from ._held_blocks import held_blocks_array, where_held
+from ..errors import DGBoostTypeError, DGBoostValueError
+from ._held_blocks import held_blocks_array, map_held_partitions, where_held, where_held_partitions
 from ._matrix import DaskDMatrix
 
 if TYPE_CHECKING:
@@ -132,6 +132,12 @@ def _map_collection(client, booster, data, kwargs: dict, base_margin=None):
     ref = model_reference(booster)
     n_features = int(data.shape[1]) if isinstance(data, da.Array) else len(data.columns)
     trailing, dtype = _output_spec(booster, n_features, kwargs)
+    if isinstance(data, dd.DataFrame) and base_margin is not None:
+        # the frame paths below map the partitions alone: the margin would be left out
+        raise DGBoostValueError(
+            "base_margin with a dask DataFrame is not supported: pass the rows as a dask Array "
+            "(data.to_dask_array(lengths=True)) and base_margin with the same row chunks"
+        )
     if isinstance(data, dd.DataFrame) and len(trailing) <= 1:
         columns = _output_columns(booster, kwargs, trailing, [str(c) for c in data.columns])
         import pandas as pd
@@ -141,9 +147,12 @@ def _map_collection(client, booster, data, kwargs: dict, base_margin=None):
             if not trailing
             else pd.DataFrame(np.empty((0, trailing[0]), dtype), columns=columns)
         )
-        return data.map_partitions(
-            _predict_frame_partition, ref, kwargs, trailing, dtype, columns, meta=frame_meta_like(meta, data)
-        )
+        meta = frame_meta_like(meta, data)
+        args = (ref, kwargs, trailing, dtype, columns)
+        holders = where_held_partitions(client, data)
+        if holders is not None:  # a persisted frame's partitions are predicted where they are held
+            return map_held_partitions(client, data, holders, _predict_frame_partition, *args, meta=meta)
+        return data.map_partitions(_predict_frame_partition, *args, meta=meta)
     if isinstance(data, dd.DataFrame):
         data = data.to_dask_array(lengths=True)
     if not isinstance(data, da.Array):
@@ -239,6 +248,13 @@ def predict(
         Rows in the input's order and chunks (DataFrame input: its index; 1-D outputs as a
         Series, 2-D as a DataFrame whose contribution columns are the features and ``bias``).
         Bitwise equal to single-process predictions.
+
+    Notes
+    -----
+    Each block of a persisted Array or DataFrame is predicted on the worker that holds it
+    (loosely: a lost worker's blocks run elsewhere). An Array stays lazy; a persisted
+    DataFrame's partitions are submitted at once and the result holds their futures, as
+    ``persist()`` would (dask-expr keeps no placement for a lazy frame's tasks).
     """
     from distributed import default_client
 
@@ -276,8 +292,6 @@ def inplace_predict(
     ``data``'s rows. Returns what :func:`predict` returns for the same input.
     """
     from distributed import default_client
-
-    from ..errors import DGBoostValueError
 
     if predict_type not in ("value", "margin"):
         raise DGBoostValueError(f"predict_type must be 'value' or 'margin', got {predict_type!r}")

@@ -235,6 +235,94 @@ def test_predictions_of_a_persisted_array_run_each_block_where_it_is_held(dask_c
     np.testing.assert_array_equal(out.compute(), expected)
 
 
+def test_inplace_predict_refuses_a_base_margin_with_a_dataframe_rather_than_leave_it_out(dask_client, binary_model):
+    booster, x = binary_model
+    frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(5)])
+    margin = da.from_array(np.ones(N, np.float32), chunks=(N,))
+    with pytest.raises(DGBoostValueError, match="base_margin with a dask DataFrame"):
+        dxgb.inplace_predict(dask_client(2), booster, dd.from_pandas(frame, npartitions=2), base_margin=margin)
+
+
+def _frame_held_by(client, x, holder: str):
+    """``(frame, persisted)``: ``x`` as a pandas frame (a descending index) and as a dask
+    DataFrame of 3 partitions persisted on the worker ``holder`` (checked)."""
+    from distributed import futures_of, wait
+
+    frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(5)], index=np.arange(N)[::-1])
+    data = dd.from_pandas(frame, npartitions=3, sort=False)
+    data = client.persist(data, workers=[holder])
+    wait(futures_of(data))
+    assert {w for ws in client.who_has(futures_of(data)).values() for w in ws} == {holder}
+    return frame, data
+
+
+def _submitted_restrictions(client, out, name: str) -> dict:
+    """The scheduler's worker restrictions of the tasks ``(name-<id>, i)`` submitted for
+    ``out`` (computed first)."""
+    out.compute()
+    tasks = client.run_on_scheduler(_task_restrictions, prefix=name)
+    return {k: r for k, r in tasks.items() if isinstance(k, tuple) and k[0].startswith(f"{name}-")}
+
+
+def test_shap_values_of_a_persisted_dataframe_run_each_partition_where_it_is_held(dask_client, multiclass_model):
+    """dask-expr keeps no per-task placement for a lazy frame, so a persisted frame's partitions
+    are submitted at once, each to its holder (loosely, as an array's blocks)."""
+    from distributed import futures_of
+
+    booster, x = multiclass_model
+    client = dask_client(2)
+    holder = sorted(client.scheduler_info()["workers"])[1]
+    frame, data = _frame_held_by(client, x, holder)
+    explainer = dg.TreeExplainer(booster)
+    out = dxgb.shap_values(client, explainer, data)
+    assert isinstance(out, dd.DataFrame) and out.divisions == data.divisions
+    restrictions = _submitted_restrictions(client, out, "frame_partition")
+    assert len(restrictions) == 3
+    assert all(r == ([holder], True) for r in restrictions.values())
+    pd.testing.assert_frame_equal(out.compute(), explainer.shap_frame(frame))
+    # a lazy frame stays lazy: nothing is submitted before it is computed
+    lazy = dxgb.shap_values(client, explainer, dd.from_pandas(frame, npartitions=3, sort=False))
+    assert not futures_of(lazy)
+    pd.testing.assert_frame_equal(lazy.compute(), explainer.shap_frame(frame))
+
+
+@pytest.mark.parametrize("kwargs", [{"output_margin": True}, {"pred_contribs": True}])
+def test_predictions_of_a_persisted_dataframe_run_each_partition_where_it_is_held(dask_client, binary_model, kwargs):
+    booster, x = binary_model
+    client = dask_client(2)
+    holder = sorted(client.scheduler_info()["workers"])[1]
+    frame, data = _frame_held_by(client, x, holder)
+    out = dxgb.predict(client, booster, data, **kwargs)
+    restrictions = _submitted_restrictions(client, out, "predict_frame_partition")
+    assert len(restrictions) == 3
+    assert all(r == ([holder], True) for r in restrictions.values())
+    got = out.compute()
+    pd.testing.assert_index_equal(got.index, frame.index)
+    np.testing.assert_array_equal(np.asarray(got), booster.predict(dg.DMatrix(frame), **kwargs))
+
+
+def test_a_persisted_dataframes_worker_lost_runs_its_partitions_elsewhere_with_the_same_values(
+    dask_client, binary_model
+):
+    from distributed import futures_of, wait
+
+    from dgboost.dask._held_blocks import where_held_partitions
+
+    booster, x = binary_model
+    client = dask_client(3)
+    frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(5)], index=np.arange(N)[::-1])
+    data = client.persist(dd.from_pandas(frame, npartitions=3, sort=False))  # anywhere: no pin to outlive
+    wait(futures_of(data))
+    holder = where_held_partitions(client, data)[0]
+    explainer = dg.TreeExplainer(booster)
+    out = dxgb.shap_values(client, explainer, data)
+    del data  # the values' tasks hold the rows now
+    out.compute()
+    pid = client.run(os.getpid, workers=[holder])[holder]
+    os.kill(pid, signal.SIGKILL)  # its rows and their values are lost with it; both are recomputed
+    pd.testing.assert_frame_equal(out.compute(), explainer.shap_frame(frame))
+
+
 def test_a_held_blocks_worker_lost_runs_its_blocks_elsewhere_with_the_same_values(dask_client, binary_model):
     booster, x = binary_model
     client = dask_client(3)
