@@ -68,7 +68,9 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="warm calls timed per process")
     parser.add_argument("--rounds", type=int, default=2, help="processes per (tree, case), alternating trees")
     parser.add_argument("--output", default=None)
-    parser.add_argument("--child", nargs=5, metavar=("TREE", "CASE", "MODEL", "ROWS", "INTERACTIONS"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--child", nargs=5, metavar=("TREE", "CASE", "MODEL", "ROWS", "INTERACTIONS"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args(argv)
     if args.child:
         tree, case, model, rows, interactions = args.child
@@ -95,7 +97,15 @@ def main(argv=None) -> None:
     for _ in range(args.rounds):
         for case in cases:
             for tree in trees:
-                cmd = [sys.executable, str(Path(__file__).resolve()), "--repeats", str(args.repeats), "--child", tree, case]
+                cmd = [
+                    sys.executable,
+                    str(Path(__file__).resolve()),
+                    "--repeats",
+                    str(args.repeats),
+                    "--child",
+                    tree,
+                    case,
+                ]
                 cmd += [str(files[case][0]), str(files[case][1]), "1" if CASES[case][5] else "0"]
                 done = subprocess.run(cmd, capture_output=True, text=True)
                 if done.returncode != 0:
