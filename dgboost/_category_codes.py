@@ -122,7 +122,7 @@ def checked_categories(column: str, categories: Any) -> np.ndarray:
     DGBoostValueError
         Missing values (NaN / None / null) among the categories, values of more than one kind
         (strings and numbers), floating-point or boolean values, repeated values, or more than
-        :data:`MAX_CATEGORIES` values.
+        :data:`MAX_CATEGORIES` values, or integers outside the signed 64-bit range.
     """
     if hasattr(categories, "to_pandas") and not hasattr(categories, "to_numpy"):
         categories = categories.to_pandas()  # a cuDF Index or an Arrow array
@@ -173,12 +173,27 @@ def checked_categories(column: str, categories: Any) -> np.ndarray:
     if kind == "string":
         values = np.array([str(v) for v in values], dtype=object)
     elif kind == "integer":
-        values = values.astype(np.int64)
+        values = _as_int64(column, values)
     elif kind == "empty":
         values = np.empty(0, dtype=object)
     if len(set(values.tolist())) != values.size:
         raise DGBoostValueError(f"column {column!r}: its category values repeat a value")
     return values
+
+
+def _as_int64(column: str, values: np.ndarray) -> np.ndarray:
+    """Integer category values as int64, refusing any outside its range (a uint64 value of
+    2**63 or more would otherwise wrap to a negative one: the model would keep another value,
+    where XGBoost refuses the column)."""
+    low, high = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    outside = [v for v in values.tolist() if not low <= int(v) <= high]
+    if outside:
+        raise DGBoostValueError(
+            f"column {column!r}: category value {outside[0]} is outside the signed 64-bit integers "
+            "(as XGBoost, dgboost keeps integer categories as int64); use strings as category values, "
+            f"e.g. df[{column!r}].cat.rename_categories(str)"
+        )
+    return values.astype(np.int64)
 
 
 def check_numeric_codes(column: str, codes: np.ndarray) -> int:

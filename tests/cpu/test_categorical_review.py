@@ -30,6 +30,20 @@ def test_a_category_column_of_booleans_is_refused_naming_the_column_as_xgboost_r
         dg.DMatrix(df, y)
 
 
+def test_integer_categories_beyond_int64_are_refused_naming_the_column_as_xgboost_refuses_them():
+    values = np.array([1, 2**63, 5, 2**63 + 7], dtype=np.uint64)
+    df = pd.DataFrame({"big": pd.Categorical(np.tile(values, 15)), "x": np.arange(60.0)})
+    y = np.tile([0.0, 1.0, 0.0, 1.0], 15)
+    with pytest.raises(ValueError, match="signed 64-bit"):  # the oracle
+        xgb.DMatrix(df, y, enable_categorical=True)
+    # they once wrapped to negative values: the saved model kept other categories
+    with pytest.raises(DGBoostValueError, match="'big'.*outside the signed 64-bit integers"):
+        dg.DMatrix(df, y)
+    # the largest int64 and the smallest are categories like any other
+    edge = pd.DataFrame({"c": pd.Categorical(np.tile([np.iinfo(np.int64).min, 0, np.iinfo(np.int64).max], 20))})
+    assert dg.DMatrix(edge, np.tile([0.0, 1.0, 0.0], 20)).num_row() == 60
+
+
 @pytest.fixture
 def number_like_strings(tmp_path):
     """A CSV string column whose categories look like numbers ("1", "2", "x"): a file that holds
