@@ -93,7 +93,25 @@ def frame_meta_like(meta, data):
 
 
 def _predict_frame_partition(part, booster, kwargs, trailing, dtype, columns):
-    out = _predict_rows(booster, part, kwargs, trailing, dtype)
+    return _frame_of(part, _predict_rows(booster, part, kwargs, trailing, dtype), columns)
+
+
+def _predict_frame_margin_partition(part, margin, booster, kwargs, trailing, dtype, columns):
+    """``_predict_frame_partition`` with the partition's base margin (a Series or DataFrame
+    partition of the same rows)."""
+    if len(margin) != len(part):
+        raise DGBoostValueError(
+            f"a partition of {len(part)} rows has a base_margin partition of {len(margin)}: "
+            "give base_margin the data's row partitions"
+        )
+    values = margin.values  # NumPy for pandas, CuPy for cuDF
+    out = _predict_rows(booster, part, kwargs, trailing, dtype, base_margin=values)
+    return _frame_of(part, out, columns)
+
+
+def _frame_of(part, out, columns):
+    """Predictions ``out`` of the partition ``part`` as a Series (1-D) or DataFrame (2-D) with
+    its index, in its library (pandas or cuDF)."""
     if is_cudf_object(part):
         import cudf as frames
     else:
@@ -132,12 +150,6 @@ def _map_collection(client, booster, data, kwargs: dict, base_margin=None):
     ref = model_reference(booster)
     n_features = int(data.shape[1]) if isinstance(data, da.Array) else len(data.columns)
     trailing, dtype = _output_spec(booster, n_features, kwargs)
-    if isinstance(data, dd.DataFrame) and base_margin is not None:
-        # the frame paths below map the partitions alone: the margin would be left out
-        raise DGBoostValueError(
-            "base_margin with a dask DataFrame is not supported: pass the rows as a dask Array "
-            "(data.to_dask_array(lengths=True)) and base_margin with the same row chunks"
-        )
     if isinstance(data, dd.DataFrame) and len(trailing) <= 1:
         columns = _output_columns(booster, kwargs, trailing, [str(c) for c in data.columns])
         import pandas as pd
@@ -149,6 +161,16 @@ def _map_collection(client, booster, data, kwargs: dict, base_margin=None):
         )
         meta = frame_meta_like(meta, data)
         args = (ref, kwargs, trailing, dtype, columns)
+        if base_margin is not None:  # partition by partition with the margin's (as XGBoost)
+            margin = base_margin.to_dask_dataframe() if isinstance(base_margin, da.Array) else base_margin
+            if margin.npartitions != data.npartitions:
+                raise DGBoostValueError(
+                    f"base_margin has {margin.npartitions} row blocks and the data {data.npartitions} "
+                    "partitions: give base_margin the data's row partitions"
+                )
+            return dd.map_partitions(
+                _predict_frame_margin_partition, data, margin, *args, meta=meta, align_dataframes=False
+            )
         holders = where_held_partitions(client, data)
         if holders is not None:  # a persisted frame's partitions are predicted where they are held
             return map_held_partitions(client, data, holders, _predict_frame_partition, *args, meta=meta)
@@ -283,13 +305,14 @@ def inplace_predict(
     predict_type: str = "value",
     missing: float = np.nan,
     validate_features: bool = True,
-    base_margin: da.Array | None = None,
+    base_margin: da.Array | dd.Series | dd.DataFrame | None = None,
     strict_shape: bool = False,
 ) -> da.Array | dd.Series | dd.DataFrame:
     """Predict a dask Array or DataFrame without a DaskDMatrix (``xgboost.dask.inplace_predict``).
 
     ``predict_type`` is ``"value"`` or ``"margin"``; ``base_margin`` a dask Array aligned with
-    ``data``'s rows. Returns what :func:`predict` returns for the same input.
+    ``data``'s rows (for a DataFrame: in its row partitions, or a dask Series / DataFrame with
+    the same partitions). Returns what :func:`predict` returns for the same input.
     """
     from distributed import default_client
 

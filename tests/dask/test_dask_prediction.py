@@ -235,12 +235,28 @@ def test_predictions_of_a_persisted_array_run_each_block_where_it_is_held(dask_c
     np.testing.assert_array_equal(out.compute(), expected)
 
 
-def test_inplace_predict_refuses_a_base_margin_with_a_dataframe_rather_than_leave_it_out(dask_client, binary_model):
-    booster, x = binary_model
-    frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(5)])
-    margin = da.from_array(np.ones(N, np.float32), chunks=(N,))
-    with pytest.raises(DGBoostValueError, match="base_margin with a dask DataFrame"):
-        dxgb.inplace_predict(dask_client(2), booster, dd.from_pandas(frame, npartitions=2), base_margin=margin)
+@pytest.mark.parametrize("as_series", [False, True])
+def test_inplace_predict_of_a_dataframe_adds_its_base_margin_partition_by_partition(
+    dask_client, multiclass_model, as_series
+):
+    booster, x = multiclass_model
+    client = dask_client(2)
+    frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(5)], index=np.arange(N)[::-1])
+    ddf = dd.from_pandas(frame, npartitions=3, sort=False)
+    lengths = tuple(ddf.map_partitions(len).compute())
+    margin = np.linspace(-1, 1, 3 * N).reshape(N, 3).astype(np.float32)
+    bm = da.from_array(margin, chunks=(lengths, 3))
+    if as_series:
+        bm = bm.to_dask_dataframe()
+    out = dxgb.inplace_predict(client, booster, ddf, base_margin=bm, predict_type="margin")
+    got = out.compute()
+    pd.testing.assert_index_equal(got.index, frame.index)
+    np.testing.assert_array_equal(
+        np.asarray(got), booster.inplace_predict(x, base_margin=margin, predict_type="margin")
+    )
+    # a margin in other row blocks is refused, not misaligned
+    with pytest.raises(DGBoostValueError, match="base_margin has 1 row blocks and the data 3 partitions"):
+        dxgb.inplace_predict(client, booster, ddf, base_margin=da.from_array(margin, chunks=(N, 3)))
 
 
 def _frame_held_by(client, x, holder: str):
