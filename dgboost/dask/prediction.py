@@ -194,6 +194,8 @@ def _map_collection(client, booster, data, kwargs: dict, base_margin=None):
     # or a reduction over the predictions mixes NumPy and CuPy
     meta = array_module(data._meta).empty((0,) * len(chunks), dtype)
     if base_margin is not None:
+        if not isinstance(base_margin, da.Array):  # a dask Series / DataFrame
+            base_margin = base_margin.to_dask_array(lengths=True)
         bm = base_margin if base_margin.ndim == 2 else base_margin[:, None]
         args.append(bm.rechunk({0: data.chunks[0], 1: -1}))
         out = da.map_blocks(

@@ -254,6 +254,10 @@ def test_inplace_predict_of_a_dataframe_adds_its_base_margin_partition_by_partit
     np.testing.assert_array_equal(
         np.asarray(got), booster.inplace_predict(x, base_margin=margin, predict_type="margin")
     )
+    # a Series / DataFrame margin of an Array's rows works as well
+    arr = da.from_array(x, chunks=(lengths, 5))
+    got = dxgb.inplace_predict(client, booster, arr, base_margin=bm, predict_type="margin").compute()
+    np.testing.assert_array_equal(got, booster.inplace_predict(x, base_margin=margin, predict_type="margin"))
     # a margin in other row blocks is refused, not misaligned
     with pytest.raises(DGBoostValueError, match="base_margin has 1 row blocks and the data 3 partitions"):
         dxgb.inplace_predict(client, booster, ddf, base_margin=da.from_array(margin, chunks=(N, 3)))
