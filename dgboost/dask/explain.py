@@ -165,7 +165,8 @@ def shap_values(
     worker's blocks run elsewhere). An Array stays lazy. A persisted DataFrame's partitions are
     submitted at once, and the DataFrame returned holds their futures, as ``persist()`` would:
     dask-expr keeps no placement for a lazy frame's tasks. A lazy DataFrame stays lazy, and
-    Dask places its tasks.
+    Dask places its tasks, as it does for a DataFrame's interaction values (computed from the
+    frame as an Array).
     """
     import dask.dataframe as dd
     from distributed import default_client
