@@ -45,8 +45,10 @@ def _holders(client, collection, keys: list) -> dict | None:
 def _persisted_partition_keys(frame) -> list | None:
     """The keys of a persisted DataFrame's partitions, in order (``persist()`` gives a frame
     whose expression is the graph of its futures); None for any other frame."""
-    from dask.dataframe.dask_expr.io.io import FromGraph
-
+    try:
+        from dask.dataframe.dask_expr.io.io import FromGraph
+    except ImportError:  # dask-expr's layout moved: the frame is mapped as a lazy one
+        return None
     expr = getattr(frame, "expr", None)
     return list(expr.operand("keys")) if isinstance(expr, FromGraph) else None
 
