@@ -12,25 +12,28 @@ from __future__ import annotations
 
 import dask.array as da
 
-__all__ = ["where_held", "held_blocks_array", "where_held_partitions", "map_held_partitions"]
+__all__ = ["where_held", "held_blocks_array", "map_held_partitions"]
 
 
 def where_held(client, data) -> dict | None:
     """{row block index: the address of a worker holding it} for an array whose every block is
     a computed future (a persisted array); None otherwise."""
     keys = [(data.name, i) + (0,) * (data.ndim - 1) for i in range(data.numblocks[0])]
-    return _holders(client, data, keys)
+    held = _held(client, data, keys)
+    return None if held is None else held[1]
 
 
-def _holders(client, collection, keys: list) -> dict | None:
-    """{i: a worker holding keys[i]} when every key is a computed future of ``collection``."""
+def _held(client, collection, keys: list) -> tuple[list, dict] | None:
+    """``(futures, holders)``: the future of each of ``keys`` and {i: a worker holding
+    keys[i]}, when every key is a computed future of ``collection``; None otherwise."""
     from distributed import futures_of
 
-    futures = {f.key: f for f in futures_of(collection)}
-    if not keys or any(k not in futures for k in keys):
+    by_key = {f.key: f for f in futures_of(collection)}
+    if not keys or any(k not in by_key for k in keys):
         return None
+    futures = [by_key[k] for k in keys]
     try:
-        who = client.who_has([futures[k] for k in keys])
+        who = client.who_has(futures)
     except Exception:  # noqa: BLE001 - a client that cannot say: the scheduler places the tasks
         return None
     holders = {}
@@ -39,7 +42,7 @@ def _holders(client, collection, keys: list) -> dict | None:
         if not held:
             return None
         holders[i] = sorted(held)[0]
-    return holders
+    return futures, holders
 
 
 def _persisted_partition_keys(frame) -> list | None:
@@ -53,16 +56,15 @@ def _persisted_partition_keys(frame) -> list | None:
     return list(expr.operand("keys")) if isinstance(expr, FromGraph) else None
 
 
-def where_held_partitions(client, frame) -> dict | None:
-    """{partition index: the address of a worker holding it} for a persisted DataFrame (every
-    partition a computed future); None otherwise (a lazy frame)."""
+def _held_partitions(client, frame) -> tuple[list, dict] | None:
+    """:func:`_held` of a persisted DataFrame's partitions; None for a lazy frame."""
     keys = _persisted_partition_keys(frame)
-    return None if keys is None else _holders(client, frame, keys)
+    return None if keys is None else _held(client, frame, keys)
 
 
-def map_held_partitions(client, frame, holders: dict, func, *args, meta):
+def map_held_partitions(client, frame, func, *args, meta):
     """``func(partition, *args)`` of every partition of a persisted DataFrame, each submitted
-    now to the worker ``holders[i]`` that holds partition i.
+    now to the worker that holds the partition; None for a lazy frame (map it as usual).
 
     dask-expr keeps no per-task annotations, so a lazy frame's tasks cannot carry where they
     should run; submitted tasks can. The restrictions are loose, as
@@ -71,23 +73,24 @@ def map_held_partitions(client, frame, holders: dict, func, *args, meta):
 
     Returns
     -------
-    dask DataFrame or Series
+    dask DataFrame or Series, or None
         Backed by the submitted futures (as ``persist()`` would give), with ``meta`` and the
         frame's divisions.
     """
+    held = _held_partitions(client, frame)
+    if held is None:
+        return None
     import uuid
 
     import dask.dataframe as dd
     from dask import is_dask_collection
-    from distributed import futures_of
 
-    futures = {f.key: f for f in futures_of(frame)}
-    keys = _persisted_partition_keys(frame)
+    futures, holders = held
     shared = [client.compute(a) if is_dask_collection(a) else a for a in args]
     name = f"{func.__name__.lstrip('_')}-{uuid.uuid4().hex}"
     parts = [
-        client.submit(func, futures[k], *shared, key=(name, i), workers=[holders[i]], allow_other_workers=True)
-        for i, k in enumerate(keys)
+        client.submit(func, part, *shared, key=(name, i), workers=[holders[i]], allow_other_workers=True)
+        for i, part in enumerate(futures)
     ]
     return dd.from_delayed(parts, meta=meta, divisions=frame.divisions, verify_meta=False)
 

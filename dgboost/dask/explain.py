@@ -19,7 +19,7 @@ from .._compat import is_cudf_object
 from ..backend._threads import dask_worker_threads
 from ..device import Device, parse_device
 from ..errors import DGBoostTypeError
-from ._held_blocks import held_blocks_array, map_held_partitions, where_held, where_held_partitions
+from ._held_blocks import held_blocks_array, map_held_partitions, where_held
 from .prediction import as_booster, frame_meta_like, model_reference
 
 if TYPE_CHECKING:
@@ -179,9 +179,9 @@ def shap_values(
     ref = model_reference(explainer)
     if isinstance(data, dd.DataFrame) and not interactions:
         meta = frame_meta_like(shap_frame_meta(explainer, [str(c) for c in data.columns]), data)
-        holders = where_held_partitions(client, data)
-        if holders is not None:  # a persisted frame's partitions are explained where they are held
-            return map_held_partitions(client, data, holders, _frame_partition, ref, device, meta=meta)
+        held = map_held_partitions(client, data, _frame_partition, ref, device, meta=meta)
+        if held is not None:  # a persisted frame's partitions, explained where they are held
+            return held
         return data.map_partitions(_frame_partition, ref, device, meta=meta)
     if isinstance(data, dd.DataFrame):
         if any(str(dt) == "category" for dt in data.dtypes):  # codes of the model's categories

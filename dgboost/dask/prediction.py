@@ -18,7 +18,7 @@ from .._array import array_module
 from .._compat import is_cudf_object, is_dask_cudf_collection, library_of
 from ..backend._threads import dask_worker_threads
 from ..errors import DGBoostTypeError, DGBoostValueError
-from ._held_blocks import held_blocks_array, map_held_partitions, where_held, where_held_partitions
+from ._held_blocks import held_blocks_array, map_held_partitions, where_held
 from ._matrix import DaskDMatrix
 
 if TYPE_CHECKING:
@@ -171,9 +171,9 @@ def _map_collection(client, booster, data, kwargs: dict, base_margin=None):
             return dd.map_partitions(
                 _predict_frame_margin_partition, data, margin, *args, meta=meta, align_dataframes=False
             )
-        holders = where_held_partitions(client, data)
-        if holders is not None:  # a persisted frame's partitions are predicted where they are held
-            return map_held_partitions(client, data, holders, _predict_frame_partition, *args, meta=meta)
+        held = map_held_partitions(client, data, _predict_frame_partition, *args, meta=meta)
+        if held is not None:  # a persisted frame's partitions, predicted where they are held
+            return held
         return data.map_partitions(_predict_frame_partition, *args, meta=meta)
     if isinstance(data, dd.DataFrame):
         data = data.to_dask_array(lengths=True)

@@ -326,14 +326,12 @@ def test_a_persisted_dataframes_worker_lost_runs_its_partitions_elsewhere_with_t
 ):
     from distributed import futures_of, wait
 
-    from dgboost.dask._held_blocks import where_held_partitions
-
     booster, x = binary_model
     client = dask_client(3)
     frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(5)], index=np.arange(N)[::-1])
     data = client.persist(dd.from_pandas(frame, npartitions=3, sort=False))  # anywhere: no pin to outlive
     wait(futures_of(data))
-    holder = where_held_partitions(client, data)[0]
+    holder = sorted(next(iter(client.who_has(futures_of(data)).values())))[0]  # holds a partition
     explainer = dg.TreeExplainer(booster)
     out = dxgb.shap_values(client, explainer, data)
     del data  # the values' tasks hold the rows now
