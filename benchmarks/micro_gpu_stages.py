@@ -67,11 +67,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--features", type=int, default=28)
+    ap.add_argument("--missing", type=float, default=0.0, help="share of values missing (NaN), at random")
+    ap.add_argument("--deep-nodes", type=int, default=128, help="nodes of the deep level (over half the rows)")
     args = ap.parse_args()
     n, f = args.rows, args.features
     be = get_backend("cuda")
     rs = cupy.random.RandomState(0)
     x = rs.standard_normal((n, f), dtype=cupy.float32)
+    if args.missing > 0:
+        x = cupy.where(rs.random_sample((n, f), dtype=cupy.float32) < args.missing, cupy.float32(np.nan), x)
     cuts = compute_cuts(x[:300_000].get(), None, 256)
     ell = be.bin_values(x, cuts.values, cuts.ptrs)
     gpair = be.quantise(
@@ -80,7 +84,8 @@ def main():
     buf = cupy.empty(n * 4, cupy.uint8)
     copy_ms = timed(lambda: buf.copy())
     print(
-        f"{n} x {f}; ELLPACK {ell.row_bits} bits a row, {ell.n_groups} groups, {ell.nbytes / 2**20:.0f} MiB; "
+        f"{n} x {f}; ELLPACK {ell.row_bits} bits a row, {ell.n_groups} groups of up to {ell.group_bins} bins, "
+        f"{ell.nbytes / 2**20:.0f} MiB; "
         f"d2d copy of {buf.nbytes / 2**20:.0f} MiB: {copy_ms:.3f} ms ({2 * buf.nbytes / copy_ms / 1e6:.0f} GB/s)"
     )
 
@@ -91,13 +96,17 @@ def main():
     root_rows = cupy.arange(n, dtype=cupy.int32)
     perm = cupy.random.permutation(n).astype(cupy.int32)
     half = n // 2
-    edges = np.linspace(0, half, 129).astype(np.int64)
+    k = args.deep_nodes
+    edges = np.linspace(0, half, k + 1).astype(np.int64)
     layouts = {
         "root (1 node, ordered)": (root_rows, np.array([[0, n]])),
-        "deep (128 nodes, n/2 permuted)": (perm, np.stack([edges[:-1], edges[1:]], axis=1)),
+        "root (1 node, permuted)": (perm, np.array([[0, n]])),
+        f"deep ({k} nodes, n/2 permuted)": (perm, np.stack([edges[:-1], edges[1:]], axis=1)),
+        f"deep ({k} nodes, n/2 ordered)": (root_rows, np.stack([edges[:-1], edges[1:]], axis=1)),
     }
     key = ("histogram.cu", "build_histograms")
     real = be._kernel(*key)
+    print(f"build_histograms: {real.num_regs} registers, {real.local_size_bytes} bytes of local memory a thread")
     try:
         for mode in (0, 1, 2):
             # the backend launches whatever its kernel cache holds: swap in the measurement variant

@@ -74,7 +74,10 @@ def test_emulated_mixed_width_matrix_unpacks_to_the_cpu_bins():
     [
         (MIXED, False, False),  # the 4,000-bin feature is past shared memory: global adds
         ([256, 3, 3000, 1, 256, 2, 255, 17], True, False),
-        ([1, 2, 3, 5] * 150, True, True),  # one group of 600 features, wider than the block
+        # one group of 1,601 features in 534 runs of 3 (the 9-bit feature sets the run's
+        # length), more runs than the block has threads: the flat loop
+        ([256] + [1] * 1600, True, True),
+        ([1, 2, 3, 5] * 150, True, False),  # one group of 600 features in 60 runs of 10
     ],
 )
 def test_emulated_histograms_of_a_mixed_width_matrix_equal_the_cpu_ones(n_bins, use_shared, flat):

@@ -83,6 +83,7 @@ inline unsigned __ballot_sync(unsigned, int pred) {
   return out;
 }
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
+inline int __clz(int v) { return v == 0 ? 32 : __builtin_clz(static_cast<unsigned>(v)); }
 inline long long __double_as_longlong(double d) {
   long long out;
   std::memcpy(&out, &d, 8);
