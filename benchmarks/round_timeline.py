@@ -14,6 +14,9 @@ Nsight Systems is not). Per round it reports:
 
 The round's time splits into what the device does and what it waits for, which is what
 ``round_anatomy.py`` (CUDA events around launches) cannot tell apart on a host-bound set.
+A round ends at a device synchronise, as ``train_gpu.py``'s clock ends it. The dgboost timed
+is the checkout's this file sits in (``train_gpu.py`` puts it first on ``sys.path``): to
+compare two trees, run each tree's own copy.
 
     python benchmarks/round_timeline.py --cases bosch higgs --rounds 12 --record 4
 """
