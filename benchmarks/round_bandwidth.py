@@ -79,7 +79,7 @@ def _available(ncu: str) -> dict:
 def _child(case_name: str, scale: float, profile_round: int) -> None:
     import cupy
     import cupy.cuda.profiler as profiler
-    from train_gpu import CASES, OBJECTIVE, make_data
+    from train_gpu import CASES, make_data, shared_params
 
     import dgboost as dg
 
@@ -88,10 +88,7 @@ def _child(case_name: str, scale: float, profile_round: int) -> None:
     X, y = make_data(
         cupy, rows, case.features, case.task, n_classes=case.n_classes, missing_rate=case.missing_rate, seed=0
     )
-    params = {"objective": OBJECTIVE[case.task], "eta": 0.1, "max_bin": 256, "seed": 0, "device": "cuda"}
-    params.update(case.params)
-    if case.task == "multiclass":
-        params["num_class"] = case.n_classes
+    params = shared_params(case, "cuda")
 
     class ProfileOneRound(dg.TrainingCallback):
         def before_iteration(self, model, epoch, log):

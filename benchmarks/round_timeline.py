@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from train_gpu import CASES, OBJECTIVE, make_data  # noqa: E402
+from train_gpu import CASES, make_data, shared_params  # noqa: E402
 
 _DEVICE_KINDS = {"kernel": "kernel", "gpu_memset": "memset", "gpu_memcpy": "memcpy"}
 
@@ -177,10 +177,7 @@ def record(case_name: str, rounds: int, n_record: int, rows: int | None, python:
     X, y = make_data(
         cupy, n, case.features, case.task, n_classes=case.n_classes, missing_rate=case.missing_rate, seed=0
     )
-    params = {"objective": OBJECTIVE[case.task], "eta": 0.1, "max_bin": 256, "seed": 0, "device": "cuda"}
-    params.update(case.params)
-    if case.task == "multiclass":
-        params["num_class"] = case.n_classes
+    params = shared_params(case, "cuda")
     first = rounds - n_record
     state = {"prof": None, "annotation": None}
 

@@ -355,12 +355,19 @@ def _host_read_probe():
 # ---------------------------------------------------------------------------------------
 # one library, one run
 # ---------------------------------------------------------------------------------------
-def _params(lib: str, case: Case, device: Device, args) -> dict:
-    """The parameters of ``lib`` for ``case``: the same for both libraries, plus XGBoost's
-    ``tree_method`` and, for dgboost, ``--dgboost-params``."""
-    p = {"objective": OBJECTIVE[case.task], "eta": 0.1, "max_bin": 256, "seed": 0, "device": device.name, **case.params}
+def shared_params(case: Case, device: str) -> dict:
+    """The parameters of ``case`` that both libraries take on ``device`` ("cuda" or "cpu"):
+    what every benchmark of these sets trains with."""
+    p = {"objective": OBJECTIVE[case.task], "eta": 0.1, "max_bin": 256, "seed": 0, "device": device, **case.params}
     if case.task == "multiclass":
         p["num_class"] = case.n_classes
+    return p
+
+
+def _params(lib: str, case: Case, device: Device, args) -> dict:
+    """The parameters of ``lib`` for ``case``: :func:`shared_params`, plus XGBoost's
+    ``tree_method`` and, for dgboost, ``--dgboost-params``."""
+    p = shared_params(case, device.name)
     if not device.cuda:
         p["nthread"] = args.threads
     if lib == "xgboost":
