@@ -557,7 +557,7 @@ class TreeGrower:
             if nid not in ready:
                 remaining = max_leaves - n_leaves if max_leaves > 0 else None  # splits still allowed
                 budget = lookahead if remaining is None else min(lookahead, remaining)
-                group = [nid] + [n for _, n in heapq.nsmallest(budget - 1, heap) if n not in ready]
+                group = [nid] + [n for _, n in sorted(heap)[: budget - 1] if n not in ready]  # nsmallest, in C
                 levels = self._levels_ahead(len(group), remaining, per_slot) if levels_allowed else 0
                 self._split_group(group, where, ready, depths, n_nodes, levels, tree_index, tree_mask)
             children, j = ready.pop(nid)
@@ -652,52 +652,40 @@ class TreeGrower:
 
     def _parents(self, nodes: list[tuple[_Batch, int]]):
         """(records, histograms, index, bounds, cat_bits) of ``nodes`` given as (batch, row), the rows
-        of a batch together and in order: for one batch, views where its rows are
-        consecutive, else its records (and bounds) gathered by an uploaded index, which then
-        also picks the histograms; for several, each batch's piece so taken and the pieces
-        concatenated (index None); bounds None without monotone constraints, cat_bits None
-        without categorical features. Uploads happen
-        here, while the device is idle after the last read."""
+        of a batch together and in order: views where they are consecutive rows of one batch,
+        else gathered from their batches in one :meth:`take_rows` (index None either way);
+        bounds None without monotone constraints, cat_bits None without categorical features.
+        The gather is queued here, while the device is idle after the last read."""
         pieces = []  # (batch, rows) per batch, in the order of nodes
         for batch, row in nodes:
             if pieces and pieces[-1][0] is batch:
                 pieces[-1][1].append(row)
             else:
                 pieces.append((batch, [row]))
-        if len(pieces) == 1:
-            return self._piece(*pieces[0], gather_hist=False)
-        cat = self.backend.concatenate
-        taken = [self._piece(batch, rows, gather_hist=True) for batch, rows in pieces]
-        return (
-            cat([p[0] for p in taken]),
-            cat([p[1] for p in taken]),
-            None,
-            cat([p[3] for p in taken]) if self.monotone is not None else None,
-            cat([p[4] for p in taken]) if self.categorical is not None else None,
-        )
-
-    def _piece(self, batch: _Batch, rows: list, gather_hist: bool):
-        """``_parents`` of some rows (ascending) of one batch; the histograms gathered too when
-        ``gather_hist``, else left whole with the index that picks them."""
         bounded = self.monotone is not None
         has_cat = self.categorical is not None
-        first = rows[0]
-        if rows[-1] - first == len(rows) - 1:  # consecutive
-            end = first + len(rows)
+        batch, rows = pieces[0]
+        if len(pieces) == 1 and rows[-1] - rows[0] == len(rows) - 1:  # consecutive rows of one batch
+            at = slice(rows[0], rows[0] + len(rows))
             return (
-                batch.records[first:end],
-                batch.hist[first:end],
+                batch.records[at],
+                batch.hist[at],
                 None,
-                batch.bounds[first:end] if bounded else None,
-                batch.cat_bits[first:end] if has_cat else None,
+                batch.bounds[at] if bounded else None,
+                batch.cat_bits[at] if has_cat else None,
             )
-        index = self.backend.asarray(np.array(rows, np.int64))
+        sources = [[(b.records, r) for b, r in pieces], [(b.hist, r) for b, r in pieces]]
+        if bounded:
+            sources.append([(b.bounds, r) for b, r in pieces])
+        if has_cat:
+            sources.append([(b.cat_bits, r) for b, r in pieces])
+        taken = self.backend.take_rows(sources)
         return (
-            batch.records[index],
-            batch.hist[index] if gather_hist else batch.hist,
-            None if gather_hist else index,
-            batch.bounds[index] if bounded else None,
-            batch.cat_bits[index] if has_cat else None,
+            taken[0],
+            taken[1],
+            None,
+            taken[2] if bounded else None,
+            taken[-1] if has_cat else None,
         )
 
     def _split(
@@ -861,14 +849,19 @@ class TreeGrower:
         features)."""
         backend, p = self.backend, self.params
         masks = self._level_masks(tree_index, tree_mask)  # (the root was evaluated with its own)
-        levels, hist, bounds = [root], root_hist, root_bounds
+        # every level's records written in place into one array: the read needs no concatenation
+        records = backend.empty(((2 << p.max_depth) - 1, NODE_FIELDS), np.int64)
+        records[:1] = root
+        parents, hist, bounds = root, root_hist, root_bounds
         bit_levels = [root_bits]
         for depth in range(1, p.max_depth + 1):
-            parents = levels[-1]
             counts = backend.partition(
                 self.binned.bins_by_feature, self.rows, parents, **self._cat_args(bit_levels[-1])
             )
-            children, build_segments, build_left = backend.split_nodes(parents, counts, self._child_sizes(counts))
+            level = records[(1 << depth) - 1 : (2 << depth) - 1]
+            children, build_segments, build_left = backend.split_nodes(
+                parents, counts, self._child_sizes(counts), out=level
+            )
             if depth < p.max_depth:
                 bounds = self._child_bounds(parents, bounds)  # slots under a leaf get its bounds: never read
                 bits = self._new_cat_bits(children.shape[0])
@@ -876,11 +869,11 @@ class TreeGrower:
                     hist, children, build_segments, build_left, masks[depth], bounds, bits, depth == p.max_depth - 1
                 )
                 bit_levels.append(bits)
-            levels.append(children)
+            parents = children
         if self.categorical is None:
-            return backend.concatenate(levels), None
+            return records, None
         # the last level is never split: its slots' sets are not read
-        return backend.concatenate(levels), backend.concatenate(bit_levels)
+        return records, backend.concatenate(bit_levels)
 
     def _evaluate_level(self, parent_hist, children, build_segments, build_left, mask, bounds, bits, last: bool):
         """Build the histograms of a whole level's ``children`` (2k slots under k parents) and

@@ -128,3 +128,20 @@ extern "C" __global__ void children_histograms(const longlong2* __restrict__ par
     out[(2 * j + 1) * bins + b] = is_left ? sibling : child;
   }
 }
+
+// ``gather_rows``: rows picked by address, copied into contiguous outputs (lossguide's parents
+// of a batch, from the batches they were evaluated in). ``table`` holds ``n_outputs`` entries
+// of k + 2 int64 (blockIdx.y picks one): the output's address, its row length in 4-byte
+// words, then the k source rows' addresses. Grid-stride over the output's k * words words,
+// 4 B read and 4 B written each.
+extern "C" __global__ void gather_rows(const long long* __restrict__ table, int k) {
+  const long long* entry = table + static_cast<long long>(blockIdx.y) * (k + 2);
+  unsigned int* out = reinterpret_cast<unsigned int*>(entry[0]);
+  const long long words = entry[1];
+  const long long total = static_cast<long long>(k) * words;
+  for (long long q = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; q < total;
+       q += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long r = q / words;
+    out[q] = reinterpret_cast<const unsigned int*>(entry[2 + r])[q - r * words];
+  }
+}

@@ -189,6 +189,11 @@ class Backend(Protocol):
     def concatenate(self, arrays):
         """Device arrays of one dtype and trailing shape, one after another along axis 0."""
 
+    def take_rows(self, sources) -> list:
+        """Rows of several arrays, gathered: for each output (an entry of ``sources``, a
+        list of (array, rows) pieces, ``rows`` a list of ints; every array of an entry of one
+        dtype and row shape) a new array of the pieces' rows one after another."""
+
     def empty(self, shape, dtype):
         """An uninitialised array on the device."""
 

@@ -293,6 +293,9 @@ class CPUBackend:
     def concatenate(self, arrays):
         return np.concatenate(arrays)
 
+    def take_rows(self, sources) -> list:
+        return [np.concatenate([a[rows] for a, rows in pieces]) for pieces in sources]
+
     def empty(self, shape, dtype):
         return np.empty(shape, dtype)
 

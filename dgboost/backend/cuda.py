@@ -30,6 +30,7 @@ from .._layout import BEGIN, NODE_FIELDS
 from ..errors import DeviceMemoryError, DGBoostValueError
 from ._allocator import apply_allocator
 from ._ellpack import EllpackMatrix, entry_layout, feature_groups, packed_words
+from ._launch import PackedLauncher
 from ._nvrtc import get_module
 from .base import LookaheadBudget
 from .cpu import leaf_weights_on_host, node_bounds_on_host
@@ -115,6 +116,8 @@ class CUDABackend:
         self.xp = cupy
         apply_allocator(cupy)  # dgboost.config's use_rmm, read when a backend is made
         self._functions: dict = {}
+        self._functions_on_device: dict = {}  # (file, name) -> _launchable's list
+        self._launcher = PackedLauncher(cupy.cuda.driver, cupy.ndarray)
         self._ptr_cache: dict = {}
         self.device_id = int(device_id)
         self.device = cupy.cuda.Device(self.device_id)
@@ -178,12 +181,33 @@ class CUDABackend:
         return held
 
     def _launch(self, file: str, name: str, n: int, args, threads: int = _THREADS, shared: int = 0, grid=None):
-        kernel = self._kernel(file, name)
-        if shared > 48 * 1024:
-            kernel.max_dynamic_shared_size_bytes = shared
+        function = self._launchable(file, name, shared)
         if grid is None:
             grid = _grid(n, self.sm_count, threads)
-        kernel(grid if isinstance(grid, tuple) else (int(grid),), (threads,), args, shared_mem=shared)
+        grid = grid if isinstance(grid, tuple) else (int(grid),)
+        stream = self.xp.cuda.get_current_stream().ptr
+        if not self._launcher.launch(function[0], grid, threads, shared, stream, args):
+            function[1](grid, (threads,), args, shared_mem=shared)
+
+    def _launchable(self, file: str, name: str, shared: int = 0) -> list:
+        """[CUfunction handle on this backend's device, the RawKernel, the dynamic shared
+        memory it may use now] of a kernel; that allowance raised to ``shared`` bytes where
+        it is less (it starts at the default, 48 KiB)."""
+        function = self._functions_on_device.get((file, name))
+        if function is None:
+            kernel = self._kernel(file, name)
+            with self.device:
+                function = self._functions_on_device[(file, name)] = [kernel.kernel.ptr, kernel, 48 * 1024]
+        if shared > function[2]:
+            self._allow_shared(file, name, shared)
+        return function
+
+    def _allow_shared(self, file: str, name: str, shared: int) -> None:
+        """Let a kernel use ``shared`` bytes of dynamic shared memory (its attribute, which
+        every change goes through here, so that :meth:`_launchable` knows it)."""
+        function = self._launchable(file, name)
+        function[1].max_dynamic_shared_size_bytes = shared
+        function[2] = shared
 
     def asarray(self, array):
         if isinstance(array, np.ndarray) and 0 < array.nbytes <= _STAGING_BYTES:
@@ -233,6 +257,41 @@ class CUDABackend:
                 (out.data + offset).copy_from_device_async(a.data, a.nbytes, stream)
             offset += a.nbytes
         return out
+
+    def take_rows(self, sources) -> list:
+        """For each output, the rows of its pieces one after another: one upload of the rows'
+        addresses and one launch (kernels/nodes.cu ``gather_rows``), not a gather per piece
+        and a concatenation (lossguide takes a batch's parents from several batches, every
+        read). Arrays whose rows are not contiguous are taken piece by piece."""
+        k = sum(len(rows) for _, rows in sources[0])
+        if not all(a.flags.c_contiguous and (a.nbytes // max(1, a.shape[0])) % 4 == 0 for p in sources for a, _ in p):
+            return [self.concatenate([a[self.asarray(np.asarray(rows, np.int64))] for a, rows in p]) for p in sources]
+        outs, table, widest = [], [], 0
+        for pieces in sources:
+            first = pieces[0][0]
+            out = self.empty((k,) + tuple(first.shape[1:]), first.dtype)
+            words = out.nbytes // max(1, 4 * k)
+            widest = max(widest, words)
+            table.append(self._address(out))
+            table.append(words)
+            for a, rows in pieces:
+                base, stride = self._address(a), a.strides[0]
+                table.extend(base + r * stride for r in rows)
+            outs.append(out)
+        if k and widest:
+            self._launch(
+                "nodes.cu",
+                "gather_rows",
+                k * widest,
+                (self.asarray(np.array(table, np.int64)), np.int32(k)),
+                grid=(_grid(k * widest, self.sm_count), len(sources)),
+            )
+        return outs
+
+    @staticmethod
+    def _address(array) -> int:
+        """The device address of an array's first element."""
+        return array.data.ptr
 
     def empty(self, shape, dtype):
         try:
@@ -649,7 +708,7 @@ class CUDABackend:
             # past 48 KiB a block's shared memory (static included) needs the opt-in, which
             # _launch only asks for where the dynamic part alone is past it (4,096 keys are
             # 48 KiB exactly)
-            self._kernel("split.cu", "best_per_category_feature").max_dynamic_shared_size_bytes = 12 * shared_entries
+            self._allow_shared("split.cu", "best_per_category_feature", 12 * shared_entries)
         keys = self._scratch("category_keys", max(1, slots * partition_sort), np.uint64)
         codes = self._scratch("category_codes", max(1, slots * partition_sort), np.int32)
         self._launch(

@@ -186,6 +186,13 @@ class EmulatedCUDABackend(CUDABackend):
         recorded in ``kernel_attributes[name]``."""
         return self.kernel_attributes.setdefault(name, types.SimpleNamespace())
 
+    @staticmethod
+    def _address(array) -> int:
+        return array.ctypes.data
+
+    def _allow_shared(self, file: str, name: str, shared: int) -> None:
+        self._kernel(file, name).max_dynamic_shared_size_bytes = shared
+
     def asarray(self, array):
         return np.asarray(array)
 
