@@ -13,6 +13,8 @@
 //   rounded up) into m + 1 exclusive offsets; each thread owns a contiguous run of segments.
 // - ``children_histograms``: one thread per (parent, bin) cell pair (16 B): reads the parent's
 //   and the built child's cell and writes both children's (64 B per bin), grid-stride.
+// - ``gather_rows``: one thread per 4-byte word of a gathered row (4 B read, 4 B written),
+//   grid-stride; blockIdx.y picks the output.
 #include "common.cuh"
 
 using namespace dgboost;

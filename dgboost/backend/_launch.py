@@ -1,12 +1,11 @@
 """Kernel launches with their parameters packed by :mod:`struct`: less host time a launch.
 
-CuPy's ``RawKernel.__call__`` costs about 10 us of host time a launch on an H200's host,
-whatever the number of arguments, and a lossguide or multiclass round makes 400-650 launches,
-most of them on small data while the device waits for the host
-(``docs/performance-notes.md``, "Packed kernel launches"). Here the arguments are written into one
-buffer at their C offsets with one ``struct.Struct.pack_into`` and handed to
-``cuLaunchKernel`` as the array of pointers to them that it reads; the driver copies the
-values during the call, so the buffer is free again when the call returns.
+A launch through CuPy's ``RawKernel.__call__`` took about 12 us of host time on an H200's host,
+and a lossguide or multiclass round makes 400-650 launches, most of them on small data while
+the device waits for the host (``docs/performance-notes.md``, "Host time of a round"). Here the
+arguments are written into one buffer at their C offsets with one ``struct.Struct.pack_into``
+and handed to ``cuLaunchKernel`` as the array of pointers to them that it reads; the driver
+copies the values during the call, so the buffer is free again when the call returns.
 
 Device arrays go as their data pointers (what CuPy's launch passes for a raw kernel's
 ``T*`` parameter) and NumPy scalars as their C type; a launch with any other argument is

@@ -151,7 +151,7 @@ class PathTable:
     @property
     def fingerprint(self) -> str:
         """SHA-256 content key of every array and size of the table (hex): equal tables,
-        equal prints (:func:`~dgboost.explain._digest.content_digest`: a hash tree of 4 MiB
+        equal prints (:func:`~dgboost.explain._digest.content_digest`: a hash tree of 1 MiB
         chunks, hashed by threads side by side; a deep model's table is over 100 MB).
 
         Computed once and pickled with the table, so a worker that receives the table can find

@@ -17,13 +17,14 @@ def _items(n=3_000_000, seed=0):
     return [("a", rng.standard_normal(n)), ("b", rng.integers(0, 9, n // 3).astype(np.int32)), ("n", 7)]
 
 
-def test_the_content_digest_is_a_sha256_hash_tree_of_4_mib_chunks():
-    data = np.arange(3 * (1 << 20) + 5, dtype=np.int32)  # 12 MiB + 20 bytes: 4 chunks
+def test_the_content_digest_is_a_sha256_hash_tree_of_1_mib_chunks():
+    data = np.arange(3 * (1 << 18) + 5, dtype=np.int32)  # 3 MiB + 20 bytes: 4 chunks
     raw = data.tobytes()
-    leaves = [hashlib.sha256(b"\x00" + raw[i : i + (1 << 22)]).digest() for i in range(0, len(raw), 1 << 22)]
+    leaves = [hashlib.sha256(b"\x00" + raw[i : i + (1 << 20)]).digest() for i in range(0, len(raw), 1 << 20)]
+    assert len(leaves) == 4
     kind = f"ndarray {data.dtype.str} {data.shape}".encode()
     header = struct.pack("<Q", 1) + b"x" + struct.pack("<Q", len(kind)) + kind + struct.pack("<Q", len(raw))
-    expected = hashlib.sha256(b"\x01dgboost content digest 1" + header + b"".join(leaves)).hexdigest()
+    expected = hashlib.sha256(b"\x01dgboost content digest 2" + header + b"".join(leaves)).hexdigest()
     assert content_digest([("x", data)]) == expected
 
 
