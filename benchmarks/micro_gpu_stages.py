@@ -105,13 +105,13 @@ def main():
         f"deep ({k} nodes, n/2 ordered)": (root_rows, np.stack([edges[:-1], edges[1:]], axis=1)),
     }
     key = ("histogram.cu", "build_histograms")
-    real = be._kernel(*key)
-    print(f"build_histograms: {real.num_regs} registers, {real.local_size_bytes} bytes of local memory a thread")
+    real = be._launchable(*key)
+    print(f"build_histograms: {real[1].num_regs} registers, {real[1].local_size_bytes} bytes of local memory a thread")
     try:
         for mode in (0, 1, 2):
             # the backend launches whatever its kernel cache holds: swap in the measurement variant
             variant = histogram_variant(assemble(key[0]), mode)
-            be._functions[key] = module_from_source(variant, key[0]).get_function(key[1])
+            be._functions[key] = be._loaded(module_from_source(variant, key[0]).get_function(key[1]))
             for name, (rows, segments) in layouts.items():
                 dev_segments = cupy.asarray(segments)
                 ms = timed(partial(be.build_histograms, ell, cuts.ptrs, gpair, rows, dev_segments))

@@ -115,8 +115,7 @@ class CUDABackend:
             raise DGBoostValueError(f"device 'cuda:{device_id}' does not exist: {count} CUDA device(s) visible")
         self.xp = cupy
         apply_allocator(cupy)  # dgboost.config's use_rmm, read when a backend is made
-        self._functions: dict = {}
-        self._functions_on_device: dict = {}  # (file, name) -> _launchable's list
+        self._functions: dict = {}  # (file, name) -> _loaded's entry
         self._launcher = PackedLauncher(cupy.cuda.driver, cupy.ndarray)
         self._ptr_cache: dict = {}
         self.device_id = int(device_id)
@@ -153,14 +152,6 @@ class CUDABackend:
         self._partition_done = cupy.zeros(1, dtype=cupy.uint32)
 
     # -- plumbing --------------------------------------------------------------------------
-    def _kernel(self, file: str, name: str):
-        # cached per backend: assembling and hashing the source on every launch costs more
-        # than many of the launches themselves
-        kernel = self._functions.get((file, name))
-        if kernel is None:
-            kernel = self._functions[(file, name)] = get_module(file).get_function(name)
-        return kernel
-
     def _device_ptrs(self, cut_ptrs) -> object:
         """int32 copy of ``cut_ptrs`` on the device, uploaded once per cuts array."""
         key = id(cut_ptrs)
@@ -190,17 +181,21 @@ class CUDABackend:
             function[1](grid, (threads,), args, shared_mem=shared)
 
     def _launchable(self, file: str, name: str, shared: int = 0) -> list:
-        """[CUfunction handle on this backend's device, the RawKernel, the dynamic shared
-        memory it may use now] of a kernel; that allowance raised to ``shared`` bytes where
-        it is less (it starts at the default, 48 KiB)."""
-        function = self._functions_on_device.get((file, name))
+        """A kernel's entry in the backend's one kernel cache (:meth:`_loaded`), loaded at its
+        first use (assembling and hashing the source on every launch would cost more than
+        many launches), its shared-memory allowance raised to ``shared`` bytes where it is less."""
+        function = self._functions.get((file, name))
         if function is None:
-            kernel = self._kernel(file, name)
-            with self.device:
-                function = self._functions_on_device[(file, name)] = [kernel.kernel.ptr, kernel, 48 * 1024]
+            function = self._functions[(file, name)] = self._loaded(get_module(file).get_function(name))
         if shared > function[2]:
             self._allow_shared(file, name, shared)
         return function
+
+    def _loaded(self, kernel) -> list:
+        """The cache entry of a RawKernel: [its CUfunction handle on this backend's device, the
+        RawKernel, the dynamic shared memory it may use now (the default, 48 KiB, at first)]."""
+        with self.device:
+            return [kernel.kernel.ptr, kernel, 48 * 1024]
 
     def _allow_shared(self, file: str, name: str, shared: int) -> None:
         """Let a kernel use ``shared`` bytes of dynamic shared memory (its attribute, which
