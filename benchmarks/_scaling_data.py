@@ -113,6 +113,8 @@ def make_data(client, dataset: str, rows: int, device: str, *, seed: int = 42, b
     import dask.array as da
     from distributed import wait
 
+    from dgboost.dask._waits import cluster_workers
+
     features = DATASETS[dataset]
     sizes = [min(block_rows, rows - start) for start in range(0, rows, block_rows)]
     meta = _xp(device).empty((0,), dtype=np.float32)
@@ -120,7 +122,7 @@ def make_data(client, dataset: str, rows: int, device: str, *, seed: int = 42, b
     # 2, 2, 6, 6 on 4 GPUs, and both libraries train where the rows lie, so the busiest worker
     # would set the pace of the run rather than the library.
     # (Futures pinned to a worker: dask.annotate(workers=...) is not kept by dask arrays' graphs.)
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(cluster_workers(client))
     Xs, ys = [], []
     for i, n in enumerate(sizes):
         where = {"workers": [workers[i * len(workers) // len(sizes)]], "allow_other_workers": False}

@@ -100,8 +100,9 @@ def one_job(client, x, y, seed: int, device: str) -> dict:
     import dask.array as da
 
     import dgboost.dask as dxgb
+    from dgboost.dask._waits import cluster_workers
 
-    n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
+    n_workers = len(cluster_workers(client))
     chunks = ROWS // n_workers
     X = da.from_array(x, chunks=(chunks, FEATURES))
     params = {"objective": "binary:logistic", "max_depth": 5, "max_bin": 64, "seed": seed, "device": device}

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..dask._waits import cluster_workers
 from ..errors import DGBoostValueError
 from ._format import rate, seconds
 from .cluster_io import (
@@ -140,7 +141,7 @@ def train_on_cluster(
         period = int(verbose_eval)
     elif verbose_eval == 0:
         period = 0
-    n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
+    n_workers = len(cluster_workers(client))
     say(
         quiet,
         f"training {num_boost_round} rounds on {n_rows:,} rows x {dtrain.num_col()} features "

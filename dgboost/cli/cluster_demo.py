@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..dask._waits import cluster_workers
 from ..errors import DGBoostError, DGBoostValueError
 from ._format import rate, seconds
 from .cluster_progress import RoundPrinter, say
@@ -70,7 +71,7 @@ def cluster_demo(
     if rows - n_test < 1:
         raise DGBoostValueError(f"--rows {rows} is too small for a train/test split")
     n_train = rows - n_test
-    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    workers = sorted(cluster_workers(client))
     if not workers:
         raise DGBoostError("the cluster has no workers")
     started = time.perf_counter()

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..cluster import connect, default_config, load_config, local_worker_args
+from ..dask._waits import cluster_workers
 from ._format import seconds
 from .cluster_progress import say
 from .config import check_cluster_config
@@ -61,7 +62,7 @@ def open_cluster(config: str | os.PathLike | dict | None, quiet: bool = False) -
             say(quiet, f"  note: {text.splitlines()[0]}")
     try:
         expected = _expected_workers(config)
-        if len(client.scheduler_info(n_workers=-1)["workers"]) < expected:
+        if len(cluster_workers(client)) < expected:
             # batch jobs and pods may wait in a queue: say so, and wait (up to 30 min)
             say(quiet, f"waiting for {expected} worker{'s' if expected > 1 else ''} to join...")
             client.wait_for_workers(expected, timeout=1800 if config["kind"] in ("slurm", "kubernetes") else 120)
@@ -96,7 +97,7 @@ def _kind_words(config: dict) -> str:
 
 def describe_cluster(client: Client, config: dict | None = None, dashboard: bool = True) -> str:
     """``2 workers (local CPU worker processes), 1 thread each, dashboard http://...``."""
-    workers = client.scheduler_info(n_workers=-1)["workers"]
+    workers = cluster_workers(client)
     threads = sorted({int(w.get("nthreads", 0)) for w in workers.values()})
     thread_words = "/".join(str(t) for t in threads) or "?"
     kind = f" ({_kind_words(config)})" if config else ""

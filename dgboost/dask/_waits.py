@@ -7,6 +7,8 @@ wait forever by default for a worker whose event loop is stuck or a scheduler th
 answer; ``Future.result()`` and a collection's ``.compute()`` wait forever for a task that
 does not end. These helpers pass distributed's own bound (``callback_timeout`` of
 ``Client.sync``, ``timeout`` of ``Future.result``) and turn its ``TimeoutError`` into one line.
+The cluster's workers are read with :func:`cluster_workers`, never from
+``Client.scheduler_info()`` (whose answer a periodic refresh can empty).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any, Callable
 
 from ..errors import CommunicationError
 
-__all__ = ["DEFAULT_WAIT", "bounded_call", "bounded_compute", "bounded_result"]
+__all__ = ["DEFAULT_WAIT", "bounded_call", "bounded_compute", "bounded_result", "cluster_workers"]
 
 # seconds a client call waits for an answer unless its caller has a bound of its own (as
 # dgboost.dask.train's ``timeout``): what dask_cuda / distributed give a worker to start
@@ -74,3 +76,26 @@ def bounded_compute(client: Any, collection: Any, what: str, timeout: float | No
     except CommunicationError:
         client.cancel([future], force=True)
         raise
+
+
+def cluster_workers(client: Any, timeout: float | None = None) -> dict[str, dict]:
+    """The cluster's workers now, ``{address: identity}``, asked of the scheduler within
+    ``timeout`` seconds (default :data:`DEFAULT_WAIT`).
+
+    Not ``client.scheduler_info()``: that fetches the identity into the client's cache and
+    returns the cache, which the client's periodic refresh (every
+    ``distributed.client.scheduler-info-interval``) overwrites from its event-loop thread with
+    an identity that lists no workers. Read between the two, the cluster looked empty (a job
+    placed on no ranks, every worker taken for lost).
+
+    Raises
+    ------
+    CommunicationError
+        When the scheduler did not answer within ``timeout`` seconds.
+    """
+    timeout = DEFAULT_WAIT if timeout is None else timeout
+    try:
+        identity = client.sync(client.scheduler.identity, n_workers=-1, callback_timeout=timeout)
+    except TimeoutError:
+        raise _no_answer("the scheduler's list of workers", timeout) from None
+    return dict(identity["workers"])

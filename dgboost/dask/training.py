@@ -42,7 +42,7 @@ from ._placement import imbalance_note, place, place_where_held, row_runs
 from ._preflight import check_partitions
 from ._profile import RankClock, job_profile, numba_compiler_use
 from ._rank_log import shorten_rank_failures
-from ._waits import bounded_call
+from ._waits import bounded_call, cluster_workers
 
 if TYPE_CHECKING:  # annotations only: the ranks import the training driver when they run
     from ..booster import Booster
@@ -297,7 +297,7 @@ def _free_stuck_workers(client, timeout: float) -> None:
         RuntimeWarning,
         stacklevel=4,
     )
-    n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
+    n_workers = len(cluster_workers(client))
     restart_s = max(timeout, _RESTART_SECONDS)
     try:
         status = client.restart_workers(stuck, timeout=restart_s, raise_for_error=False)
@@ -450,7 +450,7 @@ def _before_retry(client: Any, exc: Exception, attempt: int, retries: int, check
     partitions the lost worker held are recomputed by Dask when the next attempt's preflight
     asks for them."""
     client.wait_for_workers(1, timeout=timeout)
-    n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
+    n_workers = len(cluster_workers(client))
     warnings.warn(
         f"dgboost.dask.train: {exc}; retry {attempt + 1} of {retries} on {n_workers} "
         f"workers, from the newest checkpoint in {checkpoint_dir}",
@@ -590,7 +590,7 @@ def _place(client, dtrain: DaskDMatrix, evals: list, infos: list[dict], eval_inf
         rows); rows per training partition; per evaluation set (runs per rank, rows per
         partition).
     """
-    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    workers = sorted(cluster_workers(client))
     holders, rows = _holders(client, dtrain._parts.futures["data"]), [i["rows"] for i in infos]
     # ranks train where the partitions lie, told each partition's global row offset; ranking
     # counts query groups rank after rank, so there the ranks hold contiguous runs (moving
@@ -694,7 +694,7 @@ def _watch(
                 raise CommunicationError(
                     f"the ranks finished but their results did not come back within {fetch_timeout:g} s"
                 ) from None
-        alive = set(client.scheduler_info(n_workers=-1)["workers"])
+        alive = set(cluster_workers(client))
         lost = [(r, w) for r, w in enumerate(workers) if w not in alive and futures[r].status != "finished"]
         if lost:
             rank, worker = lost[0]
@@ -738,7 +738,7 @@ def _lost_worker(client, workers: list[str], grace: float) -> tuple[int, str] | 
     ``grace`` seconds; None when they are all still there."""
     deadline = time.monotonic() + grace
     while True:
-        alive = set(client.scheduler_info(n_workers=-1)["workers"])
+        alive = set(cluster_workers(client))
         lost = [(r, w) for r, w in enumerate(workers) if w not in alive]
         if lost or time.monotonic() > deadline:
             return lost[0] if lost else None

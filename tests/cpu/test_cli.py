@@ -454,9 +454,15 @@ def test_a_warning_with_an_empty_message_while_the_cluster_starts_is_left_out_of
 
     from dgboost.cli import cluster_session
 
-    class _Client:
-        def scheduler_info(self, n_workers=-1):
+    class _Scheduler:
+        def identity(self, n_workers=-1):
             return {"workers": {"tcp://127.0.0.1:1": {"nthreads": 1}, "tcp://127.0.0.1:2": {"nthreads": 1}}}
+
+    class _Client:
+        scheduler = _Scheduler()
+
+        def sync(self, method, *args, callback_timeout=None, **kwargs):
+            return method(*args, **kwargs)
 
         def close(self):
             pass

@@ -13,6 +13,7 @@ import yaml
 
 import dgboost as dg
 from dgboost.cluster import connect, load_config, make_cluster, render
+from dgboost.dask._waits import cluster_workers
 
 HOSTILE = ["x; rm -rf ~", "gpu\nrm -rf ~", "$(rm -rf ~)", "`rm -rf ~`", "a && rm -rf ~"]
 PACKAGE = Path(dg.__file__).resolve().parent
@@ -60,10 +61,10 @@ def test_a_local_cluster_listens_on_loopback_only(config):
         config = load_config(config)
         config["args"]["n_workers"] = 1
     with connect(config) as client:
-        info = client.scheduler_info()
+        workers = cluster_workers(client)
         assert _host(client.scheduler.address) == "127.0.0.1"
-        assert [_host(w) for w in info["workers"]] == ["127.0.0.1"]
-        assert all(_host(w["nanny"]) == "127.0.0.1" for w in info["workers"].values())
+        assert [_host(w) for w in workers] == ["127.0.0.1"]
+        assert all(_host(w["nanny"]) == "127.0.0.1" for w in workers.values())
         assert re.match(r"http://127\.0\.0\.1:\d+/", client.dashboard_link)
 
 
@@ -86,7 +87,7 @@ def test_a_local_cluster_with_tls_talks_only_tls_and_trains(certificate):
     with connect({**_one_worker(), "tls": certificate}) as client:
         address = client.scheduler.address
         assert address.startswith("tls://127.0.0.1:")
-        assert all(w.startswith("tls://") for w in client.scheduler_info()["workers"])
+        assert all(w.startswith("tls://") for w in cluster_workers(client))
         x = np.random.default_rng(0).normal(size=(200, 3)).astype(np.float32)
         y = (x[:, 0] > 0).astype(np.float32)
         dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=100), da.from_array(y, chunks=100))

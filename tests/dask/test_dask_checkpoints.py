@@ -10,6 +10,7 @@ import pytest
 
 import dgboost as dg
 import dgboost.dask as dxgb
+from dgboost.dask._waits import cluster_workers
 from dgboost.testing.faults import KillProcessAtRound, RecordRounds
 
 pytestmark = pytest.mark.dask
@@ -130,7 +131,7 @@ def _wait_for_the_cluster_spec(cluster, client, timeout: float = 60.0) -> None:
 
     deadline = time.monotonic() + timeout
     while True:
-        names = {w["name"] for w in client.scheduler_info(n_workers=-1)["workers"].values()}
+        names = {w["name"] for w in cluster_workers(client).values()}
         if set(cluster.workers) == set(cluster.worker_spec) and names == set(cluster.worker_spec):
             return
         assert time.monotonic() < deadline, (
@@ -159,7 +160,7 @@ def test_a_worker_still_running_a_rank_of_an_earlier_job_is_restarted_and_the_ne
         Client(cluster) as client,
     ):
         client.wait_for_workers(2, timeout=60)
-        stuck = sorted(client.scheduler_info(n_workers=-1)["workers"])[0]
+        stuck = sorted(cluster_workers(client))[0]
         # a rank whose collective outlived its own timeout: cancelled, its thread still busy
         zombie = client.submit(time.sleep, 600, key=f"{_RANK_KEY}0-earlier-job", workers=[stuck], pure=False)
         # running on the worker, not only sent there: a check of the next job would otherwise
@@ -173,6 +174,6 @@ def test_a_worker_still_running_a_rank_of_an_earlier_job_is_restarted_and_the_ne
         with pytest.warns(RuntimeWarning, match="still run a rank of an earlier job .* restarting them"):
             out = dxgb.train(client, PARAMS, dtrain, 5, timeout=2, verbose_eval=False)
         assert time.monotonic() - start < 60
-        assert stuck not in client.scheduler_info(n_workers=-1)["workers"]  # restarted: a new address
+        assert stuck not in cluster_workers(client)  # restarted: a new address
     full = dg.train(PARAMS, dg.DMatrix(x, y), 5, verbose_eval=False)
     assert _model_file(out["booster"], tmp_path / "after.json") == _model_file(full, tmp_path / "full.json")

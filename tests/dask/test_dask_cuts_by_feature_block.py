@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dgboost.dask._waits import cluster_workers
 from dgboost.quantile import categorical_cuts, compute_cuts
 
 pytestmark = pytest.mark.dask
@@ -76,7 +77,7 @@ def _rank(args: dict, rank: int, world: int, x, w, cat, row_offset: int, n_globa
 def _on_workers(client, x, w, cat, sample_rows: int):
     from dgboost.comm.collective import start_tracker
 
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(cluster_workers(client))
     world = len(workers)
     tracker, args = start_tracker(world, "127.0.0.1", timeout=60)
     try:

@@ -14,6 +14,7 @@ import pytest
 
 import dgboost as dg
 import dgboost.dask as dxgb
+from dgboost.dask._waits import cluster_workers
 from dgboost.errors import DGBoostValueError
 
 pytestmark = pytest.mark.dask
@@ -199,7 +200,7 @@ def test_shap_values_of_a_persisted_array_run_each_block_where_it_is_held(dask_c
     and Dask's work stealing may still hand a block to an idle worker."""
     booster, x = binary_model
     client = dask_client(2)
-    holder = sorted(client.scheduler_info()["workers"])[1]
+    holder = sorted(cluster_workers(client))[1]
     out = _shap_of_rows_held_by(client, booster, x, holder)
     restrictions = client.run_on_scheduler(_task_restrictions, prefix="_explain_block")
     assert len(restrictions) == len(CHUNKS)
@@ -217,7 +218,7 @@ def test_predictions_of_a_persisted_array_run_each_block_where_it_is_held(dask_c
 
     booster, x = binary_model
     client = dask_client(2)
-    holder = sorted(client.scheduler_info()["workers"])[1]
+    holder = sorted(cluster_workers(client))[1]
     data = _rows_held_by(client, x, holder)
     margin = np.linspace(-1, 1, N).astype(np.float32)
     if with_margin:
@@ -291,7 +292,7 @@ def test_shap_values_of_a_persisted_dataframe_run_each_partition_where_it_is_hel
 
     booster, x = multiclass_model
     client = dask_client(2)
-    holder = sorted(client.scheduler_info()["workers"])[1]
+    holder = sorted(cluster_workers(client))[1]
     frame, data = _frame_held_by(client, x, holder)
     explainer = dg.TreeExplainer(booster)
     out = dxgb.shap_values(client, explainer, data)
@@ -310,7 +311,7 @@ def test_shap_values_of_a_persisted_dataframe_run_each_partition_where_it_is_hel
 def test_predictions_of_a_persisted_dataframe_run_each_partition_where_it_is_held(dask_client, binary_model, kwargs):
     booster, x = binary_model
     client = dask_client(2)
-    holder = sorted(client.scheduler_info()["workers"])[1]
+    holder = sorted(cluster_workers(client))[1]
     frame, data = _frame_held_by(client, x, holder)
     out = dxgb.predict(client, booster, data, **kwargs)
     restrictions = _submitted_restrictions(client, out, "predict_frame_partition")
@@ -344,7 +345,7 @@ def test_a_persisted_dataframes_worker_lost_runs_its_partitions_elsewhere_with_t
 def test_a_held_blocks_worker_lost_runs_its_blocks_elsewhere_with_the_same_values(dask_client, binary_model):
     booster, x = binary_model
     client = dask_client(3)
-    holder = sorted(client.scheduler_info()["workers"])[0]
+    holder = sorted(cluster_workers(client))[0]
     out = _shap_of_rows_held_by(client, booster, x, holder)
     pid = client.run(os.getpid, workers=[holder])[holder]
     os.kill(pid, signal.SIGKILL)  # the rows and their values are lost with it; both are recomputed

@@ -13,6 +13,7 @@ import pytest
 
 import dgboost as dg
 import dgboost.dask as dxgb
+from dgboost.dask._waits import cluster_workers
 from dgboost.testing.faults import KillProcessAtRound
 
 pytestmark = pytest.mark.dask
@@ -124,7 +125,7 @@ def test_partitions_pinned_to_workers_out_of_order_train_the_model_of_their_rows
     x, y, w = _data()
     x, y, w = x[: sum(chunks)], y[: sum(chunks)], w[: sum(chunks)]
     client = dask_client(3)
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(cluster_workers(client))
     holders = [workers[2], workers[0], workers[1], workers[2], workers[0]]
     dtrain = dxgb.DaskDMatrix(
         client,
@@ -358,7 +359,7 @@ def test_a_worker_killed_mid_training_ends_train_with_an_error_and_the_client_tr
     params = {"objective": "binary:logistic", "max_depth": 4, "max_bin": 32}
     client = dask_client(3)
     dtrain = dxgb.DaskDMatrix(client, da.from_array(x, chunks=(CHUNKS, 6)), da.from_array(y, chunks=(CHUNKS,)))
-    before = set(client.scheduler_info()["workers"])
+    before = set(cluster_workers(client))
     start = time.monotonic()
     with pytest.raises(dg.DGBoostError):
         dxgb.train(client, params, dtrain, 50, callbacks=[KillProcessAtRound(2, str(tmp_path / "killed"))], timeout=30)
@@ -368,7 +369,7 @@ def test_a_worker_killed_mid_training_ends_train_with_an_error_and_the_client_tr
     # job placed on it then has a rank cancelled. Train again once it is gone from the list
     # (its nanny starts a new worker at another address)
     deadline = time.monotonic() + 60
-    while before <= set(client.scheduler_info()["workers"]) and time.monotonic() < deadline:
+    while before <= set(cluster_workers(client)) and time.monotonic() < deadline:
         time.sleep(0.1)
     # the partitions on the dead worker are recomputed by Dask; the model does not depend on
     # how many workers are left
@@ -463,7 +464,7 @@ def test_a_new_job_waits_for_the_ranks_of_a_cancelled_one_to_free_their_threads(
     start = time.monotonic()
     busy = _wait_for_earlier_ranks(client, timeout=0.3)  # gives up after its timeout, naming the worker
     assert 0.25 < time.monotonic() - start < 1.5
-    assert busy == list(client.scheduler_info(n_workers=-1)["workers"])
+    assert busy == list(cluster_workers(client))
     assert _wait_for_earlier_ranks(client, timeout=30) == []  # returns once the thread is free
     assert 1.0 < time.monotonic() - start < 5
     assert _wait_for_earlier_ranks(client, timeout=30) == []  # nothing left: at once
@@ -486,7 +487,7 @@ def test_a_rank_whose_key_names_its_jobs_timeout_is_waited_for_at_most_twice_tha
     start = time.monotonic()
     busy = _wait_for_earlier_ranks(client, timeout=30)  # 2 s, not 30: the rank's own job said 1 s
     assert 1.5 < time.monotonic() - start < 4.5
-    assert busy == list(client.scheduler_info(n_workers=-1)["workers"])
+    assert busy == list(cluster_workers(client))
     while sum(client.run(_ranks_still_running).values()) and time.monotonic() < start + 15:
         time.sleep(0.1)  # the worker is free again for the next test
     assert sum(client.run(_ranks_still_running).values()) == 0

@@ -10,6 +10,7 @@ import pytest
 import dgboost as dg
 from dgboost.dask import _nccl_pool as pool
 from dgboost.dask._communicator import make_spec
+from dgboost.dask._waits import cluster_workers
 
 pytestmark = pytest.mark.dask
 
@@ -247,7 +248,7 @@ def test_when_a_rank_fails_the_client_aborts_the_other_ranks_communicator_and_fr
     from dgboost.dask.training import _RANK_KEY, _wait_for_earlier_ranks, _watch
 
     client = dask_client(2)
-    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    workers = sorted(cluster_workers(client))
 
     def waiting_rank(job):
         # a rank blocked on a collective its failed peer never joins, until aborted (or 30 s)

@@ -13,6 +13,7 @@ import pytest
 
 import dgboost as dg
 import dgboost.dask as dxgb
+from dgboost.dask._waits import cluster_workers
 from dgboost.testing.faults import kill_once_in_block
 
 pytestmark = pytest.mark.dask
@@ -94,7 +95,7 @@ def test_shap_values_of_persisted_rows_whose_holder_is_lost_are_computed_again_a
     with contextlib.suppress(Exception):  # the worker never answers: it is gone
         client.run(os._exit, 1, workers=[holder], callback_timeout=10)
     deadline = time.monotonic() + 60
-    while holder in client.scheduler_info(n_workers=-1)["workers"]:  # the scheduler sees it gone
+    while holder in cluster_workers(client):  # the scheduler sees it gone
         assert time.monotonic() < deadline, f"{holder} is still a worker"
         time.sleep(0.1)
     got = client.compute(lazy).result(timeout=120)

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import dgboost as dg
+from dgboost.dask._waits import cluster_workers
 from dgboost.datasets import make_synthetic
 from dgboost.testing import assert_same_trees
 from dgboost.testing.checks import normalised_model_json
@@ -312,7 +313,7 @@ def test_after_a_gpu_worker_is_lost_training_resumes_on_the_other_gpus_to_the_un
         # the nanny restarts the killed worker: take one GPU away, as a machine that is gone
         cluster.scale(n_gpus - 1)
         deadline = time.monotonic() + 60
-        while len(client.scheduler_info(n_workers=-1)["workers"]) != n_gpus - 1:
+        while len(cluster_workers(client)) != n_gpus - 1:
             assert time.monotonic() < deadline, "the cluster did not shrink"
             time.sleep(0.2)
         out = dxgb.train(
