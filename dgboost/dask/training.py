@@ -591,6 +591,8 @@ def _place(client, dtrain: DaskDMatrix, evals: list, infos: list[dict], eval_inf
         partition).
     """
     workers = sorted(cluster_workers(client))
+    if not workers:  # every worker left after the partition checks
+        raise CommunicationError("the cluster has no workers left to train on (they left after the partition checks)")
     holders, rows = _holders(client, dtrain._parts.futures["data"]), [i["rows"] for i in infos]
     # ranks train where the partitions lie, told each partition's global row offset; ranking
     # counts query groups rank after rank, so there the ranks hold contiguous runs (moving

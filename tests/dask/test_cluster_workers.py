@@ -53,3 +53,11 @@ def test_a_scheduler_that_does_not_answer_ends_the_call_with_an_error_naming_the
 
     with pytest.raises(dg.CommunicationError, match=r"the scheduler's list of workers: no answer within 2.5 s"):
         cluster_workers(_Client(), timeout=2.5)
+
+
+def test_a_cluster_whose_workers_all_left_before_placement_ends_train_with_a_communication_error(monkeypatch):
+    from dgboost.dask import training
+
+    monkeypatch.setattr(training, "cluster_workers", lambda client: {})
+    with pytest.raises(dg.CommunicationError, match="the cluster has no workers left to train on"):
+        training._place(object(), None, [], [], [])
