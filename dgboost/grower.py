@@ -651,10 +651,10 @@ class TreeGrower:
             t.split(split, records[split], left, left + 1, None if bits is None else bits[split])
 
     def _parents(self, nodes: list[tuple[_Batch, int]]):
-        """(records, histograms, index, bounds, cat_bits) of ``nodes`` given as (batch, row), the rows
+        """(records, histograms, bounds, cat_bits) of ``nodes`` given as (batch, row), the rows
         of a batch together and in order: views where they are consecutive rows of one batch,
-        else gathered from their batches in one :meth:`take_rows` (index None either way);
-        bounds None without monotone constraints, cat_bits None without categorical features.
+        else gathered from their batches in one :meth:`take_rows`; bounds None without
+        monotone constraints, cat_bits None without categorical features.
         The gather is queued here, while the device is idle after the last read."""
         pieces = []  # (batch, rows) per batch, in the order of nodes
         for batch, row in nodes:
@@ -670,7 +670,6 @@ class TreeGrower:
             return (
                 batch.records[at],
                 batch.hist[at],
-                None,
                 batch.bounds[at] if bounded else None,
                 batch.cat_bits[at] if has_cat else None,
             )
@@ -683,7 +682,6 @@ class TreeGrower:
         return (
             taken[0],
             taken[1],
-            None,
             taken[2] if bounded else None,
             taken[-1] if has_cat else None,
         )
@@ -711,7 +709,7 @@ class TreeGrower:
         """
         k = len(nodes)
         evaluate = any(self._can_split_at(int(d)) for d in child_depths)
-        parents, parent_hist, index, parent_bounds, parent_bits = self._parents(nodes)
+        parents, parent_hist, parent_bounds, parent_bits = self._parents(nodes)
         paths = None
         if self.interactions is not None:  # a child's ancestors: its parent's and the parent's feature
             paths = [b.paths[r] | {int(b.host[r, FEATURE])} for b, r in nodes for _ in (0, 1)]
@@ -730,7 +728,6 @@ class TreeGrower:
             self._split_on_device(
                 parents,
                 parent_hist,
-                index,
                 parent_bounds,
                 n_rows,
                 masks if evaluate else False,
@@ -753,7 +750,6 @@ class TreeGrower:
                 self._split_on_device(
                     records,
                     hist,
-                    None,
                     bounds,
                     n_rows,
                     masks,
@@ -808,7 +804,7 @@ class TreeGrower:
         return counts if self.comm.world_size == 1 else None
 
     def _split_on_device(
-        self, parents, parent_hist, index, parent_bounds, n_rows: int, masks, out=None, parent_bits=None, out_bits=None
+        self, parents, parent_hist, parent_bounds, n_rows: int, masks, out=None, parent_bits=None, out_bits=None
     ):
         """Partition the rows of ``parents`` by their splits, make the children's records
         and bounds, and (``masks`` not False: the children's column masks or None) build,
@@ -829,7 +825,7 @@ class TreeGrower:
                     self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments, max_rows=n_rows
                 )
             )
-            hist = backend.children_histograms(parent_hist, index, built, build_left)
+            hist = backend.children_histograms(parent_hist, None, built, build_left)
             backend.evaluate_splits(
                 hist,
                 children,
