@@ -93,9 +93,7 @@ def cluster_workers(client: Any, timeout: float | None = None) -> dict[str, dict
     CommunicationError
         When the scheduler did not answer within ``timeout`` seconds.
     """
-    timeout = DEFAULT_WAIT if timeout is None else timeout
-    try:
-        identity = client.sync(client.scheduler.identity, n_workers=-1, callback_timeout=timeout)
-    except TimeoutError:
-        raise _no_answer("the scheduler's list of workers", timeout) from None
+    identity = bounded_call(
+        client.sync, client.scheduler.identity, n_workers=-1, what="the scheduler's list of workers", timeout=timeout
+    )
     return dict(identity["workers"])
