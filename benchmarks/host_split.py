@@ -33,7 +33,7 @@ _GROWER = [
 _BACKEND = [
     "partition", "split_nodes", "build_histograms", "children_histograms", "evaluate_splits", "to_host",
     "asarray", "empty", "zeros", "concatenate", "take_rows", "_launch", "_upload_small", "add_record_leaf_values",
-    "add_leaf_values", "quantise", "logistic_gradient", "_kernel", "_scratch", "_records",
+    "add_leaf_values", "quantise", "logistic_gradient", "_launchable", "_scratch", "_records",
 ]  # fmt: skip
 _WARM_ROUNDS = 6
 
