@@ -24,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from train_gpu import CASES, make_data, shared_params  # noqa: E402
+from train_gpu import CASES, case_data, shared_params  # noqa: E402
 
 _GROWER = [
     "_grow_best_first", "_split_group", "_split", "_parents", "_node_masks", "_split_on_device",
@@ -77,9 +77,7 @@ def main() -> None:
         _wrap(cuda.CUDABackend, name, clock, calls, on)
 
     case = CASES[case_name]
-    X, y, *_ = make_data(
-        cp, case.rows, case.features, case.task, n_classes=case.n_classes, missing_rate=case.missing_rate
-    )
+    X, y = case_data(cp, case, case.rows)
     walls: list[float] = []
 
     class _Clock(dg.TrainingCallback):

@@ -79,15 +79,13 @@ def _available(ncu: str) -> dict:
 def _child(case_name: str, scale: float, profile_round: int) -> None:
     import cupy
     import cupy.cuda.profiler as profiler
-    from train_gpu import CASES, make_data, shared_params
+    from train_gpu import CASES, case_data, shared_params
 
     import dgboost as dg
 
     case = CASES[case_name]
     rows = int(case.rows * scale)
-    X, y = make_data(
-        cupy, rows, case.features, case.task, n_classes=case.n_classes, missing_rate=case.missing_rate, seed=0
-    )
+    X, y = case_data(cupy, case, rows, seed=0)
     params = shared_params(case, "cuda")
 
     class ProfileOneRound(dg.TrainingCallback):

@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from train_gpu import CASES, make_data, shared_params  # noqa: E402
+from train_gpu import CASES, case_data, shared_params  # noqa: E402
 
 _DEVICE_KINDS = {"kernel": "kernel", "gpu_memset": "memset", "gpu_memcpy": "memcpy"}
 
@@ -174,9 +174,7 @@ def record(case_name: str, rounds: int, n_record: int, rows: int | None, python:
 
     case = CASES[case_name]
     n = rows or case.rows
-    X, y = make_data(
-        cupy, n, case.features, case.task, n_classes=case.n_classes, missing_rate=case.missing_rate, seed=0
-    )
+    X, y = case_data(cupy, case, n, seed=0)
     params = shared_params(case, "cuda")
     first = rounds - n_record
     state = {"prof": None, "annotation": None}

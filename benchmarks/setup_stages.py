@@ -39,7 +39,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from train_gpu import CASES, Device, _params, make_data  # noqa: E402
+from train_gpu import CASES, Device, _params, case_data  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -73,15 +73,7 @@ def main(argv=None) -> int:
     sync = device.sync
     for name in args.cases:
         case = CASES[name]
-        X, y = make_data(
-            device.xp,
-            case.rows,
-            case.features,
-            case.task,
-            n_classes=case.n_classes,
-            missing_rate=case.missing_rate,
-            seed=0,
-        )
+        X, y = case_data(device.xp, case, case.rows, seed=0)
         params = _params("dgboost", case, device, SimpleNamespace(threads=0, dgboost_params=args.dgboost_params))
         dg.train(params, dg.DMatrix(X[:20_000], y[:20_000]), 2, verbose_eval=False)  # warm-up
         for rep in range(args.repeats):
