@@ -433,7 +433,7 @@ class TrainingJob:
                 del gpair, started
                 if self.leaves_on_device:
                     backend.add_record_leaf_values(
-                        self.train_data.margin, tree.rows, tree.records, scales, self.grower.params, k
+                        self.train_data.margin, tree.rows, tree.records, scales, self.grower.params, k, **tree.walk
                     )
                     tree.rows = None
                     read_later.append((tree, maxima, k))

@@ -134,11 +134,16 @@ class GrowingTree:
         tree. None where growth read its batches on the way.
     rows : backend int32 (n_local,)
         The row order: each record's (each leaf's) rows are ``rows[begin:end]``.
+    walk : dict
+        ``add_record_leaf_values``' keyword arguments that let a backend walk the records
+        from each row's entries (the bins the tree was grown on and, with categorical
+        features, the layout and the records' category sets); empty without records.
     """
 
-    def __init__(self, records, rows, finish):
+    def __init__(self, records, rows, finish, walk=None):
         self.records = records
         self.rows = rows
+        self.walk = walk or {}
         self._finish = finish
         self._grown = None
 
@@ -465,7 +470,8 @@ class TreeGrower:
         if self._whole_levels():
             records, bits = self._grow_whole_levels(root, hist, bounds, started.cat_bits, tree_index, tree_mask)
             read = backend.read_later([records, scales] + ([bits] if bits is not None else []))
-            return self._queued(records, lambda rows: self._finish(*self._whole_level_nodes(read, t), rows))
+            walk = {"bins": self.binned.bins_by_feature, **self._cat_args(bits)}
+            return self._queued(records, lambda rows: self._finish(*self._whole_level_nodes(read, t), rows), walk)
         host = backend.to_host(root)
         batch = _Batch(
             root,
@@ -486,11 +492,11 @@ class TreeGrower:
         read = backend.read_later([scales])
         return self._queued(None, lambda rows: self._finish(t, read.result()[0], rows))
 
-    def _queued(self, records, finish) -> "GrowingTree":
+    def _queued(self, records, finish, walk=None) -> "GrowingTree":
         """The tree just grown, its pairs and row order no longer held by the grower (device
         memory: a tree's 12 bytes a row are freed as soon as its holders let go)."""
         rows, self.rows, self.gpair, self.scales = self.rows, None, None, None
-        return GrowingTree(records=records, rows=rows, finish=finish)
+        return GrowingTree(records=records, rows=rows, finish=finish, walk=walk)
 
     def _grow_level_by_level(self, batch: _Batch, t: _Nodes, tree_index: int, tree_mask) -> None:
         """Depthwise growth reading each level: split every splittable node of a level (in id

@@ -218,7 +218,9 @@ class Backend(Protocol):
     def add_leaf_values(self, margin, rows, begins, ends, values, group: int) -> None:
         """``margin[rows[begins[i]:ends[i]], group] += values[i]`` (float32 (n_leaves,) host values)."""
 
-    def add_record_leaf_values(self, margin, rows, records, scales, params, group: int) -> None:
+    def add_record_leaf_values(
+        self, margin, rows, records, scales, params, group: int, bins=None, categorical=None, cat_bits=None
+    ) -> None:
         """Add each leaf's value to its rows' margins, on the device, from node records.
 
         The leaves are the records of feature -1 (``NO_NODE`` slots are skipped); a leaf's
@@ -226,6 +228,13 @@ class Backend(Protocol):
         computes it (no bounds: not for monotone constraints), so the margins are those
         :meth:`add_leaf_values` gives with the grown tree's values, without waiting for the
         host to read the tree.
+
+        ``bins`` (the matrix the tree was grown on), with ``categorical`` and the records'
+        category sets ``cat_bits`` (uint32 (m', words), the levels above the last) where
+        there are categorical features, lets a backend find each row's leaf by walking
+        ``records`` of a tree grown in whole levels (heap order: record j's children are
+        2j + 1 and 2j + 2) from the row's own entries, instead of the leaves' segments of
+        ``rows``: the same leaves, the same margins. A backend may ignore them.
         """
 
     def read_later(self, arrays):

@@ -484,8 +484,11 @@ class CPUBackend:
             self.threads,
         )
 
-    def add_record_leaf_values(self, margin, rows, records, scales, params, group):
-        """Add ``eta`` times the weight of every leaf record (feature -1) to its rows' margins."""
+    def add_record_leaf_values(
+        self, margin, rows, records, scales, params, group, bins=None, categorical=None, cat_bits=None
+    ):
+        """Add ``eta`` times the weight of every leaf record (feature -1) to its rows' margins
+        (over the leaves' segments of ``rows``: the walk's arguments are not needed here)."""
         leaves = np.flatnonzero(records[:, FEATURE] == -1)
         scale_g, scale_h = _host_scales(scales)
         weights = leaf_weights_on_host(records[leaves, SUM_G : SUM_H + 1], scale_g, scale_h, params) * params.eta

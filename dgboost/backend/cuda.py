@@ -890,7 +890,9 @@ class CUDABackend:
             ),
         )
 
-    def add_record_leaf_values(self, margin, rows, records, scales, params, group):
+    def add_record_leaf_values(
+        self, margin, rows, records, scales, params, group, bins=None, categorical=None, cat_bits=None
+    ):
         records = self._records(records)
         m = int(records.shape[0])
         n = int(rows.shape[0])
@@ -916,6 +918,9 @@ class CUDABackend:
             ),
             threads=64,
         )
+        if bins is not None:
+            self._add_walked_leaf_values(margin, bins, records, values, group, categorical, cat_bits)
+            return
         offsets = self._segment_offsets(segments, 2, m, 1)
         # every row is in one leaf: n positions (the kernel also stops at the leaves' total)
         self._launch(
@@ -933,6 +938,50 @@ class CUDABackend:
                 values,
                 np.int64(n),
             ),
+        )
+
+    def _add_walked_leaf_values(self, margin, bins: EllpackMatrix, records, values, group, categorical, cat_bits):
+        """The leaf values (float32 (m,) on the device, one per record) added to the margins of
+        the rows that reach them, every row walking the whole-level tree ``records`` (heap
+        order, m = 2**(depth + 1) - 1) from its own entries in row order (kernels/leaf.cu)."""
+        m = int(records.shape[0])
+        max_depth = (m + 1).bit_length() - 2
+        if (2 << max_depth) - 1 != m or int(margin.shape[0]) != bins.n_rows:
+            raise DGBoostValueError(
+                f"a walk needs the records of whole levels (2**(depth + 1) - 1) and a margin row per "
+                f"matrix row, got {m} records and {int(margin.shape[0])} margins for {bins.n_rows} rows"
+            )
+        n_slots = (1 << max_depth) - 1  # the levels above the last: the slots that may split
+        if categorical is None:
+            is_cat, bits, words, has_cat = self._no_cat_nodes[0], self._no_cat_nodes[3], 1, 0
+        else:
+            is_cat, bits, words, has_cat = self._partition_categories(categorical, cat_bits[:n_slots], n_slots)
+        table = self.empty((max(n_slots, 1), 4), np.int32)
+        if n_slots:
+            self._launch(
+                "leaf.cu",
+                "walk_table",
+                n_slots,
+                (records, np.int32(n_slots), bins.layout, bins.cut_ptrs, is_cat, np.int32(has_cat), table),
+            )
+        self._launch(
+            "leaf.cu",
+            "add_walked_leaf_values",
+            bins.n_rows,
+            (
+                margin,
+                np.int32(margin.shape[1]),
+                np.int32(group),
+                bins.packed,
+                np.int32(bins.row_bits),
+                table,
+                np.int32(max_depth),
+                bits,
+                np.int32(words),
+                values,
+                np.int32(bins.n_rows),
+            ),
+            threads=256,
         )
 
     def read_later(self, arrays):

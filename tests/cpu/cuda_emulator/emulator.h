@@ -27,6 +27,10 @@ struct alignas(16) longlong2 {
 struct alignas(8) int2 {
   int x, y;
 };
+struct alignas(16) int4 {
+  int x, y, z, w;
+};
+inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
 inline longlong2 make_longlong2(long long x, long long y) { return {x, y}; }
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;

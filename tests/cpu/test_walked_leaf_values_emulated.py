@@ -1,0 +1,96 @@
+"""A tree grown in whole levels adds its leaves to the margins by walking each row down the
+tree in row order (kernels/leaf.cu ``add_walked_leaf_values``), not over the leaves'
+segments of the row order (``add_leaf_values``): run on the host by the CUDA emulator, every
+tree of a training run must give the margins bit for bit as the segments do, and the model
+must stay the CPU engine's. tests/gpu/test_cuda_training.py trains through it on a GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dgboost as dg
+from dgboost.backend.cuda import CUDABackend
+
+_cuda_emulator = pytest.importorskip("_cuda_emulator")
+pytestmark = pytest.mark.skipif(not _cuda_emulator.available(), reason="needs a host C++20 compiler")
+
+
+def _data(n: int, categorical: bool, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    columns = [rng.normal(size=(n, 4)), rng.integers(0, 3, n), rng.integers(0, 23, n)]
+    x = np.column_stack(columns).astype(np.float32)
+    x[rng.random(x.shape) < 0.1] = np.nan  # missing entries go by the default direction
+    signal = np.nan_to_num(x[:, 0]) + np.sin(np.nan_to_num(x[:, 5])) + (x[:, 4] == 1)
+    y = (signal + 0.3 * rng.normal(size=n) > 0.4).astype(np.float32)
+    types = ["q"] * 4 + ["c", "c"] if categorical else None
+    return x, y, types
+
+
+def _both_ways_checked(monkeypatch) -> list:
+    """Make every walked margin update also run over the segments on a copy, and record
+    whether the two margins were equal bit for bit (one entry a tree)."""
+    seen = []
+    original = CUDABackend.add_record_leaf_values
+
+    def both(self, margin, rows, records, scales, params, group, **walk):
+        assert walk["bins"] is not None
+        by_segments = margin.copy()
+        original(self, by_segments, rows, records, scales, params, group)
+        original(self, margin, rows, records, scales, params, group, **walk)
+        seen.append(margin.view(np.uint32).tobytes() == by_segments.view(np.uint32).tobytes())
+
+    monkeypatch.setattr(CUDABackend, "add_record_leaf_values", both)
+    return seen
+
+
+@pytest.mark.parametrize(
+    "categorical, params",
+    [
+        (False, {"objective": "binary:logistic", "max_depth": 4}),
+        # leaves above the last level (gamma stops some nodes early), and three trees a round
+        (False, {"objective": "multi:softprob", "num_class": 3, "max_depth": 5, "gamma": 2.0}),
+        (True, {"objective": "binary:logistic", "max_depth": 3, "max_cat_to_onehot": 1}),
+    ],
+    ids=["numeric", "multiclass-early-leaves", "categorical"],
+)
+def test_every_walked_tree_gives_the_margins_of_its_leaves_segments_and_the_cpu_model(
+    monkeypatch, categorical, params
+):
+    from dgboost.testing.checks import normalised_model_json
+
+    x, y, types = _data(300 if "num_class" in params else 600, categorical)
+    if params["objective"].startswith("multi"):
+        y = np.digitize(np.nan_to_num(x[:, 1]), [-0.5, 0.5]).astype(np.float32)
+    p = {**params, "max_bin": 16}
+    cpu = dg.train({**p, "device": "cpu"}, dg.DMatrix(x, y, feature_types=types), 3, verbose_eval=False)
+    backend = _cuda_emulator.route_cuda_training(monkeypatch)
+    seen = _both_ways_checked(monkeypatch)
+    cuda = dg.train({**p, "device": "cuda"}, dg.DMatrix(x, y, feature_types=types), 3, verbose_eval=False)
+    walked = [name for name, *_ in backend.launches if name == "add_walked_leaf_values"]
+    assert len(seen) == len(walked) == 3 * (3 if "num_class" in p else 1)
+    assert all(seen), f"trees whose walk differs from their segments: {[i for i, ok in enumerate(seen) if not ok]}"
+    assert cuda.ensemble.has_categorical == categorical
+    assert normalised_model_json(cuda, keys=()) == normalised_model_json(cpu, keys=())
+    if params.get("gamma"):  # the case is what it says: some leaf above the last level
+        assert min(_leaf_depths(t).min() for t in cuda.ensemble.trees()) < params["max_depth"]
+
+
+def _leaf_depths(tree) -> np.ndarray:
+    """int (n_leaves,): the depth of each leaf of a ``dgboost.tree.Tree``."""
+    depth = np.zeros(tree.left.size, np.int64)
+    for node in range(tree.left.size):  # parents come before their children
+        if tree.left[node] >= 0:
+            depth[tree.left[node]] = depth[tree.right[node]] = depth[node] + 1
+    return depth[tree.left < 0]
+
+
+def test_a_walk_refuses_records_that_are_not_whole_levels_or_margins_of_other_rows():
+    from types import SimpleNamespace
+
+    backend = _cuda_emulator.EmulatedCUDABackend()
+    bins = SimpleNamespace(n_rows=50)
+    for records, rows in [(np.zeros((6, 10), np.int64), 50), (np.zeros((7, 10), np.int64), 49)]:
+        with pytest.raises(dg.DGBoostValueError, match="whole levels"):
+            backend._add_walked_leaf_values(np.zeros((rows, 1), np.float32), bins, records, None, 0, None, None)
