@@ -55,9 +55,7 @@ def _both_ways_checked(monkeypatch) -> list:
     ],
     ids=["numeric", "multiclass-early-leaves", "categorical"],
 )
-def test_every_walked_tree_gives_the_margins_of_its_leaves_segments_and_the_cpu_model(
-    monkeypatch, categorical, params
-):
+def test_every_walked_tree_gives_the_margins_of_its_leaves_segments_and_the_cpu_model(monkeypatch, categorical, params):
     from dgboost.testing.checks import normalised_model_json
 
     x, y, types = _data(300 if "num_class" in params else 600, categorical)
