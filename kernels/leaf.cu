@@ -13,8 +13,7 @@
 // the decisions of partition.cu's partition_flags (the same symbol, missing symbol, default
 // direction and category sets), so each row reaches the leaf whose segment holds it, and
 // gets the same float32 value added once: the same margins. ``walk_table`` first packs each
-// inner slot's decision into 16 bytes, the one load a level of the walk (from shared memory
-// where the table fits: 255 slots, 4 KiB, at depth 8).
+// inner slot's decision into 16 bytes, the one load a level of the walk.
 #include "categorical.cuh"
 
 using namespace dgboost;
@@ -73,24 +72,14 @@ extern "C" __global__ void walk_table(const long long* __restrict__ records, int
 // (n_slots, cat_words), the categories that go right), read only where has_cat != 0.
 extern "C" __global__ void __launch_bounds__(256) add_walked_leaf_values(
     float* __restrict__ margin, int n_groups, int group, const unsigned int* __restrict__ packed, int row_bits,
-    const int4* __restrict__ table, int n_slots, int shared_table, int max_depth,
-    const unsigned int* __restrict__ cat_bits, int cat_words, const float* __restrict__ values, int n_rows) {
-  // Rows of a warp part ways below the root: each level's 32 lanes read up to 32 entries,
-  // which the L1 cache serves a line at a time and shared memory a bank at a time, so the
-  // table is copied to shared memory where it fits (``shared_table``: 16 B a slot).
-  extern __shared__ int4 walk_slots[];
-  const int4* slots = table;
-  if (shared_table) {
-    for (int i = threadIdx.x; i < n_slots; i += blockDim.x) walk_slots[i] = table[i];
-    __syncthreads();
-    slots = walk_slots;
-  }
+    const int4* __restrict__ table, int max_depth, const unsigned int* __restrict__ cat_bits, int cat_words,
+    const float* __restrict__ values, int n_rows) {
   for (long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; r < n_rows;
        r += static_cast<long long>(gridDim.x) * blockDim.x) {
     const uint64_t row_bit = static_cast<uint64_t>(r) * row_bits;
     int j = 0;  // the slot, in heap order
     for (int depth = 0; depth < max_depth; ++depth) {
-      const int4 e = slots[j];
+      const int4 e = __ldg(table + j);
       if (e.x < 0) break;  // a leaf: its rows stay where they are from here on
       const int width = e.w & ((1 << kWalkWidthBits) - 1);
       const unsigned sym = read_symbol(packed, row_bit + static_cast<uint32_t>(e.z), width);

@@ -45,9 +45,6 @@ _CAT_THREADS = 256  # split.cu's kCatThreads
 _CAT_STATIC_SHARED = 1024  # at least best_per_category_feature's static shared memory (352 bytes)
 _PARTITION_TILE = 256 * 8  # partition.cu's kThreads * kItems
 _HIST_MIN_ROWS = 2048  # the shortest slice of rows a histogram block takes
-# the largest walk table (leaf.cu add_walked_leaf_values, 16 B a slot) read from shared
-# memory; deeper trees' tables (depth 12 and more) are read from global memory
-_WALK_SHARED_BYTES = 48 << 10
 # host arrays up to this size are uploaded through pinned buffers, this many in a ring
 _STAGING_BYTES = 64 << 10
 _STAGING_SLOTS = 16
@@ -967,7 +964,6 @@ class CUDABackend:
                 n_slots,
                 (records, np.int32(n_slots), bins.layout, bins.cut_ptrs, is_cat, np.int32(has_cat), table),
             )
-        shared = 16 * n_slots if 16 * n_slots <= _WALK_SHARED_BYTES else 0
         self._launch(
             "leaf.cu",
             "add_walked_leaf_values",
@@ -979,8 +975,6 @@ class CUDABackend:
                 bins.packed,
                 np.int32(bins.row_bits),
                 table,
-                np.int32(n_slots),
-                np.int32(shared > 0),
                 np.int32(max_depth),
                 bits,
                 np.int32(words),
@@ -988,7 +982,6 @@ class CUDABackend:
                 np.int32(bins.n_rows),
             ),
             threads=256,
-            shared=shared,
         )
 
     def read_later(self, arrays):

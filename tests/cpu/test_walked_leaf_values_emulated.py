@@ -49,21 +49,15 @@ def _both_ways_checked(monkeypatch) -> list:
     "categorical, params",
     [
         (False, {"objective": "binary:logistic", "max_depth": 4}),
-        # the walk table read from global memory, as a table too large for shared memory is
-        (False, {"objective": "binary:logistic", "max_depth": 4, "shared_table_bytes": 0}),
         # leaves above the last level (gamma stops some nodes early), and three trees a round
         (False, {"objective": "multi:softprob", "num_class": 3, "max_depth": 5, "gamma": 2.0}),
         (True, {"objective": "binary:logistic", "max_depth": 3, "max_cat_to_onehot": 1}),
     ],
-    ids=["numeric", "numeric-table-in-global-memory", "multiclass-early-leaves", "categorical"],
+    ids=["numeric", "multiclass-early-leaves", "categorical"],
 )
 def test_every_walked_tree_gives_the_margins_of_its_leaves_segments_and_the_cpu_model(monkeypatch, categorical, params):
-    import dgboost.backend.cuda as cuda_backend
     from dgboost.testing.checks import normalised_model_json
 
-    params = dict(params)
-    if "shared_table_bytes" in params:
-        monkeypatch.setattr(cuda_backend, "_WALK_SHARED_BYTES", params.pop("shared_table_bytes"))
     x, y, types = _data(300 if "num_class" in params else 600, categorical)
     if params["objective"].startswith("multi"):
         y = np.digitize(np.nan_to_num(x[:, 1]), [-0.5, 0.5]).astype(np.float32)
@@ -72,11 +66,8 @@ def test_every_walked_tree_gives_the_margins_of_its_leaves_segments_and_the_cpu_
     backend = _cuda_emulator.route_cuda_training(monkeypatch)
     seen = _both_ways_checked(monkeypatch)
     cuda = dg.train({**p, "device": "cuda"}, dg.DMatrix(x, y, feature_types=types), 3, verbose_eval=False)
-    walked = [launch for launch in backend.launches if launch[0] == "add_walked_leaf_values"]
+    walked = [name for name, *_ in backend.launches if name == "add_walked_leaf_values"]
     assert len(seen) == len(walked) == 3 * (3 if "num_class" in p else 1)
-    # the table of the inner slots is in shared memory (16 B a slot) unless that is allowed no bytes
-    table_bytes = 16 * ((1 << p["max_depth"]) - 1) if cuda_backend._WALK_SHARED_BYTES else 0
-    assert [shared for *_, shared in walked] == [table_bytes] * len(walked)
     assert all(seen), f"trees whose walk differs from their segments: {[i for i, ok in enumerate(seen) if not ok]}"
     assert cuda.ensemble.has_categorical == categorical
     assert normalised_model_json(cuda, keys=()) == normalised_model_json(cpu, keys=())
