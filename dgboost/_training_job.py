@@ -135,9 +135,10 @@ class _Data:
             margin = dmat.base_margin.astype(np.float32).copy()
             self.margin = backend.asarray(margin)
         else:
-            # filled where it lives: a host array of n rows was first-touched (a page fault
-            # every 4 KiB) and uploaded, 0.17-0.41 s of the set-up at 115M rows on one H200
-            # (docs/performance-notes.md, "First job of a process")
+            # filled where it lives: an n-row host array, filled and uploaded, took the
+            # "margins" stage from 54 to 170 ms at 115M rows on one H200, and first-touched
+            # fresh host memory in a process's first job (docs/performance-notes.md, "Leaves
+            # to margins by a walk in row order")
             self.margin = backend.empty((n, n_groups), np.float32)
             self.margin[:] = backend.asarray(np.asarray(base_margin, np.float32).reshape(1, n_groups))
 
