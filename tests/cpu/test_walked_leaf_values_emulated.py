@@ -50,7 +50,7 @@ def _both_ways_checked(monkeypatch) -> list:
     [
         (False, {"objective": "binary:logistic", "max_depth": 4}),
         # leaves above the last level (gamma stops some nodes early), and three trees a round
-        (False, {"objective": "multi:softprob", "num_class": 3, "max_depth": 5, "gamma": 2.0}),
+        (False, {"objective": "multi:softprob", "num_class": 3, "max_depth": 4, "gamma": 2.0}),
         (True, {"objective": "binary:logistic", "max_depth": 3, "max_cat_to_onehot": 1}),
     ],
     ids=["numeric", "multiclass-early-leaves", "categorical"],
@@ -62,12 +62,12 @@ def test_every_walked_tree_gives_the_margins_of_its_leaves_segments_and_the_cpu_
     if params["objective"].startswith("multi"):
         y = np.digitize(np.nan_to_num(x[:, 1]), [-0.5, 0.5]).astype(np.float32)
     p = {**params, "max_bin": 16}
-    cpu = dg.train({**p, "device": "cpu"}, dg.DMatrix(x, y, feature_types=types), 3, verbose_eval=False)
+    cpu = dg.train({**p, "device": "cpu"}, dg.DMatrix(x, y, feature_types=types), 2, verbose_eval=False)
     backend = _cuda_emulator.route_cuda_training(monkeypatch)
     seen = _both_ways_checked(monkeypatch)
-    cuda = dg.train({**p, "device": "cuda"}, dg.DMatrix(x, y, feature_types=types), 3, verbose_eval=False)
+    cuda = dg.train({**p, "device": "cuda"}, dg.DMatrix(x, y, feature_types=types), 2, verbose_eval=False)
     walked = [name for name, *_ in backend.launches if name == "add_walked_leaf_values"]
-    assert len(seen) == len(walked) == 3 * (3 if "num_class" in p else 1)
+    assert len(seen) == len(walked) == 2 * (3 if "num_class" in p else 1)
     assert all(seen), f"trees whose walk differs from their segments: {[i for i, ok in enumerate(seen) if not ok]}"
     assert cuda.ensemble.has_categorical == categorical
     assert normalised_model_json(cuda, keys=()) == normalised_model_json(cpu, keys=())
