@@ -49,11 +49,13 @@ def _both_ways_checked(monkeypatch) -> list:
     "categorical, params",
     [
         (False, {"objective": "binary:logistic", "max_depth": 4}),
+        # rows left out by subsampling still get every tree's leaf; a one-level walk
+        (False, {"objective": "reg:squarederror", "max_depth": 1, "subsample": 0.6, "seed": 3}),
         # leaves above the last level (gamma stops some nodes early), and three trees a round
         (False, {"objective": "multi:softprob", "num_class": 3, "max_depth": 4, "gamma": 2.0}),
         (True, {"objective": "binary:logistic", "max_depth": 3, "max_cat_to_onehot": 1}),
     ],
-    ids=["numeric", "multiclass-early-leaves", "categorical"],
+    ids=["numeric", "subsampled-one-level", "multiclass-early-leaves", "categorical"],
 )
 def test_every_walked_tree_gives_the_margins_of_its_leaves_segments_and_the_cpu_model(monkeypatch, categorical, params):
     from dgboost.testing.checks import normalised_model_json
