@@ -952,17 +952,16 @@ class CUDABackend:
                 f"matrix row, got {m} records and {int(margin.shape[0])} margins for {bins.n_rows} rows"
             )
         n_slots = (1 << max_depth) - 1  # the levels above the last: the slots that may split
-        if categorical is None:
-            is_cat, bits, words, has_cat = self._no_cat_nodes[0], self._no_cat_nodes[3], 1, 0
-        else:
-            is_cat, bits, words, has_cat = self._partition_categories(categorical, cat_bits[:n_slots], n_slots)
+        # the slots' category arguments as partition_flags takes them (placeholders without)
+        slot_bits = None if categorical is None else cat_bits[:n_slots]
+        is_cat, bits, words, has_cat = self._partition_categories(categorical, slot_bits, n_slots)
         table = self.empty((max(n_slots, 1), 4), np.int32)
         if n_slots:
             self._launch(
                 "leaf.cu",
                 "walk_table",
                 n_slots,
-                (records, np.int32(n_slots), bins.layout, bins.cut_ptrs, is_cat, np.int32(has_cat), table),
+                (records, np.int32(n_slots), bins.layout, bins.cut_ptrs, is_cat, has_cat, table),
             )
         self._launch(
             "leaf.cu",
@@ -977,7 +976,7 @@ class CUDABackend:
                 table,
                 np.int32(max_depth),
                 bits,
-                np.int32(words),
+                words,
                 values,
                 np.int32(bins.n_rows),
             ),
