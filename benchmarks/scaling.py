@@ -383,14 +383,26 @@ def run(device: str, n_workers: int, args) -> dict:
         shap_rates = {name: [] for name, lib in libs.items() if lib[1] is not None}
         shap_calls = {name: [] for name in shap_rates}
         boosters = {}
+        timed_profiles: list[dict] = []
         for k in range(args.repeats):
             order = list(libs) if k % 2 == 0 else list(libs)[::-1]
             for name in order:
                 train_fn, shap_fn, _ = libs[name]
+                profiled = args.profile_timed and name == "dgboost"
+                started_at = time.time()
                 t0 = time.perf_counter()
-                boosters[name] = train_fn(client, X, y, params, args.rounds)
+                if profiled:
+                    job = _dgboost_job(client, X, y, params, args.rounds, profile=True)
+                    boosters[name] = job["booster"]
+                else:
+                    boosters[name] = train_fn(client, X, y, params, args.rounds)
                 train_times[name].append(time.perf_counter() - t0)
                 line = f"  workers={n_workers} {name:8s} repeat {k}: train {train_times[name][-1]:.2f} s"
+                if profiled:
+                    prof = job["profile"]
+                    prof["hotspots"] = hotspots(client.profile(start=started_at, stop=time.time()))
+                    timed_profiles.append(prof)
+                    line += "\n" + "\n".join(profile_lines(prof))
                 if Xs is not None and shap_fn is not None:
                     call = timed_shap(client, shap_fn, boosters[name], Xs)
                     shap_rates[name].append(shap_rows / call["wall_s"])
@@ -429,6 +441,7 @@ def run(device: str, n_workers: int, args) -> dict:
         "dgboost_profile": prof,
         "dgboost_profile_host_waited": prof_waited,
         "dgboost_shap_profile": shap_prof,
+        "dgboost_timed_profiles": timed_profiles or None,
         "shap_calls": shap_calls if Xs is not None else None,
         "train_s": {n: _summary(t) for n, t in train_times.items()},
     }
@@ -583,6 +596,12 @@ def main(argv=None) -> None:
         "--profile",
         action="store_true",
         help="after the timed runs, one more dgboost job with profile=True (where its time went)",
+    )
+    parser.add_argument(
+        "--profile-timed",
+        action="store_true",
+        help="run every timed dgboost job with profile=True (stages of each, the first job's "
+        "included; the profile's waits for the device are in every timed figure)",
     )
     parser.add_argument(
         "--output",

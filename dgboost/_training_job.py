@@ -124,8 +124,10 @@ class _Data:
         self.dmat = dmat
         self.backend = backend
         self.values = backend.asarray(dmat.data)
-        self.label = None if dmat.label is None else backend.asarray(np.asarray(dmat.label, np.float32))
-        self.weight = None if dmat.weight is None else backend.asarray(np.asarray(dmat.weight, np.float32))
+        # as kept: a device label or weight is used where it is, with no trip to the host
+        label, weight = dmat._vector("label"), dmat._vector("weight")
+        self.label = None if label is None else backend.asarray(label)
+        self.weight = None if weight is None else backend.asarray(weight)
         n = dmat.num_row()
         if dmat.base_margin is not None:
             if dmat.base_margin.shape[1] != n_groups:
@@ -215,7 +217,7 @@ class TrainingJob:
         p = params
         if callable(p.objective):
             obj, p = p.objective, dataclasses.replace(p, objective="reg:squarederror")
-        if dtrain.label is None and obj is None:
+        if dtrain._vector("label") is None and obj is None:
             raise DGBoostValueError("dtrain has no label: pass label= to DMatrix")
         self.params, self.obj, self.dtrain = p, obj, dtrain
         self.comm = comm or LocalComm()
@@ -242,10 +244,13 @@ class TrainingJob:
         self.objective = get_objective(p) if obj is None else CustomObjective(obj, p, p.n_groups)
         self.n_groups = self.objective.n_outputs()
         if obj is None:
-            self.objective.validate_labels(dtrain.label, dtrain.weight, dtrain.group_ptr)
+            # checked where they are kept (on the device for device labels: a host copy of
+            # 115M labels and NumPy's checks took 0.3 s a job; docs/performance-notes.md)
+            label, weight = dtrain._vector("label"), dtrain._vector("weight")
+            self.objective.validate_labels(label, weight, dtrain.group_ptr)
             # the ranks' communicator for reductions inside the gradient; ranking: weight
             # normalisation over all ranks' query groups
-            self.objective.prepare(dtrain.label, dtrain.weight, dtrain.group_ptr, comm)
+            self.objective.prepare(label, weight, dtrain.group_ptr, comm)
             if self.objective.needs_group:
                 # each rank's first global group index (pair sampling hashes it)
                 n_local_groups = 0 if dtrain.group_ptr is None else len(dtrain.group_ptr) - 1
@@ -273,7 +278,9 @@ class TrainingJob:
             margins = np.full(n_groups, objective.margin_from_score(float(p.base_score)))
         elif self.obj is None:
             with stage("base margins"):
-                margins = np.asarray(objective.base_margins(dtrain.label, dtrain.weight, self.comm), np.float64)
+                margins = np.asarray(
+                    objective.base_margins(dtrain._vector("label"), dtrain._vector("weight"), self.comm), np.float64
+                )
         else:
             margins = np.zeros(n_groups)
         self.ensemble = Ensemble(n_groups, margins)
@@ -397,6 +404,8 @@ class TrainingJob:
             and not self.objective.adaptive_leaves
             and self.monotone is None
         )
+        # leaves reached by a walk from each row's entries: nothing reads the last level's rows
+        self.grower.leaf_rows = not (self.leaves_on_device and self.backend.walks_leaves)
 
     # -- rounds -------------------------------------------------------------------------------
     def set_eta(self, eta: float) -> None:
@@ -524,7 +533,7 @@ def _evaluate(metric, d: _Data, dm: DMatrix, objective, comm, custom_objective: 
         margin = d.backend.to_host(d.margin)
         preds = margin if custom_objective else objective.transform(margin)
         return float(metric.evaluate_custom(preds, dm))
-    if dm.label is None:
+    if d.label is None:
         raise DGBoostValueError("an evaluation set has no label")
     extra = {}
     if metric.needs_row_order and d.global_rows is not None:

@@ -1,9 +1,11 @@
 """Training and prediction data: :class:`DMatrix`, :class:`QuantileDMatrix`, :class:`RankDMatrix`.
 
 The features are read by :mod:`dgboost.features` (every accepted container, categories
-included); here they meet the per-row meta information. Labels, weights, base margins, groups
-and query ids are always brought to the host as NumPy: they are one or a few values per row,
-and their validation is NumPy code. Category codes of an evaluation set, of a continued model
+included); here they meet the per-row meta information. Base margins, groups and query ids are
+brought to the host as NumPy. Labels and weights given as CuPy arrays stay on their device,
+checked there (on 115M rows their trips to the host and NumPy checks took most of a Dask job's
+set-up: docs/performance-notes.md); the ``label`` and ``weight`` attributes are NumPy copies
+made at first use. Category codes of an evaluation set, of a continued model
 and of prediction rows are re-coded here to the categories they must mean
 (docs/categorical.md).
 """
@@ -16,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._array import array_module
+from ._array import array_module, is_device_array, to_host
 from ._category_codes import categories_from_list, categories_to_list
 from .errors import DGBoostError, DGBoostTypeError, DGBoostValueError
 from .features import (
@@ -126,9 +128,37 @@ def rows_for_model(
     return values, names
 
 
-def _as_vector(name: str, value: Any, n: int, allow_negative: bool = True) -> np.ndarray | None:
+class _RowVector:
+    """A per-row vector attribute of a DMatrix (``label``, ``weight``): kept as it was given,
+    a NumPy array or a CuPy array on the data's device, and read as NumPy (a device vector is
+    copied to the host once, at the first read). :meth:`DMatrix._vector` gives the kept one."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.kept, self.host = f"_{name}_kept", f"_{name}_host"
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        host = obj.__dict__.get(self.host)
+        if host is None:
+            kept = obj.__dict__.get(self.kept)
+            if kept is None:
+                return None
+            host = obj.__dict__[self.host] = to_host(kept)
+        return host
+
+    def __set__(self, obj, value) -> None:
+        obj.__dict__[self.kept] = value
+        obj.__dict__[self.host] = value if value is None or isinstance(value, np.ndarray) else None
+
+
+def _as_vector(name: str, value: Any, n: int, allow_negative: bool = True) -> Any:
+    """``value`` checked as a per-row vector of ``n`` finite values; float32 (n,), NumPy, or
+    CuPy on its device for a CuPy array (the same values and the same errors either way)."""
     if value is None:
         return None
+    if is_device_array(value):
+        return _device_vector(name, value, n, allow_negative)
     value = small_to_host(value)
     try:
         vec = np.asarray(value)
@@ -153,6 +183,29 @@ def _as_vector(name: str, value: Any, n: int, allow_negative: bool = True) -> np
     return vec.astype(np.float32)
 
 
+def _device_vector(name: str, value: Any, n: int, allow_negative: bool):
+    """:func:`_as_vector` of a CuPy array, on its device: the same conversions (float32 kept,
+    anything else through float64; both round as NumPy does) and checks; only the checks'
+    answers come to the host."""
+    import cupy
+
+    if value.dtype.kind not in "biuf":
+        raise DGBoostTypeError(f"{name} must be numeric, got a CuPy array of {value.dtype}")
+    vec = value if value.dtype == cupy.float32 else value.astype(cupy.float64)
+    if vec.ndim == 2 and vec.shape[1] == 1:
+        vec = vec[:, 0]
+    if vec.ndim != 1:
+        raise DGBoostValueError(f"{name} must be 1-D, got shape {vec.shape}")
+    if vec.shape[0] != n:
+        raise DGBoostValueError(f"{name} has {vec.shape[0]} entries but data has {n} rows")
+    bad = ~cupy.isfinite(vec)
+    if bool(bad.any()):
+        raise DGBoostValueError(f"{name} contains NaN or infinite values (first at row {int(cupy.argmax(bad))})")
+    if not allow_negative and bool((vec < 0).any()):
+        raise DGBoostValueError(f"{name} contains negative values (first at row {int(cupy.argmax(vec < 0))})")
+    return cupy.ascontiguousarray(vec.astype(cupy.float32, copy=False))
+
+
 class DMatrix:
     """Training or prediction data: features plus labels, weights, margins and query groups.
 
@@ -162,8 +215,9 @@ class DMatrix:
         See :func:`as_feature_matrix` for accepted types. CuPy and cuDF data stay on
         their GPU.
     label, weight, base_margin : array-like, shape (n,), optional
-        ``base_margin`` may also be (n, n_groups) for multiclass models. CuPy / cuDF
-        values are copied to the host (they are small and validated with NumPy).
+        ``base_margin`` may also be (n, n_groups) for multiclass models. A CuPy label or
+        weight is kept on its device and checked there; cuDF values and CuPy base margins
+        are copied to the host.
     group : array-like of int, optional
         Sizes of consecutive query groups (ranking); must sum to ``n``.
     qid : array-like of int, shape (n,), optional
@@ -201,11 +255,15 @@ class DMatrix:
         as an object array, or int64 / bool); ``arange(K)`` for codes given as numbers. None
         when no feature is categorical.
     label, weight : numpy.ndarray of float32, shape (n,), or None
+        On the host; a CuPy label or weight is copied here at the first read (training from
+        device data reads the device copy and makes none).
     base_margin : numpy.ndarray of float32, shape (n, n_groups), or None
     group_ptr : numpy.ndarray of int64, shape (n_groups + 1,), or None
     """
 
     _allow_empty_rows = False  # a user's DMatrix with no rows is a mistake; a rank's is not
+    label = _RowVector()
+    weight = _RowVector()
 
     def __init__(
         self,
@@ -290,6 +348,11 @@ class DMatrix:
 
     def num_col(self) -> int:
         return int(self.data.shape[1])
+
+    def _vector(self, name: str):
+        """``"label"`` or ``"weight"`` as kept: float32 (n,), a CuPy array on the data's
+        device when it was given as one (training reads it there), else NumPy; or None."""
+        return self.__dict__.get(f"_{name}_kept")
 
     def get_label(self) -> np.ndarray:
         return np.empty(0, np.float32) if self.label is None else self.label

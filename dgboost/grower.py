@@ -133,7 +133,8 @@ class GrowingTree:
         ``Backend.add_record_leaf_values`` update the margins before the host reads the
         tree. None where growth read its batches on the way.
     rows : backend int32 (n_local,)
-        The row order: each record's (each leaf's) rows are ``rows[begin:end]``.
+        The row order: each record's (each leaf's) rows are ``rows[begin:end]`` (but for the
+        last level's leaves when the grower's ``leaf_rows`` is False).
     walk : dict
         ``add_record_leaf_values``' keyword arguments that let a backend walk the records
         from each row's entries (the bins the tree was grown on and, with categorical
@@ -291,6 +292,15 @@ class TreeGrower:
         constrained (``dgboost.constraints.resolve_monotone_constraints``).
     categorical : CategoricalLayout or None
         The categorical features (``dgboost._categorical``), None when there are none.
+
+    Attributes
+    ----------
+    leaf_rows : bool
+        Whether a tree grown in whole levels leaves each leaf's rows at ``rows[begin:end]``
+        (True, the default). A caller whose backend walks every row to its leaf from the
+        records (``Backend.walks_leaves``) and reads no leaf's rows sets it False: the last
+        level is then not partitioned (about 7% of a depth-8 round on 115M rows), and its
+        leaves' row segments are not meaningful. The trees are the same either way.
     """
 
     def __init__(
@@ -317,6 +327,7 @@ class TreeGrower:
         self.sampler = sampler
         self.cut_ptrs = binned.cuts.ptrs
         self.cut_values = binned.cuts.values
+        self.leaf_rows = True
 
     # -- helpers --------------------------------------------------------------------------
     def _can_split_at(self, depth: int) -> bool:
@@ -857,9 +868,14 @@ class TreeGrower:
         parents, hist, bounds = root, root_hist, root_bounds
         bit_levels = [root_bits]
         for depth in range(1, p.max_depth + 1):
-            counts = backend.partition(
-                self.binned.bins_by_feature, self.rows, parents, **self._cat_args(bit_levels[-1])
-            )
+            if depth < p.max_depth or self.leaf_rows:
+                counts = backend.partition(
+                    self.binned.bins_by_feature, self.rows, parents, **self._cat_args(bit_levels[-1])
+                )
+            else:
+                # the leaves' rows are not read: their records need only the parents' splits
+                # (sums and decisions), and no histogram is built under them
+                counts = backend.zeros((int(parents.shape[0]), 2), np.int64)
             level = records[(1 << depth) - 1 : (2 << depth) - 1]
             children, build_segments, build_left = backend.split_nodes(
                 parents, counts, self._child_sizes(counts), out=level

@@ -13,7 +13,9 @@ margins give CuPy results computed on the device with the same float64 formulas.
 agree to float32 rounding: CuPy's float64 ``tanh``/``exp`` (CUDA's libm) may differ from
 NumPy's by one unit in the last place, which rounding to float32 almost always hides.
 Ranking and custom objectives compute on the host (see their docstrings). Validation and
-intercepts (``validate_labels``, ``base_score``, ``base_margins``) take host arrays only.
+intercepts (``validate_labels``, ``prepare``, ``base_score``, ``base_margins``) take host or
+device arrays: the checks and weighted means run where the labels are (the same answers, as
+integer sums and comparisons are exact); the other intercepts copy them to the host first.
 """
 
 from __future__ import annotations
@@ -75,16 +77,19 @@ def _sigmoid(x):
 def _check_weight(weight, n: int) -> None:
     if weight is None:
         return
-    weight = np.asarray(weight)
+    xp = array_module(weight)
+    weight = xp.asarray(weight)
     if weight.shape != (n,):
         raise DGBoostValueError(f"weight has shape {weight.shape}, expected ({n},): one weight per row")
-    if not np.isfinite(weight).all():
+    if not xp.isfinite(weight).all():
         raise DGBoostValueError("weight contains NaN or inf")
     if (weight < 0).any():
         raise DGBoostValueError(f"weight must be non-negative; found {float(weight.min())}")
 
 
-def _describe_bad(label: np.ndarray, bad: np.ndarray) -> str:
+def _describe_bad(label, bad) -> str:
+    """A few of the ``bad`` labels for an error message (host or device arrays)."""
+    label, bad = to_host(label), to_host(bad)
     idx = np.flatnonzero(bad)
     shown = ", ".join(f"label[{i}]={float(label[i])!r}" for i in idx[:3])
     return f"{len(idx)} bad label(s), e.g. {shown}"
@@ -131,18 +136,22 @@ class Objective:
 
     # -- validation ----------------------------------------------------------------------
     def validate_labels(self, label, weight, group_ptr) -> None:
-        """Raise :class:`DGBoostValueError` naming what is wrong with labels/weights/groups."""
-        label = np.asarray(label)
+        """Raise :class:`DGBoostValueError` naming what is wrong with labels/weights/groups.
+
+        ``label`` and ``weight`` may be NumPy or CuPy arrays: device ones are checked on their
+        device, only the answers (and an error's examples) come to the host."""
+        xp = array_module(label)
+        label = xp.asarray(label)
         if label.ndim != 1:
             raise DGBoostValueError(f"{self.name}: label must be 1-D, got shape {label.shape}")
-        bad = ~np.isfinite(label)
+        bad = ~xp.isfinite(label)
         if bad.any():
             raise DGBoostValueError(f"{self.name}: labels must be finite; {_describe_bad(label, bad)}")
         _check_weight(weight, len(label))
         self._check_label_values(label)
 
-    def _check_label_values(self, label: np.ndarray) -> None:
-        pass
+    def _check_label_values(self, label) -> None:
+        """Raise for label values the objective cannot take; ``label`` NumPy or CuPy."""
 
     # -- intercept -----------------------------------------------------------------------
     def base_score(self, label, weight, comm) -> float:
@@ -158,16 +167,20 @@ class Objective:
             (s_y,) = exact_sum(label, comm)
             n = int(comm.allreduce_sum(np.array([len(label)], np.int64))[0])
             return float(s_y / n) if n > 0 else default
-        y = np.asarray(label, np.float64)
-        w = np.ones_like(y) if weight is None else np.asarray(weight, np.float64)
-        sw_y, sw = exact_sum(np.stack([w * y, w], axis=1), comm)
+        # where the labels are: exact_sum gives the same bits for device columns
+        xp = array_module(label, weight)
+        y = xp.asarray(label, xp.float64)
+        w = xp.asarray(weight, xp.float64)
+        sw_y, sw = exact_sum(xp.stack([w * y, w], axis=1), comm)
         return float(sw_y / sw) if sw > 0 else default
 
     def _newton_intercept(self, label, weight, comm) -> float:
         """The margin of one Newton step from margin 0 on the row-weighted gradients
         (``_grad_hess``, ``_row_weight``): XGBoost's intercept where it fits one, as for
         ``reg:pseudohubererror`` and, with ``scale_pos_weight`` other than 1, the logistic ones."""
-        y = np.asarray(label, np.float64)
+        # on the host: CUDA's float64 exp / tanh may differ from NumPy's in the last place
+        y = np.asarray(to_host(label), np.float64)
+        weight = to_host(weight)
         g, h = self._grad_hess(np.zeros_like(y), y, np)
         w = self._row_weight(weight, y, np)
         if w is None:
@@ -297,7 +310,7 @@ class AbsoluteError(Objective):
         return xp.sign(m - y), xp.ones_like(m)
 
     def base_score(self, label, weight, comm) -> float:
-        y = np.asarray(label, np.float32)
+        y, weight = np.asarray(to_host(label), np.float32), to_host(weight)
         q = weighted_quantile(y, weight, np.zeros(len(y), np.int64), 1, comm, 0.5)[0]
         return 0.0 if math.isnan(q) else float(q)
 
@@ -534,7 +547,7 @@ class QuantileError(Objective):
         return len(self.alpha)
 
     def base_margins(self, label, weight, comm) -> np.ndarray:
-        y = np.asarray(label, np.float32)
+        y, weight = np.asarray(to_host(label), np.float32), to_host(weight)
         rows = np.zeros(len(y), np.int64)
         q = np.array([weighted_quantile(y, weight, rows, 1, comm, a)[0] for a in self.alpha])
         return np.where(np.isnan(q), 0.0, q)  # no rows with weight anywhere: intercept 0
@@ -658,7 +671,7 @@ class CoxRegression(_LogLink):
         super().prepare(label, weight, group_ptr, comm)
 
     def base_score(self, label, weight, comm) -> float:
-        y = np.asarray(label, np.float32)
+        y, weight = np.asarray(to_host(label), np.float32), to_host(weight)
         g, h = _cox_gradient(np.zeros(len(y), np.float32), y, np)
         w = np.ones(len(y)) if weight is None else np.asarray(weight, np.float64)
         sg, sh = exact_sum(np.stack([w * g, w * h], axis=1), comm)
@@ -741,7 +754,7 @@ class SoftprobMultiClass(Objective):
 
     def _check_label_values(self, label):
         k = self.n_outputs()
-        bad = (label < 0) | (label >= k) | (label != np.floor(label))
+        bad = (label < 0) | (label >= k) | (label != array_module(label).floor(label))
         if bad.any():
             raise DGBoostValueError(
                 f"{self.name}: labels must be integers in 0..{k - 1} (num_class={k}); {_describe_bad(label, bad)}"
@@ -752,8 +765,8 @@ class SoftprobMultiClass(Objective):
 
     def base_margins(self, label, weight, comm) -> np.ndarray:
         k = self.n_outputs()
-        y = np.asarray(label).astype(np.int64)
-        w = np.ones(len(y)) if weight is None else np.asarray(weight, np.float64)
+        y = np.asarray(to_host(label)).astype(np.int64)
+        w = np.ones(len(y)) if weight is None else np.asarray(to_host(weight), np.float64)
         onehot = np.zeros((len(y), k))
         onehot[np.arange(len(y)), y] = w
         totals = exact_sum(onehot, comm)
@@ -849,6 +862,7 @@ class _LambdaRank(Objective):
         self.default_metric = f"ndcg@{self.num_pair}" if self.topk else "ndcg"
 
     def validate_labels(self, label, weight, group_ptr) -> None:
+        label, weight = to_host(label), to_host(weight)  # groups are host code
         super().validate_labels(label, None, None)
         n = len(label)
         if group_ptr is None:
@@ -864,7 +878,7 @@ class _LambdaRank(Objective):
 
     def _check_label_values(self, label):
         if self._ndcg and self.exp_gain:
-            bad = (label < 0) | (label != np.floor(label)) | (label > 31)
+            bad = (label < 0) | (label != array_module(label).floor(label)) | (label > 31)
             if bad.any():
                 raise DGBoostValueError(
                     f"{self.name}: with ndcg_exp_gain=True relevance labels must be integers in 0..31; "
@@ -903,7 +917,7 @@ class _LambdaRank(Objective):
     def _weight_norm(self, weight, group_ptr, comm) -> float:
         if weight is None or group_ptr is None:
             return 1.0
-        gw = self._group_weight(weight, np.asarray(group_ptr))
+        gw = self._group_weight(to_host(weight), np.asarray(group_ptr))
         s_n, s_w = exact_sum(np.stack([np.ones(len(gw)), gw], axis=1), comm)
         return float(s_n / s_w) if s_w > 0 else 1.0
 

@@ -75,6 +75,9 @@ class Backend(Protocol):
     name: str
     xp: Any
     lookahead: LookaheadBudget
+    #: whether ``add_record_leaf_values`` walks each row to its leaf from the records and its
+    #: own entries (given ``bins``), rather than reading the leaves' row segments
+    walks_leaves: bool
 
     def asarray(self, array): ...
 
@@ -196,6 +199,9 @@ class Backend(Protocol):
 
     def empty(self, shape, dtype):
         """An uninitialised array on the device."""
+
+    def zeros(self, shape, dtype):
+        """An array of zeros on the device."""
 
     def children_histograms(self, parent_hist, parent_index, built, build_left, out=None):
         """int64 (2k, total_bins, 2) histograms of the children, laid out as their records.

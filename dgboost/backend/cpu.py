@@ -209,6 +209,7 @@ class CPUBackend:
 
     name = "cpu"
     xp = np
+    walks_leaves = False  # leaf values are added by the leaves' row segments
     # work ahead costs as much as any other here, and a read nothing: the best leaves'
     # children and one level below them, faster than none ahead or whole levels
     # (docs/performance-notes.md, "Lossguide lookahead")
@@ -298,6 +299,9 @@ class CPUBackend:
 
     def empty(self, shape, dtype):
         return np.empty(shape, dtype)
+
+    def zeros(self, shape, dtype):
+        return np.zeros(shape, dtype)
 
     @_on_own_threads
     def children_histograms(self, parent_hist, parent_index, built, build_left, out=None):

@@ -97,6 +97,7 @@ class CUDABackend:
     """
 
     name = "cuda"
+    walks_leaves = True
     # a read costs a device round trip, yet the launches of every level cost more: whole levels
     # ahead (nodes=256, levels=12, hist_bytes=256 MiB) halved the reads of a 255-leaf tree but
     # added levels and took far more memory for no steady gain in time

@@ -89,9 +89,10 @@ def _check_partition(
             aligned_codes(
                 dm, *model_categories(feature_types, categories), what="the data (agreed over all partitions)"
             )
-        if params is not None and not callable(params.objective) and dm.label is not None and dm.num_row():
+        label = dm._vector("label")  # where the partition keeps it: a device one is checked there
+        if params is not None and not callable(params.objective) and label is not None and dm.num_row():
             objective = get_objective(params)
-            objective.validate_labels(dm.label, dm.weight, dm.group_ptr)
+            objective.validate_labels(label, dm._vector("weight"), dm.group_ptr)
         info = {"rows": dm.num_row()}
         if dm._coded is not None and any(dm._coded):
             # codes given as numbers: each feature's K here (the job's K is the largest)

@@ -30,9 +30,12 @@ def _data(n: int, categorical: bool, seed: int = 0):
 
 def _both_ways_checked(monkeypatch) -> list:
     """Make every walked margin update also run over the segments on a copy, and record
-    whether the two margins were equal bit for bit (one entry a tree)."""
+    whether the two margins were equal bit for bit (one entry a tree). The segments need the
+    last level's rows partitioned, which a job whose backend walks leaves out: the backend is
+    made to say that it does not walk (it still walks when given the bins)."""
     seen = []
     original = CUDABackend.add_record_leaf_values
+    monkeypatch.setattr(CUDABackend, "walks_leaves", False)
 
     def both(self, margin, rows, records, scales, params, group, **walk):
         assert walk["bins"] is not None
@@ -75,6 +78,34 @@ def test_every_walked_tree_gives_the_margins_of_its_leaves_segments_and_the_cpu_
     assert normalised_model_json(cuda, keys=()) == normalised_model_json(cpu, keys=())
     if params.get("gamma"):  # the case is what it says: some leaf above the last level
         assert min(_leaf_depths(t).min() for t in cuda.ensemble.trees()) < params["max_depth"]
+
+
+@pytest.mark.parametrize(
+    "categorical, params",
+    [
+        (False, {"objective": "binary:logistic", "max_depth": 4, "subsample": 0.7, "seed": 5}),
+        (False, {"objective": "multi:softprob", "num_class": 3, "max_depth": 3, "gamma": 2.0}),
+        (True, {"objective": "binary:logistic", "max_depth": 3, "max_cat_to_onehot": 1}),
+    ],
+    ids=["numeric-subsampled", "multiclass-early-leaves", "categorical"],
+)
+def test_walked_trees_skip_the_last_levels_partition_and_stay_the_cpu_engines_model(categorical, params, monkeypatch):
+    from dgboost.testing.checks import normalised_model_json
+
+    x, y, types = _data(300 if "num_class" in params else 600, categorical, seed=4)
+    if params["objective"].startswith("multi"):
+        y = np.digitize(np.nan_to_num(x[:, 1]), [-0.5, 0.5]).astype(np.float32)
+    p = {**params, "max_bin": 16}
+    rounds = 3
+    cpu = dg.train({**p, "device": "cpu"}, dg.DMatrix(x, y, feature_types=types), rounds, verbose_eval=False)
+    backend = _cuda_emulator.route_cuda_training(monkeypatch)
+    cuda = dg.train({**p, "device": "cuda"}, dg.DMatrix(x, y, feature_types=types), rounds, verbose_eval=False)
+    trees = rounds * (3 if "num_class" in p else 1)
+    names = [name for name, *_ in backend.launches]
+    assert names.count("add_walked_leaf_values") == trees
+    # a partition a level but the last: the leaves' rows are never read
+    assert names.count("partition_flags") == trees * (p["max_depth"] - 1)
+    assert normalised_model_json(cuda, keys=()) == normalised_model_json(cpu, keys=())
 
 
 def _leaf_depths(tree) -> np.ndarray:

@@ -44,12 +44,13 @@ def _train_on(client, X, y, rounds=6, on_device=False, **kwargs):
 
     import dgboost.dask as dxgb
 
-    dX = da.from_array(X, chunks=(CHUNKS, X.shape[1]))
-    if on_device:  # CuPy partitions: the rows never leave the GPU
+    dX, dy = da.from_array(X, chunks=(CHUNKS, X.shape[1])), da.from_array(y, chunks=(CHUNKS,))
+    if on_device:  # CuPy partitions: the rows and labels never leave the GPU
         import cupy
 
         dX = dX.map_blocks(cupy.asarray, dtype=np.float32)
-    dtrain = dxgb.DaskDMatrix(client, dX, da.from_array(y, chunks=(CHUNKS,)))
+        dy = dy.map_blocks(cupy.asarray, dtype=np.float32)
+    dtrain = dxgb.DaskDMatrix(client, dX, dy)
     return dxgb.train(client, {**PARAMS, "device": "cuda"}, dtrain, rounds, **kwargs)["booster"]
 
 
@@ -65,6 +66,22 @@ def test_a_local_cuda_cluster_worker_trains_the_cpu_engines_model(on_device):
     ):
         model = _train_on(client, X, y, on_device=on_device)
     assert_same_trees(model, _cpu_model(X, y), names=("LocalCUDACluster", "cpu"))
+
+
+def test_a_bad_label_in_a_cupy_partition_is_named_before_training_starts():
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+
+    X, y = _data()
+    y = y.copy()
+    y[CHUNKS[0] + CHUNKS[1] + 11] = np.nan  # partition 2's 12th row (partition 1 is empty)
+    with (
+        LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
+        expected = "partition 2: label contains NaN or infinite values .first at row 11."
+        with pytest.raises(dg.DGBoostValueError, match=expected):
+            _train_on(client, X, y, on_device=True)
 
 
 def test_two_workers_sharing_one_gpu_train_the_cpu_engines_model_through_the_host_communicator():
