@@ -45,21 +45,19 @@ def exact_sum(columns: np.ndarray, comm) -> np.ndarray:
         ``n_total**2 * max|value| * 2**-62`` (a mean is off by ``n_total * 2**-62`` of the
         largest term at most).
     """
-    xp = array_module(columns)
-    host = xp is np
-    v = xp.asarray(columns)
+    if array_module(columns) is not np:
+        return _device_exact_sum(columns, comm)
+    v = np.asarray(columns)
     # float32 host columns stay float32: the kernels widen each value (exactly) as they read
     # it, rather than reading a float64 copy made for them
-    if not (host and v.dtype == np.float32):
-        v = v.astype(xp.float64, copy=False)
+    if v.dtype != np.float32:
+        v = v.astype(np.float64, copy=False)
     v = as_rows(v, len(v))
     m = v.shape[1]
     # large host blocks: one fused pass per step over the rows (threads, no temporaries),
     # same numbers; small ones (labels of a first run, a Dask rank's slice) in NumPy rather
     # than waiting seconds for the two parallel kernels to compile in a fresh environment
-    kernels = host and v.size > _KERNEL_MIN_VALUES
-    if not host:
-        return _device_exact_sum(v, comm)
+    kernels = v.size > _KERNEL_MIN_VALUES
     if kernels:
         local_max, finite = _host_abs_max(np.ascontiguousarray(v))
     else:
@@ -84,29 +82,49 @@ def exact_sum(columns: np.ndarray, comm) -> np.ndarray:
     return np.ldexp(total.astype(np.float64), -shift)
 
 
-def _device_exact_sum(v, comm) -> np.ndarray:
-    """:func:`exact_sum` of CuPy float64 (n, m) columns, on their device: the same steps, each
-    column reduced whole (CuPy reduces a whole array across the device, but an axis with one
-    block per output: 115M labels took 191 ms a job reduced along an axis, 76 ms along the
-    contiguous one; benchmarks/exact_sum_gpu.py)."""
+def _device_exact_sum(columns, comm) -> np.ndarray:
+    """:func:`exact_sum` of CuPy columns (n,) or (n, m), on their device, with the host's
+    steps and bits. Each column is reduced whole: CuPy reduces a whole contiguous array across
+    the device, but an axis with one block per output (115M labels on an H200: 191 ms a job
+    reduced along an axis, 4.0 ms whole; benchmarks/exact_sum_gpu.py). Its maximum |value| is
+    its largest or smallest value, and its fixed-point terms are made a chunk at a time: whole,
+    the float64 copy and the terms of 115M labels took 2.8 GB of temporaries."""
     import cupy
 
+    v = as_rows(columns, len(columns))
+    if v.dtype not in (cupy.float32, cupy.float64):
+        v = v.astype(cupy.float64)
     m = v.shape[1]
-    columns = [cupy.ascontiguousarray(v[:, j]) for j in range(m)]
-    if not all(bool(cupy.isfinite(c).all()) for c in columns):
+    cols = [cupy.ascontiguousarray(v[:, j]) for j in range(m)]
+    if not all(bool(cupy.isfinite(c).all()) for c in cols):
         raise DGBoostValueError("cannot sum non-finite values (NaN or inf in labels, weights or predictions)")
-    # an empty column contributes 0 (CuPy's max has no ``initial``); float64 on every rank
-    local_max = np.array([float(cupy.abs(c).max()) if c.size else 0.0 for c in columns], np.float64)
+    # max |x| is max(|max x|, |min x|), exactly; an empty column contributes 0; float64 on
+    # every rank
+    local_max = np.array([max(abs(float(c.max())), abs(float(c.min()))) if c.size else 0.0 for c in cols])
     n_total = int(comm.allreduce_sum(np.array([v.shape[0]], np.int64))[0])
     amax = np.asarray(comm.allreduce_max(local_max), np.float64)
     _, e = np.frexp(amax * max(n_total, 1))  # as on the host
     shift = np.where(amax > 0, 62 - e, 0).astype(np.int64)
-    local_total = np.array(
-        [int(cupy.rint(cupy.ldexp(c, int(s))).astype(np.int64).sum(dtype=np.int64)) for c, s in zip(columns, shift)],
-        np.int64,
-    )
+    local_total = np.array([_device_fixed_point_sum(c, int(s)) for c, s in zip(cols, shift)], np.int64)
     total = np.asarray(comm.allreduce_sum(local_total), np.int64).reshape(m)
     return np.ldexp(total.astype(np.float64), -shift)
+
+
+# elements whose fixed-point terms are made at a time (32 MiB of float64 and of int64 terms)
+_DEVICE_CHUNK = 1 << 22
+
+
+def _device_fixed_point_sum(column, shift: int) -> int:
+    """The int64 sum of ``rint(ldexp(float64(x), shift))`` over a contiguous CuPy column: the
+    same CuPy operations on every chunk as on the whole column (a float32 widened exactly
+    first), so the terms are NumPy's and their integer sum does not depend on the order."""
+    import cupy
+
+    total = cupy.zeros((), cupy.int64)
+    for start in range(0, column.size, _DEVICE_CHUNK):
+        wide = column[start : start + _DEVICE_CHUNK].astype(cupy.float64)
+        total += cupy.rint(cupy.ldexp(wide, shift)).astype(cupy.int64).sum(dtype=cupy.int64)
+    return int(total)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
