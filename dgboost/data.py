@@ -216,8 +216,9 @@ class DMatrix:
         their GPU.
     label, weight, base_margin : array-like, shape (n,), optional
         ``base_margin`` may also be (n, n_groups) for multiclass models. A CuPy label or
-        weight is kept on its device and checked there; cuDF values and CuPy base margins
-        are copied to the host.
+        weight is kept on its device and checked there (not copied when it is C-contiguous
+        float32, as CuPy features are not); cuDF values and CuPy base margins are copied to
+        the host.
     group : array-like of int, optional
         Sizes of consecutive query groups (ranking); must sum to ``n``.
     qid : array-like of int, shape (n,), optional

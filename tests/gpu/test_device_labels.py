@@ -30,7 +30,7 @@ def cp():
     return cupy
 
 
-def _features(cp):
+def _features():
     X, _, _ = make_synthetic(N, 8, task="regression", missing_rate=0.05, seed=11)
     return X.astype(np.float32)
 
@@ -42,7 +42,7 @@ def _error(make):
 
 
 def test_a_cupy_label_and_weight_are_kept_on_the_device_and_read_as_the_hosts_float32(cp):
-    X = _features(cp)
+    X = _features()
     rng = np.random.default_rng(3)
     y = rng.normal(size=N)  # float64: rounded to float32 on the device as NumPy rounds it
     w = rng.integers(0, 5, N)  # integers: through float64, as on the host
@@ -58,7 +58,7 @@ def test_a_cupy_label_and_weight_are_kept_on_the_device_and_read_as_the_hosts_fl
 
 
 def test_a_label_set_later_replaces_the_kept_one_and_its_host_copy(cp):
-    X = _features(cp)
+    X = _features()
     dm = dg.DMatrix(cp.asarray(X), cp.zeros(N, cp.float32))
     assert not dm.label.any()  # the host copy is made
     dm.set_label(cp.ones(N, cp.float32))
@@ -80,7 +80,7 @@ def test_a_label_set_later_replaces_the_kept_one_and_its_host_copy(cp):
     ids=["nan label", "inf label", "short label", "two columns", "negative weight", "nan weight"],
 )
 def test_a_bad_device_vector_is_refused_with_the_hosts_message(cp, field, values, allow):
-    X = _features(cp)
+    X = _features()
     v = values()
     kwargs = {"label": np.ones(N, np.float32)} if field == "weight" else {}
     host = _error(lambda: dg.DMatrix(X, **{**kwargs, field: v}))
@@ -100,7 +100,7 @@ def test_a_bad_device_vector_is_refused_with_the_hosts_message(cp, field, values
     ids=["logistic out of [0, 1]", "poisson negative", "gamma zero", "multiclass fraction", "cox zero"],
 )
 def test_training_refuses_bad_device_labels_with_the_objectives_host_message(cp, params, labels):
-    X = _features(cp)
+    X = _features()
     y = labels(np.random.default_rng(5).normal(size=N)).astype(np.float32)
     p = {**params, "device": "cuda"}
     host = _error(lambda: dg.train(p, dg.DMatrix(cp.asarray(X), y), 1))
