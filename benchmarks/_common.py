@@ -59,3 +59,21 @@ def timed(fn, *args, **kwargs):
     start = time.perf_counter()
     out = fn(*args, **kwargs)
     return time.perf_counter() - start, out
+
+
+def device_wall(fn, repeats: int) -> dict:
+    """Wall seconds of ``fn()`` with the GPU's queue drained before and after each call: one
+    call to warm up, then ``{"median", "min", "max"}`` over ``repeats`` calls."""
+    import statistics
+
+    import cupy
+
+    fn()
+    cupy.cuda.Device().synchronize()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        cupy.cuda.Device().synchronize()
+        times.append(time.perf_counter() - t0)
+    return {"median": statistics.median(times), "min": min(times), "max": max(times)}

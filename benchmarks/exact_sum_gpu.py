@@ -13,28 +13,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine, versions, write_result  # noqa: E402
+from _common import device_wall, machine, versions, write_result  # noqa: E402
 
 
 def _timed(fn, repeats: int) -> dict:
-    import cupy
-
-    fn()
-    cupy.cuda.Device().synchronize()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        cupy.cuda.Device().synchronize()
-        times.append(time.perf_counter() - t0)
-    return {"median_ms": 1e3 * statistics.median(times), "min_ms": 1e3 * min(times), "max_ms": 1e3 * max(times)}
+    """:func:`_common.device_wall` in milliseconds."""
+    wall = device_wall(fn, repeats)
+    return {f"{k}_ms": 1e3 * v for k, v in wall.items()}
 
 
 def main(argv=None) -> None:

@@ -21,11 +21,9 @@ import cProfile
 import io
 import os
 import pstats
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from _common import machine, versions, write_result  # noqa: E402
+from _common import device_wall, machine, versions, write_result  # noqa: E402
 from round_bandwidth import _ncu, parse_ncu_csv  # noqa: E402
 from shap_gpu import CASES, make_case  # noqa: E402
 
@@ -71,20 +69,6 @@ def _layout(table, max_table_bytes: int) -> dict:
         "paths_extend_unwound": int((~tabled & ~quad).sum()),
         "table_bytes": int(total) * 8,
     }
-
-
-def _wall(fn, repeats: int) -> dict:
-    import cupy
-
-    fn()
-    cupy.cuda.Device().synchronize()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        cupy.cuda.Device().synchronize()
-        times.append(time.perf_counter() - t0)
-    return {"median": statistics.median(times), "min": min(times), "max": max(times)}
 
 
 def _profiled(fn, top: int) -> tuple[str, pstats.Stats]:
@@ -133,10 +117,10 @@ def run_case(
     model, _, Xd = make_case(name, train_rows)
     explainer = dg.TreeExplainer(model, device="cuda")
     call = lambda: explainer.contributions(Xd, interactions=interactions)  # noqa: E731
-    warm = _wall(call, repeats)
+    warm = device_wall(call, repeats)
     warm_profile, _ = _profiled(call, top)
     _fresh_explainer(model).contributions(Xd[:1], interactions=interactions)  # compiled and loaded
-    prep = _wall(lambda: _fresh_explainer(model).contributions(Xd[:1], interactions=interactions), repeats)
+    prep = device_wall(lambda: _fresh_explainer(model).contributions(Xd[:1], interactions=interactions), repeats)
     prep_profile, prep_stats = _profiled(
         lambda: _fresh_explainer(model).contributions(Xd[:1], interactions=interactions), top
     )

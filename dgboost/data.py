@@ -169,18 +169,7 @@ def _as_vector(name: str, value: Any, n: int, allow_negative: bool = True) -> An
             vec = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise DGBoostTypeError(f"{name} must be numeric, got {type(value).__name__}") from None
-    if vec.ndim == 2 and vec.shape[1] == 1:
-        vec = vec[:, 0]
-    if vec.ndim != 1:
-        raise DGBoostValueError(f"{name} must be 1-D, got shape {vec.shape}")
-    if vec.shape[0] != n:
-        raise DGBoostValueError(f"{name} has {vec.shape[0]} entries but data has {n} rows")
-    bad = ~np.isfinite(vec)
-    if bad.any():
-        raise DGBoostValueError(f"{name} contains NaN or infinite values (first at row {int(np.argmax(bad))})")
-    if not allow_negative and (vec < 0).any():
-        raise DGBoostValueError(f"{name} contains negative values (first at row {int(np.argmax(vec < 0))})")
-    return vec.astype(np.float32)
+    return _checked_vector(name, vec, n, allow_negative, np).astype(np.float32)
 
 
 def _device_vector(name: str, value: Any, n: int, allow_negative: bool):
@@ -192,18 +181,25 @@ def _device_vector(name: str, value: Any, n: int, allow_negative: bool):
     if value.dtype.kind not in "biuf":
         raise DGBoostTypeError(f"{name} must be numeric, got a CuPy array of {value.dtype}")
     vec = value if value.dtype == cupy.float32 else value.astype(cupy.float64)
+    vec = _checked_vector(name, vec, n, allow_negative, cupy)
+    return cupy.ascontiguousarray(vec.astype(cupy.float32, copy=False))
+
+
+def _checked_vector(name: str, vec, n: int, allow_negative: bool, xp):
+    """``vec`` (float32 or float64, of module ``xp``) as a 1-D vector of ``n`` finite values
+    (non-negative unless ``allow_negative``); an (n, 1) column is taken as its values."""
     if vec.ndim == 2 and vec.shape[1] == 1:
         vec = vec[:, 0]
     if vec.ndim != 1:
         raise DGBoostValueError(f"{name} must be 1-D, got shape {vec.shape}")
     if vec.shape[0] != n:
         raise DGBoostValueError(f"{name} has {vec.shape[0]} entries but data has {n} rows")
-    bad = ~cupy.isfinite(vec)
+    bad = ~xp.isfinite(vec)
     if bool(bad.any()):
-        raise DGBoostValueError(f"{name} contains NaN or infinite values (first at row {int(cupy.argmax(bad))})")
+        raise DGBoostValueError(f"{name} contains NaN or infinite values (first at row {int(xp.argmax(bad))})")
     if not allow_negative and bool((vec < 0).any()):
-        raise DGBoostValueError(f"{name} contains negative values (first at row {int(cupy.argmax(vec < 0))})")
-    return cupy.ascontiguousarray(vec.astype(cupy.float32, copy=False))
+        raise DGBoostValueError(f"{name} contains negative values (first at row {int(xp.argmax(vec < 0))})")
+    return vec
 
 
 class DMatrix:
