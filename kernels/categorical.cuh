@@ -27,4 +27,17 @@ __device__ __forceinline__ bool category_goes_left(const uint32_t* __restrict__ 
   return !category_in_set(bits, words, static_cast<uint32_t>(v));
 }
 
+// Whether a row whose entry at a split node is symbol ``sym`` goes left: the missing symbol (the
+// feature's number of bins) by the default direction, at a categorical node (``node_bits``, the
+// categories that go right, not null) when its category is not in the set, at a numeric one when
+// its bin is at most ``split_bin``. partition.cu's partition_flags and leaf.cu's walk both decide
+// by it, so a walked row reaches the leaf whose segment the partition puts it in.
+__device__ __forceinline__ bool symbol_goes_left(uint32_t sym, uint32_t missing, bool default_left,
+                                                 const uint32_t* __restrict__ node_bits, int words,
+                                                 long long split_bin) {
+  if (sym == missing) return default_left;
+  if (node_bits != nullptr) return !category_in_set(node_bits, words, sym);
+  return static_cast<long long>(sym) <= split_bin;
+}
+
 }  // namespace dgboost

@@ -9,11 +9,12 @@
 // ``add_walked_leaf_values`` (a tree grown in whole levels, its records in heap order): one
 // thread per row in row order walks the tree from the root with the row's own entries, so
 // the margin and the ELLPACK row are read where they lie (coalesced: about 20 B a row on
-// the airline-like set against the positions' 70) and no position is read. The walk takes
-// the decisions of partition.cu's partition_flags (the same symbol, missing symbol, default
-// direction and category sets), so each row reaches the leaf whose segment holds it, and
-// gets the same float32 value added once: the same margins. ``walk_table`` first packs each
-// inner slot's decision into 16 bytes, the one load a level of the walk.
+// the airline-like set against the positions' 70) and no position is read. The walk decides
+// as partition.cu's partition_flags does (categorical.cuh's symbol_goes_left, from the same
+// symbol, missing symbol, default direction and category sets), so each row reaches the leaf
+// whose segment holds it, and gets the same float32 value added once: the same margins.
+// ``walk_table`` first packs each inner slot's decision into 16 bytes, the one load a level
+// of the walk.
 #include "categorical.cuh"
 
 using namespace dgboost;
@@ -83,11 +84,10 @@ extern "C" __global__ void __launch_bounds__(256) add_walked_leaf_values(
       if (e.x < 0) break;  // a leaf: its rows stay where they are from here on
       const int width = e.w & ((1 << kWalkWidthBits) - 1);
       const unsigned sym = read_symbol(packed, row_bit + static_cast<uint32_t>(e.z), width);
-      bool left;
-      if (sym == static_cast<unsigned>(e.w >> kWalkMissingShift)) left = (e.w >> kWalkLeftBit) & 1;
-      else if ((e.w >> kWalkCatBit) & 1)
-        left = !category_in_set(cat_bits + static_cast<long long>(j) * cat_words, cat_words, sym);
-      else left = static_cast<int>(sym) <= e.y;
+      const unsigned int* node_bits =
+          (e.w >> kWalkCatBit) & 1 ? cat_bits + static_cast<long long>(j) * cat_words : nullptr;
+      const bool left = symbol_goes_left(sym, static_cast<unsigned>(e.w >> kWalkMissingShift),
+                                         ((e.w >> kWalkLeftBit) & 1) != 0, node_bits, cat_words, e.y);
       j = 2 * j + (left ? 1 : 2);
     }
     margin[r * n_groups + group] += values[j];

@@ -112,9 +112,7 @@ extern "C" __global__ void __launch_bounds__(kThreads) partition_flags(
         if (feature >= 0) {
           const int r = rows[p];
           const unsigned sym = read_symbol(packed, static_cast<uint64_t>(r) * row_bits + entry_offset, width);
-          if (sym == missing) f = dl;
-          else if (node_bits != nullptr) f = category_in_set(node_bits, cat_words, sym) ? 0 : 1;
-          else f = static_cast<long long>(sym) <= split_bin ? 1 : 0;
+          f = symbol_goes_left(sym, missing, dl != 0, node_bits, cat_words, split_bin) ? 1 : 0;
         }
         flags[p] = f;
         lefts += f;
