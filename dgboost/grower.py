@@ -133,8 +133,8 @@ class GrowingTree:
         ``Backend.add_record_leaf_values`` update the margins before the host reads the
         tree. None where growth read its batches on the way.
     rows : backend int32 (n_local,)
-        The row order: each record's (each leaf's) rows are ``rows[begin:end]`` (but for the
-        last level's leaves when the grower's ``leaf_rows`` is False).
+        The row order: each record's (each leaf's) rows are ``rows[begin:end]`` (not when
+        the grower's ``leaf_rows`` is False).
     walk : dict
         ``add_record_leaf_values``' keyword arguments that let a backend walk the records
         from each row's entries (the bins the tree was grown on and, with categorical
@@ -299,8 +299,9 @@ class TreeGrower:
         Whether a tree grown in whole levels leaves each leaf's rows at ``rows[begin:end]``
         (True, the default). A caller whose backend walks every row to its leaf from the
         records (``Backend.walks_leaves``) and reads no leaf's rows sets it False: the last
-        level is then not partitioned (about 7% of a depth-8 round on 115M rows), and its
-        leaves' row segments are not meaningful. The trees are the same either way.
+        level is then not partitioned (about 7% of a depth-8 round on 115M rows), each level
+        is partitioned into a second array that becomes the rows (no copy back), and no
+        leaf's row segment is meaningful. The trees are the same either way.
     """
 
     def __init__(
@@ -867,11 +868,16 @@ class TreeGrower:
         records[:1] = root
         parents, hist, bounds = root, root_hist, root_bounds
         bit_levels = [root_bits]
+        # without leaf rows only the split segments are read on: each level's partition
+        # writes a second array, which becomes the rows (no copy back into the first)
+        spare = None if self.leaf_rows else backend.empty(self.rows.shape, self.rows.dtype)
         for depth in range(1, p.max_depth + 1):
             if depth < p.max_depth or self.leaf_rows:
                 counts = backend.partition(
-                    self.binned.bins_by_feature, self.rows, parents, **self._cat_args(bit_levels[-1])
+                    self.binned.bins_by_feature, self.rows, parents, out=spare, **self._cat_args(bit_levels[-1])
                 )
+                if spare is not None:
+                    self.rows, spare = spare, self.rows
             else:
                 # the leaves' rows are not read: their records need only the parents' splits
                 # (sums and decisions), and no histogram is built under them

@@ -13,14 +13,19 @@
 //     (a counter, then a fence) scans the tile counts and writes each parent's (left,
 //     right) counts: one launch less a level.
 //  2. ``partition_scatter``: ranks inside the tile by warp ballots, plus the tile's base,
-//     give each row its place; rows go to a buffer at their final absolute positions.
-//  3. ``partition_copy_back``: buffer -> rows over the split segments.
+//     give each row its place; rows go to a buffer at their final absolute positions. A
+//     thread loads its kItems rows and flags first, and one barrier serves all kItems
+//     rounds of warp counts.
+//  3. ``partition_copy_back``: buffer -> rows over the split segments. A caller whose next
+//     reads need only the split segments takes the buffer as its rows instead (the
+//     backend's ``partition(out=...)``): no copy back.
 // Categorical splits (``has_cat`` != 0): a parent whose feature is categorical (``is_cat``)
 // sends a row left iff its bin's bit is NOT set in the parent's row of ``cat_bits`` (uint32
 // (k, cat_words), the categories that go right); a missing bin goes by default_left. The
 // bitset is read through the read-only cache (a node's words are shared by its tiles).
 // Memory traffic per row: 4 B row + 8 B symbol + 1 B flag written; 1 B flag + 4 B row read,
-// 4 B written; 8 B copied back (~30 B a row, no host round trip, no library scan).
+// 4 B written; 8 B copied back unless the caller takes the buffer (~30 B a row, no host
+// round trip, no library scan).
 #include "categorical.cuh"
 
 using namespace dgboost;
@@ -144,33 +149,46 @@ extern "C" __global__ void __launch_bounds__(kThreads) partition_scatter(
     const long long* __restrict__ tile_scan, const long long* __restrict__ counts, int* __restrict__ buffer) {
   TileSpan s;
   if (!tile_span(parents, k, tile_offsets, s)) return;
-  __shared__ int warp_counts[kThreads / 32];
+  // each warp's left count of each item, so one barrier serves the tile's kItems rounds
+  __shared__ int warp_counts[kItems][kThreads / 32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const unsigned lanes_below = (1u << lane) - 1u;
-  // left rows of this node before this tile, and the node's left count
-  long long lefts_before = tile_scan[blockIdx.x] - tile_scan[tile_offsets[s.node]];
-  const long long node_lefts = counts[2 * s.node];
+  // every item's loads are issued before the first is used: kItems loads in flight a thread
+  int row[kItems];
+  bool left[kItems];
+#pragma unroll
   for (int it = 0; it < kItems; ++it) {
     const long long p = s.start + it * kThreads + threadIdx.x;
     const bool valid = p < s.stop;
-    const bool f = valid && flags[p] != 0;
-    const unsigned ballot = __ballot_sync(0xffffffffu, f);
-    if (lane == 0) warp_counts[warp] = __popc(ballot);
-    __syncthreads();
+    row[it] = valid ? rows[p] : 0;
+    left[it] = valid && flags[p] != 0;
+  }
+  unsigned ballot[kItems];
+#pragma unroll
+  for (int it = 0; it < kItems; ++it) {
+    ballot[it] = __ballot_sync(0xffffffffu, left[it]);
+    if (lane == 0) warp_counts[it][warp] = __popc(ballot[it]);
+  }
+  __syncthreads();
+  // left rows of this node before this tile, and the node's left count
+  long long lefts_before = tile_scan[blockIdx.x] - tile_scan[tile_offsets[s.node]];
+  const long long node_lefts = counts[2 * s.node];
+#pragma unroll
+  for (int it = 0; it < kItems; ++it) {
     int warp_base = 0, total = 0;
     for (int w = 0; w < kThreads / 32; ++w) {
-      const int c = warp_counts[w];
+      const int c = warp_counts[it][w];
       warp_base += w < warp ? c : 0;
       total += c;
     }
-    if (valid) {
-      const long long lefts_here = lefts_before + warp_base + __popc(ballot & lanes_below);
+    const long long p = s.start + it * kThreads + threadIdx.x;
+    if (p < s.stop) {
+      const long long lefts_here = lefts_before + warp_base + __popc(ballot[it] & lanes_below);
       const long long offset = p - s.begin;  // position inside the node's segment
-      const long long dest = f ? s.begin + lefts_here : s.begin + node_lefts + (offset - lefts_here);
-      buffer[dest] = rows[p];
+      const long long dest = left[it] ? s.begin + lefts_here : s.begin + node_lefts + (offset - lefts_here);
+      buffer[dest] = row[it];
     }
     lefts_before += total;
-    __syncthreads();  // warp_counts is rewritten by the next round
   }
 }
 

@@ -159,14 +159,22 @@ class Backend(Protocol):
         constrained feature so that they meet at the mean of the two clipped child weights.
         """
 
-    def partition(self, bins_by_feature, rows, records, max_rows: int | None = None, categorical=None, cat_bits=None):
-        """Stable in-place partition of each record's segment by its split decision.
+    def partition(
+        self, bins_by_feature, rows, records, max_rows: int | None = None, categorical=None, cat_bits=None, out=None
+    ):
+        """Stable partition of each record's segment by its split decision, in place.
 
         With ``categorical`` (a CategoricalLayout) and ``cat_bits`` (uint32 (k, words), the
         records' category sets as :meth:`evaluate_splits` wrote them): on a categorical
         feature a bin goes RIGHT iff its bit is set, a missing bin by default_left.
 
         ``max_rows``, when known, bounds the rows of the records' segments (it sizes the launch).
+
+        ``out``, an array of ``rows``' shape and dtype on the device, receives the partitioned
+        segments in place of ``rows``, whose contents are then not meaningful (nor are
+        ``out``'s outside the segments). A caller that reads only these segments' rows from
+        then on takes ``out`` as its rows and reuses ``rows`` for the next call: the CUDA
+        backend then copies nothing back.
 
         Returns int64 (k, 2) local (left, right) row counts; a record that is not split
         (feature < 0) keeps its rows, all counted left. ``bins_by_feature`` is the

@@ -453,7 +453,9 @@ class CPUBackend:
         return node_bounds_on_host(left, right, feature, sums, monotone, scale_g, scale_h, params)
 
     @_on_own_threads
-    def partition(self, bins_by_feature, rows, records, max_rows=None, categorical=None, cat_bits=None) -> np.ndarray:
+    def partition(
+        self, bins_by_feature, rows, records, max_rows=None, categorical=None, cat_bits=None, out=None
+    ) -> np.ndarray:
         begins = np.ascontiguousarray(records[:, BEGIN])
         ends = np.ascontiguousarray(records[:, END])
         counts = np.stack([ends - begins, np.zeros_like(begins)], axis=1)  # unsplit: rows stay left
@@ -474,6 +476,8 @@ class CPUBackend:
             K.partition(*nodes, split_bin, default_left, missing, self.threads, scratch, left_counts)
         counts[split, 0] = left_counts
         counts[split, 1] = ends[split] - begins[split] - left_counts
+        if out is not None:  # the kernels partition in place (the grower never asks: no walked leaves)
+            out[...] = rows
         return counts
 
     @_on_own_threads

@@ -789,7 +789,7 @@ class CUDABackend:
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         return begins, offsets, int(offsets[-1])
 
-    def partition(self, bins: EllpackMatrix, rows, records, max_rows=None, categorical=None, cat_bits=None):
+    def partition(self, bins: EllpackMatrix, rows, records, max_rows=None, categorical=None, cat_bits=None, out=None):
         records = self._records(records)
         k = int(records.shape[0])
         counts = self.empty((k, 2), np.int64)
@@ -805,7 +805,7 @@ class CUDABackend:
         flags = self._scratch("partition_flags", n, np.uint8)
         tile_lefts = self._scratch("tile_lefts", max_tiles, np.int64)
         tile_scan = self._scratch("tile_scan", max_tiles + 1, np.int64)
-        buffer = self._scratch("partition_buffer", n, np.int32)
+        buffer = self._scratch("partition_buffer", n, np.int32) if out is None else out
         tiled = (records, np.int32(k), tile_offsets)
         # flags and tile counts; the last block scans them into the parents' counts
         self._launch(
@@ -827,7 +827,10 @@ class CUDABackend:
             threads=256,
             grid=max_tiles,
         )
-        self._launch("partition.cu", "partition_copy_back", 0, (buffer,) + tiled + (rows,), threads=256, grid=max_tiles)
+        if out is None:
+            self._launch(
+                "partition.cu", "partition_copy_back", 0, (buffer,) + tiled + (rows,), threads=256, grid=max_tiles
+            )
         return counts
 
     def _partition_categories(self, categorical, cat_bits, k: int) -> tuple:

@@ -120,6 +120,13 @@ def test_partition_kernel_is_stable_and_matches_the_reference():
     np.testing.assert_array_equal(counts.sum(1), ends - begins)
     for b, e, c in zip(begins, ends, counts[:, 0]):  # stable: each side keeps increasing row order
         assert np.all(np.diff(rows[b : b + c]) > 0) and np.all(np.diff(rows[b + c : e]) > 0)
+    # into a second array: the same rows and counts there
+    out = np.full_like(rows, -1)
+    again = BACKEND.partition(
+        columns, np.arange(x.shape[0], dtype=np.int32), node_records(begins, ends, feature, split_bin, dl), out=out
+    )
+    np.testing.assert_array_equal(out, want_rows)
+    np.testing.assert_array_equal(again, counts)
 
 
 def test_prediction_kernel_matches_a_plain_tree_walk():

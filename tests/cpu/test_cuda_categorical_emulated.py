@@ -132,6 +132,26 @@ def test_emulated_cuda_numeric_split_search_is_unchanged():
     _evaluate_both(_cuda_emulator.EmulatedCUDABackend(), hist, totals, [16, 9, 33], [0, 0, 0], _Params(gamma=0.5))
 
 
+@pytest.mark.parametrize("constrained", [False, True], ids=["plain", "monotone"])
+def test_emulated_cuda_numeric_split_search_over_many_chunks_and_at_chunk_edges_is_the_cpus(constrained):
+    # best_per_feature scans a feature's bins 32 at a time, carrying each chunk's sums: wide
+    # features, a one-bin one and widths at a chunk's edge
+    n_bins = [256, 257, 300, 1, 32, 33, 255]
+    rng = np.random.default_rng(11)
+    hist, totals = _tied_histograms(rng, 5, n_bins)
+    kw = {}
+    if constrained:
+        bounds = np.tile([-np.inf, np.inf], (5, 1)).astype(np.float64)
+        bounds[2] = [-0.5, 0.25]
+        kw = dict(bounds=bounds, monotone=np.array([1, -1, 0, 1, 0, -1, 1], np.int8))
+    want = _evaluate_both(
+        _cuda_emulator.EmulatedCUDABackend(), hist, totals, n_bins, [0] * len(n_bins), _Params(), **kw
+    )
+    # the case is what it says: some node splits on a feature of 8 chunks or fewer, some on a wider one
+    winners = set(want[:, FEATURE].tolist())
+    assert winners & {0, 3, 4, 5, 6} and winners & {1, 2}
+
+
 def test_emulated_cuda_categorical_partition_moves_the_cpu_rows():
     rng = np.random.default_rng(8)
     n, n_cats = 3000, [3, 70, 200]

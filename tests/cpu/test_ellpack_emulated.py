@@ -118,6 +118,34 @@ def test_emulated_partition_of_a_mixed_width_matrix_moves_the_cpu_rows():
     np.testing.assert_array_equal(got_rows, want_rows)
 
 
+def test_emulated_partition_into_a_second_array_writes_every_segment_there_and_copies_nothing_back():
+    rng, x, cuts = mixed_width_data(4, MIXED, n=3000)
+    backend = _cuda_emulator.EmulatedCUDABackend()
+    ell = backend.bin_values(x, cuts.values, cuts.ptrs)
+    # segments with gaps between them (rows of earlier leaves), a parent not split, one empty
+    segments = np.array([[0, 700], [900, 2100], [2100, 2100], [2200, 2950]])
+    feature = np.array([1, 4, 0, -1])
+    n_bins = np.diff(cuts.ptrs)
+    split_bin = [int(rng.integers(0, n_bins[f])) if f >= 0 else -1 for f in feature]
+    records = node_records(
+        segments[:, 0], segments[:, 1], feature=feature, split_bin=split_bin, default_left=rng.integers(0, 2, 4)
+    )
+    rows = rng.permutation(3000).astype(np.int32)
+    want_rows = rows.copy()
+    want = CPU.partition(CPU.column_layout(_cpu_bins(x, cuts)), want_rows, records)
+    out = np.full_like(rows, -7)
+    got = backend.partition(ell, rows.copy(), records, out=out)
+    np.testing.assert_array_equal(got, want)
+    for begin, end in segments:
+        np.testing.assert_array_equal(out[begin:end], want_rows[begin:end])
+    outside = np.ones(3000, bool)
+    for begin, end in segments:
+        outside[begin:end] = False
+    assert (out[outside] == -7).all()  # nothing outside the segments is written
+    names = [name for name, *_ in backend.launches]
+    assert names.count("partition_scatter") == 1 and "partition_copy_back" not in names
+
+
 def test_emulated_gpu_training_with_a_4000_category_feature_saves_the_cpu_model(monkeypatch):
     import json
 

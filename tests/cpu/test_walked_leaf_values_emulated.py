@@ -73,6 +73,9 @@ def test_every_walked_tree_gives_the_margins_of_its_leaves_segments_and_the_cpu_
     cuda = dg.train({**p, "device": "cuda"}, dg.DMatrix(x, y, feature_types=types), 2, verbose_eval=False)
     walked = [name for name, *_ in backend.launches if name == "add_walked_leaf_values"]
     assert len(seen) == len(walked) == 2 * (3 if "num_class" in p else 1)
+    # the segments are read: every level is partitioned in place
+    copied = [name for name, *_ in backend.launches if name == "partition_copy_back"]
+    assert len(copied) == len(walked) * p["max_depth"]
     assert all(seen), f"trees whose walk differs from their segments: {[i for i, ok in enumerate(seen) if not ok]}"
     assert cuda.ensemble.has_categorical == categorical
     assert normalised_model_json(cuda, keys=()) == normalised_model_json(cpu, keys=())
@@ -105,6 +108,8 @@ def test_walked_trees_skip_the_last_levels_partition_and_stay_the_cpu_engines_mo
     assert names.count("add_walked_leaf_values") == trees
     # a partition a level but the last: the leaves' rows are never read
     assert names.count("partition_flags") == trees * (p["max_depth"] - 1)
+    # each level's rows are the partition's second array: nothing is copied back
+    assert names.count("partition_copy_back") == 0
     assert normalised_model_json(cuda, keys=()) == normalised_model_json(cpu, keys=())
 
 

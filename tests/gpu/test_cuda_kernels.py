@@ -221,6 +221,15 @@ def test_partition_of_a_mixed_width_matrix_with_missing_values_equals_the_cpu_pa
     got = gpu.partition(ell, dev_rows, cupy.asarray(records))
     np.testing.assert_array_equal(got.get(), want)
     np.testing.assert_array_equal(dev_rows.get(), want_rows)
+    # into a second array: the same rows in every segment, nothing written outside them
+    out = cupy.full(n, -7, np.int32)
+    got = gpu.partition(ell, cupy.asarray(rows), cupy.asarray(records), out=out)
+    np.testing.assert_array_equal(got.get(), want)
+    out, inside = out.get(), np.zeros(n, bool)
+    for begin, end in segments:
+        np.testing.assert_array_equal(out[begin:end], want_rows[begin:end])
+        inside[begin:end] = True
+    assert (out[~inside] == -7).all()
 
 
 def _decisions(records):
