@@ -162,7 +162,8 @@ class Backend(Protocol):
     def partition(
         self, bins_by_feature, rows, records, max_rows: int | None = None, categorical=None, cat_bits=None, out=None
     ):
-        """Stable partition of each record's segment by its split decision, in place.
+        """Stable partition of each record's segment by its split decision (in place unless
+        ``out`` is given).
 
         With ``categorical`` (a CategoricalLayout) and ``cat_bits`` (uint32 (k, words), the
         records' category sets as :meth:`evaluate_splits` wrote them): on a categorical

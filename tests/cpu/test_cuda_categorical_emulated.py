@@ -147,7 +147,7 @@ def test_emulated_cuda_numeric_split_search_over_many_chunks_and_at_chunk_edges_
     want = _evaluate_both(
         _cuda_emulator.EmulatedCUDABackend(), hist, totals, n_bins, [0] * len(n_bins), _Params(), **kw
     )
-    # the case is what it says: some node splits on a feature of 8 chunks or fewer, some on a wider one
+    # the case is what it says: some node splits on a feature of at most 256 bins, some on a wider one
     winners = set(want[:, FEATURE].tolist())
     assert winners & {0, 3, 4, 5, 6} and winners & {1, 2}
 
