@@ -869,8 +869,9 @@ class TreeGrower:
         parents, hist, bounds = root, root_hist, root_bounds
         bit_levels = [root_bits]
         # without leaf rows only the split segments are read on: each level's partition
-        # writes a second array, which becomes the rows (no copy back into the first)
-        spare = None if self.leaf_rows else backend.empty(self.rows.shape, self.rows.dtype)
+        # writes a second array, which becomes the rows (no copy back into the first); a
+        # one-level tree partitions nothing
+        spare = None if self.leaf_rows or p.max_depth < 2 else backend.empty(self.rows.shape, self.rows.dtype)
         for depth in range(1, p.max_depth + 1):
             if depth < p.max_depth or self.leaf_rows:
                 counts = backend.partition(

@@ -89,8 +89,10 @@ def test_every_walked_tree_gives_the_margins_of_its_leaves_segments_and_the_cpu_
         (False, {"objective": "binary:logistic", "max_depth": 4, "subsample": 0.7, "seed": 5}),
         (False, {"objective": "multi:softprob", "num_class": 3, "max_depth": 3, "gamma": 2.0}),
         (True, {"objective": "binary:logistic", "max_depth": 3, "max_cat_to_onehot": 1}),
+        # no level but the last: nothing partitioned
+        (False, {"objective": "reg:squarederror", "max_depth": 1}),
     ],
-    ids=["numeric-subsampled", "multiclass-early-leaves", "categorical"],
+    ids=["numeric-subsampled", "multiclass-early-leaves", "categorical", "one-level"],
 )
 def test_walked_trees_skip_the_last_levels_partition_and_stay_the_cpu_engines_model(categorical, params, monkeypatch):
     from dgboost.testing.checks import normalised_model_json
