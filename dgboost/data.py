@@ -349,7 +349,7 @@ class DMatrix:
     def _vector(self, name: str):
         """``"label"`` or ``"weight"`` as kept: float32 (n,), a CuPy array on the data's
         device when it was given as one (training reads it there), else NumPy; or None."""
-        return self.__dict__.get(f"_{name}_kept")
+        return self.__dict__.get(getattr(type(self), name).kept)
 
     def get_label(self) -> np.ndarray:
         return np.empty(0, np.float32) if self.label is None else self.label
