@@ -46,6 +46,7 @@
 #define SHAP_QUAD_MAX_K 16  // longest path (non-bias elements) the quadrature kernels hold
 #endif
 #define SHAP_QUAD_MAX_NQ ((SHAP_QUAD_MAX_K + 1) / 2)
+constexpr int kTableLoads = 4;  // elements of a tabled path whose loads shap_rows issues together
 #define SHAP_QUAD_K_NQ (SHAP_QUAD_MAX_K * SHAP_QUAD_MAX_NQ)  // shap_rows' shared g_on per warp
 
 using dgboost::int64_t;
@@ -272,14 +273,31 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
     if (toff >= 0) {  // table method
       const long long B = path_on_bits(x, s, k, feature, lower, upper, missing, cat_offset, cat_pool);
       const long long half = 1LL << (k - 1);
-      for (int i = 0; i < k; ++i) {
-        const double z = zero_fraction[s + i];
-        const long long low = (1LL << i) - 1;
-        const double von = v * (1.0 - z);
-        const double voff = -v * z;
-        const long long P = (B & low) | ((B >> (i + 1)) << i);
-        const double c = ((B >> i) & 1) ? von : voff;
-        acc[feature[s + i] * stride] += c * table_values[toff + i * half + P];
+      // kTableLoads elements' loads issued together, then their additions in element order
+      // (the same bits): one element at a time waited on each table read (an L2 hit) in turn
+      for (int i0 = 0; i0 < k; i0 += kTableLoads) {
+        double w[kTableLoads], z[kTableLoads];
+        int f[kTableLoads];
+#pragma unroll
+        for (int j = 0; j < kTableLoads; ++j) {
+          const int i = i0 + j;
+          if (i < k) {
+            const long long P = (B & ((1LL << i) - 1)) | ((B >> (i + 1)) << i);
+            w[j] = table_values[toff + i * half + P];
+            z[j] = zero_fraction[s + i];
+            f[j] = feature[s + i];
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < kTableLoads; ++j) {
+          const int i = i0 + j;
+          if (i < k) {
+            const double von = v * (1.0 - z[j]);
+            const double voff = -v * z[j];
+            const double c = ((B >> i) & 1) ? von : voff;
+            acc[f[j] * stride] += c * w[j];
+          }
+        }
       }
     } else if (k <= quad_max_k) {  // quadrature (treeshap.py _block_quadrature)
       const long long on = path_on_bits(x, s, k, feature, lower, upper, missing, cat_offset, cat_pool);

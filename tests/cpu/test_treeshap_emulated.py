@@ -122,6 +122,20 @@ def test_emulated_gpu_shap_values_are_the_cpus_bits(emulated, make, budget, quad
     assert_bitwise(gpu.shap_values_device(table, X, budget, quad_max_k=quad_max_k), want)
 
 
+def test_emulated_gpu_table_method_gives_the_cpus_bits_on_paths_of_one_to_nine_elements(emulated):
+    # shap_rows reads a tabled path's elements four at a time: lengths below, at and past
+    # one and two groups of four
+    gpu, _ = emulated
+    rng = np.random.default_rng(5)
+    ens = random_ensemble(rng, 14, n_trees=4, max_depth=9, n_groups=1)
+    table = extract_paths(ens)
+    k = table.path_lengths - 1
+    assert {1, 3, 4, 5, 8, 9} <= set(k.tolist())
+    X = random_rows(rng, 40, 14).astype(np.float32)
+    want = shap_values_table(table, X, max_table_bytes=1 << 24)
+    assert_bitwise(gpu.shap_values_device(table, X, 1 << 24), want)
+
+
 @pytest.mark.parametrize("n_rows", [33, 34, 35, 64])
 def test_emulated_gpu_quadrature_gives_the_cpus_bits_whatever_the_rows_of_the_last_warp(emulated, n_rows):
     # shap_rows' quadrature shares g_on across a warp of at least three rows and divides per
