@@ -9,7 +9,12 @@ For each case of ``shap_gpu.py`` (the same XGBoost model and rows) it reports
 * a cold preparation (``TreeExplainer`` with its caches emptied, one row explained): wall
   time by stage, from cProfile's cumulative times;
 * with ``--ncu``: the device time of every kernel of one warm call (Nsight Compute,
-  ``gpu__time_duration``), so that wall minus kernels is what the host and the gaps cost.
+  ``gpu__time_duration``), so that wall minus kernels is what the host and the gaps cost;
+* with ``--cold-runs N``: N end-to-end cold calls as ``shap_gpu.py`` times them (a fresh
+  explainer, every row, a device synchronise), each split by wall clock into its stages
+  (inclusive: the import holds the model key, the upload holds the host arrays) and the
+  time Python's garbage collector ran (``gc.callbacks``), so that a slow run shows where it
+  lost its time.
 
     python benchmarks/shap_gpu_anatomy.py --cases c,d,a-interactions,imported --ncu
 """
@@ -24,6 +29,7 @@ import pstats
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -108,7 +114,14 @@ def _fresh_explainer(model):
 
 
 def run_case(
-    name: str, repeats: int, train_rows: int, top: int, use_ncu: bool, workdir: Path, detail: bool = False
+    name: str,
+    repeats: int,
+    train_rows: int,
+    top: int,
+    use_ncu: bool,
+    workdir: Path,
+    detail: bool = False,
+    cold_runs: int = 0,
 ) -> dict:
     import dgboost as dg
     from dgboost.backend._cuda_shap import GPU_TABLE_BYTES
@@ -134,6 +147,12 @@ def run_case(
     print(f"\n=== {name}: {result['layout']}\nwarm call {warm}\npreparation {prep} {result['preparation_stages_s']}")
     print(f"warm call, host functions by own time (cProfile)\n{warm_profile}")
     print(f"cold preparation, host functions by own time (cProfile)\n{prep_profile}", flush=True)
+    if cold_runs:
+        result["cold_calls"] = _cold_trace(model, Xd, interactions, cold_runs)
+        print("cold end-to-end calls, wall ms by stage (inclusive):")
+        for i, run in enumerate(result["cold_calls"]):
+            parts = ", ".join(f"{k} {1e3 * v:.1f}" for k, v in run["stages_s"].items())
+            print(f"  [{i}] {1e3 * run['total_s']:.1f} ms: {parts}; {run['gc_collections']} collections", flush=True)
     if use_ncu:
         path = workdir / f"{name}.ubj"
         model.save_model(str(path))
@@ -198,6 +217,100 @@ def _kernels_under_ncu(name: str, model_path: Path, rows_path: Path) -> dict:
     return kernels
 
 
+class _StageClock:
+    """Inclusive wall seconds of wrapped callables, and of the garbage collector, per run."""
+
+    def __init__(self):
+        self.seconds: dict = {}
+        self._gc_start = None
+        self.collections = 0
+
+    def wrap(self, owner, name: str, label: str, prop: bool = False):
+        original = owner.__dict__[name]
+        target = original.fget if prop else original
+
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return target(*args, **kwargs)
+            finally:
+                self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - t0
+
+        setattr(owner, name, property(timed) if prop else timed)
+        return lambda: setattr(owner, name, original)
+
+    def gc_callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+        elif self._gc_start is not None:
+            self.seconds["garbage collector"] = self.seconds.get("garbage collector", 0.0) + (
+                time.perf_counter() - self._gc_start
+            )
+            self.collections += 1
+            self._gc_start = None
+
+
+def _cold_trace(model, Xd, interactions: bool, runs: int) -> list:
+    """``runs`` cold end-to-end calls (fresh explainer, every row, synchronised), each with
+    its stages' inclusive wall seconds and the garbage collector's (module docstring)."""
+    import gc
+
+    import cupy
+    import xgboost as xgb
+
+    import dgboost as dg
+    from dgboost.backend import _cuda_treeshap as gpu
+    from dgboost.explain import explainer as explainer_module
+    from dgboost.explain import paths, prepared, treeshap
+
+    clock = _StageClock()
+    undo = [clock.wrap(xgb.Booster, "save_raw", "xgboost save_raw")]
+    for module, name, label in (
+        (prepared, "from_xgboost_ubjson", "import of the booster's bytes"),
+        (prepared, "content_digest", "model content key"),
+        (prepared, "extract_paths", "path extraction"),
+        (gpu, "_host_arrays", "device host arrays"),
+    ):
+        original = getattr(module, name)
+
+        def timed(*args, _f=original, _label=label, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return _f(*args, **kwargs)
+            finally:
+                clock.seconds[_label] = clock.seconds.get(_label, 0.0) + time.perf_counter() - t0
+
+        setattr(module, name, timed)
+        undo.append(lambda m=module, n=name, o=original: setattr(m, n, o))
+    undo.append(clock.wrap(paths.PathTable, "expected_value", "expected value"))
+    undo.append(clock.wrap(paths.PathTable, "fingerprint", "path-table fingerprint", prop=True))
+    undo.append(clock.wrap(gpu.DevicePathTable, "__init__", "upload and weight tables"))
+    undo.append(clock.wrap(explainer_module.TreeExplainer, "__init__", "explainer constructor"))
+    undo.append(clock.wrap(explainer_module.TreeExplainer, "contributions", "contributions call"))
+    gc.callbacks.append(clock.gc_callback)
+    trace = []
+    try:
+        for _ in range(runs + 1):  # the first warms up
+            clock.seconds, clock.collections = {}, 0
+            gpu._clear_cache()
+            treeshap._PROCESS_TABLES.clear()
+            prepared._PREPARED.clear()
+            cupy.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            dg.TreeExplainer(model, device="cuda").contributions(Xd, interactions=interactions)
+            t1 = time.perf_counter()
+            cupy.cuda.Device().synchronize()
+            t2 = time.perf_counter()
+            stages = {k: round(v, 5) for k, v in clock.seconds.items()}
+            stages["final synchronise"] = round(t2 - t1, 5)
+            trace.append({"total_s": round(t2 - t0, 5), "stages_s": stages, "gc_collections": clock.collections})
+    finally:
+        gc.callbacks.remove(clock.gc_callback)
+        for u in reversed(undo):
+            u()
+    return trace[1:]
+
+
 def _child(name: str, model_path: str, rows_path: str) -> None:
     """One warm call of case ``name`` between cudaProfilerStart and Stop (under ncu)."""
     import cupy
@@ -226,6 +339,7 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--ncu-detail", action="store_true", help="with --ncu: also the first SHAP kernel's occupancy and stalls"
     )
+    parser.add_argument("--cold-runs", type=int, default=0, help="cold end-to-end calls traced by stage")
     parser.add_argument("--child", nargs=3, metavar=("CASE", "MODEL", "ROWS"), help=argparse.SUPPRESS)
     parser.add_argument("--output", default=None)
     args = parser.parse_args(argv)
@@ -236,7 +350,16 @@ def main(argv=None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.cases.split(","):
             results.append(
-                run_case(name, args.repeats, args.train_rows, args.top, args.ncu, Path(tmp), args.ncu_detail)
+                run_case(
+                    name,
+                    args.repeats,
+                    args.train_rows,
+                    args.top,
+                    args.ncu,
+                    Path(tmp),
+                    args.ncu_detail,
+                    args.cold_runs,
+                )
             )
             payload = {"benchmark": "shap_gpu_anatomy", "machine": machine(), "results": results}
             payload["versions"] = versions("dgboost", "xgboost", "cupy")
