@@ -44,6 +44,9 @@ they are kept in ``--cache-dir``.
 
     python benchmarks/shap_prepare_profile.py --base /tmp/base [--cases c d] [--train-rows 200000] [--clock cpu]
 
+``--host-threads N`` makes both sides walk paths and hash with N threads, as on a host of N
+cores (on a smaller machine the threads share its cores).
+
 ``--clock cpu`` times the processes' CPU time (all threads summed) instead of elapsed time:
 steadier where other processes take the cores, but blind to what threads save in latency
 (the fingerprint's hashing and, from 4 cores, the path walks run on several threads).
@@ -125,8 +128,16 @@ def _forget(table) -> None:
         table.__dict__.pop(key, None)
 
 
-def _child(model_path: str, repeats: int, dump: str | None, clock: str = "wall") -> dict:
+def _child(
+    model_path: str, repeats: int, dump: str | None, clock: str = "wall", host_threads: int | None = None
+) -> dict:
     import xgboost as xgb
+
+    if host_threads is not None and _has_module("dgboost.explain._digest"):
+        # as on a host of that many cores: the path walk's and the hashing's threads
+        from dgboost.explain import _digest, paths
+
+        paths.host_threads = _digest.host_threads = lambda: host_threads
 
     import dgboost
     from dgboost import _ubjson
@@ -252,9 +263,13 @@ def _collect_ubj(node, where: str, out: dict) -> None:
 # ---------------------------------------------------------------------------------------
 # the driver
 # ---------------------------------------------------------------------------------------
-def _run_child(pkg_root: str, model: Path, repeats: int, dump: str | None, clock: str = "wall") -> dict:
+def _run_child(
+    pkg_root: str, model: Path, repeats: int, dump: str | None, clock: str = "wall", host_threads: int | None = None
+) -> dict:
     cmd = [sys.executable, __file__, "--child", str(model), "--repeats", str(repeats), "--pkg-root", pkg_root]
     cmd += ["--clock", clock]
+    if host_threads is not None:
+        cmd += ["--host-threads", str(host_threads)]
     if dump:
         cmd += ["--dump", dump]
     env = dict(os.environ, PYTHONPATH=pkg_root)
@@ -297,7 +312,7 @@ def run_case(name: str, args, tmp: str) -> dict:
     dumps = {side: os.path.join(tmp, f"{name}_{side}.npz") for side in sides}
     for i in range(args.alternations):
         for side, root in sides.items():
-            res = _run_child(root, model, args.repeats, dumps[side] if i == 0 else None, args.clock)
+            res = _run_child(root, model, args.repeats, dumps[side] if i == 0 else None, args.clock, args.host_threads)
             for s in STAGES:
                 samples[side][s].extend(res["times"][s])
             info[side] = {k: v for k, v in res.items() if k != "times"}
@@ -343,6 +358,12 @@ def main(argv=None) -> None:
         help="wall: elapsed time; cpu: the process's CPU time, all threads summed (steadier on a "
         "shared machine, but it counts threads' work, not the latency they save)",
     )
+    ap.add_argument(
+        "--host-threads",
+        type=int,
+        default=None,
+        help="threads the preparation walks paths and hashes with (default: this host's cores, at most 16)",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--pkg-root", help=argparse.SUPPRESS)
     ap.add_argument("--dump", help=argparse.SUPPRESS)
@@ -350,7 +371,7 @@ def main(argv=None) -> None:
 
     if args.child:
         sys.path.insert(0, args.pkg_root)
-        print(json.dumps(_child(args.child, args.repeats, args.dump, args.clock)))
+        print(json.dumps(_child(args.child, args.repeats, args.dump, args.clock, args.host_threads)))
         return
     if not args.base:
         ap.error("--base DIR is needed (a copy of the baseline's dgboost/ package lives in DIR)")
@@ -369,6 +390,7 @@ def main(argv=None) -> None:
         "repeats": args.repeats,
         "alternations": args.alternations,
         "clock": args.clock,
+        "host_threads_override": args.host_threads,
         "load_before": _uptime(),
     }
     cases = {}
