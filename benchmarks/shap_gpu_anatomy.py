@@ -226,6 +226,8 @@ class _StageClock:
         self.collections = 0
 
     def wrap(self, owner, name: str, label: str, prop: bool = False):
+        """Time ``owner.name`` (a class's or a module's callable, or with ``prop`` a property)
+        under ``label``; returns what puts the original back."""
         original = owner.__dict__[name]
         target = original.fget if prop else original
 
@@ -264,29 +266,19 @@ def _cold_trace(model, Xd, interactions: bool, runs: int) -> list:
     from dgboost.explain import paths, prepared, treeshap
 
     clock = _StageClock()
-    undo = [clock.wrap(xgb.Booster, "save_raw", "xgboost save_raw")]
-    for module, name, label in (
-        (prepared, "from_xgboost_ubjson", "import of the booster's bytes"),
-        (prepared, "content_digest", "model content key"),
-        (prepared, "extract_paths", "path extraction"),
-        (gpu, "_host_arrays", "device host arrays"),
-    ):
-        original = getattr(module, name)
-
-        def timed(*args, _f=original, _label=label, **kwargs):
-            t0 = time.perf_counter()
-            try:
-                return _f(*args, **kwargs)
-            finally:
-                clock.seconds[_label] = clock.seconds.get(_label, 0.0) + time.perf_counter() - t0
-
-        setattr(module, name, timed)
-        undo.append(lambda m=module, n=name, o=original: setattr(m, n, o))
-    undo.append(clock.wrap(paths.PathTable, "expected_value", "expected value"))
-    undo.append(clock.wrap(paths.PathTable, "fingerprint", "path-table fingerprint", prop=True))
-    undo.append(clock.wrap(gpu.DevicePathTable, "__init__", "upload and weight tables"))
-    undo.append(clock.wrap(explainer_module.TreeExplainer, "__init__", "explainer constructor"))
-    undo.append(clock.wrap(explainer_module.TreeExplainer, "contributions", "contributions call"))
+    wrapped = (
+        (xgb.Booster, "save_raw", "xgboost save_raw", False),
+        (prepared, "from_xgboost_ubjson", "import of the booster's bytes", False),
+        (prepared, "content_digest", "model content key", False),
+        (prepared, "extract_paths", "path extraction", False),
+        (paths.PathTable, "expected_value", "expected value", False),
+        (paths.PathTable, "fingerprint", "path-table fingerprint", True),
+        (gpu, "_host_arrays", "device host arrays", False),
+        (gpu.DevicePathTable, "__init__", "upload and weight tables", False),
+        (explainer_module.TreeExplainer, "__init__", "explainer constructor", False),
+        (explainer_module.TreeExplainer, "contributions", "contributions call", False),
+    )
+    undo = [clock.wrap(owner, name, label, prop) for owner, name, label, prop in wrapped]
     gc.callbacks.append(clock.gc_callback)
     trace = []
     try:
