@@ -225,6 +225,9 @@ class _StageClock:
         self._gc_start = None
         self.collections = 0
 
+    def add(self, label: str, seconds: float) -> None:
+        self.seconds[label] = self.seconds.get(label, 0.0) + seconds
+
     def wrap(self, owner, name: str, label: str, prop: bool = False):
         """Time ``owner.name`` (a class's or a module's callable, or with ``prop`` a property)
         under ``label``; returns what puts the original back."""
@@ -236,7 +239,7 @@ class _StageClock:
             try:
                 return target(*args, **kwargs)
             finally:
-                self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - t0
+                self.add(label, time.perf_counter() - t0)
 
         setattr(owner, name, property(timed) if prop else timed)
         return lambda: setattr(owner, name, original)
@@ -245,9 +248,7 @@ class _StageClock:
         if phase == "start":
             self._gc_start = time.perf_counter()
         elif self._gc_start is not None:
-            self.seconds["garbage collector"] = self.seconds.get("garbage collector", 0.0) + (
-                time.perf_counter() - self._gc_start
-            )
+            self.add("garbage collector", time.perf_counter() - self._gc_start)
             self.collections += 1
             self._gc_start = None
 
