@@ -8,8 +8,8 @@ imported ensemble, its meta and its path table are kept in a small process-wide 
 keyed by a SHA-256 content key of the model's bytes
 (:func:`~dgboost.explain._digest.content_digest`), so any other bytes (another model, more
 rounds, one leaf changed) miss it. The path table being the same object, its fingerprint
-and weight tables (:func:`~dgboost.explain.treeshap.cached_tables`, kept on the table) are
-reused as well.
+(derived from the same content key, not hashed again) and weight tables
+(:func:`~dgboost.explain.treeshap.cached_tables`, kept on the table) are reused as well.
 
 An ``xgboost.Booster`` object is keyed the same way by the bytes of ``save_raw("ubj")``
 (which the importer reads anyway): the same trees give the same key, and a booster trained
@@ -115,5 +115,7 @@ def model_path_table(ensemble: Any, key: tuple | None) -> PathTable:
     if entry is None or entry[0] is not ensemble:
         return extract_paths(ensemble)
     if entry[2] is None:
-        entry[2] = extract_paths(ensemble)  # two threads may both extract: same table
+        table = extract_paths(ensemble)  # two threads may both extract: same table, same print
+        table._derive_fingerprint(key)  # the bytes' key already names it: no second hash
+        entry[2] = table
     return entry[2]

@@ -198,7 +198,51 @@ def test_an_xgboost_booster_explainer_is_the_uncached_importers_bit_for_bit():
     assert {k: v for k, v in meta.items() if k != "input_encoder"} == {
         k: v for k, v in explainer.meta.items() if k != "input_encoder"
     }
-    assert explainer.table.fingerprint == extract_paths(ens).fingerprint
+    table = extract_paths(ens)
+    for name, value in vars(table).items():
+        if not name.startswith("_"):
+            kept = getattr(explainer.table, name)
+            if isinstance(value, np.ndarray):
+                assert value.dtype == kept.dtype and value.tobytes() == kept.tobytes(), name
+            else:
+                assert value == kept, name
+
+
+def test_a_cached_models_path_table_is_keyed_by_the_model_bytes_without_hashing_its_arrays(monkeypatch):
+    from dgboost.explain import _digest
+
+    booster, X, _ = _train()
+    raw = bytes(booster.save_raw("ubj"))
+    hashed = []
+    real = _digest.content_digest
+
+    def counting(items):
+        items = list(items)
+        hashed.append([name for name, _ in items])
+        return real(items)
+
+    monkeypatch.setattr(_digest, "content_digest", counting)
+    table = TreeExplainer(raw).table
+    print_ = table.fingerprint
+    assert all("feature" not in names for names in hashed)  # the arrays were never hashed
+    assert print_ != real((k, v) for k, v in sorted(vars(table).items()) if not k.startswith("_") and v is not None)
+    prepared._PREPARED.clear()
+    assert TreeExplainer(raw).table.fingerprint == print_  # the same bytes: the same print, in any process
+    assert TreeExplainer(bytes(booster.save_raw("json"))).table.fingerprint != print_  # other bytes
+
+
+def test_tables_of_two_models_keyed_by_their_bytes_never_share_a_device_cache_entry():
+    from dgboost.explain import treeshap
+
+    first_booster, X, _ = _train(seed=0)
+    second_booster, _, _ = _train(seed=1)
+    first = TreeExplainer(bytes(first_booster.save_raw("ubj")))
+    second = TreeExplainer(bytes(second_booster.save_raw("ubj")))
+    assert first.table.fingerprint != second.table.fingerprint
+    first.shap_values(X[:20])
+    phi = second.shap_values(X[:20])  # the weight tables are found by the print: must be its own
+    treeshap._PROCESS_TABLES.clear()
+    np.testing.assert_array_equal(phi, _fresh_values(bytes(second_booster.save_raw("ubj")), X[:20]))
 
 
 def test_an_xgboost_booster_trained_further_is_not_served_its_earlier_trees():
