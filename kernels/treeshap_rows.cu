@@ -46,7 +46,6 @@
 #define SHAP_QUAD_MAX_K 16  // longest path (non-bias elements) the quadrature kernels hold
 #endif
 #define SHAP_QUAD_MAX_NQ ((SHAP_QUAD_MAX_K + 1) / 2)
-constexpr int kTableLoads = 4;  // elements of a tabled path whose loads shap_rows issues together
 #define SHAP_QUAD_K_NQ (SHAP_QUAD_MAX_K * SHAP_QUAD_MAX_NQ)  // shap_rows' shared g_on per warp
 
 using dgboost::int64_t;
@@ -188,7 +187,8 @@ __device__ __forceinline__ void block_paths(const long long* __restrict__ group_
 //     threads than rows: a few thousand rows alone would leave most of the GPU idle.
 // The accumulator: shared memory when it fits (acc_shared), else the thread's row of
 // ``partial`` (so ``out`` only ever receives whole slice sums).
-extern "C" __global__ void __launch_bounds__(128) shap_rows(
+template <int kTableLoads>
+__device__ __forceinline__ void shap_rows_body(
     const float* __restrict__ X, long long n, int F,
     const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
     const long long* __restrict__ group_ptr, const int* __restrict__ feature,
@@ -377,6 +377,53 @@ extern "C" __global__ void __launch_bounds__(128) shap_rows(
   } else {
     for (int f = 0; f < F; ++f) orow[f] += acc[f * stride];
   }
+}
+
+// The two instances: kTableLoads elements of a tabled path loaded together. Eight keep more
+// table reads in flight (slice mode's few rows: SHAP case c 1.25x, the imported model 1.08x
+// against one at a time) but take 167 registers a thread, not 126, which cost the
+// one-thread-a-row mode of many rows more than they gave (case a 0.93x against four): the
+// host picks one by the launch mode (_cuda_treeshap._ROWS_KERNEL).
+extern "C" __global__ void __launch_bounds__(128) shap_rows(
+    const float* __restrict__ X, long long n, int F,
+    const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
+    const long long* __restrict__ group_ptr, const int* __restrict__ feature,
+    const float* __restrict__ lower, const float* __restrict__ upper,
+    const unsigned char* __restrict__ missing, const long long* __restrict__ cat_offset,
+    const unsigned* __restrict__ cat_pool, const double* __restrict__ zero_fraction,
+    const double* __restrict__ path_v, const long long* __restrict__ table_offsets,
+    const double* __restrict__ table_values, const double* __restrict__ zero_fraction_inv,
+    const double* __restrict__ recip, int n_groups, int acc_shared, long long slice_paths,
+    const long long* __restrict__ slice_ptr, int n_slices, int slice_mode,
+    int quad_max_k, const double* __restrict__ gl_nodes,  // (nq, t) at nq * SHAP_QUAD_MAX_NQ + t
+    const double* __restrict__ gl_weights, const double* __restrict__ gl_off,  // gl_off: -1 / (1 - u)
+    double* __restrict__ partial,
+    double* __restrict__ out) {
+  shap_rows_body<4>(X, n, F, path_offsets, group_paths, group_ptr, feature, lower, upper, missing, cat_offset, cat_pool,
+                    zero_fraction, path_v, table_offsets, table_values, zero_fraction_inv, recip,
+                    n_groups, acc_shared, slice_paths, slice_ptr, n_slices, slice_mode, quad_max_k,
+                    gl_nodes, gl_weights, gl_off, partial, out);
+}
+
+extern "C" __global__ void __launch_bounds__(128) shap_rows_loads8(
+    const float* __restrict__ X, long long n, int F,
+    const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
+    const long long* __restrict__ group_ptr, const int* __restrict__ feature,
+    const float* __restrict__ lower, const float* __restrict__ upper,
+    const unsigned char* __restrict__ missing, const long long* __restrict__ cat_offset,
+    const unsigned* __restrict__ cat_pool, const double* __restrict__ zero_fraction,
+    const double* __restrict__ path_v, const long long* __restrict__ table_offsets,
+    const double* __restrict__ table_values, const double* __restrict__ zero_fraction_inv,
+    const double* __restrict__ recip, int n_groups, int acc_shared, long long slice_paths,
+    const long long* __restrict__ slice_ptr, int n_slices, int slice_mode,
+    int quad_max_k, const double* __restrict__ gl_nodes,  // (nq, t) at nq * SHAP_QUAD_MAX_NQ + t
+    const double* __restrict__ gl_weights, const double* __restrict__ gl_off,  // gl_off: -1 / (1 - u)
+    double* __restrict__ partial,
+    double* __restrict__ out) {
+  shap_rows_body<8>(X, n, F, path_offsets, group_paths, group_ptr, feature, lower, upper, missing, cat_offset, cat_pool,
+                    zero_fraction, path_v, table_offsets, table_values, zero_fraction_inv, recip,
+                    n_groups, acc_shared, slice_paths, slice_ptr, n_slices, slice_mode, quad_max_k,
+                    gl_nodes, gl_weights, gl_off, partial, out);
 }
 
 // The slice sums of shap_rows' slice mode added in slice order, from zero, into ``out``:

@@ -35,6 +35,12 @@ _PARTIAL_BYTES = 256 << 20  # slice sums held at once by shap_rows' slice mode
 # one wave of threads on a 132-SM GPU (132 SMs x 2048); above it the rows alone fill the GPU
 # (docs/performance-notes.md, "GPU SHAP: slices of paths in parallel").
 _SLICES_BELOW = 1 << 18
+# shap_rows' instance by launch mode (slice mode or not): how many elements of a tabled path
+# it loads together. Eight (167 registers a thread) keep more table reads in flight, which
+# paid in slice mode (case c 1.09x, the imported model 1.04x against four) and not in the
+# one-thread-a-row mode of many rows, where the registers cost a block an SM (case a 0.88x)
+# (benchmarks/results/shap_table_loads/). The same bits either way: the sums keep their order.
+_ROWS_KERNEL = {True: "shap_rows_loads8", False: "shap_rows"}
 
 _CACHE = DeviceCache()  # uploaded path tables by (fingerprint, budget, max_k, device)
 
@@ -320,7 +326,7 @@ def _launch_shap_rows(
 
     a = dev.arrays
     n, F = X.shape
-    get_module("treeshap_rows.cu").get_function("shap_rows")(
+    get_module("treeshap_rows.cu").get_function(_ROWS_KERNEL[bool(slice_mode)])(
         grid,
         (threads,),
         (

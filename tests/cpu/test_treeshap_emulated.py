@@ -122,10 +122,15 @@ def test_emulated_gpu_shap_values_are_the_cpus_bits(emulated, make, budget, quad
     assert_bitwise(gpu.shap_values_device(table, X, budget, quad_max_k=quad_max_k), want)
 
 
-def test_emulated_gpu_table_method_gives_the_cpus_bits_on_paths_of_one_to_nine_elements(emulated):
-    # shap_rows reads a tabled path's elements four at a time: lengths below, at and past
-    # one and two groups of four
+@pytest.mark.parametrize("instance", ["shap_rows", "shap_rows_loads8"])
+def test_emulated_gpu_table_method_gives_the_cpus_bits_on_paths_of_one_to_nine_elements(
+    emulated, monkeypatch, instance
+):
+    # each instance of shap_rows reads a tabled path's elements four or eight at a time:
+    # lengths below, at and past one and two groups of four, one group of eight (the
+    # emulator runs the one-thread-a-row mode, so both instances are run in that mode)
     gpu, _ = emulated
+    monkeypatch.setitem(gpu._ROWS_KERNEL, False, instance)
     rng = np.random.default_rng(5)
     ens = random_ensemble(rng, 14, n_trees=4, max_depth=9, n_groups=1)
     table = extract_paths(ens)

@@ -316,6 +316,27 @@ def test_slices_of_paths_summed_in_parallel_for_few_rows_give_the_cpus_bits(
     _bitwise(explainer.contributions(X), cpu.contributions(X))
 
 
+@pytest.mark.parametrize("swapped", [False, True])
+def test_both_instances_of_the_rows_kernel_give_the_cpus_bits_in_both_launch_modes(monkeypatch, swapped):
+    """shap_rows loads a tabled path's elements four at a time, shap_rows_loads8 eight; each
+    launch mode takes one (_ROWS_KERNEL). Swapped, each runs the other's mode: paths of one
+    to sixteen elements, tabled, by quadrature and by the path method, give the CPU's bits."""
+    from dgboost.backend import _cuda_treeshap as gpu
+    from dgboost.explain import treeshap
+
+    if swapped:
+        monkeypatch.setattr(gpu, "_ROWS_KERNEL", {mode: gpu._ROWS_KERNEL[not mode] for mode in (True, False)})
+    booster, X = _model("binary:logistic", 16, rounds=8, F=30, n=3000)
+    monkeypatch.setattr(treeshap, "SLICE_PATHS", 37)
+    for budget in (BUDGET, 64 << 10):  # every path tabled; some tabled, the others not
+        cpu = dg.TreeExplainer(booster, max_table_bytes=budget)
+        explainer = dg.TreeExplainer(booster, device="cuda", max_table_bytes=budget)
+        _bitwise(explainer.contributions(X[:333]), cpu.contributions(X[:333]))  # slice mode
+        with monkeypatch.context() as m:
+            m.setattr(gpu, "_SLICES_BELOW", 0)  # a thread a row
+            _bitwise(explainer.contributions(X), cpu.contributions(X))
+
+
 def test_subnormal_row_values_compare_with_thresholds_as_on_the_cpu():
     """CuPy compiles with -ftz=true; dgboost's kernels must not (a row value of -1.4e-45
     against a threshold of 0 would flush to -0 and take the other branch)."""
