@@ -181,13 +181,12 @@ class PathTable:
     def _derive_fingerprint(self, source_key: tuple) -> None:
         """Make :attr:`fingerprint` the content key of ``source_key`` (the content key of the
         model bytes this table was extracted from, and their kind) and of this module's
-        layout, instead of the arrays' (see :attr:`fingerprint`). For tables that
-        :func:`extract_paths` has just made of exactly those bytes' ensemble."""
-        from .. import __version__
+        layout (``_LAYOUT``), instead of the arrays' (see :attr:`fingerprint`). For tables
+        that :func:`extract_paths` has just made of exactly those bytes' ensemble."""
         from ._digest import content_digest
 
         self.__dict__["_fingerprint"] = content_digest(
-            [("path table of the model", repr(tuple(source_key))), ("layout", f"{_LAYOUT} {__version__}")]
+            [("path table of the model", repr(tuple(source_key))), ("layout", _LAYOUT)]
         )
 
     # -- sizes --------------------------------------------------------------------------
