@@ -17,6 +17,7 @@ elements (trees deeper than 63) are computed by the CPU engine and added.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from ..explain.paths import PathTable, flagged_category_arrays
 from ..explain.tables import DEFAULT_MAX_K, table_layout
@@ -51,6 +52,26 @@ class _HostArrays:
     __slots__ = ("arrays", "group_paths", "group_ptr", "too_long", "selected", "selected_offsets", "total")
 
 
+@njit(cache=True, nogil=True)
+def _by_group(computed, path_group, n_groups):
+    """``(by_group, group_ptr)``: the paths ``computed`` (int64, ascending) ordered by their
+    group, in path order within a group (a stable sort of their groups, by counting: a
+    depth-16 model's 1.56M paths took NumPy's stable argsort 21 ms on an H200's host), and
+    where each group's run starts (int64, (n_groups + 1,))."""
+    group_ptr = np.zeros(n_groups + 1, np.int64)
+    for i in range(computed.shape[0]):
+        group_ptr[path_group[computed[i]] + 1] += 1
+    for g in range(n_groups):
+        group_ptr[g + 1] += group_ptr[g]
+    at = group_ptr[:-1].copy()
+    by_group = np.empty(computed.shape[0], np.int64)
+    for i in range(computed.shape[0]):
+        g = path_group[computed[i]]
+        by_group[at[g]] = computed[i]
+        at[g] += 1
+    return by_group, group_ptr
+
+
 def _host_arrays(table: PathTable, max_table_bytes: int, max_k: int = DEFAULT_MAX_K) -> _HostArrays:
     """The host side of :class:`DevicePathTable`: every array it uploads, and the weight-table
     layout the device fills.
@@ -73,12 +94,7 @@ def _host_arrays(table: PathTable, max_table_bytes: int, max_k: int = DEFAULT_MA
     lengths = table.path_lengths  # int64
     too_long = lengths > _MAX_LEN
     computed = np.flatnonzero(~too_long & (lengths > 1))
-    groups = table.path_group[computed]
-    if table.n_groups <= 1 << 16:  # the same stable order; NumPy sorts 16-bit keys by radix, in O(paths)
-        groups = groups.astype(np.uint16)
-    by_group = computed[np.argsort(groups, kind="stable")]
-    group_ptr = np.zeros(table.n_groups + 1, np.int64)
-    np.cumsum(np.bincount(table.path_group[computed], minlength=table.n_groups), out=group_ptr[1:])
+    by_group, group_ptr = _by_group(computed, table.path_group, table.n_groups)
     table_offsets, selected, selected_offsets, total = table_layout(table, max_table_bytes, max_k)
     # category sets behind a header word (path_element.cuh)
     cat_offset, cat_pool = flagged_category_arrays(table)

@@ -193,6 +193,31 @@ def test_paths_walked_by_several_threads_are_the_single_walks_bit_for_bit(monkey
     assert chunked.fingerprint == serial.fingerprint
 
 
+@pytest.mark.parametrize("threads", [1, 3, 8])
+def test_path_products_by_threads_have_reduceats_bits_and_so_the_expected_value(monkeypatch, threads):
+    from dgboost.explain import paths
+
+    rng = np.random.default_rng(9)
+    lengths = rng.integers(1, 18, 5000)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    # products that round at every step, underflow to subnormals and zero, overflow to inf
+    z = rng.random(offsets[-1]) * rng.choice([1.0, 1e-200, 1e200, 0.0, 3.0], offsets[-1])
+    monkeypatch.setattr(paths, "host_threads", lambda: threads)
+    monkeypatch.setattr(paths, "_PARALLEL_ELEMENTS", 0)
+    monkeypatch.setattr(paths, "_PARALLEL_THREADS", 2)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):  # inf * 0 gives NaN
+        want = np.multiply.reduceat(z, offsets[:-1])
+    assert paths._path_products(z, offsets).tobytes() == want.tobytes()
+    cut = offsets[:-1].copy()  # offsets ending before the last element: the last path runs on, as in reduceat
+    assert paths._path_products(z, np.append(cut, cut[-1] + 1)).tobytes() == want.tobytes()
+    ens = random_ensemble(np.random.default_rng(5), n_features=7, n_trees=11, max_depth=6, n_groups=3)
+    table = extract_paths(ens)
+    prod = np.multiply.reduceat(table.zero_fraction, table.path_offsets[:-1])
+    expected = np.zeros(table.n_groups)
+    np.add.at(expected, table.path_group, table.path_v * prod)
+    assert table.expected_value().tobytes() == expected.tobytes()
+
+
 def test_a_malformed_tree_gives_the_same_error_walked_by_one_or_several_threads(monkeypatch):
     rng = np.random.default_rng(1)
     good = random_ensemble(rng, n_features=4, n_trees=6, max_depth=4)
