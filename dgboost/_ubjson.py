@@ -55,7 +55,7 @@ _LONG = struct.Struct(">q")
 
 
 class _Reader:
-    def __init__(self, data: bytes, columns=()):
+    def __init__(self, data: bytes | bytearray, columns=()):
         self.buf = data
         self.pos = 0
         self.keys: dict[bytes, str] = {}  # XGBoost repeats the same few keys in every tree
@@ -99,6 +99,8 @@ class _Reader:
         if end > len(self.buf):
             self.fail("unexpected end of data")
         raw = self.buf[self.pos : end]
+        if type(raw) is not bytes:  # a bytearray's slice: a key must be hashable
+            raw = bytes(raw)
         self.pos = end
         s = self.keys.get(raw)
         if s is None:
@@ -183,7 +185,8 @@ class _Reader:
         start = self.pos
         if start >= len(self.buf) or self.buf[start] != ord("["):
             return None
-        found = _scan_object_array(np.frombuffer(self.buf, dtype=np.uint8), start, _ITEMSIZE)
+        # read-only whatever the buffer (bytes or a bytearray): one compiled type for Numba
+        found = _scan_object_array(np.frombuffer(memoryview(self.buf).toreadonly(), dtype=np.uint8), start, _ITEMSIZE)
         end = found[0]
         if end < 0:
             return None
@@ -225,7 +228,11 @@ def loads(data: bytes | bytearray | memoryview, columns=()):
     ModelFormatError
         For truncated or corrupt data, naming the byte offset.
     """
-    reader = _Reader(bytes(data), columns)
+    # bytes or a bytearray are read where they lie (XGBoost's save_raw gives a bytearray: a
+    # depth-16 model's 100+ MB copy cost tens of ms), anything else is copied once. Arrays
+    # returned are copies; an ObjectColumns reads the buffer when its columns are asked for,
+    # so a bytearray must stay unchanged until then (the importers read them at once)
+    reader = _Reader(data if isinstance(data, (bytes, bytearray)) else bytes(data), columns)
     try:
         out = reader.value()
     except IndexError:
@@ -469,7 +476,7 @@ class ObjectColumns:
             self._vint[:, j].tolist(),
         ):
             if m == ord("S"):
-                raw = self._buf[off : off + count]
+                raw = bytes(self._buf[off : off + count])  # hashable, from a bytearray too
                 s = texts.get(raw)
                 if s is None:
                     try:

@@ -88,3 +88,21 @@ def test_an_xgboost_booster_decoded_from_ubjson_equals_its_json_form(params, rou
     assert meta_u["objective"] == meta_j["objective"] and meta_u["num_feature"] == meta_j["num_feature"]
     ens, _ = import_xgboost_booster(booster)  # the in-memory import reads the UBJSON form
     assert ens.split_value.tobytes() == ens_j.split_value.tobytes()
+
+
+def test_a_bytearray_is_decoded_as_its_bytes_and_nothing_decoded_refers_to_it():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 5)).astype(np.float32)
+    y = rng.integers(0, 3, size=400).astype(np.float32)
+    params = {"objective": "multi:softprob", "num_class": 3, "max_depth": 4, "tree_method": "hist"}
+    raw = xgboost.train(params, xgboost.DMatrix(X, y), 4).save_raw(raw_format="ubj")
+    assert isinstance(raw, bytearray)  # what XGBoost gives, read where it lies
+    for columns in ((), ("trees",)):
+        from_array = loads(raw, columns=columns)
+        kept = import_xgboost_dict(from_array)[0]
+        want = import_xgboost_dict(loads(bytes(raw), columns=columns))[0]
+        raw[:] = bytes(len(raw))  # the buffer overwritten: what was decoded must not change
+        for name in ("left", "right", "feature", "split_value", "default_left", "value", "cover", "gain"):
+            a, b = getattr(kept, name), getattr(want, name)
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+        raw = xgboost.train(params, xgboost.DMatrix(X, y), 4).save_raw(raw_format="ubj")
