@@ -382,7 +382,7 @@ __device__ __forceinline__ void shap_rows_body(
 // The two instances: kTableLoads elements of a tabled path loaded together. Eight keep more
 // table reads in flight (slice mode's few rows: SHAP case c 1.25x, the imported model 1.08x
 // against one at a time) but take 167 registers a thread, not 126, which cost the
-// one-thread-a-row mode of many rows more than they gave (case a 0.93x against four): the
+// one-thread-a-row mode of many rows more than they gave (case a 0.88x against four): the
 // host picks one by the launch mode (_cuda_treeshap._ROWS_KERNEL).
 extern "C" __global__ void __launch_bounds__(128) shap_rows(
     const float* __restrict__ X, long long n, int F,
