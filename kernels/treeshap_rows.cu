@@ -187,22 +187,32 @@ __device__ __forceinline__ void block_paths(const long long* __restrict__ group_
 //     threads than rows: a few thousand rows alone would leave most of the GPU idle.
 // The accumulator: shared memory when it fits (acc_shared), else the thread's row of
 // ``partial`` (so ``out`` only ever receives whole slice sums).
+// shap_rows' parameters, shared by its body and its two instances (gl_nodes: (nq, t) at
+// nq * SHAP_QUAD_MAX_NQ + t; gl_off: -1 / (1 - u); out: (n, n_groups, F + 1), the bias column
+// is left alone)
+#define SHAP_ROWS_PARAMS \
+    const float* __restrict__ X, long long n, int F, \
+    const long long* __restrict__ path_offsets, const int* __restrict__ group_paths, \
+    const long long* __restrict__ group_ptr, const int* __restrict__ feature, \
+    const float* __restrict__ lower, const float* __restrict__ upper, \
+    const unsigned char* __restrict__ missing, const long long* __restrict__ cat_offset, \
+    const unsigned* __restrict__ cat_pool, const double* __restrict__ zero_fraction, \
+    const double* __restrict__ path_v, const long long* __restrict__ table_offsets, \
+    const double* __restrict__ table_values, const double* __restrict__ zero_fraction_inv, \
+    const double* __restrict__ recip, int n_groups, int acc_shared, long long slice_paths, \
+    const long long* __restrict__ slice_ptr, int n_slices, int slice_mode, \
+    int quad_max_k, const double* __restrict__ gl_nodes, \
+    const double* __restrict__ gl_weights, const double* __restrict__ gl_off, \
+    double* __restrict__ partial, \
+    double* __restrict__ out
+#define SHAP_ROWS_ARGS                                                                        \
+  X, n, F, path_offsets, group_paths, group_ptr, feature, lower, upper, missing, cat_offset,    \
+      cat_pool, zero_fraction, path_v, table_offsets, table_values, zero_fraction_inv, recip, \
+      n_groups, acc_shared, slice_paths, slice_ptr, n_slices, slice_mode, quad_max_k, gl_nodes, \
+      gl_weights, gl_off, partial, out
+
 template <int kTableLoads>
-__device__ __forceinline__ void shap_rows_body(
-    const float* __restrict__ X, long long n, int F,
-    const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
-    const long long* __restrict__ group_ptr, const int* __restrict__ feature,
-    const float* __restrict__ lower, const float* __restrict__ upper,
-    const unsigned char* __restrict__ missing, const long long* __restrict__ cat_offset,
-    const unsigned* __restrict__ cat_pool, const double* __restrict__ zero_fraction,
-    const double* __restrict__ path_v, const long long* __restrict__ table_offsets,
-    const double* __restrict__ table_values, const double* __restrict__ zero_fraction_inv,
-    const double* __restrict__ recip, int n_groups, int acc_shared, long long slice_paths,
-    const long long* __restrict__ slice_ptr, int n_slices, int slice_mode,
-    int quad_max_k, const double* __restrict__ gl_nodes,  // (nq, t) at nq * SHAP_QUAD_MAX_NQ + t
-    const double* __restrict__ gl_weights, const double* __restrict__ gl_off,  // gl_off: -1 / (1 - u)
-    double* __restrict__ partial,
-    double* __restrict__ out) {  // (n, n_groups, F + 1); the bias column is left alone
+__device__ __forceinline__ void shap_rows_body(SHAP_ROWS_PARAMS) {
   extern __shared__ double acc_smem[];
   const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (row >= n) return;  // no block barriers below: a thread past the end just leaves
@@ -384,46 +394,12 @@ __device__ __forceinline__ void shap_rows_body(
 // against one at a time) but take 167 registers a thread, not 126, which cost the
 // one-thread-a-row mode of many rows more than they gave (case a 0.88x against four): the
 // host picks one by the launch mode (_cuda_treeshap._ROWS_KERNEL).
-extern "C" __global__ void __launch_bounds__(128) shap_rows(
-    const float* __restrict__ X, long long n, int F,
-    const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
-    const long long* __restrict__ group_ptr, const int* __restrict__ feature,
-    const float* __restrict__ lower, const float* __restrict__ upper,
-    const unsigned char* __restrict__ missing, const long long* __restrict__ cat_offset,
-    const unsigned* __restrict__ cat_pool, const double* __restrict__ zero_fraction,
-    const double* __restrict__ path_v, const long long* __restrict__ table_offsets,
-    const double* __restrict__ table_values, const double* __restrict__ zero_fraction_inv,
-    const double* __restrict__ recip, int n_groups, int acc_shared, long long slice_paths,
-    const long long* __restrict__ slice_ptr, int n_slices, int slice_mode,
-    int quad_max_k, const double* __restrict__ gl_nodes,  // (nq, t) at nq * SHAP_QUAD_MAX_NQ + t
-    const double* __restrict__ gl_weights, const double* __restrict__ gl_off,  // gl_off: -1 / (1 - u)
-    double* __restrict__ partial,
-    double* __restrict__ out) {
-  shap_rows_body<4>(X, n, F, path_offsets, group_paths, group_ptr, feature, lower, upper, missing, cat_offset, cat_pool,
-                    zero_fraction, path_v, table_offsets, table_values, zero_fraction_inv, recip,
-                    n_groups, acc_shared, slice_paths, slice_ptr, n_slices, slice_mode, quad_max_k,
-                    gl_nodes, gl_weights, gl_off, partial, out);
+extern "C" __global__ void __launch_bounds__(128) shap_rows(SHAP_ROWS_PARAMS) {
+  shap_rows_body<4>(SHAP_ROWS_ARGS);
 }
 
-extern "C" __global__ void __launch_bounds__(128) shap_rows_loads8(
-    const float* __restrict__ X, long long n, int F,
-    const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
-    const long long* __restrict__ group_ptr, const int* __restrict__ feature,
-    const float* __restrict__ lower, const float* __restrict__ upper,
-    const unsigned char* __restrict__ missing, const long long* __restrict__ cat_offset,
-    const unsigned* __restrict__ cat_pool, const double* __restrict__ zero_fraction,
-    const double* __restrict__ path_v, const long long* __restrict__ table_offsets,
-    const double* __restrict__ table_values, const double* __restrict__ zero_fraction_inv,
-    const double* __restrict__ recip, int n_groups, int acc_shared, long long slice_paths,
-    const long long* __restrict__ slice_ptr, int n_slices, int slice_mode,
-    int quad_max_k, const double* __restrict__ gl_nodes,  // (nq, t) at nq * SHAP_QUAD_MAX_NQ + t
-    const double* __restrict__ gl_weights, const double* __restrict__ gl_off,  // gl_off: -1 / (1 - u)
-    double* __restrict__ partial,
-    double* __restrict__ out) {
-  shap_rows_body<8>(X, n, F, path_offsets, group_paths, group_ptr, feature, lower, upper, missing, cat_offset, cat_pool,
-                    zero_fraction, path_v, table_offsets, table_values, zero_fraction_inv, recip,
-                    n_groups, acc_shared, slice_paths, slice_ptr, n_slices, slice_mode, quad_max_k,
-                    gl_nodes, gl_weights, gl_off, partial, out);
+extern "C" __global__ void __launch_bounds__(128) shap_rows_loads8(SHAP_ROWS_PARAMS) {
+  shap_rows_body<8>(SHAP_ROWS_ARGS);
 }
 
 // The slice sums of shap_rows' slice mode added in slice order, from zero, into ``out``:
