@@ -227,7 +227,7 @@ def test_a_cached_models_path_table_is_keyed_by_the_model_bytes_without_hashing_
     assert all("feature" not in names for names in hashed)  # the arrays were never hashed
     assert print_ != real((k, v) for k, v in sorted(vars(table).items()) if not k.startswith("_") and v is not None)
     prepared._PREPARED.clear()
-    assert TreeExplainer(raw).table.fingerprint == print_  # the same bytes: the same print, in any process
+    assert TreeExplainer(raw).table.fingerprint == print_  # the same bytes: the same print (a content key)
     assert TreeExplainer(bytes(booster.save_raw("json"))).table.fingerprint != print_  # other bytes
 
 
