@@ -76,7 +76,7 @@ class _Module:
             cpp.unlink()
         self.lib = ctypes.CDLL(str(lib))
         self.lib.dg_kernel_name.restype = ctypes.c_char_p
-        self.lib.dg_launch.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p]
+        self.lib.dg_launch.argtypes = [ctypes.c_int] + [ctypes.c_uint] * 4 + [ctypes.c_void_p]
         self.kernels = {}
         for i in range(self.lib.dg_n_kernels()):
             sizes, kinds = (ctypes.c_int * 64)(), (ctypes.c_int * 64)()
@@ -85,7 +85,7 @@ class _Module:
         assert sorted(self.kernels) == sorted(names)
 
     def launch(self, name: str, grid, block: int, args, shared: int = 0) -> None:
-        """Run kernel ``name`` over ``grid`` (an int, or (x, y)) blocks of ``block`` threads."""
+        """Run kernel ``name`` over ``grid`` (an int, or (x, y) or (x, y, z)) blocks of ``block`` threads."""
         index, params = self.kernels[name]
         if len(args) != len(params):
             raise TypeError(f"{name}: {len(args)} arguments for {len(params)} parameters")
@@ -96,8 +96,11 @@ class _Module:
             holder = _argument(name, k, arg, size, kind)
             holders.append(holder)
             pointers[k] = ctypes.cast(ctypes.pointer(holder), ctypes.c_void_p)
-        gx, gy = (grid[0], grid[1] if len(grid) > 1 else 1) if isinstance(grid, tuple) else (grid, 1)
-        self.lib.dg_launch(index, int(gx), int(gy), int(block), pointers)
+        dims = tuple(grid) if isinstance(grid, tuple) else (grid,)
+        if not 1 <= len(dims) <= 3:
+            raise ValueError(f"{name}: a grid of {len(dims)} dimensions")
+        gx, gy, gz = (tuple(int(d) for d in dims) + (1, 1))[:3]
+        self.lib.dg_launch(index, gx, gy, gz, int(block), pointers)
 
 
 def _argument(kernel: str, k: int, arg, size: int, kind: int):

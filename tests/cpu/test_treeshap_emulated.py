@@ -6,8 +6,9 @@ host C++ compiler (a host thread per CUDA thread); the GPU engines' own host cod
 launch shapes) runs with NumPy standing in for CuPy, every launch argument checked against
 the kernel's parameter type. So without a GPU the category sets of categorical splits (and
 the numeric models' path, unchanged) are held to the CPU engine bit for bit: SHAP values by
-table, quadrature and path method, interaction values in each kernel layout, interventional
-values. Small inputs; ``tests/gpu/test_categorical_shap_gpu.py`` checks the same on a GPU.
+table, quadrature and path method, a thread a row or few rows with their slices of paths in
+blocks.z (both instances of shap_rows in both modes), interaction values in each kernel layout
+and by slice, interventional values. Small inputs; ``tests/gpu/test_categorical_shap_gpu.py`` checks the same on a GPU.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ inline T __shfl_sync(unsigned, T v, int src, int width) {
 """
 
 
+_LAUNCHES: list[tuple[str, tuple]] = []  # (kernel, grid) of every emulated launch, for the tests
+
+
 class _Function:
     def __init__(self, module, name):
         self.module, self.name = module, name
@@ -51,8 +55,8 @@ class _Function:
 
     def __call__(self, grid, block, args, shared_mem=0):
         grid = tuple(int(g) for g in grid)
-        assert all(g == 1 for g in grid[2:]), "the emulator runs 2-d grids (slices of paths are not emulated)"
-        self.module.launch(self.name, grid[:2], int(block[0]), args, int(shared_mem))
+        _LAUNCHES.append((self.name, grid))
+        self.module.launch(self.name, grid, int(block[0]), args, int(shared_mem))
 
 
 class _Module:
@@ -77,7 +81,8 @@ def _fake_cupy() -> types.ModuleType:
 
 @pytest.fixture
 def emulated(monkeypatch):
-    """The GPU SHAP engines with their launches on the emulator (2-d grids: no path slices)."""
+    """The GPU SHAP engines with their launches on the emulator, rows in threads (a test that
+    restores ``_SLICES_BELOW`` runs the slice mode: blocks by (rows, group, slice of paths))."""
     from dgboost.backend import _cuda_interventional, _cuda_treeshap, _nvrtc
 
     source = _cuda_emulator._source
@@ -93,6 +98,7 @@ def emulated(monkeypatch):
     _cuda_treeshap._clear_cache()
     _cuda_interventional._PATHS.clear()
     _cuda_interventional._BACKGROUNDS.clear()
+    _LAUNCHES.clear()
     yield _cuda_treeshap, _cuda_interventional
     _cuda_treeshap._clear_cache()
     _cuda_interventional._PATHS.clear()
@@ -141,6 +147,37 @@ def test_emulated_gpu_table_method_gives_the_cpus_bits_on_paths_of_one_to_nine_e
     assert_bitwise(gpu.shap_values_device(table, X, 1 << 24), want)
 
 
+@pytest.mark.parametrize("make", [_categorical, _numeric])
+@pytest.mark.parametrize("budget,quad_max_k", [(1 << 20, None), (0, None), (0, 0)])
+@pytest.mark.parametrize("swapped", [False, True])
+def test_emulated_gpu_slices_of_paths_summed_in_parallel_give_the_cpus_bits(
+    emulated, monkeypatch, make, budget, quad_max_k, swapped
+):
+    # few rows: blocks by (rows, group, slice of paths), each slice's sums to its own rows of
+    # the scratch, then added in slice order (shap_slices_sum): the mode SHAP cases c,
+    # imported and d run in, with shap_rows_loads8 (swapped: with shap_rows)
+    gpu, _ = emulated
+    from dgboost.explain import treeshap
+
+    monkeypatch.setattr(gpu, "_SLICES_BELOW", 1 << 18)
+    monkeypatch.setattr(treeshap, "SLICE_PATHS", 7)  # the CPU sums in the same slices
+    if swapped:
+        monkeypatch.setattr(gpu, "_ROWS_KERNEL", {mode: gpu._ROWS_KERNEL[not mode] for mode in (True, False)})
+    table, X, _ = make()
+    want = shap_values_path(table, X) if quad_max_k == 0 else shap_values_table(table, X, max_table_bytes=budget)
+    assert_bitwise(gpu.shap_values_device(table, X, budget, quad_max_k=quad_max_k), want)
+    rows_launches = [grid for name, grid in _LAUNCHES if name.startswith("shap_rows")]
+    assert rows_launches and all(len(grid) == 3 and grid[2] > 1 for grid in rows_launches)  # slices in blocks.z
+    assert {name for name, _ in _LAUNCHES} >= {gpu._ROWS_KERNEL[True], "shap_slices_sum"}
+    if make is _numeric and budget and not swapped:  # the slice sums of one block of rows at a time
+        table, X, _ = _numeric(n_rows=300)
+        want = shap_values_table(table, X, max_table_bytes=budget)
+        _LAUNCHES.clear()
+        monkeypatch.setattr(gpu, "_PARTIAL_BYTES", 1)
+        assert_bitwise(gpu.shap_values_device(table, X, budget), want)
+        assert sum(name == "shap_slices_sum" for name, _ in _LAUNCHES) == 3  # blocks of 128, 128 and 44 rows
+
+
 @pytest.mark.parametrize("n_rows", [33, 34, 35, 64])
 def test_emulated_gpu_quadrature_gives_the_cpus_bits_whatever_the_rows_of_the_last_warp(emulated, n_rows):
     # shap_rows' quadrature shares g_on across a warp of at least three rows and divides per
@@ -159,6 +196,22 @@ def test_emulated_gpu_interaction_values_are_the_cpus_bits(emulated, monkeypatch
         monkeypatch.setattr(gpu, "_interaction_layout", lambda F, n, G: layout)
     table, X, _ = make(n_rows=10)
     assert_bitwise(gpu.shap_interactions_device(table, X), shap_interactions(table, X))
+
+
+@pytest.mark.parametrize("make", [_categorical, _numeric])
+def test_emulated_gpu_interaction_slices_summed_in_parallel_give_the_cpus_bits(emulated, monkeypatch, make):
+    # few rows: half a warp a row, a row's slices of paths in blocks.z, then added in order
+    # (interaction_slices_finish)
+    gpu, _ = emulated
+    from dgboost.explain import treeshap
+
+    monkeypatch.setattr(gpu, "_SLICES_BELOW", 1 << 18)
+    monkeypatch.setattr(treeshap, "INTERACTION_SLICE_PATHS", 7)  # the CPU sums in the same slices
+    table, X, _ = make(n_rows=10)
+    assert_bitwise(gpu.shap_interactions_device(table, X), shap_interactions(table, X))
+    warp = [grid for name, grid in _LAUNCHES if name == "shap_interactions_warp"]
+    assert warp and all(len(grid) == 3 and grid[2] > 1 for grid in warp)
+    assert any(name == "interaction_slices_finish" for name, _ in _LAUNCHES)
 
 
 @pytest.mark.parametrize("make", [_categorical, _numeric])

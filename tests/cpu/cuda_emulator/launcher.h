@@ -12,13 +12,14 @@ extern "C" int dg_kernel_params(int i, int* sizes, int* kinds) {
   return dg_kernels[i].n_params;
 }
 
-// Run kernel i over a (grid, grid_y) grid of 1-D blocks of ``block`` threads, one block after another.
-extern "C" void dg_launch(int i, unsigned grid, unsigned grid_y, unsigned block, void** args) {
+// Run kernel i over a (grid, grid_y, grid_z) grid of 1-D blocks of ``block`` threads, one
+// block after another (x fastest).
+extern "C" void dg_launch(int i, unsigned grid, unsigned grid_y, unsigned grid_z, unsigned block, void** args) {
   const DgKernel& k = dg_kernels[i];
   blockDim = dim3{block, 1, 1};
-  gridDim = dim3{grid, grid_y, 1};
+  gridDim = dim3{grid, grid_y, grid_z};
   const unsigned n_warps = (block + 31) / 32;
-  for (unsigned b = 0; b < grid * grid_y; ++b) {
+  for (unsigned b = 0; b < grid * grid_y * grid_z; ++b) {
     std::barrier<> bar(block);
     std::unique_ptr<DgWarp[]> warps(new DgWarp[n_warps]);
     dg_block = DgBlock{&bar, warps.get()};
@@ -27,7 +28,7 @@ extern "C" void dg_launch(int i, unsigned grid, unsigned grid_y, unsigned block,
     for (unsigned t = 0; t < block; ++t) {
       threads.emplace_back([&, t, b] {
         threadIdx = dim3{t, 0, 0};
-        blockIdx = dim3{b % grid, b / grid, 0};
+        blockIdx = dim3{b % grid, (b / grid) % grid_y, b / (grid * grid_y)};
         k.run(k.fn, args);
         // a thread that has returned no longer takes part in barriers
         dg_block.warps[t >> 5].bar.arrive_and_drop();
