@@ -102,14 +102,20 @@ def _stage_seconds(stats: pstats.Stats) -> dict:
     return found
 
 
-def _fresh_explainer(model):
-    import dgboost as dg
+def _forget_preparation() -> None:
+    """Empty every cache a first explainer fills: uploads, weight tables, imported models."""
     from dgboost.backend import _cuda_treeshap as gpu
     from dgboost.explain import prepared, treeshap
 
     gpu._clear_cache()
     treeshap._PROCESS_TABLES.clear()
     prepared._PREPARED.clear()
+
+
+def _fresh_explainer(model):
+    import dgboost as dg
+
+    _forget_preparation()
     return dg.TreeExplainer(model, device="cuda")
 
 
@@ -264,7 +270,7 @@ def _cold_trace(model, Xd, interactions: bool, runs: int) -> list:
     import dgboost as dg
     from dgboost.backend import _cuda_treeshap as gpu
     from dgboost.explain import explainer as explainer_module
-    from dgboost.explain import paths, prepared, treeshap
+    from dgboost.explain import paths, prepared
 
     clock = _StageClock()
     wrapped = (
@@ -285,9 +291,7 @@ def _cold_trace(model, Xd, interactions: bool, runs: int) -> list:
     try:
         for _ in range(runs + 1):  # the first warms up
             clock.seconds, clock.collections = {}, 0
-            gpu._clear_cache()
-            treeshap._PROCESS_TABLES.clear()
-            prepared._PREPARED.clear()
+            _forget_preparation()
             cupy.cuda.Device().synchronize()
             t0 = time.perf_counter()
             dg.TreeExplainer(model, device="cuda").contributions(Xd, interactions=interactions)

@@ -362,7 +362,7 @@ def main(argv=None) -> None:
         "--host-threads",
         type=int,
         default=None,
-        help="threads the preparation walks paths and hashes with (default: this host's cores, at most 16)",
+        help="threads the preparation walks paths and hashes with (default: this host's cores, at most 8)",
     )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--pkg-root", help=argparse.SUPPRESS)

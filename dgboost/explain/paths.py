@@ -169,14 +169,19 @@ class PathTable:
         """
         cached = self.__dict__.get("_fingerprint")
         if cached is None:
-            from ._digest import content_digest
-
-            cached = self.__dict__["_fingerprint"] = content_digest(
-                (name, value)
-                for name, value in sorted(vars(self).items())
-                if not name.startswith("_") and value is not None  # None: no categorical splits
-            )
+            cached = self.__dict__["_fingerprint"] = self._content_print()
         return cached
+
+    def _content_print(self) -> str:
+        """The content key of every array and size of the table, hashed afresh (what
+        :attr:`fingerprint` keeps unless the print was derived from the model's bytes)."""
+        from ._digest import content_digest
+
+        return content_digest(
+            (name, value)
+            for name, value in sorted(vars(self).items())
+            if not name.startswith("_") and value is not None  # None: no categorical splits
+        )
 
     def _derive_fingerprint(self, source_key: tuple) -> None:
         """Make :attr:`fingerprint` the content key of ``source_key`` (the content key of the
