@@ -275,24 +275,44 @@ def normalize_meta(meta, where: str = "learner") -> dict:
 
 
 # -- structure checks (vectorised, no recursion) -----------------------------------------
-@njit(cache=True, nogil=True)
 def _trees_are_sound(
     left, right, tree_offsets, require_order, parent, check_parent, feature, default_left, num_feature
-):
+) -> bool:
     """Whether the node arrays pass :func:`validate_arrays`' checks from the children on: in
     every tree children in range, both or neither -1, each node the child of at most one node
     and the root of none, every node reached from the root (so no cycle), with
     ``require_order`` children numbered after their parent; ``parent`` (when
     ``check_parent``) each node's parent (-1 at the root); split features in
     ``0..num_feature - 1``; ``default_left`` at most 1. One pass, for the valid models nearly
-    all are: True means those checks pass, False that they run to name the first problem."""
-    n_total = left.shape[0]
-    for i in range(n_total):
+    all are: True means those checks pass, False that they run to name the first problem.
+    Runs of trees of about equal node counts are checked by host threads (a depth-16 model's
+    3.1M nodes took one thread 76 ms on an H200's host: issue 32)."""
+    from ._threads import balanced_runs, host_threads, run_over_runs
+
+    threads = host_threads() if left.shape[0] >= _PARALLEL_NODES else 1
+    cuts = balanced_runs(np.asarray(tree_offsets, dtype=np.int64), threads)
+    args = (left, right, tree_offsets, require_order, parent, check_parent, feature, default_left, num_feature)
+    return all(run_over_runs(lambda a, b: _trees_sound_in(*args, a, b), cuts, threads))
+
+
+_PARALLEL_NODES = 1 << 16  # models of fewer nodes are checked by one thread
+
+
+@njit(cache=True, nogil=True)
+def _trees_sound_in(
+    left, right, tree_offsets, require_order, parent, check_parent, feature, default_left, num_feature, t0, t1
+):
+    """:func:`_trees_are_sound` of trees ``t0`` to ``t1 - 1``."""
+    first, last = tree_offsets[t0], tree_offsets[t1]
+    for i in range(first, last):
         if default_left[i] > 1:
             return False
-    local_parent = np.full(n_total, -1, dtype=np.int64)
-    stack = np.empty(n_total + 1, dtype=np.int64)
-    for t in range(tree_offsets.shape[0] - 1):
+    biggest = 0
+    for t in range(t0, t1):
+        biggest = max(biggest, tree_offsets[t + 1] - tree_offsets[t])
+    local_parent = np.full(last - first, -1, dtype=np.int64)  # by node, counted from first
+    stack = np.empty(biggest + 1, dtype=np.int64)
+    for t in range(t0, t1):
         base = tree_offsets[t]
         size = tree_offsets[t + 1] - base
         for i in range(size):
@@ -306,16 +326,16 @@ def _trees_are_sound(
                 return False
             if require_order and (lc < i or rc < i):
                 return False
-            if local_parent[base + lc] >= 0 or local_parent[base + rc] >= 0:
+            if local_parent[base - first + lc] >= 0 or local_parent[base - first + rc] >= 0:
                 return False
-            local_parent[base + lc] = i
-            local_parent[base + rc] = i
+            local_parent[base - first + lc] = i
+            local_parent[base - first + rc] = i
             f = np.int64(feature[base + i])
             if f < 0 or f >= num_feature:
                 return False
         if check_parent:
             for i in range(size):
-                if np.int64(parent[base + i]) != local_parent[base + i]:
+                if np.int64(parent[base + i]) != local_parent[base - first + i]:
                     return False
         stack[0] = 0  # every node reached from the root: no cycle, no orphan
         top = 1
@@ -334,6 +354,57 @@ def _trees_are_sound(
         if reached != size:
             return False
     return True
+
+
+_FLOAT_DTYPES = {"split_value": np.float32, "gain": np.float32, "cover": np.float64, "value": np.float32}
+
+
+def _floats_are_sound(arrays: dict, categorical) -> bool:
+    """Whether no split value is NaN (but a categorical split's) and every gain, cover and
+    value is finite, checked by host threads in one compiled pass for the dtypes of
+    :data:`~dgboost.tree.NODE_ARRAYS` (False for other dtypes: :func:`_name_bad_float`
+    then checks them)."""
+    from ._threads import even_runs, host_threads, run_over_runs
+
+    got = [arrays.get(name) for name in _FLOAT_DTYPES]
+    if any(a is None or a.dtype != dt or a.ndim != 1 for a, dt in zip(got, _FLOAT_DTYPES.values())):
+        return False
+    if categorical is None:
+        categorical = np.empty(0, np.uint8)
+    elif categorical.dtype != np.uint8:
+        return False
+    n = got[0].shape[0]
+    if any(a.shape[0] != n for a in got) or categorical.shape[0] not in (0, n):
+        return False
+    threads = host_threads() if n >= _PARALLEL_NODES else 1
+    return all(run_over_runs(lambda a, b: _floats_sound_in(*got, categorical, a, b), even_runs(n, threads), threads))
+
+
+@njit(cache=True, nogil=True)
+def _floats_sound_in(split_value, gain, cover, value, categorical, first, last):
+    has_categorical = categorical.shape[0] > 0
+    for i in range(first, last):
+        if np.isnan(split_value[i]) and not (has_categorical and categorical[i] == 1):
+            return False
+        if not (np.isfinite(gain[i]) and np.isfinite(cover[i]) and np.isfinite(value[i])):
+            return False
+    return True
+
+
+def _name_bad_float(arrays: dict, categorical, where: str) -> None:
+    """Raise ModelFormatError naming the first non-finite float :func:`validate_arrays` refuses."""
+    for name in ("split_value", "gain", "cover", "value"):
+        a = arrays.get(name)
+        # an infinite threshold sends every present value one way (XGBoost's GPU models
+        # have them); any other non-finite number is corruption
+        if a is None or not a.size:
+            continue
+        bad = np.isnan(a) if name == "split_value" else ~np.isfinite(a)
+        if name == "split_value" and categorical is not None:
+            bad &= categorical != 1  # a categorical split has no threshold (NaN, as XGBoost)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ModelFormatError(f"{where}.{name} has a non-finite value at node {i}")
 
 
 def validate_arrays(
@@ -381,18 +452,8 @@ def validate_arrays(
             f"{where}.tree_group[{t}] = {tree_group[t]} is out of range for {n_groups} output groups"
         )
     categorical = arrays.get("split_type")
-    for name in ("split_value", "gain", "cover", "value"):
-        a = arrays.get(name)
-        # an infinite threshold sends every present value one way (XGBoost's GPU models
-        # have them); any other non-finite number is corruption
-        if a is None or not a.size:
-            continue
-        bad = np.isnan(a) if name == "split_value" else ~np.isfinite(a)
-        if name == "split_value" and categorical is not None:
-            bad &= categorical != 1  # a categorical split has no threshold (NaN, as XGBoost)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ModelFormatError(f"{where}.{name} has a non-finite value at node {i}")
+    if not _floats_are_sound(arrays, categorical):  # (or dtypes it does not take)
+        _name_bad_float(arrays, categorical, where)
     if n == 0:
         return
     parent = arrays.get("parent")

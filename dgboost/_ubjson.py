@@ -27,6 +27,7 @@ arrays and ~16,000 keys not made one by one in Python). Any other shape is decod
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 
@@ -401,17 +402,83 @@ def _scan_object_array(buf, pos, itemsize):
     )
 
 
-def _gather(buf: bytes, offsets: np.ndarray, nbytes: np.ndarray, out: np.ndarray) -> None:
-    """``out`` (uint8) = the byte runs ``buf[offsets[i]:][:nbytes[i]]`` one after the other.
+@njit(cache=True, nogil=True, inline="always")
+def _bswap16(x):
+    return np.uint16((x >> np.uint16(8)) | ((x << np.uint16(8)) & np.uint16(0xFF00)))
 
-    One ``memcpy`` a run through memoryviews: an object has one run a key (an 800-tree model:
-    800 runs of ~1 to 5 KB), and a compiled loop copying them byte by byte was slower
-    (1.7 GB/s here)."""
-    src, dst = memoryview(buf), memoryview(out)
-    at = 0
-    for off, n in zip(offsets.tolist(), nbytes.tolist()):
-        dst[at : at + n] = src[off : off + n]
-        at += n
+
+@njit(cache=True, nogil=True, inline="always")
+def _bswap32(x):
+    # Numba shifts a uint32 as a uint64: the cast drops what (x << 24) pushed past 32 bits
+    return np.uint32(
+        (x >> np.uint32(24))
+        | ((x >> np.uint32(8)) & np.uint32(0xFF00))
+        | ((x << np.uint32(8)) & np.uint32(0xFF0000))
+        | ((x << np.uint32(24)) & np.uint32(0xFF000000))
+    )
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _bswap64(x):
+    return (np.uint64(_bswap32(np.uint32(x & np.uint64(0xFFFFFFFF)))) << np.uint64(32)) | np.uint64(
+        _bswap32(np.uint32(x >> np.uint64(32)))
+    )
+
+
+@njit(cache=True, nogil=True)
+def _copy(src, dst, at):
+    for k in range(src.shape[0]):
+        dst[at + k] = src[k]
+
+
+@njit(cache=True, nogil=True)
+def _copy_swapped2(src, dst, at):
+    for k in range(src.shape[0]):
+        dst[at + k] = _bswap16(src[k])
+
+
+@njit(cache=True, nogil=True)
+def _copy_swapped4(src, dst, at):
+    for k in range(src.shape[0]):
+        dst[at + k] = _bswap32(src[k])
+
+
+@njit(cache=True, nogil=True)
+def _copy_swapped8(src, dst, at):
+    for k in range(src.shape[0]):
+        dst[at + k] = _bswap64(src[k])
+
+
+@njit(cache=True, nogil=True)
+def _gather_values(buf, offsets, counts, starts, itemsize, swap, first, last, out):
+    """Objects ``first`` to ``last - 1`` of one key's typed arrays, joined into ``out``.
+
+    Object ``i``'s ``counts[i]`` values of ``itemsize`` bytes at ``buf[offsets[i]:]`` go to
+    values ``starts[i]`` onward of ``out`` (uint8, the joined column's bytes), each value's
+    bytes reversed when ``swap`` (UBJSON is big-endian): one pass of (unaligned) loads of
+    whole values, where a copy of the column and then a swap of it took two."""
+    for i in range(first, last):
+        s, d, c = offsets[i], starts[i], counts[i]
+        run = buf[s : s + c * itemsize]
+        if itemsize == 1:
+            _copy(run, out, d)
+        elif itemsize == 2:
+            if swap:
+                _copy_swapped2(run.view(np.uint16), out.view(np.uint16), d)
+            else:
+                _copy(run.view(np.uint16), out.view(np.uint16), d)
+        elif itemsize == 4:
+            if swap:
+                _copy_swapped4(run.view(np.uint32), out.view(np.uint32), d)
+            else:
+                _copy(run.view(np.uint32), out.view(np.uint32), d)
+        elif swap:
+            _copy_swapped8(run.view(np.uint64), out.view(np.uint64), d)
+        else:
+            _copy(run.view(np.uint64), out.view(np.uint64), d)
+
+
+_PARALLEL_BYTES = 1 << 20  # typed columns of fewer bytes in all are joined by one thread
 
 
 class ObjectColumns:
@@ -442,24 +509,44 @@ class ObjectColumns:
         in every object: ``(values, counts)``, the values native-endian of that type (what
         ``np.concatenate`` of :func:`loads`' arrays gives) and int64 ``(n_objects,)`` counts;
         else None."""
-        j = self._col.get(name)
-        if j is None or not np.all(self._marker[:, j] == ord("[")):
-            return None
-        types = self._vtype[:, j]
-        if not np.all(types == types[0]):
-            return None
-        dtype = _NUMBERS[int(types[0])][0]
-        counts = self._vcount[:, j].copy()
-        nbytes = counts * dtype.itemsize
-        raw = np.empty(int(nbytes.sum()), dtype=np.uint8)
-        _gather(self._buf, self._voff[:, j], nbytes, raw)
-        values = raw.view(dtype)
-        if dtype.isnative:  # one-byte values, or a big-endian machine
-            return values, counts
-        # the joined bytes are ours: swap them where they lie rather than into a new array
-        # (a depth-16 model: 14 columns of ~1M values, 0.25 s of copies on an H200 host)
-        values.byteswap(inplace=True)
-        return values.view(dtype.newbyteorder("=")), counts
+        return self.typed_many([name])[name]
+
+    def typed_many(self, names) -> dict:
+        """:meth:`typed` of each key in ``names`` (a dict by name), the keys' values joined
+        by host threads at once (:func:`dgboost._threads.host_threads`, runs of objects of
+        about equal bytes; one thread below ``_PARALLEL_BYTES`` in all)."""
+        from ._threads import balanced_runs, host_threads, run_tasks
+
+        plans, out = [], {}
+        for name in names:
+            j = self._col.get(name)
+            out[name] = None
+            if j is None or not np.all(self._marker[:, j] == ord("[")):
+                continue
+            types = self._vtype[:, j]
+            if not np.all(types == types[0]):
+                continue
+            dtype = _NUMBERS[int(types[0])][0]
+            counts = self._vcount[:, j].copy()
+            starts = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+            np.cumsum(counts, out=starts[1:])
+            plans.append((name, dtype, counts, starts, np.ascontiguousarray(self._voff[:, j])))
+        total = sum(int(starts[-1]) * dtype.itemsize for _, dtype, _, starts, _ in plans)
+        threads = host_threads() if total >= _PARALLEL_BYTES else 1
+        # read-only whatever the buffer (bytes or a bytearray): one compiled type for Numba
+        buf = np.frombuffer(memoryview(self._buf).toreadonly(), dtype=np.uint8)
+        tasks = []
+        for name, dtype, counts, starts, offsets in plans:
+            raw = np.empty(int(starts[-1]) * dtype.itemsize, dtype=np.uint8)
+            swap = not dtype.isnative  # one-byte dtypes are native
+            cuts = balanced_runs(starts, threads)
+            for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+                tasks.append(
+                    functools.partial(_gather_values, buf, offsets, counts, starts, dtype.itemsize, swap, a, b, raw)
+                )
+            out[name] = (raw.view(dtype.newbyteorder("=") if swap else dtype), counts)
+        run_tasks(tasks, threads)
+        return out
 
     def scalars(self, name: str) -> list | None:
         """Key ``name``'s values as :func:`loads` gives them, when every object holds a string

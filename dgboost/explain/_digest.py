@@ -16,21 +16,17 @@ chunks, so three threads of a 16-core host; in 1 MiB chunks it takes eleven.
 from __future__ import annotations
 
 import hashlib
-import os
 import struct
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._threads import host_threads
+
 __all__ = ["content_digest", "host_threads"]
 
 _CHUNK = 1 << 20  # bytes a leaf digest covers
 _PARALLEL_BYTES = 1 << 21  # below this, threads cost more than they save
-# more threads than this cost more than they save: on the 16-CPU host of an H200 (issue 32,
-# benchmarks/results/shap_host_threads/) 8 threads walked SHAP case c's paths in 10.9 ms
-# against 16.4 ms with 16 and hashed its table in 4.9 against 6.7 ms (case imported: 16.8
-# against 19.7 ms, 8.7 against 8.2 ms)
-_MAX_WORKERS = 8
 _LEAF, _ROOT = b"\x00", b"\x01"
 _VERSION = b"dgboost content digest 2"  # 2: 1 MiB chunks
 
@@ -39,18 +35,6 @@ def _leaf(chunk: memoryview) -> bytes:
     h = hashlib.sha256(_LEAF)
     h.update(chunk)
     return h.digest()
-
-
-def host_threads() -> int:
-    """Threads for host-side preparation (hashing, path walks): the cores this process may
-    run on (its CPU affinity), at most 8. (Not the CPU backend's count, which also reads a
-    container's quota and a Dask worker's threads: importing it from here would make an
-    import cycle, and short bursts of threads over a quota only share the quota.)"""
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not on Linux
-        n = os.cpu_count() or 1
-    return max(1, min(n, _MAX_WORKERS))
 
 
 def _workers() -> int:

@@ -152,3 +152,202 @@ def test_the_one_pass_tree_check_refuses_wrong_parents_features_and_default_dire
     assert not _trees_are_sound(left, right, off, True, feature=np.array([0, 4, -1, -1, -1]))
     assert not _trees_are_sound(left, right, off, True, feature=np.array([-1, 0, -1, -1, -1]))
     assert not _trees_are_sound(left, right, off, True, default_left=np.array([0, 0, 2, 0, 0], np.uint8))
+
+
+# -- the import's compiled passes over runs of objects, nodes and trees (issue 32) -------------
+@pytest.fixture
+def three_threads_always(monkeypatch):
+    """Every threaded pass of the import runs in several runs on three threads, whatever the size."""
+    from dgboost import _model_schema, _threads, xgboost_json
+
+    monkeypatch.setattr(_threads, "host_threads", lambda: 3)
+    monkeypatch.setattr(_ubjson, "_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(xgboost_json, "_PARALLEL_NODES", 0)
+    monkeypatch.setattr(_model_schema, "_PARALLEL_NODES", 0)
+
+
+_EVERY_DTYPE = (np.int8, np.uint8, np.int16, np.int32, np.int64, np.float32, np.float64)
+
+
+def test_typed_arrays_joined_by_threads_are_the_arrays_loads_gives(three_threads_always):
+    rng = np.random.default_rng(3)
+    trees = []
+    for n in rng.integers(0, 50, 40):  # empty arrays among them
+        tree = {}
+        for j, dt in enumerate(_EVERY_DTYPE):
+            info = np.iinfo(dt) if np.dtype(dt).kind in "iu" else None
+            if info is None:
+                v = rng.standard_normal(int(n)).astype(dt)
+            else:  # the whole range: every byte of a value matters
+                v = rng.integers(info.min, info.max, int(n), dtype=dt, endpoint=True)
+            tree[f"k{j}"] = v
+        trees.append(tree)
+    raw = bytearray(_ubjson.dumps({"trees": trees}))
+    plain = _ubjson.loads(bytes(raw))["trees"]
+    cols = _ubjson.loads(raw, columns=("trees",))["trees"]
+    names = [f"k{j}" for j in range(len(_EVERY_DTYPE))]
+    got = cols.typed_many([*names, "absent"])
+    assert got["absent"] is None
+    for name in names:
+        joined = np.concatenate([t[name] for t in plain])
+        values, counts = got[name]
+        assert values.dtype == joined.dtype and values.dtype.isnative and values.tobytes() == joined.tobytes(), name
+        assert counts.tolist() == [len(t[name]) for t in plain]
+        assert cols.typed(name)[0].tobytes() == joined.tobytes()
+
+
+def _node_fields(n: int, rng) -> dict:
+    """XGBoost's node fields of one valid-looking tree in its UBJSON dtypes (not a real tree:
+    the node reader checks values, the tree checks come later)."""
+    leaf = rng.random(n) < 0.5
+    return {
+        "left_children": np.where(leaf, -1, rng.integers(1, n + 1, n)).astype(np.int32),
+        "right_children": np.where(leaf, -1, rng.integers(1, n + 1, n)).astype(np.int32),
+        "parents": np.where(np.arange(n) == 0, 2147483647, rng.integers(-1, n, n)).astype(np.int32),
+        "split_indices": rng.integers(0, 10, n).astype(np.int32),
+        "split_conditions": rng.standard_normal(n).astype(np.float32),
+        "default_left": rng.integers(0, 2, n).astype(np.uint8),
+        "loss_changes": rng.standard_normal(n).astype(np.float32),
+        "sum_hessian": rng.random(n).astype(np.float32),
+        "base_weights": rng.standard_normal(n).astype(np.float32),
+    }
+
+
+def _checked_the_plain_way(fields: dict):
+    from dgboost._model_schema import as_array
+    from dgboost.errors import ModelFormatError
+    from dgboost.xgboost_json import _TREE_FIELDS, _checked_node_arrays, _column_dtype
+
+    try:
+        raw = {
+            k: as_array(fields[k], _column_dtype(k, fields[k].dtype, dt), k, finite=finite)
+            for k, (dt, finite) in _TREE_FIELDS.items()
+        }
+    except ModelFormatError:
+        return None
+    got = _checked_node_arrays(raw, [fields["left_children"].shape[0]])
+    return None if got is None else got[0]
+
+
+_CORRUPTIONS = {
+    "left child below -1": ("left_children", -2),
+    "right child below -1": ("right_children", -7),
+    "NaN threshold": ("split_conditions", np.nan),
+    "infinite threshold": ("split_conditions", np.inf),  # refused on a leaf only
+    "split feature below -1": ("split_indices", -3),  # refused on an inner node only
+    "default direction 2": ("default_left", 2),
+    "infinite gain": ("loss_changes", -np.inf),
+    "NaN cover": ("sum_hessian", np.nan),
+    "infinite base weight": ("base_weights", np.inf),
+    "negative parent": ("parents", -5),  # read as the root's -1
+}
+
+
+@pytest.mark.parametrize("corruption", [None, *_CORRUPTIONS])
+def test_the_one_pass_node_reader_gives_the_checked_arrays_or_refuses_as_they_do(three_threads_always, corruption):
+    from dgboost.xgboost_json import _fused_node_arrays
+
+    rng = np.random.default_rng(4)
+    for trial in range(20):
+        fields = _node_fields(int(rng.integers(1, 300)), rng)
+        if corruption is not None:
+            name, bad = _CORRUPTIONS[corruption]
+            at = int(rng.integers(0, fields[name].shape[0]))
+            fields[name][at] = bad
+        want = _checked_the_plain_way({k: v.copy() for k, v in fields.items()})
+        got = _fused_node_arrays(fields)
+        assert (got is None) == (want is None), (corruption, trial)
+        if want is not None:
+            assert list(got) == list(want)
+            for k in want:
+                assert got[k].dtype == want[k].dtype and got[k].tobytes() == want[k].tobytes(), (corruption, k)
+
+
+def _random_forest(n_trees: int, rng):
+    """Node arrays of ``n_trees`` random binary trees (children numbered after parents)."""
+    lefts, rights, parents, offsets = [], [], [], [0]
+    for _ in range(n_trees):
+        left, right, parent = [-1], [-1], [-1]
+        for _ in range(int(rng.integers(0, 12))):  # split a random leaf
+            leaves = [i for i, c in enumerate(left) if c < 0]
+            at = int(rng.choice(leaves))
+            left[at], right[at] = len(left), len(left) + 1
+            left += [-1, -1]
+            right += [-1, -1]
+            parent += [at, at]
+        lefts += left
+        rights += right
+        parents += parent
+        offsets.append(offsets[-1] + len(left))
+    i32 = lambda v: np.array(v, np.int32)  # noqa: E731
+    return i32(lefts), i32(rights), i32(parents), np.array(offsets, np.int64)
+
+
+def test_the_tree_check_over_runs_of_trees_answers_as_one_run(three_threads_always, monkeypatch):
+    from dgboost import _threads
+
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        left, right, parent, off = _random_forest(int(rng.integers(1, 30)), rng)
+        n = left.shape[0]
+        feature, default_left = np.where(left >= 0, 1, -1).astype(np.int32), np.zeros(n, np.uint8)
+        if trial % 4:  # break one node of one tree: a child, a parent, a feature or a direction
+            at = int(rng.integers(0, n))
+            what = trial % 4
+            if what == 1:
+                left[at] = int(rng.integers(-1, 20))
+            elif what == 2:
+                parent[at] = int(rng.integers(-1, 20))
+            else:
+                feature[at], default_left[at] = int(rng.integers(-1, 3)), int(rng.integers(0, 3))
+        args = (left, right, off, trial % 2 == 0, parent, True, feature, default_left, 2)
+        runs = _sound(*args)
+        monkeypatch.setattr(_threads, "host_threads", lambda: 1)
+        one = _sound(*args)
+        monkeypatch.setattr(_threads, "host_threads", lambda: 3)
+        assert runs == one, trial
+        if trial % 4 == 0:
+            assert one, trial  # the unbroken forests pass
+
+
+def test_the_float_check_refuses_what_the_validator_names(three_threads_always):
+    from dgboost._model_schema import _floats_are_sound, _name_bad_float
+    from dgboost.errors import ModelFormatError
+
+    rng = np.random.default_rng(6)
+    for trial in range(80):
+        n = int(rng.integers(1, 200))
+        arrays = {
+            "split_value": rng.standard_normal(n).astype(np.float32),
+            "gain": rng.standard_normal(n).astype(np.float32),
+            "cover": rng.random(n),
+            "value": rng.standard_normal(n).astype(np.float32),
+        }
+        categorical = rng.integers(0, 2, n).astype(np.uint8) if trial % 2 else None
+        for _ in range(int(rng.integers(0, 3))):
+            name = str(rng.choice(list(arrays)))
+            arrays[name][int(rng.integers(0, n))] = rng.choice([np.nan, np.inf, -np.inf])
+        try:
+            _name_bad_float(arrays, categorical, "m")
+            named = False
+        except ModelFormatError:
+            named = True
+        assert _floats_are_sound(arrays, categorical) is not named, trial
+
+
+def test_trees_to_renumber_are_found_as_the_array_expression_finds_them():
+    from dgboost.xgboost_json import _parents_not_before
+
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        sizes = rng.integers(1, 20, int(rng.integers(1, 30)))
+        off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        par = np.array([rng.integers(-1, s) for s in sizes for _ in range(s)], np.int32)
+        idx = np.arange(off[-1]) - np.repeat(off[:-1], sizes)
+        want = np.unique(np.repeat(np.arange(len(sizes)), sizes)[(par >= 0) & (par >= idx)])
+        got = _parents_not_before(par, off)
+        assert got.dtype == np.int64 and got.tolist() == want.tolist()
+
+
+def test_a_booster_imported_by_threads_is_the_booster_imported_by_dicts(three_threads_always):
+    test_an_xgboost_booster_imports_the_same_through_columns_and_through_dicts()
