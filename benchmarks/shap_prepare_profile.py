@@ -205,7 +205,7 @@ def _child(
         out["ensemble.base_margin"] = ens.base_margin
         out.update({f"table.{k}": v for k, v in vars(e.table).items() if isinstance(v, np.ndarray)})
         out["table.expected_value"] = e.table.expected_value()
-        out["explainer.expected"] = np.asarray(e._expected)
+        out["explainer.expected"] = np.asarray(e._expected64())
         out.update({f"host.{k}": v for k, v in host.arrays.items()})
         for k in ("group_paths", "group_ptr", "too_long", "selected", "selected_offsets"):
             out[f"host_layout.{k}"] = getattr(host, k)

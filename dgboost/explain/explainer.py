@@ -329,11 +329,10 @@ class TreeExplainer:
             )
         self._weight_tables = None
 
+        self._expected = None  # path-dependent: made at first use (_expected64)
         if feature_perturbation == "interventional":
             ev = to_host(self._output64(self.data).mean(axis=0))  # device background rows: on the host
-        else:
-            ev = self.table.base_margin + self.table.expected_value()
-        self._expected = np.asarray(ev, dtype=np.float64)
+            self._expected = np.asarray(ev, dtype=np.float64)
 
     # -- configuration -----------------------------------------------------------------
     def with_device(self, device: str | Device) -> "TreeExplainer":
@@ -359,7 +358,17 @@ class TreeExplainer:
     @property
     def expected_value(self) -> float | np.ndarray:
         """A float for one output, a float64 array (k,) for k outputs (shap's convention)."""
-        return float(self._expected[0]) if self.n_outputs == 1 else self._expected.copy()
+        expected = self._expected64()
+        return float(expected[0]) if self.n_outputs == 1 else expected.copy()
+
+    def _expected64(self) -> np.ndarray:
+        """The expected values, float64 (k,). A path-dependent explainer's are its table's,
+        made at first use rather than in the constructor: the GPU engine makes them on the
+        host while its kernel runs (a depth-16 model: 23-60 ms of an H200 host's time that
+        a first call no longer waits for, issue 32)."""
+        if self._expected is None:
+            self._expected = np.asarray(self.table.base_margin + self.table.expected_value(), dtype=np.float64)
+        return self._expected
 
     def _resolve_names(self, given):
         if given is not None:
@@ -629,7 +638,7 @@ class TreeExplainer:
         """``total`` (n, k) against the model's margins, both where the rows are."""
         xp = array_module(total)
         margin = self._output64(values)
-        scale = 1.0 + xp.abs(margin) + xp.abs(xp.asarray(self._expected))[None, :]
+        scale = 1.0 + xp.abs(margin) + xp.abs(xp.asarray(self._expected64()))[None, :]
         err = xp.abs(total - margin) / scale
         if err.size and float(err.max()) > 1e-6:
             r, g = np.unravel_index(int(xp.argmax(err)), err.shape)
@@ -696,9 +705,9 @@ class TreeExplainer:
         data = data[0] if flat else data
         n = 1 if flat else values.shape[0]
         if self.n_outputs > 1:
-            base = np.tile(self._expected, (n, 1))
+            base = np.tile(self._expected64(), (n, 1))
         else:
-            base = np.full(n, self._expected[0])
+            base = np.full(n, self._expected64()[0])
         if flat:
             base = base[0]
         fnames = list(names) if names is not None else self._names_for(raw.shape[1])

@@ -275,3 +275,19 @@ def test_an_xgboost_scikit_learn_wrapper_is_not_keyed_as_its_booster():
     assert len(prepared._PREPARED) == 1
     TreeExplainer(model)  # its iteration range and classes are the wrapper's: imported afresh
     assert len(prepared._PREPARED) == 1
+
+
+def test_an_explainers_expected_value_is_made_at_first_use_and_is_the_tables(monkeypatch):
+    from dgboost.explain import paths
+
+    booster, X, _ = _train(rounds=3, seed=9)
+    calls = []
+    real = paths.PathTable.expected_value
+    monkeypatch.setattr(paths.PathTable, "expected_value", lambda self: calls.append(1) or real(self))
+    explainer = TreeExplainer(booster.save_raw("json"))
+    assert calls == []  # the GPU engine makes it while its kernel runs: the constructor does not wait for it
+    want = explainer.table.base_margin[0] + real(explainer.table)[0]
+    assert explainer.expected_value == want
+    phi = explainer.shap_values(X[:50])  # the additivity check reads it as well
+    margin = booster.predict(dgboost.DMatrix(X[:50]), output_margin=True)
+    np.testing.assert_allclose(phi.sum(1) + explainer.expected_value, margin, rtol=1e-5, atol=1e-5)
