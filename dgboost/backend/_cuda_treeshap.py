@@ -16,12 +16,15 @@ elements (trees deeper than 63) are computed by the CPU engine and added.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from numba import njit
 
 from ..explain.paths import PathTable, flagged_category_arrays
 from ..explain.tables import DEFAULT_MAX_K, table_layout
 from ._device_cache import DeviceCache, device_bytes
+from ._upload import to_device
 
 __all__ = ["DevicePathTable", "device_path_table", "shap_values_device", "shap_interactions_device"]
 
@@ -72,7 +75,26 @@ def _by_group(computed, path_group, n_groups):
     return by_group, group_ptr
 
 
-def _host_arrays(table: PathTable, max_table_bytes: int, max_k: int = DEFAULT_MAX_K) -> _HostArrays:
+def _element_arrays(table: PathTable) -> dict:
+    """The table's own arrays as :class:`DevicePathTable` uploads them (its elements and paths:
+    most of the bytes), in the dtypes the kernels read; no copy where the dtype is right."""
+    cat_offset, cat_pool = flagged_category_arrays(table)  # category sets behind a header word
+    return {
+        "feature": np.ascontiguousarray(table.feature, dtype=np.int32),
+        "lower": table.lower,
+        "upper": table.upper,
+        "missing": np.ascontiguousarray(table.is_missing_branch, dtype=np.uint8),
+        "cat_offset": cat_offset,
+        "cat_pool": cat_pool,
+        "zero_fraction": table.zero_fraction,
+        "path_offsets": np.ascontiguousarray(table.path_offsets, dtype=np.int64),
+        "path_v": table.path_v,
+    }
+
+
+def _host_arrays(
+    table: PathTable, max_table_bytes: int, max_k: int = DEFAULT_MAX_K, elements: dict | None = None
+) -> _HostArrays:
     """The host side of :class:`DevicePathTable`: every array it uploads, and the weight-table
     layout the device fills.
 
@@ -81,6 +103,8 @@ def _host_arrays(table: PathTable, max_table_bytes: int, max_k: int = DEFAULT_MA
     table : PathTable
     max_table_bytes, max_k : int
         The weight-table budget (:func:`~dgboost.explain.tables.table_layout`).
+    elements : dict, optional
+        :func:`_element_arrays` of ``table``, when made already.
 
     Returns
     -------
@@ -96,19 +120,8 @@ def _host_arrays(table: PathTable, max_table_bytes: int, max_k: int = DEFAULT_MA
     computed = np.flatnonzero(~too_long & (lengths > 1))
     by_group, group_ptr = _by_group(computed, table.path_group, table.n_groups)
     table_offsets, selected, selected_offsets, total = table_layout(table, max_table_bytes, max_k)
-    # category sets behind a header word (path_element.cuh)
-    cat_offset, cat_pool = flagged_category_arrays(table)
     host = {
-        # the table's own arrays where they have the dtype already (the upload copies them)
-        "feature": np.ascontiguousarray(table.feature, dtype=np.int32),
-        "lower": table.lower,
-        "upper": table.upper,
-        "missing": np.ascontiguousarray(table.is_missing_branch, dtype=np.uint8),
-        "cat_offset": cat_offset,
-        "cat_pool": cat_pool,
-        "zero_fraction": table.zero_fraction,
-        "path_offsets": np.ascontiguousarray(table.path_offsets, dtype=np.int64),
-        "path_v": table.path_v,
+        **(_element_arrays(table) if elements is None else elements),
         "table_offsets": table_offsets,
         "group_paths": by_group.astype(np.int32),
         "group_ptr": group_ptr,
@@ -157,12 +170,24 @@ class DevicePathTable:
 
         from ._nvrtc import get_module
 
-        prep = _host_arrays(table, max_table_bytes, max_k)
+        elements = _element_arrays(table)
+        device_id = cupy.cuda.Device().id
+
+        def upload_elements():
+            with cupy.cuda.Device(device_id):
+                return to_device(elements)
+
+        # the elements (most of the bytes) go up while the group index and table layout are made
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            uploading = pool.submit(upload_elements)
+            prep = _host_arrays(table, max_table_bytes, max_k, elements)
+            rest = to_device({k: v for k, v in prep.arrays.items() if k not in elements})
+            uploaded = {**uploading.result(), **rest}
         host = prep.arrays
         by_group, group_ptr, too_long = prep.group_paths, prep.group_ptr, prep.too_long
         selected, selected_offsets, total = prep.selected, prep.selected_offsets, prep.total
         self.host_nodes = host["gl_nodes"]
-        self.arrays = {k: cupy.asarray(v) for k, v in host.items()}
+        self.arrays = {k: uploaded[k] for k in host}
         self._group_paths, self._group_ptr, self._n_paths = by_group, group_ptr, int(table.n_paths)
         self._slice_ptrs: dict = {}
         values = cupy.empty(max(total, 1), dtype=cupy.float64)

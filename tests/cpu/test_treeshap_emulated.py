@@ -74,9 +74,25 @@ def _fake_cupy() -> types.ModuleType:
         setattr(cp, name, getattr(np, name))
     cp.int32, cp.int64, cp.uint32 = np.int32, np.int64, np.uint32
     cp.asnumpy = np.asarray
-    device = types.SimpleNamespace(id=0, attributes={"MaxSharedMemoryPerBlockOptin": 232_448}, synchronize=lambda: None)
+    device = _FakeDevice()
     cp.cuda = types.SimpleNamespace(Device=lambda *args: device)
     return cp
+
+
+class _FakeDevice:
+    """The one device of :func:`_fake_cupy` (also a context manager, as ``cupy.cuda.Device``)."""
+
+    id = 0
+    attributes = {"MaxSharedMemoryPerBlockOptin": 232_448}
+
+    def synchronize(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
 
 
 @pytest.fixture
