@@ -355,6 +355,57 @@ def _walk_counts(left, right, tree_offsets):
 
 
 @njit(cache=True, nogil=True)
+def _walk_exact_counts(left, right, feature, tree_offsets, n_features):
+    """Number of leaves and of path elements :func:`_walk_fill` writes (a bias element, then
+    one per distinct feature on the path), raising as :func:`_walk_counts` on malformed trees."""
+    n_trees = tree_offsets.shape[0] - 1
+    seen = np.full(max(n_features, 1), -1, dtype=np.int64)  # feature -> path stamp
+    n_leaves = 0
+    n_elem = 0
+    for t in range(n_trees):
+        base = tree_offsets[t]
+        n = tree_offsets[t + 1] - base
+        if n <= 0:
+            raise ValueError("tree with no nodes in the ensemble")
+        stack = np.empty(n + 1, dtype=np.int64)
+        depth = np.empty(n + 1, dtype=np.int64)
+        on_path = np.empty(n + 1, dtype=np.int64)
+        stack[0] = 0
+        depth[0] = 0
+        top = 1
+        visited = 0
+        while top > 0:
+            top -= 1
+            node = stack[top]
+            d = depth[top]
+            visited += 1
+            if visited > n:
+                raise ValueError("tree nodes reachable more than once (cycle or shared child)")
+            on_path[d] = node
+            lc = left[base + node]
+            rc = right[base + node]
+            if lc < 0:
+                n_elem += 1
+                for a in range(d):
+                    f = feature[base + on_path[a]]
+                    if seen[f] != n_leaves:
+                        seen[f] = n_leaves
+                        n_elem += 1
+                n_leaves += 1
+            else:
+                if lc >= n or rc < 0 or rc >= n:
+                    raise ValueError("child index out of range in tree")
+                if top + 2 > n + 1:
+                    raise ValueError("tree nodes reachable more than once (cycle or shared child)")
+                stack[top] = rc
+                depth[top] = d + 1
+                stack[top + 1] = lc
+                depth[top + 1] = d + 1
+                top += 2
+    return n_leaves, n_elem
+
+
+@njit(cache=True, nogil=True)
 def _walk_fill(
     left,
     right,
@@ -700,40 +751,64 @@ def _walk(node_arrays, offsets, groups, n_features, cats=None):
 
 def _walk_in_chunks(node_arrays, offsets, groups, n_features, threads):
     """:func:`_walk` of all trees (none with categorical splits) by ``threads`` threads,
-    each walking runs of whole trees of about equal node counts into its own arrays, which
-    are then joined in tree order: the same arrays as one walk (a tree's paths depend on that
-    tree alone), and the error of the first bad tree."""
+    each walking runs of whole trees of about equal node counts: the same arrays as one walk
+    (a tree's paths depend on that tree alone), and the error of the first bad tree.
+
+    A first pass counts each run's paths and elements exactly, so that each run's walk writes
+    its elements straight into the table's arrays at its own offset (with per-run arrays
+    joined afterwards, the join's copy and the runs' fresh pages cost more than the threads
+    saved)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    left, right, feature = node_arrays[0], node_arrays[1], node_arrays[2]
     n_trees = offsets.shape[0] - 1
     targets = np.linspace(0, offsets[-1], 2 * threads + 1)[1:-1]
     cuts = np.unique(np.concatenate([[0], np.searchsorted(offsets, targets), [n_trees]]).astype(np.int64))
     runs = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
 
-    def walk(run):
+    def count(run):
         t0, t1 = run
-        return _walk(node_arrays, offsets[t0 : t1 + 1], groups[t0:t1], n_features)[0]
+        try:
+            return _walk_exact_counts(left, right, feature, offsets[t0 : t1 + 1], n_features)
+        except ValueError as err:  # raised inside Numba with a fixed message
+            raise ModelFormatError(f"invalid ensemble: {err}") from None
 
     with ThreadPoolExecutor(max_workers=min(threads, len(runs))) as pool:
-        parts = list(pool.map(walk, runs))  # raises the error of the first run that has one
-        n_elem = np.cumsum([0] + [p[0].shape[0] for p in parts])
-        n_path = np.cumsum([0] + [p[7].shape[0] for p in parts])
-        out = [np.empty(int(n_elem[-1]), a.dtype) for a in parts[0][:5]]
+        counts = list(pool.map(count, runs))  # raises the error of the first run that has one
+        n_path = np.cumsum([0] + [c[0] for c in counts])
+        n_elem = np.cumsum([0] + [c[1] for c in counts])
+        total = int(n_elem[-1])
+        out = [np.empty(total, dt) for dt in (np.int32, np.float32, np.float32, np.uint8, np.float64)]
         out.append(np.empty(0, np.int64))  # no category sets
         out.append(np.empty(int(n_path[-1]) + 1, np.int64))
-        out.extend(np.empty(int(n_path[-1]), a.dtype) for a in parts[0][7:])
+        out.extend(np.empty(int(n_path[-1]), dt) for dt in (np.float64, np.int32, np.int32))
+        no_cats = np.empty(0, np.uint8), np.empty(0, np.int64), np.empty(0, np.int64)
 
-        def join(i):  # the copies release the GIL too
-            part, t0 = parts[i], runs[i][0]
-            e, q = slice(n_elem[i], n_elem[i + 1]), slice(n_path[i], n_path[i + 1])
-            for j in range(5):
-                out[j][e] = part[j]
-            np.add(part[6][:-1], n_elem[i], out=out[6][q])  # the run's path offsets counted from 0
-            out[7][q], out[8][q] = part[7], part[8]
-            np.add(part[9], np.int32(t0), out=out[9][q])  # and its trees
+        def fill(i):  # the walks release the GIL
+            t0, t1 = runs[i]
+            e = slice(int(n_elem[i]), int(n_elem[i + 1]))
+            q = slice(int(n_path[i]), int(n_path[i + 1]))
+            local = np.empty(q.stop - q.start + 1, np.int64)  # the run's path offsets from 0
+            written = _walk_fill(
+                *node_arrays,
+                offsets[t0 : t1 + 1],
+                groups[t0:t1],
+                n_features,
+                e.stop - e.start,
+                *no_cats,
+                *(a[e] for a in out[:5]),
+                local,
+                out[7][q],
+                out[8][q],
+                out[9][q],
+            )
+            if written != e.stop - e.start:  # cannot happen: the counts are exact
+                raise RuntimeError("internal error: a run's path elements were miscounted")
+            np.add(local[:-1], e.start, out=out[6][q])
+            out[9][q] += np.int32(t0)  # the run's trees counted from its first
 
-        list(pool.map(join, range(len(parts))))
-    out[6][-1] = n_elem[-1]
+        list(pool.map(fill, range(len(runs))))
+    out[6][-1] = total
     return tuple(out)
 
 
