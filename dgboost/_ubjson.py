@@ -195,7 +195,7 @@ class _Reader:
         key_off, key_len, key_parent = found[2], found[3], found[4]
         for j in range(key_off.shape[0]):
             try:
-                name = self.buf[key_off[j] : key_off[j] + key_len[j]].decode("utf-8")
+                name = str(self.buf[key_off[j] : key_off[j] + key_len[j]], "utf-8")
             except UnicodeDecodeError:
                 return None
             names.append(name if key_parent[j] < 0 else f"{names[key_parent[j]]}.{name}")
@@ -211,7 +211,8 @@ def loads(data: bytes | bytearray | memoryview, columns=()):
     Parameters
     ----------
     data : bytes-like
-        The whole document (one value, nothing after it).
+        The whole document (one value, nothing after it); bytes, a bytearray and a
+        contiguous memoryview are read without a copy.
     columns : iterable of str
         Object keys whose value, when it is an array of objects that all have the same keys
         (in the same order) holding typed numeric arrays, integers, strings or objects of
@@ -229,11 +230,16 @@ def loads(data: bytes | bytearray | memoryview, columns=()):
     ModelFormatError
         For truncated or corrupt data, naming the byte offset.
     """
-    # bytes or a bytearray are read where they lie (XGBoost's save_raw gives a bytearray: a
-    # depth-16 model's 100+ MB copy cost tens of ms), anything else is copied once. Arrays
-    # returned are copies; an ObjectColumns reads the buffer when its columns are asked for,
-    # so a bytearray must stay unchanged until then (the importers read them at once)
-    reader = _Reader(data if isinstance(data, (bytes, bytearray)) else bytes(data), columns)
+    # bytes, a bytearray or a contiguous memoryview are read where they lie (XGBoost's
+    # save_raw gives a bytearray: a depth-16 model's 100+ MB copy cost tens of ms), anything
+    # else is copied once. Arrays returned are copies; an ObjectColumns reads the buffer when
+    # its columns are asked for, so the buffer must stay unchanged until then (the importers
+    # read them at once)
+    if isinstance(data, memoryview) and data.c_contiguous:
+        data = data.cast("B")  # read where it lies, as bytes and a bytearray are
+    elif not isinstance(data, (bytes, bytearray)):
+        data = bytes(data)
+    reader = _Reader(data, columns)
     try:
         out = reader.value()
     except IndexError:

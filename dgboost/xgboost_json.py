@@ -716,7 +716,7 @@ def import_xgboost_booster(booster) -> tuple[Ensemble, dict]:
     return import_xgboost_ubjson(booster.save_raw(raw_format="ubj"))
 
 
-def import_xgboost_ubjson(raw: bytes | bytearray) -> tuple[Ensemble, dict]:
+def import_xgboost_ubjson(raw: bytes | bytearray | memoryview) -> tuple[Ensemble, dict]:
     """:func:`import_xgboost_booster` of a booster whose ``save_raw("ubj")`` is ``raw`` (an
     XGBoost UBJSON model's bytes): ``(ensemble, meta)``, validated."""
     from dgboost._ubjson import loads

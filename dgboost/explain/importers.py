@@ -289,7 +289,7 @@ def _from_xgboost(model) -> tuple[Ensemble, dict]:
     return _from_model_io(ens, meta, model, "xgboost", rounds)
 
 
-def from_xgboost_ubjson(raw: bytes | bytearray, booster: Any) -> tuple[Ensemble, dict]:
+def from_xgboost_ubjson(raw: bytes | bytearray | memoryview, booster: Any) -> tuple[Ensemble, dict]:
     """:func:`to_ensemble` of the ``xgboost.Booster`` ``booster`` from its
     ``save_raw("ubj")`` bytes ``raw`` (what :func:`to_ensemble` reads of it: the same result)."""
     from ..xgboost_json import import_xgboost_ubjson

@@ -28,6 +28,7 @@ from collections import OrderedDict
 from typing import Any
 
 from .._compat import library_of
+from .._xgboost_raw import booster_ubjson
 from ._digest import content_digest
 from .importers import from_model_bytes, from_xgboost_ubjson, to_ensemble
 from .paths import PathTable, extract_paths
@@ -83,7 +84,7 @@ def import_model(model: Any) -> tuple[Any, dict, tuple | None]:
     if raw is not None:
         kind = type(model).__name__
     elif _is_xgboost_booster(model):
-        raw, kind = model.save_raw(raw_format="ubj"), "xgboost.Booster"
+        raw, kind = booster_ubjson(model), "xgboost.Booster"  # save_raw("ubj")'s bytes
     else:
         ensemble, meta = to_ensemble(model)
         return ensemble, meta, None

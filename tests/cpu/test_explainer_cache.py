@@ -291,3 +291,21 @@ def test_an_explainers_expected_value_is_made_at_first_use_and_is_the_tables(mon
     phi = explainer.shap_values(X[:50])  # the additivity check reads it as well
     margin = booster.predict(dgboost.DMatrix(X[:50]), output_margin=True)
     np.testing.assert_allclose(phi.sum(1) + explainer.expected_value, margin, rtol=1e-5, atol=1e-5)
+
+
+def test_an_xgboost_boosters_bytes_copied_by_threads_are_save_raws(monkeypatch):
+    xgb = pytest.importorskip("xgboost")
+    from dgboost import _threads, _xgboost_raw
+
+    X, y = _data(n=3000, F=8, seed=3)
+    booster = xgb.train({"objective": "binary:logistic", "max_depth": 6, "nthread": 1}, xgb.DMatrix(X, y), 30)
+    want = bytes(booster.save_raw(raw_format="ubj"))
+    monkeypatch.setattr(_xgboost_raw, "_PARALLEL_BYTES", 0)  # copied in several runs
+    monkeypatch.setattr(_threads, "host_threads", lambda: 3)
+    got = _xgboost_raw.booster_ubjson(booster)
+    assert isinstance(got, memoryview) and got.readonly and bytes(got) == want
+    booster.set_attr(changed="yes")  # XGBoost's next call on the booster: the copy keeps its bytes
+    booster.save_raw(raw_format="ubj")
+    assert bytes(got) == want
+    monkeypatch.setattr(_xgboost_raw, "_save_to_buffer", lambda b: None)  # no C API as expected: save_raw
+    assert bytes(_xgboost_raw.booster_ubjson(booster)) == bytes(booster.save_raw(raw_format="ubj"))

@@ -10,7 +10,7 @@ import pytest
 import xgboost  # declared test dependency: fail, never skip
 
 from dgboost import ModelFormatError
-from dgboost._ubjson import loads
+from dgboost._ubjson import ObjectColumns, dumps, loads
 from dgboost.xgboost_json import import_xgboost_booster, import_xgboost_dict
 
 
@@ -106,3 +106,25 @@ def test_a_bytearray_is_decoded_as_its_bytes_and_nothing_decoded_refers_to_it():
             a, b = getattr(kept, name), getattr(want, name)
             assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
         raw = xgboost.train(params, xgboost.DMatrix(X, y), 4).save_raw(raw_format="ubj")
+
+
+def test_a_memoryview_is_decoded_where_it_lies_as_its_bytes_are():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 5)).astype(np.float32)
+    y = rng.integers(0, 3, size=400).astype(np.float32)
+    params = {"objective": "multi:softprob", "num_class": 3, "max_depth": 4, "tree_method": "hist"}
+    raw = bytes(xgboost.train(params, xgboost.DMatrix(X, y), 4).save_raw(raw_format="ubj"))
+    for columns in ((), ("trees",)):
+        buf = np.frombuffer(raw, dtype=np.uint8).copy()
+        view = memoryview(buf).toreadonly()
+        kept = import_xgboost_dict(loads(view, columns=columns))[0]
+        want = import_xgboost_dict(loads(raw, columns=columns))[0]
+        buf[:] = 0  # nothing decoded refers to the buffer
+        for name in ("left", "right", "feature", "split_value", "default_left", "value", "cover", "gain"):
+            a, b = getattr(kept, name), getattr(want, name)
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+    # a key that is not ASCII, read from the view by the column scanner
+    trees = [{"k\u00e9y": np.arange(3, dtype=np.int32)}, {"k\u00e9y": np.arange(2, dtype=np.int32)}]
+    cols = loads(memoryview(dumps({"trees": trees})), columns=("trees",))["trees"]
+    assert isinstance(cols, ObjectColumns) and cols.names == ["k\u00e9y"]
+    assert cols.typed("k\u00e9y")[0].tolist() == [0, 1, 2, 0, 1]
