@@ -739,6 +739,8 @@ class TreeExplainer:
         # the weight tables are rebuilt where the explainer lands, once per process
         # (treeshap.cached_tables keys them by the path table's fingerprint)
         state["_weight_tables"] = None
+        if self.feature_perturbation != "interventional":
+            state["_expected"] = None  # the table's: made again at first use, as in a new explainer
         # the engine is made where the explainer lands, by the rule of every entry point (a
         # GPU explainer unpickled where no GPU is usable runs on the CPU, with a warning)
         state.pop("_kernels", None)
