@@ -313,51 +313,10 @@ def flagged_category_arrays(table: PathTable) -> tuple[np.ndarray, np.ndarray]:
 # extraction (Numba, iterative DFS; no recursion, any depth)
 # ---------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
-def _walk_counts(left, right, tree_offsets):
-    """Number of leaves and sum over leaves of (depth + 1), raising on malformed trees."""
-    n_trees = tree_offsets.shape[0] - 1
-    n_leaves = 0
-    n_elem = 0
-    for t in range(n_trees):
-        base = tree_offsets[t]
-        n = tree_offsets[t + 1] - base
-        if n <= 0:
-            raise ValueError("tree with no nodes in the ensemble")
-        stack = np.empty(n + 1, dtype=np.int64)
-        depth = np.empty(n + 1, dtype=np.int64)
-        stack[0] = 0
-        depth[0] = 0
-        top = 1
-        visited = 0
-        while top > 0:
-            top -= 1
-            node = stack[top]
-            d = depth[top]
-            visited += 1
-            if visited > n:
-                raise ValueError("tree nodes reachable more than once (cycle or shared child)")
-            lc = left[base + node]
-            rc = right[base + node]
-            if lc < 0:
-                n_leaves += 1
-                n_elem += d + 1
-            else:
-                if lc >= n or rc < 0 or rc >= n:
-                    raise ValueError("child index out of range in tree")
-                if top + 2 > n + 1:
-                    raise ValueError("tree nodes reachable more than once (cycle or shared child)")
-                stack[top] = rc
-                depth[top] = d + 1
-                stack[top + 1] = lc
-                depth[top + 1] = d + 1
-                top += 2
-    return n_leaves, n_elem
-
-
-@njit(cache=True, nogil=True)
-def _walk_exact_counts(left, right, feature, tree_offsets, n_features):
-    """Number of leaves and of path elements :func:`_walk_fill` writes (a bias element, then
-    one per distinct feature on the path), raising as :func:`_walk_counts` on malformed trees."""
+def _walk_counts(left, right, feature, tree_offsets, n_features, exact):
+    """Number of leaves, and of path elements: with ``exact`` those :func:`_walk_fill` writes
+    (a bias element, then one per distinct feature on the path), else the bound
+    sum(depth + 1) over leaves; raising ValueError on malformed trees."""
     n_trees = tree_offsets.shape[0] - 1
     seen = np.full(max(n_features, 1), -1, dtype=np.int64)  # feature -> path stamp
     n_leaves = 0
@@ -386,7 +345,9 @@ def _walk_exact_counts(left, right, feature, tree_offsets, n_features):
             rc = right[base + node]
             if lc < 0:
                 n_elem += 1
-                for a in range(d):
+                if not exact:
+                    n_elem += d
+                for a in range(d if exact else 0):
                     f = feature[base + on_path[a]]
                     if seen[f] != n_leaves:
                         seen[f] = n_leaves
@@ -700,7 +661,7 @@ def _walk(node_arrays, offsets, groups, n_features, cats=None):
     (:func:`_ensemble_categories`), whose sets are made once the trees are known sound."""
     left, right, feature = node_arrays[0], node_arrays[1], node_arrays[2]
     try:
-        n_paths, n_bound = _walk_counts(left, right, offsets)
+        n_paths, n_bound = _walk_counts(left, right, feature, offsets, n_features, False)
     except ValueError as err:  # raised inside Numba with a fixed message
         raise ModelFormatError(f"invalid ensemble: {err}") from None
     if cats is None:
@@ -769,7 +730,7 @@ def _walk_in_chunks(node_arrays, offsets, groups, n_features, threads):
     def count(run):
         t0, t1 = run
         try:
-            return _walk_exact_counts(left, right, feature, offsets[t0 : t1 + 1], n_features)
+            return _walk_counts(left, right, feature, offsets[t0 : t1 + 1], n_features, True)
         except ValueError as err:  # raised inside Numba with a fixed message
             raise ModelFormatError(f"invalid ensemble: {err}") from None
 
