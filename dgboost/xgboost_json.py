@@ -390,7 +390,8 @@ def _read_tree_columns(trees: ObjectColumns, where: str):
             return None
     fields = {name: columns[name][0] for name in _TREE_FIELDS}
     if all(fields[name].dtype == dt for name, dt in _XGBOOST_DTYPES.items()):
-        return _fused_node_arrays(fields), sizes  # XGBoost's own dtypes: one threaded pass
+        arrays = _fused_node_arrays(fields)  # XGBoost's own dtypes: one threaded pass
+        return None if arrays is None else (arrays, sizes)
     raw = {}
     try:
         for name, (dt, finite) in _TREE_FIELDS.items():

@@ -11,7 +11,7 @@ import xgboost  # declared test dependency: fail, never skip
 
 from dgboost import ModelFormatError
 from dgboost._ubjson import ObjectColumns, dumps, loads
-from dgboost.xgboost_json import import_xgboost_booster, import_xgboost_dict
+from dgboost.xgboost_json import import_xgboost_booster, import_xgboost_dict, import_xgboost_ubjson
 
 
 def _ubj_string(s: str) -> bytes:
@@ -128,3 +128,24 @@ def test_a_memoryview_is_decoded_where_it_lies_as_its_bytes_are():
     cols = loads(memoryview(dumps({"trees": trees})), columns=("trees",))["trees"]
     assert isinstance(cols, ObjectColumns) and cols.names == ["k\u00e9y"]
     assert cols.typed("k\u00e9y")[0].tolist() == [0, 1, 2, 0, 1]
+
+
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        ("left_children", -5, r"trees\[1\]: child index out of range at node 0"),
+        ("split_indices", -3, r"trees\[1\]: feature out of range at node 0"),
+        ("default_left", 2, r"trees\[1\].*default_left"),
+    ],
+)
+def test_a_corrupt_node_in_an_xgboost_ubjson_model_is_named_as_a_model_format_error(field, value, message):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 5)).astype(np.float32)
+    y = rng.integers(0, 2, size=400).astype(np.float32)
+    booster = xgboost.train({"objective": "binary:logistic", "max_depth": 3}, xgboost.DMatrix(X, y), 3)
+    doc = loads(bytes(booster.save_raw(raw_format="ubj")))
+    tree = doc["learner"]["gradient_booster"]["model"]["trees"][1]
+    assert tree[field].dtype in (np.int32, np.uint8)  # XGBoost's dtypes: the one-pass reader takes them
+    tree[field][0] = value  # the root: an inner node
+    with pytest.raises(ModelFormatError, match=message):
+        import_xgboost_ubjson(dumps(doc))
