@@ -382,6 +382,7 @@ def _floats_are_sound(arrays: dict, categorical) -> bool:
 
 @njit(cache=True, nogil=True)
 def _floats_sound_in(split_value, gain, cover, value, categorical, first, last):
+    """:func:`_floats_are_sound` of nodes ``first`` to ``last - 1`` (``categorical`` empty: none)."""
     has_categorical = categorical.shape[0] > 0
     for i in range(first, last):
         if np.isnan(split_value[i]) and not (has_categorical and categorical[i] == 1):

@@ -716,9 +716,9 @@ def _walk_in_chunks(node_arrays, offsets, groups, n_features, threads):
     (a tree's paths depend on that tree alone), and the error of the first bad tree.
 
     A first pass counts each run's paths and elements exactly, so that each run's walk writes
-    its elements straight into the table's arrays at its own offset (with per-run arrays
-    joined afterwards, the join's copy and the runs' fresh pages cost more than the threads
-    saved)."""
+    its elements straight into the table's arrays at its own offset: per-run arrays joined
+    afterwards cost a second copy of every element into fresh pages (a depth-16 model walked
+    in 119 ms that way against 108 in place, on an H200's host: issue 32)."""
     from concurrent.futures import ThreadPoolExecutor
 
     left, right, feature = node_arrays[0], node_arrays[1], node_arrays[2]
