@@ -203,9 +203,9 @@ def _child(
         out = {f"ensemble.{k}": v for k, v in ens.arrays.items()}
         out.update({"ensemble.tree_offsets": ens.tree_offsets, "ensemble.tree_group": ens.tree_group})
         out["ensemble.base_margin"] = ens.base_margin
+        out["table.expected_value"] = e.table.expected_value()  # first: kept on the table either side
         out.update({f"table.{k}": v for k, v in vars(e.table).items() if isinstance(v, np.ndarray)})
-        out["table.expected_value"] = e.table.expected_value()
-        out["explainer.expected"] = np.asarray(e._expected64())
+        out["explainer.expected"] = np.atleast_1d(np.asarray(e.expected_value, dtype=np.float64))
         out.update({f"host.{k}": v for k, v in host.arrays.items()})
         for k in ("group_paths", "group_ptr", "too_long", "selected", "selected_offsets"):
             out[f"host_layout.{k}"] = getattr(host, k)
