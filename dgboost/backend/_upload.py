@@ -20,7 +20,8 @@ __all__ = ["to_device"]
 _STAGE_BYTES = 16 << 20  # bytes a staging buffer holds
 _DIRECT_BELOW = 4 << 20  # arrays smaller than this are copied by cupy.asarray
 # threads that fill a staging buffer: on the H200's host 4 threads moved 150 MB in 9.8 ms,
-# 8 in 10.9 ms, 1 in 22.2 ms, cupy.asarray 30.0 ms (benchmarks/results/shap_upload/)
+# 8 in 10.9 ms, 1 in 22.2 ms, cupy.asarray 30.0 ms
+# (benchmarks/results/shap_prep_threads/upload_parts_h200_181be0d.log)
 _MAX_COPY_THREADS = 4
 
 
