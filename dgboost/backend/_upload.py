@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._threads import even_runs, host_threads
+
 __all__ = ["to_device"]
 
 _STAGE_BYTES = 16 << 20  # bytes a staging buffer holds
@@ -40,8 +42,6 @@ def to_device(arrays: dict) -> dict:
         complete when it returns.
     """
     import cupy
-
-    from .._threads import host_threads
 
     out, large = {}, []
     for name, value in arrays.items():
@@ -85,6 +85,6 @@ def _staged(pairs: list, threads: int) -> None:
 
 def _fill(pool: ThreadPoolExecutor, threads: int, dst: np.ndarray, src: np.ndarray) -> None:
     """``dst[:] = src`` (uint8, equal lengths) in ``threads`` parts side by side."""
-    cuts = np.linspace(0, src.shape[0], threads + 1).astype(np.int64).tolist()
+    cuts = even_runs(src.shape[0], threads).tolist()
     parts = [(dst[a:b], src[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
     list(pool.map(lambda pair: np.copyto(*pair), parts))

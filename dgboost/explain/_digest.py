@@ -15,13 +15,13 @@ chunks, so three threads of a 16-core host; in 1 MiB chunks it takes eleven.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import struct
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .._threads import host_threads
+from .._threads import host_threads, run_tasks
 
 __all__ = ["content_digest", "host_threads"]
 
@@ -80,12 +80,8 @@ def content_digest(items) -> str:
         )
         chunks.extend(data[i : i + _CHUNK] for i in range(0, n, _CHUNK))
     total = sum(c.nbytes for c in chunks)
-    workers = _workers()
-    if total >= _PARALLEL_BYTES and workers > 1 and len(chunks) > 1:
-        with ThreadPoolExecutor(max_workers=min(workers, len(chunks))) as pool:
-            digests = list(pool.map(_leaf, chunks))
-    else:
-        digests = [_leaf(c) for c in chunks]
+    threads = _workers() if total >= _PARALLEL_BYTES else 1
+    digests = run_tasks([functools.partial(_leaf, c) for c in chunks], threads)
     root = hashlib.sha256(_ROOT + _VERSION)
     at = 0
     for header, count in zip(headers, counts):
