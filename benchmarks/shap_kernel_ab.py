@@ -47,7 +47,11 @@ def _child(tree: str, case: str, model_path: str, rows_path: str, repeats: int, 
         cupy.cuda.Device().synchronize()
         seconds.append(time.perf_counter() - t0)
     module = get_module("treeshap_rows.cu")
-    names = ["shap_interactions_warp"] if interactions else ["shap_rows", "shap_rows_loads8", "shap_rows_tables"]
+    names = (
+        ["shap_interactions_warp", "shap_interactions_warp_nq4", "shap_interactions_warp_out"]
+        if interactions
+        else ["shap_rows", "shap_rows_loads8", "shap_rows_tables"]
+    )
     registers, local_bytes = {}, {}
     for name in names:
         try:

@@ -609,28 +609,34 @@ extern "C" __global__ void interaction_finish(const double* __restrict__ acc, lo
 
 // SHAP interaction values by the same quadrature with half a warp (16 lanes) per row and
 // the row's accumulator in shared memory (the upper triangle and diagonal, F (F + 1) / 2
-// doubles; ``in_shared`` 1), or, for F too wide for that, in the upper triangle of the row's
-// own output matrix (``in_shared`` 0; for few rows, where a thread per row leaves the GPU
-// idle). The thread-per-row kernel above spends its time on read-modify-writes of a global
-// accumulator (k (k + 1) / 2 per path and row), which here stay on the SM. Per path (every
-// lane of the warp on the same path, each half on its own row, so the control flow is
-// uniform; paths have at most 16 elements):
-//   * lane l < k loads element l and its on-flag (a ballot gives the half the path's on-bits);
-//   * lane t < nq forms A(t) = w_t v/2 prod_l ((1 - u_t) z_l + u_t o_l) in element order
-//     (z_l by shuffle), the CPU's product, and the half takes each A(t) by shuffle;
-//   * lane l forms G_l(t) and H_l(t) = A(t) G_l(t), and adds 2 H_l(t) to its diagonal entry;
-//   * lane p of each round of 16 takes the pair p = (l, m), l < m: it gathers H_l(t) and
-//     G_m(t) by shuffle and adds sum_t H_l(t) G_m(t) in the CPU's grouping to entry (f_l, f_m).
-// A path's features are distinct, so no two lanes of a path touch one entry, and a
-// __syncwarp between paths keeps every entry's additions in path order: the values are
-// bitwise those of the thread-per-row kernel (and the CPU's). Two rows a warp, not one:
-// the kernel is bound by instruction issue (Nsight Compute; docs/performance-notes.md), and a
-// half-warp covers the up to 16 elements, so the second row comes at the cost of more pair
-// rounds only. At the end the half writes
-// the row's interaction matrix as interaction_finish does (in place when the accumulator is
-// the output: lane f reads the upper triangle and writes row f's lower half and diagonal,
-// which no other lane reads). ``out`` (n, n_groups, F + 1, F + 1) is zeroed by the caller;
-// the entries [0, F) x [0, F) are written.
+// doubles; ``kShared``), or, for F too wide for that, in the upper triangle of the row's own
+// output matrix (for few rows, where a thread per row leaves the GPU idle). The
+// thread-per-row kernel above spends its time on read-modify-writes of a global accumulator
+// (k (k + 1) / 2 per path and row), which here stay on the SM. Per path (every lane of the
+// warp on the same path, each half on its own row, so the control flow is uniform; paths
+// have at most 2 kNQ elements):
+//   * lane l < k loads element l and its on-flag (a ballot gives the half the path's
+//     on-bits), and stages z_l and f_l for the half;
+//   * lane t < nq forms A(t) = w_t v/2 prod_l ((1 - u_t) z_l + u_t o_l) in element order,
+//     the CPU's product, and stages it;
+//   * lane l forms G_l(t) and H_l(t) = A(t) G_l(t), stages them, and adds 2 H_l(t) to its
+//     diagonal entry;
+//   * lane p of each round of 16 takes the pair p = (l, m), l < m, and adds
+//     sum_t H_l(t) G_m(t), in the CPU's grouping, to entry (f_l, f_m).
+// The half's staging area holds what its lanes exchange: shared loads, not shuffles (a
+// double crosses lanes in one load where a shuffle takes two instructions per value, and
+// the pairs read H_l and G_m kNQ values at a time). A path's features are distinct, so no
+// two lanes of a path touch one entry, and a __syncwarp between paths keeps every entry's
+// additions in path order: the values are bitwise those of the thread-per-row kernel (and
+// the CPU's). Two rows a warp, not one: the kernel is bound by instruction issue (Nsight
+// Compute; docs/performance-notes.md), and a half-warp covers the up to 16 elements. At the
+// end the half writes the row's interaction matrix as interaction_finish does (in place when
+// the accumulator is the output: lane f reads the upper triangle and writes row f's lower
+// half and diagonal, which no other lane reads). ``out`` (n, n_groups, F + 1, F + 1) is
+// zeroed by the caller; the entries [0, F) x [0, F) are written. Dynamic shared memory: the
+// staging areas (``interaction_stage_doubles`` per row) then, with ``kShared``, the
+// accumulators. Instances: kNQ = 4 for tables whose quadrature paths have at most 8 elements
+// (half the registers and unrolled work of kNQ = 8), and the widest for the rest.
 // Memory traffic per row and path: the k elements' data (shared by the warp's loads) and
 // the k row values (L1); the accumulator stays on the SM, or costs one 32-byte sector per
 // entry update in the output.
@@ -647,38 +653,69 @@ __device__ __forceinline__ double add_group(double c, double p0, double p1, doub
   return c + p0;
 }
 
-extern "C" __global__ void __launch_bounds__(128) shap_interactions_warp(
-    const float* __restrict__ X, long long n, int F,
-    const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
-    const long long* __restrict__ group_ptr, const int* __restrict__ feature,
-    const float* __restrict__ lower, const float* __restrict__ upper,
-    const unsigned char* __restrict__ missing, const long long* __restrict__ cat_offset,
-    const unsigned* __restrict__ cat_pool, const double* __restrict__ zero_fraction,
-    const double* __restrict__ path_v, const double* __restrict__ gl_nodes,
-    const double* __restrict__ gl_weights, const double* __restrict__ g_on,
-    const double* __restrict__ g_off, int n_groups, int in_shared, long long slice_paths,
-    const long long* __restrict__ slice_ptr, int n_slices, int slice_mode, double* __restrict__ partial,
-    double* __restrict__ out) {
+// doubles of a half-warp's staging area: H and G (16 x kNQ each), z (16), A (kNQ), and 16
+// (feature, entry-row offset) int pairs; even, so every area starts 16-byte aligned
+template <int kNQ>
+struct interaction_stage_doubles {
+  static constexpr int value = 2 * 16 * kNQ + 16 + kNQ + 16 + (kNQ & 1);
+};
+
+#define SHAP_INTERACTIONS_WARP_PARAMS                                                                             \
+  const float *__restrict__ X, long long n, int F, const long long *__restrict__ path_offsets,                   \
+      const int *__restrict__ group_paths, const long long *__restrict__ group_ptr,                                 \
+      const int *__restrict__ feature, const float *__restrict__ lower, const float *__restrict__ upper,           \
+      const unsigned char *__restrict__ missing, const long long *__restrict__ cat_offset,                         \
+      const unsigned *__restrict__ cat_pool, const double *__restrict__ zero_fraction,                             \
+      const double *__restrict__ path_v, const double *__restrict__ gl_nodes,                                      \
+      const double *__restrict__ gl_weights, const double *__restrict__ g_on, const double *__restrict__ g_off,    \
+      int n_groups, long long slice_paths, const long long *__restrict__ slice_ptr, int n_slices, int slice_mode, \
+      double *__restrict__ partial, double *__restrict__ out
+#define SHAP_INTERACTIONS_WARP_ARGS                                                                          \
+  X, n, F, path_offsets, group_paths, group_ptr, feature, lower, upper, missing, cat_offset, cat_pool,         \
+      zero_fraction, path_v, gl_nodes, gl_weights, g_on, g_off, n_groups, slice_paths, slice_ptr, n_slices, \
+      slice_mode, partial, out
+
+template <int kNQ, bool kShared>
+__device__ __forceinline__ void shap_interactions_warp_body(SHAP_INTERACTIONS_WARP_PARAMS) {
   extern __shared__ double shared_acc[];
+  constexpr int kMaxK = 2 * kNQ < SHAP_QUAD_MAX_K ? 2 * kNQ : SHAP_QUAD_MAX_K;  // longest path it takes (k <= 2 nq)
+  constexpr int kMaxPairs = kMaxK * (kMaxK - 1) / 2;
+  constexpr int kRounds = (kMaxPairs + 15) / 16;
+  constexpr int STAGE = interaction_stage_doubles<kNQ>::value;
   const unsigned FULL = 0xffffffffu;
   const int HALF = 16;
   const int lane = threadIdx.x & (HALF - 1);      // lane in the half-warp
   const int half = (threadIdx.x >> 4) & 1;
   const int slot = threadIdx.x >> 4;              // half-warp (row) in the block
-  const long long first = (long long)blockIdx.x * (blockDim.x >> 4);
-  if (first + (slot & ~1) >= n) return;           // whole warps only (shuffles span both halves)
+  const int rows_per_block = blockDim.x >> 4;
+  const long long first = (long long)blockIdx.x * rows_per_block;
+  if (first + (slot & ~1) >= n) return;           // whole warps only (ballots span both halves)
   const long long row = first + slot;
   const bool valid = row < n;                     // the warp's other half may have no row
   const int g = blockIdx.y;
   const long long W = F + 1;
   const long long TRI = (long long)F * (F + 1) / 2;
   double* o = out + ((valid ? row : first) * n_groups + g) * W * W;
-  double* acc = in_shared ? shared_acc + slot * TRI : o;
-  if (in_shared)
+  double* stage = shared_acc + slot * STAGE;
+  double* Hs = stage;              // (16, kNQ): H_l(t)
+  double* Gs = stage + 16 * kNQ;   // (16, kNQ): G_l(t)
+  double* zs = stage + 32 * kNQ;   // (16,): z_l
+  double* As = zs + 16;            // (kNQ,): A(t)
+  int2* fs = reinterpret_cast<int2*>(As + kNQ + (kNQ & 1));  // (16,): f_l, the offset of row f_l's entries
+  double* acc = kShared ? shared_acc + (long long)rows_per_block * STAGE + slot * TRI : o;
+  if (kShared)
     for (long long c = lane; c < TRI; c += HALF) acc[c] = 0.0;
+  // this lane's pair (l | m << 4) of each round r in byte r: pairs by m then l, the task
+  // index 16 r + lane (the same for every path; a path of k elements has its first
+  // k (k - 1) / 2)
+  unsigned long long pairs = 0;
+  for (int r = 0; r < kRounds; ++r) {
+    const int task = 16 * r + lane;
+    int m = 1;
+    while ((m + 1) * m / 2 <= task) ++m;
+    if (task < kMaxPairs) pairs |= (unsigned long long)((task - m * (m - 1) / 2) | (m << 4)) << (8 * r);
+  }
   __syncwarp();
-  // entry (a, b), a <= b, of the accumulator
-  auto entry = [&](int a, int b) -> double* { return acc + (in_shared ? tri_index(a, b, F) : a * W + b); };
   // the end of a slice: the slice sums to the totals, the accumulator cleared. Totals: in
   // shared mode the upper triangle and diagonal of ``o``; in output mode (the accumulator is
   // o's upper triangle) the lower triangle, [b, a] for (a, b), and row F for the diagonal.
@@ -686,15 +723,15 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_warp(
     if (valid)
       for (int a = 0; a < F; ++a)
         for (int b = a + lane; b < F; b += HALF) {
-          double* e = entry(a, b);
-          double* t = in_shared ? o + a * W + b : (a == b ? o + F * W + a : o + b * W + a);
+          double* e = acc + (kShared ? tri_index(a, b, F) : a * W + b);
+          double* t = kShared ? o + a * W + b : (a == b ? o + F * W + a : o + b * W + a);
           *t += *e;
           *e = 0.0;
         }
     __syncwarp();
   };
   const float* x = X + (valid ? row : first) * (long long)F;
-  const int NQ = SHAP_QUAD_MAX_NQ;
+  const int NQ = SHAP_QUAD_MAX_NQ;  // row stride of the node constants and g_on
   long long q0, q1;
   block_paths(group_ptr, slice_ptr, g, n_slices, slice_mode, q0, q1);
   long long slice_end = q0 < q1 ? slice_end_of(group_paths[q0], slice_paths) : 0;
@@ -706,70 +743,75 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_warp(
     }
     const long long s = path_offsets[p] + 1;
     const int k = (int)(path_offsets[p + 1] - s);
-    if (k == 0 || k > SHAP_QUAD_MAX_K) continue;
+    if (k == 0 || k > kMaxK) continue;
     const int nq = (k + 1) / 2;
-    // element lanes
-    int fl = 0;
-    double zl = 0.0;
+    // element lanes: the element, its on-flag, staged z_l and (f_l, row offset)
     bool ol = false;
     if (lane < k) {
-      fl = feature[s + lane];
-      zl = zero_fraction[s + lane];
+      const int fl = feature[s + lane];
       ol = element_is_on(x[fl], s + lane, lower, upper, missing, cat_offset, cat_pool);
+      zs[lane] = zero_fraction[s + lane];
+      fs[lane] = int2{fl, kShared ? (int)(tri_index(fl, fl, F) - fl) : (int)(fl * W)};
     }
     const unsigned on = __ballot_sync(FULL, ol) >> (half * HALF);
+    __syncwarp();
     // node lanes: A(t), the product in element order; the on-flag selects f0 + u or f0
     // (the CPU's f0 + u * o, the same bits: the terms are finite and non-negative)
-    double A;
-    {
-      const int t = lane < nq ? lane : 0;
-      const double u = gl_nodes[nq * NQ + t];
-      A = gl_weights[nq * NQ + t] * (0.5 * path_v[p]);
+    if (lane < nq) {
+      const double u = gl_nodes[nq * NQ + lane];
+      double A = gl_weights[nq * NQ + lane] * (0.5 * path_v[p]);
       for (int l = 0; l < k; ++l) {
-        const double f0 = (1.0 - u) * __shfl_sync(FULL, zl, l, HALF);
+        const double f0 = (1.0 - u) * zs[l];
         A *= ((on >> l) & 1u) ? f0 + u : f0;
       }
+      As[lane] = A;
     }
+    __syncwarp();
     // G_l(t) (g_on or g_off as the on-flag selects: the CPU's g_on o + g_off (1 - o), the
-    // same bits), H_l(t) = A(t) G_l(t) on element lanes; the diagonal
-    double Gl[SHAP_QUAD_MAX_NQ], Hl[SHAP_QUAD_MAX_NQ];
+    // same bits), H_l(t) = A(t) G_l(t) on element lanes, staged (zero past nq); the diagonal
+    if (lane < k) {
+      double Hl[kNQ];
 #pragma unroll
-    for (int t = 0; t < SHAP_QUAD_MAX_NQ; ++t) {
-      const double At = __shfl_sync(FULL, A, t, HALF);
-      Gl[t] = 0.0;
-      Hl[t] = 0.0;
-      if (t < nq && lane < k) {
-        Gl[t] = ol ? g_on[(s + lane) * NQ + t] : g_off[nq * NQ + t];
-        Hl[t] = At * Gl[t];
+      for (int t = 0; t < kNQ; ++t) {
+        double G = 0.0;
+        Hl[t] = 0.0;
+        if (t < nq) {
+          G = ol ? g_on[(s + lane) * NQ + t] : g_off[nq * NQ + t];
+          Hl[t] = As[t] * G;
+        }
+        Gs[lane * kNQ + t] = G;
+        Hs[lane * kNQ + t] = Hl[t];
+      }
+      if (valid) {
+        const int2 f = fs[lane];
+        double* d = acc + f.y + f.x;
+        double c = *d;
+#pragma unroll
+        for (int t = 0; t < kNQ; ++t)
+          if (t < nq) c += 2.0 * Hl[t];
+        *d = c;
       }
     }
-    if (lane < k && valid) {
-      double* d = entry(fl, fl);
-      double c = *d;
-#pragma unroll
-      for (int t = 0; t < SHAP_QUAD_MAX_NQ; ++t)
-        if (t < nq) c += 2.0 * Hl[t];
-      *d = c;
-    }
-    // pairs (l, m), l < m, enumerated by m then l: task = m (m - 1) / 2 + l
+    __syncwarp();
+    // pairs (l, m), l < m, a round of 16 at a time
     const int n_pairs = k * (k - 1) / 2;
-    for (int base = 0; base < n_pairs; base += HALF) {
-      const int task = base + lane;
-      const bool active = task < n_pairs && valid;
-      int m = 1;
-      while ((m + 1) * m / 2 <= task) ++m;
-      const int l = active ? task - m * (m - 1) / 2 : 0;
-      if (!active) m = 0;
-      double prod[SHAP_QUAD_MAX_NQ];
 #pragma unroll
-      for (int t = 0; t < SHAP_QUAD_MAX_NQ; ++t)
-        prod[t] = t < nq ? __shfl_sync(FULL, Hl[t], l, HALF) * __shfl_sync(FULL, Gl[t], m, HALF) : 0.0;
-      const int fa = __shfl_sync(FULL, fl, l, HALF);
-      const int fb = __shfl_sync(FULL, fl, m, HALF);
-      if (active) {
-        double* e = fa < fb ? entry(fa, fb) : entry(fb, fa);
+    for (int r = 0; r < kRounds; ++r) {
+      if (16 * r >= n_pairs) break;
+      if (16 * r + lane < n_pairs && valid) {
+        const unsigned lm = (unsigned)(pairs >> (8 * r)) & 0xffu;
+        const int l = lm & 15u, m = lm >> 4;
+        const int2 fa = fs[l], fb = fs[m];
+        const double* H = Hs + l * kNQ;
+        const double* Gm = Gs + m * kNQ;
+        double prod[kNQ < 4 ? 4 : kNQ];
+#pragma unroll
+        for (int t = 0; t < (kNQ < 4 ? 4 : kNQ); ++t) prod[t] = t < kNQ ? H[t] * Gm[t] : 0.0;
+        double* e = acc + (fa.x < fb.x ? fa.y + fb.x : fb.y + fa.x);
         double c = add_group(*e, prod[0], prod[1], prod[2], prod[3], nq < 4 ? nq : 4);
-        if (nq > 4) c = add_group(c, prod[4], prod[5], prod[6], prod[7], nq - 4);
+        if constexpr (kNQ > 4) {
+          if (nq > 4) c = add_group(c, prod[4], prod[5], prod[6], prod[7], nq - 4);
+        }
         *e = c;
       }
     }
@@ -792,14 +834,31 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_warp(
     for (int f2 = 0; f2 < F; ++f2) {
       if (f2 == f) continue;
       const int lo = f < f2 ? f : f2, hi = f < f2 ? f2 : f;
-      const double val = in_shared ? o[lo * W + hi] : o[hi * W + lo];
-      if (in_shared ? f2 < f : f2 > f) o[f * W + f2] = val;
+      const double val = kShared ? o[lo * W + hi] : o[hi * W + lo];
+      if (kShared ? f2 < f : f2 > f) o[f * W + f2] = val;
       sum += val;
     }
-    double* diag = in_shared ? o + f * W + f : o + F * W + f;
+    double* diag = kShared ? o + f * W + f : o + F * W + f;
     o[f * W + f] = *diag - sum;
-    if (!in_shared) *diag = 0.0;  // row F back to zero (the bias row)
+    if (!kShared) *diag = 0.0;  // row F back to zero (the bias row)
   }
+}
+
+#define SHAP_INTERACTIONS_NQ_SMALL (SHAP_QUAD_MAX_NQ < 4 ? SHAP_QUAD_MAX_NQ : 4)
+
+// accumulators in shared memory, paths of at most 2 SHAP_QUAD_MAX_NQ elements
+extern "C" __global__ void __launch_bounds__(128) shap_interactions_warp(SHAP_INTERACTIONS_WARP_PARAMS) {
+  shap_interactions_warp_body<SHAP_QUAD_MAX_NQ, true>(SHAP_INTERACTIONS_WARP_ARGS);
+}
+
+// accumulators in shared memory, paths of at most 8 elements
+extern "C" __global__ void __launch_bounds__(128) shap_interactions_warp_nq4(SHAP_INTERACTIONS_WARP_PARAMS) {
+  shap_interactions_warp_body<SHAP_INTERACTIONS_NQ_SMALL, true>(SHAP_INTERACTIONS_WARP_ARGS);
+}
+
+// accumulators in the output matrices (F too wide for shared memory)
+extern "C" __global__ void __launch_bounds__(128) shap_interactions_warp_out(SHAP_INTERACTIONS_WARP_PARAMS) {
+  shap_interactions_warp_body<SHAP_QUAD_MAX_NQ, false>(SHAP_INTERACTIONS_WARP_ARGS);
 }
 
 // The slice sums of shap_interactions_warp's slice mode added in slice order, from zero,

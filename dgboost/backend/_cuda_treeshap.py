@@ -482,7 +482,12 @@ def _quadrature_arrays(table: PathTable, dev: DevicePathTable) -> dict:
         u = nodes[nq_of[sel], t]
         f0 = (1.0 - u) * z[sel]
         g_on[sel, t] = (1.0 - z[sel]) / (f0 + u)
-    dev.quadrature = {"g_on": cupy.asarray(g_on), "has_long": bool((lengths - 1 > _QUAD_MAX_K).any())}
+    k = lengths - 1
+    dev.quadrature = {
+        "g_on": cupy.asarray(g_on),
+        "has_long": bool((k > _QUAD_MAX_K).any()),
+        "max_k": int(k[k <= _QUAD_MAX_K].max(initial=0)),  # the longest path the quadrature takes
+    }
     return dev.quadrature
 
 
@@ -496,22 +501,31 @@ def _shared_optin_bytes() -> int:
     return _OPTIN_BYTES[device.id]
 
 
+def _stage_bytes(nq: int) -> int:
+    """Shared bytes of a row's staging area in ``shap_interactions_warp`` with ``nq`` nodes
+    (kernels/treeshap_rows.cu ``interaction_stage_doubles``)."""
+    return 8 * (2 * 16 * nq + 16 + nq + 16 + (nq & 1))
+
+
 def _interaction_layout(F: int, n: int, n_groups: int) -> tuple[str, int, int]:
-    """How ``shap_interactions_device`` runs: ``(kernel, rows per block, shared bytes)``.
+    """How ``shap_interactions_device`` runs: ``(kernel, rows per block, accumulator bytes)``.
 
     ``"warp-shared"``: half a warp per row with its F (F + 1) / 2 float64 accumulators in
     shared memory (2 to 8 rows a block); ``"warp-out"``: half a warp per row accumulating in
     its own output matrix, for F too wide for shared memory and few rows; ``"rows"``: a
     thread per row with coalesced global accumulators, for F too wide and many rows. All give
-    the same bits. (A quarter warp per row, for paths of at most 8 elements, was measured
-    slower: more pair rounds for the same work per row; docs/performance-notes.md.)
+    the same bits. The half-warp kernels also take a staging area per row in shared memory
+    (:func:`_stage_bytes`, counted here at its widest). (A quarter warp per row, for paths of
+    at most 8 elements, was measured slower: more pair rounds for the same work per row;
+    docs/performance-notes.md.)
     """
-    per_row = F * (F + 1) // 2 * 8
+    acc_row = F * (F + 1) // 2 * 8
+    per_row = acc_row + _stage_bytes(_QUAD_MAX_NQ)
     if 2 * per_row <= max(_ACC_SMEM_BYTES, _shared_optin_bytes()):  # a warp's two rows fit
         rows = 8
         while rows > 2 and rows * per_row > _ACC_SMEM_BYTES:
             rows //= 2
-        return "warp-shared", rows, rows * per_row
+        return "warp-shared", rows, rows * acc_row
     if n * n_groups < _FEW_ROWS:
         return "warp-out", 8, 0
     return "rows", 0, 0
@@ -565,6 +579,7 @@ def shap_interactions_device(table: PathTable, rows):
         kind, per_block, shared = _interaction_layout(F, n, G)
         slice_paths = treeshap.interaction_slice_paths(F)  # per call: tests shrink the slices
         slice_ptr, n_slices = dev.slice_ptr(slice_paths)
+        warp = _warp_kernel(kind == "warp-shared", quad["max_k"])
         if kind == "rows":  # a thread per row, accumulators in global memory
             # (F + 1) x F per row and group: slice sums on and above the diagonal, totals below and in row F
             acc = cupy.zeros((G, F + 1, F, n), dtype=cupy.float64)  # row fastest: coalesced updates
@@ -577,14 +592,14 @@ def shap_interactions_device(table: PathTable, rows):
             del acc
         elif kind == "warp-shared" and n * G < _SLICES_BELOW and 1 < n_slices <= _MAX_GRID_Z:
             _interactions_by_slice(
-                module, X, out, common + quad_args, per_block, shared, slice_paths, slice_ptr, n_slices, G
+                module, X, out, common + quad_args, per_block, shared, slice_paths, slice_ptr, n_slices, G, warp
             )
         else:  # half a warp per row, its slices in turn
             _launch_interactions_warp(
                 module,
                 common + quad_args,
                 G,
-                kind == "warp-shared",
+                warp,
                 per_block,
                 shared,
                 slice_paths,
@@ -612,10 +627,24 @@ def shap_interactions_device(table: PathTable, rows):
     return out
 
 
+def _warp_kernel(in_shared: bool, max_k: int) -> tuple[str, int]:
+    """The instance of ``shap_interactions_warp`` and its nodes per path: accumulators in
+    shared memory or in the output, four nodes when no quadrature path is longer than 8."""
+    if not in_shared:
+        return "shap_interactions_warp_out", _QUAD_MAX_NQ
+    if max_k <= 8:
+        return "shap_interactions_warp_nq4", min(4, _QUAD_MAX_NQ)
+    return "shap_interactions_warp", _QUAD_MAX_NQ
+
+
 def _launch_interactions_warp(
-    module, args, G, in_shared, per_block, shared, slice_paths, slice_ptr, n_slices, slice_mode, partial, out, grid
+    module, args, G, warp, per_block, shared, slice_paths, slice_ptr, n_slices, slice_mode, partial, out, grid
 ) -> None:
-    kernel = module.get_function("shap_interactions_warp")
+    """Launch instance ``warp`` (``(name, nq)``, :func:`_warp_kernel`): a block's dynamic
+    shared memory is its rows' staging areas, then ``shared`` bytes of accumulators."""
+    name, nq = warp
+    kernel = module.get_function(name)
+    shared += per_block * _stage_bytes(nq)
     if shared > _ACC_SMEM_BYTES:
         kernel.max_dynamic_shared_size_bytes = shared
     kernel(
@@ -624,7 +653,6 @@ def _launch_interactions_warp(
         args
         + (
             np.int32(G),
-            np.int32(1 if in_shared else 0),
             np.int64(slice_paths),
             slice_ptr,
             np.int32(n_slices),
@@ -636,7 +664,9 @@ def _launch_interactions_warp(
     )
 
 
-def _interactions_by_slice(module, X, out, args, per_block, shared, slice_paths, slice_ptr, n_slices, G) -> None:
+def _interactions_by_slice(
+    module, X, out, args, per_block, shared, slice_paths, slice_ptr, n_slices, G, warp
+) -> None:
     """shap_interactions_warp's slice mode (few rows: a row's slices of paths in parallel, so
     the last wave of rows does not leave the GPU idle), then the slice sums added in order
     and the matrices made; in row chunks whose slice sums fit in _PARTIAL_BYTES. ``args``:
@@ -654,7 +684,7 @@ def _interactions_by_slice(module, X, out, args, per_block, shared, slice_paths,
             module,
             rows_args,
             G,
-            True,
+            warp,
             per_block,
             shared,
             slice_paths,

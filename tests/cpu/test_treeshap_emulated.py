@@ -204,7 +204,28 @@ def test_emulated_gpu_quadrature_gives_the_cpus_bits_whatever_the_rows_of_the_la
     assert_bitwise(gpu.shap_values_device(table, X, 0), want)
 
 
-@pytest.mark.parametrize("make", [_categorical, _numeric])
+def _depth8(seed=0, n_rows=10):
+    """Trees of depth 8 in two groups: paths of up to 8 elements (so the interaction kernels'
+    four-node instance, with its second round of pairs)."""
+    rng = np.random.default_rng(seed)
+    ens = random_ensemble(rng, 12, n_trees=2, max_depth=8, n_groups=2, split_prob=0.85)
+    table = extract_paths(ens)
+    assert (table.path_lengths - 1).max() == 8
+    return table, random_rows(rng, n_rows, 12).astype(np.float32), random_rows(rng, 6, 12)
+
+
+def _deep(seed=0, n_rows=10):
+    """One tree of depth 18 on 19 features: paths of 1 to 16 elements, so the interaction
+    kernels' wide instance (paths of 9 to 16 elements) runs beside the short paths."""
+    rng = np.random.default_rng(seed)
+    ens = random_ensemble(rng, 19, n_trees=1, max_depth=18, n_groups=1, split_prob=0.75)
+    table = extract_paths(ens)
+    k = table.path_lengths - 1
+    assert k.min() <= 8 and k.max() == 16  # paths longer than 16 take the path method: not the CPU's bits
+    return table, random_rows(rng, n_rows, 19).astype(np.float32), random_rows(rng, 6, 19)
+
+
+@pytest.mark.parametrize("make", [_categorical, _numeric, _depth8, _deep])
 @pytest.mark.parametrize("layout", [None, ("warp-out", 8, 0), ("rows", 0, 0)])
 def test_emulated_gpu_interaction_values_are_the_cpus_bits(emulated, monkeypatch, make, layout):
     gpu, _ = emulated
@@ -212,9 +233,15 @@ def test_emulated_gpu_interaction_values_are_the_cpus_bits(emulated, monkeypatch
         monkeypatch.setattr(gpu, "_interaction_layout", lambda F, n, G: layout)
     table, X, _ = make(n_rows=10)
     assert_bitwise(gpu.shap_interactions_device(table, X), shap_interactions(table, X))
+    launched = {name for name, _ in _LAUNCHES}
+    if layout is None:  # the four-node instance where no path is longer than 8
+        wide = (table.path_lengths - 1).max() > 8
+        assert ("shap_interactions_warp" if wide else "shap_interactions_warp_nq4") in launched
+    elif layout[0] == "warp-out":
+        assert "shap_interactions_warp_out" in launched
 
 
-@pytest.mark.parametrize("make", [_categorical, _numeric])
+@pytest.mark.parametrize("make", [_categorical, _numeric, _depth8, _deep])
 def test_emulated_gpu_interaction_slices_summed_in_parallel_give_the_cpus_bits(emulated, monkeypatch, make):
     # few rows: half a warp a row, a row's slices of paths in blocks.z, then added in order
     # (interaction_slices_finish)
@@ -225,7 +252,7 @@ def test_emulated_gpu_interaction_slices_summed_in_parallel_give_the_cpus_bits(e
     monkeypatch.setattr(treeshap, "INTERACTION_SLICE_PATHS", 7)  # the CPU sums in the same slices
     table, X, _ = make(n_rows=10)
     assert_bitwise(gpu.shap_interactions_device(table, X), shap_interactions(table, X))
-    warp = [grid for name, grid in _LAUNCHES if name == "shap_interactions_warp"]
+    warp = [grid for name, grid in _LAUNCHES if name.startswith("shap_interactions_warp")]
     assert warp and all(len(grid) == 3 and grid[2] > 1 for grid in warp)
     assert any(name == "interaction_slices_finish" for name, _ in _LAUNCHES)
 
