@@ -498,9 +498,10 @@ __device__ __forceinline__ void flush_rows_slice(double* a, int F, long long n) 
 // SHAP_QUAD_MAX_K elements: per node u (weight a) A = v/2 a prod_l ((1 - u) z_l + u o_l),
 // G_l = g_on or g_off, H_l = A G_l; the diagonal gets 2 sum H_l (the SHAP value) and the
 // upper triangle [a, b] the pair terms sum_t H_i G_j, summed as the CPU's _add_node_dot.
-// O(k^2 nq) per row and path. ``g_on`` ((1 - z) / ((1 - u) z + u) per element and node,
-// row stride SHAP_QUAD_MAX_NQ) and ``g_off`` (-1 / (1 - u) per (nq, node)) come from the
-// host, so no division runs per row. ``acc`` (n_groups, F + 1, F, n), zeroed: the slice
+// O(k^2 nq) per row and path. ``g_on`` ((1 - z) / ((1 - u) z + u) per node and element:
+// node t's values at g_on + t * g_on_stride, so the element lanes of the warp kernel read
+// them coalesced) and ``g_off`` (-1 / (1 - u) per (nq, node)) come from the host, so no
+// division runs per row. ``acc`` (n_groups, F + 1, F, n), zeroed: the slice
 // sums on the diagonal and upper triangle, the totals (flush_rows_slice) in the lower
 // triangle and row F; interaction_finish makes the matrix.
 extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
@@ -511,7 +512,7 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
     const unsigned char* __restrict__ missing, const long long* __restrict__ cat_offset,
     const unsigned* __restrict__ cat_pool, const double* __restrict__ zero_fraction,
     const double* __restrict__ path_v, const double* __restrict__ gl_nodes,
-    const double* __restrict__ gl_weights, const double* __restrict__ g_on,
+    const double* __restrict__ gl_weights, const double* __restrict__ g_on, long long g_on_stride,
     const double* __restrict__ g_off, long long slice_paths, double* __restrict__ acc) {
   const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (row >= n) return;
@@ -542,7 +543,7 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
         const double f0 = (1.0 - u) * z;
         const double ol = ((on >> l) & 1) ? 1.0 : 0.0;
         A *= f0 + u * ol;
-        Gq[t * SHAP_QUAD_MAX_K + l] = g_on[(s + l) * SHAP_QUAD_MAX_NQ + t] * ol + goff * (1.0 - ol);
+        Gq[t * SHAP_QUAD_MAX_K + l] = g_on[t * g_on_stride + s + l] * ol + goff * (1.0 - ol);
       }
       for (int l = 0; l < k; ++l) Hq[t * SHAP_QUAD_MAX_K + l] = A * Gq[t * SHAP_QUAD_MAX_K + l];
     }
@@ -667,12 +668,13 @@ struct interaction_stage_doubles {
       const unsigned char *__restrict__ missing, const long long *__restrict__ cat_offset,                         \
       const unsigned *__restrict__ cat_pool, const double *__restrict__ zero_fraction,                             \
       const double *__restrict__ path_v, const double *__restrict__ gl_nodes,                                      \
-      const double *__restrict__ gl_weights, const double *__restrict__ g_on, const double *__restrict__ g_off,    \
+      const double *__restrict__ gl_weights, const double *__restrict__ g_on, long long g_on_stride,              \
+      const double *__restrict__ g_off,                                                                            \
       int n_groups, long long slice_paths, const long long *__restrict__ slice_ptr, int n_slices, int slice_mode, \
       double *__restrict__ partial, double *__restrict__ out
 #define SHAP_INTERACTIONS_WARP_ARGS                                                                          \
   X, n, F, path_offsets, group_paths, group_ptr, feature, lower, upper, missing, cat_offset, cat_pool,         \
-      zero_fraction, path_v, gl_nodes, gl_weights, g_on, g_off, n_groups, slice_paths, slice_ptr, n_slices, \
+      zero_fraction, path_v, gl_nodes, gl_weights, g_on, g_on_stride, g_off, n_groups, slice_paths, slice_ptr, n_slices, \
       slice_mode, partial, out
 
 template <int kNQ, bool kShared>
@@ -697,8 +699,9 @@ __device__ __forceinline__ void shap_interactions_warp_body(SHAP_INTERACTIONS_WA
   const long long TRI = (long long)F * (F + 1) / 2;
   double* o = out + ((valid ? row : first) * n_groups + g) * W * W;
   double* stage = shared_acc + slot * STAGE;
-  double* Hs = stage;              // (16, kNQ): H_l(t)
-  double* Gs = stage + 16 * kNQ;   // (16, kNQ): G_l(t)
+  // node-major, so that the element lanes' writes and the pairs' reads hit distinct banks
+  double* Hs = stage;              // (kNQ, 16): H_l(t)
+  double* Gs = stage + 16 * kNQ;   // (kNQ, 16): G_l(t)
   double* zs = stage + 32 * kNQ;   // (16,): z_l
   double* As = zs + 16;            // (kNQ,): A(t)
   int2* fs = reinterpret_cast<int2*>(As + kNQ + (kNQ & 1));  // (16,): f_l, the offset of row f_l's entries
@@ -731,7 +734,7 @@ __device__ __forceinline__ void shap_interactions_warp_body(SHAP_INTERACTIONS_WA
     __syncwarp();
   };
   const float* x = X + (valid ? row : first) * (long long)F;
-  const int NQ = SHAP_QUAD_MAX_NQ;  // row stride of the node constants and g_on
+  const int NQ = SHAP_QUAD_MAX_NQ;  // row stride of the node constants
   long long q0, q1;
   block_paths(group_ptr, slice_ptr, g, n_slices, slice_mode, q0, q1);
   long long slice_end = q0 < q1 ? slice_end_of(group_paths[q0], slice_paths) : 0;
@@ -776,11 +779,11 @@ __device__ __forceinline__ void shap_interactions_warp_body(SHAP_INTERACTIONS_WA
         double G = 0.0;
         Hl[t] = 0.0;
         if (t < nq) {
-          G = ol ? g_on[(s + lane) * NQ + t] : g_off[nq * NQ + t];
+          G = ol ? g_on[t * g_on_stride + s + lane] : g_off[nq * NQ + t];
           Hl[t] = As[t] * G;
         }
-        Gs[lane * kNQ + t] = G;
-        Hs[lane * kNQ + t] = Hl[t];
+        Gs[t * 16 + lane] = G;
+        Hs[t * 16 + lane] = Hl[t];
       }
       if (valid) {
         const int2 f = fs[lane];
@@ -802,11 +805,9 @@ __device__ __forceinline__ void shap_interactions_warp_body(SHAP_INTERACTIONS_WA
         const unsigned lm = (unsigned)(pairs >> (8 * r)) & 0xffu;
         const int l = lm & 15u, m = lm >> 4;
         const int2 fa = fs[l], fb = fs[m];
-        const double* H = Hs + l * kNQ;
-        const double* Gm = Gs + m * kNQ;
         double prod[kNQ < 4 ? 4 : kNQ];
 #pragma unroll
-        for (int t = 0; t < (kNQ < 4 ? 4 : kNQ); ++t) prod[t] = t < kNQ ? H[t] * Gm[t] : 0.0;
+        for (int t = 0; t < (kNQ < 4 ? 4 : kNQ); ++t) prod[t] = t < kNQ ? Hs[t * 16 + l] * Gs[t * 16 + m] : 0.0;
         double* e = acc + (fa.x < fb.x ? fa.y + fb.x : fb.y + fa.x);
         double c = add_group(*e, prod[0], prod[1], prod[2], prod[3], nq < 4 ? nq : 4);
         if constexpr (kNQ > 4) {

@@ -465,8 +465,9 @@ def _node_constants() -> dict:
 
 def _quadrature_arrays(table: PathTable, dev: DevicePathTable) -> dict:
     """The interaction quadrature kernel's constants, uploaded once per device table: the
-    node constants (``dev.arrays``) and ``g_on`` = (1 - z) / ((1 - u) z + u) per element and
-    node (paths of at most _QUAD_MAX_K elements), the CPU's expressions evaluated the same way."""
+    node constants (``dev.arrays``) and ``g_on`` = (1 - z) / ((1 - u) z + u) per node and
+    element, shape (_QUAD_MAX_NQ, n_elements) (paths of at most _QUAD_MAX_K elements), the
+    CPU's expressions evaluated the same way."""
     import cupy
 
     if dev.quadrature is not None:
@@ -476,12 +477,12 @@ def _quadrature_arrays(table: PathTable, dev: DevicePathTable) -> dict:
     k_of = np.repeat(lengths - 1, lengths)  # per element: its path's k
     nq_of = (k_of + 1) // 2
     z = table.zero_fraction
-    g_on = np.zeros((table.n_elements, _QUAD_MAX_NQ))
+    g_on = np.zeros((_QUAD_MAX_NQ, table.n_elements))  # node-major: coalesced reads by element
     for t in range(_QUAD_MAX_NQ):
         sel = (k_of >= 1) & (k_of <= _QUAD_MAX_K) & (t < nq_of)
         u = nodes[nq_of[sel], t]
         f0 = (1.0 - u) * z[sel]
-        g_on[sel, t] = (1.0 - z[sel]) / (f0 + u)
+        g_on[t, sel] = (1.0 - z[sel]) / (f0 + u)
     k = lengths - 1
     dev.quadrature = {
         "g_on": cupy.asarray(g_on),
@@ -575,7 +576,14 @@ def shap_interactions_device(table: PathTable, rows):
             a["cat_pool"],
             a["zero_fraction"],
         )
-        quad_args = (a["path_v"], a["gl_nodes"], a["gl_weights"], quad["g_on"], a["gl_off"])
+        quad_args = (
+            a["path_v"],
+            a["gl_nodes"],
+            a["gl_weights"],
+            quad["g_on"],
+            np.int64(quad["g_on"].shape[1]),  # node t's values start at t times this
+            a["gl_off"],
+        )
         kind, per_block, shared = _interaction_layout(F, n, G)
         slice_paths = treeshap.interaction_slice_paths(F)  # per call: tests shrink the slices
         slice_ptr, n_slices = dev.slice_ptr(slice_paths)
