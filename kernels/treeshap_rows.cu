@@ -584,6 +584,31 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
   flush_rows_slice(a, F, n);
 }
 
+// ``g_on`` of the interaction kernels, (SHAP_QUAD_MAX_NQ, stride) node-major, zeroed by the
+// caller: for each element of a path of 1 <= k <= SHAP_QUAD_MAX_K elements and node t < nq,
+// (1 - z) / ((1 - u) z + u), evaluated as the CPU's NumPy expression (the same bits: IEEE
+// operations, no contraction). A thread per path; ``gl_nodes`` (nq, t), row stride
+// SHAP_QUAD_MAX_NQ.
+extern "C" __global__ void interaction_g_on(const long long* __restrict__ path_offsets, long long n_paths,
+                                            const double* __restrict__ zero_fraction,
+                                            const double* __restrict__ gl_nodes, long long stride,
+                                            double* __restrict__ g_on) {
+  const long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (p >= n_paths) return;
+  const long long s = path_offsets[p] + 1;
+  const int k = (int)(path_offsets[p + 1] - s);
+  if (k < 1 || k > SHAP_QUAD_MAX_K) return;
+  const int nq = (k + 1) / 2;
+  for (int t = 0; t < nq; ++t) {
+    const double u = gl_nodes[nq * SHAP_QUAD_MAX_NQ + t];
+    for (int l = 0; l < k; ++l) {
+      const double z = zero_fraction[s + l];
+      const double f0 = (1.0 - u) * z;
+      g_on[t * stride + s + l] = (1.0 - z) / (f0 + u);
+    }
+  }
+}
+
 // The interaction matrix of each (row, group) from the quadrature's accumulator: the upper
 // triangle mirrored, the diagonal the SHAP value minus the row's off-diagonal sum (in the
 // CPU's order). ``out`` (n, n_groups, F + 1, F + 1); its diagonal holds the running sums.

@@ -186,7 +186,6 @@ class DevicePathTable:
         host = prep.arrays
         by_group, group_ptr, too_long = prep.group_paths, prep.group_ptr, prep.too_long
         selected, selected_offsets, total = prep.selected, prep.selected_offsets, prep.total
-        self.host_nodes = host["gl_nodes"]
         self.arrays = {k: uploaded[k] for k in host}
         self._group_paths, self._group_ptr, self._n_paths = by_group, group_ptr, int(table.n_paths)
         self._slice_ptrs: dict = {}
@@ -464,28 +463,36 @@ def _node_constants() -> dict:
 
 
 def _quadrature_arrays(table: PathTable, dev: DevicePathTable) -> dict:
-    """The interaction quadrature kernel's constants, uploaded once per device table: the
-    node constants (``dev.arrays``) and ``g_on`` = (1 - z) / ((1 - u) z + u) per node and
-    element, shape (_QUAD_MAX_NQ, n_elements) (paths of at most _QUAD_MAX_K elements), the
-    CPU's expressions evaluated the same way."""
+    """The interaction quadrature kernel's constants, made once per device table: the node
+    constants (``dev.arrays``) and ``g_on`` = (1 - z) / ((1 - u) z + u) per node and element,
+    shape (_QUAD_MAX_NQ, n_elements) (paths of at most _QUAD_MAX_K elements), the CPU's
+    expressions evaluated the same way on the device (``interaction_g_on``: neither a host
+    pass nor an upload of its 64 bytes an element)."""
     import cupy
+
+    from ._nvrtc import get_module
 
     if dev.quadrature is not None:
         return dev.quadrature
-    nodes = dev.host_nodes
-    lengths = table.path_lengths.astype(np.int64)
-    k_of = np.repeat(lengths - 1, lengths)  # per element: its path's k
-    nq_of = (k_of + 1) // 2
-    z = table.zero_fraction
-    g_on = np.zeros((_QUAD_MAX_NQ, table.n_elements))  # node-major: coalesced reads by element
-    for t in range(_QUAD_MAX_NQ):
-        sel = (k_of >= 1) & (k_of <= _QUAD_MAX_K) & (t < nq_of)
-        u = nodes[nq_of[sel], t]
-        f0 = (1.0 - u) * z[sel]
-        g_on[t, sel] = (1.0 - z[sel]) / (f0 + u)
-    k = lengths - 1
+    n_paths = len(table.path_lengths)
+    g_on = cupy.zeros((_QUAD_MAX_NQ, table.n_elements), dtype=cupy.float64)
+    if n_paths:
+        a = dev.arrays
+        get_module("treeshap_rows.cu").get_function("interaction_g_on")(
+            (-(-n_paths // _FILL_THREADS),),
+            (_FILL_THREADS,),
+            (
+                a["path_offsets"],
+                np.int64(n_paths),
+                a["zero_fraction"],
+                a["gl_nodes"],
+                np.int64(table.n_elements),
+                g_on,
+            ),
+        )
+    k = table.path_lengths.astype(np.int64) - 1
     dev.quadrature = {
-        "g_on": cupy.asarray(g_on),
+        "g_on": g_on,
         "has_long": bool((k > _QUAD_MAX_K).any()),
         "max_k": int(k[k <= _QUAD_MAX_K].max(initial=0)),  # the longest path the quadrature takes
     }

@@ -241,6 +241,28 @@ def test_emulated_gpu_interaction_values_are_the_cpus_bits(emulated, monkeypatch
         assert "shap_interactions_warp_out" in launched
 
 
+@pytest.mark.parametrize("make", [_depth8, _deep])
+def test_emulated_gpu_interaction_constants_are_the_numpy_expressions_bits(emulated, make):
+    # g_on (1 - z) / ((1 - u) z + u) per node and element, made on the device, against the
+    # host's NumPy expression (zero past a path's nodes and for paths the quadrature skips)
+    gpu, _ = emulated
+    table, _, _ = make()
+    dev = gpu.device_path_table(table, 0)
+    got = gpu._quadrature_arrays(table, dev)["g_on"]
+    nodes = gpu._node_constants()["gl_nodes"]
+    lengths = table.path_lengths.astype(np.int64)
+    k_of = np.repeat(lengths - 1, lengths)  # per element: its path's k
+    nq_of = (k_of + 1) // 2
+    z = table.zero_fraction
+    want = np.zeros((gpu._QUAD_MAX_NQ, table.n_elements))
+    for t in range(gpu._QUAD_MAX_NQ):
+        sel = (k_of >= 1) & (k_of <= gpu._QUAD_MAX_K) & (t < nq_of)
+        u = nodes[nq_of[sel], t]
+        want[t, sel] = (1.0 - z[sel]) / ((1.0 - u) * z[sel] + u)
+    assert (want != 0).any(axis=1)[: lengths.max() // 2].all()  # every node of the longest path
+    assert_bitwise(got, want)
+
+
 @pytest.mark.parametrize("make", [_categorical, _numeric, _depth8, _deep])
 def test_emulated_gpu_interaction_slices_summed_in_parallel_give_the_cpus_bits(emulated, monkeypatch, make):
     # few rows: half a warp a row, a row's slices of paths in blocks.z, then added in order
