@@ -500,8 +500,8 @@ __device__ __forceinline__ void flush_rows_slice(double* a, int F, long long n) 
 // upper triangle [a, b] the pair terms sum_t H_i G_j, summed as the CPU's _add_node_dot.
 // O(k^2 nq) per row and path. ``g_on`` ((1 - z) / ((1 - u) z + u) per node and element:
 // node t's values at g_on + t * g_on_stride, so the element lanes of the warp kernel read
-// them coalesced) and ``g_off`` (-1 / (1 - u) per (nq, node)) come from the host, so no
-// division runs per row. ``acc`` (n_groups, F + 1, F, n), zeroed: the slice
+// them coalesced; made once by interaction_g_on) and ``g_off`` (-1 / (1 - u) per (nq, node),
+// from the host), so no division runs per row. ``acc`` (n_groups, F + 1, F, n), zeroed: the slice
 // sums on the diagonal and upper triangle, the totals (flush_rows_slice) in the lower
 // triangle and row F; interaction_finish makes the matrix.
 extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
@@ -654,8 +654,9 @@ extern "C" __global__ void interaction_finish(const double* __restrict__ acc, lo
 // the pairs read H_l and G_m kNQ values at a time). A path's features are distinct, so no
 // two lanes of a path touch one entry, and a __syncwarp between paths keeps every entry's
 // additions in path order: the values are bitwise those of the thread-per-row kernel (and
-// the CPU's). Two rows a warp, not one: the kernel is bound by instruction issue (Nsight
-// Compute; docs/performance-notes.md), and a half-warp covers the up to 16 elements. At the
+// the CPU's). Two rows a warp, not one: a half-warp covers the up to 16 elements, and the
+// path's loads serve both rows (the kernel waits on latency and on the L1 pipe, which serves
+// shared memory: Nsight Compute, docs/performance-notes.md). At the
 // end the half writes the row's interaction matrix as interaction_finish does (in place when
 // the accumulator is the output: lane f reads the upper triangle and writes row f's lower
 // half and diagonal, which no other lane reads). ``out`` (n, n_groups, F + 1, F + 1) is
@@ -679,7 +680,7 @@ __device__ __forceinline__ double add_group(double c, double p0, double p1, doub
   return c + p0;
 }
 
-// doubles of a half-warp's staging area: H and G (16 x kNQ each), z (16), A (kNQ), and 16
+// doubles of a half-warp's staging area: H and G (kNQ x 16 each), z (16), A (kNQ), and 16
 // (feature, entry-row offset) int pairs; even, so every area starts 16-byte aligned
 template <int kNQ>
 struct interaction_stage_doubles {

@@ -679,9 +679,7 @@ def _launch_interactions_warp(
     )
 
 
-def _interactions_by_slice(
-    module, X, out, args, per_block, shared, slice_paths, slice_ptr, n_slices, G, warp
-) -> None:
+def _interactions_by_slice(module, X, out, args, per_block, shared, slice_paths, slice_ptr, n_slices, G, warp) -> None:
     """shap_interactions_warp's slice mode (few rows: a row's slices of paths in parallel, so
     the last wave of rows does not leave the GPU idle), then the slice sums added in order
     and the matrices made; in row chunks whose slice sums fit in _PARTIAL_BYTES. ``args``:
