@@ -205,24 +205,24 @@ def test_emulated_gpu_quadrature_gives_the_cpus_bits_whatever_the_rows_of_the_la
 
 
 def _depth8(seed=0, n_rows=10):
-    """Trees of depth 8 in two groups: paths of up to 8 elements (so the interaction kernels'
-    four-node instance, with its second round of pairs)."""
+    """A tree of depth 8 in each of two groups: 112 paths of up to 8 elements (so the
+    interaction kernels' four-node instance, with its second round of pairs)."""
     rng = np.random.default_rng(seed)
-    ens = random_ensemble(rng, 12, n_trees=2, max_depth=8, n_groups=2, split_prob=0.85)
+    ens = random_ensemble(rng, 12, n_trees=1, max_depth=8, n_groups=2, split_prob=0.8)
     table = extract_paths(ens)
     assert (table.path_lengths - 1).max() == 8
     return table, random_rows(rng, n_rows, 12).astype(np.float32), random_rows(rng, 6, 12)
 
 
-def _deep(seed=0, n_rows=10):
-    """One tree of depth 18 on 19 features: paths of 1 to 16 elements, so the interaction
+def _deep(seed=18, n_rows=10):
+    """One tree of depth 18 on 17 features: 163 paths of 2 to 16 elements, so the interaction
     kernels' wide instance (paths of 9 to 16 elements) runs beside the short paths."""
     rng = np.random.default_rng(seed)
-    ens = random_ensemble(rng, 19, n_trees=1, max_depth=18, n_groups=1, split_prob=0.75)
+    ens = random_ensemble(rng, 17, n_trees=1, max_depth=18, n_groups=1, split_prob=0.6)
     table = extract_paths(ens)
     k = table.path_lengths - 1
     assert k.min() <= 8 and k.max() == 16  # paths longer than 16 take the path method: not the CPU's bits
-    return table, random_rows(rng, n_rows, 19).astype(np.float32), random_rows(rng, 6, 19)
+    return table, random_rows(rng, n_rows, 17).astype(np.float32), random_rows(rng, 6, 17)
 
 
 @pytest.mark.parametrize("make", [_categorical, _numeric, _depth8, _deep])
