@@ -69,6 +69,9 @@ def main(argv=None) -> None:
     parser.add_argument("--trees", nargs="+", help="source trees (repository roots); the first is the base")
     parser.add_argument("--cases", default="c,d,imported,a")
     parser.add_argument("--train-rows", type=int, default=200_000)
+    parser.add_argument(
+        "--explain-rows", type=int, default=0, help="rows explained per call (default: the case's, shap_gpu.CASES)"
+    )
     parser.add_argument("--repeats", type=int, default=3, help="warm calls timed per process")
     parser.add_argument("--rounds", type=int, default=2, help="processes per (tree, case), alternating trees")
     parser.add_argument("--output", default=None)
@@ -94,6 +97,10 @@ def main(argv=None) -> None:
     files = {}
     for case in cases:
         model, rows, _ = make_case(case, args.train_rows)
+        if args.explain_rows:  # the same generator and seed as make_case's rows
+            from dgboost.datasets import make_synthetic
+
+            rows, _, _ = make_synthetic(args.explain_rows, rows.shape[1], task="binary", missing_rate=0.1, seed=1)
         files[case] = (work / f"{case}.ubj", work / f"{case}_rows.npy")
         model.save_model(str(files[case][0]))
         np.save(files[case][1], rows)
@@ -149,6 +156,7 @@ def main(argv=None) -> None:
             "trees": trees,
             "repeats": args.repeats,
             "rounds": args.rounds,
+            "explain_rows": args.explain_rows or None,
             "results": results,
         },
         args.output,
