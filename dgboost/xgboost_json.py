@@ -713,8 +713,11 @@ def import_xgboost_booster(booster) -> tuple[Ensemble, dict]:
     """Import an in-memory ``xgboost.Booster`` through its binary form, ``save_raw("ubj")``:
     the node arrays arrive as typed arrays, decoded in bulk (:mod:`dgboost._ubjson`), where
     ``json.loads`` of ``save_raw("json")`` parses every number as text. Same values: XGBoost
-    writes float32 either way (tested)."""
-    return import_xgboost_ubjson(booster.save_raw(raw_format="ubj"))
+    writes float32 either way (tested). The bytes are copied out of XGBoost's buffer by host
+    threads (:func:`dgboost._xgboost_raw.booster_ubjson`, the same bytes)."""
+    from ._xgboost_raw import booster_ubjson
+
+    return import_xgboost_ubjson(booster_ubjson(booster))
 
 
 def import_xgboost_ubjson(raw: bytes | bytearray | memoryview) -> tuple[Ensemble, dict]:
