@@ -48,7 +48,13 @@ def _child(tree: str, case: str, model_path: str, rows_path: str, repeats: int, 
         seconds.append(time.perf_counter() - t0)
     module = get_module("treeshap_rows.cu")
     names = (
-        ["shap_interactions_warp", "shap_interactions_warp_nq4", "shap_interactions_warp_out"]
+        [
+            "shap_interactions_warp",
+            "shap_interactions_warp_nq4",
+            "shap_interactions_warp_out",
+            "shap_interactions_rows8",
+            "shap_interactions_quadrature",
+        ]
         if interactions
         else ["shap_rows", "shap_rows_loads8", "shap_rows_tables"]
     )

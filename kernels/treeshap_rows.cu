@@ -888,23 +888,191 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_warp_out(SHA
   shap_interactions_warp_body<SHAP_QUAD_MAX_NQ, false>(SHAP_INTERACTIONS_WARP_ARGS);
 }
 
-// The slice sums of shap_interactions_warp's slice mode added in slice order, from zero,
-// then the row's matrix as the warp kernel finishes it (in place, sequentially). One
-// thread per (row, group); ``partial`` (n_slices, n, n_groups, F (F + 1) / 2).
-extern "C" __global__ void interaction_slices_finish(const double* __restrict__ partial, long long n, int F,
-                                                     int n_groups, int n_slices, double* __restrict__ out) {
+// rows of a path's pair entries that shap_interactions_rows8 loads before it stores any
+#define SHAP_ROWS8_LOAD_ROWS 2
+
+// One path of exactly K <= 8 elements for one row of shap_interactions_rows8: the quadrature
+// of shap_interactions_quadrature with every per-element and per-node value in registers (the
+// loops are unrolled for K), so nothing but the accumulator's entries goes through memory.
+// Entry (fa, fb) (fa <= fb) is at a + (fa F + fb) n, or a + tri_index(fa, fb, F) n (kTri).
+template <int K, bool kTri>
+__device__ __forceinline__ void interaction_path_in_registers(
+    const float* __restrict__ x, long long s, double hv, const int* __restrict__ feature,
+    const float* __restrict__ lower, const float* __restrict__ upper, const unsigned char* __restrict__ missing,
+    const long long* __restrict__ cat_offset, const unsigned* __restrict__ cat_pool,
+    const double* __restrict__ zero_fraction, const double* __restrict__ gl_nodes,
+    const double* __restrict__ gl_weights, const double* __restrict__ g_on, long long g_on_stride,
+    const double* __restrict__ g_off, double* __restrict__ a, long long n, int F) {
+  constexpr int NQ = (K + 1) / 2;
+  int f[K];
+  bool on[K];
+  double z[K];
+#pragma unroll
+  for (int l = 0; l < K; ++l) {
+    f[l] = feature[s + l];
+    z[l] = zero_fraction[s + l];
+    on[l] = element_is_on(x[f[l]], s + l, lower, upper, missing, cat_offset, cat_pool);
+  }
+  // A(t) = w_t v/2 prod_l ((1 - u_t) z_l + u_t o_l) in element order (the on-flag selects
+  // f0 + u or f0: the CPU's f0 + u * o, the same bits)
+  double A[NQ];
+#pragma unroll
+  for (int t = 0; t < NQ; ++t) {
+    const double u = gl_nodes[NQ * SHAP_QUAD_MAX_NQ + t];
+    double At = gl_weights[NQ * SHAP_QUAD_MAX_NQ + t] * hv;
+#pragma unroll
+    for (int l = 0; l < K; ++l) {
+      const double f0 = (1.0 - u) * z[l];
+      At *= on[l] ? f0 + u : f0;
+    }
+    A[t] = At;
+  }
+  double G[K][NQ];
+#pragma unroll
+  for (int l = 0; l < K; ++l)
+#pragma unroll
+    for (int t = 0; t < NQ; ++t) G[l][t] = on[l] ? g_on[t * g_on_stride + s + l] : g_off[NQ * SHAP_QUAD_MAX_NQ + t];
+#pragma unroll
+  for (int l0 = 0; l0 < K; l0 += SHAP_ROWS8_LOAD_ROWS) {
+    // the entries (l, m >= l) of SHAP_ROWS8_LOAD_ROWS rows l all loaded before any is stored:
+    // a path's features are distinct (repeats are merged), so are its entries, and the loads
+    // are in flight together (the compiler may not move a load above a store to an entry it
+    // cannot tell apart)
+    double* e[SHAP_ROWS8_LOAD_ROWS][K];
+    double old[SHAP_ROWS8_LOAD_ROWS][K];
+#pragma unroll
+    for (int b = 0; b < SHAP_ROWS8_LOAD_ROWS; ++b) {
+      const int l = l0 + b;
+#pragma unroll
+      for (int m = l; m < K; ++m) {
+        const int fa = f[l] < f[m] ? f[l] : f[m], fb = f[l] < f[m] ? f[m] : f[l];
+        e[b][m] = a + (kTri ? tri_index(fa, fb, F) : (long long)fa * F + fb) * n;
+        old[b][m] = *e[b][m];
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < SHAP_ROWS8_LOAD_ROWS; ++b) {
+      const int l = l0 + b;
+      if (l >= K) break;
+      double H[NQ];
+#pragma unroll
+      for (int t = 0; t < NQ; ++t) H[t] = A[t] * G[l][t];
+      double c = old[b][l];
+#pragma unroll
+      for (int t = 0; t < NQ; ++t) c += 2.0 * H[t];
+      *e[b][l] = c;
+#pragma unroll
+      for (int m = l + 1; m < K; ++m) {
+        double p[4] = {0.0, 0.0, 0.0, 0.0};
+#pragma unroll
+        for (int t = 0; t < NQ; ++t) p[t] = H[t] * G[m][t];
+        *e[b][m] = add_group(old[b][m], p[0], p[1], p[2], p[3], NQ);
+      }
+    }
+  }
+}
+
+// A path of k <= 8 elements (interaction_path_in_registers for its k; longer ones skipped)
+template <bool kTri>
+__device__ __forceinline__ void interaction_path_rows8(
+    int k, const float* __restrict__ x, long long s, double hv, const int* __restrict__ feature,
+    const float* __restrict__ lower, const float* __restrict__ upper, const unsigned char* __restrict__ missing,
+    const long long* __restrict__ cat_offset, const unsigned* __restrict__ cat_pool,
+    const double* __restrict__ zero_fraction, const double* __restrict__ gl_nodes,
+    const double* __restrict__ gl_weights, const double* __restrict__ g_on, long long g_on_stride,
+    const double* __restrict__ g_off, double* __restrict__ a, long long n, int F) {
+#define DG_INTERACTION_PATH(K)                                                                                 \
+  case K:                                                                                                      \
+    interaction_path_in_registers<K, kTri>(x, s, hv, feature, lower, upper, missing, cat_offset, cat_pool,     \
+                                           zero_fraction, gl_nodes, gl_weights, g_on, g_on_stride, g_off, a, n, \
+                                           F);                                                                 \
+    break;
+  switch (k) {
+    DG_INTERACTION_PATH(1)
+    DG_INTERACTION_PATH(2)
+    DG_INTERACTION_PATH(3)
+    DG_INTERACTION_PATH(4)
+    DG_INTERACTION_PATH(5)
+    DG_INTERACTION_PATH(6)
+    DG_INTERACTION_PATH(7)
+    DG_INTERACTION_PATH(8)
+    default:
+      break;
+  }
+#undef DG_INTERACTION_PATH
+}
+
+// SHAP interaction values by the quadrature with a thread per row, for tables whose
+// quadrature paths have at most 8 elements (the host dispatches here only when there are
+// none of 9 to 16; longer paths are skipped): shap_interactions_quadrature's order of
+// additions with the path's values in registers instead of local arrays (those cost more
+// memory traffic than the accumulator). Two modes:
+//   * ``slice_mode`` 0: ``acc`` (n_groups, F + 1, F, n) as shap_interactions_quadrature's
+//     (row fastest: a warp's updates of an entry are coalesced; slice sums on and above the
+//     diagonal, totals below and in row F), a row's slices in turn; interaction_finish
+//     makes the matrix.
+//   * ``slice_mode`` 1 (few rows: a thread per row would leave the GPU idle): blocks.z is
+//     the slice, its paths of group g those of ``slice_ptr`` (n_groups, n_slices + 1); its
+//     sums go to ``acc`` (n_slices, n_groups, F (F + 1) / 2, n), zeroed, row fastest;
+//     interaction_rows_slices_finish adds them in slice order and makes the matrix.
+extern "C" __global__ void __launch_bounds__(128) shap_interactions_rows8(
+    const float* __restrict__ X, long long n, int F,
+    const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
+    const long long* __restrict__ group_ptr, const int* __restrict__ feature,
+    const float* __restrict__ lower, const float* __restrict__ upper,
+    const unsigned char* __restrict__ missing, const long long* __restrict__ cat_offset,
+    const unsigned* __restrict__ cat_pool, const double* __restrict__ zero_fraction,
+    const double* __restrict__ path_v, const double* __restrict__ gl_nodes,
+    const double* __restrict__ gl_weights, const double* __restrict__ g_on, long long g_on_stride,
+    const double* __restrict__ g_off, long long slice_paths, const long long* __restrict__ slice_ptr,
+    int n_slices, int slice_mode, double* __restrict__ acc) {
   const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (row >= n) return;
   const int g = blockIdx.y;
-  const long long W = F + 1, TRI = (long long)F * (F + 1) / 2;
-  const long long stride = n * n_groups * TRI;
-  const double* p = partial + (row * n_groups + g) * TRI;
-  double* o = out + (row * n_groups + g) * W * W;
+  const float* x = X + row * (long long)F;
+  if (slice_mode) {
+    const int z = blockIdx.z;
+    const long long tri = (long long)F * (F + 1) / 2;
+    double* a = acc + ((long long)z * gridDim.y + g) * tri * n + row;
+    const long long* sp = slice_ptr + (long long)g * (n_slices + 1) + z;
+    for (long long q = sp[0]; q < sp[1]; ++q) {
+      const int p = group_paths[q];
+      const long long s = path_offsets[p] + 1;
+      interaction_path_rows8<true>((int)(path_offsets[p + 1] - s), x, s, 0.5 * path_v[p], feature, lower, upper,
+                                   missing, cat_offset, cat_pool, zero_fraction, gl_nodes, gl_weights, g_on,
+                                   g_on_stride, g_off, a, n, F);
+    }
+    return;
+  }
+  double* a = acc + (long long)g * (F + 1) * F * n + row;
+  const long long q0 = group_ptr[g], q1 = group_ptr[g + 1];
+  long long slice_end = q0 < q1 ? slice_end_of(group_paths[q0], slice_paths) : 0;
+  for (long long q = q0; q < q1; ++q) {
+    const int p = group_paths[q];
+    if (p >= slice_end) {  // a new slice: the last one's sums to the totals
+      slice_end = slice_end_of(p, slice_paths);
+      flush_rows_slice(a, F, n);
+    }
+    const long long s = path_offsets[p] + 1;
+    interaction_path_rows8<false>((int)(path_offsets[p + 1] - s), x, s, 0.5 * path_v[p], feature, lower, upper,
+                                  missing, cat_offset, cat_pool, zero_fraction, gl_nodes, gl_weights, g_on,
+                                  g_on_stride, g_off, a, n, F);
+  }
+  flush_rows_slice(a, F, n);
+}
+
+// A row's slice sums (``p``: entry c of slice z at p[z slice_stride + c entry_stride], c
+// tri_index) added in slice order, from zero, then its matrix ``o`` as the warp kernel
+// finishes it (in place, sequentially).
+__device__ __forceinline__ void finish_row_from_slices(const double* __restrict__ p, long long entry_stride,
+                                                       long long slice_stride, int F, int n_slices,
+                                                       double* __restrict__ o) {
+  const long long W = F + 1;
   for (int a = 0; a < F; ++a)
     for (int b = a; b < F; ++b) {
-      const long long c = tri_index(a, b, F);
+      const long long c = tri_index(a, b, F) * entry_stride;
       double sum = 0.0;
-      for (int z = 0; z < n_slices; ++z) sum += p[z * stride + c];
+      for (int z = 0; z < n_slices; ++z) sum += p[z * slice_stride + c];
       o[a * W + b] = sum;
     }
   for (int f = 0; f < F; ++f) {
@@ -917,4 +1085,28 @@ extern "C" __global__ void interaction_slices_finish(const double* __restrict__ 
     }
     o[f * W + f] = o[f * W + f] - sum;
   }
+}
+
+// The matrices from shap_interactions_warp's slice mode: one thread per (row, group);
+// ``partial`` (n_slices, n, n_groups, F (F + 1) / 2).
+extern "C" __global__ void interaction_slices_finish(const double* __restrict__ partial, long long n, int F,
+                                                     int n_groups, int n_slices, double* __restrict__ out) {
+  const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (row >= n) return;
+  const int g = blockIdx.y;
+  const long long TRI = (long long)F * (F + 1) / 2;
+  finish_row_from_slices(partial + (row * n_groups + g) * TRI, 1, n * n_groups * TRI, F, n_slices,
+                         out + (row * n_groups + g) * (long long)(F + 1) * (F + 1));
+}
+
+// The matrices from shap_interactions_rows8's slice mode: one thread per (row, group);
+// ``partial`` (n_slices, n_groups, F (F + 1) / 2, n), row fastest.
+extern "C" __global__ void interaction_rows_slices_finish(const double* __restrict__ partial, long long n, int F,
+                                                          int n_groups, int n_slices, double* __restrict__ out) {
+  const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (row >= n) return;
+  const int g = blockIdx.y;
+  const long long TRI = (long long)F * (F + 1) / 2;
+  finish_row_from_slices(partial + g * TRI * n + row, n, n_groups * TRI * n, F, n_slices,
+                         out + (row * n_groups + g) * (long long)(F + 1) * (F + 1));
 }

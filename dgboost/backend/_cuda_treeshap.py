@@ -448,6 +448,9 @@ _QUAD_MAX_NQ = (_QUAD_MAX_K + 1) // 2
 _OPTIN_BYTES: dict = {}
 # with fewer (row, group) pairs than this, a thread per row would leave most of the GPU idle
 _FEW_ROWS = 1 << 15
+# (row, group) pairs from which tables of short paths (at most 8 elements) take a thread per
+# row (shap_interactions_rows8) instead of half a warp per row (docs/performance-notes.md)
+_ROWS8_FROM = 1 << 12
 
 
 def _node_constants() -> dict:
@@ -592,10 +595,15 @@ def shap_interactions_device(table: PathTable, rows):
             a["gl_off"],
         )
         kind, per_block, shared = _interaction_layout(F, n, G)
+        short_paths = quad["max_k"] <= 8  # every per-path value fits in a thread's registers
+        if short_paths and kind == "warp-shared" and n * G >= _ROWS8_FROM:
+            kind = "rows"
         slice_paths = treeshap.interaction_slice_paths(F)  # per call: tests shrink the slices
         slice_ptr, n_slices = dev.slice_ptr(slice_paths)
         warp = _warp_kernel(kind == "warp-shared", quad["max_k"])
-        if kind == "rows":  # a thread per row, accumulators in global memory
+        if kind == "rows" and short_paths:
+            _interactions_rows8(module, X, out, common + quad_args, slice_paths, slice_ptr, n_slices, G, dev.unused)
+        elif kind == "rows":  # a thread per row, accumulators in global memory
             # (F + 1) x F per row and group: slice sums on and above the diagonal, totals below and in row F
             acc = cupy.zeros((G, F + 1, F, n), dtype=cupy.float64)  # row fastest: coalesced updates
             module.get_function("shap_interactions_quadrature")(
@@ -640,6 +648,42 @@ def shap_interactions_device(table: PathTable, rows):
         out += cupy.asarray(extra)
     out[:, :, F, F] = cupy.asarray(table.base_margin + table.expected_value())
     return out
+
+
+def _interactions_rows8(module, X, out, args, slice_paths, slice_ptr, n_slices, G, unused) -> None:
+    """``shap_interactions_rows8`` (a thread per row, for tables whose quadrature paths have
+    at most 8 elements) and the matrices into ``out``. Below _SLICES_BELOW (row, group)
+    pairs a row's slices of paths run in parallel (blocks.z), their sums added in order by
+    ``interaction_rows_slices_finish``, in row chunks whose sums fit in _PARTIAL_BYTES;
+    otherwise a row's slices in turn. ``args``: the kernel's arguments up to ``g_off``."""
+    import cupy
+
+    n, F = X.shape
+    kernel = module.get_function("shap_interactions_rows8")
+    if n * G < _SLICES_BELOW and 1 < n_slices <= _MAX_GRID_Z:
+        tri = F * (F + 1) // 2
+        finish = module.get_function("interaction_rows_slices_finish")
+        for r0, m in _row_chunks(n, n_slices * G * tri * 8, _THREADS):
+            partial = cupy.zeros((n_slices, G, tri, m), dtype=cupy.float64)  # row fastest
+            kernel(
+                (-(-m // _THREADS), G, n_slices),
+                (_THREADS,),
+                (X[r0 : r0 + m], np.int64(m))
+                + args[2:]
+                + (np.int64(slice_paths), slice_ptr, np.int32(n_slices), np.int32(1), partial),
+            )
+            finish(
+                (-(-m // _THREADS), G),
+                (_THREADS,),
+                (partial, np.int64(m), np.int32(F), np.int32(G), np.int32(n_slices), out[r0 : r0 + m]),
+            )
+            del partial
+        return
+    # (F + 1) x F per row and group: slice sums on and above the diagonal, totals below and in row F
+    acc = cupy.zeros((G, F + 1, F, n), dtype=cupy.float64)  # row fastest: coalesced updates
+    grid = (-(-n // _THREADS), G)
+    kernel(grid, (_THREADS,), args + (np.int64(slice_paths), unused, np.int32(1), np.int32(0), acc))
+    module.get_function("interaction_finish")(grid, (_THREADS,), (acc, np.int64(n), np.int32(F), np.int32(G), out))
 
 
 def _warp_kernel(in_shared: bool, max_k: int) -> tuple[str, int]:

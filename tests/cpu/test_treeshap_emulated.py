@@ -239,6 +239,9 @@ def test_emulated_gpu_interaction_values_are_the_cpus_bits(emulated, monkeypatch
         assert ("shap_interactions_warp" if wide else "shap_interactions_warp_nq4") in launched
     elif layout[0] == "warp-out":
         assert "shap_interactions_warp_out" in launched
+    else:  # a thread per row: path values in registers where no path is longer than 8
+        wide = (table.path_lengths - 1).max() > 8
+        assert ("shap_interactions_quadrature" if wide else "shap_interactions_rows8") in launched
 
 
 @pytest.mark.parametrize("make", [_depth8, _deep])
@@ -277,6 +280,47 @@ def test_emulated_gpu_interaction_slices_summed_in_parallel_give_the_cpus_bits(e
     warp = [grid for name, grid in _LAUNCHES if name.startswith("shap_interactions_warp")]
     assert warp and all(len(grid) == 3 and grid[2] > 1 for grid in warp)
     assert any(name == "interaction_slices_finish" for name, _ in _LAUNCHES)
+
+
+@pytest.mark.parametrize("make", [_categorical, _numeric, _depth8])
+@pytest.mark.parametrize("in_parallel", [True, False])
+def test_emulated_gpu_interaction_slices_of_a_thread_per_row_give_the_cpus_bits(
+    emulated, monkeypatch, make, in_parallel
+):
+    # shap_interactions_rows8 (paths of at most 8 elements): a row's slices in blocks.z, added
+    # in order by interaction_rows_slices_finish in row chunks, or in turn by one thread
+    gpu, _ = emulated
+    from dgboost.explain import treeshap
+
+    monkeypatch.setattr(gpu, "_interaction_layout", lambda F, n, G: ("rows", 0, 0))
+    monkeypatch.setattr(gpu, "_SLICES_BELOW", 1 << 18 if in_parallel else 1)
+    monkeypatch.setattr(gpu, "_PARTIAL_BYTES", 1)  # chunks of one block's rows
+    monkeypatch.setattr(treeshap, "INTERACTION_SLICE_PATHS", 7)  # the CPU sums in the same slices
+    table, X, _ = make(n_rows=gpu._THREADS + 10)
+    assert_bitwise(gpu.shap_interactions_device(table, X), shap_interactions(table, X))
+    rows8 = [grid for name, grid in _LAUNCHES if name == "shap_interactions_rows8"]
+    finished = [grid for name, grid in _LAUNCHES if name == "interaction_rows_slices_finish"]
+    if in_parallel:
+        assert len(rows8) == len(finished) == 2 and all(len(grid) == 3 and grid[2] > 1 for grid in rows8)
+    else:
+        assert len(rows8) == 1 and len(rows8[0]) == 2 and not finished
+
+
+def test_emulated_gpu_short_path_tables_with_many_rows_take_a_thread_per_row(emulated, monkeypatch):
+    gpu, _ = emulated
+    monkeypatch.setattr(gpu, "_ROWS8_FROM", 20)  # (row, group) pairs: _depth8 has two groups
+    short, X_short, _ = _depth8(n_rows=10)
+    assert_bitwise(gpu.shap_interactions_device(short, X_short), shap_interactions(short, X_short))
+    assert "shap_interactions_rows8" in {name for name, _ in _LAUNCHES}
+    _LAUNCHES.clear()
+    long_, X, _ = _deep(n_rows=10)  # paths of 9 to 16 elements: half a warp per row
+    assert_bitwise(gpu.shap_interactions_device(long_, X), shap_interactions(long_, X))
+    launched = {name for name, _ in _LAUNCHES}
+    assert "shap_interactions_warp" in launched and "shap_interactions_rows8" not in launched
+    _LAUNCHES.clear()
+    monkeypatch.setattr(gpu, "_ROWS8_FROM", 21)  # one pair too few: half a warp per row
+    gpu.shap_interactions_device(short, X_short)
+    assert "shap_interactions_rows8" not in {name for name, _ in _LAUNCHES}
 
 
 @pytest.mark.parametrize("make", [_categorical, _numeric])

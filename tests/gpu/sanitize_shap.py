@@ -1,6 +1,7 @@
 """A small GPU TreeSHAP job for compute-sanitizer: weight tables built on the device, the table,
 quadrature and path methods, a mixed budget, outputs too wide for shared accumulators, interaction values by
-quadrature and by the path method (paths longer than 16), paths summed by slice (few rows: in
+quadrature (half a warp or, for paths of at most 8 elements, a thread per row) and by the path method
+(paths longer than 16), paths summed by slice (few rows: in
 parallel), and interventional SHAP on the GPU
 (kernels/treeshap_interventional.cu: margins and probabilities, shared and global accumulators),
 and the SHAP, interaction and interventional kernels on trees with categorical splits.
@@ -51,6 +52,12 @@ for layout in (None, ("warp-out", 8, 0), ("rows", 0, 0)):
         gpu._interaction_layout = lambda F, n, G, layout=layout: layout
     dgboost.TreeExplainer(booster, device="cuda").contributions(rows[:33], interactions=True)
     gpu._interaction_layout = chosen
+chosen = gpu._interaction_layout
+gpu._interaction_layout = lambda F, n, G: ("rows", 0, 0)
+for below in (1 << 18, 0):  # paths of at most 8 elements: a thread per row, slices in blocks.z or in turn
+    gpu._SLICES_BELOW = below
+    dgboost.TreeExplainer(binary, device="cuda").contributions(binary_rows[:33], interactions=True)
+gpu._interaction_layout = chosen
 gpu._SLICES_BELOW = 0
 dgboost.TreeExplainer(booster, device="cuda").contributions(rows[:33], interactions=True)
 treeshap.INTERACTION_SLICE_PATHS = 1 << 12

@@ -191,8 +191,9 @@ def test_interactions_by_every_kernel_layout_are_bitwise_the_cpus(monkeypatch, o
     "objective,depth,F", [("multi:softprob", 6, 12), ("binary:logistic", 16, 45), ("reg:squarederror", 3, 70)]
 )
 def test_interactions_summed_in_small_slices_are_the_cpus_bits_in_every_layout(monkeypatch, objective, depth, F):
-    """Slices of 7 paths: few rows run a row's slices in parallel (warp-shared) and add them in
-    order; the sequential layouts add each slice's sums to totals at its end. All give the CPU's bits."""
+    """Slices of 7 paths: few rows run a row's slices in parallel (half a warp or, for paths of
+    at most 8 elements, a thread per row) and add them in order; the sequential layouts add
+    each slice's sums to totals at its end. All give the CPU's bits."""
     from dgboost.backend import _cuda_treeshap as gpu
     from dgboost.explain import treeshap
 
@@ -210,6 +211,10 @@ def test_interactions_summed_in_small_slices_are_the_cpus_bits_in_every_layout(m
     for forced in (("warp-out", 8, 0), ("rows", 0, 0)):
         monkeypatch.setattr(gpu, "_interaction_layout", lambda F, n, G, forced=forced: forced)
         _bitwise(explainer.contributions(X, interactions=True), expected)
+    # a thread per row (paths of at most 8 elements: shap_interactions_rows8) with a row's
+    # slices in parallel, in chunks of one block of rows
+    monkeypatch.setattr(gpu, "_SLICES_BELOW", 1 << 18)
+    _bitwise(explainer.contributions(X, interactions=True), expected)
 
 
 def test_features_too_wide_for_shared_accumulators_take_the_global_layouts():
