@@ -449,8 +449,9 @@ _OPTIN_BYTES: dict = {}
 # with fewer (row, group) pairs than this, a thread per row would leave most of the GPU idle
 _FEW_ROWS = 1 << 15
 # (row, group) pairs from which tables of short paths (at most 8 elements) take a thread per
-# row (shap_interactions_rows8) instead of half a warp per row (docs/performance-notes.md)
-_ROWS8_FROM = 1 << 12
+# row (shap_interactions_rows8) instead of half a warp per row: on an H200, case a's 38K paths
+# took 1.40x less time that way at 1,000 rows, 1.5x more at 250 (docs/performance-notes.md)
+_ROWS8_FROM = 1000
 
 
 def _node_constants() -> dict:
