@@ -350,11 +350,15 @@ def shap_values_device(
     return out
 
 
+def _chunk_step(bytes_per_row: int, multiple: int) -> int:
+    """Rows of a chunk whose slice sums (``bytes_per_row`` each) fit in _PARTIAL_BYTES: a
+    whole multiple of ``multiple`` rows (a block's), at least one block's worth."""
+    return max(multiple, _PARTIAL_BYTES // bytes_per_row // multiple * multiple)
+
+
 def _row_chunks(n: int, bytes_per_row: int, multiple: int):
-    """``(first row, rows)`` of consecutive chunks of ``n`` rows whose slice sums
-    (``bytes_per_row`` each) fit in _PARTIAL_BYTES: whole multiples of ``multiple`` rows (a
-    block's), at least one block's worth."""
-    step = max(multiple, _PARTIAL_BYTES // bytes_per_row // multiple * multiple)
+    """``(first row, rows)`` of consecutive chunks of ``n`` rows of :func:`_chunk_step` rows."""
+    step = _chunk_step(bytes_per_row, multiple)
     for r0 in range(0, n, step):
         yield r0, min(step, n - r0)
 
@@ -655,16 +659,19 @@ def _interactions_rows8(module, X, out, args, slice_paths, slice_ptr, n_slices, 
     """``shap_interactions_rows8`` (a thread per row, for tables whose quadrature paths have
     at most 8 elements) and the matrices into ``out``. Below _SLICES_BELOW (row, group)
     pairs a row's slices of paths run in parallel (blocks.z), their sums added in order by
-    ``interaction_rows_slices_finish``, in row chunks whose sums fit in _PARTIAL_BYTES;
-    otherwise a row's slices in turn. ``args``: the kernel's arguments up to ``g_off``."""
+    ``interaction_rows_slices_finish``, in row chunks whose sums fit in _PARTIAL_BYTES
+    (when a chunk has as many (row, slice) threads as there are rows: wide rows' chunks
+    may not); otherwise a row's slices in turn. ``args``: the kernel's arguments up to
+    ``g_off``."""
     import cupy
 
     n, F = X.shape
     kernel = module.get_function("shap_interactions_rows8")
-    if n * G < _SLICES_BELOW and 1 < n_slices <= _MAX_GRID_Z:
-        tri = F * (F + 1) // 2
+    tri = F * (F + 1) // 2
+    row_bytes = n_slices * G * tri * 8
+    if n * G < _SLICES_BELOW and 1 < n_slices <= _MAX_GRID_Z and _chunk_step(row_bytes, _THREADS) * n_slices >= n:
         finish = module.get_function("interaction_rows_slices_finish")
-        for r0, m in _row_chunks(n, n_slices * G * tri * 8, _THREADS):
+        for r0, m in _row_chunks(n, row_bytes, _THREADS):
             partial = cupy.zeros((n_slices, G, tri, m), dtype=cupy.float64)  # row fastest
             kernel(
                 (-(-m // _THREADS), G, n_slices),

@@ -306,6 +306,29 @@ def test_emulated_gpu_interaction_slices_of_a_thread_per_row_give_the_cpus_bits(
         assert len(rows8) == 1 and len(rows8[0]) == 2 and not finished
 
 
+def test_emulated_gpu_thread_per_row_runs_slices_in_turn_when_a_chunk_has_fewer_threads_than_rows(
+    emulated, monkeypatch
+):
+    # chunks of 128 rows (the sums' budget) by 2 slices are 256 (row, slice) threads, fewer
+    # than 300 rows: one launch of a thread per row is the wider
+    gpu, _ = emulated
+    from dgboost.explain import treeshap
+
+    monkeypatch.setattr(gpu, "_interaction_layout", lambda F, n, G: ("rows", 0, 0))
+    monkeypatch.setattr(gpu, "_SLICES_BELOW", 1 << 18)
+    monkeypatch.setattr(gpu, "_PARTIAL_BYTES", 1)
+    monkeypatch.setattr(treeshap, "INTERACTION_SLICE_PATHS", 56)  # _depth8's 112 paths: 2 slices
+    table, X, _ = _depth8(n_rows=300)
+    assert_bitwise(gpu.shap_interactions_device(table, X), shap_interactions(table, X))
+    rows8 = [grid for name, grid in _LAUNCHES if name == "shap_interactions_rows8"]
+    assert len(rows8) == 1 and len(rows8[0]) == 2
+    _LAUNCHES.clear()
+    table, X, _ = _depth8(n_rows=250)  # 250 rows: 256 threads a chunk, slices in parallel
+    assert_bitwise(gpu.shap_interactions_device(table, X), shap_interactions(table, X))
+    rows8 = [grid for name, grid in _LAUNCHES if name == "shap_interactions_rows8"]
+    assert len(rows8) == 2 and all(grid[2] == 2 for grid in rows8)
+
+
 def test_emulated_gpu_short_path_tables_with_many_rows_take_a_thread_per_row(emulated, monkeypatch):
     gpu, _ = emulated
     monkeypatch.setattr(gpu, "_ROWS8_FROM", 20)  # (row, group) pairs: _depth8 has two groups
