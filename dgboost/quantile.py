@@ -104,12 +104,15 @@ def sketch_sample_mask(
 
     ``global_rows`` (int64 (n_local,), in ``xp``): the rows' global indices when they are not
     the run ``row_offset, row_offset + 1, ...``."""
+    if xp is not np:  # hashed by one kernel on the device, from the rows' run or their indices
+        # whatever the size (a uniform below 1 keeps every row: the same mask as below), so
+        # that a small first job loads the kernel that a large one needs
+        key = int(_hash_key(seed, _SKETCH_STREAM))
+        threshold = min(1.0, sample_rows / n_global) if n_global else 1.0
+        return array_backend(xp.empty(0)).hashed_below(global_rows, row_offset, n_local, key, threshold)
     if n_global <= sample_rows:
         return xp.ones(n_local, dtype=bool)
     threshold = sample_rows / n_global
-    if xp is not np:  # hashed by one kernel on the device, from the rows' run or their indices
-        key = int(_hash_key(seed, _SKETCH_STREAM))
-        return array_backend(xp.empty(0)).hashed_below(global_rows, row_offset, n_local, key, threshold)
     if global_rows is None:
         global_rows = xp.arange(row_offset, row_offset + n_local, dtype=np.int64)
     return hashed_uniform(seed, _SKETCH_STREAM, global_rows) < threshold
@@ -341,7 +344,7 @@ def compute_cuts(
         # the device's backend, a block of features at a time (wide data's sample is large);
         # only the cut values cross to the host
         backend = array_backend(values)
-        rows = backend.xp.flatnonzero(backend.xp.asarray(mask))
+        rows = backend.true_indices(mask)
         if world == 1:
             per_feature = backend.sketch_cuts(values, rows, mine, max_bin, _DEVICE_SORT_VALUES)
         else:
@@ -485,10 +488,9 @@ def _sampled_rows_on_host(array, mask: np.ndarray) -> np.ndarray:
     crosses to the host.
     """
     if is_device_array(array):
-        xp = array_module(array)
         # row indices, not the boolean mask: CuPy scans a 1-D mask broadcast over every entry
         # of a 2-D array (a 1.3 GB temporary for 10M x 28), the indices are n_local at most
-        host = to_host(array[xp.flatnonzero(xp.asarray(mask))])
+        host = to_host(array[array_backend(array).true_indices(mask)])
     else:
         mask = to_host(mask)
         # every row is in the sample when there are fewer than sample_rows: no copy of them

@@ -38,6 +38,7 @@ from .cpu import leaf_weights_on_host, node_bounds_on_host
 __all__ = ["CUDABackend", "DeviceMemoryError"]
 
 _THREADS = 256
+_SELECT_PER_THREAD = 8  # select.cu's kSelectPerThread (its blocks are _THREADS wide)
 _HIST_THREADS = 512
 _HIST_BLOCKS_PER_SM = 4
 _CANDIDATE_BYTES = 48  # split.cu's Candidate record
@@ -1135,6 +1136,32 @@ class CUDABackend:
                 n,
                 (index, np.int32(use_index), np.int64(offset), np.int64(n), np.uint64(key), np.float64(threshold), out),
             )
+        return out
+
+    def true_indices(self, mask):
+        """int64 on the device: the indices of ``mask``'s true entries, in order
+        (``flatnonzero``), by ``kernels/select.cu``: CuPy's own compiles a kernel for large
+        arrays at their first use, so a small first job would not warm what a big one runs.
+
+        Parameters
+        ----------
+        mask : device array of bool, shape (n,)
+
+        Returns
+        -------
+        device array of int64, shape (number of true entries,)
+        """
+        mask = self.xp.ascontiguousarray(mask, dtype=np.bool_)
+        n = int(mask.size)
+        blocks = max(1, -(-n // (_THREADS * _SELECT_PER_THREAD)))
+        counts = self.empty(blocks, np.int32)
+        self._launch("select.cu", "true_counts", n, (mask, np.int64(n), counts), grid=blocks)
+        counts = self.to_host(counts).astype(np.int64)
+        starts = np.zeros(blocks, np.int64)
+        np.cumsum(counts[:-1], out=starts[1:])
+        out = self.empty(int(starts[-1] + counts[-1]), np.int64)
+        if out.size:
+            self._launch("select.cu", "true_indices", n, (mask, np.int64(n), self.asarray(starts), out), grid=blocks)
         return out
 
     def sketch_cuts(self, values, rows, features: range, max_bin: int, block_values: int) -> list:
