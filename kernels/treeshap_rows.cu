@@ -493,6 +493,40 @@ __device__ __forceinline__ void flush_rows_slice(double* a, int F, long long n) 
   }
 }
 
+// The parameters of every interaction kernel up to ``g_off``: the rows, the path table and
+// the quadrature's constants (shap_interactions_quadrature below says what each holds).
+#define SHAP_INTERACTION_TABLE_PARAMS                                                                    \
+  const float *__restrict__ X, long long n, int F, const long long *__restrict__ path_offsets,          \
+      const int *__restrict__ group_paths, const long long *__restrict__ group_ptr,                        \
+      const int *__restrict__ feature, const float *__restrict__ lower, const float *__restrict__ upper,  \
+      const unsigned char *__restrict__ missing, const long long *__restrict__ cat_offset,                \
+      const unsigned *__restrict__ cat_pool, const double *__restrict__ zero_fraction,                    \
+      const double *__restrict__ path_v, const double *__restrict__ gl_nodes,                             \
+      const double *__restrict__ gl_weights, const double *__restrict__ g_on, long long g_on_stride,     \
+      const double *__restrict__ g_off
+
+// A thread-per-row interaction kernel's walk: path(p, s, k) for each path p of group g in
+// order (s its first element, k its length), the row's slice sums added to its totals
+// (flush_rows_slice) at each slice's end and after the last.
+template <class PathFn>
+__device__ __forceinline__ void rows_walk_paths(const long long* __restrict__ path_offsets,
+                                                const int* __restrict__ group_paths,
+                                                const long long* __restrict__ group_ptr, int g, long long slice_paths,
+                                                double* a, int F, long long n, PathFn&& path) {
+  const long long q0 = group_ptr[g], q1 = group_ptr[g + 1];
+  long long slice_end = q0 < q1 ? slice_end_of(group_paths[q0], slice_paths) : 0;
+  for (long long q = q0; q < q1; ++q) {
+    const int p = group_paths[q];
+    if (p >= slice_end) {  // a new slice: the last one's sums to the totals
+      slice_end = slice_end_of(p, slice_paths);
+      flush_rows_slice(a, F, n);
+    }
+    const long long s = path_offsets[p] + 1;
+    path(p, s, (int)(path_offsets[p + 1] - s));
+  }
+  flush_rows_slice(a, F, n);
+}
+
 // SHAP interaction values by Gauss-Legendre quadrature, the CPU's default method
 // (treeshap.py _interaction_block without tables) per row, for paths of at most
 // SHAP_QUAD_MAX_K elements: per node u (weight a) A = v/2 a prod_l ((1 - u) z_l + u o_l),
@@ -504,33 +538,16 @@ __device__ __forceinline__ void flush_rows_slice(double* a, int F, long long n) 
 // from the host), so no division runs per row. ``acc`` (n_groups, F + 1, F, n), zeroed: the slice
 // sums on the diagonal and upper triangle, the totals (flush_rows_slice) in the lower
 // triangle and row F; interaction_finish makes the matrix.
-extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
-    const float* __restrict__ X, long long n, int F,
-    const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
-    const long long* __restrict__ group_ptr, const int* __restrict__ feature,
-    const float* __restrict__ lower, const float* __restrict__ upper,
-    const unsigned char* __restrict__ missing, const long long* __restrict__ cat_offset,
-    const unsigned* __restrict__ cat_pool, const double* __restrict__ zero_fraction,
-    const double* __restrict__ path_v, const double* __restrict__ gl_nodes,
-    const double* __restrict__ gl_weights, const double* __restrict__ g_on, long long g_on_stride,
-    const double* __restrict__ g_off, long long slice_paths, double* __restrict__ acc) {
+extern "C" __global__ void __launch_bounds__(128)
+    shap_interactions_quadrature(SHAP_INTERACTION_TABLE_PARAMS, long long slice_paths, double* __restrict__ acc) {
   const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (row >= n) return;
   const int g = blockIdx.y;
   const float* x = X + row * (long long)F;
   double* a = acc + (long long)g * (F + 1) * F * n + row;
   double Hq[SHAP_QUAD_MAX_NQ * SHAP_QUAD_MAX_K], Gq[SHAP_QUAD_MAX_NQ * SHAP_QUAD_MAX_K];
-  const long long q0 = group_ptr[g], q1 = group_ptr[g + 1];
-  long long slice_end = q0 < q1 ? slice_end_of(group_paths[q0], slice_paths) : 0;
-  for (long long q = q0; q < q1; ++q) {
-    const int p = group_paths[q];
-    if (p >= slice_end) {  // a new slice: the last one's sums to the totals
-      slice_end = slice_end_of(p, slice_paths);
-      flush_rows_slice(a, F, n);
-    }
-    const long long s = path_offsets[p] + 1;
-    const int k = (int)(path_offsets[p + 1] - s);
-    if (k == 0 || k > SHAP_QUAD_MAX_K) continue;
+  rows_walk_paths(path_offsets, group_paths, group_ptr, g, slice_paths, a, F, n, [&](int p, long long s, int k) {
+    if (k == 0 || k > SHAP_QUAD_MAX_K) return;
     const long long on = path_on_bits(x, s, k, feature, lower, upper, missing, cat_offset, cat_pool);
     const int nq = (k + 1) / 2;
     const double hv = 0.5 * path_v[p];
@@ -580,8 +597,7 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_quadrature(
         }
       }
     }
-  }
-  flush_rows_slice(a, F, n);
+  });
 }
 
 // ``g_on`` of the interaction kernels, (SHAP_QUAD_MAX_NQ, stride) node-major, zeroed by the
@@ -688,16 +704,8 @@ struct interaction_stage_doubles {
 };
 
 #define SHAP_INTERACTIONS_WARP_PARAMS                                                                             \
-  const float *__restrict__ X, long long n, int F, const long long *__restrict__ path_offsets,                   \
-      const int *__restrict__ group_paths, const long long *__restrict__ group_ptr,                                 \
-      const int *__restrict__ feature, const float *__restrict__ lower, const float *__restrict__ upper,           \
-      const unsigned char *__restrict__ missing, const long long *__restrict__ cat_offset,                         \
-      const unsigned *__restrict__ cat_pool, const double *__restrict__ zero_fraction,                             \
-      const double *__restrict__ path_v, const double *__restrict__ gl_nodes,                                      \
-      const double *__restrict__ gl_weights, const double *__restrict__ g_on, long long g_on_stride,              \
-      const double *__restrict__ g_off,                                                                            \
-      int n_groups, long long slice_paths, const long long *__restrict__ slice_ptr, int n_slices, int slice_mode, \
-      double *__restrict__ partial, double *__restrict__ out
+  SHAP_INTERACTION_TABLE_PARAMS, int n_groups, long long slice_paths, const long long *__restrict__ slice_ptr,      \
+      int n_slices, int slice_mode, double *__restrict__ partial, double *__restrict__ out
 #define SHAP_INTERACTIONS_WARP_ARGS                                                                          \
   X, n, F, path_offsets, group_paths, group_ptr, feature, lower, upper, missing, cat_offset, cat_pool,         \
       zero_fraction, path_v, gl_nodes, gl_weights, g_on, g_on_stride, g_off, n_groups, slice_paths, slice_ptr, n_slices, \
@@ -1015,17 +1023,9 @@ __device__ __forceinline__ void interaction_path_rows8(
 //     the slice, its paths of group g those of ``slice_ptr`` (n_groups, n_slices + 1); its
 //     sums go to ``acc`` (n_slices, n_groups, F (F + 1) / 2, n), zeroed, row fastest;
 //     interaction_rows_slices_finish adds them in slice order and makes the matrix.
-extern "C" __global__ void __launch_bounds__(128) shap_interactions_rows8(
-    const float* __restrict__ X, long long n, int F,
-    const long long* __restrict__ path_offsets, const int* __restrict__ group_paths,
-    const long long* __restrict__ group_ptr, const int* __restrict__ feature,
-    const float* __restrict__ lower, const float* __restrict__ upper,
-    const unsigned char* __restrict__ missing, const long long* __restrict__ cat_offset,
-    const unsigned* __restrict__ cat_pool, const double* __restrict__ zero_fraction,
-    const double* __restrict__ path_v, const double* __restrict__ gl_nodes,
-    const double* __restrict__ gl_weights, const double* __restrict__ g_on, long long g_on_stride,
-    const double* __restrict__ g_off, long long slice_paths, const long long* __restrict__ slice_ptr,
-    int n_slices, int slice_mode, double* __restrict__ acc) {
+extern "C" __global__ void __launch_bounds__(128)
+    shap_interactions_rows8(SHAP_INTERACTION_TABLE_PARAMS, long long slice_paths, const long long* __restrict__ slice_ptr,
+                            int n_slices, int slice_mode, double* __restrict__ acc) {
   const long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (row >= n) return;
   const int g = blockIdx.y;
@@ -1045,20 +1045,10 @@ extern "C" __global__ void __launch_bounds__(128) shap_interactions_rows8(
     return;
   }
   double* a = acc + (long long)g * (F + 1) * F * n + row;
-  const long long q0 = group_ptr[g], q1 = group_ptr[g + 1];
-  long long slice_end = q0 < q1 ? slice_end_of(group_paths[q0], slice_paths) : 0;
-  for (long long q = q0; q < q1; ++q) {
-    const int p = group_paths[q];
-    if (p >= slice_end) {  // a new slice: the last one's sums to the totals
-      slice_end = slice_end_of(p, slice_paths);
-      flush_rows_slice(a, F, n);
-    }
-    const long long s = path_offsets[p] + 1;
-    interaction_path_rows8<false>((int)(path_offsets[p + 1] - s), x, s, 0.5 * path_v[p], feature, lower, upper,
-                                  missing, cat_offset, cat_pool, zero_fraction, gl_nodes, gl_weights, g_on,
-                                  g_on_stride, g_off, a, n, F);
-  }
-  flush_rows_slice(a, F, n);
+  rows_walk_paths(path_offsets, group_paths, group_ptr, g, slice_paths, a, F, n, [&](int p, long long s, int k) {
+    interaction_path_rows8<false>(k, x, s, 0.5 * path_v[p], feature, lower, upper, missing, cat_offset, cat_pool,
+                                  zero_fraction, gl_nodes, gl_weights, g_on, g_on_stride, g_off, a, n, F);
+  });
 }
 
 // A row's slice sums (``p``: entry c of slice z at p[z slice_stride + c entry_stride], c
