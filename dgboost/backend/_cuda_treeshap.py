@@ -608,16 +608,10 @@ def shap_interactions_device(table: PathTable, rows):
         warp = _warp_kernel(kind == "warp-shared", quad["max_k"])
         if kind == "rows" and short_paths:
             _interactions_rows8(module, X, out, common + quad_args, slice_paths, slice_ptr, n_slices, G, dev.unused)
-        elif kind == "rows":  # a thread per row, accumulators in global memory
-            # (F + 1) x F per row and group: slice sums on and above the diagonal, totals below and in row F
-            acc = cupy.zeros((G, F + 1, F, n), dtype=cupy.float64)  # row fastest: coalesced updates
-            module.get_function("shap_interactions_quadrature")(
-                grid, (_THREADS,), common + quad_args + (np.int64(slice_paths), acc)
+        elif kind == "rows":  # a thread per row, its per-path values in local arrays
+            _interactions_rows_in_turn(
+                module, "shap_interactions_quadrature", X, out, common + quad_args + (np.int64(slice_paths),), G
             )
-            module.get_function("interaction_finish")(
-                grid, (_THREADS,), (acc, np.int64(n), np.int32(F), np.int32(G), out)
-            )
-            del acc
         elif kind == "warp-shared" and n * G < _SLICES_BELOW and 1 < n_slices <= _MAX_GRID_Z:
             _interactions_by_slice(
                 module, X, out, common + quad_args, per_block, shared, slice_paths, slice_ptr, n_slices, G, warp
@@ -687,10 +681,27 @@ def _interactions_rows8(module, X, out, args, slice_paths, slice_ptr, n_slices, 
             )
             del partial
         return
-    # (F + 1) x F per row and group: slice sums on and above the diagonal, totals below and in row F
-    acc = cupy.zeros((G, F + 1, F, n), dtype=cupy.float64)  # row fastest: coalesced updates
+    _interactions_rows_in_turn(
+        module,
+        "shap_interactions_rows8",
+        X,
+        out,
+        args + (np.int64(slice_paths), unused, np.int32(1), np.int32(0)),  # no slice pointers in this mode
+        G,
+    )
+
+
+def _interactions_rows_in_turn(module, name: str, X, out, args, G) -> None:
+    """Thread-per-row interaction kernel ``name`` with a row's slices in turn, then
+    ``interaction_finish`` into ``out``. ``args``: the kernel's arguments but its
+    accumulator, (G, F + 1, F, n) float64 (row fastest: coalesced updates; slice sums on and
+    above the diagonal, totals below and in row F), which this makes."""
+    import cupy
+
+    n, F = X.shape
+    acc = cupy.zeros((G, F + 1, F, n), dtype=cupy.float64)
     grid = (-(-n // _THREADS), G)
-    kernel(grid, (_THREADS,), args + (np.int64(slice_paths), unused, np.int32(1), np.int32(0), acc))
+    module.get_function(name)(grid, (_THREADS,), args + (acc,))
     module.get_function("interaction_finish")(grid, (_THREADS,), (acc, np.int64(n), np.int32(F), np.int32(G), out))
 
 
