@@ -19,6 +19,7 @@ A budget is ``nodes:levels:MiB``; ``default`` is the backend's own.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -28,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, versions, write_result  # noqa: E402
-from train_gpu import Device, _round_clock, _sync_counter, make_data  # noqa: E402
+from train_gpu import Device, _host_read_probe, _round_clock, make_data  # noqa: E402
 
 DEFAULT_BUDGETS = "1:0:0,32:1:64,256:12:128,default,256:12:512,256:12:1024"
 
@@ -51,13 +52,14 @@ def run_budget(budget, backend_class, params, X, y, rounds: int, warm: int, devi
     backend_class.lookahead = budget
     try:
         device.reset()
-        counter = _sync_counter() if device.cuda else None
-        before = dict(counter) if counter is not None else None
+        probe = _host_read_probe() if device.cuda else None
+        reads = contextlib.nullcontext() if probe is None else probe(backend_class)
         clock = _round_clock(dg.TrainingCallback, device)
-        start = time.perf_counter()
-        booster = dg.train(params, dg.DMatrix(X, y), rounds, verbose_eval=False, callbacks=[clock])
-        device.sync()
-        total = time.perf_counter() - start
+        with reads as counts:
+            start = time.perf_counter()
+            booster = dg.train(params, dg.DMatrix(X, y), rounds, verbose_eval=False, callbacks=[clock])
+            device.sync()
+            total = time.perf_counter() - start
         _, pool_peak = device.peaks()
     finally:
         backend_class.lookahead = saved
@@ -67,9 +69,8 @@ def run_budget(budget, backend_class, params, X, y, rounds: int, warm: int, devi
         "total_s": total,
         "cupy_pool_peak_bytes": pool_peak,
     }
-    if counter is not None:
-        trees = counter["trees"] - before["trees"]
-        out["reads_per_tree"] = (counter["syncs"] - before["syncs"]) / trees if trees else None
+    if counts is not None:
+        out["reads_per_tree"] = counts.syncs / counts.trees if counts.trees else None
     return out, booster.save_raw("json")
 
 

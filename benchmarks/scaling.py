@@ -373,12 +373,16 @@ def run(device: str, n_workers: int, args) -> dict:
             libs["dgboost_host_waited"] = (train_dgboost_host_waited, None, predict_dgboost)
         if args.unshared:
             libs["dgboost_unshared"] = (train_dgboost_unshared, None, predict_dgboost)
-        # warm-up: imports on the workers, kernel compilation, allocator pools
-        small, small_y = X[: min(args.rows, 20_000)].persist(), y[: min(args.rows, 20_000)].persist()
+        # warm-up: imports on the workers, kernel compilation, allocator pools; rows from
+        # every partition, so that every worker runs every kernel (the first 20,000 rows sit
+        # on one worker, and the others' first timed job loaded their kernels)
+        warm_rows = min(args.rows, 20_000)
+        small = rows_from_every_partition(X, warm_rows).persist()
+        small_y = rows_from_every_partition(y, warm_rows).persist()
         for train_fn, shap_fn, _ in libs.values():
             booster = train_fn(client, small, small_y, params, 2)
             if Xs is not None and shap_fn is not None:
-                shap_fn(client, booster, small[:1000])
+                shap_fn(client, booster, rows_from_every_partition(small, 1000))
         train_times = {name: [] for name in libs}
         shap_rates = {name: [] for name, lib in libs.items() if lib[1] is not None}
         shap_calls = {name: [] for name in shap_rates}

@@ -49,10 +49,12 @@ def new_unique_id():
     return nccl.get_unique_id()
 
 
-def _nccl_type(dtype):
+def _nccl_types() -> dict:
+    """NCCL's data type of each NumPy dtype a collective takes (a communicator makes the
+    table once: a queued reduction asks for it ten times a round)."""
     from cupy.cuda import nccl
 
-    table = {
+    return {
         np.dtype(np.int64): nccl.NCCL_INT64,
         np.dtype(np.int32): nccl.NCCL_INT32,
         np.dtype(np.float64): nccl.NCCL_FLOAT64,
@@ -61,10 +63,21 @@ def _nccl_type(dtype):
         np.dtype(np.uint32): nccl.NCCL_UINT32,
         np.dtype(np.uint64): nccl.NCCL_UINT64,
     }
-    try:
-        return table[np.dtype(dtype)]
-    except KeyError:
-        raise CommunicationError(f"NCCL collectives of dtype {np.dtype(dtype)} are not supported") from None
+
+
+def _copy_on_stream(array, stream):
+    """A C-ordered copy of the device ``array``, queued on ``stream``: one device-to-device
+    copy of the bytes where ``array`` is C-contiguous (CuPy's ``array(copy=True)`` launches
+    an element-wise kernel: about 21 us of host time against the queued reduction's 15-26,
+    ``benchmarks/nccl_enqueue_host.py``)."""
+    import cupy
+
+    if not array.flags.c_contiguous:
+        return cupy.array(array, copy=True, order="C")
+    out = cupy.empty(array.shape, array.dtype)
+    if array.nbytes:
+        out.data.copy_from_device_async(array.data, array.nbytes, stream)
+    return out
 
 
 class NcclComm:
@@ -121,6 +134,7 @@ class NcclComm:
         self._nccl_lock = threading.Lock()  # NCCL calls on one communicator: one thread at a time
         self._aborted: str | None = None  # why another thread aborted the job's communicator
         self.device: int | None = None  # the CUDA device it lives on, once open
+        self._types: dict = {}  # NumPy dtype -> NCCL data type, made when it opens
 
     @property
     def rank(self) -> int:
@@ -150,6 +164,7 @@ class NcclComm:
             raise CommunicationError(f"rank {self._rank} could not create its NCCL communicator: {exc}") from exc
         self._stream = cupy.cuda.Stream(non_blocking=True)
         self.device = cupy.cuda.Device().id
+        self._types = _nccl_types()
         if self._stream_ordered:
             device = self.device
             self._watchdog = CollectiveWatchdog(
@@ -251,17 +266,24 @@ class NcclComm:
         if self._watchdog is not None and self._watchdog.fired:  # finished because it was aborted
             raise CommunicationError(self._watchdog.fired)
 
+    def _type(self, dtype):
+        """NCCL's data type of ``dtype``; raises for a dtype NCCL collectives do not take."""
+        try:
+            return self._types[np.dtype(dtype)]
+        except KeyError:
+            raise CommunicationError(f"NCCL collectives of dtype {np.dtype(dtype)} are not supported") from None
+
     def _queued_reduce(self, array, op_name: str):
         """Stream-ordered reduction of a device array: queued after its producers, not awaited."""
         import cupy
         from cupy.cuda import nccl
 
         self._check()
-        # the output starts as the input: an aborted collective leaves partial sums, never garbage
-        out = cupy.array(array, copy=True, order="C")
-        op = nccl.NCCL_SUM if op_name == "sum" else nccl.NCCL_MAX
         stream = cupy.cuda.get_current_stream()
-        self._call("allReduce", out.data.ptr, out.data.ptr, out.size, _nccl_type(out.dtype), op, stream.ptr)
+        # the output starts as the input: an aborted collective leaves partial sums, never garbage
+        out = _copy_on_stream(array, stream)
+        op = nccl.NCCL_SUM if op_name == "sum" else nccl.NCCL_MAX
+        self._call("allReduce", out.data.ptr, out.data.ptr, out.size, self._type(out.dtype), op, stream.ptr)
         event = cupy.cuda.Event(disable_timing=True)
         event.record(stream)
         self._watchdog.track(f"allreduce_{op_name}", lambda: event.done)
@@ -290,7 +312,7 @@ class NcclComm:
         dev, on_device = self._device(array)
         out = cupy.empty_like(dev)
         op = nccl.NCCL_SUM if op_name == "sum" else nccl.NCCL_MAX
-        self._call("allReduce", dev.data.ptr, out.data.ptr, dev.size, _nccl_type(dev.dtype), op, self._stream.ptr)
+        self._call("allReduce", dev.data.ptr, out.data.ptr, dev.size, self._type(dev.dtype), op, self._stream.ptr)
         self._wait(f"allreduce_{op_name}")
         return self._back(out, on_device)
 

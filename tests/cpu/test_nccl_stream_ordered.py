@@ -32,7 +32,8 @@ class _Array:
 
     def __init__(self, values):
         self.values = np.array(values)
-        self.data = types.SimpleNamespace(ptr=id(self))
+        self.data = _Memory(self)
+        self.flags = types.SimpleNamespace(c_contiguous=True)
         self.size, self.dtype, self.shape = self.values.size, self.values.dtype, self.values.shape
         self.nbytes = self.values.nbytes
 
@@ -41,6 +42,17 @@ class _Array:
 
 
 _Array.__module__ = "cupy._stand_in"
+
+
+class _Memory:
+    """A stand-in array's memory: its address, and a copy from another's in stream order."""
+
+    def __init__(self, owner: _Array):
+        self.owner, self.ptr = owner, id(owner)
+
+    def copy_from_device_async(self, src: "_Memory", nbytes: int, stream=None) -> None:
+        assert nbytes == src.owner.nbytes == self.owner.nbytes
+        self.owner.values[...] = src.owner.values
 
 
 def _stand_in(state: _State):
@@ -117,6 +129,7 @@ def _stand_in(state: _State):
     cupy.asarray = lambda a: a if isinstance(a, _Array) else _Array(a)
     cupy.ascontiguousarray = lambda a: a
     cupy.empty_like = lambda a: _Array(np.empty_like(a.values))
+    cupy.empty = lambda shape, dtype: _Array(np.empty(shape, dtype))
     return {"cupy": cupy, "cupy.cuda": cuda, "cupy.cuda.nccl": nccl}
 
 
@@ -137,10 +150,21 @@ def _comm(timeout=0.2, stream_ordered=True):
 def test_a_device_reduction_is_queued_without_waiting_and_closing_waits_for_it(fake_gpu):
     with _comm() as comm:
         assert comm.stream_ordered
-        out = comm.allreduce_sum(_Array(np.arange(4, dtype=np.int64)))
+        given = _Array(np.arange(4, dtype=np.int64))
+        out = comm.allreduce_sum(given)
         np.testing.assert_array_equal(out.get(), np.arange(4))  # the output starts as the input
+        assert out is not given and out.data.ptr != given.data.ptr  # reduced in its own memory
         assert fake_gpu.calls == ["allReduce"] and fake_gpu.synchronised == 0
     assert fake_gpu.destroyed and not fake_gpu.aborted
+
+
+def test_a_queued_reduction_of_a_strided_array_reduces_a_c_ordered_copy(fake_gpu):
+    given = _Array(np.arange(6, dtype=np.int64))
+    given.flags.c_contiguous = False  # as a column of a matrix would be
+    with _comm() as comm:
+        out = comm.allreduce_sum(given)
+    np.testing.assert_array_equal(out.get(), np.arange(6))
+    assert out is not given and fake_gpu.calls == ["allReduce"]
 
 
 def test_a_queued_reduction_that_never_finishes_aborts_once_and_the_next_collective_raises(fake_gpu):
