@@ -1,0 +1,62 @@
+"""The numeric split search (kernels/split.cu ``best_per_feature``), run on the host by the
+emulator, writes the CPU engine's records for features of every width.
+
+A lane holds up to 8 consecutive bins of a tile of 256, so the widths that matter are those
+around a lane's and a tile's edges (1, 31-33, 255-257 bins) and features of several tiles,
+whose totals are summed before the scan (300, 600, 1,100 bins). Histograms of few distinct
+values tie gains within and across features; some nodes have missing rows, a mask leaves
+features out, and monotone constraints with finite bounds skip and clip candidates.
+``tests/gpu/test_cuda_training.py`` checks whole trees on a GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dgboost._layout import FEATURE
+
+_cuda_emulator = pytest.importorskip("_cuda_emulator")
+pytestmark = pytest.mark.skipif(not _cuda_emulator.available(), reason="needs a host C++20 compiler")
+
+from test_cuda_categorical_emulated import _evaluate_both, _Params, _tied_histograms  # noqa: E402
+
+WIDTHS = {
+    "one bin to a lane's and a warp's edges": [1, 2, 7, 8, 9, 31, 32, 33],
+    "a tile's edges": [255, 256, 257, 64],
+    "features of several tiles": [300, 600, 1100, 5],
+}
+
+
+@pytest.mark.parametrize("widths", list(WIDTHS), ids=list(WIDTHS))
+def test_the_emulated_split_search_writes_the_cpu_records_for_features_of_every_width(widths):
+    n_bins = WIDTHS[widths]
+    rng = np.random.default_rng(sum(map(ord, widths)))
+    hist, totals = _tied_histograms(rng, 6, n_bins)
+    backend = _cuda_emulator.EmulatedCUDABackend()
+    mask = rng.random((6, len(n_bins))) < 0.85
+    want = _evaluate_both(backend, hist, totals, n_bins, [0] * len(n_bins), _Params(), mask=mask)
+    assert (want[:, FEATURE] >= 0).sum() >= 3  # most nodes split: the search was not vacuous
+
+
+def test_the_emulated_split_search_of_identical_features_keeps_the_lowest_one():
+    rng = np.random.default_rng(7)
+    hist, totals = _tied_histograms(rng, 4, [257])
+    hist = np.concatenate([hist, hist, hist], axis=1)  # three copies of a feature of two tiles
+    totals += 2 * hist[:, :257].sum(axis=1)
+    backend = _cuda_emulator.EmulatedCUDABackend()
+    want = _evaluate_both(backend, hist, totals, [257, 257, 257], [0, 0, 0], _Params())
+    assert set(want[want[:, FEATURE] >= 0, FEATURE]) == {0}
+
+
+def test_the_emulated_split_search_under_monotone_constraints_writes_the_cpu_records():
+    n_bins = [33, 256, 300, 9]
+    rng = np.random.default_rng(11)
+    hist, totals = _tied_histograms(rng, 6, n_bins)
+    bounds = np.tile([-np.inf, np.inf], (6, 1))
+    bounds[2:4] = [[-0.5, 0.25], [-3.0, -1.0]]  # finite bounds clip the children's weights
+    monotone = np.array([1, -1, 1, 0], np.int8)
+    backend = _cuda_emulator.EmulatedCUDABackend()
+    p = _Params(reg_lambda=0.5, alpha=0.25)
+    want = _evaluate_both(backend, hist, totals, n_bins, [0] * 4, p, bounds=bounds, monotone=monotone)
+    assert (want[:, FEATURE] >= 0).sum() >= 2
