@@ -1,11 +1,11 @@
 // Split evaluation: the best (feature, bin, missing direction) of every node.
 //
-// Thread mapping, stage 1 (``best_per_feature``): one warp per (node, feature). Each lane
-// holds up to 8 consecutive bins of a tile of 256 in registers; their sums in order and one
-// int64 warp scan of the lanes' totals give every bin's left sums, and the tile's total the
-// feature's (the missing sums are the node total minus it). Each lane tries its bins
-// missing-right then missing-left and keeps its best. A warp arg-max (ties: lowest bin, then
-// missing-right) writes one candidate per (node, feature). Stage 2 (``best_per_node``): one warp per node finds the
+// Thread mapping, stage 1 (``best_per_feature``): one warp per (node, feature). The warp
+// sums the feature's bins (the missing sums are the node total minus them), then walks the
+// bins in chunks of 32 with an int64 inclusive scan by shuffles, carrying each chunk's total:
+// lane l holds the left sums of "bins <= chunk + l", tries missing-right then missing-left,
+// and keeps its best. A warp arg-max (ties: lowest bin, then missing-right) writes one
+// candidate per (node, feature). Stage 2 (``best_per_node``): one warp per node finds the
 // first strictly larger gain in feature order, starting from kRtEps (lanes over strided
 // features, then a warp arg-max with ties to the lowest feature), and writes the decision
 // into the node's record (the node totals are read from the records too).
@@ -20,8 +20,7 @@
 //
 // The float64 arithmetic repeats the CPU engine's expressions operation by operation and the
 // module is compiled with --fmad=false, so both devices compute bit-identical gains.
-// Memory traffic: each histogram cell (16 B) is read once (twice for a feature of more than
-// 256 bins: its total, then the scan).
+// Memory traffic: each histogram cell (16 B) is read twice (total, then scan).
 #include "common.cuh"
 #include "gain.cuh"
 
@@ -76,42 +75,11 @@ __device__ __forceinline__ void write_candidate(Candidate* slot, double gain, in
   slot->pad = 0;
 }
 
-// Bins a lane holds in registers: a tile of the feature's bins is 32 * kLaneBins wide.
-constexpr int kLaneBins = 8;
-constexpr int kTileBins = 32 * kLaneBins;
-
-// The best candidate of one direction among a lane's: left sums (lg, lh), the rest from the
-// node totals (tg, th); folded into (my_gain, my_key, my_lg, my_lh) with ``better``.
-__device__ __forceinline__ void try_candidate(long long lg, long long lh, long long tg, long long th, int key,
-                                              double parent, bool constrained, int sign, double w_lo,
-                                              double w_hi, const SplitParamsDev& p, double& my_gain,
-                                              int& my_key, long long& my_lg, long long& my_lh) {
-  const long long rg = tg - lg, rh = th - lh;
-  if (lh <= 0 || rh <= 0) return;
-  const double GL = lg * p.inv_scale_g, HL = lh * p.inv_scale_h;
-  const double GR = rg * p.inv_scale_g, HR = rh * p.inv_scale_h;
-  if (HL < p.mcw || HR < p.mcw) return;
-  double gain;
-  if (constrained) {
-    const double wl = bounded_weight(GL, HL, w_lo, w_hi, p), wr = bounded_weight(GR, HR, w_lo, w_hi, p);
-    if ((sign > 0 && wl > wr) || (sign < 0 && wl < wr)) return;  // against the constraint
-    gain = gain_given_weight(GL, HL, wl, p) + gain_given_weight(GR, HR, wr, p) - parent;
-  } else {
-    gain = split_gain(GL, HL, p) + split_gain(GR, HR, p) - parent;
-  }
-  if (!(gain > KERNEL_EPS)) return;  // NaN never wins
-  if (better(gain, key, my_gain, my_key)) { my_gain = gain; my_key = key; my_lg = lg; my_lh = lh; }
-}
-
-// One warp per (node, feature). The feature's bins go in tiles of up to kTileBins: lane l
-// holds ``per`` consecutive bins of a tile (per = ceil(tile's bins / 32), 8 for 256 bins) in
-// registers, loaded together (16-byte (G, H) pairs), sums them in order, and one int64 warp
-// scan of the lanes' totals gives every bin's left sums; the tile's total is the feature's
-// when it has one tile, so its bins are read once (a feature of more bins sums them first).
-// Its latency is a few independent loads and one scan, where a walk of chunks of 32 bins
-// waited on a load and two int64 scans a chunk, in turn, and read every bin twice. Every
-// candidate's float64 arithmetic is the CPU engine's; the warp's arg-max uses ``better``, a
-// total order on (gain, key), so the winner does not depend on which lane met which bin.
+// One warp per (node, feature): the feature's bins in chunks of 32 (bin lo + 32 c + lane,
+// coalesced), int64 prefix sums by shuffles with the chunk totals carried, no shared memory and
+// no block barriers. Every candidate's float64 arithmetic is the CPU engine's; the warp's
+// arg-max uses ``better``, a total order on (gain, key), so the winner does not depend on the
+// order in which lanes meet.
 extern "C" __global__ void best_per_feature(
     const long long* __restrict__ hist, long long total_bins, const long long* __restrict__ records,
     const int* __restrict__ cut_ptrs, int n_features, int n_pairs, const bool* __restrict__ feature_mask,
@@ -134,70 +102,63 @@ extern "C" __global__ void best_per_feature(
     return;
   }
   const long long* h = hist + static_cast<long long>(node) * total_bins * 2;
-  const longlong2* cells = reinterpret_cast<const longlong2*>(h);  // bin b's (G, H)
   const int lo = cut_ptrs[f], hi = cut_ptrs[f + 1];
   const long long tg = records[static_cast<long long>(node) * kNodeFields + kSumG];
   const long long th = records[static_cast<long long>(node) * kNodeFields + kSumH];
+  // feature sums -> missing sums
+  long long fg = 0, fh = 0;
+  for (int b = lo + lane; b < hi; b += 32) { fg += h[2 * b]; fh += h[2 * b + 1]; }
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) {
+    fg += __shfl_xor_sync(0xffffffffu, fg, d);
+    fh += __shfl_xor_sync(0xffffffffu, fh, d);
+  }
+  const long long mg = tg - fg, mh = th - fh;
+  const bool has_missing = mg != 0 || mh != 0;
   // the node's weight bounds (monotone constraints)
   const double w_lo = constrained ? bounds[2 * node] : 0.0, w_hi = constrained ? bounds[2 * node + 1] : 0.0;
   const int sign = constrained ? monotone[f] : 0;
   const double TG = tg * p.inv_scale_g, TH = th * p.inv_scale_h;
   const double parent = constrained ? gain_given_weight(TG, TH, bounded_weight(TG, TH, w_lo, w_hi, p), p)
                                     : split_gain(TG, TH, p);
-  // feature sums -> missing sums: a feature of one tile has them from its scan below
-  const bool one_tile = hi - lo <= kTileBins;
-  long long fg = 0, fh = 0;
-  if (!one_tile) {
-    for (int b = lo + lane; b < hi; b += 32) { const longlong2 c = cells[b]; fg += c.x; fh += c.y; }
-#pragma unroll
-    for (int d = 16; d > 0; d >>= 1) {
-      fg += __shfl_xor_sync(0xffffffffu, fg, d);
-      fh += __shfl_xor_sync(0xffffffffu, fh, d);
-    }
-  }
 
   double my_gain = 0.0;
   int my_key = -1;
   long long my_lg = 0, my_lh = 0;
   long long carry_g = 0, carry_h = 0;
-  for (int t = lo; t < hi; t += kTileBins) {
-    const int end = min(hi, t + kTileBins);
-    const int per = (end - t + 31) >> 5;
-    const int first = t + lane * per;
-    long long sg[kLaneBins], sh[kLaneBins];  // the lane's inclusive sums of its bins
-#pragma unroll
-    for (int j = 0; j < kLaneBins; ++j) {
-      const int b = first + j;
-      const longlong2 c = (j < per && b < end) ? cells[b] : make_longlong2(0, 0);
-      sg[j] = c.x;
-      sh[j] = c.y;
-    }
-#pragma unroll
-    for (int j = 1; j < kLaneBins; ++j) { sg[j] += sg[j - 1]; sh[j] += sh[j - 1]; }
-    const long long lane_g = warp_inclusive_scan(sg[kLaneBins - 1]);
-    const long long lane_h = warp_inclusive_scan(sh[kLaneBins - 1]);
-    const long long tile_g = __shfl_sync(0xffffffffu, lane_g, 31), tile_h = __shfl_sync(0xffffffffu, lane_h, 31);
-    if (one_tile) { fg = tile_g; fh = tile_h; }
-    const long long mg = tg - fg, mh = th - fh;
-    const bool has_missing = mg != 0 || mh != 0;
-    // bins before the lane's: the carried tiles and the lower lanes
-    const long long before_g = carry_g + lane_g - sg[kLaneBins - 1];
-    const long long before_h = carry_h + lane_h - sh[kLaneBins - 1];
-#pragma unroll
-    for (int j = 0; j < kLaneBins; ++j) {
-      const int b = first + j;
-      if (j < per && b < end) {
-        const long long lg = before_g + sg[j], lh = before_h + sh[j];
-        const int key = 2 * (b - lo);
-        try_candidate(lg, lh, tg, th, key, parent, constrained, sign, w_lo, w_hi, p, my_gain, my_key, my_lg,
-                      my_lh);
-        if (has_missing)
-          try_candidate(lg + mg, lh + mh, tg, th, key + 1, parent, constrained, sign, w_lo, w_hi, p, my_gain,
-                        my_key, my_lg, my_lh);
+  for (int chunk = lo; chunk < hi; chunk += 32) {
+    const int b = chunk + lane;
+    long long cg = b < hi ? h[2 * b] : 0, ch = b < hi ? h[2 * b + 1] : 0;
+    cg = warp_inclusive_scan(cg);
+    ch = warp_inclusive_scan(ch);
+    const long long chunk_g = __shfl_sync(0xffffffffu, cg, 31), chunk_h = __shfl_sync(0xffffffffu, ch, 31);
+    cg += carry_g;
+    ch += carry_h;
+    carry_g += chunk_g;
+    carry_h += chunk_h;
+    if (b < hi) {
+      for (int d = 0; d < 2; ++d) {
+        long long lg, lh;
+        if (d == 0) { lg = cg; lh = ch; }
+        else { if (!has_missing) break; lg = cg + mg; lh = ch + mh; }
+        const long long rg = tg - lg, rh = th - lh;
+        if (lh <= 0 || rh <= 0) continue;
+        const double GL = lg * p.inv_scale_g, HL = lh * p.inv_scale_h;
+        const double GR = rg * p.inv_scale_g, HR = rh * p.inv_scale_h;
+        if (HL < p.mcw || HR < p.mcw) continue;
+        double gain;
+        if (constrained) {
+          const double wl = bounded_weight(GL, HL, w_lo, w_hi, p), wr = bounded_weight(GR, HR, w_lo, w_hi, p);
+          if ((sign > 0 && wl > wr) || (sign < 0 && wl < wr)) continue;  // against the constraint
+          gain = gain_given_weight(GL, HL, wl, p) + gain_given_weight(GR, HR, wr, p) - parent;
+        } else {
+          gain = split_gain(GL, HL, p) + split_gain(GR, HR, p) - parent;
+        }
+        if (!(gain > KERNEL_EPS)) continue;  // NaN never wins
+        const int key = 2 * (b - lo) + d;
+        if (better(gain, key, my_gain, my_key)) { my_gain = gain; my_key = key; my_lg = lg; my_lh = lh; }
       }
     }
-    carry_g += tile_g;
-    carry_h += tile_h;
   }
 #pragma unroll
   for (int d = 16; d > 0; d >>= 1) {

@@ -1,12 +1,12 @@
 """The numeric split search (kernels/split.cu ``best_per_feature``), run on the host by the
 emulator, writes the CPU engine's records for features of every width.
 
-A lane holds up to 8 consecutive bins of a tile of 256, so the widths that matter are those
-around a lane's and a tile's edges (1, 31-33, 255-257 bins) and features of several tiles,
-whose totals are summed before the scan (300, 600, 1,100 bins). Histograms of few distinct
-values tie gains within and across features; some nodes have missing rows, a mask leaves
-features out, and monotone constraints with finite bounds skip and clip candidates.
-``tests/gpu/test_cuda_training.py`` checks whole trees on a GPU.
+A warp walks a feature's bins in chunks of 32 with the chunks' totals carried, so the widths
+that matter are those around a lane's and a chunk's edges (1, 31-33 bins) and features of
+many chunks (255-257, 600, 1,100 bins). Histograms of few distinct values tie gains within
+and across features; some nodes have missing rows (on some, so many that the best split
+sends them left), a mask leaves features out, and monotone constraints with finite bounds
+skip and clip candidates. ``tests/gpu/test_cuda_training.py`` checks whole trees on a GPU.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dgboost._layout import FEATURE
+from dgboost._layout import DEFAULT_LEFT, FEATURE
 
 _cuda_emulator = pytest.importorskip("_cuda_emulator")
 pytestmark = pytest.mark.skipif(not _cuda_emulator.available(), reason="needs a host C++20 compiler")
@@ -23,8 +23,8 @@ from test_cuda_categorical_emulated import _evaluate_both, _Params, _tied_histog
 
 WIDTHS = {
     "one bin to a lane's and a warp's edges": [1, 2, 7, 8, 9, 31, 32, 33],
-    "a tile's edges": [255, 256, 257, 64],
-    "features of several tiles": [300, 600, 1100, 5],
+    "a max_bin's edges": [255, 256, 257, 64],
+    "features of many chunks": [300, 600, 1100, 5],
 }
 
 
@@ -60,3 +60,14 @@ def test_the_emulated_split_search_under_monotone_constraints_writes_the_cpu_rec
     p = _Params(reg_lambda=0.5, alpha=0.25)
     want = _evaluate_both(backend, hist, totals, n_bins, [0] * 4, p, bounds=bounds, monotone=monotone)
     assert (want[:, FEATURE] >= 0).sum() >= 2
+
+
+def test_the_emulated_split_search_sends_heavy_missing_rows_left_as_the_cpu_does():
+    n_bins = [33, 257, 64]
+    rng = np.random.default_rng(3)
+    hist, totals = _tied_histograms(rng, 6, n_bins)
+    totals += np.array([-60, 25]) * 2**20  # missing rows of a strongly negative gradient
+    backend = _cuda_emulator.EmulatedCUDABackend()
+    want = _evaluate_both(backend, hist, totals, n_bins, [0, 0, 0], _Params())
+    split = want[:, FEATURE] >= 0
+    assert split.sum() >= 3 and want[split, DEFAULT_LEFT].any()
