@@ -478,19 +478,29 @@ def _check_arrow_dictionaries(table) -> None:
 
 
 def _check_finite(values, xp) -> None:
-    """Refuse infinite values, naming the first (row, column)."""
+    """Refuse infinite values, naming the first (row, column); ``values`` is C-contiguous
+    float32 (n, F)."""
+    if xp is not np:  # one kernel and one word read back, no mask (CUDABackend.first_infinite)
+        from .backend import array_backend
+
+        first = array_backend(values).first_infinite(values)
+        if first < values.size:
+            _raise_infinite(*divmod(first, values.shape[1]))
+        return
     # in row chunks: a mask of the whole matrix would be a large temporary (280 MB for
-    # 10M x 28) on top of the data; on a GPU one scalar read a chunk
+    # 10M x 28) on top of the data
     step = max(1, _INF_CHECK_ENTRIES // values.shape[1])
     for start in range(0, values.shape[0], step):
-        infinite = xp.isinf(values[start : start + step])
-        if bool(infinite.any()):  # the position only when raising
-            first = int(xp.argmax(infinite.ravel()))
-            row, col = divmod(first, values.shape[1])
-            raise DGBoostValueError(
-                f"data contains infinite values (first at row {start + row}, column {col}); "
-                "replace them or mark them missing"
-            )
+        infinite = np.isinf(values[start : start + step])
+        if infinite.any():  # the position only when raising
+            row, col = divmod(int(np.argmax(infinite.ravel())), values.shape[1])
+            _raise_infinite(start + row, col)
+
+
+def _raise_infinite(row: int, col: int) -> None:
+    raise DGBoostValueError(
+        f"data contains infinite values (first at row {row}, column {col}); replace them or mark them missing"
+    )
 
 
 def categorical_info(table: FeatureTable, data: Any, feature_types, frame_cats: dict) -> None:

@@ -348,7 +348,8 @@ def compute_cuts(
         if world == 1:
             per_feature = backend.sketch_cuts(values, rows, mine, max_bin, _DEVICE_SORT_VALUES)
         else:
-            per_feature = backend.sketch_cuts(comm.allgather(values[rows]), None, mine, max_bin, _DEVICE_SORT_VALUES)
+            sample = backend.take_matrix_rows(values, rows) if values.dtype == np.float32 else values[rows]
+            per_feature = backend.sketch_cuts(comm.allgather(sample), None, mine, max_bin, _DEVICE_SORT_VALUES)
     if per_feature is None:
         sample = _sampled_rows_on_host(values, mask)
         sample_w = (

@@ -1164,6 +1164,59 @@ class CUDABackend:
             self._launch("select.cu", "true_indices", n, (mask, np.int64(n), self.asarray(starts), out), grid=blocks)
         return out
 
+    def take_matrix_rows(self, values, rows):
+        """The rows ``rows`` of a float32 device matrix, bit for bit ``values[rows]``, by
+        ``kernels/select.cu`` (CuPy's gather compiles a kernel of 64-bit indexing at its first
+        use on a matrix of more than 2 GiB, inside the first large job).
+
+        Parameters
+        ----------
+        values : device array of float32, shape (n, F)
+        rows : device array of int64, shape (m,)
+            Row indices in [0, n).
+
+        Returns
+        -------
+        device array of float32, shape (m, F), C order
+        """
+        m, n_cols = int(rows.size), int(values.shape[1])
+        out = self.empty((m, n_cols), np.float32)
+        if m and n_cols:
+            self._launch(
+                "select.cu",
+                "take_matrix_rows",
+                m * n_cols,
+                (
+                    values,
+                    np.int64(values.strides[0] // 4),
+                    np.int64(values.strides[1] // 4),
+                    np.int32(n_cols),
+                    self.xp.ascontiguousarray(rows, dtype=np.int64),
+                    np.int64(m),
+                    out,
+                ),
+            )
+        return out
+
+    def first_infinite(self, values) -> int:
+        """The lowest C-order index of an infinite entry of the float32 device array
+        ``values`` (C-contiguous), or its size when there is none: one kernel and one read of a
+        word (``kernels/select.cu``), no mask.
+
+        Parameters
+        ----------
+        values : device array of float32, C-contiguous
+
+        Returns
+        -------
+        int
+        """
+        n = int(values.size)
+        first = self.xp.full(1, n, dtype=np.uint64)
+        if n:
+            self._launch("select.cu", "first_infinite", n, (values, np.int64(n), first))
+        return int(self.to_host(first)[0])
+
     def sketch_cuts(self, values, rows, features: range, max_bin: int, block_values: int) -> list:
         """Cut values of ``features`` of device ``values`` (``rows``: the sampled rows, None:
         every row), the host sketch's bit for bit: sorted and cut on the device,

@@ -518,6 +518,21 @@ def agreed_code_counts(infos: list[dict]) -> dict[int, int] | None:
     return counts or None
 
 
+def _concat_device_rows(blocks: list):
+    """CuPy row blocks one after another: blocks of one dtype and row shape by the backend's
+    device-to-device copies into place (CuPy's concatenate compiles a kernel of 64-bit
+    indexing at its first result of more than 2 GiB, in the first large job); others by
+    ``cupy.concatenate``."""
+    import cupy
+
+    from ..backend import array_backend
+
+    first = blocks[0]
+    if all(b.dtype == first.dtype and b.shape[1:] == first.shape[1:] for b in blocks):
+        return array_backend(first).concatenate(blocks)
+    return cupy.concatenate(blocks, axis=0)
+
+
 def _concat_rows(values: list):
     """Concatenate row blocks of one kind (NumPy, pandas, CuPy or cuDF), keeping the kind."""
     if len(values) == 1:
@@ -533,7 +548,5 @@ def _concat_rows(values: list):
 
         return cudf.concat(values, axis=0)
     if module == "cupy":
-        import cupy
-
-        return cupy.concatenate(values, axis=0)
+        return _concat_device_rows(values)
     return np.concatenate([np.asarray(v) for v in values], axis=0)

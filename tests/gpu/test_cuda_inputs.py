@@ -94,6 +94,33 @@ def test_infinite_values_on_the_device_raise_the_same_error_as_on_the_host(cp):
     assert "row 7, column 2" in str(on_device.value)
 
 
+def test_the_device_gather_and_infinity_search_reach_entries_past_2_gib(cp):
+    from dgboost.backend import array_backend
+
+    backend = array_backend(cp.empty(0))
+    n, f = 40_000_000, 16  # 2.56 GB of float32: offsets past 2**31 entries' bytes
+    values = cp.zeros((n, f), cp.float32)
+    values[n - 2, 3] = 5.0
+    values[n - 1, f - 1] = -cp.inf
+    assert backend.first_infinite(values) == (n - 1) * f + f - 1
+    rows = cp.asarray([n - 1, 0, n - 2], cp.int64)
+    got = backend.take_matrix_rows(values, rows).get()
+    assert np.array_equal(got, values[rows].get()) and got[2, 3] == 5.0 and np.isneginf(got[0, f - 1])
+
+
+def test_a_ranks_device_row_blocks_are_concatenated_as_cupy_does(cp):
+    from dgboost.dask._matrix import _concat_rows
+
+    blocks = [cp.asarray(X[a:b]) for a, b in ((0, 7), (7, 7), (7, 300), (300, N))]
+    assert cp.array_equal(_concat_rows(blocks), cp.concatenate(blocks), equal_nan=True)
+    labels = [cp.asarray(Y[:10]), cp.asarray(Y[10:])]
+    assert cp.array_equal(_concat_rows(labels), cp.asarray(Y))
+    strided = [cp.asarray(X)[:, ::2], cp.asarray(X)[:5, ::2]]  # not C-contiguous: copied first
+    assert cp.array_equal(_concat_rows(strided), cp.concatenate(strided), equal_nan=True)
+    mixed = [cp.asarray(X[:5]), cp.asarray(X[5:], dtype=cp.float64)]  # dtypes promoted as CuPy does
+    assert _concat_rows(mixed).dtype == cp.float64
+
+
 def test_empty_and_one_dimensional_cupy_input_is_rejected(cp):
     with pytest.raises(dg.DGBoostValueError, match="data is empty"):
         dg.DMatrix(cp.empty((0, 3), cp.float32))
