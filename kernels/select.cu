@@ -1,7 +1,7 @@
-// Selections from large device arrays by dgboost's own kernels: CuPy's compile kernels
-// specialised for large arrays (a scan for ``flatnonzero``, 64-bit indexing for an array of
-// more than 2 GiB) at their first large call, which put CUDA compiles into the first big
-// training job of a process, after a small job had warmed everything else.
+// Selections from large device arrays by dgboost's own kernels: CuPy's versions compile
+// kernels specialised for large arrays (a scan for ``flatnonzero``, 64-bit indexing for an
+// array of more than 2 GiB) at their first large call, which put CUDA compiles into the first
+// big training job of a process, after a small job had warmed everything else.
 //
 // The indices of a boolean mask's true entries, in order (``numpy.flatnonzero``), in two
 // passes. A block takes kSelectThreads * kSelectPerThread consecutive entries, a thread
@@ -72,8 +72,8 @@ extern "C" __global__ void take_matrix_rows(const float* __restrict__ values, lo
 }
 
 // first[0]: the lowest index of an infinite entry among the n float32 ``values`` (C order),
-// left as it was (n, set by the caller) when there is none. One read of the whole matrix and
-// of one word, where a mask a chunk (CuPy's isinf and any) compiled kernels with 64-bit
+// left as it was (n, set by the caller) when there is none. One pass over the matrix and one
+// word read back; CuPy's isinf and any on each chunk of rows compiled kernels of 64-bit
 // indexing for a matrix of more than 2 GiB.
 extern "C" __global__ void first_infinite(const float* __restrict__ values, long long n,
                                           unsigned long long* __restrict__ first) {

@@ -1179,6 +1179,8 @@ class CUDABackend:
         -------
         device array of float32, shape (m, F), C order
         """
+        if values.dtype != np.float32 or values.ndim != 2:
+            raise DGBoostValueError(f"take_matrix_rows takes a float32 matrix, got {values.dtype} {values.shape}")
         m, n_cols = int(rows.size), int(values.shape[1])
         out = self.empty((m, n_cols), np.float32)
         if m and n_cols:

@@ -44,3 +44,10 @@ def test_the_first_infinite_entry_is_found_at_its_lowest_index(where):
 
 def test_the_first_infinite_entry_of_an_empty_array_is_its_size():
     assert _cuda_emulator.EmulatedCUDABackend().first_infinite(np.empty(0, np.float32)) == 0
+
+
+def test_the_device_gather_refuses_a_matrix_that_is_not_float32():
+    from dgboost.errors import DGBoostValueError
+
+    with pytest.raises(DGBoostValueError, match="float32 matrix, got float64"):
+        _cuda_emulator.EmulatedCUDABackend().take_matrix_rows(np.zeros((3, 2)), np.zeros(1, np.int64))
