@@ -348,8 +348,9 @@ def compute_cuts(
         if world == 1:
             per_feature = backend.sketch_cuts(values, rows, mine, max_bin, _DEVICE_SORT_VALUES)
         else:
-            sample = backend.take_matrix_rows(values, rows) if values.dtype == np.float32 else values[rows]
-            per_feature = backend.sketch_cuts(comm.allgather(sample), None, mine, max_bin, _DEVICE_SORT_VALUES)
+            per_feature = backend.sketch_cuts(
+                comm.allgather(_device_rows(values, rows)), None, mine, max_bin, _DEVICE_SORT_VALUES
+            )
     if per_feature is None:
         sample = _sampled_rows_on_host(values, mask)
         sample_w = (
@@ -481,6 +482,15 @@ def _cuts_of_columns(
 _DEVICE_SORT_VALUES = 8 << 20
 
 
+def _device_rows(array, rows):
+    """``array[rows]`` of a device array (``rows``: int64 indices on its device); a float32
+    matrix's by the backend's gather (``take_matrix_rows``), whose kernel serves every size:
+    CuPy's compiles one of 64-bit indexing at its first matrix of more than 2 GiB."""
+    if array.ndim == 2 and array.dtype == np.float32:
+        return array_backend(array).take_matrix_rows(array, rows)
+    return array[rows]
+
+
 def _sampled_rows_on_host(array, mask: np.ndarray) -> np.ndarray:
     """``array[mask]`` as C-contiguous host data (float32 for values, as given for weights).
 
@@ -491,7 +501,7 @@ def _sampled_rows_on_host(array, mask: np.ndarray) -> np.ndarray:
     if is_device_array(array):
         # row indices, not the boolean mask: CuPy scans a 1-D mask broadcast over every entry
         # of a 2-D array (a 1.3 GB temporary for 10M x 28), the indices are n_local at most
-        host = to_host(array[array_backend(array).true_indices(mask)])
+        host = to_host(_device_rows(array, array_backend(array).true_indices(mask)))
     else:
         mask = to_host(mask)
         # every row is in the sample when there are fewer than sample_rows: no copy of them
