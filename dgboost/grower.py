@@ -329,6 +329,7 @@ class TreeGrower:
         self.cut_ptrs = binned.cuts.ptrs
         self.cut_values = binned.cuts.values
         self.leaf_rows = True
+        self._spare_rows = None  # the tree's second row array (:meth:`_row_moves`)
 
     # -- helpers --------------------------------------------------------------------------
     def _can_split_at(self, depth: int) -> bool:
@@ -508,6 +509,7 @@ class TreeGrower:
         """The tree just grown, its pairs and row order no longer held by the grower (device
         memory: a tree's 12 bytes a row are freed as soon as its holders let go)."""
         rows, self.rows, self.gpair, self.scales = self.rows, None, None, None
+        self._spare_rows = None
         return GrowingTree(records=records, rows=rows, finish=finish, walk=walk)
 
     def _grow_level_by_level(self, batch: _Batch, t: _Nodes, tree_index: int, tree_mask) -> None:
@@ -728,6 +730,11 @@ class TreeGrower:
         k = len(nodes)
         evaluate = any(self._can_split_at(int(d)) for d in child_depths)
         parents, parent_hist, parent_bounds, parent_bits = self._parents(nodes)
+        # the levels split here: one more below each evaluated one, up to ``levels_ahead``
+        n_levels, depth = 1, int(child_depths.min())
+        while n_levels <= levels_ahead and self._can_split_at(depth + n_levels - 1):
+            n_levels += 1
+        moves = self._row_moves(n_levels)
         paths = None
         if self.interactions is not None:  # a child's ancestors: its parent's and the parent's feature
             paths = [b.paths[r] | {int(b.host[r, FEATURE])} for b, r in nodes for _ in (0, 1)]
@@ -749,6 +756,7 @@ class TreeGrower:
                 parent_bounds,
                 n_rows,
                 masks if evaluate else False,
+                moves[0],
                 out=records_of_levels[: 2 * k],
                 parent_bits=parent_bits,
                 out_bits=None if bits_of_levels is None else bits_of_levels[: 2 * k],
@@ -756,10 +764,8 @@ class TreeGrower:
         ]
         filled = 2 * k
         evaluated = [evaluate]
-        for _ in range(levels_ahead):
+        for move in moves[1:]:
             records, hist, bounds, bits = levels[-1]
-            if hist is None:  # nothing below may split
-                break
             depths = np.repeat(depths, 2) + 1
             evaluate = any(self._can_split_at(int(d)) for d in depths)
             masks = self._node_masks(None, depths, tree_index, tree_mask) if evaluate else False
@@ -771,6 +777,7 @@ class TreeGrower:
                     bounds,
                     n_rows,
                     masks,
+                    move,
                     out=records_of_levels[filled : filled + size],
                     parent_bits=bits,
                     out_bits=None if bits_of_levels is None else bits_of_levels[filled : filled + size],
@@ -780,6 +787,22 @@ class TreeGrower:
             levels[-2] = (records, None, bounds, bits)  # every node of that level is split: its histograms go
             evaluated.append(evaluate)
         return self._read_levels(levels, evaluated, records_of_levels, bits_of_levels, filled, k, child_ids, paths)
+
+    def _row_moves(self, n_levels: int) -> list[tuple]:
+        """(source, target) row arrays of a batch's ``n_levels`` partitions, target None for
+        one in place (the backend copies the rows back). Each level's rows lie within its
+        parents', so the partitions go from the rows to a spare array and back: the batch
+        ends with every row in ``self.rows`` and no copy back, but for a first one in place
+        when the count is odd. The spare is the tree's, made at its first use. A backend
+        that partitions in place (not ``partitions_into_out``) keeps every one in place."""
+        if not self.backend.partitions_into_out:
+            return [(self.rows, None)] * n_levels
+        moves = [(self.rows, None)] if n_levels % 2 else []
+        if n_levels > 1:
+            if self._spare_rows is None:
+                self._spare_rows = self.backend.empty(self.rows.shape, self.rows.dtype)
+            moves += [(self.rows, self._spare_rows), (self._spare_rows, self.rows)] * (n_levels // 2)
+        return moves
 
     def _read_levels(self, levels, evaluated, records_of_levels, bits_of_levels, filled, k, child_ids, paths):
         """The batches of :meth:`_split`'s ``levels`` (their records the first ``filled`` rows
@@ -822,25 +845,37 @@ class TreeGrower:
         return counts if self.comm.world_size == 1 else None
 
     def _split_on_device(
-        self, parents, parent_hist, parent_bounds, n_rows: int, masks, out=None, parent_bits=None, out_bits=None
+        self,
+        parents,
+        parent_hist,
+        parent_bounds,
+        n_rows: int,
+        masks,
+        move: tuple,
+        out=None,
+        parent_bits=None,
+        out_bits=None,
     ):
         """Partition the rows of ``parents`` by their splits, make the children's records
         and bounds, and (``masks`` not False: the children's column masks or None) build,
-        allreduce and evaluate their histograms. Returns (children, hist or None, bounds,
-        category sets), all on the device; the children's records in ``out`` when given, their
-        category sets (with categorical features; ``parent_bits`` are the parents') in
-        ``out_bits``."""
+        allreduce and evaluate their histograms. ``move`` is the partition's (source,
+        target) row arrays, target None for in place (:meth:`_row_moves`). Returns
+        (children, hist or None, bounds, category sets), all on the device; the children's
+        records in ``out`` when given, their category sets (with categorical features;
+        ``parent_bits`` are the parents') in ``out_bits``."""
         backend, comm = self.backend, self.comm
+        source, target = move
         counts = backend.partition(
-            self.binned.bins_by_feature, self.rows, parents, max_rows=n_rows, **self._cat_args(parent_bits)
+            self.binned.bins_by_feature, source, parents, max_rows=n_rows, out=target, **self._cat_args(parent_bits)
         )
+        rows = source if target is None else target
         children, build_segments, build_left = backend.split_nodes(parents, counts, self._child_sizes(counts), out=out)
         bounds = self._child_bounds(parents, parent_bounds)
         hist = None
         if masks is not False:
             built = comm.allreduce_sum(
                 backend.build_histograms(
-                    self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments, max_rows=n_rows
+                    self.binned.bins, self.cut_ptrs, self.gpair, rows, build_segments, max_rows=n_rows
                 )
             )
             hist = backend.children_histograms(parent_hist, None, built, build_left)

@@ -78,6 +78,10 @@ class Backend(Protocol):
     #: whether ``add_record_leaf_values`` walks each row to its leaf from the records and its
     #: own entries (given ``bins``), rather than reading the leaves' row segments
     walks_leaves: bool
+    #: whether ``partition(out=...)`` writes the split segments straight into ``out``, so that
+    #: a caller alternating two row arrays copies nothing (False: it partitions in place and
+    #: then copies every row into ``out``)
+    partitions_into_out: bool
 
     def asarray(self, array): ...
 

@@ -210,6 +210,7 @@ class CPUBackend:
     name = "cpu"
     xp = np
     walks_leaves = False  # leaf values are added by the leaves' row segments
+    partitions_into_out = False  # the kernels partition in place
     # work ahead costs as much as any other here, and a read nothing: the best leaves'
     # children and one level below them, faster than none ahead or whole levels
     # (docs/performance-notes.md, "Lossguide lookahead")

@@ -99,6 +99,7 @@ class CUDABackend:
 
     name = "cuda"
     walks_leaves = True
+    partitions_into_out = True  # partition_scatter writes any array; a copy back is a launch more
     # a read costs a device round trip, yet the launches of every level cost more: whole levels
     # ahead (nodes=256, levels=12, hist_bytes=256 MiB) halved the reads of a 255-leaf tree but
     # added levels and took far more memory for no steady gain in time
