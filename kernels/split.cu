@@ -10,6 +10,10 @@
 // features, then a warp arg-max with ties to the lowest feature), and writes the decision
 // into the node's record (the node totals are read from the records too).
 // Together that is the CPU kernel's order: first maximum over (feature, bin, direction).
+// Without categorical features stage 2 runs inside stage 1 (``node_done`` given): the last
+// warp of a node to write its candidate (a counter per node, then a fence) picks the node's
+// split, so an evaluation is one launch, not two (lossguide makes about 50 a round, each
+// launch costing the host more than the device's whole stage 2).
 //
 // Monotone constraints (``constrained`` != 0): node n's weights are bounded by
 // bounds[2n], bounds[2n + 1] and feature f's sign is monotone[f]. Child weights are clipped
@@ -75,25 +79,52 @@ __device__ __forceinline__ void write_candidate(Candidate* slot, double gain, in
   slot->pad = 0;
 }
 
+// The node's decision from its candidates ``row`` (n_features of them), written into its
+// record ``o`` by lane 0: the first strictly larger gain above kRtEps in feature order (lanes
+// over strided features, then a warp arg-max with ties to the lowest feature), none below
+// gamma. Candidates are read through L2 (__ldcg): in the fused search other SMs wrote them
+// in this launch.
+__device__ __forceinline__ void pick_node_split(const Candidate* row, int n_features, double gamma,
+                                                long long* o, int lane) {
+  double best = KERNEL_EPS;
+  int best_f = -1;
+  for (int f = lane; f < n_features; f += 32) {
+    const Candidate* c = row + f;
+    const double gain = __ldcg(&c->gain);
+    if (__ldcg(&c->key) >= 0 && gain > best) {
+      best = gain;
+      best_f = f;
+    }
+  }
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const double other = __shfl_down_sync(0xffffffffu, best, offset);
+    const int other_f = __shfl_down_sync(0xffffffffu, best_f, offset);
+    if (other_f >= 0 && (best_f < 0 || other > best || (other == best && other_f < best_f))) {
+      best = other;
+      best_f = other_f;
+    }
+  }
+  if (lane != 0) return;
+  if (best_f >= 0 && best < gamma) best_f = -1;
+  const Candidate* c = best_f >= 0 ? row + best_f : nullptr;
+  o[kFeature] = best_f;
+  o[kSplitBin] = c ? __ldcg(&c->split_bin) : -1;
+  o[kDefaultLeft] = c ? (__ldcg(&c->key) & 1) : 0;
+  o[kGain] = __double_as_longlong(c ? best : 0.0);
+  o[kLeftG] = c ? __ldcg(&c->left_g) : 0;
+  o[kLeftH] = c ? __ldcg(&c->left_h) : 0;
+}
+
 // One warp per (node, feature): the feature's bins in chunks of 32 (bin lo + 32 c + lane,
 // coalesced), int64 prefix sums by shuffles with the chunk totals carried, no shared memory and
 // no block barriers. Every candidate's float64 arithmetic is the CPU engine's; the warp's
 // arg-max uses ``better``, a total order on (gain, key), so the winner does not depend on the
 // order in which lanes meet.
-extern "C" __global__ void best_per_feature(
-    const long long* __restrict__ hist, long long total_bins, const long long* __restrict__ records,
-    const int* __restrict__ cut_ptrs, int n_features, int n_pairs, const bool* __restrict__ feature_mask,
-    int mask_rows, const double* __restrict__ scales, double lam, double alpha, double mcw, double mds,
-    const double* __restrict__ bounds, const signed char* __restrict__ monotone, int constrained,
-    const unsigned char* __restrict__ is_cat, int has_cat, Candidate* __restrict__ out) {
-  const SplitParamsDev p{1.0 / scales[0], 1.0 / scales[1], lam, alpha, mcw, mds};
-  const int lane = threadIdx.x & 31;
-  const long long pair = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5;
-  if (pair >= n_pairs) return;  // whole warps leave together
-  const int node = static_cast<int>(pair / n_features);
-  const int f = static_cast<int>(pair % n_features);
-  if (has_cat && is_cat[f]) return;  // best_per_category_feature writes this slot
-  Candidate* slot = out + pair;
+__device__ __forceinline__ void feature_candidate(
+    const long long* __restrict__ hist, long long total_bins, const long long* records, const int* __restrict__ cut_ptrs,
+    int n_features, int node, int f, const bool* __restrict__ feature_mask, int mask_rows, const SplitParamsDev& p,
+    const double* __restrict__ bounds, const signed char* __restrict__ monotone, int constrained, int lane,
+    Candidate* slot) {
   // mask_rows: 0 = every feature, 1 = one mask row for every node, else one row per node
   const long long mask_row = mask_rows == 1 ? 0 : node;
   const bool no_node = records[static_cast<long long>(node) * kNodeFields + kFeature] == kNoNode;
@@ -171,6 +202,36 @@ extern "C" __global__ void best_per_feature(
   if (lane == 0) write_candidate(slot, my_gain, my_key, my_key >= 0 ? my_key >> 1 : -1, my_lg, my_lh, 0ull, -1);
 }
 
+extern "C" __global__ void best_per_feature(
+    const long long* __restrict__ hist, long long total_bins, long long* records, const int* __restrict__ cut_ptrs,
+    int n_features, int n_pairs, const bool* __restrict__ feature_mask, int mask_rows,
+    const double* __restrict__ scales, double lam, double alpha, double mcw, double mds,
+    const double* __restrict__ bounds, const signed char* __restrict__ monotone, int constrained,
+    const unsigned char* __restrict__ is_cat, int has_cat, Candidate* out, double gamma,
+    unsigned int* __restrict__ node_done, int pick) {
+  const SplitParamsDev p{1.0 / scales[0], 1.0 / scales[1], lam, alpha, mcw, mds};
+  const int lane = threadIdx.x & 31;
+  const long long pair = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5;
+  if (pair >= n_pairs) return;  // whole warps leave together
+  const int node = static_cast<int>(pair / n_features);
+  const int f = static_cast<int>(pair % n_features);
+  if (has_cat && is_cat[f]) return;  // best_per_category_feature writes this slot (never with pick)
+  feature_candidate(hist, total_bins, records, cut_ptrs, n_features, node, f, feature_mask, mask_rows, p, bounds,
+                    monotone, constrained, lane, out + pair);
+  if (!pick) return;
+  // ``node_done``: zeroed counters, one per node; the node's last warp leaves its counter zero
+  unsigned last = 0u;
+  if (lane == 0) {
+    __threadfence();  // this warp's candidate (and its reads of the record) before the count
+    last = atomicAdd(node_done + node, 1u) == static_cast<unsigned>(n_features - 1) ? 1u : 0u;
+  }
+  if (!__shfl_sync(0xffffffffu, last, 0)) return;
+  __threadfence();
+  long long* o = records + static_cast<long long>(node) * kNodeFields;
+  if (o[kFeature] != kNoNode) pick_node_split(out + static_cast<long long>(node) * n_features, n_features, gamma, o, lane);
+  if (lane == 0) node_done[node] = 0u;
+}
+
 // Stage 2: one warp per node writes its decision into its record: feature, bin,
 // default_left, gain (float64 bits), left G, left H. Lane l scans features l, l + 32, ... and
 // keeps its first strictly larger gain (above kRtEps); a warp arg-max then keeps the largest
@@ -179,40 +240,14 @@ extern "C" __global__ void best_per_feature(
 // level to a few warps each reading hundreds of strided candidates in turn: on Bosch-like
 // 968 features, 45% of a round's kernel time.) A grid-stride loop over the nodes: the grid
 // is capped (backend/cuda.py ``_grid``).
-extern "C" __global__ void best_per_node(const Candidate* __restrict__ cand, int n_nodes, int n_features,
-                                         double gamma, long long* __restrict__ records) {
+extern "C" __global__ void best_per_node(const Candidate* cand, int n_nodes, int n_features, double gamma,
+                                         long long* __restrict__ records) {
   const int lane = threadIdx.x & 31;
   const int warps = (gridDim.x * blockDim.x) >> 5;
   for (int node = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; node < n_nodes; node += warps) {
     long long* o = records + static_cast<long long>(node) * kNodeFields;
     if (o[kFeature] == kNoNode) continue;  // stays no node (the same for the whole warp)
-    const Candidate* row = cand + static_cast<long long>(node) * n_features;
-    double best = KERNEL_EPS;
-    int best_f = -1;
-    for (int f = lane; f < n_features; f += 32) {
-      const Candidate& c = row[f];
-      if (c.key >= 0 && c.gain > best) {
-        best = c.gain;
-        best_f = f;
-      }
-    }
-    for (int offset = 16; offset > 0; offset >>= 1) {
-      const double other = __shfl_down_sync(0xffffffffu, best, offset);
-      const int other_f = __shfl_down_sync(0xffffffffu, best_f, offset);
-      if (other_f >= 0 && (best_f < 0 || other > best || (other == best && other_f < best_f))) {
-        best = other;
-        best_f = other_f;
-      }
-    }
-    if (lane != 0) continue;
-    if (best_f >= 0 && best < gamma) best_f = -1;
-    const Candidate* c = best_f >= 0 ? row + best_f : nullptr;
-    o[kFeature] = best_f;
-    o[kSplitBin] = c ? c->split_bin : -1;
-    o[kDefaultLeft] = c ? (c->key & 1) : 0;
-    o[kGain] = __double_as_longlong(c ? best : 0.0);
-    o[kLeftG] = c ? c->left_g : 0;
-    o[kLeftH] = c ? c->left_h : 0;
+    pick_node_split(cand + static_cast<long long>(node) * n_features, n_features, gamma, o, lane);
   }
 }
 

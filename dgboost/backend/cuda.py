@@ -153,6 +153,8 @@ class CUDABackend:
         self._scanned: dict = {}
         # partition_flags' block counter: zero between launches (the last block resets it)
         self._partition_done = cupy.zeros(1, dtype=cupy.uint32)
+        # best_per_feature's counters of the warps done with each node (the same contract)
+        self._node_done = cupy.zeros(256, dtype=cupy.uint32)
 
     # -- plumbing --------------------------------------------------------------------------
     def _device_ptrs(self, cut_ptrs) -> object:
@@ -172,6 +174,14 @@ class CUDABackend:
         held = self._scratch_arrays.get(name)
         if held is None or held.size < size or held.dtype != np.dtype(dtype):
             held = self._scratch_arrays[name] = self.empty(max(size, 1), dtype)
+        return held
+
+    def _node_counters(self, n: int):
+        """uint32 counters, at least ``n``, zero between launches (the kernel that counts in
+        them leaves them zero): best_per_feature's per node."""
+        held = self._node_done
+        if held.size < n:
+            held = self._node_done = self.zeros(max(n, 2 * held.size), np.uint32)
         return held
 
     def _launch(self, file: str, name: str, n: int, args, threads: int = _THREADS, shared: int = 0, grid=None):
@@ -660,6 +670,8 @@ class CUDABackend:
             monotone,
             np.int32(constrained),
         )
+        # the node's last feature warp picks its split; categorical candidates come later
+        pick = categorical is None and pairs > 0
         if pairs:
             self._launch(
                 "split.cu",
@@ -668,19 +680,21 @@ class CUDABackend:
                 (hist, np.int64(hist.shape[1]), records, dev_ptrs, np.int32(n_features), np.int32(pairs))
                 + (mask, np.int32(mask_rows))
                 + split_args
-                + (is_cat, np.int32(categorical is not None), cand),
+                + (is_cat, np.int32(categorical is not None), cand, np.float64(params.gamma))
+                + (self._node_counters(n if pick else 0), np.int32(pick)),
                 threads=256,
                 grid=-(-pairs // 8),
             )
         if categorical is not None:
             self._evaluate_categorical(hist, records, cut_ptrs, mask, mask_rows, split_args, params, categorical, cand)
-        self._launch(
-            "split.cu",
-            "best_per_node",
-            32 * n,  # one warp per node
-            (cand, np.int32(n), np.int32(n_features), np.float64(params.gamma), records),
-            threads=256,
-        )
+        if not pick:
+            self._launch(
+                "split.cu",
+                "best_per_node",
+                32 * n,  # one warp per node
+                (cand, np.int32(n), np.int32(n_features), np.float64(params.gamma), records),
+                threads=256,
+            )
         if categorical is not None:
             self._categorical_split_bits(hist, records, cut_ptrs, split_args[:5], categorical, cand, cat_bits)
 

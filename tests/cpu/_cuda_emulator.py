@@ -162,6 +162,7 @@ class EmulatedCUDABackend(CUDABackend):
         self._staging_next = 0
         self._scanned = {}
         self._partition_done = np.zeros(1, np.uint32)
+        self._node_done = np.zeros(256, np.uint32)
         self.launches: list[tuple[str, int, int, int]] = []  # (kernel, grid, block, shared bytes)
         self.kernel_attributes: dict[str, types.SimpleNamespace] = {}
 

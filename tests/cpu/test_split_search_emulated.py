@@ -71,3 +71,18 @@ def test_the_emulated_split_search_sends_heavy_missing_rows_left_as_the_cpu_does
     want = _evaluate_both(backend, hist, totals, n_bins, [0, 0, 0], _Params())
     split = want[:, FEATURE] >= 0
     assert split.sum() >= 3 and want[split, DEFAULT_LEFT].any()
+
+
+def test_the_last_warp_of_each_node_picks_its_split_in_the_search_launch_and_leaves_the_counters_zero():
+    # without categorical features the node's decision is made in best_per_feature itself;
+    # its per-node counters must be zero again for the next evaluation on the same backend
+    backend = _cuda_emulator.EmulatedCUDABackend()
+    rng = np.random.default_rng(21)
+    for n_nodes, n_bins in ((6, [33, 5, 70]), (300, [9, 40]), (4, [1, 2, 257, 31, 3])):
+        hist, totals = _tied_histograms(rng, n_nodes, n_bins)
+        backend.launches.clear()
+        want = _evaluate_both(backend, hist, totals, n_bins, [0] * len(n_bins), _Params(gamma=0.05))
+        assert [name for name, *_ in backend.launches] == ["best_per_feature"]
+        assert not backend._node_done.any()
+        assert (want[:, FEATURE] >= 0).sum() >= 2
+    assert backend._node_done.size >= 300  # grown for the level of 300 nodes

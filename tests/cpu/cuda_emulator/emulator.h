@@ -96,7 +96,11 @@ inline long long __double_as_longlong(double d) {
 template <typename T>
 inline T __ldg(const T* p) { return *p; }
 template <typename T>
-inline T __ldcg(const T* p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+inline T __ldcg(const T* p) {
+  T v;
+  __atomic_load(p, &v, __ATOMIC_SEQ_CST);  // the generic form: float64 too
+  return v;
+}
 inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
   return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
