@@ -504,8 +504,9 @@ class CUDABackend:
         children = self.empty((2 * k, NODE_FIELDS), np.int64) if out is None else self._records(out, in_place=True)
         build_segments = self.empty((k, 2), np.int64)
         build_left = self.empty(k, np.int64)
-        build_offsets = self.empty(k + 1, np.int64)
-        child_tiles = self.empty(2 * k + 1, np.int64)
+        # kernel arguments only, read by launches queued before the next split_nodes: reused
+        build_offsets = self._scratch("build_offsets", k + 1, np.int64)
+        child_tiles = self._scratch("child_tiles", 2 * k + 1, np.int64)
         by_hessian = global_counts is None
         sizes = counts if by_hessian else self.xp.ascontiguousarray(global_counts, dtype=np.int64)
         # one block: it also scans what build_histograms and the next partition would each
