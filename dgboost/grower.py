@@ -878,9 +878,10 @@ class TreeGrower:
                     self.binned.bins, self.cut_ptrs, self.gpair, rows, build_segments, max_rows=n_rows
                 )
             )
-            hist = backend.children_histograms(parent_hist, None, built, build_left)
-            backend.evaluate_splits(
-                hist,
+            hist = backend.evaluate_children(
+                parent_hist,
+                built,
+                build_left,
                 children,
                 self.cut_ptrs,
                 masks,
@@ -939,7 +940,8 @@ class TreeGrower:
         """Build the histograms of a whole level's ``children`` (2k slots under k parents) and
         evaluate their splits (records, ``bounds`` and ``bits`` written in place); the
         level's int64 (2k, total_bins, 2) histograms, or None for the ``last`` level evaluated.
-        The built histograms are made ``_BUILD_CHUNK_BYTES`` at a time: integer sums, so the
+        The built histograms are made, and the children's derived and evaluated,
+        ``_BUILD_CHUNK_BYTES`` at a time: integer sums and independent nodes, so the
         histograms and splits are the same whatever the chunks."""
         backend, k = self.backend, int(build_segments.shape[0])
         chunk = max(1, min(k, _BUILD_CHUNK_BYTES // (16 * max(int(self.cut_ptrs[-1]), 1))))
@@ -949,32 +951,25 @@ class TreeGrower:
             built = self.comm.allreduce_sum(
                 backend.build_histograms(self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments[a:b])
             )
-            out = None if hist is None else hist[2 * a : 2 * b]
-            piece = backend.children_histograms(parent_hist[a:b], None, built, build_left[a:b], out=out)
-            del built  # before the next chunk's (or the evaluation's scratch) is taken
-            if last:
-                self._evaluate(piece, children[2 * a : 2 * b], mask, bounds, bits, slice(2 * a, 2 * b))
-                del piece  # before the next chunk's are made
-            elif hist is None:
+            rows = slice(2 * a, 2 * b)
+            piece = backend.evaluate_children(
+                parent_hist[a:b],
+                built,
+                build_left[a:b],
+                children[rows],
+                self.cut_ptrs,
+                mask,
+                self.scales,
+                self.params,
+                **self._monotone_args(None if bounds is None else bounds[rows]),
+                **self._cat_args(None if bits is None else bits[rows]),
+                out=None if hist is None else hist[rows],
+            )
+            del built  # before the next chunk's are made
+            if not last and hist is None:
                 hist = piece  # one chunk: the whole level
-        if not last:
-            self._evaluate(hist, children, mask, bounds, bits, slice(None))
-            return hist
-        return None
-
-    def _evaluate(self, hist, records, mask, bounds, bits, rows: slice) -> None:
-        """``evaluate_splits`` of the nodes ``records`` (rows ``rows`` of their level's bounds
-        and category sets)."""
-        self.backend.evaluate_splits(
-            hist,
-            records,
-            self.cut_ptrs,
-            mask,
-            self.scales,
-            self.params,
-            **self._monotone_args(None if bounds is None else bounds[rows]),
-            **self._cat_args(None if bits is None else bits[rows]),
-        )
+            del piece  # the last level's, before the next chunk's are made
+        return None if last else hist
 
     def _whole_level_nodes(self, read, t: _Nodes):
         """``t`` filled from the read of a tree grown in whole levels; the scales as read."""

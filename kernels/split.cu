@@ -121,7 +121,7 @@ __device__ __forceinline__ void pick_node_split(const Candidate* row, int n_feat
 // arg-max uses ``better``, a total order on (gain, key), so the winner does not depend on the
 // order in which lanes meet.
 __device__ __forceinline__ void feature_candidate(
-    const long long* __restrict__ hist, long long total_bins, const long long* records, const int* __restrict__ cut_ptrs,
+    const long long* hist, long long total_bins, const long long* records, const int* __restrict__ cut_ptrs,
     int n_features, int node, int f, const bool* __restrict__ feature_mask, int mask_rows, const SplitParamsDev& p,
     const double* __restrict__ bounds, const signed char* __restrict__ monotone, int constrained, int lane,
     Candidate* slot) {
@@ -202,19 +202,43 @@ __device__ __forceinline__ void feature_candidate(
   if (lane == 0) write_candidate(slot, my_gain, my_key, my_key >= 0 ? my_key >> 1 : -1, my_lg, my_lh, 0ull, -1);
 }
 
+// With ``derive`` the histograms are written first: node 2j + s is child s of parent j, the
+// built child (left where build_left[j] != 0) a copy of built[j], its sibling parent_hist[j] -
+// built[j] (nodes.cu ``children_histograms``, one launch less a level and one pass less over
+// the children's histograms). Each warp writes its own (node, feature) cells, whatever the
+// mask or the node, and reads them back after a __syncwarp: the next level subtracts from
+// every cell, and the categorical kernels read them after this launch.
+__device__ __forceinline__ void derive_feature_cells(const long long* __restrict__ parent_hist,
+                                                     const long long* __restrict__ built,
+                                                     const long long* __restrict__ build_left, long long total_bins,
+                                                     int node, int lo, int hi, int lane, long long* hist) {
+  const long long j = node >> 1;
+  const bool is_built = (build_left[j] != 0) == ((node & 1) == 0);
+  const long long* b = built + j * total_bins * 2;
+  const long long* parent = parent_hist + j * total_bins * 2;
+  long long* o = hist + static_cast<long long>(node) * total_bins * 2;
+  for (int x = 2 * lo + lane; x < 2 * hi; x += 32) {
+    const long long v = b[x];
+    o[x] = is_built ? v : parent[x] - v;
+  }
+  __syncwarp();
+}
+
 extern "C" __global__ void best_per_feature(
-    const long long* __restrict__ hist, long long total_bins, long long* records, const int* __restrict__ cut_ptrs,
+    long long* hist, long long total_bins, long long* records, const int* __restrict__ cut_ptrs,
     int n_features, int n_pairs, const bool* __restrict__ feature_mask, int mask_rows,
     const double* __restrict__ scales, double lam, double alpha, double mcw, double mds,
     const double* __restrict__ bounds, const signed char* __restrict__ monotone, int constrained,
     const unsigned char* __restrict__ is_cat, int has_cat, Candidate* out, double gamma,
-    unsigned int* __restrict__ node_done, int pick) {
+    unsigned int* __restrict__ node_done, int pick, const long long* __restrict__ parent_hist,
+    const long long* __restrict__ built, const long long* __restrict__ build_left, int derive) {
   const SplitParamsDev p{1.0 / scales[0], 1.0 / scales[1], lam, alpha, mcw, mds};
   const int lane = threadIdx.x & 31;
   const long long pair = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5;
   if (pair >= n_pairs) return;  // whole warps leave together
   const int node = static_cast<int>(pair / n_features);
   const int f = static_cast<int>(pair % n_features);
+  if (derive) derive_feature_cells(parent_hist, built, build_left, total_bins, node, cut_ptrs[f], cut_ptrs[f + 1], lane, hist);
   if (has_cat && is_cat[f]) return;  // best_per_category_feature writes this slot (never with pick)
   feature_candidate(hist, total_bins, records, cut_ptrs, n_features, node, f, feature_mask, mask_rows, p, bounds,
                     monotone, constrained, lane, out + pair);

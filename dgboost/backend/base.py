@@ -225,6 +225,27 @@ class Backend(Protocol):
         total_bins, 2) of this backend, e.g. rows of a level's histograms) when given.
         """
 
+    def evaluate_children(
+        self,
+        parent_hist,
+        built,
+        build_left,
+        records,
+        cut_ptrs,
+        feature_mask,
+        scales,
+        params: SplitParams,
+        bounds=None,
+        monotone=None,
+        categorical=None,
+        cat_bits=None,
+        out=None,
+    ):
+        """:meth:`children_histograms` (parents ``parent_hist[j]``, no index) then
+        :meth:`evaluate_splits` of the children's ``records``: the same histograms, returned,
+        and the same records, in fewer passes where the backend can (the CUDA split search
+        writes the histograms it reads)."""
+
     def leaf_weights(self, sums, scale_g: float, scale_h: float, params, bounds=None) -> np.ndarray:
         """float64 (n,) on the host, from int64 (n, 2) host sums, clipped into float64
         (n, 2) host ``bounds`` when given."""

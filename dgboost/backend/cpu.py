@@ -327,6 +327,28 @@ class CPUBackend:
         )
         return out
 
+    def evaluate_children(
+        self,
+        parent_hist,
+        built,
+        build_left,
+        records,
+        cut_ptrs,
+        feature_mask,
+        scales,
+        params,
+        bounds=None,
+        monotone=None,
+        categorical=None,
+        cat_bits=None,
+        out=None,
+    ) -> np.ndarray:
+        hist = self.children_histograms(parent_hist, None, built, build_left, out=out)
+        self.evaluate_splits(
+            hist, records, cut_ptrs, feature_mask, scales, params, bounds, monotone, categorical, cat_bits
+        )
+        return hist
+
     def fixed_point_scales(self, bits, n_global: int) -> np.ndarray:
         """float64 (2,): the scales of the gradients and hessians whose maxima have the
         float32 bits ``bits`` (uint32 (2,))."""

@@ -643,6 +643,53 @@ class CUDABackend:
         categorical=None,
         cat_bits=None,
     ) -> None:
+        self._evaluate(
+            hist, None, records, cut_ptrs, feature_mask, scales, params, bounds, monotone, categorical, cat_bits
+        )
+
+    def evaluate_children(
+        self,
+        parent_hist,
+        built,
+        build_left,
+        records,
+        cut_ptrs,
+        feature_mask,
+        scales,
+        params,
+        bounds=None,
+        monotone=None,
+        categorical=None,
+        cat_bits=None,
+        out=None,
+    ):
+        """See ``Backend.evaluate_children``: the split search writes the histograms it reads
+        (split.cu ``derive_feature_cells``), no children_histograms launch."""
+        k, total_bins = int(built.shape[0]), int(built.shape[1])
+        if len(cut_ptrs) == 1 or not k:  # no feature (or no parent): nothing to search
+            hist = self.children_histograms(parent_hist, None, built, build_left, out=out)
+            self.evaluate_splits(
+                hist, records, cut_ptrs, feature_mask, scales, params, bounds, monotone, categorical, cat_bits
+            )
+            return hist
+        shape = (2 * k, total_bins, 2)
+        if out is None:
+            out = self.empty(shape, np.int64)
+        elif out.shape != shape or out.dtype != np.int64 or not out.flags.c_contiguous:
+            raise DGBoostValueError(
+                f"children histograms go to C-contiguous int64 {shape}, got {out.dtype} {out.shape}"
+            )
+        derive = (parent_hist, built, build_left)
+        self._evaluate(
+            out, derive, records, cut_ptrs, feature_mask, scales, params, bounds, monotone, categorical, cat_bits
+        )
+        return out
+
+    def _evaluate(
+        self, hist, derive, records, cut_ptrs, feature_mask, scales, params, bounds, monotone, categorical, cat_bits
+    ) -> None:
+        """evaluate_splits of ``hist``; with ``derive`` (parent histograms, built histograms,
+        build_left) best_per_feature writes ``hist`` from them first."""
         records = self._records(records, in_place=True)
         n = int(hist.shape[0])
         n_features = len(cut_ptrs) - 1
@@ -682,7 +729,8 @@ class CUDABackend:
                 + (mask, np.int32(mask_rows))
                 + split_args
                 + (is_cat, np.int32(categorical is not None), cand, np.float64(params.gamma))
-                + (self._node_counters(n if pick else 0), np.int32(pick)),
+                + (self._node_counters(n if pick else 0), np.int32(pick))
+                + ((hist, hist, hist, np.int32(0)) if derive is None else (*derive, np.int32(1))),
                 threads=256,
                 grid=-(-pairs // 8),
             )

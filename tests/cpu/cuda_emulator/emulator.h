@@ -50,6 +50,8 @@ inline DgBlock dg_block;
 alignas(16) inline unsigned char dg_dynamic_shared_bytes[1 << 18];
 
 inline void __syncthreads() { dg_block.bar->arrive_and_wait(); }
+// a barrier of the warp's 32 threads, which orders their memory accesses as on the GPU
+inline void __syncwarp(unsigned = 0xffffffffu) { dg_block.warps[threadIdx.x >> 5].bar.arrive_and_wait(); }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
 template <typename T>

@@ -1,0 +1,83 @@
+"""``CUDABackend.evaluate_children`` (the split search writing the children's histograms it
+reads, kernels/split.cu ``derive_feature_cells``), run on the host by the CUDA emulator, gives
+the CPU's ``children_histograms`` then ``evaluate_splits``: every histogram cell (of masked
+features, categorical features and slots with no node too: the next level subtracts from
+them) and every record. ``tests/gpu/test_cuda_training.py`` trains through it on a GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dgboost._layout import FEATURE, NO_NODE, SPLIT_BIN
+from dgboost.testing.kernel_inputs import node_records
+
+_cuda_emulator = pytest.importorskip("_cuda_emulator")
+pytestmark = pytest.mark.skipif(not _cuda_emulator.available(), reason="needs a host C++20 compiler")
+
+from test_cuda_categorical_emulated import CPU, SCALES, _layout, _Params, _tied_histograms  # noqa: E402
+
+
+def _children(rng, k: int, n_bins):
+    """Parents' histograms, the built children's (within them) and which child was built."""
+    built, _ = _tied_histograms(rng, k, n_bins)
+    sibling, _ = _tied_histograms(rng, k, n_bins)
+    parent = built + sibling
+    build_left = rng.integers(0, 2, k).astype(np.int64)
+    return parent, built, build_left
+
+
+@pytest.mark.parametrize("categorical", [False, True], ids=["numeric", "with categorical features"])
+def test_the_split_search_derives_the_cpus_children_histograms_and_records(categorical):
+    rng = np.random.default_rng(8 + categorical)
+    n_bins = [33, 6, 70, 1, 12]
+    is_cat = [0, 1, 0, 0, 1] if categorical else [0] * 5
+    k = 5
+    parent, built, build_left = _children(rng, k, n_bins)
+    want_hist = CPU.children_histograms(parent, None, built, build_left)
+    totals = want_hist.sum(axis=1)
+    totals[::3, 1] += 3 * 2**20  # missing rows on some children
+    records = node_records(np.zeros(2 * k), np.zeros(2 * k), sums=totals)
+    records[:, SPLIT_BIN] = -1
+    records[[2, 3], FEATURE] = NO_NODE  # the children of a parent that was not split
+    mask = rng.random((2 * k, len(n_bins))) < 0.7
+    mask[:, 2] = False  # a feature no node may use: its cells are still written
+    cut_ptrs = np.concatenate([[0], np.cumsum(n_bins)]).astype(np.int64)
+    layout = _layout(np.asarray(n_bins), np.asarray(is_cat, bool)) if categorical else None
+    cat = {} if layout is None else {"categorical": layout}
+    words = 1 if layout is None else layout.words
+    want, got = records.copy(), records.copy()
+    want_bits = np.zeros((2 * k, words), np.uint32)
+    got_bits = np.zeros((2 * k, words), np.uint32)
+    p = _Params(gamma=0.1)
+    CPU.evaluate_splits(want_hist, want, cut_ptrs, mask, SCALES, p, **cat, **({"cat_bits": want_bits} if cat else {}))
+    backend = _cuda_emulator.EmulatedCUDABackend()
+    got_hist = backend.evaluate_children(
+        parent, built, build_left, got, cut_ptrs, mask, SCALES, p, **cat, **({"cat_bits": got_bits} if cat else {})
+    )
+    np.testing.assert_array_equal(got_hist, want_hist)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_bits, want_bits)
+    launched = [name for name, *_ in backend.launches]
+    assert "children_histograms" not in launched and launched[0] == "best_per_feature"
+    assert (want[:, FEATURE] >= 0).sum() >= 3  # most children split: the search was not vacuous
+    if categorical:
+        assert any(is_cat[f] for f in want[want[:, FEATURE] >= 0, FEATURE])
+
+
+def test_the_children_histograms_go_into_the_rows_given():
+    rng = np.random.default_rng(12)
+    n_bins = [9, 40]
+    parent, built, build_left = _children(rng, 3, n_bins)
+    want = CPU.children_histograms(parent, None, built, build_left)
+    records = node_records(np.zeros(6), np.zeros(6), sums=want.sum(axis=1))
+    backend = _cuda_emulator.EmulatedCUDABackend()
+    level = np.full((10, sum(n_bins), 2), -1, np.int64)
+    cut_ptrs = np.array([0, 9, 49])
+    got = backend.evaluate_children(
+        parent, built, build_left, records, cut_ptrs, None, SCALES, _Params(), out=level[2:8]
+    )
+    assert got.base is level or got is level[2:8] or np.shares_memory(got, level)
+    np.testing.assert_array_equal(level[2:8], want)
+    assert (level[:2] == -1).all() and (level[8:] == -1).all()
