@@ -235,7 +235,8 @@ class _Batch:
     hist : backend int64 (m, total_bins, 2), or None when the nodes were not evaluated or
         their histograms are no longer needed (every node already split ahead)
     host : ndarray int64 (m, NODE_FIELDS), the records as read after evaluation
-    ids : ndarray int64 (m,), the node id of each row
+    ids : ndarray int64 (m,), the node id of each row where known when it was split (-1 for
+        lossguide's nodes split ahead: lossguide tracks its nodes by (batch, row))
     """
 
     records: object
@@ -254,6 +255,11 @@ class _Batch:
     @cached_property
     def _features(self) -> list:
         return self.host[:, FEATURE].tolist()
+
+    @cached_property
+    def sizes(self) -> list:
+        """This rank's rows of each row's node (END - BEGIN of its host record)."""
+        return (self.host[:, END] - self.host[:, BEGIN]).tolist()
 
     @cached_property
     def _gains(self) -> list:
@@ -594,7 +600,6 @@ class TreeGrower:
             parents += (nid, nid)
             lefts[nid] = left
             depths += (depth, depth)
-            children.ids[2 * j : 2 * j + 2] = (left, left + 1)
             if self._can_split_at(depth):
                 for side in (0, 1):
                     r = 2 * j + side
@@ -720,7 +725,7 @@ class TreeGrower:
         Returns the batch of the children, rows 2j and 2j + 1 for the j-th node, evaluated
         when some child's depth allows another split (the caller checks each child's
         depth). ``child_ids`` (2k,) are their node ids when known now (column masks by node
-        need them), else None: the batch's ids are then -1 until the caller sets them.
+        need them), else None: the batch's ids are then -1 (lossguide tracks nodes by (batch, row)).
         ``levels_ahead``: so many whole levels below the children are split too, in the same
         device batch, before the one read: the children batch's ``ahead`` is the level
         below it (rows 2r and 2r + 1 under row r; a node without a valid split gets empty
@@ -728,10 +733,12 @@ class TreeGrower:
         children in the next. Only the deepest level keeps its histograms.
         """
         k = len(nodes)
-        evaluate = any(self._can_split_at(int(d)) for d in child_depths)
+        # a level is evaluated where its shallowest node may split (deeper ones may not first)
+        depth = int(child_depths.min())
+        evaluate = self._can_split_at(depth)
         parents, parent_hist, parent_bounds, parent_bits = self._parents(nodes)
         # the levels split here: one more below each evaluated one, up to ``levels_ahead``
-        n_levels, depth = 1, int(child_depths.min())
+        n_levels = 1
         while n_levels <= levels_ahead and self._can_split_at(depth + n_levels - 1):
             n_levels += 1
         moves = self._row_moves(n_levels)
@@ -742,7 +749,7 @@ class TreeGrower:
         masks = self._node_masks(child_ids, depths, tree_index, tree_mask, paths) if evaluate else None
         # this rank's rows under the parents, known from their host records: sizes the launches
         # (a few small leaves need not start a grid for every row); the children's are among them
-        n_rows = sum(int(b.host[r, END] - b.host[r, BEGIN]) for b, r in nodes)
+        n_rows = sum(b.sizes[r] for b, r in nodes)
         # every level's records in one array, level m (2k << m rows) after level m - 1: the
         # read needs no concatenation
         records_of_levels = self.backend.empty(((2 * k) * ((2 << levels_ahead) - 1), NODE_FIELDS), np.int64)
@@ -767,7 +774,8 @@ class TreeGrower:
         for move in moves[1:]:
             records, hist, bounds, bits = levels[-1]
             depths = np.repeat(depths, 2) + 1
-            evaluate = any(self._can_split_at(int(d)) for d in depths)
+            depth += 1
+            evaluate = self._can_split_at(depth)
             masks = self._node_masks(None, depths, tree_index, tree_mask) if evaluate else False
             size = 2 * records.shape[0]
             levels.append(
