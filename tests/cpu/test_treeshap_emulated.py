@@ -36,7 +36,6 @@ pytestmark = pytest.mark.skipif(not _cuda_emulator.available(), reason="needs a 
 # of a width-sized segment of the warp, as CUDA's)
 _PRELUDE = """
 inline int __popcll(unsigned long long v) { return __builtin_popcountll(v); }
-inline void __syncwarp(unsigned = 0xffffffffu) { dg_block.warps[threadIdx.x >> 5].bar.arrive_and_wait(); }
 template <typename T>
 inline T __shfl_sync(unsigned, T v, int src, int width) {
   const int lane = threadIdx.x & 31;
