@@ -140,6 +140,7 @@ def main() -> None:
         "gpair_totals",
         "build_histograms",
         "evaluate_splits",
+        "evaluate_children",
         "partition",
         "split_nodes",
         "children_histograms",
