@@ -24,7 +24,8 @@
 //
 // The float64 arithmetic repeats the CPU engine's expressions operation by operation and the
 // module is compiled with --fmad=false, so both devices compute bit-identical gains.
-// Memory traffic: each histogram cell (16 B) is read twice (total, then scan).
+// Memory traffic: each histogram cell (16 B) is read twice (total, then scan); with ``derive``
+// the parent's and the built child's cells are read and the child's written first.
 #include "common.cuh"
 #include "gain.cuh"
 
