@@ -665,13 +665,8 @@ class CUDABackend:
     ):
         """See ``Backend.evaluate_children``: the split search writes the histograms it reads
         (split.cu ``derive_feature_cells``), no children_histograms launch."""
+        # no parent or no feature: no cell to derive, and _evaluate's best_per_node writes no split
         k, total_bins = int(built.shape[0]), int(built.shape[1])
-        if len(cut_ptrs) == 1 or not k:  # no feature (or no parent): nothing to search
-            hist = self.children_histograms(parent_hist, None, built, build_left, out=out)
-            self.evaluate_splits(
-                hist, records, cut_ptrs, feature_mask, scales, params, bounds, monotone, categorical, cat_bits
-            )
-            return hist
         shape = (2 * k, total_bins, 2)
         if out is None:
             out = self.empty(shape, np.int64)

@@ -81,3 +81,24 @@ def test_the_children_histograms_go_into_the_rows_given():
     assert got.base is level or got is level[2:8] or np.shares_memory(got, level)
     np.testing.assert_array_equal(level[2:8], want)
     assert (level[:2] == -1).all() and (level[8:] == -1).all()
+
+
+def test_children_with_no_feature_or_no_parent_get_no_split_and_empty_histograms():
+    backend = _cuda_emulator.EmulatedCUDABackend()
+    for k, n_bins in ((2, []), (0, [4, 7])):
+        total = sum(n_bins)
+        parent = np.zeros((k, total, 2), np.int64)
+        built = np.zeros((k, total, 2), np.int64)
+        records = node_records(np.zeros(2 * k), np.zeros(2 * k), sums=np.full((2 * k, 2), 2**20, np.int64))
+        records[:, FEATURE], records[:, SPLIT_BIN] = 5, 3  # stale decisions: the search must overwrite them
+        cut_ptrs = np.concatenate([[0], np.cumsum(n_bins)]).astype(np.int64)
+        want = records.copy()
+        CPU.evaluate_splits(
+            CPU.children_histograms(parent, None, built, np.zeros(k, np.int64)), want, cut_ptrs, None, SCALES, _Params()
+        )
+        hist = backend.evaluate_children(
+            parent, built, np.zeros(k, np.int64), records, cut_ptrs, None, SCALES, _Params()
+        )
+        assert hist.shape == (2 * k, total, 2)
+        np.testing.assert_array_equal(records, want)
+        assert (records[:, FEATURE] == -1).all()
