@@ -17,8 +17,9 @@
 //
 // ELLPACK entries (dgboost/backend/_ellpack.py): entry (r, f) is ``layout[f].y`` bits at bit
 // r * row_bits + layout[f].x, and the feature's missing symbol is its number of bins; the
-// entries of consecutive features are consecutive bits, so one 8-byte load reads a run's.
-// Memory traffic per (row, run): one 8-byte load of the run's entries, plus per row the row
+// entries of consecutive features are consecutive bits, so the two 32-bit words a run's
+// entries lie in hold them all (a funnel shift aligns them).
+// Memory traffic per (row, run): two 4-byte loads of the run's entries, plus per row the row
 // index (4 B) and the gradient pair (8 B), shared by the row's threads through L1. Rows with
 // a zero pair (left out by subsampling) and missing entries add nothing. Positions and row
 // indices are int32 (no 64-bit division: it is a call with a stack frame, and the frame
@@ -34,9 +35,12 @@ __device__ __forceinline__ void add_pair(long long* cell, int2 gp) {
   atomic_add_i32_to_i64(cell + 1, gp.y);
 }
 
-// Adds rows[begin:end] of one node into ``target`` (the shared or the global histogram of
-// the block's feature group). Positions are int32 like the row indices themselves: 64-bit
-// counters cost the registers that keep four blocks on an SM.
+// Adds rows[begin:end] of one node into ``target``, the block's shared histogram of its
+// feature group (kShared) or the node's global one. The two are separate instantiations so
+// that the shared one's atomics are shared-memory atomics (through a pointer that may be
+// either, they were generic ones). Positions are int32 like the row indices themselves:
+// 64-bit counters cost the registers that keep four blocks on an SM.
+template <bool kShared>
 __device__ __forceinline__ void accumulate(const unsigned int* __restrict__ packed, int row_bits,
                                            const int2* __restrict__ layout, const int* __restrict__ rows,
                                            const int2* __restrict__ gpair, const int* __restrict__ cut_ptrs,
@@ -44,10 +48,10 @@ __device__ __forceinline__ void accumulate(const unsigned int* __restrict__ pack
                                            long long* target) {
   // A thread takes one row lane and a run of up to k consecutive features of the group,
   // whose entries lie in one 32-bit span of the row (k = 32 / the group's widest entry):
-  // one 8-byte load reads them all. The loop is bound by the latency of its loads (one row
-  // in flight a thread: unrolling rows was measured slower), so a run per thread, not one
-  // feature, puts about k times more rows in flight; the next row's index is loaded an
-  // iteration ahead (docs/performance-notes.md, "Runs of features a thread").
+  // two 4-byte loads and a funnel shift give that span. The loop is bound by the latency of
+  // its loads (one row in flight a thread: unrolling rows was measured slower), so a run per
+  // thread, not one feature, puts about k times more rows in flight; the next row's index is
+  // loaded an iteration ahead (docs/performance-notes.md, "Runs of features a thread").
   int widest = 1;
   for (int f = fb; f < fb + nf; ++f) widest = max(widest, layout[f].y);
   const int k = max(1, 32 / widest);
@@ -62,24 +66,59 @@ __device__ __forceinline__ void accumulate(const unsigned int* __restrict__ pack
       const int lo0 = cut_ptrs[f0] - bin0;
       int p = begin + lane;
       int next = p < end ? rows[p] : 0;
+      if (kShared && k <= 4) {
+        // runs of at most four features (entries of 8 bits or more: 256 bins make 9): each
+        // one's first bin in the group and its number of bins (both under 2**16 in a shared
+        // histogram) held in a register, read once, and the feature loop unrolled, instead
+        // of a load of cut_ptrs and the loop's bounds every row: about half the instructions
+        // a row (docs/performance-notes.md, "Runs of features a thread")
+        unsigned run[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int f = f0 + j;
+          run[j] = f < f1 ? static_cast<unsigned>(cut_ptrs[f] - bin0) |
+                                (static_cast<unsigned>(cut_ptrs[f + 1] - cut_ptrs[f]) << 16)
+                          : 0u;
+        }
+        for (; p < end; p += lanes) {
+          const int r = next;
+          if (p + lanes < end) next = rows[p + lanes];
+          const int2 gp = gpair[r];
+          const uint64_t bit = static_cast<uint64_t>(r) * row_bits + x0;
+          const uint64_t word = bit >> 5;
+          unsigned rest = __funnelshift_r(__ldg(packed + word), __ldg(packed + word + 1),
+                                          static_cast<unsigned>(bit) & 31u);
+          if ((gp.x | gp.y) == 0) continue;
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const unsigned n_bins = run[j] >> 16;
+            if (n_bins == 0u) break;
+            const int width = 32 - __clz(n_bins);  // symbol_bits(n_bins)
+            const unsigned s = rest & ((1u << width) - 1u);
+            if (s != n_bins) add_pair(target + 2 * static_cast<int>((run[j] & 0xffffu) + s), gp);
+            rest >>= width;
+          }
+        }
+        return;
+      }
       for (; p < end; p += lanes) {
         const int r = next;
         if (p + lanes < end) next = rows[p + lanes];
         const int2 gp = gpair[r];
         const uint64_t bit = static_cast<uint64_t>(r) * row_bits + x0;
         const uint64_t word = bit >> 5;
-        const uint64_t window = (static_cast<uint64_t>(__ldg(packed + word)) |
-                                 (static_cast<uint64_t>(__ldg(packed + word + 1)) << 32)) >>
-                                static_cast<uint32_t>(bit & 31u);
+        const unsigned span = __funnelshift_r(__ldg(packed + word), __ldg(packed + word + 1),
+                                              static_cast<unsigned>(bit) & 31u);
         if ((gp.x | gp.y) == 0) continue;
         // entry j starts where entry j - 1 ends; its feature's bins where the previous end
-        int shift = 0, lo = lo0;
+        unsigned rest = span;
+        int lo = lo0;
         for (int f = f0; f < f1; ++f) {
           const int n_bins = cut_ptrs[f + 1] - bin0 - lo;
           const int width = max(1, 32 - __clz(n_bins));  // symbol_bits(n_bins)
-          const unsigned s = static_cast<unsigned>(window >> shift) & ((1u << width) - 1u);
+          const unsigned s = rest & ((1u << width) - 1u);
           if (s != static_cast<unsigned>(n_bins)) add_pair(target + 2 * (lo + static_cast<int>(s)), gp);
-          shift += width;
+          rest >>= width;
           lo += n_bins;
         }
       }
@@ -146,8 +185,10 @@ extern "C" __global__ void __launch_bounds__(512, 4) build_histograms(
       for (int c = threadIdx.x; c < 2 * n_bins; c += blockDim.x) shared_hist[c] = 0;
       __syncthreads();
     }
-    accumulate(packed, row_bits, layout, rows, gpair, cut_ptrs, fb, nf, bin0, begin, end,
-               use_shared ? shared_hist : node_hist);
+    if (use_shared)
+      accumulate<true>(packed, row_bits, layout, rows, gpair, cut_ptrs, fb, nf, bin0, begin, end, shared_hist);
+    else
+      accumulate<false>(packed, row_bits, layout, rows, gpair, cut_ptrs, fb, nf, bin0, begin, end, node_hist);
     if (use_shared) {
       __syncthreads();
       for (int c = threadIdx.x; c < 2 * n_bins; c += blockDim.x) {

@@ -90,6 +90,10 @@ inline unsigned __ballot_sync(unsigned, int pred) {
 }
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
 inline int __clz(int v) { return v == 0 ? 32 : __builtin_clz(static_cast<unsigned>(v)); }
+// the low 32 bits of (hi:lo) >> (shift & 31), as the hardware's funnel shift
+inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
+  return static_cast<unsigned>(((static_cast<unsigned long long>(hi) << 32) | lo) >> (shift & 31u));
+}
 inline long long __double_as_longlong(double d) {
   long long out;
   std::memcpy(&out, &d, 8);
