@@ -71,7 +71,7 @@ __device__ __forceinline__ void accumulate(const unsigned int* __restrict__ pack
         // one's first bin in the group and its number of bins (both under 2**16 in a shared
         // histogram) held in a register, read once, and the feature loop unrolled, instead
         // of a load of cut_ptrs and the loop's bounds every row: about half the instructions
-        // a row (docs/performance-notes.md, "Runs of features a thread")
+        // a row (docs/performance-notes.md, "A run's bins in registers")
         unsigned run[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
