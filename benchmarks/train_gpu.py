@@ -272,23 +272,30 @@ class Device:
     def reset(self) -> None:
         """Free what can be freed and make the current use the baseline of both figures."""
         gc.collect()
-        self.pool_base = self.pool_peak = self.used_base = self.used_peak = 0
+        self.pool_base = self.pool_peak = self.used_base = self.used_peak = self.held_base = self.held_peak = 0
         if self.cuda:
             self.sync()
             self.pool.free_all_blocks()
             self.pool_base = self.pool_peak = self.pool.used_bytes()
+            self.held_base = self.held_peak = self.pool.total_bytes()
             self.used_base = self.used_peak = self._used()
 
     def sample(self) -> None:
         """Record the device memory in use now (cudaMemGetInfo: every allocator)."""
         if self.cuda:
             self.used_peak = max(self.used_peak, self._used())
+            self.held_peak = max(self.held_peak, self.pool.total_bytes())
 
     def peaks(self) -> tuple[int | None, int | None]:
         """(memGetInfo peak, CuPy pool peak), in bytes above the baselines."""
         if not self.cuda:
             return None, None
         return self.used_peak - self.used_base, self.pool_peak - self.pool_base
+
+    def pool_held(self) -> int | None:
+        """The most bytes CuPy's pool held from the driver at a sample, above the baseline
+        (in use or cached: what of ``cudaMemGetInfo``'s figure the pool accounts for)."""
+        return self.held_peak - self.held_base if self.cuda else None
 
     def hardware(self) -> dict:
         if not self.cuda:
@@ -407,6 +414,13 @@ def run_once(lib: str, case: Case, data, rounds: int, device: Device, args, trac
     params = _params(lib, case, device, args)
     device.reset()
     device.track_pool(track_pool)
+    recorder = None
+    if lib == "dgboost" and getattr(args, "trace_pool", False) and device.cuda and not track_pool:
+        from memory_trace_gpu import _Recorder
+
+        recorder = _Recorder(device.cupy)
+        held_base, used_base = device.pool.total_bytes(), device.pool.used_bytes()
+        device.cupy.cuda.set_allocator(recorder)
     probe = _host_read_probe() if lib == "dgboost" else None
     counted = None
     speed = _host_speed(device)
@@ -431,6 +445,10 @@ def run_once(lib: str, case: Case, data, rounds: int, device: Device, args, trac
     usage = resource.getrusage(resource.RUSAGE_SELF)
     device.sample()
     device.track_pool(False)
+    if recorder is not None:
+        print("  allocations that made CuPy's pool ask the driver for more (size, held, in use, MiB):")
+        for size, held, used, where in recorder.growths:
+            print(f"    {size / MiB:8.1f} {(held - held_base) / MiB:8.1f} {(used - used_base) / MiB:8.1f}  {where}")
     mem_used, mem_pool = device.peaks()
     out = {
         "total_s": total,
@@ -442,6 +460,7 @@ def run_once(lib: str, case: Case, data, rounds: int, device: Device, args, trac
         "host_speed_before": speed,
         "peak_memory_bytes": mem_used,
         "cupy_pool_peak_bytes": mem_pool if track_pool else None,
+        "cupy_pool_held_bytes": device.pool_held(),
     }
     if counted is not None:
         out["syncs_per_tree"] = counted.syncs / counted.trees if counted.trees else None
@@ -499,6 +518,8 @@ def run_case(name: str, case: Case, data, args, device: Device) -> dict:
                 continue
             runs[lib].append(r)
             mem = "" if r["peak_memory_bytes"] is None else f", peak {r['peak_memory_bytes'] / MiB:.0f} MiB"
+            if r.get("cupy_pool_held_bytes") is not None and lib == "dgboost":
+                mem += f" (CuPy's pool held {r['cupy_pool_held_bytes'] / MiB:.0f})"
             syncs = "" if r.get("syncs_per_tree") is None else f", {r['syncs_per_tree']:.1f} syncs/tree"
             print(
                 f"  [{rep}] {lib:8s} {r['per_round_s'] * 1e3:9.2f} ms/round {r['total_s']:8.2f} s total "
@@ -669,6 +690,12 @@ def main(argv=None) -> int:
         type=json.loads,
         default={},
         help="JSON object of dgboost parameters over the shared ones, e.g. '{\"sketch_sample_rows\": 1048576}'",
+    )
+    ap.add_argument(
+        "--trace-pool",
+        action="store_true",
+        help="route dgboost's timed runs through memory_trace_gpu.py's recorder and list the allocations "
+        "that grew CuPy's pool (slows them: for memory, not time)",
     )
     ap.add_argument(
         "--out",

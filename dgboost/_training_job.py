@@ -233,6 +233,8 @@ class TrainingJob:
         self.metrics = metrics_for(p, self.objective, custom_metric)
         self._make_grower()
         self.queued: _RoundPairs | None = None  # the next round's pairs, when queued ahead
+        # the set-up's temporaries are freed: their cached blocks go back before the rounds
+        self.backend.release_cached_memory()
 
     # -- set-up -------------------------------------------------------------------------------
     def _make_objective(self, start: Any) -> None:

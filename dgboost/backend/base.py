@@ -90,6 +90,11 @@ class Backend(Protocol):
     def synchronize(self) -> None:
         """Wait for the work queued so far (a no-op on the CPU); used to time stages."""
 
+    def release_cached_memory(self) -> None:
+        """Give back to the device the memory its allocator holds but no array uses (a no-op
+        on the CPU): training calls it once its set-up is done, whose temporaries (input
+        checks, exact sums, the sketch) would otherwise stay held for all its rounds."""
+
     def bin_values(self, values, cut_values, cut_ptrs, dtype): ...
 
     def abs_max_bits(self, grad, hess):

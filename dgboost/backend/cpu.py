@@ -242,6 +242,9 @@ class CPUBackend:
     def synchronize(self) -> None:
         pass  # every stage has finished when it returns
 
+    def release_cached_memory(self) -> None:
+        pass  # NumPy's memory goes back to the system as arrays go
+
     @_on_own_threads
     def bin_values(self, values, cut_values, cut_ptrs, dtype):
         values = np.ascontiguousarray(values, np.float32)

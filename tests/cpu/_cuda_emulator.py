@@ -214,6 +214,9 @@ class EmulatedCUDABackend(CUDABackend):
     def synchronize(self):
         pass
 
+    def release_cached_memory(self):
+        pass  # NumPy arrays: no pool
+
     # -- what training needs besides kernels: host stand-ins for CuPy's streams and copies ----
     def check_training_memory(self, *args, **kwargs) -> int:
         return 0

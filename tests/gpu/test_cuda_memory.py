@@ -45,3 +45,35 @@ def test_a_device_allocation_that_fails_names_its_size_and_the_free_memory(monke
     monkeypatch.setattr(backend.xp, "empty", refuse)
     with pytest.raises(DeviceMemoryError, match=r"out of GPU memory allocating .* MiB"):
         backend.empty((1 << 20, 2), np.int64)
+
+
+def test_blocks_cached_by_cupys_pool_go_back_to_the_device_when_released():
+    import cupy
+
+    from dgboost.backend import get_backend
+
+    pool = cupy.get_default_memory_pool()
+    pool.free_all_blocks()
+    block = cupy.empty(64 << 20, dtype=cupy.uint8)  # a whole block of its own
+    del block
+    assert pool.free_bytes() >= 64 << 20
+    get_backend("cuda").release_cached_memory()
+    assert pool.free_bytes() == 0
+
+
+def test_another_allocators_cache_is_left_alone_when_released():
+    import cupy
+
+    from dgboost.backend import get_backend
+
+    pool = cupy.get_default_memory_pool()
+    pool.free_all_blocks()
+    block = cupy.empty(64 << 20, dtype=cupy.uint8)
+    del block
+    cupy.cuda.set_allocator(lambda size: pool.malloc(size))  # a user's allocator, however made
+    try:
+        get_backend("cuda").release_cached_memory()
+        assert pool.free_bytes() >= 64 << 20
+    finally:
+        cupy.cuda.set_allocator(pool.malloc)
+        pool.free_all_blocks()
