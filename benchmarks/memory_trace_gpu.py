@@ -29,7 +29,7 @@ sys.path.insert(0, str(HERE.parent))
 MiB = 2**20
 
 
-class _Recorder:
+class PoolRecorder:
     """Every CuPy allocation through the pool, with the live ones' sizes and callers, and the
     pool's peaks (use and holding) and the live set at the use peak."""
 
@@ -116,7 +116,7 @@ def main(argv=None) -> None:
     device.reset()
     pool = cupy.get_default_memory_pool()
     base_used, base_held, base_info = pool.used_bytes(), pool.total_bytes(), device._used()
-    recorder = _Recorder(cupy)
+    recorder = PoolRecorder(cupy)
     if not args.no_recorder:
         cupy.cuda.set_allocator(recorder)
     info_peak = [0]

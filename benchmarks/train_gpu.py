@@ -416,9 +416,9 @@ def run_once(lib: str, case: Case, data, rounds: int, device: Device, args, trac
     device.track_pool(track_pool)
     recorder = None
     if lib == "dgboost" and getattr(args, "trace_pool", False) and device.cuda and not track_pool:
-        from memory_trace_gpu import _Recorder
+        from memory_trace_gpu import PoolRecorder
 
-        recorder = _Recorder(device.cupy)
+        recorder = PoolRecorder(device.cupy)
         held_base, used_base = device.pool.total_bytes(), device.pool.used_bytes()
         device.cupy.cuda.set_allocator(recorder)
     probe = _host_read_probe() if lib == "dgboost" else None

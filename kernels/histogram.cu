@@ -67,11 +67,12 @@ __device__ __forceinline__ void accumulate(const unsigned int* __restrict__ pack
       int p = begin + lane;
       int next = p < end ? rows[p] : 0;
       if (kShared && k <= 4) {
-        // runs of at most four features (entries of 8 bits or more: 256 bins make 9): each
-        // one's first bin in the group and its number of bins (both under 2**16 in a shared
-        // histogram) held in a register, read once, and the feature loop unrolled, instead
-        // of a load of cut_ptrs and the loop's bounds every row: about half the instructions
-        // a row (docs/performance-notes.md, "A run's bins in registers")
+        // runs of at most four features (a group whose widest entry has 7 bits or more: 64
+        // bins make 7, 256 make 9): each one's first bin in the group and its number of bins
+        // (both under 2**16 in a shared histogram) held in a register, read once, and the
+        // feature loop unrolled, instead of a load of cut_ptrs and the loop's bounds every
+        // row: about half the instructions a row (docs/performance-notes.md, "A run's bins
+        // in registers")
         unsigned run[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
