@@ -61,6 +61,48 @@ def timed(fn, *args, **kwargs):
     return time.perf_counter() - start, out
 
 
+def event_times_ms(fn, repeats: int) -> list[float]:
+    """Milliseconds of each of ``repeats`` calls of ``fn()`` between two CUDA events on the
+    current stream, after one call to warm up (device time: the host's own time between
+    launches counts only where the device waited for it)."""
+    import cupy
+
+    fn()
+    times = []
+    for _ in range(repeats):
+        a, b = cupy.cuda.Event(), cupy.cuda.Event()
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(a, b))
+    return times
+
+
+def histogram_inputs(n_rows: int, n_features: int, missing: float = 0.0, max_bin: int = 256, seed: int = 0):
+    """The CUDA backend, cuts, ELLPACK matrix and quantised pairs of a synthetic table for the
+    histogram benchmarks: standard normal columns, ``missing`` of the values NaN at random,
+    cuts from the first 300,000 rows, pairs at fixed-point scales 2**27 and 2**29 (every row
+    kept). Returns ``(backend, cuts, ellpack, gpair int32 (n_rows, 2))``."""
+    import cupy
+    import numpy as np
+
+    from dgboost.backend import get_backend
+    from dgboost.quantile import compute_cuts
+
+    backend = get_backend("cuda")
+    rs = cupy.random.RandomState(seed)
+    x = rs.standard_normal((n_rows, n_features), dtype=cupy.float32)
+    if missing > 0:
+        x = cupy.where(rs.random_sample((n_rows, n_features), dtype=cupy.float32) < missing, cupy.float32(np.nan), x)
+    cuts = compute_cuts(x[: min(n_rows, 300_000)].get(), None, max_bin)
+    ellpack = backend.bin_values(x, cuts.values, cuts.ptrs)
+    del x
+    grad, hess = rs.standard_normal(n_rows, dtype=cupy.float32), rs.random_sample(n_rows, dtype=cupy.float32)
+    gpair = backend.quantise(grad, hess, np.array([2.0**27, 2.0**29]))
+    return backend, cuts, ellpack, gpair
+
+
 def device_wall(fn, repeats: int) -> dict:
     """Wall seconds of ``fn()`` with the GPU's queue drained before and after each call: one
     call to warm up, then ``{"median", "min", "max"}`` over ``repeats`` calls."""

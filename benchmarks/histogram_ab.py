@@ -27,6 +27,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from _common import event_times_ms, histogram_inputs  # noqa: E402
+
 
 def _assembled(path: str) -> str:
     """The text of a kernel file at ``path`` with its local includes inlined from ``kernels/``
@@ -48,27 +50,10 @@ def _assembled(path: str) -> str:
     return expand(_PRAGMA_ONCE.sub("", Path(path).read_text()))
 
 
-def _timed(fn, repeats: int) -> list[float]:
-    import cupy
-
-    fn()
-    times = []
-    for _ in range(repeats):
-        a, b = cupy.cuda.Event(), cupy.cuda.Event()
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(a, b))
-    return times
-
-
 def main(argv=None) -> None:
     import cupy
 
-    from dgboost.backend import get_backend
     from dgboost.backend._nvrtc import module_from_source
-    from dgboost.quantile import compute_cuts
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sources", nargs="+", required=True, help="histogram.cu files (the first is the reference)")
@@ -83,17 +68,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
 
     n, f = args.rows, args.features
-    be = get_backend("cuda")
-    rs = cupy.random.RandomState(0)
-    x = rs.standard_normal((n, f), dtype=cupy.float32)
-    if args.missing > 0:
-        x = cupy.where(rs.random_sample((n, f), dtype=cupy.float32) < args.missing, cupy.float32(np.nan), x)
-    cuts = compute_cuts(x[: min(n, 300_000)].get(), None, args.max_bin)
-    ell = be.bin_values(x, cuts.values, cuts.ptrs)
-    del x
-    gpair = be.quantise(
-        rs.standard_normal(n, dtype=cupy.float32), rs.random_sample(n, dtype=cupy.float32), np.array([2.0**27, 2.0**29])
-    )
+    be, cuts, ell, gpair = histogram_inputs(n, f, args.missing, args.max_bin)
     in_order = cupy.arange(n, dtype=cupy.int32)
     permuted = cupy.random.permutation(n).astype(cupy.int32)
     k = args.deep_nodes
@@ -138,7 +113,7 @@ def main(argv=None) -> None:
                         mismatches.append((args.sources[s], name))
                 for s in order:
                     be._functions[key] = kernels[s]
-                    times[(s, name)] += _timed(call, args.repeats)
+                    times[(s, name)] += event_times_ms(call, args.repeats)
     finally:
         be._functions[key] = real
 

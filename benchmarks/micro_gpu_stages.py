@@ -16,6 +16,7 @@ import re
 from functools import partial
 
 import numpy as np
+from _common import event_times_ms, histogram_inputs
 
 # the body of histogram.cu's add_pair in each variant (None: the kernel as it is)
 _ADD_PAIR_BODIES = {
@@ -50,26 +51,13 @@ def histogram_variant(source: str, mode: int) -> str:
 
 
 def timed(fn, repeats=7):
-    import cupy
-
-    fn()
-    times = []
-    for _ in range(repeats):
-        a, b = cupy.cuda.Event(), cupy.cuda.Event()
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(a, b))
-    return float(np.median(times))
+    return float(np.median(event_times_ms(fn, repeats)))
 
 
 def main():
     import cupy
 
-    from dgboost.backend import get_backend
     from dgboost.backend._nvrtc import assemble, module_from_source
-    from dgboost.quantile import compute_cuts
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -78,16 +66,7 @@ def main():
     ap.add_argument("--deep-nodes", type=int, default=128, help="nodes of the deep level (over half the rows)")
     args = ap.parse_args()
     n, f = args.rows, args.features
-    be = get_backend("cuda")
-    rs = cupy.random.RandomState(0)
-    x = rs.standard_normal((n, f), dtype=cupy.float32)
-    if args.missing > 0:
-        x = cupy.where(rs.random_sample((n, f), dtype=cupy.float32) < args.missing, cupy.float32(np.nan), x)
-    cuts = compute_cuts(x[:300_000].get(), None, 256)
-    ell = be.bin_values(x, cuts.values, cuts.ptrs)
-    gpair = be.quantise(
-        rs.standard_normal(n, dtype=cupy.float32), rs.random_sample(n, dtype=cupy.float32), np.array([2.0**27, 2.0**29])
-    )
+    be, cuts, ell, gpair = histogram_inputs(n, f, args.missing)
     buf = cupy.empty(n * 4, cupy.uint8)
     copy_ms = timed(lambda: buf.copy())
     print(

@@ -35,6 +35,14 @@ __device__ __forceinline__ void add_pair(long long* cell, int2 gp) {
   atomic_add_i32_to_i64(cell + 1, gp.y);
 }
 
+// The 32 bits of row r's entries from bit x0 of the row on (a run's entries lie within them):
+// the two words they lie in, aligned by a funnel shift.
+__device__ __forceinline__ unsigned run_span(const unsigned int* __restrict__ packed, int row_bits, int x0, int r) {
+  const uint64_t bit = static_cast<uint64_t>(r) * row_bits + x0;
+  const uint64_t word = bit >> 5;
+  return __funnelshift_r(__ldg(packed + word), __ldg(packed + word + 1), static_cast<unsigned>(bit) & 31u);
+}
+
 // Adds rows[begin:end] of one node into ``target``, the block's shared histogram of its
 // feature group (kShared) or the node's global one. The two are separate instantiations so
 // that the shared one's atomics are shared-memory atomics (through a pointer that may be
@@ -85,10 +93,7 @@ __device__ __forceinline__ void accumulate(const unsigned int* __restrict__ pack
           const int r = next;
           if (p + lanes < end) next = rows[p + lanes];
           const int2 gp = gpair[r];
-          const uint64_t bit = static_cast<uint64_t>(r) * row_bits + x0;
-          const uint64_t word = bit >> 5;
-          unsigned rest = __funnelshift_r(__ldg(packed + word), __ldg(packed + word + 1),
-                                          static_cast<unsigned>(bit) & 31u);
+          unsigned rest = run_span(packed, row_bits, x0, r);
           if ((gp.x | gp.y) == 0) continue;
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
@@ -106,13 +111,9 @@ __device__ __forceinline__ void accumulate(const unsigned int* __restrict__ pack
         const int r = next;
         if (p + lanes < end) next = rows[p + lanes];
         const int2 gp = gpair[r];
-        const uint64_t bit = static_cast<uint64_t>(r) * row_bits + x0;
-        const uint64_t word = bit >> 5;
-        const unsigned span = __funnelshift_r(__ldg(packed + word), __ldg(packed + word + 1),
-                                              static_cast<unsigned>(bit) & 31u);
+        unsigned rest = run_span(packed, row_bits, x0, r);
         if ((gp.x | gp.y) == 0) continue;
         // entry j starts where entry j - 1 ends; its feature's bins where the previous end
-        unsigned rest = span;
         int lo = lo0;
         for (int f = f0; f < f1; ++f) {
           const int n_bins = cut_ptrs[f + 1] - bin0 - lo;
