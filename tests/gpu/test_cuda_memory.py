@@ -54,11 +54,13 @@ def test_blocks_cached_by_cupys_pool_go_back_to_the_device_when_released():
 
     pool = cupy.get_default_memory_pool()
     pool.free_all_blocks()
+    # what stays free after that is in blocks split from arrays still alive (earlier tests')
+    before = pool.free_bytes()
     block = cupy.empty(64 << 20, dtype=cupy.uint8)  # a whole block of its own
     del block
-    assert pool.free_bytes() >= 64 << 20
+    assert pool.free_bytes() >= before + (64 << 20)
     get_backend("cuda").release_cached_memory()
-    assert pool.free_bytes() == 0
+    assert pool.free_bytes() <= before
 
 
 def test_another_allocators_cache_is_left_alone_when_released():
@@ -68,12 +70,13 @@ def test_another_allocators_cache_is_left_alone_when_released():
 
     pool = cupy.get_default_memory_pool()
     pool.free_all_blocks()
+    before = pool.free_bytes()
     block = cupy.empty(64 << 20, dtype=cupy.uint8)
     del block
     cupy.cuda.set_allocator(lambda size: pool.malloc(size))  # a user's allocator, however made
     try:
         get_backend("cuda").release_cached_memory()
-        assert pool.free_bytes() >= 64 << 20
+        assert pool.free_bytes() >= before + (64 << 20)
     finally:
         cupy.cuda.set_allocator(pool.malloc)
         pool.free_all_blocks()
