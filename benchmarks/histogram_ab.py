@@ -30,30 +30,10 @@ sys.path.insert(0, str(HERE.parent))
 from _common import event_times_ms, histogram_inputs  # noqa: E402
 
 
-def _assembled(path: str) -> str:
-    """The text of a kernel file at ``path`` with its local includes inlined from ``kernels/``
-    (each header once), as ``dgboost.backend._nvrtc.assemble`` does for the package's files."""
-    from dgboost.backend._nvrtc import _INCLUDE, _PRAGMA_ONCE
-
-    seen: set[str] = set()
-
-    def expand(text: str) -> str:
-        def include(match) -> str:
-            header = match.group(1)
-            if header in seen:
-                return f"// {header} already included"
-            seen.add(header)
-            return expand(_PRAGMA_ONCE.sub("", (HERE.parent / "kernels" / header).read_text()))
-
-        return _INCLUDE.sub(include, text)
-
-    return expand(_PRAGMA_ONCE.sub("", Path(path).read_text()))
-
-
 def main(argv=None) -> None:
     import cupy
 
-    from dgboost.backend._nvrtc import module_from_source
+    from dgboost.backend._nvrtc import assemble, module_from_source
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sources", nargs="+", required=True, help="histogram.cu files (the first is the reference)")
@@ -89,7 +69,7 @@ def main(argv=None) -> None:
     real = be._launchable(*key)
     kernels = []
     for path in args.sources:
-        kernel = module_from_source(_assembled(path), key[0]).get_function(key[1])
+        kernel = module_from_source(assemble(key[0], Path(path).read_text()), key[0]).get_function(key[1])
         kernels.append(be._loaded(kernel))
         print(f"{path}: {kernel.num_regs} registers, {kernel.local_size_bytes} bytes of local memory a thread")
 

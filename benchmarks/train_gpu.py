@@ -419,7 +419,6 @@ def run_once(lib: str, case: Case, data, rounds: int, device: Device, args, trac
         from memory_trace_gpu import PoolRecorder
 
         recorder = PoolRecorder(device.cupy)
-        held_base, used_base = device.pool.total_bytes(), device.pool.used_bytes()
         device.cupy.cuda.set_allocator(recorder)
     probe = _host_read_probe() if lib == "dgboost" else None
     counted = None
@@ -448,7 +447,8 @@ def run_once(lib: str, case: Case, data, rounds: int, device: Device, args, trac
     if recorder is not None:
         print("  allocations that made CuPy's pool ask the driver for more (size, held, in use, MiB):")
         for size, held, used, where in recorder.growths:
-            print(f"    {size / MiB:8.1f} {(held - held_base) / MiB:8.1f} {(used - used_base) / MiB:8.1f}  {where}")
+            held, used = (held - device.held_base) / MiB, (used - device.pool_base) / MiB
+            print(f"    {size / MiB:8.1f} {held:8.1f} {used:8.1f}  {where}")
     mem_used, mem_pool = device.peaks()
     out = {
         "total_s": total,

@@ -74,16 +74,22 @@ def kernel_files() -> list[str]:
     return sorted(p.name for p in kernel_dir().glob("*.cu"))
 
 
-def assemble(name: str) -> str:
-    """The source of ``kernels/<name>`` with its local includes inlined (each header once)."""
+def assemble(name: str, text: str | None = None) -> str:
+    """The source of ``kernels/<name>`` with its local includes inlined (each header once);
+    with ``text``, that text in the file's place (a variant of it, which benchmarks compile
+    through :func:`module_from_source`), its includes still from ``kernels/``."""
     folder = kernel_dir()
     seen: set[str] = set()
 
     def expand(file: str) -> str:
         path = folder / file
-        if not path.is_file():
+        if file == name and text is not None:
+            body = text
+        elif path.is_file():
+            body = path.read_text()
+        else:
             raise DGBoostError(f"kernel source {file!r} not found in {folder}")
-        text = _PRAGMA_ONCE.sub("", path.read_text())
+        source = _PRAGMA_ONCE.sub("", body)
 
         def include(match: re.Match) -> str:
             header = match.group(1)
@@ -92,7 +98,7 @@ def assemble(name: str) -> str:
             seen.add(header)
             return f"// begin {header}\n{expand(header)}\n// end {header}"
 
-        return _INCLUDE.sub(include, text)
+        return _INCLUDE.sub(include, source)
 
     return expand(name)
 

@@ -36,6 +36,17 @@ def test_assembled_sources_inline_each_local_header_once():
     assert text.count("struct GradPairInt {") == 1
 
 
+def test_a_variants_text_is_assembled_in_its_files_place_with_the_kernel_headers():
+    variant = (_nvrtc.kernel_dir() / "histogram.cu").read_text().replace("add_pair(", "add_pair_variant(")
+    text = _nvrtc.assemble("histogram.cu", variant)
+    assert "add_pair_variant(" in text and "add_pair(" not in text
+    assert '#include "common.cuh"' not in text
+    assert text.count("struct GradPairInt {") == 1
+    assert _nvrtc.assemble("histogram.cu", (_nvrtc.kernel_dir() / "histogram.cu").read_text()) == _nvrtc.assemble(
+        "histogram.cu"
+    )
+
+
 def test_the_fma_contraction_stays_off_so_split_gains_round_as_on_the_cpu():
     assert "--fmad=false" in _nvrtc.compile_options()
 
