@@ -845,12 +845,13 @@ class TreeGrower:
             )
         return below
 
-    def _child_sizes(self, counts):
+    @property
+    def _by_hessian(self) -> bool:
         """What picks the child whose histogram is built (the other is the parent's minus it,
         the same histograms either way): one rank's own row counts, or with several ranks
-        None, the children's hessian sums (as XGBoost): the global counts would cost a
-        collective a level, 8 of the 18 a depth-8 round's NCCL ranks waited on each other."""
-        return counts if self.comm.world_size == 1 else None
+        the children's hessian sums (as XGBoost): the global counts would cost a collective
+        a level, 8 of the 18 a depth-8 round's NCCL ranks waited on each other."""
+        return self.comm.world_size > 1
 
     def _split_on_device(
         self,
@@ -873,17 +874,24 @@ class TreeGrower:
         ``parent_bits`` are the parents') in ``out_bits``."""
         backend, comm = self.backend, self.comm
         source, target = move
-        counts = backend.partition(
-            self.binned.bins_by_feature, source, parents, max_rows=n_rows, out=target, **self._cat_args(parent_bits)
+        children, build_segments, build_left, built = backend.split_level(
+            self.binned.bins_by_feature,
+            source,
+            parents,
+            self._by_hessian,
+            hist_bins=0 if masks is False else self._total_bins,
+            max_rows=n_rows,
+            out_rows=target,
+            out=out,
+            **self._cat_args(parent_bits),
         )
         rows = source if target is None else target
-        children, build_segments, build_left = backend.split_nodes(parents, counts, self._child_sizes(counts), out=out)
         bounds = self._child_bounds(parents, parent_bounds)
         hist = None
         if masks is not False:
             built = comm.allreduce_sum(
                 backend.build_histograms(
-                    self.binned.bins, self.cut_ptrs, self.gpair, rows, build_segments, max_rows=n_rows
+                    self.binned.bins, self.cut_ptrs, self.gpair, rows, build_segments, max_rows=n_rows, out=built
                 )
             )
             hist = backend.evaluate_children(
@@ -917,25 +925,43 @@ class TreeGrower:
         # one-level tree partitions nothing
         spare = None if self.leaf_rows or p.max_depth < 2 else backend.empty(self.rows.shape, self.rows.dtype)
         for depth in range(1, p.max_depth + 1):
+            level = records[(1 << depth) - 1 : (2 << depth) - 1]
+            k = int(parents.shape[0])
             if depth < p.max_depth or self.leaf_rows:
-                counts = backend.partition(
-                    self.binned.bins_by_feature, self.rows, parents, out=spare, **self._cat_args(bit_levels[-1])
+                # the built histograms zeroed in the partition's launch when they are made at once
+                whole = depth < p.max_depth and self._build_chunk() >= k
+                children, build_segments, build_left, built = backend.split_level(
+                    self.binned.bins_by_feature,
+                    self.rows,
+                    parents,
+                    self._by_hessian,
+                    hist_bins=self._total_bins if whole else 0,
+                    out_rows=spare,
+                    out=level,
+                    **self._cat_args(bit_levels[-1]),
                 )
                 if spare is not None:
                     self.rows, spare = spare, self.rows
             else:
                 # the leaves' rows are not read: their records need only the parents' splits
                 # (sums and decisions), and no histogram is built under them
-                counts = backend.zeros((int(parents.shape[0]), 2), np.int64)
-            level = records[(1 << depth) - 1 : (2 << depth) - 1]
-            children, build_segments, build_left = backend.split_nodes(
-                parents, counts, self._child_sizes(counts), out=level
-            )
+                counts = backend.zeros((k, 2), np.int64)
+                children, build_segments, build_left = backend.split_nodes(
+                    parents, counts, None if self._by_hessian else counts, out=level
+                )
             if depth < p.max_depth:
                 bounds = self._child_bounds(parents, bounds)  # slots under a leaf get its bounds: never read
                 bits = self._new_cat_bits(children.shape[0])
                 hist = self._evaluate_level(
-                    hist, children, build_segments, build_left, masks[depth], bounds, bits, depth == p.max_depth - 1
+                    hist,
+                    children,
+                    build_segments,
+                    build_left,
+                    masks[depth],
+                    bounds,
+                    bits,
+                    depth == p.max_depth - 1,
+                    built,
                 )
                 bit_levels.append(bits)
             parents = children
@@ -944,27 +970,46 @@ class TreeGrower:
         # the last level is never split: its slots' sets are not read
         return records, backend.concatenate(bit_levels)
 
-    def _evaluate_level(self, parent_hist, children, build_segments, build_left, mask, bounds, bits, last: bool):
+    @cached_property
+    def _total_bins(self) -> int:
+        return int(self.cut_ptrs[-1])
+
+    def _build_chunk(self) -> int:
+        """The most nodes whose built histograms :meth:`_evaluate_level` makes at once."""
+        return max(1, _BUILD_CHUNK_BYTES // (16 * max(self._total_bins, 1)))
+
+    def _evaluate_level(
+        self, parent_hist, children, build_segments, build_left, mask, bounds, bits, last: bool, zeros=None
+    ):
         """Build the histograms of a whole level's ``children`` (2k slots under k parents) and
         evaluate their splits (records, ``bounds`` and ``bits`` written in place); the
         level's int64 (2k, total_bins, 2) histograms, or None for the ``last`` level evaluated.
         The built histograms are made, and the children's derived and evaluated,
         ``_BUILD_CHUNK_BYTES`` at a time: integer sums and independent nodes, so the
-        histograms and splits are the same whatever the chunks."""
+        histograms and splits are the same whatever the chunks. ``zeros``: int64 zeros for the
+        whole level's built histograms at once (``split_level``'s ``built``), or None."""
         backend, k = self.backend, int(build_segments.shape[0])
-        chunk = max(1, min(k, _BUILD_CHUNK_BYTES // (16 * max(int(self.cut_ptrs[-1]), 1))))
-        hist = None if last or chunk >= k else backend.empty((2 * k, int(self.cut_ptrs[-1]), 2), np.int64)
+        chunk = min(k, self._build_chunk())
+        hist = None if last or chunk >= k else backend.empty((2 * k, self._total_bins, 2), np.int64)
         for a in range(0, k, chunk):
             b = min(a + chunk, k)
+            whole = chunk >= k  # one chunk: the arrays themselves (the scans split_level made are theirs)
             built = self.comm.allreduce_sum(
-                backend.build_histograms(self.binned.bins, self.cut_ptrs, self.gpair, self.rows, build_segments[a:b])
+                backend.build_histograms(
+                    self.binned.bins,
+                    self.cut_ptrs,
+                    self.gpair,
+                    self.rows,
+                    build_segments if whole else build_segments[a:b],
+                    out=zeros if whole else None,
+                )
             )
             rows = slice(2 * a, 2 * b)
             piece = backend.evaluate_children(
-                parent_hist[a:b],
+                parent_hist if whole else parent_hist[a:b],
                 built,
-                build_left[a:b],
-                children[rows],
+                build_left if whole else build_left[a:b],
+                children if whole else children[rows],
                 self.cut_ptrs,
                 mask,
                 self.scales,

@@ -11,7 +11,10 @@
 //     flag; the tile's left count. A parent that is not split (feature < 0, in a level grown
 //     whole) sends every row left: its rows stay where they are. The last block to finish
 //     (a counter, then a fence) scans the tile counts and writes each parent's (left,
-//     right) counts: one launch less a level.
+//     right) counts: one launch less a level. With ``split`` it then makes the parents'
+//     children (split_nodes.cuh: records, the child to build, the next scans), and every
+//     block zeroes a slice of ``zero`` (the level's histograms about to be built): two
+//     launches less again.
 //  2. ``partition_scatter``: ranks inside the tile by warp ballots, plus the tile's base,
 //     give each row its place; rows go to a buffer at their final absolute positions. A
 //     thread loads its kItems rows and flags first, and one barrier serves all kItems
@@ -27,6 +30,7 @@
 // 4 B written; 8 B copied back unless the caller takes the buffer (~30 B a row, no host
 // round trip, no library scan).
 #include "categorical.cuh"
+#include "split_nodes.cuh"
 
 using namespace dgboost;
 
@@ -87,10 +91,16 @@ extern "C" __global__ void __launch_bounds__(kThreads) partition_flags(
     const long long* __restrict__ tile_offsets, const unsigned char* __restrict__ is_cat,
     const unsigned int* __restrict__ cat_bits, int cat_words, int has_cat, unsigned char* __restrict__ flags,
     long long* __restrict__ tile_lefts, long long* __restrict__ tile_scan, long long* __restrict__ counts,
-    unsigned int* __restrict__ done) {
+    unsigned int* __restrict__ done, int split, int by_hessian, long long* __restrict__ children,
+    long long* __restrict__ build_segments, long long* __restrict__ build_left, long long* __restrict__ build_offsets,
+    long long* __restrict__ child_tiles, longlong2* __restrict__ zero, long long zero_pairs) {
   __shared__ int warp_sums[kThreads / 32];
   __shared__ long long partial[kThreads];
   __shared__ bool last;
+  // the level's histograms, zeroed before their build (a launch after this one's scatter)
+  for (long long i = blockIdx.x * static_cast<long long>(kThreads) + threadIdx.x; i < zero_pairs;
+       i += static_cast<long long>(gridDim.x) * kThreads)
+    zero[i] = make_longlong2(0, 0);
   TileSpan s;
   if (tile_span(parents, k, tile_offsets, s)) {  // blocks past the last tile only count themselves
     const long long* rec = parents + static_cast<long long>(s.node) * kNodeFields;
@@ -141,6 +151,11 @@ extern "C" __global__ void __launch_bounds__(kThreads) partition_flags(
   __threadfence();
   scan_tiles(parents, k, tile_offsets, tile_lefts, tile_scan, counts, partial);
   if (threadIdx.x == 0) *done = 0u;
+  if (!split) return;
+  __syncthreads();  // the counts, written by this block's threads
+  // ``child_tiles`` must not be this launch's ``tile_offsets``: the scatter reads those next
+  split_and_scan(parents, k, counts, counts, by_hessian, children, build_segments, build_left, kTile, build_offsets,
+                 child_tiles, partial);
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads) partition_scatter(

@@ -121,12 +121,13 @@ class Backend(Protocol):
     def root_node(self, sums, n_rows: int):
         """int64 (1, NODE_FIELDS) record of the root: ``sums`` (int64 (2,), global) and rows [0, n_rows)."""
 
-    def build_histograms(self, bins, cut_ptrs, gpair, rows, segments, max_rows: int | None = None):
+    def build_histograms(self, bins, cut_ptrs, gpair, rows, segments, max_rows: int | None = None, out=None):
         """int64 (m, total_bins, 2): sums of ``gpair`` per segment and bin.
 
         ``segments`` are int64 (m, 2) ``[begin, end)`` pairs (a view of node records' begin and
         end columns will do); ``max_rows``, when known, bounds their total rows (it sizes the
-        launch).
+        launch). ``out``, int64 (m, total_bins, 2) zeros of this backend (:meth:`split_level`'s
+        ``built``), receives the sums and is returned; else a new array does.
         """
 
     def evaluate_splits(
@@ -205,6 +206,35 @@ class Backend(Protocol):
         sibling is the parent's minus it, exactly), only the work. ``out``, a C-contiguous
         int64 (2k, NODE_FIELDS) array on the device, receives the children (a batch's
         levels then need no concatenation before their one read).
+        """
+
+    def split_level(
+        self,
+        bins_by_feature,
+        rows,
+        parents,
+        by_hessian: bool,
+        hist_bins: int = 0,
+        max_rows: int | None = None,
+        categorical=None,
+        cat_bits=None,
+        out_rows=None,
+        out=None,
+    ):
+        """One level's :meth:`partition` of ``parents``' segments of ``rows`` (into
+        ``out_rows`` when given, as :meth:`partition`'s ``out``) and :meth:`split_nodes` of
+        ``parents`` (the children into ``out`` when given), in as few launches as the backend
+        can.
+
+        ``by_hessian``: the child to build is the one with the smaller hessian sum (several
+        ranks: their global counts would cost a collective), else the one with fewer of the
+        rows counted here. ``hist_bins``: when not 0, ``built`` is int64 (k, hist_bins, 2)
+        zeros, for :meth:`build_histograms`' ``out`` (the level's built histograms).
+
+        Returns ``(children, build_segments, build_left, built)`` as :meth:`split_nodes`,
+        ``built`` None when ``hist_bins`` is 0 (or where the backend makes them in
+        :meth:`build_histograms`). ``build_segments``, ``build_left`` and ``built`` may be work
+        arrays of the backend, overwritten by its next ``split_level``: read them before.
         """
 
     def concatenate(self, arrays):

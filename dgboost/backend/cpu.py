@@ -295,6 +295,24 @@ class CPUBackend:
     def split_nodes(self, parents, counts, global_counts, out=None):
         return _records.split_nodes(parents, counts, global_counts, out=out)
 
+    def split_level(
+        self,
+        bins_by_feature,
+        rows,
+        parents,
+        by_hessian: bool,
+        hist_bins: int = 0,
+        max_rows=None,
+        categorical=None,
+        cat_bits=None,
+        out_rows=None,
+        out=None,
+    ):
+        """See ``Backend.split_level``: :meth:`partition` then :meth:`split_nodes`; ``built``
+        None (:meth:`build_histograms` writes every cell of its own array)."""
+        counts = self.partition(bins_by_feature, rows, parents, max_rows, categorical, cat_bits, out=out_rows)
+        return (*self.split_nodes(parents, counts, None if by_hessian else counts, out=out), None)
+
     def concatenate(self, arrays):
         return np.concatenate(arrays)
 
@@ -369,11 +387,16 @@ class CPUBackend:
         return out
 
     @_on_own_threads
-    def build_histograms(self, bins, cut_ptrs, gpair, rows, segments, max_rows=None):
+    def build_histograms(self, bins, cut_ptrs, gpair, rows, segments, max_rows=None, out=None):
         segments = np.asarray(segments, np.int64)
         begins, ends = np.ascontiguousarray(segments[:, 0]), np.ascontiguousarray(segments[:, 1])
         total_bins = int(cut_ptrs[-1])
-        out = np.empty((begins.shape[0], total_bins, 2), dtype=np.int64)  # zeroed by the kernels' threads
+        if out is None:
+            out = np.empty((begins.shape[0], total_bins, 2), dtype=np.int64)  # zeroed by the kernels' threads
+        elif out.shape != (begins.shape[0], total_bins, 2) or out.dtype != np.int64 or not out.flags.c_contiguous:
+            raise DGBoostValueError(
+                f"histograms go to C-contiguous int64 {(begins.shape[0], total_bins, 2)}, got {out.dtype} {out.shape}"
+            )
         bins, missing = _plain(bins)
         n_rows = int((ends - begins).sum())
         threads = max(1, min(K.n_threads(), n_rows // 8192))

@@ -144,15 +144,20 @@ class CUDABackend:
             np.int32(0),
         )
         self._scratch_arrays: dict = {}
+        self._work_arrays: dict = {}  # name -> (the name's scratch array, {shape: view of it})
+        self._split_levels = 0  # split_level's calls: its child tiles alternate between two arrays
         self._layout_cache = None  # (CategoricalLayout, its arrays on the device)
         self._staging: list = []  # [pinned buffer, event of its last copy or None] per slot
         self._staging_next = 0
-        # scans the last split_nodes made in its own launch, by the array they scan: the
+        # scans the last split_nodes (or split_level) made in its own launch, by the array they scan: the
         # built segments' offsets (for build_histograms) and the children's partition tiles
         # (for partition of those children); {id(array): (array, offsets)}
         self._scanned: dict = {}
         # partition_flags' block counter: zero between launches (the last block resets it)
         self._partition_done = cupy.zeros(1, dtype=cupy.uint32)
+        # partition_flags' arguments from ``split`` on, for a partition that makes no children
+        placeholder = cupy.zeros(2, dtype=cupy.int64)
+        self._no_split = (np.int32(0), np.int32(0)) + (placeholder,) * 6 + (np.int64(0),)
         # best_per_feature's counters of the warps done with each node (the same contract)
         self._node_done = cupy.zeros(256, dtype=cupy.uint32)
 
@@ -175,6 +180,25 @@ class CUDABackend:
         if held is None or held.size < size or held.dtype != np.dtype(dtype):
             held = self._scratch_arrays[name] = self.empty(max(size, 1), dtype)
         return held
+
+    def _work(self, name: str, shape: tuple, dtype):
+        """An array of exactly ``shape`` over the work array ``name`` (:meth:`_scratch`), the
+        same view object whenever the shape is asked again: for results that their caller
+        reads before the backend's next call for ``name`` (a view costs about as much host
+        time as an allocation, and a lossguide tree asks for hundreds)."""
+        held = self._work_arrays.get(name)
+        if held is not None:
+            view = held[1].get(shape)
+            if view is not None:
+                return view
+        size = 1
+        for n in shape:
+            size *= n
+        base = self._scratch(name, size, dtype)
+        if held is None or held[0] is not base:  # new, or grown: the views of the old array go
+            held = self._work_arrays[name] = (base, {})
+        view = held[1][shape] = base[:size].reshape(shape)
+        return view
 
     def _node_counters(self, n: int):
         """uint32 counters, at least ``n``, zero between launches (the kernel that counts in
@@ -325,7 +349,8 @@ class CUDABackend:
 
     def zeros(self, shape, dtype):
         out = self.empty(shape, dtype)
-        out.fill(0)
+        if out.nbytes:  # a memset in stream order (CuPy's fill costs the host more)
+            out.data.memset_async(0, out.nbytes)
         return out
 
     def check_training_memory(
@@ -578,8 +603,9 @@ class CUDABackend:
         return out
 
     def _segment_offsets(self, segments, stride: int, m: int, tile: int):
-        """int64 (m + 1,) device: exclusive sums of the segments' sizes in tiles of ``tile`` rows."""
-        out = self.empty(m + 1, np.int64)
+        """int64 (m + 1,) device: exclusive sums of the segments' sizes in tiles of ``tile``
+        rows; a work array, for the launches queued next."""
+        out = self._work("segment_offsets", (m + 1,), np.int64)
         self._launch(
             "nodes.cu",
             "segment_offsets",
@@ -591,12 +617,19 @@ class CUDABackend:
         return out
 
     # -- histograms ------------------------------------------------------------------------
-    def build_histograms(self, bins: EllpackMatrix, cut_ptrs, gpair, rows, segments, max_rows=None):
+    def build_histograms(self, bins: EllpackMatrix, cut_ptrs, gpair, rows, segments, max_rows=None, out=None):
         xp = self.xp
         segments = xp.ascontiguousarray(segments, dtype=xp.int64)
         m = int(segments.shape[0])
         total_bins = int(np.asarray(cut_ptrs)[-1])
-        hist = self.zeros((m, total_bins, 2), np.int64)
+        if out is None:
+            hist = self.zeros((m, total_bins, 2), np.int64)
+        elif out.shape != (m, total_bins, 2) or out.dtype != np.int64 or not out.flags.c_contiguous:
+            raise DGBoostValueError(
+                f"histograms are added into C-contiguous int64 {(m, total_bins, 2)}, got {out.dtype} {out.shape}"
+            )
+        else:
+            hist = out
         if m == 0 or total_bins == 0 or bins.n_rows == 0:
             return hist
         offsets = self._scanned_offsets(segments)
@@ -863,8 +896,61 @@ class CUDABackend:
         records = self._records(records)
         k = int(records.shape[0])
         counts = self.empty((k, 2), np.int64)
+        if k:
+            self._partition(bins, rows, records, k, counts, max_rows, categorical, cat_bits, out, self._no_split)
+        return counts
+
+    def split_level(
+        self,
+        bins_by_feature: EllpackMatrix,
+        rows,
+        parents,
+        by_hessian: bool,
+        hist_bins: int = 0,
+        max_rows=None,
+        categorical=None,
+        cat_bits=None,
+        out_rows=None,
+        out=None,
+    ):
+        """See ``Backend.split_level``: the partition's first launch also makes the children
+        (its last block, once it has counted the rows) and zeroes ``built`` (every block a
+        slice), so a level is the partition's two launches, the histogram's and the search's.
+        ``build_segments``, ``build_left`` and ``built`` are work arrays: a level's launches
+        read them before the next level's first launch writes them."""
+        parents = self._records(parents)
+        k = int(parents.shape[0])
+        children = self.empty((2 * k, NODE_FIELDS), np.int64) if out is None else self._records(out, in_place=True)
+        build_segments = self._work("build_segments", (k, 2), np.int64)
+        build_left = self._work("build_left", (k,), np.int64)
+        built = self._work("built", (k, hist_bins, 2), np.int64) if hist_bins else None
         if k == 0:
-            return counts
+            return children, build_segments, build_left, built
+        # the next level's partition reads this level's child tiles while its own first
+        # launch writes the children's: two arrays, in turn
+        self._split_levels += 1
+        child_tiles = self._scratch(f"child_tiles_{self._split_levels % 2}", 2 * k + 1, np.int64)
+        build_offsets = self._scratch("build_offsets", k + 1, np.int64)
+        split = (
+            np.int32(1),
+            np.int32(by_hessian),
+            children,
+            build_segments,
+            build_left,
+            build_offsets,
+            child_tiles,
+            self._no_split[7] if built is None else built,
+            np.int64(0 if built is None else built.size // 2),
+        )
+        counts = self._work("counts", (k, 2), np.int64)
+        self._partition(bins_by_feature, rows, parents, k, counts, max_rows, categorical, cat_bits, out_rows, split)
+        self._scanned = {id(build_segments): (build_segments, build_offsets), id(children): (children, child_tiles)}
+        return children, build_segments, build_left, built
+
+    def _partition(self, bins: EllpackMatrix, rows, records, k: int, counts, max_rows, categorical, cat_bits, out, split):
+        """Queue the partition of ``records``' segments of ``rows`` (into ``out`` when given),
+        their (left, right) counts into ``counts``; ``split``: partition_flags' arguments
+        from its ``split`` flag on (:attr:`_no_split` for none)."""
         n = int(rows.shape[0])
         tile_offsets = self._scanned_offsets(records)
         if tile_offsets is None:
@@ -877,7 +963,8 @@ class CUDABackend:
         tile_scan = self._scratch("tile_scan", max_tiles + 1, np.int64)
         buffer = self._scratch("partition_buffer", n, np.int32) if out is None else out
         tiled = (records, np.int32(k), tile_offsets)
-        # flags and tile counts; the last block scans them into the parents' counts
+        # flags and tile counts; the last block scans them into the parents' counts (and,
+        # with ``split``, makes their children)
         self._launch(
             "partition.cu",
             "partition_flags",
@@ -885,7 +972,8 @@ class CUDABackend:
             (bins.packed, np.int32(bins.row_bits), bins.layout, bins.cut_ptrs, rows)
             + tiled
             + self._partition_categories(categorical, cat_bits, k)
-            + (flags, tile_lefts, tile_scan, counts, self._partition_done),
+            + (flags, tile_lefts, tile_scan, counts, self._partition_done)
+            + split,
             threads=256,
             grid=max_tiles,
         )
@@ -901,7 +989,6 @@ class CUDABackend:
             self._launch(
                 "partition.cu", "partition_copy_back", 0, (buffer,) + tiled + (rows,), threads=256, grid=max_tiles
             )
-        return counts
 
     def _partition_categories(self, categorical, cat_bits, k: int) -> tuple:
         """partition_flags' categorical arguments: is_cat (uint8 (F,)), the parents' bitsets

@@ -115,3 +115,6 @@ class PoisonedCUDABackend(CUDABackend):
     def _scratch(self, name: str, size: int, dtype):
         # the parent reuses work arrays between calls: a fresh poisoned one each time instead
         return self.empty(size, dtype)
+
+    def _work(self, name: str, shape: tuple, dtype):
+        return self.empty(shape, dtype)  # as _scratch

@@ -157,11 +157,14 @@ class EmulatedCUDABackend(CUDABackend):
             np.int32(0),
         )
         self._scratch_arrays = {}
+        self._work_arrays = {}
+        self._split_levels = 0
         self._layout_cache = None
         self._staging = []
         self._staging_next = 0
         self._scanned = {}
         self._partition_done = np.zeros(1, np.uint32)
+        self._no_split = (np.int32(0), np.int32(0)) + (np.zeros(2, np.int64),) * 6 + (np.int64(0),)
         self._node_done = np.zeros(256, np.uint32)
         self.launches: list[tuple[str, int, int, int]] = []  # (kernel, grid, block, shared bytes)
         self.kernel_attributes: dict[str, types.SimpleNamespace] = {}
@@ -205,8 +208,20 @@ class EmulatedCUDABackend(CUDABackend):
         out.view(np.uint8).fill(0xFF)  # poisoned, as PoisonedCUDABackend's
         return out
 
+    def zeros(self, shape, dtype):
+        return np.zeros(shape, dtype)  # (the backend's memset is CuPy's)
+
     def _scratch(self, name, size, dtype):
-        return self.empty(max(size, 1), dtype)
+        # reused as on a device (a call that reads one while another writes it fails the
+        # tests), and poisoned at every hand-out (so is one read before it is written)
+        held = super()._scratch(name, size, dtype)
+        held.view(np.uint8).fill(0xFF)
+        return held
+
+    def _work(self, name, shape, dtype):
+        held = super()._work(name, shape, dtype)
+        held.view(np.uint8).fill(0xFF)  # poisoned at every hand-out, as above
+        return held
 
     def to_host(self, array):
         return np.asarray(array)
