@@ -6,7 +6,8 @@ read is the backend's :class:`dgboost.backend.base.LookaheadBudget` (``nodes`` t
 leaves, ``levels`` whole levels below their children, ``hist_bytes`` for their
 histograms). This script trains the Higgs-like lossguide case of ``train_gpu.py`` once per
 budget, in one process on one device, and reports for each the median time per round
-after warm-up, the host reads per tree (CUDA), the CuPy pool's high-water mark, and
+after warm-up, the host reads per tree (CUDA), the device memory in use at round ends
+(``cudaMemGetInfo``, above the baseline, as ``train_gpu.py``'s peak), and
 checks that every budget builds byte for byte the same model (a budget changes how many
 reads growth takes, never the tree).
 
@@ -45,7 +46,7 @@ def parse_budget(text: str, backend_class):
 
 
 def run_budget(budget, backend_class, params, X, y, rounds: int, warm: int, device: Device) -> dict:
-    """Train once under ``budget``; per-round median, reads per tree, pool peak, the model."""
+    """Train once under ``budget``; per-round median, reads per tree, memory peak, the model."""
     import dgboost as dg
 
     saved = backend_class.lookahead
@@ -60,14 +61,14 @@ def run_budget(budget, backend_class, params, X, y, rounds: int, warm: int, devi
             booster = dg.train(params, dg.DMatrix(X, y), rounds, verbose_eval=False, callbacks=[clock])
             device.sync()
             total = time.perf_counter() - start
-        _, pool_peak = device.peaks()
+        used_peak, _ = device.peaks()
     finally:
         backend_class.lookahead = saved
     out = {
         "budget": {"nodes": budget.nodes, "levels": budget.levels, "hist_bytes": budget.hist_bytes},
         "per_round_s": clock.per_round(warm),
         "total_s": total,
-        "cupy_pool_peak_bytes": pool_peak,
+        "peak_memory_bytes": used_peak,
     }
     if counts is not None:
         out["reads_per_tree"] = counts.syncs / counts.trees if counts.trees else None
@@ -121,7 +122,7 @@ def main(argv=None) -> int:
             print(
                 f"  {text:>14}: {out['per_round_s'] * 1e3:7.2f} ms a round, "
                 f"{out.get('reads_per_tree') or float('nan'):5.1f} reads a tree, "
-                f"pool peak {(out['cupy_pool_peak_bytes'] or 0) / 2**20:7.1f} MiB",
+                f"memory peak {(out['peak_memory_bytes'] or 0) / 2**20:7.1f} MiB",
                 flush=True,
             )
     first = next(iter(models.values()))
@@ -147,7 +148,7 @@ def main(argv=None) -> int:
                     "runs": per_round,
                 },
                 "reads_per_tree": median(text, "reads_per_tree"),
-                "cupy_pool_peak_bytes": median(text, "cupy_pool_peak_bytes"),
+                "peak_memory_bytes": median(text, "peak_memory_bytes"),
                 "same_model_as_first": same[text],
             }
         )
@@ -167,12 +168,12 @@ def main(argv=None) -> int:
         "results": rows,
     }
     path = write_result("lossguide_lookahead", payload, args.out)
-    print(f"\n{'budget':>14} {'ms/round':>9} {'(min-max)':>15} {'reads/tree':>10} {'pool MiB':>9} same")
+    print(f"\n{'budget':>14} {'ms/round':>9} {'(min-max)':>15} {'reads/tree':>10} {'peak MiB':>9} same")
     for r in rows:
         pr = r["per_round_s"]
         print(
             f"{r['budget']:>14} {pr['median'] * 1e3:9.2f} ({pr['min'] * 1e3:6.2f}-{pr['max'] * 1e3:6.2f}) "
-            f"{r['reads_per_tree'] or float('nan'):10.1f} {(r['cupy_pool_peak_bytes'] or 0) / 2**20:9.1f} "
+            f"{r['reads_per_tree'] or float('nan'):10.1f} {(r['peak_memory_bytes'] or 0) / 2**20:9.1f} "
             f"{r['same_model_as_first']}"
         )
     print(f"wrote {path}")

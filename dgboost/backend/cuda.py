@@ -100,11 +100,12 @@ class CUDABackend:
     name = "cuda"
     walks_leaves = True
     partitions_into_out = True  # partition_scatter writes any array; a copy back is a launch more
-    # a read costs a device round trip, yet the launches of every level cost more: whole levels
+    # a read costs a device round trip and the levels split ahead cost launches: whole levels
     # ahead (nodes=256, levels=12, hist_bytes=256 MiB) halved the reads of a 255-leaf tree but
-    # added levels and took far more memory for no steady gain in time
+    # took far more memory for no steady gain in time; since a level costs four launches, two
+    # levels below the children read 23 times a tree against 31 and are faster than one
     # (docs/performance-notes.md, "Lossguide lookahead")
-    lookahead = LookaheadBudget(nodes=32, levels=1, hist_bytes=64 << 20)
+    lookahead = LookaheadBudget(nodes=32, levels=2, hist_bytes=64 << 20)
 
     def __init__(self, device_id: int = 0):
         cupy = cupy_module()
