@@ -990,6 +990,8 @@ class TreeGrower:
         whole level's built histograms at once (``split_level``'s ``built``), or None."""
         backend, k = self.backend, int(build_segments.shape[0])
         chunk = min(k, self._build_chunk())
+        # the last level's histograms are not kept: the search reads its cells from the
+        # parents' and the built ones (CUDA), nothing is written
         hist = None if last or chunk >= k else backend.empty((2 * k, self._total_bins, 2), np.int64)
         for a in range(0, k, chunk):
             b = min(a + chunk, k)
@@ -1017,6 +1019,7 @@ class TreeGrower:
                 **self._monotone_args(None if bounds is None else bounds[rows]),
                 **self._cat_args(None if bits is None else bits[rows]),
                 out=None if hist is None else hist[rows],
+                keep=not last,
             )
             del built  # before the next chunk's are made
             if not last and hist is None:

@@ -25,7 +25,8 @@
 // The float64 arithmetic repeats the CPU engine's expressions operation by operation and the
 // module is compiled with --fmad=false, so both devices compute bit-identical gains.
 // Memory traffic: each histogram cell (16 B) is read twice (total, then scan); with ``derive``
-// the parent's and the built child's cells are read and the child's written first.
+// the parent's and the built child's cells are read and the child's written first, or (derive
+// 2: the children's histograms are not kept) read in both passes instead of the child's.
 #include "common.cuh"
 #include "gain.cuh"
 
@@ -116,13 +117,31 @@ __device__ __forceinline__ void pick_node_split(const Candidate* row, int n_feat
   o[kLeftH] = c ? __ldcg(&c->left_h) : 0;
 }
 
+// A node's histogram cells as the search reads them (index 2 * bin + {0: g, 1: h}): stored in
+// its histogram, or derived from its parent's and its built sibling's (or its own built) cells.
+struct StoredCells {
+  const long long* h;
+  __device__ __forceinline__ long long operator()(long long x) const { return h[x]; }
+};
+
+struct DerivedCells {
+  const long long* __restrict__ built;
+  const long long* __restrict__ parent;
+  bool is_built;
+  __device__ __forceinline__ long long operator()(long long x) const {
+    const long long v = built[x];
+    return is_built ? v : parent[x] - v;
+  }
+};
+
 // One warp per (node, feature): the feature's bins in chunks of 32 (bin lo + 32 c + lane,
 // coalesced), int64 prefix sums by shuffles with the chunk totals carried, no shared memory and
 // no block barriers. Every candidate's float64 arithmetic is the CPU engine's; the warp's
 // arg-max uses ``better``, a total order on (gain, key), so the winner does not depend on the
 // order in which lanes meet.
+template <typename Cells>
 __device__ __forceinline__ void feature_candidate(
-    const long long* hist, long long total_bins, const long long* records, const int* __restrict__ cut_ptrs,
+    Cells h, const long long* records, const int* __restrict__ cut_ptrs,
     int n_features, int node, int f, const bool* __restrict__ feature_mask, int mask_rows, const SplitParamsDev& p,
     const double* __restrict__ bounds, const signed char* __restrict__ monotone, int constrained, int lane,
     Candidate* slot) {
@@ -133,13 +152,12 @@ __device__ __forceinline__ void feature_candidate(
     if (lane == 0) write_candidate(slot, 0.0, -1, -1, 0, 0, 0ull, -1);
     return;
   }
-  const long long* h = hist + static_cast<long long>(node) * total_bins * 2;
   const int lo = cut_ptrs[f], hi = cut_ptrs[f + 1];
   const long long tg = records[static_cast<long long>(node) * kNodeFields + kSumG];
   const long long th = records[static_cast<long long>(node) * kNodeFields + kSumH];
   // feature sums -> missing sums
   long long fg = 0, fh = 0;
-  for (int b = lo + lane; b < hi; b += 32) { fg += h[2 * b]; fh += h[2 * b + 1]; }
+  for (int b = lo + lane; b < hi; b += 32) { fg += h(2 * b); fh += h(2 * b + 1); }
 #pragma unroll
   for (int d = 16; d > 0; d >>= 1) {
     fg += __shfl_xor_sync(0xffffffffu, fg, d);
@@ -160,7 +178,7 @@ __device__ __forceinline__ void feature_candidate(
   long long carry_g = 0, carry_h = 0;
   for (int chunk = lo; chunk < hi; chunk += 32) {
     const int b = chunk + lane;
-    long long cg = b < hi ? h[2 * b] : 0, ch = b < hi ? h[2 * b + 1] : 0;
+    long long cg = b < hi ? h(2 * b) : 0, ch = b < hi ? h(2 * b + 1) : 0;
     cg = warp_inclusive_scan(cg);
     ch = warp_inclusive_scan(ch);
     const long long chunk_g = __shfl_sync(0xffffffffu, cg, 31), chunk_h = __shfl_sync(0xffffffffu, ch, 31);
@@ -208,13 +226,20 @@ __device__ __forceinline__ void feature_candidate(
 // built[j] (nodes.cu ``children_histograms``, one launch less a level and one pass less over
 // the children's histograms). Each warp writes its own (node, feature) cells, whatever the
 // mask or the node, and reads them back after a __syncwarp: the next level subtracts from
-// every cell, and the categorical kernels read them after this launch.
+// every cell, and the categorical kernels read them after this launch. With ``derive`` 2 (a
+// level whose histograms nothing reads later, no categorical feature) nothing is written: the
+// search reads the same cells from the parent's and the built child's (DerivedCells).
+// Whether child ``node`` (2j + side) of parent j is the one whose histogram was built.
+__device__ __forceinline__ bool built_side(const long long* __restrict__ build_left, int node) {
+  return (build_left[node >> 1] != 0) == ((node & 1) == 0);
+}
+
 __device__ __forceinline__ void derive_feature_cells(const long long* __restrict__ parent_hist,
                                                      const long long* __restrict__ built,
                                                      const long long* __restrict__ build_left, long long total_bins,
                                                      int node, int lo, int hi, int lane, long long* hist) {
   const long long j = node >> 1;
-  const bool is_built = (build_left[j] != 0) == ((node & 1) == 0);
+  const bool is_built = built_side(build_left, node);
   const long long* b = built + j * total_bins * 2;
   const long long* parent = parent_hist + j * total_bins * 2;
   long long* o = hist + static_cast<long long>(node) * total_bins * 2;
@@ -239,10 +264,17 @@ extern "C" __global__ void best_per_feature(
   if (pair >= n_pairs) return;  // whole warps leave together
   const int node = static_cast<int>(pair / n_features);
   const int f = static_cast<int>(pair % n_features);
-  if (derive) derive_feature_cells(parent_hist, built, build_left, total_bins, node, cut_ptrs[f], cut_ptrs[f + 1], lane, hist);
+  if (derive == 1) derive_feature_cells(parent_hist, built, build_left, total_bins, node, cut_ptrs[f], cut_ptrs[f + 1], lane, hist);
   if (has_cat && is_cat[f]) return;  // best_per_category_feature writes this slot (never with pick)
-  feature_candidate(hist, total_bins, records, cut_ptrs, n_features, node, f, feature_mask, mask_rows, p, bounds,
-                    monotone, constrained, lane, out + pair);
+  const long long cells = static_cast<long long>(node >> 1) * total_bins * 2;
+  if (derive == 2)
+    feature_candidate(DerivedCells{built + cells, parent_hist + cells, built_side(build_left, node)}, records,
+                      cut_ptrs, n_features, node, f, feature_mask, mask_rows, p, bounds, monotone, constrained, lane,
+                      out + pair);
+  else
+    feature_candidate(StoredCells{hist + static_cast<long long>(node) * total_bins * 2}, records, cut_ptrs,
+                      n_features, node, f, feature_mask, mask_rows, p, bounds, monotone, constrained, lane,
+                      out + pair);
   if (!pick) return;
   // ``node_done``: zeroed counters, one per node; the node's last warp leaves its counter zero
   unsigned last = 0u;

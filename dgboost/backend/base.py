@@ -275,11 +275,14 @@ class Backend(Protocol):
         categorical=None,
         cat_bits=None,
         out=None,
+        keep: bool = True,
     ):
         """:meth:`children_histograms` (parents ``parent_hist[j]``, no index) then
         :meth:`evaluate_splits` of the children's ``records``: the same histograms, returned,
         and the same records, in fewer passes where the backend can (the CUDA split search
-        writes the histograms it reads)."""
+        writes the histograms it reads). ``keep`` False: the children's histograms are not
+        needed after the search (the level below is all leaves): None is returned, and the
+        backend may write none (``out`` is then not used)."""
 
     def leaf_weights(self, sums, scale_g: float, scale_h: float, params, bounds=None) -> np.ndarray:
         """float64 (n,) on the host, from int64 (n, 2) host sums, clipped into float64

@@ -363,12 +363,13 @@ class CPUBackend:
         categorical=None,
         cat_bits=None,
         out=None,
-    ) -> np.ndarray:
+        keep=True,
+    ) -> np.ndarray | None:
         hist = self.children_histograms(parent_hist, None, built, build_left, out=out)
         self.evaluate_splits(
             hist, records, cut_ptrs, feature_mask, scales, params, bounds, monotone, categorical, cat_bits
         )
-        return hist
+        return hist if keep else None
 
     def fixed_point_scales(self, bits, n_global: int) -> np.ndarray:
         """float64 (2,): the scales of the gradients and hessians whose maxima have the

@@ -46,6 +46,10 @@ _CAT_THREADS = 256  # split.cu's kCatThreads
 _CAT_STATIC_SHARED = 1024  # at least best_per_category_feature's static shared memory (352 bytes)
 _PARTITION_TILE = 256 * 8  # partition.cu's kThreads * kItems
 _HIST_MIN_ROWS = 2048  # the shortest slice of rows a histogram block takes
+# a level's built histograms up to this size go to one work array of this size, made once (a
+# larger level's are allocated: the time of an allocation is nothing beside their build, and
+# a work array grown level by level would leave its old sizes cached in CuPy's pool)
+_WORK_HIST_BYTES = 16 << 20
 # host arrays up to this size are uploaded through pinned buffers, this many in a ring
 _STAGING_BYTES = 64 << 10
 _STAGING_SLOTS = 16
@@ -182,11 +186,12 @@ class CUDABackend:
             held = self._scratch_arrays[name] = self.empty(max(size, 1), dtype)
         return held
 
-    def _work(self, name: str, shape: tuple, dtype):
-        """An array of exactly ``shape`` over the work array ``name`` (:meth:`_scratch`), the
-        same view object whenever the shape is asked again: for results that their caller
-        reads before the backend's next call for ``name`` (a view costs about as much host
-        time as an allocation, and a lossguide tree asks for hundreds)."""
+    def _work(self, name: str, shape: tuple, dtype, reserve: int = 0):
+        """An array of exactly ``shape`` over the work array ``name`` (:meth:`_scratch`, of at
+        least ``reserve`` elements), the same view object whenever the shape is asked again:
+        for results that their caller reads before the backend's next call for ``name`` (a
+        view costs about as much host time as an allocation, and a lossguide tree asks for
+        hundreds)."""
         held = self._work_arrays.get(name)
         if held is not None:
             view = held[1].get(shape)
@@ -195,7 +200,7 @@ class CUDABackend:
         size = 1
         for n in shape:
             size *= n
-        base = self._scratch(name, size, dtype)
+        base = self._scratch(name, max(size, reserve), dtype)
         if held is None or held[0] is not base:  # new, or grown: the views of the old array go
             held = self._work_arrays[name] = (base, {})
         view = held[1][shape] = base[:size].reshape(shape)
@@ -706,12 +711,20 @@ class CUDABackend:
         categorical=None,
         cat_bits=None,
         out=None,
+        keep=True,
     ):
         """See ``Backend.evaluate_children``: the split search writes the histograms it reads
-        (split.cu ``derive_feature_cells``), no children_histograms launch."""
+        (split.cu ``derive_feature_cells``), no children_histograms launch; with ``keep``
+        False (and no categorical feature, whose kernels read them after the search) it
+        writes none and reads the parents' and built cells instead."""
         # no parent or no feature: no cell to derive, and _evaluate's best_per_node writes no split
         k, total_bins = int(built.shape[0]), int(built.shape[1])
         shape = (2 * k, total_bins, 2)
+        if not keep and categorical is None:
+            self._evaluate(
+                None, (parent_hist, built, build_left), records, cut_ptrs, feature_mask, scales, params, bounds, monotone
+            )
+            return None
         if out is None:
             out = self.empty(shape, np.int64)
         elif out.shape != shape or out.dtype != np.int64 or not out.flags.c_contiguous:
@@ -722,15 +735,16 @@ class CUDABackend:
         self._evaluate(
             out, derive, records, cut_ptrs, feature_mask, scales, params, bounds, monotone, categorical, cat_bits
         )
-        return out
+        return out if keep else None
 
     def _evaluate(
-        self, hist, derive, records, cut_ptrs, feature_mask, scales, params, bounds, monotone, categorical, cat_bits
+        self, hist, derive, records, cut_ptrs, feature_mask, scales, params, bounds, monotone, categorical=None, cat_bits=None
     ) -> None:
         """evaluate_splits of ``hist``; with ``derive`` (parent histograms, built histograms,
-        build_left) best_per_feature writes ``hist`` from them first."""
+        build_left) best_per_feature writes ``hist`` from them first, or with ``hist`` None
+        (no categorical feature) reads the cells from them and writes none."""
         records = self._records(records, in_place=True)
-        n = int(hist.shape[0])
+        n = int(records.shape[0])
         n_features = len(cut_ptrs) - 1
         if n == 0:
             return
@@ -759,17 +773,20 @@ class CUDABackend:
         )
         # the node's last feature warp picks its split; categorical candidates come later
         pick = categorical is None and pairs > 0
+        # the kernel's histogram: without ``hist`` (derive 2) neither read nor written, the built
+        # histograms stand in (their bins are the total)
+        cells = hist if hist is not None else derive[1]
         if pairs:
             self._launch(
                 "split.cu",
                 "best_per_feature",
                 0,
-                (hist, np.int64(hist.shape[1]), records, dev_ptrs, np.int32(n_features), np.int32(pairs))
+                (cells, np.int64(cells.shape[1]), records, dev_ptrs, np.int32(n_features), np.int32(pairs))
                 + (mask, np.int32(mask_rows))
                 + split_args
                 + (is_cat, np.int32(categorical is not None), cand, np.float64(params.gamma))
                 + (self._node_counters(n if pick else 0), np.int32(pick))
-                + ((hist, hist, hist, np.int32(0)) if derive is None else (*derive, np.int32(1))),
+                + ((hist, hist, hist, np.int32(0)) if derive is None else (*derive, np.int32(1 if hist is not None else 2))),
                 threads=256,
                 grid=-(-pairs // 8),
             )
@@ -924,7 +941,9 @@ class CUDABackend:
         children = self.empty((2 * k, NODE_FIELDS), np.int64) if out is None else self._records(out, in_place=True)
         build_segments = self._work("build_segments", (k, 2), np.int64)
         build_left = self._work("build_left", (k,), np.int64)
-        built = self._work("built", (k, hist_bins, 2), np.int64) if hist_bins else None
+        built = None
+        if hist_bins and 16 * k * hist_bins <= _WORK_HIST_BYTES:
+            built = self._work("built", (k, hist_bins, 2), np.int64, reserve=_WORK_HIST_BYTES // 8)
         if k == 0:
             return children, build_segments, build_left, built
         # the next level's partition reads this level's child tiles while its own first

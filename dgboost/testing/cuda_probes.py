@@ -116,5 +116,5 @@ class PoisonedCUDABackend(CUDABackend):
         # the parent reuses work arrays between calls: a fresh poisoned one each time instead
         return self.empty(size, dtype)
 
-    def _work(self, name: str, shape: tuple, dtype):
+    def _work(self, name: str, shape: tuple, dtype, reserve: int = 0):
         return self.empty(shape, dtype)  # as _scratch

@@ -218,8 +218,8 @@ class EmulatedCUDABackend(CUDABackend):
         held.view(np.uint8).fill(0xFF)
         return held
 
-    def _work(self, name, shape, dtype):
-        held = super()._work(name, shape, dtype)
+    def _work(self, name, shape, dtype, reserve=0):
+        held = super()._work(name, shape, dtype, reserve)
         held.view(np.uint8).fill(0xFF)  # poisoned at every hand-out, as above
         return held
 

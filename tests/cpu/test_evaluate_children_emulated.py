@@ -66,6 +66,41 @@ def test_the_split_search_derives_the_cpus_children_histograms_and_records(categ
         assert any(is_cat[f] for f in want[want[:, FEATURE] >= 0, FEATURE])
 
 
+@pytest.mark.parametrize("categorical", [False, True], ids=["numeric", "with categorical features"])
+def test_a_search_that_keeps_no_histograms_gives_the_same_records_and_leaves_its_inputs(categorical):
+    rng = np.random.default_rng(21 + categorical)
+    n_bins = [17, 5, 40, 2]
+    is_cat = [0, 1, 0, 0] if categorical else [0] * 4
+    k = 6
+    parent, built, build_left = _children(rng, k, n_bins)
+    hist = CPU.children_histograms(parent, None, built, build_left)
+    totals = hist.sum(axis=1)
+    totals[1::4, 1] += 2**21  # missing rows on some children
+    records = node_records(np.zeros(2 * k), np.zeros(2 * k), sums=totals)
+    records[:, SPLIT_BIN] = -1
+    records[[4, 5], FEATURE] = NO_NODE
+    mask = rng.random((2 * k, len(n_bins))) < 0.8
+    cut_ptrs = np.concatenate([[0], np.cumsum(n_bins)]).astype(np.int64)
+    layout = _layout(np.asarray(n_bins), np.asarray(is_cat, bool)) if categorical else None
+    cat = {} if layout is None else {"categorical": layout}
+    words = 1 if layout is None else layout.words
+    want, got = records.copy(), records.copy()
+    want_bits, got_bits = np.zeros((2 * k, words), np.uint32), np.zeros((2 * k, words), np.uint32)
+    p = _Params(gamma=0.05)
+    CPU.evaluate_splits(hist, want, cut_ptrs, mask, SCALES, p, **cat, **({"cat_bits": want_bits} if cat else {}))
+    inputs = (parent.copy(), built.copy(), build_left.copy())
+    backend = _cuda_emulator.EmulatedCUDABackend()
+    kept = backend.evaluate_children(
+        parent, built, build_left, got, cut_ptrs, mask, SCALES, p, **cat, **({"cat_bits": got_bits} if cat else {}), keep=False
+    )
+    assert kept is None
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_bits, want_bits)
+    for given, before in zip((parent, built, build_left), inputs):
+        np.testing.assert_array_equal(given, before)  # the numeric search writes no cell (the built stand in for them)
+    assert (want[:, FEATURE] >= 0).sum() >= 4
+
+
 def test_the_children_histograms_go_into_the_rows_given():
     rng = np.random.default_rng(12)
     n_bins = [9, 40]
