@@ -31,9 +31,10 @@ _GROWER = [
     "_read_levels", "_finish", "start", "grow_from", "_levels_ahead",
 ]  # fmt: skip
 _BACKEND = [
-    "partition", "split_level", "split_nodes", "build_histograms", "children_histograms", "evaluate_splits", "evaluate_children",
-    "to_host", "asarray", "empty", "zeros", "concatenate", "take_rows", "_launch", "_upload_small",
-    "add_record_leaf_values", "add_leaf_values", "quantise", "logistic_gradient", "_launchable", "_scratch", "_records",
+    "partition", "split_level", "split_nodes", "build_histograms", "children_histograms", "evaluate_splits",
+    "evaluate_children", "to_host", "asarray", "empty", "zeros", "concatenate", "take_rows", "_launch", "_upload_small",
+    "add_record_leaf_values", "add_leaf_values", "quantise", "logistic_gradient", "_launchable", "_scratch", "_work",
+    "_records",
 ]  # fmt: skip
 _WARM_ROUNDS = 6
 

@@ -720,10 +720,9 @@ class CUDABackend:
         # no parent or no feature: no cell to derive, and _evaluate's best_per_node writes no split
         k, total_bins = int(built.shape[0]), int(built.shape[1])
         shape = (2 * k, total_bins, 2)
+        derive = (parent_hist, built, build_left)
         if not keep and categorical is None:
-            self._evaluate(
-                None, (parent_hist, built, build_left), records, cut_ptrs, feature_mask, scales, params, bounds, monotone
-            )
+            self._evaluate(None, derive, records, cut_ptrs, feature_mask, scales, params, bounds, monotone)
             return None
         if out is None:
             out = self.empty(shape, np.int64)
@@ -731,14 +730,24 @@ class CUDABackend:
             raise DGBoostValueError(
                 f"children histograms go to C-contiguous int64 {shape}, got {out.dtype} {out.shape}"
             )
-        derive = (parent_hist, built, build_left)
         self._evaluate(
             out, derive, records, cut_ptrs, feature_mask, scales, params, bounds, monotone, categorical, cat_bits
         )
         return out if keep else None
 
     def _evaluate(
-        self, hist, derive, records, cut_ptrs, feature_mask, scales, params, bounds, monotone, categorical=None, cat_bits=None
+        self,
+        hist,
+        derive,
+        records,
+        cut_ptrs,
+        feature_mask,
+        scales,
+        params,
+        bounds,
+        monotone,
+        categorical=None,
+        cat_bits=None,
     ) -> None:
         """evaluate_splits of ``hist``; with ``derive`` (parent histograms, built histograms,
         build_left) best_per_feature writes ``hist`` from them first, or with ``hist`` None
@@ -786,7 +795,11 @@ class CUDABackend:
                 + split_args
                 + (is_cat, np.int32(categorical is not None), cand, np.float64(params.gamma))
                 + (self._node_counters(n if pick else 0), np.int32(pick))
-                + ((hist, hist, hist, np.int32(0)) if derive is None else (*derive, np.int32(1 if hist is not None else 2))),
+                + (
+                    (hist, hist, hist, np.int32(0))
+                    if derive is None
+                    else (*derive, np.int32(1 if hist is not None else 2))
+                ),
                 threads=256,
                 grid=-(-pairs // 8),
             )
@@ -967,7 +980,9 @@ class CUDABackend:
         self._scanned = {id(build_segments): (build_segments, build_offsets), id(children): (children, child_tiles)}
         return children, build_segments, build_left, built
 
-    def _partition(self, bins: EllpackMatrix, rows, records, k: int, counts, max_rows, categorical, cat_bits, out, split):
+    def _partition(
+        self, bins: EllpackMatrix, rows, records, k: int, counts, max_rows, categorical, cat_bits, out, split
+    ):
         """Queue the partition of ``records``' segments of ``rows`` (into ``out`` when given),
         their (left, right) counts into ``counts``; ``split``: partition_flags' arguments
         from its ``split`` flag on (:attr:`_no_split` for none)."""

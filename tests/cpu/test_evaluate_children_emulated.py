@@ -91,7 +91,17 @@ def test_a_search_that_keeps_no_histograms_gives_the_same_records_and_leaves_its
     inputs = (parent.copy(), built.copy(), build_left.copy())
     backend = _cuda_emulator.EmulatedCUDABackend()
     kept = backend.evaluate_children(
-        parent, built, build_left, got, cut_ptrs, mask, SCALES, p, **cat, **({"cat_bits": got_bits} if cat else {}), keep=False
+        parent,
+        built,
+        build_left,
+        got,
+        cut_ptrs,
+        mask,
+        SCALES,
+        p,
+        **cat,
+        **({"cat_bits": got_bits} if cat else {}),
+        keep=False,
     )
     assert kept is None
     np.testing.assert_array_equal(got, want)
