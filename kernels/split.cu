@@ -221,6 +221,11 @@ __device__ __forceinline__ void feature_candidate(
   if (lane == 0) write_candidate(slot, my_gain, my_key, my_key >= 0 ? my_key >> 1 : -1, my_lg, my_lh, 0ull, -1);
 }
 
+// Whether child ``node`` (2j + side) of parent j is the one whose histogram was built.
+__device__ __forceinline__ bool built_side(const long long* __restrict__ build_left, int node) {
+  return (build_left[node >> 1] != 0) == ((node & 1) == 0);
+}
+
 // With ``derive`` the histograms are written first: node 2j + s is child s of parent j, the
 // built child (left where build_left[j] != 0) a copy of built[j], its sibling parent_hist[j] -
 // built[j] (nodes.cu ``children_histograms``, one launch less a level and one pass less over
@@ -229,11 +234,6 @@ __device__ __forceinline__ void feature_candidate(
 // every cell, and the categorical kernels read them after this launch. With ``derive`` 2 (a
 // level whose histograms nothing reads later, no categorical feature) nothing is written: the
 // search reads the same cells from the parent's and the built child's (DerivedCells).
-// Whether child ``node`` (2j + side) of parent j is the one whose histogram was built.
-__device__ __forceinline__ bool built_side(const long long* __restrict__ build_left, int node) {
-  return (build_left[node >> 1] != 0) == ((node & 1) == 0);
-}
-
 __device__ __forceinline__ void derive_feature_cells(const long long* __restrict__ parent_hist,
                                                      const long long* __restrict__ built,
                                                      const long long* __restrict__ build_left, long long total_bins,
