@@ -355,7 +355,7 @@ class TreeGrower:
             return False
         if not 1 <= p.max_depth <= _WHOLE_LEVEL_MAX_DEPTH:
             return False
-        return 3 * 16 * (1 << p.max_depth) * int(self.cut_ptrs[-1]) <= _WHOLE_LEVEL_HIST_BYTES
+        return 3 * 16 * (1 << p.max_depth) * self._total_bins <= _WHOLE_LEVEL_HIST_BYTES
 
     def _node_capacity(self) -> int:
         """Nodes the tree can have (at most 2**13 reserved ahead): growing the arrays as a
@@ -559,7 +559,7 @@ class TreeGrower:
         """
         max_leaves = self.params.max_leaves
         ahead = self.backend.lookahead
-        per_slot = 16 * max(1, int(self.cut_ptrs[-1]))  # one node's int64 (G, H) histogram
+        per_slot = 16 * max(1, self._total_bins)  # one node's int64 (G, H) histogram
         # children's column masks seeded by node id need the ids first: no splits ahead then;
         # nor levels below the children when their masks need their ancestors' features
         # (interaction constraints)
@@ -992,10 +992,10 @@ class TreeGrower:
         chunk = min(k, self._build_chunk())
         # the last level's histograms are not kept: the search reads its cells from the
         # parents' and the built ones (CUDA), nothing is written
-        hist = None if last or chunk >= k else backend.empty((2 * k, self._total_bins, 2), np.int64)
+        whole = chunk >= k  # one chunk: the arrays themselves (the scans split_level made are theirs)
+        hist = None if last or whole else backend.empty((2 * k, self._total_bins, 2), np.int64)
         for a in range(0, k, chunk):
             b = min(a + chunk, k)
-            whole = chunk >= k  # one chunk: the arrays themselves (the scans split_level made are theirs)
             built = self.comm.allreduce_sum(
                 backend.build_histograms(
                     self.binned.bins,

@@ -21,6 +21,7 @@ whole levels are updated on the device from its records with the same float64 op
 from __future__ import annotations
 
 import ctypes
+import math
 
 import numpy as np
 
@@ -197,9 +198,7 @@ class CUDABackend:
             view = held[1].get(shape)
             if view is not None:
                 return view
-        size = 1
-        for n in shape:
-            size *= n
+        size = math.prod(shape)
         base = self._scratch(name, max(size, reserve), dtype)
         if held is None or held[0] is not base:  # new, or grown: the views of the old array go
             held = self._work_arrays[name] = (base, {})
