@@ -253,20 +253,18 @@ class _Batch:
     cat_host: np.ndarray | None = None  # the same, as read with ``host``
 
     @cached_property
-    def _features(self) -> list:
-        return self.host[:, FEATURE].tolist()
-
-    @cached_property
     def sizes(self) -> list:
         """This rank's rows of each row's node (END - BEGIN of its host record)."""
         return (self.host[:, END] - self.host[:, BEGIN]).tolist()
 
     @cached_property
-    def _gains(self) -> list:
-        return np.ascontiguousarray(self.host[:, GAIN]).view(np.float64).tolist()
-
-    def can_split(self, row: int) -> bool:
-        return self.evaluated and self._features[row] >= 0
+    def heap_keys(self) -> list:
+        """Per row, lossguide's heap key of its node, ``-gain``, or None when it has no valid
+        split (or was not evaluated): one list made at once, read at every heap step."""
+        if not self.evaluated:
+            return [None] * self.host.shape[0]
+        gains = np.ascontiguousarray(self.host[:, GAIN]).view(np.float64)
+        return [-g if f >= 0 else None for g, f in zip(gains.tolist(), self.host[:, FEATURE].tolist())]
 
     def splittable(self) -> np.ndarray:
         """Rows with a valid split, in node-id order."""
@@ -274,9 +272,6 @@ class _Batch:
             return np.zeros(0, np.int64)
         rows = np.flatnonzero(self.host[:, FEATURE] >= 0)
         return rows[np.argsort(self.ids[rows], kind="stable")]
-
-    def gain(self, row: int) -> float:
-        return self._gains[row]
 
 
 class TreeGrower:
@@ -336,6 +331,7 @@ class TreeGrower:
         self.cut_values = binned.cuts.values
         self.leaf_rows = True
         self._spare_rows = None  # the tree's second row array (:meth:`_row_moves`)
+        self._minus_ones = np.zeros(0, np.int64)  # :meth:`_unknown_ids`
 
     # -- helpers --------------------------------------------------------------------------
     def _can_split_at(self, depth: int) -> bool:
@@ -374,14 +370,20 @@ class TreeGrower:
         device = self.backend.asarray(masks)  # one upload per tree
         return [device[d : d + 1] for d in range(masks.shape[0])]
 
+    @cached_property
+    def _masked(self) -> bool:
+        """Whether nodes have feature masks (column sampling or interaction constraints):
+        else :meth:`_node_masks` is None and their depths are not needed."""
+        return self.interactions is not None or not all(r >= 1.0 for r in self.sampler.rates)
+
     def _node_masks(self, nodes, depths, tree_index: int, tree_mask, paths=None):
         """bool (len(depths), F) feature masks on the backend's device, or None when every
         feature may be used (no column sampling, no interaction constraints). ``nodes`` are
         the node ids, needed only for sampling by node (else None); ``paths`` the features
         above each node (with interaction constraints)."""
-        sampled = not all(r >= 1.0 for r in self.sampler.rates)
-        if not sampled and self.interactions is None:
+        if not self._masked:
             return None
+        sampled = not all(r >= 1.0 for r in self.sampler.rates)
         by_node = self.sampler.rates[2] < 1.0
         levels: dict[int, np.ndarray] = {}
         masks = []
@@ -534,7 +536,7 @@ class TreeGrower:
             depth = int(t.depth[parent_ids[0]]) + 1
             child_ids = t.n + np.arange(2 * rows.size)
             children = self._split(
-                [(batch, int(r)) for r in rows], np.full(rows.size, depth), child_ids, tree_index, tree_mask
+                [(batch, int(r)) for r in rows], [depth] * rows.size, child_ids, tree_index, tree_mask
             )
             t.add(np.repeat(parent_ids, 2), children.host, depth)
             bits = None if batch.cat_host is None else batch.cat_host[rows]
@@ -569,7 +571,7 @@ class TreeGrower:
         levels_allowed = lookahead > 1 and self.interactions is None
         where = {0: (root, 0)}  # splittable node id -> (batch, row)
         ready: dict[int, tuple[_Batch, int]] = {}  # node id -> (batch of its children, j): rows 2j, 2j + 1
-        heap = [(-root.gain(0), 0)] if root.splittable().size else []
+        heap = [(root.heap_keys[0], 0)] if root.heap_keys[0] is not None else []
         depths = [0]  # by node id (the host's copy of t.depth, read at every step)
         # the nodes go into ``t`` once, at the end (NumPy writes of two nodes at every split
         # cost more than the rest of a step): by node id its record's (host array, row) and
@@ -578,8 +580,10 @@ class TreeGrower:
         record_at, parents, lefts = [(0, 0)], [-1], {}
         n_nodes = t.n
         n_leaves = 1
+        max_depth = self.params.max_depth
+        heappop, heappush = heapq.heappop, heapq.heappush
         while heap and (max_leaves <= 0 or n_leaves < max_leaves):
-            _, nid = heapq.heappop(heap)
+            _, nid = heappop(heap)
             if nid not in ready:
                 remaining = max_leaves - n_leaves if max_leaves > 0 else None  # splits still allowed
                 budget = lookahead if remaining is None else min(lookahead, remaining)
@@ -596,18 +600,21 @@ class TreeGrower:
                 h = host_of[id(children.host)] = len(hosts)
                 hosts.append(children.host)
                 cat_hosts.append(children.cat_host)
-            record_at += ((h, 2 * j), (h, 2 * j + 1))
+            r = 2 * j
+            record_at += ((h, r), (h, r + 1))
             parents += (nid, nid)
             lefts[nid] = left
             depths += (depth, depth)
-            if self._can_split_at(depth):
-                for side in (0, 1):
-                    r = 2 * j + side
-                    if children.can_split(r):
-                        where[left + side] = (children, r)
-                        heapq.heappush(heap, (-children.gain(r), left + side))
-                        if children.ahead is not None:  # its children are already there
-                            ready[left + side] = (children.ahead, r)
+            if max_depth <= 0 or depth < max_depth:  # _can_split_at, inlined: a call a step cost more
+                keys, ahead = children.heap_keys, children.ahead
+                for node in (left, left + 1):
+                    key = keys[r]
+                    if key is not None:
+                        where[node] = (children, r)
+                        heappush(heap, (key, node))
+                        if ahead is not None:  # its children are already there
+                            ready[node] = (ahead, r)
+                    r += 1
             n_leaves += 1
         self._write_nodes(t, hosts, record_at, parents, depths, lefts, cat_hosts)
 
@@ -646,7 +653,7 @@ class TreeGrower:
         child_ids = n_nodes + np.arange(2) if len(group) == 1 else None
         children = self._split(
             [where[n] for n in group],
-            np.array([depths[n] + 1 for n in group]),
+            [depths[n] + 1 for n in group],
             child_ids,
             tree_index,
             tree_mask,
@@ -714,7 +721,7 @@ class TreeGrower:
     def _split(
         self,
         nodes: list[tuple[_Batch, int]],
-        child_depths: np.ndarray,
+        child_depths: list[int],
         child_ids,
         tree_index: int,
         tree_mask,
@@ -734,7 +741,7 @@ class TreeGrower:
         """
         k = len(nodes)
         # a level is evaluated where its shallowest node may split (deeper ones may not first)
-        depth = int(child_depths.min())
+        depth = min(child_depths)
         evaluate = self._can_split_at(depth)
         parents, parent_hist, parent_bounds, parent_bits = self._parents(nodes)
         # the levels split here: one more below each evaluated one, up to ``levels_ahead``
@@ -745,8 +752,9 @@ class TreeGrower:
         paths = None
         if self.interactions is not None:  # a child's ancestors: its parent's and the parent's feature
             paths = [b.paths[r] | {int(b.host[r, FEATURE])} for b, r in nodes for _ in (0, 1)]
-        depths = np.repeat(child_depths, 2)
-        masks = self._node_masks(child_ids, depths, tree_index, tree_mask, paths) if evaluate else None
+        masked = self._masked
+        depths = np.repeat(child_depths, 2) if masked else None
+        masks = self._node_masks(child_ids, depths, tree_index, tree_mask, paths) if evaluate and masked else None
         # this rank's rows under the parents, known from their host records: sizes the launches
         # (a few small leaves need not start a grid for every row); the children's are among them
         n_rows = sum(b.sizes[r] for b, r in nodes)
@@ -773,10 +781,13 @@ class TreeGrower:
         evaluated = [evaluate]
         for move in moves[1:]:
             records, hist, bounds, bits = levels[-1]
-            depths = np.repeat(depths, 2) + 1
             depth += 1
             evaluate = self._can_split_at(depth)
-            masks = self._node_masks(None, depths, tree_index, tree_mask) if evaluate else False
+            if masked:
+                depths = np.repeat(depths, 2) + 1
+            masks = False  # not evaluated
+            if evaluate:
+                masks = self._node_masks(None, depths, tree_index, tree_mask) if masked else None
             size = 2 * records.shape[0]
             levels.append(
                 self._split_on_device(
@@ -827,9 +838,9 @@ class TreeGrower:
             size = 2 * k << m
             start -= size
             if m:
-                ids, level_paths = np.full(size, -1, np.int64), None
+                ids, level_paths = self._unknown_ids(size), None
             else:
-                ids = np.full(2 * k, -1, np.int64) if child_ids is None else np.asarray(child_ids, np.int64)
+                ids = self._unknown_ids(2 * k) if child_ids is None else np.asarray(child_ids, np.int64)
                 level_paths = paths
             below = _Batch(
                 level_records,
@@ -844,6 +855,15 @@ class TreeGrower:
                 cat_host=None if cat_host is None else cat_host[start : start + size],
             )
         return below
+
+    def _unknown_ids(self, size: int) -> np.ndarray:
+        """int64 (size,) of -1, read-only: the ids of nodes split ahead (a view of one array
+        the grower keeps, not a new one for each of a lossguide tree's dozens of batches)."""
+        held = self._minus_ones
+        if held.shape[0] < size:
+            held = self._minus_ones = np.full(max(size, 2 * held.shape[0]), -1, np.int64)
+            held.flags.writeable = False
+        return held[:size]
 
     @property
     def _by_hessian(self) -> bool:

@@ -46,7 +46,13 @@ class Communicator(Protocol):
 
 def _as_array(array):
     """``array`` itself when it is already an array (NumPy or a device array), else NumPy's."""
-    if isinstance(array, np.ndarray) or hasattr(array, "__cuda_array_interface__"):
+    # the class's attribute first: asking a CuPy array builds the interface's dict (a few us,
+    # on every level of a single-rank tree)
+    if (
+        isinstance(array, np.ndarray)
+        or hasattr(type(array), "__cuda_array_interface__")
+        or hasattr(array, "__cuda_array_interface__")
+    ):
         return array
     return np.asarray(array)
 
