@@ -577,7 +577,7 @@ class TreeGrower:
         # cost more than the rest of a step): by node id its record's (host array, row) and
         # parent; by split node id its left child (the right is the next id)
         hosts, host_of, cat_hosts = [root.host], {id(root.host): 0}, [root.cat_host]
-        record_at, parents, lefts = [(0, 0)], [-1], {}
+        record_host, record_row, parents, lefts = [0], [0], [-1], {}
         n_nodes = t.n
         n_leaves = 1
         max_depth = self.params.max_depth
@@ -601,7 +601,8 @@ class TreeGrower:
                 hosts.append(children.host)
                 cat_hosts.append(children.cat_host)
             r = 2 * j
-            record_at += ((h, r), (h, r + 1))
+            record_host += (h, h)
+            record_row += (r, r + 1)
             parents += (nid, nid)
             lefts[nid] = left
             depths += (depth, depth)
@@ -616,7 +617,7 @@ class TreeGrower:
                             ready[node] = (ahead, r)
                     r += 1
             n_leaves += 1
-        self._write_nodes(t, hosts, record_at, parents, depths, lefts, cat_hosts)
+        self._write_nodes(t, hosts, (record_host, record_row), parents, depths, lefts, cat_hosts)
 
     def _levels_ahead(self, n_parents: int, remaining: int | None, per_slot: int) -> int:
         """Whole levels to split below the children of ``n_parents`` nodes (lossguide's
@@ -664,15 +665,15 @@ class TreeGrower:
 
     @staticmethod
     def _write_nodes(
-        t: _Nodes, hosts: list, record_at: list, parents: list, depths: list, lefts: dict, cat_hosts: list
+        t: _Nodes, hosts: list, record_at: tuple, parents: list, depths: list, lefts: dict, cat_hosts: list
     ) -> None:
         """Write lossguide's nodes (all but the root, already in ``t``) and splits into ``t``:
-        node i's record is row ``record_at[i][1]`` of ``hosts[record_at[i][0]]``, a split
-        node's record holds its split too (and its category set, the same row of
-        ``cat_hosts``, with categorical features)."""
+        node i's record is row ``record_at[1][i]`` of ``hosts[record_at[0][i]]`` (two lists of
+        ints: NumPy converts them far faster than a list of pairs), a split node's record
+        holds its split too (and its category set, the same row of ``cat_hosts``, with
+        categorical features)."""
         offsets = np.cumsum([0] + [h.shape[0] for h in hosts])
-        at = np.asarray(record_at, np.int64)
-        where = offsets[at[:, 0]] + at[:, 1]
+        where = offsets[np.array(record_at[0], np.int64)] + np.array(record_at[1], np.int64)
         records = np.concatenate(hosts)[where]
         bits = np.concatenate(cat_hosts)[where] if t.cat_bits is not None else None
         if len(parents) > 1:
