@@ -113,11 +113,27 @@ class PackedLauncher:
         blocks of ``threads``, with ``shared`` bytes of dynamic shared memory, on the
         stream ``stream_ptr``. Returns False, launching nothing, when an argument is
         neither a device array nor a NumPy scalar."""
-        block = self.parameters(tuple(map(type, args)))
+        kinds = tuple(map(type, args))
+        try:  # the common case in one lookup: this thread has a block for these types
+            block = self._local.blocks[kinds]
+        except (AttributeError, KeyError):
+            block = self.parameters(kinds)
         if block is None:
             return False
         array_type = self._array_type
         block.pack_into(block.buffer, 0, *[a.data.ptr if type(a) is array_type else a for a in args])
-        gx, gy, gz = (grid + (1, 1))[:3] if len(grid) < 3 else grid
-        self._launch_kernel(function_ptr, gx, gy, gz, threads, 1, 1, shared, stream_ptr, block.address, 0)
+        n = len(grid)
+        self._launch_kernel(
+            function_ptr,
+            grid[0],
+            grid[1] if n > 1 else 1,
+            grid[2] if n > 2 else 1,
+            threads,
+            1,
+            1,
+            shared,
+            stream_ptr,
+            block.address,
+            0,
+        )
         return True

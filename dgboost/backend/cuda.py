@@ -214,10 +214,15 @@ class CUDABackend:
         return held
 
     def _launch(self, file: str, name: str, n: int, args, threads: int = _THREADS, shared: int = 0, grid=None):
-        function = self._launchable(file, name, shared)
+        # a lossguide round makes ~270 launches: the loaded kernel in one lookup when it may
+        # use ``shared`` already, the rest through _launchable
+        function = self._functions.get((file, name))
+        if function is None or shared > function[2]:
+            function = self._launchable(file, name, shared)
         if grid is None:
-            grid = _grid(n, self.sm_count, threads)
-        grid = grid if isinstance(grid, tuple) else (int(grid),)
+            grid = (_grid(n, self.sm_count, threads),)
+        elif not isinstance(grid, tuple):
+            grid = (int(grid),)
         stream = self.xp.cuda.get_current_stream().ptr
         if not self._launcher.launch(function[0], grid, threads, shared, stream, args):
             function[1](grid, (threads,), args, shared_mem=shared)
