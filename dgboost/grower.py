@@ -34,7 +34,7 @@ by the partition, gathered and concatenated with the records and read with them.
 
 from __future__ import annotations
 
-import heapq
+import bisect
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -258,9 +258,9 @@ class _Batch:
         return (self.host[:, END] - self.host[:, BEGIN]).tolist()
 
     @cached_property
-    def heap_keys(self) -> list:
-        """Per row, lossguide's heap key of its node, ``-gain``, or None when it has no valid
-        split (or was not evaluated): one list made at once, read at every heap step."""
+    def leaf_keys(self) -> list:
+        """Per row, lossguide's sort key of its node, ``-gain``, or None when it has no valid
+        split (or was not evaluated): one list made at once, read at every step."""
         if not self.evaluated:
             return [None] * self.host.shape[0]
         gains = np.ascontiguousarray(self.host[:, GAIN]).view(np.float64)
@@ -548,12 +548,12 @@ class TreeGrower:
 
         The next leaf depends on the gains of the last one's children, so a split may wait
         for a read. Each read brings back more than one split, computed ahead in the same
-        device batch: the children of the best leaves in the heap (up to ``nodes``
+        device batch: the children of the best leaves waiting (up to ``nodes``
         nodes), and below them whole levels (every child split again, levels of 2**m slots
         as in depthwise growth, while their histograms stay within the budget). A node
         split ahead only reorders the rows of its own segment, so if its turn never comes
         (the leaf budget runs out) the tree is unchanged, and when it comes its children
-        are already there. Only the heap's best ``max_leaves - leaves`` nodes can still be
+        are already there. Only the best ``max_leaves - leaves`` waiting nodes can still be
         split (each later pop takes the best), so no other node is split ahead. How far
         ahead is the backend's :class:`~dgboost.backend.base.LookaheadBudget`. Ids are given
         at each node's turn: the tree is the one strict best-first growth builds, with a
@@ -571,7 +571,9 @@ class TreeGrower:
         levels_allowed = lookahead > 1 and self.interactions is None
         where = {0: (root, 0)}  # splittable node id -> (batch, row)
         ready: dict[int, tuple[_Batch, int]] = {}  # node id -> (batch of its children, j): rows 2j, 2j + 1
-        heap = [(root.heap_keys[0], 0)] if root.heap_keys[0] is not None else []
+        # the leaves that may split, (-gain, id) ascending: the next is the first, and a
+        # batch's group a slice (a heap needed a sort of itself for every batch)
+        waiting = [(root.leaf_keys[0], 0)] if root.leaf_keys[0] is not None else []
         depths = [0]  # by node id (the host's copy of t.depth, read at every step)
         # the nodes go into ``t`` once, at the end (NumPy writes of two nodes at every split
         # cost more than the rest of a step): by node id its record's (host array, row) and
@@ -581,13 +583,13 @@ class TreeGrower:
         n_nodes = t.n
         n_leaves = 1
         max_depth = self.params.max_depth
-        heappop, heappush = heapq.heappop, heapq.heappush
-        while heap and (max_leaves <= 0 or n_leaves < max_leaves):
-            _, nid = heappop(heap)
+        insort = bisect.insort
+        while waiting and (max_leaves <= 0 or n_leaves < max_leaves):
+            _, nid = waiting.pop(0)
             if nid not in ready:
                 remaining = max_leaves - n_leaves if max_leaves > 0 else None  # splits still allowed
                 budget = lookahead if remaining is None else min(lookahead, remaining)
-                group = [nid] + [n for _, n in sorted(heap)[: budget - 1] if n not in ready]  # nsmallest, in C
+                group = [nid] + [n for _, n in waiting[: budget - 1] if n not in ready]
                 levels = self._levels_ahead(len(group), remaining, per_slot) if levels_allowed else 0
                 self._split_group(group, where, ready, depths, n_nodes, levels, tree_index, tree_mask)
             children, j = ready.pop(nid)
@@ -607,12 +609,12 @@ class TreeGrower:
             lefts[nid] = left
             depths += (depth, depth)
             if max_depth <= 0 or depth < max_depth:  # _can_split_at, inlined: a call a step cost more
-                keys, ahead = children.heap_keys, children.ahead
+                keys, ahead = children.leaf_keys, children.ahead
                 for node in (left, left + 1):
                     key = keys[r]
                     if key is not None:
                         where[node] = (children, r)
-                        heappush(heap, (key, node))
+                        insort(waiting, (key, node))
                         if ahead is not None:  # its children are already there
                             ready[node] = (ahead, r)
                     r += 1
