@@ -4,8 +4,10 @@
 so reads small calls high; cProfile costs more again. This script instead interrupts the
 main thread every ``interval`` microseconds of wall time (``signal.setitimer``) during warm
 rounds and records the Python stack where it stood. A sample lands on the line that was
-running (or had just returned from C: a wait in ``cudaStreamSynchronize`` shows as the line
-that called it). Printed per round: the share of samples by function *inclusive* (anywhere
+running, or had just returned from C: a wait in ``cudaStreamSynchronize`` shows as the line
+that called it. The interpreter handles a signal only at its next check, often the entry of
+the next function called, so a small function's first ("def") line and its self time read
+high; sums over a caller are sound. Printed per round: the share of samples by function *inclusive* (anywhere
 on the stack), by function *self* (innermost Python frame), and by line of the innermost
 frame in ``dgboost/``, each as ms a round.
 
@@ -42,7 +44,8 @@ def main() -> None:
 
     import dgboost as dg
 
-    case = CASES[sys.argv[1] if len(sys.argv) > 1 else "higgs_lossguide"]
+    name = sys.argv[1] if len(sys.argv) > 1 else "higgs_lossguide"
+    case = CASES[name]
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 16
     interval = (int(sys.argv[3]) if len(sys.argv) > 3 else 50) * 1e-6
     X, y = case_data(cp, case, case.rows)
@@ -91,9 +94,12 @@ def main() -> None:
         signal.setitimer(signal.ITIMER_REAL, 0, 0)
     n, r = max(1, state["samples"]), max(1, state["rounds"])
     ms = 1e3 * state["wall"] / r
-    print(f"{sys.argv[1] if len(sys.argv) > 1 else 'higgs_lossguide'}: {r} rounds sampled, {ms:.2f} ms a round, "
-          f"{state['samples'] / r:.0f} samples a round ({interval * 1e6:.0f} us)")
-    for title, counter, top in (("inclusive", inclusive, 45), ("self", own, 40), ("line (innermost dgboost frame)", lines, 60)):
+    print(
+        f"{name}: {r} rounds sampled, {ms:.2f} ms a round, "
+        f"{state['samples'] / r:.0f} samples a round ({interval * 1e6:.0f} us)"
+    )
+    reports = (("inclusive", inclusive, 45), ("self", own, 40), ("line (innermost dgboost frame)", lines, 60))
+    for title, counter, top in reports:
         print(f"\n{title}: ms a round")
         for key, count in counter.most_common(top):
             print(f"  {ms * count / n:8.3f}  {key}")
