@@ -33,7 +33,7 @@ from ._allocator import apply_allocator
 from ._ellpack import EllpackMatrix, entry_layout, feature_groups, packed_words
 from ._launch import PackedLauncher
 from ._nvrtc import get_module
-from .base import LookaheadBudget
+from .base import LookaheadBudget, _check_int64_out
 from .cpu import leaf_weights_on_host, node_bounds_on_host
 
 __all__ = ["CUDABackend", "DeviceMemoryError"]
@@ -589,10 +589,8 @@ class CUDABackend:
         k, total_bins = int(built.shape[0]), int(built.shape[1])
         if out is None:
             out = self.empty((2 * k, total_bins, 2), np.int64)
-        elif out.shape != (2 * k, total_bins, 2) or out.dtype != np.int64 or not out.flags.c_contiguous:
-            raise DGBoostValueError(
-                f"children histograms go to C-contiguous int64 {(2 * k, total_bins, 2)}, got {out.dtype} {out.shape}"
-            )
+        else:
+            _check_int64_out(out, (2 * k, total_bins, 2), "children histograms go to")
         use_index = parent_index is not None
         if k and total_bins:
             self._launch(
@@ -634,11 +632,8 @@ class CUDABackend:
         total_bins = int(np.asarray(cut_ptrs)[-1])
         if out is None:
             hist = self.zeros((m, total_bins, 2), np.int64)
-        elif out.shape != (m, total_bins, 2) or out.dtype != np.int64 or not out.flags.c_contiguous:
-            raise DGBoostValueError(
-                f"histograms are added into C-contiguous int64 {(m, total_bins, 2)}, got {out.dtype} {out.shape}"
-            )
         else:
+            _check_int64_out(out, (m, total_bins, 2), "histograms are added into")
             hist = out
         if m == 0 or total_bins == 0 or bins.n_rows == 0:
             return hist
@@ -730,10 +725,8 @@ class CUDABackend:
             return None
         if out is None:
             out = self.empty(shape, np.int64)
-        elif out.shape != shape or out.dtype != np.int64 or not out.flags.c_contiguous:
-            raise DGBoostValueError(
-                f"children histograms go to C-contiguous int64 {shape}, got {out.dtype} {out.shape}"
-            )
+        else:
+            _check_int64_out(out, shape, "children histograms go to")
         self._evaluate(
             out, derive, records, cut_ptrs, feature_mask, scales, params, bounds, monotone, categorical, cat_bits
         )
