@@ -11,8 +11,9 @@ from types import ModuleType
 import numpy as np
 
 from ._compat import is_cupy_array
+from .errors import DGBoostValueError
 
-__all__ = ["array_module", "as_rows", "is_device_array", "to_host"]
+__all__ = ["array_module", "as_rows", "check_int64_out", "is_device_array", "to_host"]
 
 
 def is_device_array(a) -> bool:
@@ -80,3 +81,24 @@ def as_rows(a, n_rows: int):
     if n_rows == 0:
         return a.reshape(0, 1)
     return a.reshape(n_rows, -1)
+
+
+def check_int64_out(out, shape: tuple, what: str) -> None:
+    """Raise unless ``out`` is a C-contiguous int64 array of ``shape``.
+
+    Parameters
+    ----------
+    out : ndarray or cupy.ndarray
+        The array a backend call was given to write into.
+    shape : tuple of int
+        The shape the call writes.
+    what : str
+        The message's start, e.g. "histograms go to".
+
+    Raises
+    ------
+    DGBoostValueError
+        Naming the shape wanted and the dtype and shape given.
+    """
+    if out.shape != shape or out.dtype != np.int64 or not out.flags.c_contiguous:
+        raise DGBoostValueError(f"{what} C-contiguous int64 {shape}, got {out.dtype} {out.shape}")

@@ -30,16 +30,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..errors import DGBoostValueError
-
 __all__ = ["Backend", "LookaheadBudget", "SplitParams"]
-
-
-def _check_int64_out(out, shape: tuple, what: str) -> None:
-    """Raise unless ``out`` (a NumPy or device array) is C-contiguous int64 of ``shape``: the
-    ``out`` a backend call writes into; ``what`` begins the message ("histograms go to")."""
-    if out.shape != shape or out.dtype != np.int64 or not out.flags.c_contiguous:
-        raise DGBoostValueError(f"{what} C-contiguous int64 {shape}, got {out.dtype} {out.shape}")
 
 
 @dataclass(frozen=True)

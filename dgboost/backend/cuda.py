@@ -25,6 +25,7 @@ import math
 
 import numpy as np
 
+from .._array import check_int64_out
 from .._compat import cupy_module
 from .._fixed_point import check_row_count
 from .._layout import BEGIN, NODE_FIELDS
@@ -33,7 +34,7 @@ from ._allocator import apply_allocator
 from ._ellpack import EllpackMatrix, entry_layout, feature_groups, packed_words
 from ._launch import PackedLauncher
 from ._nvrtc import get_module
-from .base import LookaheadBudget, _check_int64_out
+from .base import LookaheadBudget
 from .cpu import leaf_weights_on_host, node_bounds_on_host
 
 __all__ = ["CUDABackend", "DeviceMemoryError"]
@@ -590,7 +591,7 @@ class CUDABackend:
         if out is None:
             out = self.empty((2 * k, total_bins, 2), np.int64)
         else:
-            _check_int64_out(out, (2 * k, total_bins, 2), "children histograms go to")
+            check_int64_out(out, (2 * k, total_bins, 2), "children histograms go to")
         use_index = parent_index is not None
         if k and total_bins:
             self._launch(
@@ -633,7 +634,7 @@ class CUDABackend:
         if out is None:
             hist = self.zeros((m, total_bins, 2), np.int64)
         else:
-            _check_int64_out(out, (m, total_bins, 2), "histograms are added into")
+            check_int64_out(out, (m, total_bins, 2), "histograms are added into")
             hist = out
         if m == 0 or total_bins == 0 or bins.n_rows == 0:
             return hist
@@ -726,7 +727,7 @@ class CUDABackend:
         if out is None:
             out = self.empty(shape, np.int64)
         else:
-            _check_int64_out(out, shape, "children histograms go to")
+            check_int64_out(out, shape, "children histograms go to")
         self._evaluate(
             out, derive, records, cut_ptrs, feature_mask, scales, params, bounds, monotone, categorical, cat_bits
         )
