@@ -432,7 +432,7 @@ class TrainingJob:
         r : int
             The round (the model's number of rounds before it; seeds subsampling).
         queue_next : bool
-            Round ``r + 1`` will follow: its gradients and first root may be queued on the
+            Round ``r + 1`` will follow: its gradients and first tree may be queued on the
             device before this round's trees are read on the host.
         """
         backend, ensemble, n_groups = self.backend, self.ensemble, self.n_groups
@@ -450,9 +450,9 @@ class TrainingJob:
                 maxima = backend.read_later([bits])
                 if not self.leaves_on_device:
                     _check_finite(maxima, r)  # growth reads the device anyway: no tree on bad pairs
-                started = pairs.take_started(index) if index == new_first else None
-                tree = self.grower.grow_from(started or self.grower.start(gpair, scales, index))
-                del gpair, started
+                ahead = pairs.take_grown(index) if index == new_first else None
+                tree = ahead or self.grower.grow(gpair, scales, index)
+                del gpair, ahead
                 if self.leaves_on_device:
                     backend.add_record_leaf_values(
                         self.train_data.margin, tree.rows, tree.records, scales, self.grower.params, k, **tree.walk
@@ -467,11 +467,12 @@ class TrainingJob:
         # round r's gradients go before the next round's are made (device memory)
         del pairs
         if read_later and queue_next:
-            # the next round's gradients and its first tree's root are queued before this
-            # round's trees are read and built on the host, so the device works meanwhile
-            # (unused if training stops)
+            # the next round's gradients and its first tree (grown whole: no host decision, and
+            # nothing added to the margins) are queued before this round's trees are read and
+            # built on the host, so the device works meanwhile (unused if training stops; its
+            # leaves are added when its round runs, with that round's eta)
             self.queued = self._pairs(r + 1)
-            self.queued.start_first_tree(self.grower, new_first + n_groups * n_parallel)
+            self.queued.grow_first_tree(self.grower, new_first + n_groups * n_parallel)
         for tree, maxima, k in read_later:
             self._add_leaves(self._finish_tree(tree, maxima, r, k, None), k)
         for d in self.eval_data:
@@ -586,7 +587,7 @@ class _RoundPairs:
         self._scales = None  # (group, bits, scales) of the group being grown
         self._first = None
         self._first = self.group(0, 0)
-        self._first_tree = None  # group 0's tree, when started ahead
+        self._first_tree = None  # (tree index, GrowingTree) of group 0's first tree, when grown ahead
 
     def _sample(self, j: int):
         if self._subsample >= 1.0:
@@ -608,18 +609,21 @@ class _RoundPairs:
             self._scales = (k, bits, backend.fixed_point_scales(bits, self._n_global))
         return self._scales[1], self._scales[2]
 
-    def start_first_tree(self, grower, tree_index: int) -> None:
-        """Queue the root of group 0's first tree (``TreeGrower.start``), to be grown later."""
+    def grow_first_tree(self, grower, tree_index: int) -> None:
+        """Queue group 0's first tree (``TreeGrower.grow``, which reads nothing where its
+        growth needs no host decision), to be taken by :meth:`take_grown`."""
         _, scales, gpair = self._first
-        self._first_tree = grower.start(gpair, scales, tree_index)
+        self._first_tree = (tree_index, grower.grow(gpair, scales, tree_index))
 
-    def take_started(self, tree_index: int):
-        """The tree :meth:`start_first_tree` started (:class:`~dgboost.grower.StartedTree`,
-        no longer held here), or None."""
+    def take_grown(self, tree_index: int):
+        """The tree :meth:`grow_first_tree` queued (:class:`~dgboost.grower.GrowingTree`, no
+        longer held here), or None."""
         first, self._first_tree = self._first_tree, None
-        if first is not None and first.tree_index != tree_index:
-            raise AssertionError(f"tree {first.tree_index} was started ahead, tree {tree_index} is due")
-        return first
+        if first is None:
+            return None
+        if first[0] != tree_index:
+            raise AssertionError(f"tree {first[0]} was grown ahead, tree {tree_index} is due")
+        return first[1]
 
     def group(self, k: int, j: int = 0):
         """(bits uint32 (2,), scales float64 (2,), pairs int32 (n, 2)) of group ``k``'s tree

@@ -15,8 +15,6 @@ and masks), the engine the per-row node-id map. Trees come out as ordinary
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .backend.exact_engines import exact_engine
@@ -24,16 +22,7 @@ from .errors import DGBoostValueError
 from .grower import FeatureSampler, GrowingTree, GrownTree
 from .tree import Tree
 
-__all__ = ["ExactGrower", "ExactStartedTree"]
-
-
-@dataclass
-class ExactStartedTree:
-    """A tree's pairs (int32 (n, 2) on the device), scales (float64 (2,)) and index."""
-
-    gpair: object
-    scales: object
-    tree_index: int
+__all__ = ["ExactGrower"]
 
 
 class _Nodes:
@@ -96,22 +85,16 @@ class ExactGrower:
         return False
 
     def grow(self, gpair, scales, tree_index: int) -> GrowingTree:
-        return self.grow_from(self.start(gpair, scales, tree_index))
-
-    def start(self, gpair, scales, tree_index: int) -> ExactStartedTree:
-        return ExactStartedTree(gpair, scales, tree_index)
-
-    def grow_from(self, started: ExactStartedTree) -> GrowingTree:
         """Grow the tree level by level (the host reads each level's decisions)."""
         backend, engine = self.backend, self.engine
-        scales = np.asarray(backend.to_host(started.scales), np.float64)
-        root_sums = np.asarray(backend.to_host(backend.gpair_totals(started.gpair)), np.int64)
-        engine.begin_tree(started.gpair)
+        scales = np.asarray(backend.to_host(scales), np.float64)
+        root_sums = np.asarray(backend.to_host(backend.gpair_totals(gpair)), np.int64)
+        engine.begin_tree(gpair)
         t = _Nodes(root_sums)
-        tree_mask = self.sampler.tree_mask(started.tree_index)
+        tree_mask = self.sampler.tree_mask(tree_index)
         first, m = 0, 1
         for depth in range(self.params.max_depth):
-            first, m = self._grow_level(t, first, m, depth, scales, started.tree_index, tree_mask)
+            first, m = self._grow_level(t, first, m, depth, scales, tree_index, tree_mask)
             if m == 0:
                 break
         grown = self._finish(t, scales)

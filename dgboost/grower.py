@@ -19,7 +19,7 @@ node (``NO_NODE``), so no level needs the host, and one read at the end of the t
 every level back; node ids are then given in the order the per-level growth gives them,
 so both ways build the same tree. That read is queued in stream order (``Backend.read_later``)
 and made by :meth:`GrowingTree.finish`, so the caller can queue more work first (the training
-loop queues the margins' update and the next round's root, :meth:`TreeGrower.start`).
+loop queues the margins' update and the next round's first tree, whole, before it reads).
 
 With monotone constraints every batch also carries its nodes' weight bounds on the device
 (float64 (m, 2), ``_Batch.bounds``): the backend derives the children's bounds from their
@@ -44,7 +44,7 @@ from ._layout import BEGIN, DEFAULT_LEFT, END, FEATURE, GAIN, NODE_FIELDS, SPLIT
 from .binned import BinnedMatrix
 from .tree import Tree, categorical_tree_fields
 
-__all__ = ["TreeGrower", "GrownTree", "GrowingTree", "StartedTree", "FeatureSampler"]
+__all__ = ["TreeGrower", "GrownTree", "GrowingTree", "FeatureSampler"]
 
 # Whole levels hold the histograms of 2**depth slots (built, siblings, parents): used while
 # that stays within these bounds, else the levels are read and compacted.
@@ -104,23 +104,6 @@ class GrownTree:
     leaf_nodes: np.ndarray
     begins: np.ndarray
     ends: np.ndarray
-
-
-@dataclass
-class StartedTree:
-    """A tree whose root is queued on the device (:meth:`TreeGrower.start`): its pairs,
-    scales and row order (held until it is grown), column mask, root record, histogram
-    (None where the root may not split) and bounds."""
-
-    gpair: object
-    scales: object
-    rows: object
-    tree_index: int
-    tree_mask: np.ndarray
-    root: object
-    hist: object
-    bounds: object
-    cat_bits: object = None
 
 
 class GrowingTree:
@@ -447,17 +430,14 @@ class TreeGrower:
         Returns
         -------
         GrowingTree
-            Its ``finish()`` reads the tree and gives the :class:`GrownTree`.
+            Its ``finish()`` reads the tree and gives the :class:`GrownTree`. Where
+            :meth:`grows_without_reads`, nothing was read yet: the training loop queues the next
+            round's first tree before it reads the last one.
         """
-        return self.grow_from(self.start(gpair, scales, tree_index))
-
-    def start(self, gpair, scales, tree_index: int) -> "StartedTree":
-        """Queue a tree's root on the device (its sums, histogram and split; collectives
-        included), which needs no host decision: :meth:`grow_from` grows the rest. The
-        training loop starts the next round's first tree before it reads the last one."""
         n_local = self.binned.n_rows
         backend, comm = self.backend, self.comm
-        rows = backend.xp.arange(n_local, dtype=np.int32)
+        self.gpair, self.scales = gpair, scales
+        self.rows = backend.xp.arange(n_local, dtype=np.int32)
         tree_mask = self.sampler.tree_mask(tree_index)
         root = backend.root_node(comm.allreduce_sum(backend.gpair_totals(gpair)), n_local)
         bounds = self._root_bounds()
@@ -467,7 +447,7 @@ class TreeGrower:
         hist = None
         if self._can_split_at(0):
             hist = comm.allreduce_sum(
-                backend.build_histograms(self.binned.bins, self.cut_ptrs, gpair, rows, root[:, BEGIN : END + 1])
+                backend.build_histograms(self.binned.bins, self.cut_ptrs, gpair, self.rows, root[:, BEGIN : END + 1])
             )
             backend.evaluate_splits(
                 hist,
@@ -479,17 +459,9 @@ class TreeGrower:
                 **self._monotone_args(bounds),
                 **self._cat_args(cat_bits),
             )
-        return StartedTree(gpair, scales, rows, tree_index, tree_mask, root, hist, bounds, cat_bits)
-
-    def grow_from(self, started: "StartedTree") -> "GrowingTree":
-        """Grow the rest of a tree whose root :meth:`start` queued (see :meth:`grow`)."""
-        backend = self.backend
-        self.gpair, self.scales, self.rows = started.gpair, started.scales, started.rows
-        tree_index, tree_mask, scales = started.tree_index, started.tree_mask, started.scales
-        root, hist, bounds = started.root, started.hist, started.bounds
         t = _Nodes(capacity=self._node_capacity(), words=self._words)
         if self._whole_levels():
-            records, bits = self._grow_whole_levels(root, hist, bounds, started.cat_bits, tree_index, tree_mask)
+            records, bits = self._grow_whole_levels(root, hist, bounds, cat_bits, tree_index, tree_mask)
             read = backend.read_later([records, scales] + ([bits] if bits is not None else []))
             walk = {"bins": self.binned.bins_by_feature, **self._cat_args(bits)}
             return self._queued(records, lambda rows: self._finish(*self._whole_level_nodes(read, t), rows), walk)
@@ -502,8 +474,8 @@ class TreeGrower:
             [frozenset()],
             bounds,
             evaluated=hist is not None,
-            cat_bits=started.cat_bits,
-            cat_host=None if started.cat_bits is None else backend.to_host(started.cat_bits),
+            cat_bits=cat_bits,
+            cat_host=None if cat_bits is None else backend.to_host(cat_bits),
         )
 
         if self.params.grow_policy == "lossguide":
