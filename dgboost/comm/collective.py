@@ -29,6 +29,7 @@ import contextlib
 import ctypes
 import sys
 import threading
+import time
 import warnings
 from typing import Any
 
@@ -92,6 +93,9 @@ def _route_xgboost_log() -> None:
     _routing.registered = True
 
 
+_TRACKER_THREAD_PAUSE_S = 0.002  # the tracker's thread has started by then (else: 100 ms as before)
+
+
 def start_tracker(world_size: int, host: str, timeout: float = 300.0) -> tuple[Any, dict]:
     """Start an XGBoost Rabit tracker for ``world_size`` ranks.
 
@@ -116,6 +120,10 @@ def start_tracker(world_size: int, host: str, timeout: float = 300.0) -> tuple[A
     # not the order in which workers happen to connect
     tracker = RabitTracker(n_workers=int(world_size), host_ip=host, sortby="task", timeout=int(timeout))
     tracker.start()
+    # ``worker_args`` waits for the thread ``start`` launched to say it runs, and when it has not
+    # yet it sleeps 100 ms before it looks again. The thread runs within microseconds: a short
+    # pause first spares every host-communicator job those 100 ms (benchmarks/host_comm_setup.py)
+    time.sleep(_TRACKER_THREAD_PAUSE_S)
     return tracker, dict(tracker.worker_args())
 
 
