@@ -1,10 +1,11 @@
 """What a host-communicator job pays to set up its collective (XGBoost's Rabit tracker).
 
-Two measures, one run:
+Three measures, one run:
 
 * the tracker alone: XGBoost's ``RabitTracker`` started and its worker arguments asked for at
   once (what a caller of ``xgboost.tracker`` does) against :func:`dgboost.comm.collective.start_tracker`,
   ``--calls`` times each, taking turns;
+* ``xgboost.collective.init`` of one rank whose tracker is ready (what each rank pays to join);
 * whole ``dgboost.dask.train`` jobs on a local cluster of CPU workers (the host communicator),
   with ``profile=True``: the job's wall time and its ``communicator_spec_s`` stage (where the
   tracker is started, on the scheduler).
@@ -45,6 +46,22 @@ def _dgboost_tracker_ms() -> float:
     t0 = time.perf_counter()
     tracker, _ = start_tracker(2, "127.0.0.1", 30)
     ms = 1e3 * (time.perf_counter() - t0)
+    _free(tracker)
+    return ms
+
+
+def _init_one_rank_ms() -> float:
+    """``xgboost.collective.init`` of a world of one rank, its tracker started and ready: what
+    every rank of a host-communicator job pays to join, whoever else joins."""
+    from xgboost import collective
+
+    from dgboost.comm.collective import start_tracker
+
+    tracker, worker_args = start_tracker(1, "127.0.0.1", 30)
+    t0 = time.perf_counter()
+    collective.init(**worker_args, dmlc_task_id="00000000", dmlc_timeout=30)
+    ms = 1e3 * (time.perf_counter() - t0)
+    collective.finalize()
     _free(tracker)
     return ms
 
@@ -99,6 +116,7 @@ def main(argv=None) -> None:
     for _ in range(args.calls):
         xgb_ms.append(_xgboost_tracker_ms())
         dgb_ms.append(_dgboost_tracker_ms())
+    init_ms = [_init_one_rank_ms() for _ in range(args.calls)]
     jobs = _jobs(args.workers, args.jobs, args.rows)
     job_ms = [1e3 * j["job_s"] for j in jobs]
     spec_ms = [1e3 * j["communicator_spec_s"] for j in jobs]
@@ -107,6 +125,8 @@ def main(argv=None) -> None:
         f"({min(xgb_ms):.2f}-{max(xgb_ms):.2f}), {args.calls} calls",
         f"dgboost.comm.collective.start_tracker: median {statistics.median(dgb_ms):.2f} ms "
         f"({min(dgb_ms):.2f}-{max(dgb_ms):.2f}), {args.calls} calls",
+        f"xgboost.collective.init, one rank, tracker ready: median {statistics.median(init_ms):.1f} ms "
+        f"({min(init_ms):.1f}-{max(init_ms):.1f}), {args.calls} calls",
         f"dgboost.dask.train on {args.workers} CPU workers (host communicator), {args.rows:,} rows, 2 rounds: "
         f"job median {statistics.median(job_ms):.1f} ms ({min(job_ms):.1f}-{max(job_ms):.1f}), "
         f"communicator_spec_s median {statistics.median(spec_ms):.1f} ms ({min(spec_ms):.1f}-{max(spec_ms):.1f}), "
@@ -129,6 +149,7 @@ def main(argv=None) -> None:
         "versions": versions("dgboost", "xgboost", "distributed", "numpy"),
         "args": vars(args),
         "tracker_ms": {"xgboost_at_once": xgb_ms, "dgboost_start_tracker": dgb_ms},
+        "collective_init_one_rank_ms": init_ms,
         "jobs": jobs,
         "lines": lines,
         "table": table,
