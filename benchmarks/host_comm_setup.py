@@ -73,6 +73,9 @@ def _free(tracker) -> None:
         pass
 
 
+_RANK_STAGES = ("dispatch_s", "comm_open_s", "setup_s", "rounds_s", "total_s")
+
+
 def _jobs(workers: int, jobs: int, rows: int) -> list[dict]:
     import dask.array as da
     from distributed import Client, LocalCluster
@@ -94,10 +97,12 @@ def _jobs(workers: int, jobs: int, rows: int) -> list[dict]:
         for _ in range(jobs):
             t0 = time.perf_counter()
             result = dxgb.train(client, params, dtrain, 2, profile=True)
+            rank = result["profile"]["slowest_rank"]
             out.append(
                 {
                     "job_s": time.perf_counter() - t0,
                     "communicator_spec_s": result["profile"]["client"]["communicator_spec_s"],
+                    "slowest_rank": {k: rank[k] for k in _RANK_STAGES},
                 }
             )
     return out
@@ -120,6 +125,8 @@ def main(argv=None) -> None:
     jobs = _jobs(args.workers, args.jobs, args.rows)
     job_ms = [1e3 * j["job_s"] for j in jobs]
     spec_ms = [1e3 * j["communicator_spec_s"] for j in jobs]
+    open_ms = [1e3 * j["slowest_rank"]["comm_open_s"] for j in jobs]
+    rank_ms = [1e3 * j["slowest_rank"]["total_s"] for j in jobs]
     lines = [
         f"tracker started, arguments asked at once (xgboost.tracker): median {statistics.median(xgb_ms):.2f} ms "
         f"({min(xgb_ms):.2f}-{max(xgb_ms):.2f}), {args.calls} calls",
@@ -130,7 +137,9 @@ def main(argv=None) -> None:
         f"dgboost.dask.train on {args.workers} CPU workers (host communicator), {args.rows:,} rows, 2 rounds: "
         f"job median {statistics.median(job_ms):.1f} ms ({min(job_ms):.1f}-{max(job_ms):.1f}), "
         f"communicator_spec_s median {statistics.median(spec_ms):.1f} ms ({min(spec_ms):.1f}-{max(spec_ms):.1f}), "
-        f"{len(jobs)} jobs",
+        f"{len(jobs)} jobs; the slowest rank: {statistics.median(rank_ms):.1f} ms "
+        f"({min(rank_ms):.1f}-{max(rank_ms):.1f}), {statistics.median(open_ms):.1f} "
+        f"({min(open_ms):.1f}-{max(open_ms):.1f}) of them joining the collective",
     ]
     for line in lines:
         print(line)
