@@ -135,8 +135,7 @@ class ExactGrower:
 
     def _masks(self, t: _Nodes, ids, depth: int, tree_index: int, tree_mask):
         """bool (m, F) feature masks of the level's nodes, or None when every feature may be used."""
-        sampled = not all(r >= 1.0 for r in self.sampler.rates)
-        if not sampled and self.interactions is None:
+        if not self.sampler.samples and self.interactions is None:
             return None
         level = self.sampler.level_mask(tree_mask, tree_index, depth)
         masks = []

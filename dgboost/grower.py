@@ -65,6 +65,8 @@ class FeatureSampler:
         self.n_features = n_features
         self.seed = int(seed) & 0x7FFFFFFF
         self.rates = (bytree, bylevel, bynode)
+        # whether any rate leaves features out (else every mask is all features)
+        self.samples = not all(r >= 1.0 for r in self.rates)
 
     def _subset(self, base: np.ndarray, rate: float, key: tuple) -> np.ndarray:
         if rate >= 1.0:
@@ -357,7 +359,7 @@ class TreeGrower:
     def _masked(self) -> bool:
         """Whether nodes have feature masks (column sampling or interaction constraints):
         else :meth:`_node_masks` is None and their depths are not needed."""
-        return self.interactions is not None or not all(r >= 1.0 for r in self.sampler.rates)
+        return self.interactions is not None or self.sampler.samples
 
     def _node_masks(self, nodes, depths, tree_index: int, tree_mask, paths=None):
         """bool (len(depths), F) feature masks on the backend's device, or None when every
@@ -366,7 +368,7 @@ class TreeGrower:
         above each node (with interaction constraints)."""
         if not self._masked:
             return None
-        sampled = not all(r >= 1.0 for r in self.sampler.rates)
+        sampled = self.sampler.samples
         by_node = self.sampler.rates[2] < 1.0
         levels: dict[int, np.ndarray] = {}
         masks = []
