@@ -250,7 +250,12 @@ __device__ __forceinline__ void derive_feature_cells(const long long* __restrict
   __syncwarp();
 }
 
-extern "C" __global__ void best_per_feature(
+// 256 threads (dgboost/backend/cuda.py launches 8 warps a block), 3 blocks an SM: at most 80
+// registers, where the compiler took 96 and 2 blocks fit. A warp's scan is a chain of dependent
+// int64 shuffles and float64 operations, so more warps an SM hide more of it: 24 against 16
+// made the searches of wide levels (Bosch-like, 968 features) 19% faster; 4 blocks (64
+// registers, with spills) gained no more (docs/performance-notes.md, "The split search's warps").
+extern "C" __global__ void __launch_bounds__(256, 3) best_per_feature(
     long long* hist, long long total_bins, long long* records, const int* __restrict__ cut_ptrs,
     int n_features, int n_pairs, const bool* __restrict__ feature_mask, int mask_rows,
     const double* __restrict__ scales, double lam, double alpha, double mcw, double mds,

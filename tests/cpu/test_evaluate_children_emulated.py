@@ -28,10 +28,16 @@ def _children(rng, k: int, n_bins):
     return parent, built, build_left
 
 
+# a warp searches a parent's two children from registers for features of up to 256 bins, and
+# derives a wider feature's cells into memory and reads them back
+WIDTHS = {"features of up to 256 bins": [33, 6, 70, 1, 12], "features past 256 bins among them": [300, 6, 256, 257, 12]}
+
+
+@pytest.mark.parametrize("widths", list(WIDTHS), ids=list(WIDTHS))
 @pytest.mark.parametrize("categorical", [False, True], ids=["numeric", "with categorical features"])
-def test_the_split_search_derives_the_cpus_children_histograms_and_records(categorical):
+def test_the_split_search_derives_the_cpus_children_histograms_and_records(categorical, widths):
     rng = np.random.default_rng(8 + categorical)
-    n_bins = [33, 6, 70, 1, 12]
+    n_bins = WIDTHS[widths]
     is_cat = [0, 1, 0, 0, 1] if categorical else [0] * 5
     k = 5
     parent, built, build_left = _children(rng, k, n_bins)
@@ -66,10 +72,11 @@ def test_the_split_search_derives_the_cpus_children_histograms_and_records(categ
         assert any(is_cat[f] for f in want[want[:, FEATURE] >= 0, FEATURE])
 
 
+@pytest.mark.parametrize("widths", [[17, 5, 40, 2], [17, 5, 290, 2]], ids=["up to 256 bins", "past 256 bins"])
 @pytest.mark.parametrize("categorical", [False, True], ids=["numeric", "with categorical features"])
-def test_a_search_that_keeps_no_histograms_gives_the_same_records_and_leaves_its_inputs(categorical):
+def test_a_search_that_keeps_no_histograms_gives_the_same_records_and_leaves_its_inputs(categorical, widths):
     rng = np.random.default_rng(21 + categorical)
-    n_bins = [17, 5, 40, 2]
+    n_bins = widths
     is_cat = [0, 1, 0, 0] if categorical else [0] * 4
     k = 6
     parent, built, build_left = _children(rng, k, n_bins)
