@@ -439,7 +439,7 @@ class TreeGrower:
         n_local = self.binned.n_rows
         backend, comm = self.backend, self.comm
         self.gpair, self.scales = gpair, scales
-        self.rows = backend.xp.arange(n_local, dtype=np.int32)
+        self.rows = backend.root_rows(n_local)
         tree_mask = self.sampler.tree_mask(tree_index)
         root = backend.root_node(comm.allreduce_sum(backend.gpair_totals(gpair)), n_local)
         bounds = self._root_bounds()

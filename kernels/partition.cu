@@ -218,3 +218,19 @@ extern "C" __global__ void __launch_bounds__(kThreads) partition_copy_back(
     if (p < s.stop) rows[p] = buffer[p];
   }
 }
+
+// The root's row order, rows[i] = i for i < n: 16-byte stores of four rows, the last n % 4 rows
+// one by one. (CuPy's arange writes one int32 a thread and took 48 us on 10M rows, against
+// about 13 us for 40 MB at the copy bandwidth.) Grid-stride over groups of four rows.
+extern "C" __global__ void __launch_bounds__(kThreads) root_rows(int* __restrict__ rows, long long n) {
+  const long long quads = n >> 2;
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  int4* rows4 = reinterpret_cast<int4*>(rows);
+  for (long long q = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; q < quads; q += step) {
+    const int i = static_cast<int>(q << 2);  // rows are int32
+    rows4[q] = make_int4(i, i + 1, i + 2, i + 3);
+  }
+  const long long tail = (quads << 2) + blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (tail < n) rows[tail] = static_cast<int>(tail);
+}
+

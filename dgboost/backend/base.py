@@ -118,6 +118,10 @@ class Backend(Protocol):
     def gpair_totals(self, gpair):
         """int64 (2,) on the device: the column sums of ``gpair`` (int32 (n, 2))."""
 
+    def root_rows(self, n: int):
+        """int32 (n,) on the device: 0, 1, ..., n - 1, the root's order of the local rows (the
+        splits below permute it)."""
+
     def root_node(self, sums, n_rows: int):
         """int64 (1, NODE_FIELDS) record of the root: ``sums`` (int64 (2,), global) and rows [0, n_rows)."""
 

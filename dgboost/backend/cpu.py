@@ -288,6 +288,10 @@ class CPUBackend:
         K.gpair_totals(gpair, out)
         return out
 
+    def root_rows(self, n: int) -> np.ndarray:
+        """See ``Backend.root_rows``."""
+        return np.arange(n, dtype=np.int32)
+
     def root_node(self, sums, n_rows: int) -> np.ndarray:
         return _records.root_node(sums, n_rows)
 

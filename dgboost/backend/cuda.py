@@ -516,6 +516,13 @@ class CUDABackend:
         )
         return out
 
+    def root_rows(self, n: int):
+        """See ``Backend.root_rows``: partition.cu ``root_rows``, four rows a thread."""
+        out = self.empty(n, np.int32)
+        if n:
+            self._launch("partition.cu", "root_rows", -(-n // 4), (out, np.int64(n)))
+        return out
+
     def gpair_totals(self, gpair):
         """See ``Backend.gpair_totals``."""
         out = self.zeros(2, np.int64)

@@ -124,3 +124,13 @@ def test_work_arrays_are_the_same_view_per_shape_until_their_array_grows():
     reserved = backend._work("built", (1, 4, 2), np.int64, reserve=1000)
     assert backend._scratch_arrays["built"].size >= 1000
     assert np.shares_memory(reserved, backend._work("built", (10, 50, 2), np.int64))  # within the reserve: no growth
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 1027, 4 * 32 * 256 + 4 * 100 + 3])
+def test_the_root_rows_are_every_row_in_order_whatever_the_count(n):
+    # one SM: a grid of at most 32 blocks, so the largest count takes the grid-stride loop
+    backend = _cuda_emulator.EmulatedCUDABackend(sm_count=1)
+    rows = backend.root_rows(n)
+    assert rows.dtype == np.int32
+    np.testing.assert_array_equal(rows, CPU.root_rows(n))
+    np.testing.assert_array_equal(rows, np.arange(n))
