@@ -28,8 +28,8 @@ def _children(rng, k: int, n_bins):
     return parent, built, build_left
 
 
-# a warp searches a parent's two children from registers for features of up to 256 bins, and
-# derives a wider feature's cells into memory and reads them back
+# a warp scans a feature's bins 32 at a time, carrying each chunk's sums into the next: features
+# of one chunk to ten (300 bins), and the edges of a chunk (256 and 257 bins)
 WIDTHS = {"features of up to 256 bins": [33, 6, 70, 1, 12], "features past 256 bins among them": [300, 6, 256, 257, 12]}
 
 
