@@ -1,19 +1,22 @@
 // Split evaluation: the best (feature, bin, missing direction) of every node.
 //
-// Thread mapping, stage 1 (``best_per_feature``): one warp per (node, feature). The warp
-// sums the feature's bins (the missing sums are the node total minus them), then walks the
-// bins in chunks of 32 with an int64 inclusive scan by shuffles, carrying each chunk's total:
-// lane l holds the left sums of "bins <= chunk + l", tries missing-right then missing-left,
-// and keeps its best. A warp arg-max (ties: lowest bin, then missing-right) writes one
-// candidate per (node, feature). Stage 2 (``best_per_node``): one warp per node finds the
-// first strictly larger gain in feature order, starting from kRtEps (lanes over strided
-// features, then a warp arg-max with ties to the lowest feature), and writes the decision
-// into the node's record (the node totals are read from the records too).
+// Thread mapping, stage 1 (``best_per_feature``): one warp per (node, feature), or on a
+// level of few nodes a group of 2, 4 or 8 warps of a block, each taking a contiguous share
+// of the feature's chunks of 32 bins. The warps sum their bins (the missing sums are the node
+// total minus the feature's; a group adds its warps' sums in shared memory, and each warp
+// starts from those of the warps before it), then walk their bins in chunks of 32 with an
+// int64 inclusive scan by shuffles, carrying each chunk's total: lane l holds the left sums
+// of "bins <= chunk + l", tries missing-right then missing-left, and keeps its best. A warp
+// arg-max (ties: lowest bin, then missing-right), then the group's first warp over its
+// warps' bests, writes one candidate per (node, feature). Stage 2 (``best_per_node``): one
+// warp per node finds the first strictly larger gain in feature order, starting from kRtEps
+// (lanes over strided features, then a warp arg-max with ties to the lowest feature), and
+// writes the decision into the node's record (the node totals are read from the records too).
 // Together that is the CPU kernel's order: first maximum over (feature, bin, direction).
 // Without categorical features stage 2 runs inside stage 1 (``node_done`` given): the last
-// warp of a node to write its candidate (a counter per node, then a fence) picks the node's
-// split, so an evaluation is one launch, not two (lossguide makes about 50 a round, each
-// launch costing the host more than the device's whole stage 2).
+// pair of a node to write its candidate (its group's first warp: a counter per node, then a
+// fence) picks the node's split, so an evaluation is one launch, not two (lossguide makes
+// about 50 a round, each launch costing the host more than the device's whole stage 2).
 //
 // Monotone constraints (``constrained`` != 0): node n's weights are bounded by
 // bounds[2n], bounds[2n + 1] and feature f's sign is monotone[f]. Child weights are clipped
@@ -134,79 +137,116 @@ struct DerivedCells {
   }
 };
 
-// One warp per (node, feature): the feature's bins in chunks of 32 (bin lo + 32 c + lane,
-// coalesced), int64 prefix sums by shuffles with the chunk totals carried, no shared memory and
-// no block barriers. Every candidate's float64 arithmetic is the CPU engine's; the warp's
-// arg-max uses ``better``, a total order on (gain, key), so the winner does not depend on the
-// order in which lanes meet.
-template <typename Cells>
+// The warps that search one (node, feature) together: ``size`` of them (1, 2, 4 or 8) in one
+// block, warp ``rank`` taking the contiguous chunks of 32 bins [first, last) of the feature.
+// ``base`` is the block's warp index of rank 0 (shared-memory slots of the exchange).
+struct WarpGroup {
+  int size, rank, base;
+  // this warp's bins [from, to) of the feature's bins [lo, hi): whole chunks of 32 from lo
+  __device__ __forceinline__ void bins(int lo, int hi, int& from, int& to) const {
+    const int n_chunks = (hi - lo + 31) >> 5;
+    const int per = (n_chunks + size - 1) / size;
+    from = lo + 32 * min(n_chunks, rank * per);
+    to = min(hi, lo + 32 * min(n_chunks, (rank + 1) * per));
+  }
+};
+
+// What a group's warps exchange in shared memory: each warp's sums of its bins, then its best
+// candidate (one slot per warp of the block). Both exchanges are block barriers, which every
+// warp of the block reaches (the group size is the launch's, the same for all).
+struct GroupShare {
+  long long g[8], h[8], lg[8], lh[8];
+  double gain[8];
+  int key[8];
+};
+
+// One (node, feature)'s candidate from the feature's bins [lo, hi), this warp's share [from,
+// to): the bins in chunks of 32 (bin lo + 32 c + lane,
+// coalesced), int64 prefix sums by shuffles with the chunk totals carried. A group of one warp
+// walks every chunk; a group of several (levels of few nodes, where one warp per pair leaves
+// the GPU idle behind one warp's chain of dependent shuffles and float64 operations) splits
+// the chunks, and each warp starts from the sum of the chunks before its own. Every
+// candidate's float64 arithmetic is the CPU engine's; the arg-max uses ``better``, a total
+// order on (gain, key), so the winner depends neither on the order in which lanes meet nor on
+// how the chunks were split. ``work`` false (no node, a masked feature, a warp past the last
+// pair): the warp only takes part in the exchanges, and rank 0 of a live pair writes an
+// invalid candidate.
+template <bool kGrouped, typename Cells>
 __device__ __forceinline__ void feature_candidate(
-    Cells h, const long long* records, const int* __restrict__ cut_ptrs,
-    int n_features, int node, int f, const bool* __restrict__ feature_mask, int mask_rows, const SplitParamsDev& p,
-    const double* __restrict__ bounds, const signed char* __restrict__ monotone, int constrained, int lane,
-    Candidate* slot) {
-  // mask_rows: 0 = every feature, 1 = one mask row for every node, else one row per node
-  const long long mask_row = mask_rows == 1 ? 0 : node;
-  const bool no_node = records[static_cast<long long>(node) * kNodeFields + kFeature] == kNoNode;
-  if (no_node || (mask_rows != 0 && !feature_mask[mask_row * n_features + f])) {
+    Cells h, const long long* records, int lo, int hi, int from, int to, int node, int f, bool work,
+    const SplitParamsDev& p, const double* __restrict__ bounds, const signed char* __restrict__ monotone,
+    int constrained, int lane, const WarpGroup& group, GroupShare& share, Candidate* slot) {
+  if (!kGrouped && !work) {  // no exchange to take part in
     if (lane == 0) write_candidate(slot, 0.0, -1, -1, 0, 0, 0ull, -1);
     return;
   }
-  const int lo = cut_ptrs[f], hi = cut_ptrs[f + 1];
-  const long long tg = records[static_cast<long long>(node) * kNodeFields + kSumG];
-  const long long th = records[static_cast<long long>(node) * kNodeFields + kSumH];
   // feature sums -> missing sums
   long long fg = 0, fh = 0;
-  for (int b = lo + lane; b < hi; b += 32) { fg += h(2 * b); fh += h(2 * b + 1); }
+  if (work)
+    for (int b = from + lane; b < to; b += 32) { fg += h(2 * b); fh += h(2 * b + 1); }
 #pragma unroll
   for (int d = 16; d > 0; d >>= 1) {
     fg += __shfl_xor_sync(0xffffffffu, fg, d);
     fh += __shfl_xor_sync(0xffffffffu, fh, d);
   }
-  const long long mg = tg - fg, mh = th - fh;
-  const bool has_missing = mg != 0 || mh != 0;
-  // the node's weight bounds (monotone constraints)
-  const double w_lo = constrained ? bounds[2 * node] : 0.0, w_hi = constrained ? bounds[2 * node + 1] : 0.0;
-  const int sign = constrained ? monotone[f] : 0;
-  const double TG = tg * p.inv_scale_g, TH = th * p.inv_scale_h;
-  const double parent = constrained ? gain_given_weight(TG, TH, bounded_weight(TG, TH, w_lo, w_hi, p), p)
-                                    : split_gain(TG, TH, p);
-
+  long long carry_g = 0, carry_h = 0;
+  if (kGrouped) {
+    const int me = group.base + group.rank;
+    if (lane == 0) { share.g[me] = fg; share.h[me] = fh; }
+    __syncthreads();
+    fg = fh = 0;
+    for (int j = 0; j < group.size; ++j) {
+      if (j == group.rank) { carry_g = fg; carry_h = fh; }
+      fg += share.g[group.base + j];
+      fh += share.h[group.base + j];
+    }
+  }
   double my_gain = 0.0;
   int my_key = -1;
   long long my_lg = 0, my_lh = 0;
-  long long carry_g = 0, carry_h = 0;
-  for (int chunk = lo; chunk < hi; chunk += 32) {
-    const int b = chunk + lane;
-    long long cg = b < hi ? h(2 * b) : 0, ch = b < hi ? h(2 * b + 1) : 0;
-    cg = warp_inclusive_scan(cg);
-    ch = warp_inclusive_scan(ch);
-    const long long chunk_g = __shfl_sync(0xffffffffu, cg, 31), chunk_h = __shfl_sync(0xffffffffu, ch, 31);
-    cg += carry_g;
-    ch += carry_h;
-    carry_g += chunk_g;
-    carry_h += chunk_h;
-    if (b < hi) {
-      for (int d = 0; d < 2; ++d) {
-        long long lg, lh;
-        if (d == 0) { lg = cg; lh = ch; }
-        else { if (!has_missing) break; lg = cg + mg; lh = ch + mh; }
-        const long long rg = tg - lg, rh = th - lh;
-        if (lh <= 0 || rh <= 0) continue;
-        const double GL = lg * p.inv_scale_g, HL = lh * p.inv_scale_h;
-        const double GR = rg * p.inv_scale_g, HR = rh * p.inv_scale_h;
-        if (HL < p.mcw || HR < p.mcw) continue;
-        double gain;
-        if (constrained) {
-          const double wl = bounded_weight(GL, HL, w_lo, w_hi, p), wr = bounded_weight(GR, HR, w_lo, w_hi, p);
-          if ((sign > 0 && wl > wr) || (sign < 0 && wl < wr)) continue;  // against the constraint
-          gain = gain_given_weight(GL, HL, wl, p) + gain_given_weight(GR, HR, wr, p) - parent;
-        } else {
-          gain = split_gain(GL, HL, p) + split_gain(GR, HR, p) - parent;
+  if (work) {
+    const long long tg = records[static_cast<long long>(node) * kNodeFields + kSumG];
+    const long long th = records[static_cast<long long>(node) * kNodeFields + kSumH];
+    const long long mg = tg - fg, mh = th - fh;
+    const bool has_missing = mg != 0 || mh != 0;
+    // the node's weight bounds (monotone constraints)
+    const double w_lo = constrained ? bounds[2 * node] : 0.0, w_hi = constrained ? bounds[2 * node + 1] : 0.0;
+    const int sign = constrained ? monotone[f] : 0;
+    const double TG = tg * p.inv_scale_g, TH = th * p.inv_scale_h;
+    const double parent = constrained ? gain_given_weight(TG, TH, bounded_weight(TG, TH, w_lo, w_hi, p), p)
+                                      : split_gain(TG, TH, p);
+    for (int chunk = from; chunk < to; chunk += 32) {
+      const int b = chunk + lane;
+      long long cg = b < hi ? h(2 * b) : 0, ch = b < hi ? h(2 * b + 1) : 0;
+      cg = warp_inclusive_scan(cg);
+      ch = warp_inclusive_scan(ch);
+      const long long chunk_g = __shfl_sync(0xffffffffu, cg, 31), chunk_h = __shfl_sync(0xffffffffu, ch, 31);
+      cg += carry_g;
+      ch += carry_h;
+      carry_g += chunk_g;
+      carry_h += chunk_h;
+      if (b < hi) {
+        for (int d = 0; d < 2; ++d) {
+          long long lg, lh;
+          if (d == 0) { lg = cg; lh = ch; }
+          else { if (!has_missing) break; lg = cg + mg; lh = ch + mh; }
+          const long long rg = tg - lg, rh = th - lh;
+          if (lh <= 0 || rh <= 0) continue;
+          const double GL = lg * p.inv_scale_g, HL = lh * p.inv_scale_h;
+          const double GR = rg * p.inv_scale_g, HR = rh * p.inv_scale_h;
+          if (HL < p.mcw || HR < p.mcw) continue;
+          double gain;
+          if (constrained) {
+            const double wl = bounded_weight(GL, HL, w_lo, w_hi, p), wr = bounded_weight(GR, HR, w_lo, w_hi, p);
+            if ((sign > 0 && wl > wr) || (sign < 0 && wl < wr)) continue;  // against the constraint
+            gain = gain_given_weight(GL, HL, wl, p) + gain_given_weight(GR, HR, wr, p) - parent;
+          } else {
+            gain = split_gain(GL, HL, p) + split_gain(GR, HR, p) - parent;
+          }
+          if (!(gain > KERNEL_EPS)) continue;  // NaN never wins
+          const int key = 2 * (b - lo) + d;
+          if (better(gain, key, my_gain, my_key)) { my_gain = gain; my_key = key; my_lg = lg; my_lh = lh; }
         }
-        if (!(gain > KERNEL_EPS)) continue;  // NaN never wins
-        const int key = 2 * (b - lo) + d;
-        if (better(gain, key, my_gain, my_key)) { my_gain = gain; my_key = key; my_lg = lg; my_lh = lh; }
       }
     }
   }
@@ -218,7 +258,20 @@ __device__ __forceinline__ void feature_candidate(
     const long long olh = __shfl_xor_sync(0xffffffffu, my_lh, d);
     if (better(og, ok, my_gain, my_key)) { my_gain = og; my_key = ok; my_lg = olg; my_lh = olh; }
   }
-  if (lane == 0) write_candidate(slot, my_gain, my_key, my_key >= 0 ? my_key >> 1 : -1, my_lg, my_lh, 0ull, -1);
+  if (kGrouped) {
+    const int me = group.base + group.rank;
+    if (lane == 0) { share.gain[me] = my_gain; share.key[me] = my_key; share.lg[me] = my_lg; share.lh[me] = my_lh; }
+    __syncthreads();
+    if (group.rank != 0) return;
+    for (int j = 1; j < group.size; ++j) {
+      const int o = group.base + j;
+      if (better(share.gain[o], share.key[o], my_gain, my_key)) {
+        my_gain = share.gain[o]; my_key = share.key[o]; my_lg = share.lg[o]; my_lh = share.lh[o];
+      }
+    }
+  }
+  if (lane == 0 && slot != nullptr)
+    write_candidate(slot, my_gain, my_key, my_key >= 0 ? my_key >> 1 : -1, my_lg, my_lh, 0ull, -1);
 }
 
 // Whether child ``node`` (2j + side) of parent j is the one whose histogram was built.
@@ -229,8 +282,9 @@ __device__ __forceinline__ bool built_side(const long long* __restrict__ build_l
 // With ``derive`` the histograms are written first: node 2j + s is child s of parent j, the
 // built child (left where build_left[j] != 0) a copy of built[j], its sibling parent_hist[j] -
 // built[j] (nodes.cu ``children_histograms``, one launch less a level and one pass less over
-// the children's histograms). Each warp writes its own (node, feature) cells, whatever the
-// mask or the node, and reads them back after a __syncwarp: the next level subtracts from
+// the children's histograms). Each warp writes its share of its (node, feature)'s cells
+// (bins [lo, hi)), whatever the mask or the node, and reads them back after a __syncwarp
+// (no other warp reads them in this launch): the next level subtracts from
 // every cell, and the categorical kernels read them after this launch. With ``derive`` 2 (a
 // level whose histograms nothing reads later, no categorical feature) nothing is written: the
 // search reads the same cells from the parent's and the built child's (DerivedCells).
@@ -255,36 +309,65 @@ __device__ __forceinline__ void derive_feature_cells(const long long* __restrict
 // int64 shuffles and float64 operations, so more warps an SM hide more of it: 24 against 16
 // made the searches of wide levels (Bosch-like, 968 features) 19% faster; 4 blocks (64
 // registers, with spills) gained no more (docs/performance-notes.md, "The split search's warps").
-extern "C" __global__ void __launch_bounds__(256, 3) best_per_feature(
-    long long* hist, long long total_bins, long long* records, const int* __restrict__ cut_ptrs,
-    int n_features, int n_pairs, const bool* __restrict__ feature_mask, int mask_rows,
-    const double* __restrict__ scales, double lam, double alpha, double mcw, double mds,
-    const double* __restrict__ bounds, const signed char* __restrict__ monotone, int constrained,
-    const unsigned char* __restrict__ is_cat, int has_cat, Candidate* out, double gamma,
-    unsigned int* __restrict__ node_done, int pick, const long long* __restrict__ parent_hist,
-    const long long* __restrict__ built, const long long* __restrict__ build_left, int derive) {
+// On a level of few nodes one warp per pair leaves most of the GPU idle while each warp runs
+// its whole chain; ``group_size`` warps a pair (the backend's ``_search_group``) cut the chain.
+#define BEST_PER_FEATURE_PARAMS                                                                      \
+  long long* hist, long long total_bins, long long* records, const int* __restrict__ cut_ptrs,          \
+      int n_features, int n_pairs, const bool* __restrict__ feature_mask, int mask_rows,                \
+      const double* __restrict__ scales, double lam, double alpha, double mcw, double mds,              \
+      const double* __restrict__ bounds, const signed char* __restrict__ monotone, int constrained,     \
+      const unsigned char* __restrict__ is_cat, int has_cat, Candidate* out, double gamma,              \
+      unsigned int* __restrict__ node_done, int pick, const long long* __restrict__ parent_hist,        \
+      const long long* __restrict__ built, const long long* __restrict__ build_left, int derive,        \
+      int group_size
+#define BEST_PER_FEATURE_ARGS                                                                         \
+  hist, total_bins, records, cut_ptrs, n_features, n_pairs, feature_mask, mask_rows, scales, lam, alpha, \
+      mcw, mds, bounds, monotone, constrained, is_cat, has_cat, out, gamma, node_done, pick,             \
+      parent_hist, built, build_left, derive, group_size
+
+// The search's body: ``kGrouped`` false, one warp a pair (``group_size`` 1); true, groups of
+// ``group_size`` warps. Two kernels, so that the one-warp search keeps the registers and the
+// code it had before groups. The grouped one runs only on levels whose warps one wave holds
+// (the backend's ``_search_group``), so it takes 2 blocks an SM and 102 registers, with no
+// spills (at 3 blocks, 80 registers, it spilled 48 bytes a thread).
+template <bool kGrouped>
+__device__ __forceinline__ void search_pairs(BEST_PER_FEATURE_PARAMS) {
+  __shared__ GroupShare share;
   const SplitParamsDev p{1.0 / scales[0], 1.0 / scales[1], lam, alpha, mcw, mds};
   const int lane = threadIdx.x & 31;
-  const long long pair = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5;
-  if (pair >= n_pairs) return;  // whole warps leave together
-  const int node = static_cast<int>(pair / n_features);
-  const int f = static_cast<int>(pair % n_features);
-  if (derive == 1) derive_feature_cells(parent_hist, built, build_left, total_bins, node, cut_ptrs[f], cut_ptrs[f + 1], lane, hist);
-  if (has_cat && is_cat[f]) return;  // best_per_category_feature writes this slot (never with pick)
+  // a power of two up to the block's 8 warps: a group never spans blocks
+  const int size = kGrouped ? group_size : 1;
+  const long long pair = ((blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5) / size;
+  const bool live = pair < n_pairs;
+  if (!kGrouped && !live) return;  // whole warps leave; a group's take part in its exchanges
+  const int block_warp = threadIdx.x >> 5;
+  const WarpGroup group{size, block_warp & (size - 1), block_warp & ~(size - 1)};
+  const int node = live ? static_cast<int>(pair / n_features) : 0;
+  const int f = live ? static_cast<int>(pair % n_features) : 0;
+  const int lo = cut_ptrs[f], hi = cut_ptrs[f + 1];
+  int from = lo, to = hi;
+  if (kGrouped) group.bins(lo, hi, from, to);
+  if (live && derive == 1)
+    derive_feature_cells(parent_hist, built, build_left, total_bins, node, from, to, lane, hist);
+  const bool cat = has_cat && is_cat[f];  // best_per_category_feature writes this slot (never with pick)
+  if (cat && !kGrouped) return;
+  const long long mask_row = mask_rows == 1 ? 0 : node;
+  const bool work = live && !cat && records[static_cast<long long>(node) * kNodeFields + kFeature] != kNoNode &&
+                    (mask_rows == 0 || feature_mask[mask_row * n_features + f]);
+  Candidate* slot = live && !cat ? out + pair : nullptr;
   const long long cells = static_cast<long long>(node >> 1) * total_bins * 2;
   if (derive == 2)
-    feature_candidate(DerivedCells{built + cells, parent_hist + cells, built_side(build_left, node)}, records,
-                      cut_ptrs, n_features, node, f, feature_mask, mask_rows, p, bounds, monotone, constrained, lane,
-                      out + pair);
+    feature_candidate<kGrouped>(DerivedCells{built + cells, parent_hist + cells, built_side(build_left, node)},
+                                records, lo, hi, from, to, node, f, work, p, bounds, monotone, constrained, lane,
+                                group, share, slot);
   else
-    feature_candidate(StoredCells{hist + static_cast<long long>(node) * total_bins * 2}, records, cut_ptrs,
-                      n_features, node, f, feature_mask, mask_rows, p, bounds, monotone, constrained, lane,
-                      out + pair);
-  if (!pick) return;
-  // ``node_done``: zeroed counters, one per node; the node's last warp leaves its counter zero
+    feature_candidate<kGrouped>(StoredCells{hist + static_cast<long long>(node) * total_bins * 2}, records, lo, hi,
+                                from, to, node, f, work, p, bounds, monotone, constrained, lane, group, share, slot);
+  if (!pick || !live || group.rank != 0) return;
+  // ``node_done``: zeroed counters, one per node; the node's last pair leaves its counter zero
   unsigned last = 0u;
   if (lane == 0) {
-    __threadfence();  // this warp's candidate (and its reads of the record) before the count
+    __threadfence();  // this pair's candidate (and its reads of the record) before the count
     last = atomicAdd(node_done + node, 1u) == static_cast<unsigned>(n_features - 1) ? 1u : 0u;
   }
   if (!__shfl_sync(0xffffffffu, last, 0)) return;
@@ -292,6 +375,14 @@ extern "C" __global__ void __launch_bounds__(256, 3) best_per_feature(
   long long* o = records + static_cast<long long>(node) * kNodeFields;
   if (o[kFeature] != kNoNode) pick_node_split(out + static_cast<long long>(node) * n_features, n_features, gamma, o, lane);
   if (lane == 0) node_done[node] = 0u;
+}
+
+extern "C" __global__ void __launch_bounds__(256, 3) best_per_feature(BEST_PER_FEATURE_PARAMS) {
+  search_pairs<false>(BEST_PER_FEATURE_ARGS);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) best_per_feature_grouped(BEST_PER_FEATURE_PARAMS) {
+  search_pairs<true>(BEST_PER_FEATURE_ARGS);
 }
 
 // Stage 2: one warp per node writes its decision into its record: feature, bin,

@@ -44,6 +44,7 @@ _SELECT_PER_THREAD = 8  # select.cu's kSelectPerThread (its blocks are _THREADS 
 _HIST_THREADS = 512
 _HIST_BLOCKS_PER_SM = 4
 _CANDIDATE_BYTES = 48  # split.cu's Candidate record
+_GROUPED_SEARCH_WARPS_PER_SM = 16  # best_per_feature_grouped's blocks of 8 warps, 2 an SM
 _CAT_THREADS = 256  # split.cu's kCatThreads
 _CAT_STATIC_SHARED = 1024  # at least best_per_category_feature's static shared memory (352 bytes)
 _PARTITION_TILE = 256 * 8  # partition.cu's kThreads * kItems
@@ -171,12 +172,31 @@ class CUDABackend:
     # -- plumbing --------------------------------------------------------------------------
     def _device_ptrs(self, cut_ptrs) -> object:
         """int32 copy of ``cut_ptrs`` on the device, uploaded once per cuts array."""
+        return self._cuts_entry(cut_ptrs)[1]
+
+    def _cuts_entry(self, cut_ptrs) -> tuple:
+        """(``cut_ptrs``, its int32 device copy, the chunks of 32 bins of its widest feature),
+        made once per cuts array."""
         key = id(cut_ptrs)
         hit = self._ptr_cache.get(key)
         if hit is None or hit[0] is not cut_ptrs:
-            hit = (cut_ptrs, self.xp.asarray(np.asarray(cut_ptrs).astype(np.int32)))
+            host = np.asarray(cut_ptrs).astype(np.int32)
+            widest = int(np.diff(host).max()) if host.size > 1 else 0
+            hit = (cut_ptrs, self.xp.asarray(host), -(-widest // 32))
             self._ptr_cache = {key: hit}
-        return hit[1]
+        return hit
+
+    def _search_group(self, pairs: int, cut_ptrs) -> int:
+        """Warps that search one (node, feature) together in ``best_per_feature``: 1, or, on a
+        level of few pairs, 2, 4 or 8 (at most one per chunk of 32 bins of the widest
+        feature), as many as keep the launch within the warps the GPU holds at once. One warp
+        per pair left a level of few nodes to a few warps, each running its feature's whole
+        chain of dependent shuffles and float64 operations (13-15 us a launch on an H200)."""
+        chunks = self._cuts_entry(cut_ptrs)[2]
+        group = 1
+        while group < 8 and 2 * group <= chunks and 2 * group * pairs <= self.sm_count * _GROUPED_SEARCH_WARPS_PER_SM:
+            group *= 2
+        return group
 
     def _scratch(self, name: str, size: int, dtype):
         """A 1-D work array of at least ``size`` elements, reused between calls (one stream
@@ -774,7 +794,8 @@ class CUDABackend:
             bounds, monotone = self._no_bounds, self._no_signs
         is_cat = self._no_cat_nodes[0] if categorical is None else self._device_layout(categorical)[0]
         cand = self._scratch("candidates", n * n_features * _CANDIDATE_BYTES // 8, np.int64)
-        pairs = n * n_features  # one warp each, 8 warps a block
+        pairs = n * n_features
+        group = self._search_group(pairs, cut_ptrs)  # warps a pair, 8 warps a block
         split_args = (
             self._scales(scales),
             np.float64(params.reg_lambda),
@@ -793,7 +814,7 @@ class CUDABackend:
         if pairs:
             self._launch(
                 "split.cu",
-                "best_per_feature",
+                "best_per_feature" if group == 1 else "best_per_feature_grouped",
                 0,
                 (cells, np.int64(cells.shape[1]), records, dev_ptrs, np.int32(n_features), np.int32(pairs))
                 + (mask, np.int32(mask_rows))
@@ -804,9 +825,10 @@ class CUDABackend:
                     (hist, hist, hist, np.int32(0))
                     if derive is None
                     else (*derive, np.int32(1 if hist is not None else 2))
-                ),
+                )
+                + (np.int32(group),),
                 threads=256,
-                grid=-(-pairs // 8),
+                grid=-(-pairs * group // 8),
             )
         if categorical is not None:
             self._evaluate_categorical(hist, records, cut_ptrs, mask, mask_rows, split_args, params, categorical, cand)

@@ -17,6 +17,7 @@ _cuda_emulator = pytest.importorskip("_cuda_emulator")
 pytestmark = pytest.mark.skipif(not _cuda_emulator.available(), reason="needs a host C++20 compiler")
 
 from test_cuda_categorical_emulated import CPU, SCALES, _layout, _Params, _tied_histograms  # noqa: E402
+from test_split_search_emulated import backend_searching_in_groups_of, search_launch  # noqa: E402
 
 
 def _children(rng, k: int, n_bins):
@@ -31,11 +32,21 @@ def _children(rng, k: int, n_bins):
 # a warp scans a feature's bins 32 at a time, carrying each chunk's sums into the next: features
 # of one chunk to ten (300 bins), and the edges of a chunk (256 and 257 bins)
 WIDTHS = {"features of up to 256 bins": [33, 6, 70, 1, 12], "features past 256 bins among them": [300, 6, 256, 257, 12]}
+# warps a (node, feature): each writes and reads its share of the feature's cells; a group
+# is at most a warp a chunk of the widest feature (3 chunks for 70 bins make groups of 2)
+GROUPS = [1, 2, 8]
 
 
+def _searched_in_groups(backend, widths, pairs: int, group: int) -> None:
+    widest = -(-max(widths) // 32)
+    group = min(group, 1 << (widest.bit_length() - 1))
+    assert backend.launches[0][:2] == search_launch(group, pairs)
+
+
+@pytest.mark.parametrize("group", GROUPS, ids=[f"{g} warps a pair" for g in GROUPS])
 @pytest.mark.parametrize("widths", list(WIDTHS), ids=list(WIDTHS))
 @pytest.mark.parametrize("categorical", [False, True], ids=["numeric", "with categorical features"])
-def test_the_split_search_derives_the_cpus_children_histograms_and_records(categorical, widths):
+def test_the_split_search_derives_the_cpus_children_histograms_and_records(categorical, widths, group):
     rng = np.random.default_rng(8 + categorical)
     n_bins = WIDTHS[widths]
     is_cat = [0, 1, 0, 0, 1] if categorical else [0] * 5
@@ -58,23 +69,24 @@ def test_the_split_search_derives_the_cpus_children_histograms_and_records(categ
     got_bits = np.zeros((2 * k, words), np.uint32)
     p = _Params(gamma=0.1)
     CPU.evaluate_splits(want_hist, want, cut_ptrs, mask, SCALES, p, **cat, **({"cat_bits": want_bits} if cat else {}))
-    backend = _cuda_emulator.EmulatedCUDABackend()
+    backend = backend_searching_in_groups_of(group, 2 * k * len(n_bins))
     got_hist = backend.evaluate_children(
         parent, built, build_left, got, cut_ptrs, mask, SCALES, p, **cat, **({"cat_bits": got_bits} if cat else {})
     )
     np.testing.assert_array_equal(got_hist, want_hist)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(got_bits, want_bits)
-    launched = [name for name, *_ in backend.launches]
-    assert "children_histograms" not in launched and launched[0] == "best_per_feature"
+    assert "children_histograms" not in [name for name, *_ in backend.launches]
+    _searched_in_groups(backend, n_bins, 2 * k * len(n_bins), group)
     assert (want[:, FEATURE] >= 0).sum() >= 3  # most children split: the search was not vacuous
     if categorical:
         assert any(is_cat[f] for f in want[want[:, FEATURE] >= 0, FEATURE])
 
 
+@pytest.mark.parametrize("group", GROUPS, ids=[f"{g} warps a pair" for g in GROUPS])
 @pytest.mark.parametrize("widths", [[17, 5, 40, 2], [17, 5, 290, 2]], ids=["up to 256 bins", "past 256 bins"])
 @pytest.mark.parametrize("categorical", [False, True], ids=["numeric", "with categorical features"])
-def test_a_search_that_keeps_no_histograms_gives_the_same_records_and_leaves_its_inputs(categorical, widths):
+def test_a_search_that_keeps_no_histograms_gives_the_same_records_and_leaves_its_inputs(categorical, widths, group):
     rng = np.random.default_rng(21 + categorical)
     n_bins = widths
     is_cat = [0, 1, 0, 0] if categorical else [0] * 4
@@ -96,7 +108,7 @@ def test_a_search_that_keeps_no_histograms_gives_the_same_records_and_leaves_its
     p = _Params(gamma=0.05)
     CPU.evaluate_splits(hist, want, cut_ptrs, mask, SCALES, p, **cat, **({"cat_bits": want_bits} if cat else {}))
     inputs = (parent.copy(), built.copy(), build_left.copy())
-    backend = _cuda_emulator.EmulatedCUDABackend()
+    backend = backend_searching_in_groups_of(group, 2 * k * len(n_bins))
     kept = backend.evaluate_children(
         parent,
         built,
@@ -115,6 +127,7 @@ def test_a_search_that_keeps_no_histograms_gives_the_same_records_and_leaves_its
     np.testing.assert_array_equal(got_bits, want_bits)
     for given, before in zip((parent, built, build_left), inputs):
         np.testing.assert_array_equal(given, before)  # the numeric search writes no cell (the built stand in for them)
+    _searched_in_groups(backend, n_bins, 2 * k * len(n_bins), group)
     assert (want[:, FEATURE] >= 0).sum() >= 4
 
 
