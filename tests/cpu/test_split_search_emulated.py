@@ -28,9 +28,9 @@ from test_cuda_categorical_emulated import _evaluate_both, _Params, _tied_histog
 
 def backend_searching_in_groups_of(group: int, pairs: int):
     """An emulated backend whose search of a level of ``pairs`` (node, feature) pairs takes
-    ``group`` warps a pair: the backend groups warps while the launch fits the GPU at once,
-    so the emulated GPU's number of SMs sets the group: its warps must hold ``group * pairs``
-    and fewer than twice that (at least 16 warps a pair-group make that possible)."""
+    ``group`` warps a pair. The backend doubles the group while the launch fits the warps the
+    GPU holds at once, so the emulated GPU's SMs are chosen to hold ``group * pairs`` warps
+    and fewer than twice that, which a whole number of SMs can only do from one SM's worth."""
     assert group * pairs >= _GROUPED_SEARCH_WARPS_PER_SM
     return _cuda_emulator.EmulatedCUDABackend(sm_count=-(-group * pairs // _GROUPED_SEARCH_WARPS_PER_SM))
 
