@@ -138,7 +138,7 @@ struct DerivedCells {
 };
 
 // The warps that search one (node, feature) together: ``size`` of them (1, 2, 4 or 8) in one
-// block, warp ``rank`` taking the contiguous chunks of 32 bins [first, last) of the feature.
+// block, warp ``rank`` taking a contiguous share of the feature's chunks of 32 bins (``bins``).
 // ``base`` is the block's warp index of rank 0 (shared-memory slots of the exchange).
 struct WarpGroup {
   int size, rank, base;
@@ -161,8 +161,8 @@ struct GroupShare {
 };
 
 // One (node, feature)'s candidate from the feature's bins [lo, hi), this warp's share [from,
-// to): the bins in chunks of 32 (bin lo + 32 c + lane,
-// coalesced), int64 prefix sums by shuffles with the chunk totals carried. A group of one warp
+// to): the bins in chunks of 32 (bin lo + 32 c + lane, coalesced), int64 prefix sums by
+// shuffles with the chunk totals carried. A group of one warp
 // walks every chunk; a group of several (levels of few nodes, where one warp per pair leaves
 // the GPU idle behind one warp's chain of dependent shuffles and float64 operations) splits
 // the chunks, and each warp starts from the sum of the chunks before its own. Every
