@@ -101,7 +101,7 @@ class RankClock(TrainingCallback):
         }
 
 
-def job_profile(client_stages: dict, submitted_at: float, ranks: list[dict]) -> dict:
+def job_profile(client_stages: dict, submitted_at: float, received_at: float, ranks: list[dict]) -> dict:
     """The profile returned to the user.
 
     Parameters
@@ -110,19 +110,25 @@ def job_profile(client_stages: dict, submitted_at: float, ranks: list[dict]) -> 
         ``{stage: seconds}`` measured on the client.
     submitted_at : float
         ``time.time()`` when the rank tasks were submitted.
+    received_at : float
+        ``time.time()`` when the client held every rank's result.
     ranks : list of dict
-        Each rank's own profile (rank order), with ``started_at`` in ``time.time()`` seconds.
+        Each rank's own profile (rank order), with ``started_at`` and ``ended_at`` in
+        ``time.time()`` seconds.
 
     Returns
     -------
     dict
         ``{"client": {...}, "ranks": [...], "slowest_rank": {...}}``; every rank also gets
-        ``dispatch_s`` (submission to the rank's start, as the clocks of one host see it).
+        ``dispatch_s`` (submission to the rank's start) and ``return_s`` (the rank's end to the
+        client holding every result: Dask's messages, the results' transfer, the rank's
+        clean-up after its last stage), as the clocks of one host see them.
     """
     out_ranks = []
     for r in ranks:
         r = dict(r)
         r["dispatch_s"] = r.pop("started_at") - submitted_at
+        r["return_s"] = received_at - r.pop("ended_at")
         out_ranks.append(r)
     slowest = max(out_ranks, key=lambda r: r["dispatch_s"] + r["total_s"]) if out_ranks else {}
     return {"client": dict(client_stages), "ranks": out_ranks, "slowest_rank": slowest}

@@ -194,6 +194,10 @@ def test_a_profiled_job_gives_the_same_model_and_tells_where_every_rank_spent_it
         assert rank["rounds"] == 4
         assert 0 <= rank["round_s_median"] <= rank["rounds_s"] <= rank["total_s"] <= client_stages["ranks_s"] + 1.0
         assert rank["dispatch_s"] >= -1.0  # host clocks of one machine
+        # the rank's stages and Dask's on either side of them make up the client's wait
+        assert rank["return_s"] >= -1.0
+        waited = rank["dispatch_s"] + rank["total_s"] + rank["return_s"]
+        assert waited == pytest.approx(client_stages["submit_s"] + client_stages["ranks_s"], abs=0.01)
         parts = rank["data_s"] + rank["comm_open_s"] + rank["setup_s"] + rank["rounds_s"] + rank["comm_close_s"]
         assert parts <= rank["total_s"] + 1e-6
         stages = rank["setup_stages_s"]
