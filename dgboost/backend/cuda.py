@@ -186,13 +186,13 @@ class CUDABackend:
             self._ptr_cache = {key: hit}
         return hit
 
-    def _search_group(self, pairs: int, cut_ptrs) -> int:
+    def _search_group(self, pairs: int, chunks: int) -> int:
         """Warps that search one (node, feature) together in ``best_per_feature``: 1, or, on a
-        level of few pairs, 2, 4 or 8 (at most one per chunk of 32 bins of the widest
-        feature), as many as keep the launch within the warps the GPU holds at once. One warp
-        per pair left a level of few nodes to a few warps, each running its feature's whole
-        chain of dependent shuffles and float64 operations (13-15 us a launch on an H200)."""
-        chunks = self._cuts_entry(cut_ptrs)[2]
+        level of few pairs, 2, 4 or 8 (at most one per chunk of 32 bins of the widest feature,
+        ``chunks``: :meth:`_cuts_entry`), as many as keep the launch within the warps the GPU
+        holds at once. One warp per pair left a level of few nodes to a few warps, each running
+        its feature's whole chain of dependent shuffles and float64 operations (13-15 us a
+        launch on an H200)."""
         group = 1
         while group < 8 and 2 * group <= chunks and 2 * group * pairs <= self.sm_count * _GROUPED_SEARCH_WARPS_PER_SM:
             group *= 2
@@ -782,7 +782,7 @@ class CUDABackend:
         n_features = len(cut_ptrs) - 1
         if n == 0:
             return
-        dev_ptrs = self._device_ptrs(cut_ptrs)
+        _, dev_ptrs, chunks = self._cuts_entry(cut_ptrs)
         # one mask row serves every node; None: every feature
         mask_rows = 0 if feature_mask is None else int(feature_mask.shape[0])
         mask = self._no_mask if feature_mask is None else self.xp.ascontiguousarray(feature_mask, dtype=self.xp.bool_)
@@ -795,7 +795,7 @@ class CUDABackend:
         is_cat = self._no_cat_nodes[0] if categorical is None else self._device_layout(categorical)[0]
         cand = self._scratch("candidates", n * n_features * _CANDIDATE_BYTES // 8, np.int64)
         pairs = n * n_features
-        group = self._search_group(pairs, cut_ptrs)  # warps a pair, 8 warps a block
+        group = self._search_group(pairs, chunks)  # warps a pair, 8 warps a block
         split_args = (
             self._scales(scales),
             np.float64(params.reg_lambda),
