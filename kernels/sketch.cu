@@ -9,10 +9,13 @@
 //     of a row), blockIdx.y = a chunk of sampled rows; one 8-byte atomic per thread and chunk.
 //     Reads the sample once (4 B an entry, through the row indices when the sample is not
 //     every row).
-//  2. ``sketch_keys``: thread = entry of the block, row-major (entry e is row e / n_block,
-//     feature e % n_block); NaN is dropped; the kept entries of a warp take consecutive slots
-//     from one counter (ballot + one atomic a warp). The slots' order depends on scheduling, the
-//     sorted keys do not (equal keys are equal bits). 4 B read, 8 B written a kept entry.
+//  2. ``sketch_keys``: a block walks tiles of kKeysPerThread * blockDim.x entries of the block,
+//     row-major (entry e is row e / n_block, feature e % n_block; consecutive threads read
+//     consecutive entries); NaN is dropped; the kept entries of a tile take consecutive slots
+//     from one counter (a block scan + one atomic a tile: an atomic a warp on the one counter
+//     had made the kernel 26 ms of a 1M x 968 sample's 58). The slots' order depends on
+//     scheduling, the sorted keys do not (equal keys are equal bits). 4 B read, 8 B written a
+//     kept entry.
 // The cut values are then chosen on the sorted keys themselves (a feature's keys differ only in
 // their low bits), the same numbers as the host's ``_cuts_from_unique`` of unit weights: a
 // value's ranks in the feature are the positions where its run of equal keys starts and ends,
@@ -22,13 +25,16 @@
 //     one 8-byte atomic a block. 8 B read a key.
 //  4. ``sketch_cut_picks``: for features of more than max_bin distinct values, thread = one
 //     of XGBoost's evenly spaced rank targets (``WQSummary::SetPrune`` on the exact summary,
-//     as ``_prune_summary``): the last run whose rank sum is at most the target, by a binary
-//     search over positions (two inner searches a probe: O(log^2 m) loads), and the nearer of
-//     it and the next run. Writes the picked run's start position (-1: past the last run).
-//  5. ``sketch_cut_values``: thread = feature; a feature of at most max_bin distinct values
-//     walks its runs (one binary search a run) and keeps every value but the first; a larger one
-//     keeps its distinct picks in order, then the last run, at most max_bin - 1 values; both
-//     end with the value above the top, ``top + (|top| + 1e-5)`` in float32.
+//     as ``_prune_summary``): the last run whose rank sum is at most the target t, and the
+//     nearer of it and the next run, which is always the run holding position t / 2 (shown
+//     in the kernel): one binary search for its start (O(log m) loads; a search over
+//     positions with two inner searches a probe, O(log^2 m), took 1.3 ms of a 10M x 28
+//     sample's 6.2). Writes the picked run's start position.
+//  5. ``sketch_cut_values``: warp = feature; a feature of at most max_bin distinct values
+//     walks its runs on one lane (one binary search a run) and keeps every value but the
+//     first; a larger one keeps its distinct picks in order (32 picks a step, compacted by
+//     ballots), then the last run, at most max_bin - 1 values; both end with the value above
+//     the top, ``top + (|top| + 1e-5)`` in float32.
 // -0.0 is stored as +0.0: the bins are the same, and the host path does the same. Float64
 // arithmetic is the host's, operation for operation (compiled with --fmad=false).
 #include "common.cuh"
@@ -66,35 +72,63 @@ extern "C" __global__ void sketch_count_present(const float* __restrict__ values
   if (present) atomicAdd(counts + j, present);
 }
 
+constexpr int kKeysPerThread = 8;  // _cuda_sketch.py's _KEYS_PER_THREAD
+
 extern "C" __global__ void sketch_keys(const float* __restrict__ values, const long long* __restrict__ rows,
                                        long long n_rows, long long row_stride, long long col_stride, int f0,
                                        int n_block, unsigned long long* __restrict__ keys,
                                        unsigned long long* __restrict__ cursor) {
+  __shared__ unsigned int warp_first[32];  // a warp's first slot in the tile's run
+  __shared__ unsigned long long tile_first;
   const long long total = n_rows * (long long)n_block;
-  const long long stride = (long long)gridDim.x * blockDim.x;
-  const unsigned int lane = threadIdx.x & 31u;
-  // every lane runs the same number of trips (the bound is the block's first entry), so the
-  // whole warp takes part in each ballot
-  for (long long base = (long long)blockIdx.x * blockDim.x; base < total; base += stride) {
-    const long long e = base + threadIdx.x;
-    float v = __int_as_float(0x7fc00000);  // NaN: past the end counts as missing
-    int j = 0;
-    if (e < total) {
-      const long long i = e / n_block;
-      j = (int)(e - i * n_block);
-      v = values[sample_row(rows, i) * row_stride + (long long)(f0 + j) * col_stride];
+  const long long tile = (long long)blockDim.x * kKeysPerThread;
+  const unsigned int lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const unsigned int n_warps = (blockDim.x + 31u) >> 5;
+  // every thread of the block runs the same trips (the bound is the tile's first entry), so
+  // that all of them reach each barrier
+  for (long long base = (long long)blockIdx.x * tile; base < total; base += (long long)gridDim.x * tile) {
+    unsigned long long key[kKeysPerThread];
+    unsigned int kept = 0u;  // bit k: entry k of this thread is present
+#pragma unroll
+    for (int k = 0; k < kKeysPerThread; ++k) {
+      const long long e = base + (long long)k * blockDim.x + threadIdx.x;
+      key[k] = 0ull;
+      if (e < total) {
+        const long long i = e / n_block;
+        const int j = (int)(e - i * n_block);
+        const float v = values[sample_row(rows, i) * row_stride + (long long)(f0 + j) * col_stride];
+        if (!isnan(v)) {
+          key[k] = ((unsigned long long)j << 32) | (unsigned long long)order_bits(v);
+          kept |= 1u << k;
+        }
+      }
     }
-    const bool keep = !isnan(v);
-    const unsigned int kept = __ballot_sync(0xffffffffu, keep);
-    if (kept == 0u) continue;
-    const int leader = __ffs(kept) - 1;
-    unsigned long long slot = 0;
-    if ((int)lane == leader) slot = atomicAdd(cursor, (unsigned long long)__popc(kept));
-    slot = __shfl_sync(0xffffffffu, slot, leader);
-    if (keep) {
-      keys[slot + __popc(kept & ((1u << lane) - 1u))] =
-          ((unsigned long long)j << 32) | (unsigned long long)order_bits(v);
+    // the tile's slots: an inclusive scan of the counts within each warp, the warps' totals
+    // scanned by thread 0, which takes the tile's run from the counter
+    const unsigned int mine = (unsigned int)__popc(kept);
+    unsigned int upto = mine;
+    for (unsigned int d = 1; d < 32u; d <<= 1) {
+      const unsigned int other = __shfl_up_sync(0xffffffffu, upto, d);
+      if (lane >= d) upto += other;
     }
+    if (lane == 31u) warp_first[warp] = upto;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned int sum = 0u;
+      for (unsigned int w = 0; w < n_warps; ++w) {
+        const unsigned int c = warp_first[w];
+        warp_first[w] = sum;
+        sum += c;
+      }
+      tile_first = sum ? atomicAdd(cursor, (unsigned long long)sum) : 0ull;
+    }
+    __syncthreads();
+    unsigned long long slot = tile_first + warp_first[warp] + (upto - mine);
+#pragma unroll
+    for (int k = 0; k < kKeysPerThread; ++k) {
+      if (kept & (1u << k)) keys[slot++] = key[k];
+    }
+    __syncthreads();  // warp_first and tile_first are the next tile's
   }
 }
 
@@ -148,7 +182,7 @@ extern "C" __global__ void sketch_cut_picks(const unsigned long long* __restrict
   const int f = blockIdx.x;
   const int k = blockIdx.y * blockDim.x + threadIdx.x + 1;  // rank targets 1 .. max_bin - 1
   if (k >= max_bin || distinct[f] <= (unsigned long long)max_bin) return;
-  const long long s = offsets[f], e = offsets[f + 1], m = e - s;
+  const long long s = offsets[f], e = offsets[f + 1];
   // runs at positions p_0 = 0 < p_1 < ... < p_D = m: a run's rmin is its start, rmax its end
   const long long p1 = upper_pos(keys, s, e, keys[s]) - s;         // rmax of the first run
   const long long p_last = lower_pos(keys, s, e, keys[e - 1]) - s;  // rmin of the last run
@@ -158,29 +192,17 @@ extern "C" __global__ void sketch_cut_picks(const unsigned long long* __restrict
   // the rank sums (rmin + rmax) are integers: sum <= dx2 is sum <= floor(dx2), and
   // dx2 < 2 * p is floor(dx2) < 2 * p
   const long long t = (long long)floor(dx2);
-  // the last position whose run's rank sum is at most t (-1: none); the sums grow with the run
-  long long lo = -1, hi = m;
-  long long a = 0, b = p1;  // run 0 when no later run qualifies
-  while (hi - lo > 1) {
-    const long long mid = lo + ((hi - lo) >> 1);
-    const unsigned long long key = keys[s + mid];
-    const long long run_start = lower_pos(keys, s, s + mid + 1, key) - s;
-    const long long run_end = upper_pos(keys, s + mid, e, key) - s;
-    if (run_start + run_end <= t) {
-      lo = mid;
-      a = run_start;
-      b = run_end;
-    } else {
-      hi = mid;
-    }
-  }
-  if (lo < 0) {
-    a = 0;
-    b = p1;
-  }
-  // the run found must not be the last (the host drops such targets), then the nearer
-  // neighbour: this run when dx2 < rmax(this) + rmin(next) = 2 * its end
-  picks[(long long)f * max_bin + k] = b >= m ? -1 : (t < 2 * b ? a : b);
+  // XGBoost takes the last run whose rank sum is at most t (run 0 when none is), then the
+  // nearer of it and the next run: this run when t < 2 * its end, the next one otherwise
+  // (never past the last run). That is the start of the run holding position q = t / 2.
+  // The run R holding q has a start a <= q and an end b >= q + 1, so 2b > t: if R's sum is
+  // at most t, R is taken (a later run starts past q and ends past that: its sum is at least
+  // 2q + 3 > t) and a is picked. If not, the run before R is taken (both its ends are at
+  // most a <= q, one below: its sum is below 2q <= t), and as 2a <= t, the next run's start,
+  // a, is picked; R = run 0 when no run qualifies, whose start 0 is picked as well.
+  // Since dx2 < 2 * p_last (k < max_bin), q lies before the last run.
+  const long long q = t / 2;
+  picks[(long long)f * max_bin + k] = lower_pos(keys, s, s + q + 1, keys[s + q]) - s;
 }
 
 extern "C" __global__ void sketch_cut_values(const unsigned long long* __restrict__ keys,
@@ -188,33 +210,44 @@ extern "C" __global__ void sketch_cut_values(const unsigned long long* __restric
                                              const unsigned long long* __restrict__ distinct, int max_bin,
                                              const long long* __restrict__ picks, float* __restrict__ out,
                                              int* __restrict__ sizes) {
-  const int f = blockIdx.x * blockDim.x + threadIdx.x;
+  // a warp a feature: the warp's lanes leave together
+  const int f = (int)(((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5);
+  const unsigned int lane = threadIdx.x & 31u;
   if (f >= n_features) return;
   const long long s = offsets[f], e = offsets[f + 1];
   float* o = out + (long long)f * max_bin;
   if (e == s) {  // no value: one cut, as the host's empty sample
-    o[0] = 1e-5f;
-    sizes[f] = 1;
+    if (lane == 0u) {
+      o[0] = 1e-5f;
+      sizes[f] = 1;
+    }
     return;
   }
   int c = 0;
   if (distinct[f] <= (unsigned long long)max_bin) {
+    if (lane != 0u) return;
     long long q = upper_pos(keys, s, e, keys[s]);  // every distinct value but the first
     while (q < e) {
       o[c++] = key_value(keys[q]);
       q = upper_pos(keys, q, e, keys[q]);
     }
   } else {
+    // the host keeps pick k (1 .. max_bin - 1) when it differs from the last one kept, which
+    // is always pick k - 1 (run 0 before pick 1): a pick equal to its predecessor was not
+    // kept only because that one was
     const long long* p = picks + (long long)f * max_bin;
-    long long kept = 0;  // run 0 is the summary's first entry, never a cut
-    for (int k = 1; k < max_bin && p[k] >= 0; ++k) {
-      if (p[k] != kept) {
-        if (c < max_bin - 1) o[c++] = key_value(keys[s + p[k]]);
-        kept = p[k];
-      }
+    for (int k0 = 1; k0 < max_bin; k0 += 32) {
+      const int k = k0 + (int)lane;
+      const long long pk = k < max_bin ? p[k] : 0;
+      const long long before = k == 1 || k >= max_bin ? 0 : p[k - 1];
+      const unsigned int keep = __ballot_sync(0xffffffffu, k < max_bin && pk != before);
+      if ((keep >> lane) & 1u) o[c + __popc(keep & ((1u << lane) - 1u))] = key_value(keys[s + pk]);
+      c += __popc(keep);
     }
-    const long long p_last = lower_pos(keys, s, e, keys[e - 1]) - s;  // the summary's last entry
-    if (p_last != kept && c < max_bin - 1) o[c++] = key_value(keys[s + p_last]);
+    if (lane != 0u) return;
+    // the summary's last entry, the last run's start: every pick lies before it
+    const long long p_last = lower_pos(keys, s, e, keys[e - 1]) - s;
+    if (c < max_bin - 1) o[c++] = key_value(keys[s + p_last]);
   }
   const float top = key_value(keys[e - 1]);
   o[c++] = top + (fabsf(top) + 1e-5f);

@@ -1,40 +1,39 @@
 """The quantile sketch's sample sorted and cut on the device (``kernels/sketch.cu``).
 
-:func:`dgboost.quantile.compute_cuts` calls :func:`cut_values` for a device matrix: a block of
-features at a time, so that the temporaries stay bounded whatever the sample's width, and only
-the cut values cross to the host.
+:func:`dgboost.quantile.compute_cuts` calls :func:`cut_values` (through
+``CUDABackend.sketch_cuts``) for a device matrix: a block of features at a time, so that the
+temporaries stay bounded whatever the sample's width. The host reads the sample's counts
+once, to plan the blocks, and every block's cut values once, at the end.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._nvrtc import get_module
+from .._array import to_host
 
 __all__: list[str] = []
 
 _THREADS = 256
 _ROWS_PER_CHUNK = 2048  # sampled rows a counting thread walks: ~1 atomic per 2048 entries
+_KEYS_PER_THREAD = 8  # sketch.cu's kKeysPerThread: a block's tile is _THREADS * 8 entries
 _KEYS_PER_CHUNK = 1 << 16  # sorted keys a block of sketch_distinct counts runs in
+_MAX_GRID = 65535 * 4  # tiles a sketch_keys launch walks at once (each block loops over the rest)
 
 
-def _kernel(name: str):
-    return get_module("sketch.cu").get_function(name)
+def _float32_matrix(values, xp):
+    return values if values.dtype == np.float32 else values.astype(xp.float32)
 
 
-def _float32_matrix(values):
-    import cupy
-
-    return values if values.dtype == cupy.float32 else values.astype(cupy.float32)
-
-
-def present_counts(values, rows, features: range) -> np.ndarray:
+def present_counts(backend, values, rows, features: range) -> np.ndarray:
     """Non-missing sampled values of each feature of ``features``.
 
     Parameters
     ----------
-    values : cupy.ndarray of float32, shape (n, F)
-    rows : cupy.ndarray of int64, shape (m,), or None
+    backend : CUDABackend
+        Where ``values`` live; its launches run the kernels.
+    values : device ndarray of float32, shape (n, F)
+    rows : device ndarray of int64, shape (m,), or None
         The sampled rows; None: every row.
     features : range
 
@@ -42,16 +41,15 @@ def present_counts(values, rows, features: range) -> np.ndarray:
     -------
     ndarray of int64, shape (len(features),), on the host (one read)
     """
-    import cupy
-
-    values = _float32_matrix(values)
+    values = _float32_matrix(values, backend.xp)
     n_rows = int(values.shape[0] if rows is None else rows.size)
-    counts = cupy.zeros(len(features), dtype=cupy.uint64)
+    counts = backend.zeros(len(features), np.uint64)
     if n_rows and len(features):
         grid = ((len(features) + _THREADS - 1) // _THREADS, (n_rows + _ROWS_PER_CHUNK - 1) // _ROWS_PER_CHUNK)
-        _kernel("sketch_count_present")(
-            grid,
-            (_THREADS,),
+        backend._launch(
+            "sketch.cu",
+            "sketch_count_present",
+            0,
             (
                 values,
                 rows,
@@ -63,8 +61,10 @@ def present_counts(values, rows, features: range) -> np.ndarray:
                 np.int64(_ROWS_PER_CHUNK),
                 counts,
             ),
+            threads=_THREADS,
+            grid=grid,
         )
-    return counts.get().astype(np.int64)
+    return to_host(counts).astype(np.int64)
 
 
 def feature_blocks(counts: np.ndarray, features: range, block_values: int) -> list[range]:
@@ -81,7 +81,7 @@ def feature_blocks(counts: np.ndarray, features: range, block_values: int) -> li
     return blocks
 
 
-def cut_values(values, rows, features: range, max_bin: int, block_values: int) -> list[np.ndarray]:
+def cut_values(backend, values, rows, features: range, max_bin: int, block_values: int) -> list[np.ndarray]:
     """Every feature's cut values from the sampled rows, computed on the device.
 
     The same values as :func:`dgboost.quantile.weighted_cut_values` of unit weights on each
@@ -91,9 +91,11 @@ def cut_values(values, rows, features: range, max_bin: int, block_values: int) -
 
     Parameters
     ----------
-    values : cupy.ndarray of float32, shape (n, F)
+    backend : CUDABackend
+        Where ``values`` live; its launches run the kernels.
+    values : device ndarray of float32, shape (n, F)
         Any strides.
-    rows : cupy.ndarray of int64, shape (m,), or None
+    rows : device ndarray of int64, shape (m,), or None
         The sampled rows of ``values``; None: every row.
     features : range
     max_bin : int
@@ -106,50 +108,67 @@ def cut_values(values, rows, features: range, max_bin: int, block_values: int) -
     list of ndarray of float32
         Each feature's cut values, strictly increasing, at most ``max_bin``.
     """
-    import cupy
-
-    values = _float32_matrix(values)
+    xp = backend.xp
+    values = _float32_matrix(values, xp)
     n_rows = int(values.shape[0] if rows is None else rows.size)
-    counts = present_counts(values, rows, features)
+    counts = present_counts(backend, values, rows, features)
     strides = (np.int64(values.strides[0] // 4), np.int64(values.strides[1] // 4))
-    cursor = cupy.zeros(1, dtype=cupy.uint64)
-    out: list[np.ndarray] = []
+    cursor = backend.zeros(1, np.uint64)
+    tile = _THREADS * _KEYS_PER_THREAD
+    block_cuts, block_sizes = [], []
     for block in feature_blocks(counts, features, block_values):
         block_counts = counts[block.start - features.start : block.stop - features.start]
         n, n_block = int(block_counts.sum()), len(block)
-        offsets = cupy.asarray(np.concatenate([[0], np.cumsum(block_counts)]).astype(np.int64))
-        keys = cupy.empty(max(n, 1), dtype=cupy.uint64)
+        offsets = backend.asarray(np.concatenate([[0], np.cumsum(block_counts)]).astype(np.int64))
+        keys = backend.empty(max(n, 1), np.uint64)
         if n:
             cursor.fill(0)
-            grid = min((n_rows * n_block + _THREADS - 1) // _THREADS, 65535 * 4)
-            _kernel("sketch_keys")(
-                (grid,),
-                (_THREADS,),
+            tiles = (n_rows * n_block + tile - 1) // tile
+            backend._launch(
+                "sketch.cu",
+                "sketch_keys",
+                0,
                 (values, rows, np.int64(n_rows), *strides, np.int32(block.start), np.int32(n_block), keys, cursor),
+                threads=_THREADS,
+                grid=min(tiles, _MAX_GRID),
             )
             keys.sort()  # 1-D unsigned: a radix sort
-        distinct = cupy.zeros(n_block, dtype=cupy.uint64)
+        distinct = backend.zeros(n_block, np.uint64)
         longest = int(block_counts.max()) if n_block else 0
         if longest:
-            _kernel("sketch_distinct")(
-                (n_block, (longest + _KEYS_PER_CHUNK - 1) // _KEYS_PER_CHUNK),
-                (_THREADS,),
+            backend._launch(
+                "sketch.cu",
+                "sketch_distinct",
+                0,
                 (keys, offsets, np.int32(n_block), np.int64(_KEYS_PER_CHUNK), distinct),
+                threads=_THREADS,
+                grid=(n_block, (longest + _KEYS_PER_CHUNK - 1) // _KEYS_PER_CHUNK),
             )
-        picks = cupy.empty((n_block, max_bin), dtype=cupy.int64)
-        _kernel("sketch_cut_picks")(
-            (n_block, (max_bin - 1 + _THREADS - 1) // _THREADS),
-            (_THREADS,),
+        picks = backend.empty((n_block, max_bin), np.int64)
+        backend._launch(
+            "sketch.cu",
+            "sketch_cut_picks",
+            0,
             (keys, offsets, np.int32(n_block), distinct, np.int32(max_bin), picks),
+            threads=_THREADS,
+            grid=(n_block, (max_bin - 1 + _THREADS - 1) // _THREADS),
         )
-        cuts = cupy.empty((n_block, max_bin), dtype=cupy.float32)
-        sizes = cupy.empty(n_block, dtype=cupy.int32)
-        _kernel("sketch_cut_values")(
-            ((n_block + _THREADS - 1) // _THREADS,),
-            (_THREADS,),
+        cuts = backend.empty((n_block, max_bin), np.float32)
+        sizes = backend.empty(n_block, np.int32)
+        backend._launch(
+            "sketch.cu",
+            "sketch_cut_values",
+            0,
             (keys, offsets, np.int32(n_block), distinct, np.int32(max_bin), picks, cuts, sizes),
+            threads=_THREADS,
+            grid=(n_block * 32 + _THREADS - 1) // _THREADS,  # a warp a feature
         )
         del keys, picks
-        host_cuts, host_sizes = cuts.get(), sizes.get()
-        out.extend(host_cuts[i, : host_sizes[i]].copy() for i in range(n_block))
-    return out
+        block_cuts.append(cuts)
+        block_sizes.append(sizes)
+    if not block_cuts:
+        return []
+    # one read for every block: the host waits once, not once a block
+    host_cuts = to_host(xp.concatenate(block_cuts))
+    host_sizes = to_host(xp.concatenate(block_sizes))
+    return [host_cuts[i, : host_sizes[i]].copy() for i in range(len(host_sizes))]

@@ -1443,7 +1443,7 @@ class CUDABackend:
         ``block_values`` values at a time; only the cut values cross to the host."""
         from ._cuda_sketch import cut_values
 
-        return cut_values(values, rows, features, max_bin, block_values)
+        return cut_values(self, values, rows, features, max_bin, block_values)
 
     def shap_engine(self, max_table_bytes: int | None = None):
         """The SHAP engine of this GPU (``backend/_cuda_shap.py``)."""

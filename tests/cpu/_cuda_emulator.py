@@ -111,6 +111,8 @@ def _argument(kernel: str, k: int, arg, size: int, kind: int):
         if kind != 2:
             raise TypeError(f"{where}: an array passed for a {size}-byte {'float' if kind else 'integer'}")
         return ctypes.c_void_p(arg.ctypes.data)  # a view's first element, as CuPy passes it
+    if arg is None and kind == 2:
+        return ctypes.c_void_p(0)  # CuPy passes None as a null pointer
     if kind == 2:
         raise TypeError(f"{where}: {type(arg).__name__} passed for a pointer")
     if not isinstance(arg, np.generic):

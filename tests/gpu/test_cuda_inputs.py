@@ -191,6 +191,7 @@ def test_the_device_cut_kernels_give_every_features_host_cuts_bit_for_bit(cp):
     """The kernels against the host's unit-weight sketch of each feature: ties, both zeros,
     infinities, empty and constant features, max_bin 2 to 256, sampled rows, a feature range
     not starting at 0, and one feature, a few, or all of them a block."""
+    from dgboost.backend import array_backend
     from dgboost.backend._cuda_sketch import cut_values
 
     rng = np.random.default_rng(5)
@@ -206,8 +207,9 @@ def test_the_device_cut_kernels_give_every_features_host_cuts_bit_for_bit(cp):
         rows = None if trial % 2 else np.sort(rng.choice(n_rows, size=max(1, n_rows // 2), replace=False))
         first = int(rng.integers(0, F))
         block = int(rng.choice([1, 200, 1 << 20]))
+        values = cp.asarray(matrix)
         got = cut_values(
-            cp.asarray(matrix), None if rows is None else cp.asarray(rows), range(first, F), max_bin, block
+            array_backend(values), values, None if rows is None else cp.asarray(rows), range(first, F), max_bin, block
         )
         sample = matrix if rows is None else matrix[rows]
         for f, cuts in zip(range(first, F), got):
@@ -217,9 +219,11 @@ def test_the_device_cut_kernels_give_every_features_host_cuts_bit_for_bit(cp):
 
 
 def test_a_negative_zero_never_becomes_a_cut_value_on_the_device(cp):
+    from dgboost.backend import array_backend
     from dgboost.backend._cuda_sketch import cut_values
 
-    (cuts,) = cut_values(cp.asarray([[-1.0], [-0.0], [-0.0], [2.0]], dtype=cp.float32), None, range(1), 256, 8)
+    values = cp.asarray([[-1.0], [-0.0], [-0.0], [2.0]], dtype=cp.float32)
+    (cuts,) = cut_values(array_backend(values), values, None, range(1), 256, 8)
     zero = cuts[cuts == 0]
     assert zero.size == 1 and not np.signbit(zero[0])
 

@@ -89,6 +89,7 @@ inline unsigned __ballot_sync(unsigned, int pred) {
   return out;
 }
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
+inline int __ffs(int v) { return __builtin_ffs(v); }
 inline int __clz(int v) { return v == 0 ? 32 : __builtin_clz(static_cast<unsigned>(v)); }
 // the low 32 bits of (hi:lo) >> (shift & 31), as the hardware's funnel shift
 inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
