@@ -115,7 +115,11 @@ def cut_values(backend, values, rows, features: range, max_bin: int, block_value
     strides = (np.int64(values.strides[0] // 4), np.int64(values.strides[1] // 4))
     cursor = backend.zeros(1, np.uint64)
     tile = _THREADS * _KEYS_PER_THREAD
-    block_cuts, block_sizes = [], []
+    # every block's cuts land in one array, read once at the end (the host waits once, not
+    # once a block; no concatenation, whose CuPy kernel would compile in a process's first
+    # job of many blocks)
+    all_cuts = backend.empty((max(len(features), 1), max_bin), np.float32)
+    all_sizes = backend.empty(max(len(features), 1), np.int32)
     for block in feature_blocks(counts, features, block_values):
         block_counts = counts[block.start - features.start : block.stop - features.start]
         n, n_block = int(block_counts.sum()), len(block)
@@ -153,8 +157,8 @@ def cut_values(backend, values, rows, features: range, max_bin: int, block_value
             threads=_THREADS,
             grid=(n_block, (max_bin - 1 + _THREADS - 1) // _THREADS),
         )
-        cuts = backend.empty((n_block, max_bin), np.float32)
-        sizes = backend.empty(n_block, np.int32)
+        first = block.start - features.start
+        cuts, sizes = all_cuts[first : first + n_block], all_sizes[first : first + n_block]  # contiguous rows
         backend._launch(
             "sketch.cu",
             "sketch_cut_values",
@@ -164,11 +168,7 @@ def cut_values(backend, values, rows, features: range, max_bin: int, block_value
             grid=(n_block * 32 + _THREADS - 1) // _THREADS,  # a warp a feature
         )
         del keys, picks
-        block_cuts.append(cuts)
-        block_sizes.append(sizes)
-    if not block_cuts:
+    if not len(features):
         return []
-    # one read for every block: the host waits once, not once a block
-    host_cuts = to_host(xp.concatenate(block_cuts))
-    host_sizes = to_host(xp.concatenate(block_sizes))
-    return [host_cuts[i, : host_sizes[i]].copy() for i in range(len(host_sizes))]
+    host_cuts, host_sizes = to_host(all_cuts), to_host(all_sizes)
+    return [host_cuts[i, : host_sizes[i]].copy() for i in range(len(features))]
