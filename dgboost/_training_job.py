@@ -120,10 +120,11 @@ def metrics_for(p: TrainParams, objective: Any, custom_metric: Callable | None =
 class _Data:
     """One DMatrix prepared on one rank, on the backend's device: features, labels, margins."""
 
-    def __init__(self, dmat: DMatrix, n_groups: int, base_margin: np.ndarray, backend):
+    def __init__(self, dmat: DMatrix, n_groups: int, base_margin: np.ndarray, backend, values=None):
         self.dmat = dmat
         self.backend = backend
-        self.values = backend.asarray(dmat.data)
+        # ``values``: the rows of ``dmat``, already uploaded for the set-up
+        self.values = backend.asarray(dmat.data if values is None else values)
         # as kept: a device label or weight is used where it is, with no trip to the host
         label, weight = dmat._vector("label"), dmat._vector("weight")
         self.label = None if label is None else backend.asarray(label)
@@ -280,9 +281,10 @@ class TrainingJob:
             margins = np.full(n_groups, objective.margin_from_score(float(p.base_score)))
         elif self.obj is None:
             with stage("base margins"):
-                margins = np.asarray(
-                    objective.base_margins(dtrain._vector("label"), dtrain._vector("weight"), self.comm), np.float64
-                )
+                # on a GPU, host labels too are summed there (exact sums give the host's bits):
+                # the host's sum kernels compile in a process's first job of over 1M labels
+                label, weight = (self.backend.resident(dtrain._vector(v)) for v in ("label", "weight"))
+                margins = np.asarray(objective.base_margins(label, weight, self.comm), np.float64)
         else:
             margins = np.zeros(n_groups)
         self.ensemble = Ensemble(n_groups, margins)
@@ -295,24 +297,28 @@ class TrainingJob:
         p, dtrain, backend, comm = self.params, self.dtrain, self.backend, self.comm
         # a row's identity (sketch sample, subsampling) is its index in the global order
         row_runs, self.n_global = _row_runs(comm, dtrain)
+        exact = p.tree_method == "exact"
+        # the rows where the backend reads them: host rows of a GPU job are uploaded once, for
+        # the sketch, the bins and the margins (exact growth presorts the rows itself)
+        values = dtrain.data if exact else backend.resident(dtrain.data)
         # one run is hashed from its offset; only runs out of order need the rows' indices,
         # 8 bytes a row (460 MB of a rank's 57.5M airline-like rows)
-        global_rows = global_row_index(row_runs, array_module(dtrain.data)) if len(row_runs) > 1 else None
+        global_rows = global_row_index(row_runs, array_module(values)) if len(row_runs) > 1 else None
         row_offset = row_runs[0][0] if global_rows is None and row_runs else 0
-        exact = p.tree_method == "exact"
         if exact and any(t == "c" for t in (getattr(dtrain, "feature_types", None) or ())):
             raise DGBoostValueError(
                 "tree_method='exact' has no categorical splits (as XGBoost's exact): use tree_method='hist'"
             )
         # exact growth bins nothing: its cuts are only a checkpoint's fingerprint
         need_cuts = not exact or fingerprint or resumed is not None
-        cuts = self._compute_cuts(global_rows, row_offset) if need_cuts else None
+        cuts = self._compute_cuts(values, global_rows, row_offset) if need_cuts else None
         self.categorical = None
         if cuts is not None:
             self.categorical = categorical_layout(cuts.ptrs, categorical_mask(dtrain.feature_types, dtrain.num_col()))
         self.fingerprint = None
         if fingerprint or resumed is not None:
-            if global_rows is None:  # the fingerprint digests the sampled rows' indices
+            if global_rows is None or array_module(global_rows) is not array_module(dtrain.data):
+                # the fingerprint digests the sampled rows' indices, where the DMatrix keeps them
                 global_rows = global_row_index(row_runs, array_module(dtrain.data))
             self.fingerprint = {
                 "data": data_fingerprint(dtrain, global_rows, self.n_global, comm),
@@ -324,7 +330,7 @@ class TrainingJob:
         if exact:
             # no bins: the exact grower presorts the values (and checks its memory) itself
             self.binned = None
-            self._prepare_margins()
+            self._prepare_margins(values)
             self.global_index = global_row_index(row_runs, backend.xp) if p.subsample < 1.0 else None
             return
         # deep trees rarely fill a level: the estimate counts at most 256 nodes' histograms, and a
@@ -339,22 +345,24 @@ class TrainingJob:
             int(cuts.ptrs[-1]),
             self.n_groups,
             level_nodes,
-            not isinstance(dtrain.data, np.ndarray),
+            not isinstance(values, np.ndarray),
         )
         with stage("binning", backend.synchronize):
-            self.binned = BinnedMatrix.from_values(dtrain.data, cuts, backend)
-        self._prepare_margins()
+            self.binned = BinnedMatrix.from_values(values, cuts, backend)
+        self._prepare_margins(values)
         # on the backend's device: the subsample mask of every round is hashed there (only made
         # when rows are sampled: 8 bytes a row)
         self.global_index = global_row_index(row_runs, backend.xp) if p.subsample < 1.0 else None
 
-    def _compute_cuts(self, global_rows, row_offset: int):
-        """The quantile cuts agreed by all ranks (a categorical feature's bins its categories);
-        the rows' global indices are ``global_rows``, or the run from ``row_offset`` when None."""
+    def _compute_cuts(self, values, global_rows, row_offset: int):
+        """The quantile cuts agreed by all ranks (a categorical feature's bins its categories)
+        of ``values`` (the training rows, host or device); the rows' global indices are
+        ``global_rows`` (in the array module of ``values``), or the run from ``row_offset`` when
+        None."""
         p, dtrain, backend, comm = self.params, self.dtrain, self.backend, self.comm
         with stage("cuts", backend.synchronize):
             cuts = compute_cuts(
-                dtrain.data,
+                values,
                 dtrain.weight,
                 dtrain.max_bin or p.max_bin,
                 seed=p.seed,
@@ -367,13 +375,14 @@ class TrainingJob:
             )
             # a categorical feature's bins are its categories (docs/design.md §11.1)
             cat_mask = categorical_mask(dtrain.feature_types, dtrain.num_col())
-            return categorical_cuts(cuts, dtrain.data, cat_mask, comm, dtrain.feature_names)
+            return categorical_cuts(cuts, values, cat_mask, comm, dtrain.feature_names)
 
-    def _prepare_margins(self) -> None:
-        """The training and evaluation sets on the backend's device, with their margins."""
+    def _prepare_margins(self, values) -> None:
+        """The training and evaluation sets on the backend's device, with their margins;
+        ``values``: the training rows, already where the backend reads them or not."""
         backend = self.backend
         with stage("margins", backend.synchronize):
-            self.train_data = _Data(self.dtrain, self.n_groups, self.ensemble.base_margin, backend)
+            self.train_data = _Data(self.dtrain, self.n_groups, self.ensemble.base_margin, backend, values)
             self.eval_data = [_Data(dm, self.n_groups, self.ensemble.base_margin, backend) for dm, _ in self.evals]
             for d in [self.train_data] + self.eval_data:
                 backend.predict_margin(self.ensemble, d.values, 0, self.ensemble.n_trees, d.margin)

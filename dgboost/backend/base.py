@@ -85,6 +85,11 @@ class Backend(Protocol):
 
     def asarray(self, array): ...
 
+    def resident(self, array):
+        """``array`` where this backend's kernels read it, for a training job's set-up: a host
+        array is copied to a GPU's memory once (then sketched, binned and kept there), any
+        other array is returned as it is. The CPU returns every array as it is."""
+
     def to_host(self, array) -> np.ndarray: ...
 
     def synchronize(self) -> None:

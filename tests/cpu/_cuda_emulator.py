@@ -205,6 +205,9 @@ class EmulatedCUDABackend(CUDABackend):
     def asarray(self, array):
         return np.asarray(array)
 
+    def resident(self, array):
+        return array  # NumPy arrays are this backend's device arrays
+
     def empty(self, shape, dtype):
         out = np.empty(shape, dtype)
         out.view(np.uint8).fill(0xFF)  # poisoned, as PoisonedCUDABackend's

@@ -66,6 +66,30 @@ def test_a_cupy_matrix_stays_on_the_device_and_equals_the_numpy_paths_matrix(cp)
     np.testing.assert_array_equal(dm.label, Y)
 
 
+def test_a_gpu_job_on_numpy_rows_sketches_bins_and_sums_them_on_the_device(cp, monkeypatch):
+    import dgboost._training_job as job
+    import dgboost.objective as objective
+    from dgboost.backend.cuda import CUDABackend
+
+    seen = []
+
+    def recorded(name, fn, at):
+        def call(*args, **kwargs):
+            seen.append((name, type(args[at]).__module__.split(".")[0]))
+            return fn(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(job, "compute_cuts", recorded("cuts", job.compute_cuts, 0))
+    monkeypatch.setattr(objective, "exact_sum", recorded("class totals", objective.exact_sum, 0))
+    monkeypatch.setattr(CUDABackend, "bin_values", recorded("bins", CUDABackend.bin_values, 1))
+    params = {"objective": "multi:softprob", "num_class": 3, "max_depth": 3, "device": "cuda"}
+    on_host = dg.train(params, dg.DMatrix(X, label=Y3), 3, verbose_eval=False)
+    assert sorted(set(seen)) == [("bins", "cupy"), ("class totals", "cupy"), ("cuts", "cupy")]
+    on_device = dg.train(params, dg.DMatrix(cp.asarray(X), label=cp.asarray(Y3)), 3, verbose_eval=False)
+    assert on_host.save_raw("json") == on_device.save_raw("json")
+
+
 @pytest.mark.parametrize("dtype", ["float64", "int32", "bool"])
 def test_cupy_matrices_of_other_dtypes_and_fortran_order_convert_like_numpy(cp, dtype):
     host = np.asfortranarray((np.nan_to_num(X) * 3).astype(dtype))
