@@ -766,9 +766,9 @@ class SoftprobMultiClass(Objective):
     def base_margins(self, label, weight, comm) -> np.ndarray:
         k = self.n_outputs()
         # the class totals where the labels are: on a GPU the one-hot table is summed there
-        # (exact_sum gives the host's bits); on the host it took 14.5 ms of covtype-like's
-        # set-up (581K x 8), and a first large job waited 1.6 s for exact_sum's host kernels
-        # to compile
+        # (exact_sum gives the host's bits); on the host it took 14-18 ms of covtype-like's
+        # set-up (581K x 8), and a first large job waited 1.6-2.1 s for exact_sum's host
+        # kernels to compile
         xp = array_module(label, weight)
         y = xp.asarray(label).astype(np.int64)
         w = xp.ones(len(y)) if weight is None else xp.asarray(weight, dtype=xp.float64)

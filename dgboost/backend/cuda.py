@@ -296,8 +296,8 @@ class CUDABackend:
         available = free + self.xp.get_default_memory_pool().free_bytes()
         if array.nbytes > available:
             raise DeviceMemoryError(
-                f"the training rows ({array.shape} {array.dtype}, {array.nbytes / 2**30:.2f} GiB) do not fit in "
-                f"cuda:{self.device_id}'s {available / 2**30:.2f} GiB free of {total / 2**30:.2f} GiB; "
+                f"the training data's {array.shape} {array.dtype} array ({array.nbytes / 2**30:.2f} GiB) does not "
+                f"fit in cuda:{self.device_id}'s {available / 2**30:.2f} GiB free of {total / 2**30:.2f} GiB; "
                 "use fewer rows per GPU (more Dask workers)"
             )
         from ._upload import to_device
