@@ -96,7 +96,7 @@ class WarmupReport:
         Numba compilations (kernels and what they inline) the warm-up ran; 0 when the
         cache was already warm.
     cases : list of (str, float, int)
-        Per case: its name, seconds, compilations.
+        Per case, and for the large exact sums: its name, seconds, compilations.
     cache_dirs : list of str
         Where Numba keeps the CPU kernels' cache.
     """
@@ -159,13 +159,27 @@ def _run_case(case: WarmupCase, seed: int) -> None:
     booster.predict(dtest, output_margin=True)
 
 
+def _sum_large_blocks() -> None:
+    """Run ``exact_sum`` on host blocks past its kernel size, float32 and float64: the
+    warm-up's trainings are too small to reach its parallel kernels, which a training of more
+    than 2**20 labels (or one-hot rows, weighted sums) compiles in its first job otherwise
+    (about 2 s on two cores)."""
+    from ..comm.base import LocalComm
+    from ..exact import _KERNEL_MIN_VALUES, exact_sum
+
+    rows = _KERNEL_MIN_VALUES + 1
+    exact_sum(np.ones((rows, 1), np.float32), LocalComm())  # labels
+    exact_sum(np.ones((rows, 2), np.float64), LocalComm())  # weighted and one-hot sums
+
+
 def warm_up(
     cases: tuple[WarmupCase, ...] = WARMUP_CASES, progress: Callable[[str], None] | None = None
 ) -> WarmupReport:
     """Compile the CPU kernels that training and prediction use into Numba's on-disk cache.
 
     Runs a two-round training (with an evaluation set) and a prediction per case on 100,000
-    synthetic rows; with a warm cache it compiles nothing and takes about a second.
+    synthetic rows, then the exact sums of host blocks past 2**20 values that larger trainings
+    take; with a warm cache it compiles nothing and takes about a second.
 
     Parameters
     ----------
@@ -193,10 +207,12 @@ def warm_up(
         compile_in_process(),
         event.install_recorder("numba:compile") as compiles,
     ):
-        for i, case in enumerate(cases):
+        steps = [(case.name, lambda i=i, case=case: _run_case(case, seed=i)) for i, case in enumerate(cases)]
+        steps.append(("exact sums of large blocks (labels of over 2**20 rows)", _sum_large_blocks))
+        for name, step in steps:
             begin, before = time.perf_counter(), _compilations(compiles)
-            _run_case(case, seed=i)
-            row = (case.name, time.perf_counter() - begin, _compilations(compiles) - before)
+            step()
+            row = (name, time.perf_counter() - begin, _compilations(compiles) - before)
             report.cases.append(row)
             if progress is not None:
                 progress(f"{row[0]}: {row[1]:.1f} s, {row[2]} compilations")

@@ -19,7 +19,8 @@ from dgboost.data import DMatrix
 from dgboost.quantile import compute_cuts
 
 # a fresh process that trains what the demo trains (missing values, an evaluation set, auc),
-# on other sizes and another depth, predicts, and prints how many Numba compilations it ran
+# on other sizes and another depth, predicts, sums blocks as large trainings do, and prints how
+# many Numba compilations it ran
 _TRAIN_AND_COUNT = """
 import numpy as np
 from numba.core import event
@@ -41,6 +42,11 @@ dtrain, dtest = dg.DMatrix(x[:2500], y[:2500]), dg.DMatrix(x[2500:], y[2500:])
 params = {"objective": "binary:logistic", "eval_metric": ["logloss", "auc"], "max_depth": 4}
 booster = dg.train(params, dtrain, 3, evals=[(dtest, "test")], verbose_eval=False)
 booster.predict(dtest)
+# the exact sums of a training of more than 2**20 labels, plain and weighted
+from dgboost.comm.base import LocalComm
+from dgboost.exact import exact_sum
+exact_sum(np.ones((2**20 + 5, 1), np.float32), LocalComm())
+exact_sum(np.ones((2**20 + 5, 2)), LocalComm())
 print("COMPILED", Count.n)
 """
 
