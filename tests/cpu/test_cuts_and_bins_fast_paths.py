@@ -6,6 +6,8 @@
 - The binning kernel's buckets only say where a value's search starts: any table, even a
   wrong one, gives ``searchsorted``'s bins.
 - The blocked transpose of the sample is the transpose.
+- The weighted runs (``quantile._weighted_runs``: one sort of (value, weight) 64-bit keys)
+  equal those of ``np.lexsort`` by value then weight, sums bit for bit.
 """
 
 import numpy as np
@@ -47,6 +49,36 @@ def test_unit_weight_cuts_from_the_sorted_sample_equal_the_exact_summarys(seed, 
     want = Q._cuts_from_unique(unique, counts * 1.0, max_bin)
     got = Q._cuts_of_sorted(np.sort(v), max_bin)
     assert got.dtype == np.float32 and got.tobytes() == want.tobytes()
+
+
+def _lexsorted_runs(values: np.ndarray, weights: np.ndarray):
+    """The weighted runs by their definition: rows ordered by value, then weight."""
+    order = np.lexsort((weights, values))
+    unique, start = np.unique(values[order], return_index=True)
+    return unique, np.add.reduceat(weights[order], start)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    kind=st.integers(0, 4),
+    n=st.integers(1, 5_000),
+    weights=st.sampled_from(["uniform", "small integers", "tiny", "float64"]),
+)
+def test_weighted_runs_of_one_key_sort_equal_the_lexsorted_runs_bit_for_bit(seed, kind, n, weights):
+    rng = np.random.default_rng(seed + 1)
+    v = _sample(seed, kind, n)
+    w = {
+        "uniform": lambda: rng.random(n).astype(np.float32),
+        "small integers": lambda: rng.integers(0, 4, n).astype(np.float32),  # zeros and ties
+        "tiny": lambda: (rng.random(n) * 1e-30).astype(np.float32),  # subnormal float32 weights
+        "float64": lambda: rng.random(n),  # not float32 numbers: the lexsort path
+    }[weights]().astype(np.float64)
+    unique, sums = Q._weighted_runs(v, w)
+    want_unique, want_sums = _lexsorted_runs(v, w)
+    # -0.0 and +0.0 are one value: either may stand for it (the cuts add +0.0)
+    assert (unique + np.float32(0.0)).tobytes() == (want_unique + np.float32(0.0)).tobytes()
+    assert sums.tobytes() == want_sums.tobytes()
 
 
 @pytest.mark.parametrize("kind", range(5))
