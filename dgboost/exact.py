@@ -15,7 +15,7 @@ import numpy as np
 from ._array import array_module, as_rows
 from .errors import DGBoostValueError
 
-__all__ = ["exact_sum", "weighted_quantile"]
+__all__ = ["compile_sum_kernels", "exact_sum", "weighted_quantile"]
 
 
 # ----------------------------------------------------------------------------- exact sums
@@ -125,6 +125,16 @@ def _device_fixed_point_sum(column, shift: int) -> int:
         wide = column[start : start + _DEVICE_CHUNK].astype(cupy.float64)
         total += cupy.rint(cupy.ldexp(wide, shift)).astype(cupy.int64).sum(dtype=cupy.int64)
     return int(total)
+
+
+def compile_sum_kernels() -> None:
+    """Compile the parallel host kernels that :func:`exact_sum` runs on blocks of more than
+    2**20 values, for float32 and float64 columns (into Numba's on-disk cache: ``dgboost
+    warmup`` calls this, as its small trainings never reach that size)."""
+    for dtype in (np.float32, np.float64):
+        block = np.ones((1, 1), dtype)
+        _host_abs_max(block)
+        _host_fixed_point_sum(block, np.zeros(1, np.int64))
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

@@ -159,19 +159,6 @@ def _run_case(case: WarmupCase, seed: int) -> None:
     booster.predict(dtest, output_margin=True)
 
 
-def _sum_large_blocks() -> None:
-    """Run ``exact_sum`` on host blocks past its kernel size, float32 and float64: the
-    warm-up's trainings are too small to reach its parallel kernels, which a training of more
-    than 2**20 labels (or one-hot rows, weighted sums) compiles in its first job otherwise
-    (about 2 s on two cores)."""
-    from ..comm.base import LocalComm
-    from ..exact import _KERNEL_MIN_VALUES, exact_sum
-
-    rows = _KERNEL_MIN_VALUES + 1
-    exact_sum(np.ones((rows, 1), np.float32), LocalComm())  # labels
-    exact_sum(np.ones((rows, 2), np.float64), LocalComm())  # weighted and one-hot sums
-
-
 def warm_up(
     cases: tuple[WarmupCase, ...] = WARMUP_CASES, progress: Callable[[str], None] | None = None
 ) -> WarmupReport:
@@ -197,6 +184,7 @@ def warm_up(
 
     from .. import config
     from .._kernel_switch import compile_in_process
+    from ..exact import compile_sum_kernels
 
     report = WarmupReport()
     started = time.perf_counter()
@@ -208,7 +196,10 @@ def warm_up(
         event.install_recorder("numba:compile") as compiles,
     ):
         steps = [(case.name, lambda i=i, case=case: _run_case(case, seed=i)) for i, case in enumerate(cases)]
-        steps.append(("exact sums of large blocks (labels of over 2**20 rows)", _sum_large_blocks))
+        # the warm-up's trainings are too small to reach exact_sum's parallel kernels, which a
+        # training of more than 2**20 labels (one-hot rows, weighted sums) would otherwise
+        # compile in its first job (about 2 s on two cores)
+        steps.append(("exact sums of large blocks (labels of over 2**20 rows)", compile_sum_kernels))
         for name, step in steps:
             begin, before = time.perf_counter(), _compilations(compiles)
             step()
