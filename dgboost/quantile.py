@@ -179,14 +179,15 @@ def _weighted_runs(values: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray,
     float64 sum of each one's weights, added in ascending weight order: the order (value, then
     weight) makes the sums the same for the same multiset however the rows came.
 
-    Weights that are float32 numbers of at least 0 (a sample's weights are the DMatrix's
-    float32) sort in one 64-bit key with the value, (value's ordered bits) << 32 | weight's
+    Float32 values with weights that are float32 numbers of at least 0 (a sample's weights are
+    the DMatrix's float32) sort in one 64-bit key with the value, (value's ordered bits) << 32 | weight's
     bits: NumPy sorts such keys with its vectorised sort, some 50 times faster than
     ``np.lexsort`` of the two (5 against 234 ms for 10**6 values), in the same order. Other
-    weights take ``np.lexsort``.
+    inputs take ``np.lexsort``.
     """
     w32 = weights.astype(np.float32)
-    if not (np.array_equal(w32, weights) and w32.min() >= 0 and not np.isnan(values).any()):
+    one_key = values.dtype == np.float32 and np.array_equal(w32, weights) and w32.min() >= 0
+    if not (one_key and not np.isnan(values).any()):
         order = np.lexsort((weights, values))
         unique, start = np.unique(values[order], return_index=True)
         return unique, np.add.reduceat(weights[order], start)

@@ -76,6 +76,7 @@ def test_weighted_runs_of_one_key_sort_equal_the_lexsorted_runs_bit_for_bit(seed
     }[weights]().astype(np.float64)
     unique, sums = Q._weighted_runs(v, w)
     want_unique, want_sums = _lexsorted_runs(v, w)
+    assert unique.dtype == want_unique.dtype == np.float32
     # -0.0 and +0.0 are one value: either may stand for it (the cuts add +0.0)
     assert (unique + np.float32(0.0)).tobytes() == (want_unique + np.float32(0.0)).tobytes()
     assert sums.tobytes() == want_sums.tobytes()
