@@ -27,13 +27,17 @@ _DIRECT_BELOW = 4 << 20  # arrays smaller than this are copied by cupy.asarray
 _MAX_COPY_THREADS = 4
 
 
-def to_device(arrays: dict) -> dict:
+def to_device(arrays: dict, empty=None) -> dict:
     """Upload NumPy arrays to the current device.
 
     Parameters
     ----------
     arrays : dict of str -> numpy.ndarray
         Any dtypes and shapes (copied in C order).
+    empty : callable, optional
+        ``empty(shape, dtype)`` allocates the device array of each array copied through the
+        staging buffers (default ``cupy.empty``): a backend's ``empty`` turns a failed
+        allocation into its :class:`~dgboost.errors.DeviceMemoryError`.
 
     Returns
     -------
@@ -49,7 +53,7 @@ def to_device(arrays: dict) -> dict:
         if host.nbytes < _DIRECT_BELOW:
             out[name] = cupy.asarray(host)
         else:
-            out[name] = cupy.empty(host.shape, dtype=host.dtype)
+            out[name] = cupy.empty(host.shape, dtype=host.dtype) if empty is None else empty(host.shape, host.dtype)
             large.append((host.reshape(-1).view(np.uint8), out[name]))
     if large:
         _staged(large, max(1, min(_MAX_COPY_THREADS, host_threads())))

@@ -47,6 +47,22 @@ def test_a_device_allocation_that_fails_names_its_size_and_the_free_memory(monke
         backend.empty((1 << 20, 2), np.int64)
 
 
+def test_host_rows_that_do_not_fit_on_the_device_fail_their_upload_naming_its_size(monkeypatch):
+    import cupy
+
+    from dgboost.backend import get_backend
+
+    backend = get_backend("cuda")
+
+    def refuse(*args, **kwargs):
+        raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 0, 0)
+
+    monkeypatch.setattr(backend.xp, "empty", refuse)
+    rows = np.ones((1 << 17, 16), np.float32)  # 8 MiB: staged into an array of the backend's
+    with pytest.raises(DeviceMemoryError, match=r"out of GPU memory allocating 8\.0 MiB float32 \(131072, 16\)"):
+        backend.resident(rows)
+
+
 def test_blocks_cached_by_cupys_pool_go_back_to_the_device_when_released():
     import cupy
 
