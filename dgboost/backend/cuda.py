@@ -31,6 +31,7 @@ from .._fixed_point import check_row_count
 from .._layout import BEGIN, NODE_FIELDS
 from ..errors import DeviceMemoryError, DGBoostValueError
 from ._allocator import apply_allocator
+from ._cuda_exact import device_available_bytes
 from ._ellpack import EllpackMatrix, entry_layout, feature_groups, packed_words
 from ._launch import PackedLauncher
 from ._nvrtc import get_module
@@ -433,9 +434,7 @@ class CUDABackend:
         if not values_on_device:
             estimate += n_rows * n_features * 4
         estimate += 3 * level_nodes * total_bins * 16
-        free, total = self.xp.cuda.runtime.memGetInfo()
-        pool = self.xp.get_default_memory_pool()
-        available = free + pool.free_bytes()
+        available, total = device_available_bytes(self.xp)
         if estimate > available:
             raise DeviceMemoryError(
                 f"training needs about {estimate / 2**30:.2f} GiB of GPU memory for {n_rows} rows x "
