@@ -120,13 +120,13 @@ def metrics_for(p: TrainParams, objective: Any, custom_metric: Callable | None =
 class _Data:
     """One DMatrix prepared on one rank, on the backend's device: features, labels, margins."""
 
-    def __init__(self, dmat: DMatrix, n_groups: int, base_margin: np.ndarray, backend, values=None):
+    def __init__(self, dmat: DMatrix, n_groups: int, base_margin: np.ndarray, backend, values=None, vectors=None):
         self.dmat = dmat
         self.backend = backend
-        # ``values``: the rows of ``dmat``, already uploaded for the set-up
+        # ``values`` and ``vectors`` (label, weight): those of ``dmat``, already uploaded for the set-up
         self.values = backend.asarray(dmat.data if values is None else values)
         # as kept: a device label or weight is used where it is, with no trip to the host
-        label, weight = dmat._vector("label"), dmat._vector("weight")
+        label, weight = (dmat._vector("label"), dmat._vector("weight")) if vectors is None else vectors
         self.label = None if label is None else backend.asarray(label)
         self.weight = None if weight is None else backend.asarray(weight)
         n = dmat.num_row()
@@ -262,7 +262,7 @@ class TrainingJob:
     def _starting_model(self, start: Any, resumed: dict | None) -> None:
         """The ensemble boosting continues (a copy of ``start``'s, or a new one from the base
         margins), its ``base_score`` and the job's first round."""
-        p, n_groups, objective, dtrain = self.params, self.n_groups, self.objective, self.dtrain
+        p, n_groups, objective = self.params, self.n_groups, self.objective
         if start is not None:
             self.ensemble = start.ensemble.copy()
             if self.ensemble.n_groups != n_groups:
@@ -283,14 +283,19 @@ class TrainingJob:
             with stage("base margins"):
                 # on a GPU, host labels too are summed there (exact sums give the host's bits):
                 # the host's sum kernels compile in a process's first job of over 1M labels
-                label, weight = (self.backend.resident(dtrain._vector(v)) for v in ("label", "weight"))
-                margins = np.asarray(objective.base_margins(label, weight, self.comm), np.float64)
+                margins = np.asarray(objective.base_margins(*self._train_vectors, self.comm), np.float64)
         else:
             margins = np.zeros(n_groups)
         self.ensemble = Ensemble(n_groups, margins)
         scores = [float(score_from_margin(objective.name, m)) for m in margins]
         self.base_score = scores[0] if n_groups == 1 else scores
         self.begin_round = 0
+
+    @functools.cached_property
+    def _train_vectors(self) -> tuple:
+        """The training labels and weights (None where absent) where the backend reads them:
+        uploaded once, for the base margins and the rounds."""
+        return tuple(self.backend.resident(self.dtrain._vector(v)) for v in ("label", "weight"))
 
     def _prepare_data(self, resumed: dict | None, fingerprint: bool) -> None:
         """Cuts agreed by all ranks, the binned rows, the margins of every data set."""
@@ -382,7 +387,9 @@ class TrainingJob:
         ``values``: the training rows, already where the backend reads them or not."""
         backend = self.backend
         with stage("margins", backend.synchronize):
-            self.train_data = _Data(self.dtrain, self.n_groups, self.ensemble.base_margin, backend, values)
+            self.train_data = _Data(
+                self.dtrain, self.n_groups, self.ensemble.base_margin, backend, values, self._train_vectors
+            )
             self.eval_data = [_Data(dm, self.n_groups, self.ensemble.base_margin, backend) for dm, _ in self.evals]
             for d in [self.train_data] + self.eval_data:
                 backend.predict_margin(self.ensemble, d.values, 0, self.ensemble.n_trees, d.margin)
