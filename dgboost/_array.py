@@ -13,7 +13,15 @@ import numpy as np
 from ._compat import is_cupy_array
 from .errors import DGBoostValueError
 
-__all__ = ["array_module", "as_rows", "check_int64_out", "is_device_array", "to_host"]
+__all__ = [
+    "array_module",
+    "as_rows",
+    "check_int64_out",
+    "float32_from_order_keys",
+    "float32_order_keys",
+    "is_device_array",
+    "to_host",
+]
 
 
 def is_device_array(a) -> bool:
@@ -102,3 +110,36 @@ def check_int64_out(out, shape: tuple, what: str) -> None:
     """
     if out.shape != shape or out.dtype != np.int64 or not out.flags.c_contiguous:
         raise DGBoostValueError(f"{what} C-contiguous int64 {shape}, got {out.dtype} {out.shape}")
+
+
+def float32_order_keys(x: np.ndarray) -> np.ndarray:
+    """uint32 keys of float32 values whose unsigned order is the values' order (-0.0 just
+    below +0.0).
+
+    Parameters
+    ----------
+    x : ndarray, shape (n,)
+        Converted to float32.
+
+    Returns
+    -------
+    ndarray of uint32, shape (n,)
+    """
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    return np.where(bits & np.uint32(0x80000000), ~bits, bits | np.uint32(0x80000000)).astype(np.uint32)
+
+
+def float32_from_order_keys(keys: np.ndarray) -> np.ndarray:
+    """The float32 values of :func:`float32_order_keys`' keys, bit for bit.
+
+    Parameters
+    ----------
+    keys : ndarray of uint32, shape (n,)
+
+    Returns
+    -------
+    ndarray of float32, shape (n,)
+    """
+    keys = np.asarray(keys, dtype=np.uint32)
+    bits = np.where(keys & np.uint32(0x80000000), keys & np.uint32(0x7FFFFFFF), ~keys).astype(np.uint32)
+    return bits.view(np.float32)

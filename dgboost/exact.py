@@ -12,7 +12,7 @@ import math
 import numba
 import numpy as np
 
-from ._array import array_module, as_rows
+from ._array import array_module, as_rows, float32_from_order_keys, float32_order_keys
 from .errors import DGBoostValueError
 
 __all__ = ["compile_sum_kernels", "exact_sum", "weighted_quantile"]
@@ -181,18 +181,6 @@ def _host_fixed_point_sum(v, shift):
 
 
 # ----------------------------------------------------------------------- exact quantiles
-def _ordered_keys(x: np.ndarray) -> np.ndarray:
-    """Map float32 to uint32 so that integer order equals float order (-0.0 just below +0.0)."""
-    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    return np.where(bits & np.uint32(0x80000000), ~bits, bits | np.uint32(0x80000000)).astype(np.uint32)
-
-
-def _keys_to_float(keys: np.ndarray) -> np.ndarray:
-    keys = np.asarray(keys, dtype=np.uint32)
-    bits = np.where(keys & np.uint32(0x80000000), keys & np.uint32(0x7FFFFFFF), ~keys).astype(np.uint32)
-    return bits.view(np.float32)
-
-
 def _select(keys, seg, counts_or_weights, target_seg, threshold, comm) -> np.ndarray:
     """Smallest key K per target with sum over rows of its segment with key <= K >= threshold.
 
@@ -255,7 +243,7 @@ def weighted_quantile(values, weight, segment, n_segments: int, comm, alpha: flo
             raise DGBoostValueError("weights must be finite, non-negative and one per row")
         weight = weight[keep]
     values, segment = values[keep], segment[keep]
-    keys = _ordered_keys(values)
+    keys = float32_order_keys(values)
     ones = np.ones(len(values), np.int64)
     counts = np.asarray(comm.allreduce_sum(np.bincount(segment, minlength=n_segments).astype(np.int64)))
     if weight is None:
@@ -269,7 +257,7 @@ def weighted_quantile(values, weight, segment, n_segments: int, comm, alpha: flo
         frac = np.where(inner, x - 1 - rank0, 0.0)
         rank1 = np.minimum(rank0 + (frac > 0), np.maximum(counts - 1, 0))
         segs = np.arange(n_segments)
-        found = _keys_to_float(
+        found = float32_from_order_keys(
             _select(keys, segment, ones, np.concatenate([segs, segs]), np.concatenate([rank0, rank1]) + 1, comm)
         )
         v0, v1 = found[:n_segments], found[n_segments:]
@@ -293,5 +281,5 @@ def weighted_quantile(values, weight, segment, n_segments: int, comm, alpha: flo
     thresholds = np.array(
         [min(int(t), max(1, math.ceil(float(np.float32(float(t) * alpha))))) for t in totals.tolist()], np.int64
     )
-    found = _keys_to_float(_select(keys, segment, q, np.arange(n_segments), thresholds, comm))
+    found = float32_from_order_keys(_select(keys, segment, q, np.arange(n_segments), thresholds, comm))
     return np.where(totals > 0, found.astype(np.float64), np.nan)

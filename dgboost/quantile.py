@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._array import array_module, is_device_array, to_host
+from ._array import array_module, float32_from_order_keys, float32_order_keys, is_device_array, to_host
 from .backend import array_backend
 from .backend._threads import usable_cores
 from .comm.base import Communicator, LocalComm
@@ -191,15 +191,13 @@ def _weighted_runs(values: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray,
         order = np.lexsort((weights, values))
         unique, start = np.unique(values[order], return_index=True)
         return unique, np.add.reduceat(weights[order], start)
-    # +0.0 for -0.0 (the bits of equal values must be equal), and float order as unsigned order
-    bits = (values + np.float32(0.0)).view(np.uint32)
-    ordered = np.where(bits & np.uint32(0x80000000), ~bits, bits | np.uint32(0x80000000))
+    # +0.0 for -0.0: the keys of equal values must be equal
+    ordered = float32_order_keys(values + np.float32(0.0))
     key = (ordered.astype(np.uint64) << np.uint64(32)) | (w32 + np.float32(0.0)).view(np.uint32)
     key.sort()
     high = (key >> np.uint64(32)).astype(np.uint32)
     start = np.flatnonzero(np.concatenate([[True], high[1:] != high[:-1]]))
-    run = high[start]
-    unique = np.where(run & np.uint32(0x80000000), run ^ np.uint32(0x80000000), ~run).view(np.float32)
+    unique = float32_from_order_keys(high[start])
     w_sorted = (key & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.float32).astype(np.float64)
     return unique, np.add.reduceat(w_sorted, start)
 
