@@ -108,8 +108,9 @@ def cut_values(backend, values, rows, features: range, max_bin: int, block_value
     list of ndarray of float32
         Each feature's cut values, strictly increasing, at most ``max_bin``.
     """
-    xp = backend.xp
-    values = _float32_matrix(values, xp)
+    if not len(features):
+        return []
+    values = _float32_matrix(values, backend.xp)
     n_rows = int(values.shape[0] if rows is None else rows.size)
     counts = present_counts(backend, values, rows, features)
     strides = (np.int64(values.strides[0] // 4), np.int64(values.strides[1] // 4))
@@ -118,8 +119,8 @@ def cut_values(backend, values, rows, features: range, max_bin: int, block_value
     # every block's cuts land in one array, read once at the end (the host waits once, not
     # once a block; no concatenation, whose CuPy kernel would compile in a process's first
     # job of many blocks)
-    all_cuts = backend.empty((max(len(features), 1), max_bin), np.float32)
-    all_sizes = backend.empty(max(len(features), 1), np.int32)
+    all_cuts = backend.empty((len(features), max_bin), np.float32)
+    all_sizes = backend.empty(len(features), np.int32)
     for block in feature_blocks(counts, features, block_values):
         block_counts = counts[block.start - features.start : block.stop - features.start]
         n, n_block = int(block_counts.sum()), len(block)
@@ -168,7 +169,5 @@ def cut_values(backend, values, rows, features: range, max_bin: int, block_value
             grid=(n_block * 32 + _THREADS - 1) // _THREADS,  # a warp a feature
         )
         del keys, picks
-    if not len(features):
-        return []
     host_cuts, host_sizes = to_host(all_cuts), to_host(all_sizes)
     return [host_cuts[i, : host_sizes[i]].copy() for i in range(len(features))]
