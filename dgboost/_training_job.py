@@ -365,10 +365,12 @@ class TrainingJob:
         ``global_rows`` (in the array module of ``values``), or the run from ``row_offset`` when
         None."""
         p, dtrain, backend, comm = self.params, self.dtrain, self.backend, self.comm
+        # device rows are sketched with the weights uploaded for the rounds (not a host copy)
+        weight = dtrain.weight if array_module(values) is np else self._train_vectors[1]
         with stage("cuts", backend.synchronize):
             cuts = compute_cuts(
                 values,
-                dtrain.weight,
+                weight,
                 dtrain.max_bin or p.max_bin,
                 seed=p.seed,
                 row_offset=row_offset,

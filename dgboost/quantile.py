@@ -327,11 +327,11 @@ def compute_cuts(
     ----------
     values : numpy.ndarray or cupy.ndarray of float32, shape (n_local, F)
         This rank's rows; NaN is missing. For a CuPy array only the sampled rows are
-        copied to the host; without weights, in one process or across NCCL ranks, the
-        sample is sorted and cut on the device and only the cut values reach the host. The
-        cuts are the same as for ``values.get()``.
+        copied to the host; without weights or with float32 ones, in one process or across
+        NCCL ranks, the sample is sorted and cut on the device and only the cut values reach
+        the host. The cuts are the same as for ``values.get()``.
     weight : ndarray of float32, shape (n_local,), or None
-        NumPy or CuPy.
+        NumPy or CuPy (uploaded for device ``values``).
     max_bin : int
     seed : int
     row_offset : int
@@ -363,17 +363,25 @@ def compute_cuts(
     split = 1 < world <= n_features
     mine = range(rank * n_features // world, (rank + 1) * n_features // world) if split else range(n_features)
     per_feature = None
-    if weight is None and is_device_array(values) and (world == 1 or getattr(comm, "gathers_on_device", False)):
+    device_weight = weight is None or np.dtype(weight.dtype) == np.float32
+    if device_weight and is_device_array(values) and (world == 1 or getattr(comm, "gathers_on_device", False)):
         # the sample stays on the device (NCCL gathers device arrays) and is sorted there by
         # the device's backend, a block of features at a time (wide data's sample is large);
-        # only the cut values cross to the host
+        # only the cut values cross to the host. Float32 weights (a DMatrix's) are summed
+        # there as the host sums them
         backend = array_backend(values)
         rows = backend.true_indices(mask)
+        w = None if weight is None else backend.asarray(weight)
         if world == 1:
-            per_feature = backend.sketch_cuts(values, rows, mine, max_bin, _DEVICE_SORT_VALUES)
+            per_feature = backend.sketch_cuts(values, rows, mine, max_bin, _DEVICE_SORT_VALUES, w)
         else:
             per_feature = backend.sketch_cuts(
-                comm.allgather(_device_rows(values, rows)), None, mine, max_bin, _DEVICE_SORT_VALUES
+                comm.allgather(_device_rows(values, rows)),
+                None,
+                mine,
+                max_bin,
+                _DEVICE_SORT_VALUES,
+                None if w is None else comm.allgather(_device_rows(w, rows)),
             )
     if per_feature is None:
         sample = _sampled_rows_on_host(values, mask)

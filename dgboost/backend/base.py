@@ -338,11 +338,12 @@ class Backend(Protocol):
         ``margin`` and ``label`` (n,) and ``weight`` (n,) or None; rows labelled 1 weigh
         ``scale_pos_weight`` times more (``dgboost.objective.RegLogistic``)."""
 
-    def sketch_cuts(self, values, rows, features: range, max_bin: int, block_values: int):
+    def sketch_cuts(self, values, rows, features: range, max_bin: int, block_values: int, weights=None):
         """Cut values of ``features`` of ``values`` (float32 (n, F) on this device; ``rows``
-        int64 (m,), the sampled rows, or None for every row) sorted and cut where they live,
-        ``block_values`` sampled values at a time: a list of float32 host arrays, the host
-        sketch's (``dgboost.quantile``) bit for bit; None when the host sketch applies."""
+        int64 (m,), the sampled rows, or None for every row; ``weights`` float32 (n,) on this
+        device, or None for unit weights) sorted and cut where they live, ``block_values``
+        sampled values at a time: a list of float32 host arrays, the host sketch's
+        (``dgboost.quantile``) bit for bit; None when the host sketch applies."""
 
     def shap_engine(self, max_table_bytes: int | None = None):
         """The SHAP engine of this device (``dgboost.explain.engines``' interface), with a

@@ -604,7 +604,7 @@ class CPUBackend:
         )
         return g, h
 
-    def sketch_cuts(self, values, rows, features: range, max_bin: int, block_values: int):
+    def sketch_cuts(self, values, rows, features: range, max_bin: int, block_values: int, weights=None):
         """None: the CPU has no sketch of its own, the host sketch of :mod:`dgboost.quantile` applies."""
         return None
 

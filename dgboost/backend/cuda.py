@@ -1460,13 +1460,14 @@ class CUDABackend:
             self._launch("select.cu", "first_infinite", n, (values, np.int64(n), first))
         return int(self.to_host(first)[0])
 
-    def sketch_cuts(self, values, rows, features: range, max_bin: int, block_values: int) -> list:
+    def sketch_cuts(self, values, rows, features: range, max_bin: int, block_values: int, weights=None) -> list:
         """Cut values of ``features`` of device ``values`` (``rows``: the sampled rows, None:
-        every row), the host sketch's bit for bit: sorted and cut on the device,
-        ``block_values`` values at a time; only the cut values cross to the host."""
+        every row; ``weights``: the rows' device weights, None: unit weights), the host
+        sketch's bit for bit: sorted and cut on the device, ``block_values`` values at a time;
+        only the cut values cross to the host."""
         from ._cuda_sketch import cut_values
 
-        return cut_values(self, values, rows, features, max_bin, block_values)
+        return cut_values(self, values, rows, features, max_bin, block_values, weights)
 
     def shap_engine(self, max_table_bytes: int | None = None):
         """The SHAP engine of this GPU (``backend/_cuda_shap.py``)."""

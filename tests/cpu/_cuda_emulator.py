@@ -253,7 +253,7 @@ class EmulatedCUDABackend(CUDABackend):
 
         return CPUBackend().logistic_gradient(margin, label, weight, scale_pos_weight)
 
-    def sketch_cuts(self, values, rows, features, max_bin, block_values):
+    def sketch_cuts(self, values, rows, features, max_bin, block_values, weights=None):
         return None  # the host sketch (the device sketch gives its cuts bit for bit)
 
 

@@ -5,6 +5,7 @@ import pytest
 
 import dgboost as dg
 from dgboost.quantile import compute_cuts, weighted_cut_values
+from dgboost.testing.checks import check_same_trees_as_cpu
 
 pytestmark = pytest.mark.gpu
 
@@ -88,6 +89,27 @@ def test_a_gpu_job_on_numpy_rows_sketches_bins_and_sums_them_on_the_device(cp, m
     assert sorted(set(seen)) == [("bins", "cupy"), ("class totals", "cupy"), ("cuts", "cupy")]
     on_device = dg.train(params, dg.DMatrix(cp.asarray(X), label=cp.asarray(Y3)), 3, verbose_eval=False)
     assert on_host.save_raw("json") == on_device.save_raw("json")
+
+
+def test_a_weighted_gpu_job_sketches_with_its_weights_on_the_device_and_saves_the_cpus_model(cp, monkeypatch):
+    from dgboost.backend.cuda import CUDABackend
+
+    given = []
+    sketch = CUDABackend.sketch_cuts
+
+    def recorded(self, values, rows, features, max_bin, block_values, weights=None):
+        given.append(type(weights).__module__.split(".")[0])
+        return sketch(self, values, rows, features, max_bin, block_values, weights)
+
+    monkeypatch.setattr(CUDABackend, "sketch_cuts", recorded)
+    params = {"objective": "binary:logistic", "max_depth": 4, "max_bin": 32}
+    rng = np.random.default_rng(4)
+    # weights of spread magnitudes (their sums added one by one), and of a narrow range (their
+    # sums exact in any order: scanned in parallel)
+    for weight in (10.0 ** rng.uniform(-3, 3, len(Y)), rng.uniform(0.2, 3.0, len(Y))):
+        given.clear()
+        check_same_trees_as_cpu("cuda", X, Y, params, 4, weight=weight.astype(np.float32))
+        assert given == ["cupy"]
 
 
 @pytest.mark.parametrize("dtype", ["float64", "int32", "bool"])
@@ -239,6 +261,56 @@ def test_the_device_cut_kernels_give_every_features_host_cuts_bit_for_bit(cp):
         for f, cuts in zip(range(first, F), got):
             column = sample[:, f][~np.isnan(sample[:, f])]
             want = weighted_cut_values(column, np.ones(column.size), max_bin)
+            assert _same_cuts(cuts, want), (trial, f, cuts, want)
+
+
+SKETCH_WEIGHTS = {
+    "spread": lambda rng, n: (10.0 ** rng.uniform(-8, 8, n)).astype(np.float32),
+    "few values": lambda rng, n: rng.choice(np.float32([0.25, 1.0, 3.0, 1e3]), size=n),
+    "with zeros": lambda rng, n: np.where(rng.random(n) < 0.3, 0.0, rng.random(n) + 0.01).astype(np.float32),
+    "all equal": lambda rng, n: np.full(n, 0.7, np.float32),
+}
+
+
+def test_the_weighted_device_cut_kernels_give_every_features_host_cuts_bit_for_bit(cp):
+    """The weighted kernels against the host's weighted sketch (``compute_cuts``' host path:
+    the sample's float32 weights in float64, zero weights dropped): the sample kinds above,
+    weights of spread magnitudes (the order of the additions shows), ties of weights, zeros,
+    all equal; runs of one value past 4,096 rows (summed by a block)."""
+    from dgboost.backend import array_backend
+    from dgboost.backend._cuda_sketch import cut_values
+
+    rng = np.random.default_rng(15)
+    kinds, weight_kinds = list(SKETCH_SAMPLES.values()), list(SKETCH_WEIGHTS.values())
+    for trial in range(40):
+        max_bin = int(rng.choice([2, 3, 16, 256]))
+        n_rows = int(rng.choice([1, 5, 300, 3000, 20_000]))
+        F = int(rng.integers(1, 9))
+        matrix = np.full((n_rows, F), np.nan, np.float32)
+        for f in range(F):
+            present = rng.random(n_rows) < rng.choice([0.0, 0.5, 1.0])
+            matrix[present, f] = kinds[int(rng.integers(len(kinds)))](rng, int(present.sum()))
+        if trial % 4 == 0:  # one value on most rows
+            matrix[rng.random(n_rows) < 0.7, 0] = 0.5
+        weights = weight_kinds[trial % len(weight_kinds)](rng, n_rows)
+        rows = None if trial % 2 else np.sort(rng.choice(n_rows, size=max(1, n_rows // 2), replace=False))
+        first = int(rng.integers(0, F))
+        block = int(rng.choice([4, 8000, 1 << 22]))  # (a quarter of it sorted at once)
+        values = cp.asarray(matrix)
+        got = cut_values(
+            array_backend(values),
+            values,
+            None if rows is None else cp.asarray(rows),
+            range(first, F),
+            max_bin,
+            block,
+            cp.asarray(weights),
+        )
+        sample, w = (matrix, weights) if rows is None else (matrix[rows], weights[rows])
+        w = w.astype(np.float64)
+        for f, cuts in zip(range(first, F), got):
+            keep = ~np.isnan(sample[:, f]) & (w > 0)
+            want = weighted_cut_values(sample[keep, f], w[keep], max_bin)
             assert _same_cuts(cuts, want), (trial, f, cuts, want)
 
 
