@@ -549,36 +549,79 @@ extern "C" __global__ void __launch_bounds__(256)
 }
 
 // ``np.cumsum`` of each feature's run sums (a feature of more than max_bin distinct values): each
-// run's upper rank bound rmax, a block a feature.
+// run's upper rank bound rmax.
 // When every partial sum of the feature's weights is exact in float64, so is every addition, in
-// any order, and the block scans in parallel: the weights are multiples of 2**L (L the smallest
-// exponent of their lowest set bits), and so is any sum of them; below 2**(L + 53) such a sum
-// is a float64 number. The test is count * largest weight <= 2**(L + 52) (a bit to spare for the
-// product's rounding). Typical weights pass it: 10**6 weights of 0.2 to 3 need 48 bits.
-// Otherwise the additions are sequential, as the host's: warp 0 stages kPrefixChunk sums at a
-// time in shared memory (loading the next chunk while lane 0 adds) and lane 0 runs the chain of
-// additions, about 15 cycles a run (a thread loading each sum in the chain took 0.7 s for 28
-// features of 10**6 values).
-constexpr int kPrefixThreads = 128;  // _cuda_sketch.py's _PREFIX_THREADS
+// any order, and the sums are scanned in parallel: the weights are multiples of 2**L (L the
+// smallest exponent of their lowest set bits), and so is any sum of them; below 2**(L + 53) such
+// a sum is a float64 number. The test is count * largest weight <= 2**(L + 52) (a bit to spare
+// for the product's rounding). Typical weights pass it: 10**6 weights of 0.2 to 3 need 48 bits.
+// Otherwise the additions are sequential, as the host's, one chain a feature.
+constexpr int kPrefixThreads = 256;  // _cuda_sketch.py's _PREFIX_THREADS
 constexpr int kPrefixPerThread = 8;  // consecutive sums a thread of the parallel scan adds
-constexpr int kPrefixChunk = 256;    // sums staged a step of the sequential scan
+constexpr long long kPrefixChunk = (long long)kPrefixThreads * kPrefixPerThread;  // _PREFIX_CHUNK
+constexpr int kChainStage = 256;     // sums staged a step of the sequential scan
 
+__device__ __forceinline__ bool sums_exact(int f, const long long* __restrict__ offsets,
+                                           const unsigned int* __restrict__ high,
+                                           const unsigned int* __restrict__ low_bit_flipped) {
+  const int low_bit = (int)~low_bit_flipped[f] - 256;
+  const double bound = (double)(offsets[f + 1] - offsets[f]) * (double)__uint_as_float(high[f]);
+  return bound <= ldexp(1.0, low_bit + 52);
+}
+
+// The sum of each thread's value over the block (any order: the values' sums are exact).
+__device__ double block_sum(double v, double* __restrict__ warp_part) {
+  for (unsigned int d = 16; d > 0u; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+  if ((threadIdx.x & 31u) == 0u) warp_part[threadIdx.x >> 5] = v;
+  __syncthreads();
+  double total = 0.0;
+  for (int w = 0; w < kPrefixThreads / 32; ++w) total += warp_part[w];
+  __syncthreads();  // warp_part is free again
+  return total;
+}
+
+// The parallel scan's first pass: each chunk's total, a block a (feature, chunk) of a feature
+// whose sums are exact.
+extern "C" __global__ void __launch_bounds__(kPrefixThreads)
+    sketch_chunk_totals(const double* __restrict__ sums, const long long* __restrict__ run_ptr,
+                        const long long* __restrict__ offsets, const unsigned int* __restrict__ high,
+                        const unsigned int* __restrict__ low_bit_flipped, int max_bin, int max_chunks,
+                        double* __restrict__ chunk_totals) {
+  __shared__ double warp_part[kPrefixThreads / 32];
+  const int f = blockIdx.x;
+  const long long a = run_ptr[f], b = run_ptr[f + 1];
+  if (b - a <= (long long)max_bin || !sums_exact(f, offsets, high, low_bit_flipped)) return;
+  for (long long c = blockIdx.y; a + c * kPrefixChunk < b; c += gridDim.y) {
+    const long long c0 = a + c * kPrefixChunk;
+    double mine = 0.0;
+    for (long long i = c0 + threadIdx.x; i < c0 + kPrefixChunk && i < b; i += kPrefixThreads) mine += sums[i];
+    const double total = block_sum(mine, warp_part);
+    if (threadIdx.x == 0) chunk_totals[(long long)f * max_chunks + c] = total;
+  }
+}
+
+// The rank bounds, a block a (feature, chunk): a feature whose sums are exact adds its earlier
+// chunks' totals and scans its chunk; otherwise block (f, 0) runs the feature's chain: warp 0
+// stages kChainStage sums at a time in shared memory (loading the next ones while lane 0 adds),
+// and lane 0 adds them eight at a time from registers (a thread loading each sum inside the chain
+// took 0.7 s for 28 features of 10**6 values).
 extern "C" __global__ void __launch_bounds__(kPrefixThreads)
     sketch_rank_prefix(const double* __restrict__ sums, const long long* __restrict__ run_ptr,
                        const long long* __restrict__ offsets, const unsigned int* __restrict__ high,
-                       const unsigned int* __restrict__ low_bit_flipped, int max_bin, double* __restrict__ rmax) {
-  __shared__ double stage[kPrefixChunk];
-  __shared__ double warp_total[kPrefixThreads / 32];
+                       const unsigned int* __restrict__ low_bit_flipped, int max_bin, int max_chunks,
+                       const double* __restrict__ chunk_totals, double* __restrict__ rmax) {
+  __shared__ double stage[kChainStage];
+  __shared__ double warp_part[kPrefixThreads / 32];
   const int f = blockIdx.x;
   const unsigned int lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   const long long a = run_ptr[f], b = run_ptr[f + 1];
   if (b - a <= (long long)max_bin) return;  // the block leaves together
-  const int low_bit = (int)~low_bit_flipped[f] - 256;
-  const double bound = (double)(offsets[f + 1] - offsets[f]) * (double)__uint_as_float(high[f]);
-  if (bound <= ldexp(1.0, low_bit + 52)) {
-    double carry = 0.0;
-    for (long long c0 = a; c0 < b; c0 += (long long)kPrefixThreads * kPrefixPerThread) {
-      const long long first = c0 + (long long)threadIdx.x * kPrefixPerThread;
+  if (sums_exact(f, offsets, high, low_bit_flipped)) {
+    for (long long c = blockIdx.y; a + c * kPrefixChunk < b; c += gridDim.y) {
+      double earlier = 0.0;
+      for (long long e = threadIdx.x; e < c; e += kPrefixThreads) earlier += chunk_totals[(long long)f * max_chunks + e];
+      const double carry = block_sum(earlier, warp_part);
+      const long long first = a + c * kPrefixChunk + (long long)threadIdx.x * kPrefixPerThread;
       double run[kPrefixPerThread];
       double mine = 0.0;
 #pragma unroll
@@ -591,25 +634,20 @@ extern "C" __global__ void __launch_bounds__(kPrefixThreads)
         const double other = __shfl_up_sync(0xffffffffu, upto, d);
         if (lane >= d) upto += other;
       }
-      if (lane == 31u) warp_total[warp] = upto;
+      if (lane == 31u) warp_part[warp] = upto;
       __syncthreads();
       double before = carry + (upto - mine);
-      double chunk = 0.0;
-      for (unsigned int w = 0; w < kPrefixThreads / 32; ++w) {
-        if (w < warp) before += warp_total[w];
-        chunk += warp_total[w];
-      }
+      for (unsigned int w = 0; w < warp; ++w) before += warp_part[w];
 #pragma unroll
       for (int k = 0; k < kPrefixPerThread; ++k) {
         if (first + k < b) rmax[first + k] = before + run[k];
       }
-      carry += chunk;
-      __syncthreads();  // warp_total is the next chunk's
+      __syncthreads();  // warp_part is the next chunk's
     }
     return;
   }
-  if (warp != 0u) return;
-  constexpr int kPerLane = kPrefixChunk / 32;
+  if (blockIdx.y != 0u || warp != 0u) return;
+  constexpr int kPerLane = kChainStage / 32;
   double next[kPerLane];
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) {
@@ -617,19 +655,31 @@ extern "C" __global__ void __launch_bounds__(kPrefixThreads)
     next[k] = i < b ? sums[i] : 0.0;
   }
   double total = -0.0;  // -0.0 + x is x: the first bound is the first sum, as np.cumsum's
-  for (long long c0 = a; c0 < b; c0 += kPrefixChunk) {
+  for (long long c0 = a; c0 < b; c0 += kChainStage) {
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) stage[k * 32 + lane] = next[k];
     __syncwarp();
 #pragma unroll
-    for (int k = 0; k < kPerLane; ++k) {  // the next chunk's loads, in flight during the chain
-      const long long i = c0 + kPrefixChunk + k * 32 + lane;
+    for (int k = 0; k < kPerLane; ++k) {  // the next sums' loads, in flight during the chain
+      const long long i = c0 + kChainStage + k * 32 + lane;
       next[k] = i < b ? sums[i] : 0.0;
     }
     if (lane == 0u) {
-      const int count = b - c0 < kPrefixChunk ? (int)(b - c0) : kPrefixChunk;
-#pragma unroll 8
-      for (int i = 0; i < count; ++i) {
+      const int count = b - c0 < kChainStage ? (int)(b - c0) : kChainStage;
+      int i = 0;
+      for (; i + 8 <= count; i += 8) {  // eight loads issued before their chain of additions
+        double v[8];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) v[k] = stage[i + k];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          total = total + v[k];
+          v[k] = total;
+        }
+#pragma unroll
+        for (int k = 0; k < 8; ++k) stage[i + k] = v[k];
+      }
+      for (; i < count; ++i) {
         total = total + stage[i];
         stage[i] = total;
       }

@@ -21,7 +21,8 @@ _KEYS_PER_CHUNK = 1 << 16  # sorted keys a block of sketch_distinct counts runs 
 _MAX_GRID = 65535 * 4  # tiles a sketch_keys launch walks at once (each block loops over the rest)
 _TILE = _THREADS * _KEYS_PER_THREAD
 _BIG_RUN = 4096  # sketch.cu's kBigRun: longer runs of equal values are summed by a block
-_PREFIX_THREADS = 128  # sketch.cu's kPrefixThreads: sketch_rank_prefix's block, a feature each
+_PREFIX_THREADS = 256  # sketch.cu's kPrefixThreads: a block of the rank bounds' scan
+_PREFIX_CHUNK = _PREFIX_THREADS * 8  # sketch.cu's kPrefixChunk: the runs a block of it scans
 
 
 def _float32_matrix(values, xp):
@@ -111,8 +112,8 @@ def cut_values(
     max_bin : int
         At least 2.
     block_values : int
-        Most values sorted at once (about 16 bytes each while sorted; with weights a quarter
-        as many, about 60 bytes each).
+        Most values sorted at once (about 16 bytes each while sorted; with weights half as
+        many, about 44 bytes each: the argsort's).
     weights : device ndarray of float32, shape (n,), or None
         The rows' weights (of every row of ``values``, not only the sampled ones); None: unit
         weights.
@@ -127,7 +128,7 @@ def cut_values(
     values = _float32_matrix(values, backend.xp)
     if weights is not None:
         weights = backend.xp.ascontiguousarray(weights, dtype=np.float32)
-        block_values = max(1, block_values // 4)
+        block_values = max(1, block_values // 2)
     counts = present_counts(backend, values, rows, features, weights)
     # every block's cuts land in one array, read once at the end (the host waits once, not
     # once a block; no concatenation, whose CuPy kernel would compile in a process's first
@@ -322,14 +323,27 @@ def _weighted_runs(backend, sample: _Sample, block: range, block_counts: np.ndar
         grid=big_runs.size,
     )
     del run_keys, big_runs
+    # the runs of a feature are at most its entries; a block a (feature, chunk), looping past
+    # CUDA's 65,535 blocks of a grid's second dimension
+    max_chunks = (int(block_counts.max()) + _PREFIX_CHUNK - 1) // _PREFIX_CHUNK
+    ranges = (offsets, high, low_bit_flipped, np.int32(max_bin), np.int32(max_chunks))
+    chunk_totals = backend.empty(n_block * max_chunks, np.float64)
+    backend._launch(
+        "sketch.cu",
+        "sketch_chunk_totals",
+        0,
+        (sums, run_ptr, *ranges, chunk_totals),
+        threads=_PREFIX_THREADS,
+        grid=(n_block, min(max_chunks, 65535)),
+    )
     rmax = backend.empty(n_runs, np.float64)
     backend._launch(
         "sketch.cu",
         "sketch_rank_prefix",
         0,
-        (sums, run_ptr, offsets, high, low_bit_flipped, np.int32(max_bin), rmax),
+        (sums, run_ptr, *ranges, chunk_totals, rmax),
         threads=_PREFIX_THREADS,
-        grid=n_block,
+        grid=(n_block, min(max_chunks, 65535)),
     )
     return _WeightedRuns(keys, starts, run_ptr, sums, rmax)
 

@@ -122,7 +122,7 @@ def test_the_emulated_weighted_sketch_gives_every_features_host_cuts_bit_for_bit
     weights = _weights(rng, WEIGHT_KINDS[trial % len(WEIGHT_KINDS)], n_rows)
     rows = None if trial % 2 else np.sort(rng.choice(n_rows, size=max(1, n_rows // 2), replace=False)).astype(np.int64)
     first = int(rng.integers(0, n_features))
-    block_values = int(rng.choice([1, 2400, 1 << 22]))  # (a quarter of it sorted at once)
+    block_values = int(rng.choice([1, 2400, 1 << 22]))  # (half of it sorted at once)
     got = CUDABackend.sketch_cuts(
         _cuda_emulator.EmulatedCUDABackend(), matrix, rows, range(first, n_features), max_bin, block_values, weights
     )

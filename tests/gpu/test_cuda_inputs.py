@@ -295,7 +295,7 @@ def test_the_weighted_device_cut_kernels_give_every_features_host_cuts_bit_for_b
         weights = weight_kinds[trial % len(weight_kinds)](rng, n_rows)
         rows = None if trial % 2 else np.sort(rng.choice(n_rows, size=max(1, n_rows // 2), replace=False))
         first = int(rng.integers(0, F))
-        block = int(rng.choice([4, 8000, 1 << 22]))  # (a quarter of it sorted at once)
+        block = int(rng.choice([4, 8000, 1 << 22]))  # (half of it sorted at once)
         values = cp.asarray(matrix)
         got = cut_values(
             array_backend(values),
