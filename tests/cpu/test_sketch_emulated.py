@@ -53,17 +53,25 @@ def _column(rng, kind: str, n: int) -> np.ndarray:
 KINDS = ["continuous", "long ties", "few distinct", "one heavy value", "infinities and zeros", "constant"]
 
 
-@pytest.mark.parametrize("trial", range(14))
-def test_the_emulated_sketch_kernels_give_every_features_host_cuts_bit_for_bit(trial):
-    rng = np.random.default_rng(100 + trial)
+def _random_case(rng, trial: int, most_features: int):
+    """A trial's max_bin, (n, F) float32 matrix of mixed kinds and missing values, and sampled
+    rows (None: every row, on odd trials)."""
     max_bin = int(rng.choice([2, 3, 16, 40, 256]))
     n_rows = int(rng.choice([1, 7, 900, 2500]))
-    n_features = int(rng.integers(1, 7))
+    n_features = int(rng.integers(1, most_features + 1))
     matrix = np.full((n_rows, n_features), np.nan, np.float32)
     for f in range(n_features):
         present = rng.random(n_rows) < rng.choice([0.0, 0.4, 1.0])
         matrix[present, f] = _column(rng, KINDS[(trial + f) % len(KINDS)], int(present.sum()))
     rows = None if trial % 2 else np.sort(rng.choice(n_rows, size=max(1, n_rows // 2), replace=False)).astype(np.int64)
+    return max_bin, matrix, rows
+
+
+@pytest.mark.parametrize("trial", range(14))
+def test_the_emulated_sketch_kernels_give_every_features_host_cuts_bit_for_bit(trial):
+    rng = np.random.default_rng(100 + trial)
+    max_bin, matrix, rows = _random_case(rng, trial, 6)
+    n_features = matrix.shape[1]
     first = int(rng.integers(0, n_features))
     block_values = int(rng.choice([1, 600, 1 << 20]))  # a feature a block, a few, all of them
     got = _device_cuts(matrix, rows, range(first, n_features), max_bin, block_values)
@@ -112,15 +120,9 @@ WEIGHT_KINDS = ["spread", "few values", "with zeros", "all equal", "ones"]
 @pytest.mark.parametrize("trial", range(15))
 def test_the_emulated_weighted_sketch_gives_every_features_host_cuts_bit_for_bit(trial):
     rng = np.random.default_rng(300 + trial)
-    max_bin = int(rng.choice([2, 3, 16, 40, 256]))
-    n_rows = int(rng.choice([1, 7, 900, 2500]))
-    n_features = int(rng.integers(1, 6))
-    matrix = np.full((n_rows, n_features), np.nan, np.float32)
-    for f in range(n_features):
-        present = rng.random(n_rows) < rng.choice([0.0, 0.4, 1.0])
-        matrix[present, f] = _column(rng, KINDS[(trial + f) % len(KINDS)], int(present.sum()))
-    weights = _weights(rng, WEIGHT_KINDS[trial % len(WEIGHT_KINDS)], n_rows)
-    rows = None if trial % 2 else np.sort(rng.choice(n_rows, size=max(1, n_rows // 2), replace=False)).astype(np.int64)
+    max_bin, matrix, rows = _random_case(rng, trial, 5)
+    n_features = matrix.shape[1]
+    weights = _weights(rng, WEIGHT_KINDS[trial % len(WEIGHT_KINDS)], matrix.shape[0])
     first = int(rng.integers(0, n_features))
     block_values = int(rng.choice([1, 2400, 1 << 22]))  # (half of it sorted at once)
     got = CUDABackend.sketch_cuts(
