@@ -136,17 +136,24 @@ def test_the_emulated_weighted_sketch_gives_every_features_host_cuts_bit_for_bit
 
 def test_a_weighted_run_longer_than_a_threads_share_is_summed_as_numpy_sums_it():
     # one value on 9,000 rows (a run summed by a block: its pairwise tree split over the
-    # block's threads) beside 600 distinct values, weights of spread magnitudes
+    # block's threads) beside 600 distinct values, weights of eight decades (their sums round);
+    # the sums themselves are compared (a cut seldom moves for a one-ulp difference), then the
+    # cuts
     rng = np.random.default_rng(11)
     column = np.concatenate([np.full(9000, 0.5), rng.normal(size=600)]).astype(np.float32)
     matrix = np.stack([column, rng.permutation(column)], axis=1)
     weights = (10.0 ** rng.uniform(-4, 4, column.size)).astype(np.float32)
-    for max_bin in (16, 256):
-        got = CUDABackend.sketch_cuts(
-            _cuda_emulator.EmulatedCUDABackend(), matrix, None, range(2), max_bin, 1 << 22, weights
-        )
-        for f in range(2):
-            assert _same_bits(got[f], _host_weighted_cuts(matrix, weights, None, f, max_bin)), (max_bin, f)
+    max_bin = 64  # below the 601 distinct values: the sums pick the cuts
+    backend = _cuda_emulator.EmulatedCUDABackend()
+    sample = _cuda_sketch._Sample(matrix, None, weights)
+    runs = _cuda_sketch._weighted_runs(backend, sample, range(2), np.array([column.size] * 2), max_bin)
+    for f in range(2):
+        _, summed = _host_runs(matrix[:, f], weights.astype(np.float64))
+        a, b = int(runs.run_ptr[f]), int(runs.run_ptr[f + 1])
+        assert runs.sums[a:b].tobytes() == summed.tobytes(), f
+    got = CUDABackend.sketch_cuts(backend, matrix, None, range(2), max_bin, 1 << 22, weights)
+    for f in range(2):
+        assert _same_bits(got[f], _host_weighted_cuts(matrix, weights, None, f, max_bin)), f
 
 
 def _host_runs(values: np.ndarray, weights: np.ndarray):
