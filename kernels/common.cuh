@@ -75,6 +75,18 @@ __device__ __forceinline__ uint32_t read_symbol(const uint32_t* __restrict__ pac
   return static_cast<uint32_t>(pair >> shift) & ((1u << bits) - 1u);
 }
 
+// The sum of ``v`` over this lane and the lanes below it in the warp (every lane takes part).
+template <typename T>
+__device__ __forceinline__ T warp_inclusive_scan(T v) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const T u = __shfl_up_sync(0xffffffffu, v, d);
+    if (lane >= d) v += u;
+  }
+  return v;
+}
+
 // One block writes out[i] = value(0) + ... + value(i - 1) for i in [0, n], out[n] the total
 // (n may exceed the block: each thread owns a contiguous run of values, the run totals are
 // scanned in ``partial``, blockDim.x int64 of shared memory). Values are read twice.

@@ -118,11 +118,7 @@ extern "C" __global__ void sketch_keys(const float* __restrict__ values, const l
     // the tile's slots: an inclusive scan of the counts within each warp, the warps' totals
     // scanned by thread 0, which takes the tile's run from the counter
     const unsigned int mine = (unsigned int)__popc(kept);
-    unsigned int upto = mine;
-    for (unsigned int d = 1; d < 32u; d <<= 1) {
-      const unsigned int other = __shfl_up_sync(0xffffffffu, upto, d);
-      if (lane >= d) upto += other;
-    }
+    const unsigned int upto = warp_inclusive_scan(mine);
     if (lane == 31u) warp_first[warp] = upto;
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -320,25 +316,29 @@ __device__ __forceinline__ long long pairwise_half(long long n) {
 
 constexpr int kPairwiseDepth = 40;  // splits of at most 2**63 values down to 128: fewer than 57
 
-// NumPy's ``pairwise_sum`` of n values: its recursion as a loop over a stack of the nodes on the
-// path to the current one (the left sum of each node whose right part is being summed).
-__device__ double pairwise_sum(const unsigned long long* __restrict__ run_keys, long long n) {
+// NumPy's ``pairwise_sum`` of n values, its recursion as a loop over a stack of the nodes on the
+// path to the current one (the left sum of each node whose right part is being summed): a node
+// of at most kPairwiseBlock values, or one ``max_depth`` splits down, is a leaf, whose sum is
+// ``leaf(offset, length, depth, path)`` (path: the left (0) / right (1) choices from the top,
+// the first one highest).
+template <typename Leaf>
+__device__ double pairwise_tree(long long n, int max_depth, Leaf leaf) {
   long long off[kPairwiseDepth], len[kPairwiseDepth];
+  unsigned long long path[kPairwiseDepth];
   double left[kPairwiseDepth];
-  bool right[kPairwiseDepth];
   int d = 0;
   off[0] = 0;
   len[0] = n;
-  right[0] = false;
+  path[0] = 0ull;
   for (;;) {
-    while (len[d] > kPairwiseBlock) {  // down the left side
+    while (d < max_depth && len[d] > kPairwiseBlock) {  // down the left side
       off[d + 1] = off[d];
       len[d + 1] = pairwise_half(len[d]);
-      right[d + 1] = false;
+      path[d + 1] = path[d] << 1;
       ++d;
     }
-    double v = pairwise_leaf(run_keys + off[d], len[d]);
-    while (right[d]) {  // a right part completes its parent: left + right
+    double v = leaf(off[d], len[d], d, path[d]);
+    while (d > 0 && (path[d] & 1ull)) {  // a right part completes its parent: left + right
       --d;
       v = left[d] + v;
     }
@@ -347,8 +347,14 @@ __device__ double pairwise_sum(const unsigned long long* __restrict__ run_keys, 
     left[d - 1] = v;
     off[d] = off[d - 1] + len[d];
     len[d] = len[d - 1] - len[d];
-    right[d] = true;
+    path[d] |= 1ull;
   }
+}
+
+__device__ double pairwise_sum(const unsigned long long* __restrict__ run_keys, long long n) {
+  return pairwise_tree(n, kPairwiseDepth - 1, [=](long long o, long long m, int, unsigned long long) {
+    return pairwise_leaf(run_keys + o, m);
+  });
 }
 
 // Per feature of the block: the first run of its values (run_ptr[f], and run_ptr[n] = runs),
@@ -466,8 +472,8 @@ extern "C" __global__ void sketch_run_sums(const unsigned long long* __restrict_
                                            const long long* __restrict__ starts, long long n_runs, long long n,
                                            const long long* __restrict__ run_ptr, int max_bin,
                                            const unsigned int* __restrict__ low_flipped,
-                                           const unsigned int* __restrict__ high, double* __restrict__ sums, long long* __restrict__ big_runs,
-                                           unsigned long long* __restrict__ n_big) {
+                                           const unsigned int* __restrict__ high, double* __restrict__ sums,
+                                           long long* __restrict__ big_runs, unsigned long long* __restrict__ n_big) {
   for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < n_runs;
        r += (long long)gridDim.x * blockDim.x) {
     const int f = run_feature(keys, starts, r);
@@ -516,36 +522,13 @@ extern "C" __global__ void __launch_bounds__(256)
   part[threadIdx.x] = mine ? pairwise_sum(rest + off, len) : 0.0;
   __syncthreads();
   if (threadIdx.x != 0) return;
-  // the top kBigRunLevels levels again, as pairwise_sum walks them, the nodes' sums read
-  long long nlen[kBigRunLevels + 1];
-  int slot[kBigRunLevels + 1];
-  double left[kBigRunLevels + 1];
-  bool right[kBigRunLevels + 1];
-  int d = 0;
-  nlen[0] = e - s - 1;
-  slot[0] = 0;
-  right[0] = false;
-  for (;;) {
-    while (d < kBigRunLevels && nlen[d] > kPairwiseBlock) {
-      nlen[d + 1] = pairwise_half(nlen[d]);
-      slot[d + 1] = slot[d];
-      right[d + 1] = false;
-      ++d;
-    }
-    double v = part[slot[d]];
-    while (right[d]) {
-      --d;
-      v = left[d] + v;
-    }
-    if (d == 0) {
-      sums[r] = run_weight(run_keys, s) + v;
-      return;
-    }
-    left[d - 1] = v;
-    slot[d] = slot[d - 1] | (1 << (kBigRunLevels - d));
-    nlen[d] = nlen[d - 1] - nlen[d];
-    right[d] = true;
-  }
+  // the top kBigRunLevels levels again, as pairwise_sum walks them: a node's sum is the part of
+  // the thread whose bits are its path (then zeros)
+  const double total = pairwise_tree(e - s - 1, kBigRunLevels, [&](long long, long long, int depth,
+                                                                    unsigned long long node) {
+    return part[node << (kBigRunLevels - depth)];
+  });
+  sums[r] = run_weight(run_keys, s) + total;
 }
 
 // ``np.cumsum`` of each feature's run sums (a feature of more than max_bin distinct values): each
@@ -629,11 +612,7 @@ extern "C" __global__ void __launch_bounds__(kPrefixThreads)
         mine += first + k < b ? sums[first + k] : 0.0;
         run[k] = mine;
       }
-      double upto = mine;  // inclusive scan of the threads' totals in the warp
-      for (unsigned int d = 1; d < 32u; d <<= 1) {
-        const double other = __shfl_up_sync(0xffffffffu, upto, d);
-        if (lane >= d) upto += other;
-      }
+      const double upto = warp_inclusive_scan(mine);  // the threads' totals in the warp
       if (lane == 31u) warp_part[warp] = upto;
       __syncthreads();
       double before = carry + (upto - mine);

@@ -51,16 +51,6 @@ __device__ __forceinline__ bool better(double gain, int key, double other_gain, 
   return key < other_key;
 }
 
-__device__ __forceinline__ long long warp_inclusive_scan(long long v) {
-  const int lane = threadIdx.x & 31;
-#pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const long long u = __shfl_up_sync(0xffffffffu, v, d);
-    if (lane >= d) v += u;
-  }
-  return v;
-}
-
 // One candidate per (node, feature), 48 bytes (dgboost/backend/cuda.py _CANDIDATE_BYTES).
 struct Candidate {
   double gain;
